@@ -1,0 +1,73 @@
+// Structured logging: one JSON object per line on stderr (or a custom sink), each
+// carrying the component and any fields. Kept tiny on purpose: it runs at boot.
+
+export type LogLevel = "debug" | "info" | "warn" | "error";
+export type LogFields = Record<string, unknown>;
+export type LogSink = (line: string) => void;
+
+const levelRank: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+
+let sink: LogSink = (line) => process.stderr.write(line + "\n");
+let minLevel: LogLevel = (process.env.BASALT_LOG_LEVEL as LogLevel | undefined) ?? "info";
+// "console" renders `[basalt] component: msg {fields}` for a human at the node's console.
+let format: "json" | "console" = process.env.BASALT_LOG_FORMAT === "console" ? "console" : "json";
+
+export function setLogFormat(next: "json" | "console"): void {
+  format = next;
+}
+
+export function setLogSink(next: LogSink): void {
+  sink = next;
+}
+
+export function setLogLevel(level: LogLevel): void {
+  minLevel = level;
+}
+
+export class Logger {
+  constructor(
+    readonly component: string,
+    private readonly base: LogFields = {},
+  ) {}
+
+  child(fields: LogFields): Logger {
+    return new Logger(this.component, { ...this.base, ...fields });
+  }
+
+  debug(msg: string, fields?: LogFields): void {
+    this.write("debug", msg, fields);
+  }
+  info(msg: string, fields?: LogFields): void {
+    this.write("info", msg, fields);
+  }
+  warn(msg: string, fields?: LogFields): void {
+    this.write("warn", msg, fields);
+  }
+  error(msg: string, fields?: LogFields): void {
+    this.write("error", msg, fields);
+  }
+
+  private write(level: LogLevel, msg: string, fields?: LogFields): void {
+    if (levelRank[level] < levelRank[minLevel]) return;
+    const record: LogFields = { ts: new Date().toISOString(), level, component: this.component, msg, ...this.base };
+    if (fields) {
+      for (const [k, v] of Object.entries(fields)) record[k] = v instanceof Error ? errorText(v) : v;
+    }
+    if (format === "json") {
+      sink(JSON.stringify(record));
+      return;
+    }
+    const { ts: _ts, level: _level, component, msg: _msg, ...rest } = record;
+    const extra = Object.keys(rest).length > 0 ? " " + JSON.stringify(rest) : "";
+    sink(`[basalt] ${String(component)}: ${msg}${extra}`);
+  }
+}
+
+function errorText(err: Error): string {
+  const cause = (err as { cause?: unknown }).cause;
+  return cause instanceof Error ? `${err.message}: ${errorText(cause)}` : err.message;
+}
+
+export function logger(component: string, fields?: LogFields): Logger {
+  return new Logger(component, fields);
+}
