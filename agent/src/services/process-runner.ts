@@ -1,0 +1,73 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { SystemError } from "../errors.js";
+import { logger } from "../log.js";
+import type { ServiceRunner } from "./service.js";
+
+export interface ProcessSpec {
+  id: string;
+  command: string;
+  args: string[];
+  env?: NodeJS.ProcessEnv;
+  /** Resolves once the process is ready to serve (e.g. its socket answers). */
+  ready?: (signal: AbortSignal) => Promise<void>;
+  health?: () => Promise<void>;
+  stopTimeoutMs?: number;
+}
+
+/** Runs a service as a child process; its output is forwarded line by line to our log. */
+export class ProcessRunner implements ServiceRunner {
+  private child: ChildProcess | undefined;
+  private readonly log;
+  readonly health?: () => Promise<void>;
+
+  constructor(private readonly spec: ProcessSpec) {
+    this.log = logger(spec.id);
+    if (spec.health) this.health = spec.health;
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  async start(onExit: (err: Error | undefined) => void): Promise<void> {
+    const child = spawn(this.spec.command, this.spec.args, {
+      env: this.spec.env ?? process.env,
+      stdio: ["ignore", "inherit", "inherit"],
+    });
+    this.child = child;
+    const ac = new AbortController();
+    const exited = new Promise<never>((_, reject) => {
+      child.once("error", (err) => reject(new SystemError(`starting ${this.spec.id} failed`, {}, { cause: err })));
+      child.once("exit", (code, signal) => reject(new SystemError(`${this.spec.id} exited during start`, { code, signal })));
+    });
+    exited.catch(() => undefined);
+    try {
+      if (this.spec.ready) await Promise.race([this.spec.ready(ac.signal), exited]);
+    } catch (err) {
+      child.kill("SIGKILL");
+      throw err;
+    } finally {
+      ac.abort();
+    }
+    child.once("exit", (code, signal) => {
+      if (this.child !== child) return;
+      this.child = undefined;
+      onExit(code === 0 ? undefined : new SystemError(`${this.spec.id} exited`, { code, signal }));
+    });
+    this.log.debug("process started", { pid: child.pid });
+  }
+
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null) return;
+    this.child = undefined;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => child.kill("SIGKILL"), this.spec.stopTimeoutMs ?? 10_000);
+      child.once("exit", () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      child.kill("SIGTERM");
+    });
+  }
+}

@@ -1,0 +1,67 @@
+// Service model with Talos's states and event history, independent of how a
+// service runs (process, container, or in-process).
+
+export type ServiceState = "Initialized" | "Waiting" | "Preparing" | "Pre" | "Running" | "Stopping" | "Finished" | "Failed" | "Skipped";
+
+export interface ServiceEvent {
+  msg: string;
+  state: ServiceState;
+  ts: Date;
+}
+
+export interface ServiceHealth {
+  unknown: boolean;
+  healthy: boolean;
+  lastMessage: string;
+  lastChange: Date | undefined;
+}
+
+export interface ServiceStatus {
+  id: string;
+  state: ServiceState;
+  events: ServiceEvent[];
+  health: ServiceHealth;
+}
+
+/** What the supervisor needs from something it runs. */
+export interface ServiceRunner {
+  /** Starts the service; resolves once it runs. `onExit` fires when it stops by itself. */
+  start(onExit: (err: Error | undefined) => void): Promise<void>;
+  /** Stops the service and resolves once it has stopped. */
+  stop(): Promise<void>;
+  /** Optional health probe; rejects when unhealthy. */
+  health?(): Promise<void>;
+}
+
+export interface ServiceDefinition {
+  id: string;
+  runner: ServiceRunner;
+  /** Restart after an unexpected exit, with backoff. */
+  restart: "always" | "never";
+}
+
+const maxEvents = 32;
+
+/** Tracks one service's state transitions and keeps the last events, as ServiceList reports them. */
+export class ServiceRecord {
+  state: ServiceState = "Initialized";
+  readonly events: ServiceEvent[] = [];
+  health: ServiceHealth = { unknown: true, healthy: false, lastMessage: "", lastChange: undefined };
+
+  constructor(readonly id: string) {}
+
+  transition(state: ServiceState, msg: string): void {
+    this.state = state;
+    this.events.push({ msg, state, ts: new Date() });
+    if (this.events.length > maxEvents) this.events.splice(0, this.events.length - maxEvents);
+  }
+
+  setHealth(healthy: boolean, message: string): void {
+    if (!this.health.unknown && this.health.healthy === healthy && this.health.lastMessage === message) return;
+    this.health = { unknown: false, healthy, lastMessage: message, lastChange: new Date() };
+  }
+
+  status(): ServiceStatus {
+    return { id: this.id, state: this.state, events: [...this.events], health: { ...this.health } };
+  }
+}
