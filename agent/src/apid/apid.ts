@@ -1,0 +1,149 @@
+import * as grpc from "@grpc/grpc-js";
+import os from "node:os";
+import { allMethods, decode, serviceDefinition } from "../api/index.js";
+import { describeError } from "../errors.js";
+import { logger } from "../log.js";
+import { authenticate, serverCredentials, type ListenerMode } from "./credentials.js";
+import { buildProxyServer } from "./proxy.js";
+
+const log = logger("apid");
+
+export interface ApidOptions {
+  listen: string; // host:port
+  machinedSocket: string;
+  signal: AbortSignal;
+}
+
+interface PemPair {
+  crt?: Buffer;
+  key?: Buffer;
+}
+
+const secretsNs = "secrets";
+export const apiCertsType = "ApiCertificates.secrets.talos.dev";
+export const maintenanceCertsType = "MaintenanceServiceCertificates.secrets.talos.dev";
+
+/** Names and addresses by which callers may address this node in `node`/`nodes`. */
+function isSelf(target: string): boolean {
+  const t = target.replace(/^\[|\]$/g, "").toLowerCase();
+  if (t === "localhost" || t === os.hostname().toLowerCase()) return true;
+  for (const addrs of Object.values(os.networkInterfaces())) {
+    for (const a of addrs ?? []) if (a.address.toLowerCase() === t) return true;
+  }
+  return false;
+}
+
+/**
+ * apid: the TLS front door on :50000. It follows the certificates machined
+ * publishes as resources (maintenance certificate first, then the API
+ * certificates issued from the config's OS CA) and re-binds its listener when
+ * they change; every call is relayed as raw bytes to machined.
+ */
+export async function runApid(opts: ApidOptions): Promise<void> {
+  const target = `unix:${opts.machinedSocket}`;
+  const local = new grpc.Client(target, grpc.credentials.createInsecure());
+  const State = grpc.makeGenericClientConstructor(serviceDefinition("cosi.resource.State"), "State");
+  const cosi = new State(target, grpc.credentials.createInsecure()) as unknown as WatchClient;
+  const methods = allMethods().map((m) => ({ path: m.path, requestStream: m.requestStream, responseStream: m.responseStream }));
+
+  let current: { server: grpc.Server; key: string } | undefined;
+  let apiCerts: { server: PemPair; acceptedCAs: string[] } | undefined;
+  let maintenanceCert: PemPair | undefined;
+
+  const rebind = async () => {
+    const mode = chooseMode(apiCerts, maintenanceCert);
+    const key = mode ? JSON.stringify(mode) : "";
+    if (current?.key === key) return;
+    const old = current;
+    current = undefined;
+    if (old) await shutdown(old.server);
+    if (!mode) return;
+    const server = buildProxyServer({ methods, local, isSelf, authenticate: (call) => authenticate(mode, call as never) });
+    await new Promise<void>((resolve, reject) =>
+      server.bindAsync(opts.listen, serverCredentials(mode), (err) => (err ? reject(err) : resolve())),
+    );
+    current = { server, key };
+    log.info("api listener ready", { listen: opts.listen, mode: mode.kind });
+  };
+
+  let chain = Promise.resolve();
+  const schedule = () => {
+    chain = chain.then(rebind).catch((err) => log.error("rebinding the api listener failed", { error: describeError(err) }));
+  };
+
+  watchOne(cosi, apiCertsType, "api", opts.signal, (spec) => {
+    apiCerts = spec
+      ? { server: (spec["server"] ?? {}) as PemPair, acceptedCAs: ((spec["accepted_cas"] ?? []) as { crt: Buffer }[]).map((c) => c.crt.toString()) }
+      : undefined;
+    schedule();
+  });
+  watchOne(cosi, maintenanceCertsType, "maintenance", opts.signal, (spec) => {
+    maintenanceCert = spec ? ((spec["server"] ?? {}) as PemPair) : undefined;
+    schedule();
+  });
+
+  await new Promise<void>((resolve) => opts.signal.addEventListener("abort", () => resolve(), { once: true }));
+  await chain;
+  if (current) await shutdown(current.server);
+  local.close();
+  (cosi as unknown as grpc.Client).close();
+}
+
+function chooseMode(api: { server: PemPair; acceptedCAs: string[] } | undefined, maintenance: PemPair | undefined): ListenerMode | undefined {
+  if (api?.server.crt?.length && api.server.key?.length && api.acceptedCAs.length > 0) {
+    return { kind: "mtls", serverCert: api.server.crt.toString(), serverKey: api.server.key.toString(), acceptedCAs: api.acceptedCAs, checkExtKeyUsage: true };
+  }
+  if (maintenance?.crt?.length && maintenance.key?.length) {
+    return { kind: "maintenance", serverCert: maintenance.crt.toString(), serverKey: maintenance.key.toString() };
+  }
+  return undefined;
+}
+
+async function shutdown(server: grpc.Server): Promise<void> {
+  // Let in-flight replies (e.g. the ApplyConfiguration that triggered this) finish first.
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(() => {
+      server.forceShutdown();
+      resolve();
+    }, 2000);
+    server.tryShutdown(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+interface WatchEvent {
+  resource?: { metadata?: { id?: string }; spec?: { proto_spec?: Buffer } };
+  event_type?: number;
+}
+interface WatchClient {
+  Watch(req: object, md: grpc.Metadata): grpc.ClientReadableStream<{ event: WatchEvent[] }>;
+}
+
+const DESTROYED = 2;
+
+/** Follows one resource over machined's COSI API, reconnecting until aborted. */
+function watchOne(client: WatchClient, type: string, id: string, signal: AbortSignal, onSpec: (spec: Record<string, unknown> | undefined) => void): void {
+  const specType = type === apiCertsType ? "talos.resource.definitions.secrets.APICertsSpec" : "talos.resource.definitions.secrets.MaintenanceServiceCertsSpec";
+  const start = () => {
+    if (signal.aborted) return;
+    const md = new grpc.Metadata();
+    md.add("talos-role", "os:admin");
+    const stream = client.Watch({ namespace: secretsNs, type, id, options: {}, api_version: 1 }, md);
+    const stop = () => stream.cancel();
+    signal.addEventListener("abort", stop, { once: true });
+    stream.on("data", (resp) => {
+      for (const ev of resp.event ?? []) {
+        if (ev.event_type === DESTROYED) onSpec(undefined);
+        else if (ev.resource?.spec?.proto_spec) onSpec(decode(specType, ev.resource.spec.proto_spec) as Record<string, unknown>);
+      }
+    });
+    stream.on("error", (err: grpc.ServiceError) => {
+      signal.removeEventListener("abort", stop);
+      if (err.code !== grpc.status.CANCELLED) log.warn("certificate watch failed; retrying", { type, error: err.details });
+      setTimeout(start, 1000).unref();
+    });
+  };
+  start();
+}

@@ -1,0 +1,124 @@
+import * as grpc from "@grpc/grpc-js";
+import { serviceDefinition } from "../api/index.js";
+
+/** How to reach a node: the maintenance (insecure) listener, or mTLS with a talosconfig's material. */
+export type ClientCredentials =
+  | { kind: "insecure" }
+  | { kind: "mtls"; ca: string; crt: string; key: string; serverName?: string };
+
+export interface ClientOptions {
+  endpoint: string; // host or host:port; port 50000 is added when missing
+  credentials: ClientCredentials;
+  /** `nodes` metadata for one-to-many proxying (talosctl -n). */
+  nodes?: string[];
+  /** `node` metadata for one-to-one proxying (COSI calls, trackers). */
+  node?: string;
+}
+
+// grpc-js generic clients index methods by name; the typed wrappers below give them shapes.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- generic client methods are untyped by construction
+type Untyped = any;
+
+function withPort(endpoint: string): string {
+  if (/^\[.*\]:\d+$/.test(endpoint) || /^[^:\[\]]+:\d+$/.test(endpoint)) return endpoint;
+  if (endpoint.includes(":") && !endpoint.startsWith("[")) return `[${endpoint}]:50000`;
+  return `${endpoint}:50000`;
+}
+
+/** node:tls reads PKCS#8 keys only under the `PRIVATE KEY` label. */
+function tlsKey(pem: string): string {
+  return pem.replace(/-----(BEGIN|END) ED25519 PRIVATE KEY-----/g, "-----$1 PRIVATE KEY-----");
+}
+
+function channelCredentials(c: ClientCredentials): grpc.ChannelCredentials {
+  if (c.kind === "insecure") {
+    // Maintenance mode: TLS without verifying the server, exactly as `talosctl --insecure`.
+    return grpc.credentials.createSsl(null, null, null, { rejectUnauthorized: false, checkServerIdentity: () => undefined });
+  }
+  return grpc.credentials.createSsl(Buffer.from(c.ca), Buffer.from(tlsKey(c.key)), Buffer.from(c.crt));
+}
+
+/** A typed client for the Talos-v1.7-compatible API, for our tests, benchmarks and users. */
+export class NodeClient {
+  readonly machine: Untyped;
+  readonly storage: Untyped;
+  readonly cosi: Untyped;
+  readonly time: Untyped;
+  private readonly clients: grpc.Client[] = [];
+
+  constructor(private readonly opts: ClientOptions) {
+    const address = withPort(opts.endpoint);
+    const creds = channelCredentials(opts.credentials);
+    const options: grpc.ChannelOptions = { "grpc.max_receive_message_length": 32 * 1024 * 1024 };
+    if (opts.credentials.kind === "mtls" && opts.credentials.serverName) {
+      options["grpc.ssl_target_name_override"] = opts.credentials.serverName;
+    }
+    const make = (service: string) => {
+      const Ctor = grpc.makeGenericClientConstructor(serviceDefinition(service), service);
+      const c = new Ctor(address, creds, options);
+      this.clients.push(c);
+      return c as Untyped;
+    };
+    this.machine = make("machine.MachineService");
+    this.storage = make("storage.StorageService");
+    this.cosi = make("cosi.resource.State");
+    this.time = make("time.TimeService");
+  }
+
+  metadata(): grpc.Metadata {
+    const md = new grpc.Metadata();
+    if (this.opts.nodes?.length) md.set("nodes", this.opts.nodes.join(","));
+    if (this.opts.node) md.set("node", this.opts.node);
+    return md;
+  }
+
+  /** Calls a unary method and resolves with the plain-object reply. */
+  unary<Res = Record<string, unknown>>(client: Untyped, method: string, request: object = {}, deadlineMs = 30_000): Promise<Res> {
+    return new Promise((resolve, reject) => {
+      client[method](request, this.metadata(), { deadline: Date.now() + deadlineMs }, (err: grpc.ServiceError | null, res: Res) =>
+        err ? reject(err) : resolve(res),
+      );
+    });
+  }
+
+  /** Collects every message of a server stream. */
+  collect<Res = Record<string, unknown>>(client: Untyped, method: string, request: object = {}, deadlineMs = 30_000): Promise<Res[]> {
+    return new Promise((resolve, reject) => {
+      const out: Res[] = [];
+      const stream: grpc.ClientReadableStream<Res> = client[method](request, this.metadata(), { deadline: Date.now() + deadlineMs });
+      stream.on("data", (m: Res) => out.push(m));
+      stream.on("error", reject);
+      stream.on("end", () => resolve(out));
+    });
+  }
+
+  version() {
+    return this.unary(this.machine, "Version");
+  }
+  serviceList() {
+    return this.unary(this.machine, "ServiceList");
+  }
+  disks() {
+    return this.unary(this.storage, "Disks");
+  }
+  applyConfiguration(data: Uint8Array | string, opts: { mode?: number; dryRun?: boolean } = {}) {
+    return this.unary(this.machine, "ApplyConfiguration", {
+      data: Buffer.from(data),
+      mode: opts.mode ?? 1,
+      dry_run: opts.dryRun ?? false,
+    });
+  }
+  resourceGet(namespace: string, type: string, id: string) {
+    return this.unary(this.cosi, "Get", { namespace, type, id });
+  }
+  resourceList(namespace: string, type: string) {
+    return this.collect(this.cosi, "List", { namespace, type });
+  }
+
+  close(): void {
+    for (const c of this.clients) c.close();
+  }
+}
+
+/** ApplyConfigurationRequest.Mode values. */
+export const ApplyMode = { REBOOT: 0, AUTO: 1, NO_REBOOT: 2, STAGED: 3, TRY: 4 } as const;

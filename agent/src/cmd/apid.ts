@@ -1,0 +1,16 @@
+import { runApid } from "../apid/apid.js";
+import { logger } from "../log.js";
+import { nodePaths } from "../sys/paths.js";
+import { parseFlags } from "./flags.js";
+
+export async function main(argv: string[]): Promise<void> {
+  const { flags } = parseFlags(argv, { listen: "string", "machined-socket": "string" });
+  const ac = new AbortController();
+  for (const sig of ["SIGTERM", "SIGINT"] as const) process.once(sig, () => ac.abort());
+  logger("apid").info("starting", { listen: flags["listen"] ?? "0.0.0.0:50000" });
+  await runApid({
+    listen: (flags["listen"] as string | undefined) ?? "0.0.0.0:50000",
+    machinedSocket: (flags["machined-socket"] as string | undefined) ?? nodePaths.machinedSocket,
+    signal: ac.signal,
+  });
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env node
+// One entry point for every process, chosen by the first argument (as a
+// multi-call binary): the image ships a single bundle.
+import { describeError } from "../errors.js";
+
+const commands: Record<string, () => Promise<{ main(argv: string[]): Promise<void> }>> = {
+  machined: () => import("./machined.js"),
+  apid: () => import("./apid.js"),
+  sandbox: () => import("./sandbox.js"),
+  ctl: () => import("./ctl.js"),
+};
+
+const [name = "", ...rest] = process.argv.slice(2);
+const load = commands[name];
+if (!load) {
+  process.stderr.write(`usage: basalt {${Object.keys(commands).join("|")}} [args...]\n`);
+  process.exit(2);
+}
+load()
+  .then((m) => m.main(rest))
+  .catch((err: unknown) => {
+    process.stderr.write(`basalt ${name}: ${describeError(err)}\n`);
+    process.exit(1);
+  });

@@ -1,0 +1,61 @@
+import * as grpc from "@grpc/grpc-js";
+import { serviceDefinition } from "../api/index.js";
+import { UnimplementedError } from "../errors.js";
+import { logger } from "../log.js";
+import { toGrpcError } from "./status.js";
+
+const log = logger("grpc");
+
+/** Decides, before a handler runs, whether a call may proceed; throws one of our errors to refuse. */
+export type CallGuard = (path: string, call: grpc.ServerSurfaceCall & { metadata: grpc.Metadata }) => void;
+
+// Handlers are invoked generically; each implementation is typed where it is written.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- see above
+export type AnyHandler = (...args: any[]) => unknown;
+export type ServiceImpl = Record<string, AnyHandler>;
+
+function methodName(path: string): string {
+  return path.slice(path.lastIndexOf("/") + 1);
+}
+
+function fail(call: unknown, callback: unknown, err: unknown): void {
+  const status = toGrpcError(err);
+  if (typeof callback === "function") (callback as (e: unknown) => void)(status);
+  else (call as NodeJS.EventEmitter).emit("error", status);
+}
+
+/**
+ * Registers a whole service: implemented methods run behind the guard with our
+ * errors mapped to gRPC status; the rest answer UNIMPLEMENTED naming the method,
+ * as a Go server embedding the generated Unimplemented server does.
+ */
+export function addService(server: grpc.Server, fullName: string, impl: ServiceImpl, guard: CallGuard): void {
+  const def = serviceDefinition(fullName);
+  const handlers: grpc.UntypedServiceImplementation = {};
+  for (const [name, method] of Object.entries(def)) {
+    const path = method.path;
+    const own = impl[name];
+    handlers[name] = ((call: grpc.ServerSurfaceCall & { metadata: grpc.Metadata }, callback?: unknown) => {
+      try {
+        guard(path, call);
+        if (!own) {
+          throw new UnimplementedError(`method ${methodName(path)} not implemented`);
+        }
+        const result = own(call, callback);
+        if (result instanceof Promise) result.catch((err: unknown) => fail(call, callback, err));
+      } catch (err) {
+        log.debug("call refused", { path, error: (err as Error).message });
+        fail(call, callback, err);
+      }
+    }) as grpc.UntypedHandleCall;
+  }
+  server.addService(def, handlers);
+}
+
+/** Wraps an async unary implementation into a grpc-js handler. */
+export function unaryHandler<Req, Res>(fn: (req: Req, call: grpc.ServerUnaryCall<Req, Res>) => Promise<Res>): AnyHandler {
+  return async (call: grpc.ServerUnaryCall<Req, Res>, callback: grpc.sendUnaryData<Res>) => {
+    const res = await fn(call.request, call);
+    callback(null, res);
+  };
+}

@@ -1,0 +1,18 @@
+import os from "node:os";
+
+// The API contract we speak is Talos v1.7's; talosctl compares major.minor for
+// its skew warning, so the tag keeps 1.7 and names Basalt in the pre-release.
+export const productName = "Basalt";
+export const basaltVersion = "0.1.0";
+export const contractTag = `v1.7.6-basalt.${basaltVersion}`;
+
+export function versionInfo() {
+  return {
+    tag: contractTag,
+    sha: process.env["BASALT_GIT_SHA"] ?? "unknown",
+    built: process.env["BASALT_BUILT"] ?? "",
+    go_version: `node ${process.version}`,
+    os: "linux",
+    arch: os.arch() === "x64" ? "amd64" : os.arch(),
+  };
+}
