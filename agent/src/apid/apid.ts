@@ -2,6 +2,7 @@ import * as grpc from "@grpc/grpc-js";
 import os from "node:os";
 import { allMethods, decode, serviceDefinition } from "../api/index.js";
 import { describeError } from "../errors.js";
+import { roleKey } from "../grpc/metadata.js";
 import { logger } from "../log.js";
 import { authenticate, serverCredentials, type ListenerMode } from "./credentials.js";
 import { buildProxyServer } from "./proxy.js";
@@ -11,6 +12,10 @@ const log = logger("apid");
 export interface ApidOptions {
   listen: string; // host:port
   machinedSocket: string;
+  /** machine.features.rbac: roles from client certificates (otherwise every caller holds all roles). */
+  enableRbac: boolean;
+  /** machine.features.apidCheckExtKeyUsage: client certificates must be clientAuth-only. */
+  checkExtKeyUsage: boolean;
   signal: AbortSignal;
 }
 
@@ -51,7 +56,7 @@ export async function runApid(opts: ApidOptions): Promise<void> {
   let maintenanceCert: PemPair | undefined;
 
   const rebind = async () => {
-    const mode = chooseMode(apiCerts, maintenanceCert);
+    const mode = chooseMode(apiCerts, maintenanceCert, opts);
     const key = mode ? JSON.stringify(mode) : "";
     if (current?.key === key) return;
     const old = current;
@@ -73,7 +78,7 @@ export async function runApid(opts: ApidOptions): Promise<void> {
 
   watchOne(cosi, apiCertsType, "api", opts.signal, (spec) => {
     apiCerts = spec
-      ? { server: (spec["server"] ?? {}) as PemPair, acceptedCAs: ((spec["accepted_cas"] ?? []) as { crt: Buffer }[]).map((c) => c.crt.toString()) }
+      ? { server: (spec["server"] ?? {}) as PemPair, acceptedCAs: ((spec["accepted_c_as"] ?? []) as { crt?: Buffer }[]).map((c) => c.crt?.toString() ?? "").filter(Boolean) }
       : undefined;
     schedule();
   });
@@ -89,9 +94,20 @@ export async function runApid(opts: ApidOptions): Promise<void> {
   (cosi as unknown as grpc.Client).close();
 }
 
-function chooseMode(api: { server: PemPair; acceptedCAs: string[] } | undefined, maintenance: PemPair | undefined): ListenerMode | undefined {
+function chooseMode(
+  api: { server: PemPair; acceptedCAs: string[] } | undefined,
+  maintenance: PemPair | undefined,
+  features: { enableRbac: boolean; checkExtKeyUsage: boolean },
+): ListenerMode | undefined {
   if (api?.server.crt?.length && api.server.key?.length && api.acceptedCAs.length > 0) {
-    return { kind: "mtls", serverCert: api.server.crt.toString(), serverKey: api.server.key.toString(), acceptedCAs: api.acceptedCAs, checkExtKeyUsage: true };
+    return {
+      kind: "mtls",
+      serverCert: api.server.crt.toString(),
+      serverKey: api.server.key.toString(),
+      acceptedCAs: api.acceptedCAs,
+      checkExtKeyUsage: features.checkExtKeyUsage,
+      enableRbac: features.enableRbac,
+    };
   }
   if (maintenance?.crt?.length && maintenance.key?.length) {
     return { kind: "maintenance", serverCert: maintenance.crt.toString(), serverKey: maintenance.key.toString() };
@@ -129,7 +145,7 @@ function watchOne(client: WatchClient, type: string, id: string, signal: AbortSi
   const start = () => {
     if (signal.aborted) return;
     const md = new grpc.Metadata();
-    md.add("talos-role", "os:admin");
+    md.add(roleKey, "os:admin");
     const stream = client.Watch({ namespace: secretsNs, type, id, options: {}, api_version: 1 }, md);
     const stop = () => stream.cancel();
     signal.addEventListener("abort", stop, { once: true });

@@ -1,13 +1,15 @@
 import * as grpc from "@grpc/grpc-js";
+import type { SurfaceCall } from "../grpc/server.js";
 import { X509Certificate } from "node:crypto";
 import type { PeerCertificate } from "node:tls";
-import { normalizeRoles, Role } from "../grpc/roles.js";
+import { roleKey } from "../grpc/metadata.js";
+import { allRoles, normalizeRoles, Role } from "../grpc/roles.js";
 import type { Caller } from "./proxy.js";
 
 /** The TLS material apid serves with, as machined publishes it. */
 export type ListenerMode =
   | { kind: "maintenance"; serverCert: string; serverKey: string }
-  | { kind: "mtls"; serverCert: string; serverKey: string; acceptedCAs: string[]; checkExtKeyUsage: boolean };
+  | { kind: "mtls"; serverCert: string; serverKey: string; acceptedCAs: string[]; checkExtKeyUsage: boolean; enableRbac: boolean };
 
 const clientAuthOid = "1.3.6.1.5.5.7.3.2";
 
@@ -35,10 +37,11 @@ function organizations(cert: PeerCertificate): string[] {
 /**
  * Roles of a caller: in maintenance everyone is a reader (machined applies the
  * maintenance rules); with mTLS the roles are the client certificate's O values,
- * replaced by `talos-role` metadata only for peers holding os:impersonator.
+ * replaced by `talos-role` metadata only for peers holding os:impersonator;
+ * without RBAC every authenticated caller holds every role.
  */
-export function authenticate(mode: ListenerMode, call: grpc.ServerSurfaceCall & { metadata: grpc.Metadata }): Caller {
-  if (mode.kind === "maintenance") return { roles: [Role.reader] };
+export function authenticate(mode: ListenerMode, call: SurfaceCall): Caller {
+  if (mode.kind === "maintenance") return { roles: [Role.reader], maintenance: true };
   const cert = call.getAuthContext()?.sslPeerCertificate;
   if (!cert || !cert.raw) throw unauthenticated("client certificate is required");
   if (mode.checkExtKeyUsage) {
@@ -47,9 +50,10 @@ export function authenticate(mode: ListenerMode, call: grpc.ServerSurfaceCall & 
       throw unauthenticated("client certificate must have extended key usage clientAuth only");
     }
   }
+  if (!mode.enableRbac) return { roles: [...allRoles] };
   let roles = normalizeRoles(organizations(cert));
   if (roles.includes(Role.impersonator)) {
-    const asserted = normalizeRoles(call.metadata.get("talos-role").map(String));
+    const asserted = normalizeRoles(call.metadata.get(roleKey).map(String));
     if (asserted.length > 0) roles = asserted;
   }
   return { roles };

@@ -1,5 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
+import type { SurfaceCall } from "../grpc/server.js";
 import { describeError } from "../errors.js";
+import { listenerKey, roleKey } from "../grpc/metadata.js";
 import { encodeMetadataMessage, failedNodeReply, tagStreamMessage, tagUnaryReply } from "../grpc/aggregate.js";
 
 export interface ProxiedMethod {
@@ -11,6 +13,8 @@ export interface ProxiedMethod {
 /** Who the caller is, as apid decided from its certificate (or maintenance mode). */
 export interface Caller {
   roles: string[];
+  /** Came in on the maintenance listener (machined then applies maintenance rules). */
+  maintenance?: boolean;
 }
 
 export interface ProxyOptions {
@@ -18,7 +22,7 @@ export interface ProxyOptions {
   /** A client bound to machined's socket. */
   local: grpc.Client;
   /** Authenticates a call from its transport; throws a grpc-shaped error to refuse. */
-  authenticate(call: grpc.ServerSurfaceCall): Caller;
+  authenticate(call: SurfaceCall): Caller;
   /** Addresses and names that mean "this node" in `node`/`nodes` metadata. */
   isSelf(target: string): boolean;
 }
@@ -31,7 +35,7 @@ type Route =
   | { kind: "error"; error: Partial<grpc.StatusObject> };
 
 // Metadata that must not be forwarded: transport headers and the routing keys we consume.
-const dropKeys = new Set(["nodes", "node", "talos-role", ":authority", "content-type", "user-agent", "te", "grpc-timeout", "grpc-accept-encoding", "accept-encoding", "grpc-encoding"]);
+const dropKeys = new Set(["nodes", "node", roleKey, listenerKey, ":authority", "content-type", "user-agent", "te", "grpc-timeout", "grpc-accept-encoding", "accept-encoding", "grpc-encoding"]);
 
 function route(path: string, md: grpc.Metadata, isSelf: (t: string) => boolean): Route {
   if (md.get("proxyfrom").length > 0) return { kind: "local" };
@@ -68,7 +72,8 @@ function forwardedMetadata(md: grpc.Metadata, caller: Caller): grpc.Metadata {
     if (dropKeys.has(k) || k.startsWith("grpc-")) continue;
     for (const value of md.get(k)) out.add(k, value);
   }
-  for (const r of caller.roles) out.add("talos-role", r);
+  for (const r of caller.roles) out.add(roleKey, r);
+  if (caller.maintenance) out.set(listenerKey, "maintenance");
   return out;
 }
 
@@ -103,7 +108,7 @@ export function buildProxyServer(opts: ProxyOptions): grpc.Server {
   return server;
 }
 
-function admit(call: grpc.ServerSurfaceCall & { metadata: grpc.Metadata }, m: ProxiedMethod, opts: ProxyOptions):
+function admit(call: SurfaceCall, m: ProxiedMethod, opts: ProxyOptions):
   | { caller: Caller; route: Route }
   | { error: Partial<grpc.StatusObject> } {
   let caller: Caller;

@@ -6,8 +6,11 @@ import { toGrpcError } from "./status.js";
 
 const log = logger("grpc");
 
+/** What every server-side call offers (grpc-js does not export its ServerSurfaceCall type). */
+export type SurfaceCall = Pick<grpc.ServerUnaryCall<unknown, unknown>, "metadata" | "getPeer" | "getAuthContext" | "getPath" | "cancelled">;
+
 /** Decides, before a handler runs, whether a call may proceed; throws one of our errors to refuse. */
-export type CallGuard = (path: string, call: grpc.ServerSurfaceCall & { metadata: grpc.Metadata }) => void;
+export type CallGuard = (path: string, call: SurfaceCall) => void;
 
 // Handlers are invoked generically; each implementation is typed where it is written.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- see above
@@ -35,7 +38,7 @@ export function addService(server: grpc.Server, fullName: string, impl: ServiceI
   for (const [name, method] of Object.entries(def)) {
     const path = method.path;
     const own = impl[name];
-    handlers[name] = ((call: grpc.ServerSurfaceCall & { metadata: grpc.Metadata }, callback?: unknown) => {
+    handlers[name] = ((call: SurfaceCall, callback?: unknown) => {
       try {
         guard(path, call);
         if (!own) {

@@ -6,6 +6,7 @@ export const productName = "Basalt";
 export const basaltVersion = "0.1.0";
 export const contractTag = `v1.7.6-basalt.${basaltVersion}`;
 
+/** machine.VersionInfo */
 export function versionInfo() {
   return {
     tag: contractTag,
@@ -15,4 +16,11 @@ export function versionInfo() {
     os: "linux",
     arch: os.arch() === "x64" ? "amd64" : os.arch(),
   };
+}
+
+/** One machine.Version message: in maintenance mode Talos sends version + platform only (no features). */
+export function versionMessage(platform: { name: string; mode: string }, opts: { maintenance: boolean; rbac: boolean }) {
+  const msg: Record<string, unknown> = { version: versionInfo(), platform: { name: platform.name, mode: platform.mode } };
+  if (!opts.maintenance) msg["features"] = { rbac: opts.rbac };
+  return msg;
 }

@@ -1,0 +1,62 @@
+import { ConfigParseError, describeError, InvalidInputError, UnimplementedError } from "../errors.js";
+
+/** ApplyConfigurationRequest.Mode numbers and the names talosctl prints for them. */
+export const ApplyMode = { REBOOT: 0, AUTO: 1, NO_REBOOT: 2, STAGED: 3, TRY: 4 } as const;
+const modeNames: Record<number, string> = { 0: "reboot", 1: "auto", 2: "no-reboot", 3: "staged", 4: "try" };
+
+export function applyModeName(mode: number): string {
+  return modeNames[mode] ?? String(mode);
+}
+
+export interface ApplyRequest {
+  data?: Buffer;
+  mode?: number;
+  dry_run?: boolean;
+}
+
+/** What a parsed configuration must offer machined (a subset of the config module's ConfigBundle). */
+export interface ParsedConfig {
+  completeForBoot: boolean;
+  warnings: string[];
+}
+
+export interface ConfigChecker<C extends ParsedConfig> {
+  /** Parses; throws (e.g. ConfigParseError) naming every problem. */
+  parse(data: Buffer): C;
+  /** Validates for this platform; every returned error names its field. */
+  validate(config: C): { errors: string[]; warnings: string[] };
+}
+
+/** Formats several problems the way Talos (go-multierror) does. */
+export function multiError(problems: string[]): string {
+  if (problems.length === 1) return `1 error occurred:\n\t* ${problems[0]}\n\n`;
+  return `${problems.length} errors occurred:\n${problems.map((p) => `\t* ${p}`).join("\n")}\n\n`;
+}
+
+/**
+ * Parses and validates a configuration sent with ApplyConfiguration. Throws
+ * ConfigParseError ("failed to parse config: ...", Unknown on the wire) or
+ * InvalidInputError ("configuration validation failed: ...", InvalidArgument).
+ */
+export function checkConfig<C extends ParsedConfig>(checker: ConfigChecker<C>, data: Buffer): { config: C; warnings: string[] } {
+  let config: C;
+  try {
+    config = checker.parse(data);
+  } catch (err) {
+    throw new ConfigParseError(`failed to parse config: ${describeError(err)}`, {}, { cause: err });
+  }
+  const { errors, warnings } = checker.validate(config);
+  if (errors.length > 0) {
+    throw new InvalidInputError(`configuration validation failed: ${multiError(errors)}`, { problems: errors });
+  }
+  return { config, warnings: [...new Set([...config.warnings, ...warnings])] };
+}
+
+/** Maintenance mode accepts only modes that hand the config over (reference §2). */
+export function checkMaintenanceMode(mode: number): void {
+  if (mode === ApplyMode.NO_REBOOT || mode === ApplyMode.STAGED) {
+    throw new UnimplementedError(`apply configuration --mode='${applyModeName(mode)}' is not supported in maintenance mode`);
+  }
+}
+
+export const maintenanceDryRunDetails = "Dry run summary:\nNode is running in maintenance mode and does not have a config yet.";
