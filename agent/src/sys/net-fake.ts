@@ -1,0 +1,225 @@
+// An in-memory NetKernel for tests: links, addresses and routes behave like the
+// kernel's for the cases we use (link up/down with carrier, connected and local
+// routes for new IPv4 addresses, replace semantics), and every call is recorded.
+
+import { NotFoundError } from "../errors.js";
+import {
+  type AddressRequest,
+  ARPHRD_ETHER,
+  ARPHRD_LOOPBACK,
+  IFA_F_PERMANENT,
+  IFF_BROADCAST,
+  IFF_LOOPBACK,
+  IFF_LOWER_UP,
+  IFF_MULTICAST,
+  IFF_RUNNING,
+  IFF_UP,
+  type KernelAddress,
+  type KernelLink,
+  type KernelRoute,
+  type NetChange,
+  type NetKernel,
+  OPER_DOWN,
+  OPER_UNKNOWN,
+  OPER_UP,
+  RTN_LOCAL,
+  RTN_UNICAST,
+  RTPROT_BOOT,
+  RTPROT_KERNEL,
+  type RouteRequest,
+  SCOPE_HOST,
+  SCOPE_LINK,
+  TABLE_LOCAL,
+  TABLE_MAIN,
+  ipv4Network,
+} from "./net.js";
+
+export interface FakeLinkInit {
+  name: string;
+  kind?: string;
+  type?: number;
+  hardwareAddr?: string;
+  mtu?: number;
+  carrier?: boolean;
+  up?: boolean;
+}
+
+export class FakeNetKernel implements NetKernel {
+  readonly links: KernelLink[] = [];
+  addresses: KernelAddress[] = [];
+  routes: KernelRoute[] = [];
+  /** Every mutating call, as "method arg..." strings. */
+  readonly calls: string[] = [];
+  private nextIndex = 1;
+  private readonly watchers = new Set<(c: Set<NetChange>) => void>();
+
+  constructor(opts: { loopback?: boolean } = {}) {
+    if (opts.loopback !== false) {
+      this.addLink({ name: "lo", type: ARPHRD_LOOPBACK, hardwareAddr: "00:00:00:00:00:00", mtu: 65536, carrier: true, up: true });
+    }
+  }
+
+  addLink(init: FakeLinkInit): KernelLink {
+    const type = init.type ?? ARPHRD_ETHER;
+    const link: KernelLink = {
+      index: this.nextIndex++,
+      name: init.name,
+      type,
+      flags: type === ARPHRD_LOOPBACK ? IFF_LOOPBACK : IFF_BROADCAST | IFF_MULTICAST,
+      mtu: init.mtu ?? 1500,
+      hardwareAddr: init.hardwareAddr ?? `02:00:00:00:00:${this.nextIndex.toString(16).padStart(2, "0")}`,
+      broadcastAddr: type === ARPHRD_LOOPBACK ? "00:00:00:00:00:00" : "ff:ff:ff:ff:ff:ff",
+      permanentAddr: "",
+      operState: OPER_DOWN,
+      kind: init.kind ?? "",
+      slaveKind: "",
+      masterIndex: 0,
+      linkIndex: 0,
+      queueDisc: "noop",
+      carrier: init.carrier ?? true,
+    };
+    link.permanentAddr = link.hardwareAddr;
+    this.links.push(link);
+    if (init.up) this.applyUp(link, true);
+    this.emit("link");
+    return link;
+  }
+
+  /** Simulates a cable (un)plugged. */
+  setCarrier(name: string, carrier: boolean): void {
+    const link = this.link(name);
+    link.carrier = carrier;
+    this.applyUp(link, (link.flags & IFF_UP) !== 0);
+    this.emit("link");
+  }
+
+  async listLinks(): Promise<KernelLink[]> {
+    return structuredClone(this.links);
+  }
+
+  async listAddresses(): Promise<KernelAddress[]> {
+    return structuredClone(this.addresses);
+  }
+
+  async listRoutes(): Promise<KernelRoute[]> {
+    return structuredClone(this.routes);
+  }
+
+  async setLinkUp(name: string, up: boolean): Promise<void> {
+    this.calls.push(`setLinkUp ${name} ${up}`);
+    this.applyUp(this.link(name), up);
+    this.emit("link");
+  }
+
+  async setLinkMtu(name: string, mtu: number): Promise<void> {
+    this.calls.push(`setLinkMtu ${name} ${mtu}`);
+    this.link(name).mtu = mtu;
+    this.emit("link");
+  }
+
+  async addAddress(req: AddressRequest): Promise<void> {
+    this.calls.push(`addAddress ${req.linkName} ${req.address}/${req.prefixLen}`);
+    const link = this.link(req.linkName);
+    const family = req.address.includes(":") ? 6 : 4;
+    this.addresses = this.addresses.filter((a) => !(a.linkIndex === link.index && a.address === req.address && a.prefixLen === req.prefixLen));
+    this.addresses.push({
+      linkIndex: link.index,
+      linkName: link.name,
+      family,
+      address: req.address,
+      prefixLen: req.prefixLen,
+      local: family === 4 ? req.address : "",
+      broadcast: req.broadcast && req.broadcast !== "+" ? req.broadcast : "",
+      scope: req.scope ?? 0,
+      flags: req.validLifetime === undefined ? IFA_F_PERMANENT : 0,
+    });
+    if (family === 4) {
+      this.routes.push(this.kernelRoute(link, ipv4Network(req.address, req.prefixLen), req.prefixLen, req.address, TABLE_MAIN, SCOPE_LINK, RTN_UNICAST));
+      this.routes.push(this.kernelRoute(link, req.address, 32, req.address, TABLE_LOCAL, SCOPE_HOST, RTN_LOCAL));
+    }
+    this.emit("address", "route");
+  }
+
+  async removeAddress(req: AddressRequest): Promise<void> {
+    this.calls.push(`removeAddress ${req.linkName} ${req.address}/${req.prefixLen}`);
+    const link = this.links.find((l) => l.name === req.linkName);
+    if (!link) return;
+    this.addresses = this.addresses.filter((a) => !(a.linkIndex === link.index && a.address === req.address && a.prefixLen === req.prefixLen));
+    // Like the kernel: routes that use the address as source go with it.
+    this.routes = this.routes.filter((r) => !(r.outLinkIndex === link.index && r.protocol === RTPROT_KERNEL && r.src === req.address));
+    this.emit("address", "route");
+  }
+
+  async addRoute(req: RouteRequest): Promise<void> {
+    this.calls.push(`addRoute ${req.dst || "default"}/${req.dstLen}${req.gateway ? ` via ${req.gateway}` : ""}${req.outLinkName ? ` dev ${req.outLinkName}` : ""}`);
+    const link = req.outLinkName ? this.link(req.outLinkName) : undefined;
+    const route: KernelRoute = {
+      family: req.family,
+      table: req.table ?? TABLE_MAIN,
+      dst: req.dst,
+      dstLen: req.dstLen,
+      src: req.src ?? "",
+      gateway: req.gateway ?? "",
+      outLinkIndex: link?.index ?? 0,
+      outLinkName: link?.name ?? "",
+      priority: req.priority ?? 0,
+      scope: req.scope ?? 0,
+      type: req.type ?? RTN_UNICAST,
+      protocol: req.protocol ?? RTPROT_BOOT,
+      flags: 0,
+      mtu: req.mtu ?? 0,
+    };
+    this.routes = this.routes.filter((r) => !sameRoute(r, route));
+    this.routes.push(route);
+    this.emit("route");
+  }
+
+  async removeRoute(req: RouteRequest): Promise<void> {
+    this.calls.push(`removeRoute ${req.dst || "default"}/${req.dstLen}`);
+    const probe = { family: req.family, table: req.table ?? TABLE_MAIN, dst: req.dst, dstLen: req.dstLen, priority: req.priority ?? 0 };
+    this.routes = this.routes.filter((r) => !sameRoute(r, probe));
+    this.emit("route");
+  }
+
+  watch(signal: AbortSignal, onChange: (changes: Set<NetChange>) => void): void {
+    this.watchers.add(onChange);
+    signal.addEventListener("abort", () => this.watchers.delete(onChange), { once: true });
+  }
+
+  private link(name: string): KernelLink {
+    const link = this.links.find((l) => l.name === name);
+    if (!link) throw new NotFoundError(`link ${name} not found`, { link: name });
+    return link;
+  }
+
+  private applyUp(link: KernelLink, up: boolean): void {
+    const base = link.flags & ~(IFF_UP | IFF_RUNNING | IFF_LOWER_UP);
+    if (!up) {
+      link.flags = base;
+      link.operState = OPER_DOWN;
+      return;
+    }
+    const loop = link.type === ARPHRD_LOOPBACK;
+    link.operState = loop ? OPER_UNKNOWN : link.carrier ? OPER_UP : OPER_DOWN;
+    link.flags = base | IFF_UP | (link.carrier ? IFF_LOWER_UP : 0) | (loop || link.carrier ? IFF_RUNNING : 0);
+  }
+
+  private kernelRoute(link: KernelLink, dst: string, dstLen: number, src: string, table: number, scope: number, type: number): KernelRoute {
+    return {
+      family: 4, table, dst, dstLen, src, gateway: "", outLinkIndex: link.index, outLinkName: link.name,
+      priority: 0, scope, type, protocol: RTPROT_KERNEL, flags: 0, mtu: 0,
+    };
+  }
+
+  private emit(...changes: NetChange[]): void {
+    const set = new Set(changes);
+    // Asynchronous like the kernel's notifications.
+    queueMicrotask(() => {
+      for (const w of this.watchers) w(set);
+    });
+  }
+}
+
+function sameRoute(a: Pick<KernelRoute, "family" | "table" | "dst" | "dstLen" | "priority">, b: Pick<KernelRoute, "family" | "table" | "dst" | "dstLen" | "priority">): boolean {
+  return a.family === b.family && a.table === b.table && a.dst === b.dst && a.dstLen === b.dstLen && a.priority === b.priority;
+}

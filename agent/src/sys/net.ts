@@ -1,0 +1,179 @@
+// The narrow kernel networking interface: links, addresses, routes and change
+// notifications, in the kernel's own numeric vocabulary (ARPHRD_*, IFF_*, IF_OPER_*,
+// RT_SCOPE_*, RTN_*, RTPROT_*, table ids), so that any backend (iproute2 today,
+// rtnetlink later) fills it the same way. Mapping to Talos names lives above sys.
+
+export type IpFamily = 4 | 6;
+
+/** What changed; watchers re-list what they care about. */
+export type NetChange = "link" | "address" | "route";
+
+export interface KernelLink {
+  index: number;
+  name: string;
+  /** ARPHRD_* (1 ether, 772 loopback, 65534 none). */
+  type: number;
+  /** IFF_* bits as the kernel reports them (RUNNING, LOWER_UP and DORMANT included). */
+  flags: number;
+  mtu: number;
+  /** "aa:bb:cc:dd:ee:ff", or "" when the link has none. */
+  hardwareAddr: string;
+  broadcastAddr: string;
+  /** Permanent (burnt-in) address; equals hardwareAddr when the kernel reports none. */
+  permanentAddr: string;
+  /** IF_OPER_* (RFC 2863): 0 unknown, 1 notpresent, 2 down, 3 lowerlayerdown, 4 testing, 5 dormant, 6 up. */
+  operState: number;
+  /** rtnl link kind ("veth", "bond", "vlan", ...); "" for plain devices. */
+  kind: string;
+  slaveKind: string;
+  masterIndex: number;
+  /** Parent (vlan) or peer (veth) index; 0 when none. */
+  linkIndex: number;
+  queueDisc: string;
+  /** Carrier present (IFF_LOWER_UP). */
+  carrier: boolean;
+}
+
+export interface KernelAddress {
+  linkIndex: number;
+  linkName: string;
+  family: IpFamily;
+  /** IFA_ADDRESS without the prefix length. */
+  address: string;
+  prefixLen: number;
+  /** IFA_LOCAL, "" when absent. */
+  local: string;
+  broadcast: string;
+  /** RT_SCOPE_* (0 global, 253 link, 254 host). */
+  scope: number;
+  /** IFA_F_* bits. */
+  flags: number;
+}
+
+export interface KernelRoute {
+  family: IpFamily;
+  /** Routing table id (254 main, 255 local). */
+  table: number;
+  /** Destination network address; "" with dstLen 0 for a default route. */
+  dst: string;
+  dstLen: number;
+  /** Preferred source, "" when none. */
+  src: string;
+  gateway: string;
+  outLinkIndex: number;
+  outLinkName: string;
+  priority: number;
+  scope: number;
+  /** RTN_* (1 unicast, 2 local, 3 broadcast, ...). */
+  type: number;
+  /** RTPROT_* (2 kernel, 3 boot, 4 static, 16 dhcp). */
+  protocol: number;
+  flags: number;
+  mtu: number;
+}
+
+export interface AddressRequest {
+  linkName: string;
+  address: string;
+  prefixLen: number;
+  /** IPv4 broadcast; omitted: the kernel default (none). "+" asks for the computed one. */
+  broadcast?: string;
+  scope?: number;
+  /** Lifetimes in seconds; omitted: forever. */
+  validLifetime?: number;
+  preferredLifetime?: number;
+}
+
+export interface RouteRequest {
+  family: IpFamily;
+  dst: string;
+  dstLen: number;
+  gateway?: string;
+  src?: string;
+  outLinkName?: string;
+  table?: number;
+  priority?: number;
+  scope?: number;
+  type?: number;
+  protocol?: number;
+  mtu?: number;
+}
+
+export interface NetKernel {
+  listLinks(): Promise<KernelLink[]>;
+  listAddresses(): Promise<KernelAddress[]>;
+  /** Routes of every table. */
+  listRoutes(): Promise<KernelRoute[]>;
+  setLinkUp(name: string, up: boolean): Promise<void>;
+  setLinkMtu(name: string, mtu: number): Promise<void>;
+  /** Adds or refreshes (replace semantics) an address. */
+  addAddress(req: AddressRequest): Promise<void>;
+  /** Removes an address; absent already is not an error. */
+  removeAddress(req: AddressRequest): Promise<void>;
+  /** Adds or replaces a route. */
+  addRoute(req: RouteRequest): Promise<void>;
+  /** Removes a route; absent already is not an error. */
+  removeRoute(req: RouteRequest): Promise<void>;
+  /** Calls onChange (coalesced) whenever links, addresses or routes change, until signal aborts. */
+  watch(signal: AbortSignal, onChange: (changes: Set<NetChange>) => void): void;
+}
+
+// Kernel constants used by callers (values from the Linux UAPI headers).
+export const ARPHRD_ETHER = 1;
+export const ARPHRD_LOOPBACK = 772;
+export const IFF_UP = 0x1;
+export const IFF_BROADCAST = 0x2;
+export const IFF_LOOPBACK = 0x8;
+export const IFF_POINTOPOINT = 0x10;
+export const IFF_RUNNING = 0x40;
+export const IFF_NOARP = 0x80;
+export const IFF_MULTICAST = 0x1000;
+export const IFF_LOWER_UP = 0x10000;
+export const IFF_DORMANT = 0x20000;
+export const OPER_UNKNOWN = 0;
+export const OPER_DOWN = 2;
+export const OPER_UP = 6;
+export const SCOPE_UNIVERSE = 0;
+export const SCOPE_LINK = 253;
+export const SCOPE_HOST = 254;
+export const RTN_UNICAST = 1;
+export const RTN_LOCAL = 2;
+export const RTN_BROADCAST = 3;
+export const RTPROT_KERNEL = 2;
+export const RTPROT_BOOT = 3;
+export const RTPROT_STATIC = 4;
+export const RTPROT_DHCP = 16;
+export const TABLE_MAIN = 254;
+export const TABLE_LOCAL = 255;
+export const IFA_F_PERMANENT = 0x80;
+export const IFA_F_NOPREFIXROUTE = 0x200;
+
+/** True for a plain ethernet device (what Talos calls "physical"). */
+export function isPhysicalLink(link: Pick<KernelLink, "type" | "kind">): boolean {
+  return link.type === ARPHRD_ETHER && link.kind === "";
+}
+
+/** The IPv4 network address of addr/prefixLen ("10.0.0.7", 24 -> "10.0.0.0"). */
+export function ipv4Network(addr: string, prefixLen: number): string {
+  const n = ipv4ToInt(addr);
+  const mask = prefixLen === 0 ? 0 : (0xffffffff << (32 - prefixLen)) >>> 0;
+  return intToIpv4((n & mask) >>> 0);
+}
+
+export function ipv4Broadcast(addr: string, prefixLen: number): string {
+  const n = ipv4ToInt(addr);
+  const host = prefixLen === 32 ? 0 : 0xffffffff >>> prefixLen;
+  return intToIpv4((n | host) >>> 0);
+}
+
+export function ipv4ToInt(addr: string): number {
+  const parts = addr.split(".").map((p) => Number(p));
+  if (parts.length !== 4 || parts.some((p) => !Number.isInteger(p) || p < 0 || p > 255)) {
+    throw new RangeError(`not an IPv4 address: ${addr}`);
+  }
+  return ((parts[0]! << 24) | (parts[1]! << 16) | (parts[2]! << 8) | parts[3]!) >>> 0;
+}
+
+export function intToIpv4(n: number): string {
+  return [(n >>> 24) & 255, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join(".");
+}
