@@ -1,0 +1,277 @@
+import * as grpc from "@grpc/grpc-js";
+import { promises as fs } from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { activeConfigId, configDefinitions, configNamespace, MachineConfigsType, machineTypeId, MachineTypesType, type MachineConfigSpec, type MachineTypeName } from "../controllers/config/definitions.js";
+import { runtimeDefinitions, runtimeNamespace, ServicesType, MachineStatusesType, machineStatusId, type MachineStatusSpec, type ServiceSpec } from "../controllers/runtime/definitions.js";
+import { ApiCertificatesType, MaintenanceRootSecretsType, MaintenanceServiceCertificatesType, secretsDefinitions, secretsNamespace, type ApiCertsSpec, type MaintenanceRootSpec, type MaintenanceServiceCertsSpec } from "../controllers/secrets/definitions.js";
+import { generateMaintenanceRoot, issueApiServerCert, issueMaintenanceServerCert } from "../controllers/secrets/issue.js";
+import { describeError, SystemError } from "../errors.js";
+import { addService } from "../grpc/server.js";
+import { logger } from "../log.js";
+import { spkiFingerprint } from "../pki/index.js";
+import { registerDefinitions, registerNamespaces } from "../resources/definitions.js";
+import { ResourceState } from "../resources/state.js";
+import { ProcessRunner, type ProcessSpec } from "../services/process-runner.js";
+import { Supervisor } from "../services/supervisor.js";
+import { readFileIfExists, writeFileAtomic } from "../sys/atomic-file.js";
+import type { BlockSysfs } from "../sys/block.js";
+import type { Paths } from "../sys/paths.js";
+import { machinedGuard } from "./access.js";
+import { machineServiceImpl, storageServiceImpl } from "./apis.js";
+import { ApplyMode, applyModeName, checkConfig, checkMaintenanceMode, maintenanceDryRunDetails, type ApplyRequest, type ConfigChecker, type ParsedConfig } from "./apply.js";
+import { configFacts, type ConfigFacts } from "./config-facts.js";
+import { maintenanceConsoleLines } from "./maintenance-console.js";
+import { nodeAddresses, nodeHostname } from "./node-identity.js";
+import type { Platform } from "./platform.js";
+import { runSequence } from "./sequencer.js";
+
+const log = logger("machined");
+const consoleLog = logger("maintenance");
+
+/** The COSI State handlers (from grpc/cosi-server.ts), injected to keep this module testable. */
+export type CosiFactory = (state: ResourceState) => Record<string, (...args: never[]) => unknown>;
+
+export interface MachinedOptions {
+  paths: Paths;
+  platform: Platform;
+  block: BlockSysfs;
+  /** Parses and validates configurations (config module). */
+  configChecker: ConfigChecker<ParsedConfig>;
+  cosi: CosiFactory;
+  /** How to run apid: the process spec given its extra feature flags. */
+  apid: { listen: string; spec(flags: string[]): ProcessSpec };
+  /** Starts networking controllers on a node (metal); not used in the sandbox. */
+  startNetworking?: (state: ResourceState, signal: AbortSignal) => Promise<void>;
+  signal: AbortSignal;
+}
+
+export interface Machined {
+  state: ResourceState;
+  supervisor: Supervisor;
+  /** Resolves when machined has stopped. */
+  done: Promise<void>;
+}
+
+const owners = {
+  config: "config.MachineConfigController",
+  machineType: "config.MachineTypeController",
+  maintenanceRoot: "secrets.MaintenanceRootController",
+  maintenanceCerts: "secrets.MaintenanceCertSANsController",
+  apiCerts: "secrets.APIController",
+  services: "v1alpha1.ServiceController",
+  machineStatus: "runtime.MachineStatusController",
+};
+
+const namespaces = [
+  { name: configNamespace, description: "Talos node configuration." },
+  { name: "network", description: "Networking resources." },
+  { name: runtimeNamespace, description: "Talos runtime resources." },
+  { name: secretsNamespace, description: "Resources with secret material." },
+  { name: "cluster", description: "Cluster configuration and discovery resources." },
+  { name: "hardware", description: "Hardware resources." },
+];
+
+/**
+ * machined: owns the resource store, serves the node API on its unix socket,
+ * runs the boot sequence (config → maintenance when none → normal mode) and
+ * supervises apid.
+ */
+export async function startMachined(opts: MachinedOptions): Promise<Machined> {
+  const { paths, platform } = opts;
+  const state = new ResourceState();
+  registerNamespaces(state, namespaces);
+  registerDefinitions(state, [...configDefinitions, ...secretsDefinitions, ...runtimeDefinitions] as never[]);
+
+  const supervisor = new Supervisor();
+  supervisor.onChange((s) => {
+    const spec: ServiceSpec = { running: s.state === "Running", healthy: s.health.healthy, unknown: s.health.unknown };
+    state.modify<ServiceSpec>(runtimeNamespace, ServicesType, s.id, owners.services, () => spec);
+  });
+  supervisor.registerSelf("machined");
+
+  let mode: "maintenance" | "normal" = "maintenance";
+  let facts: ConfigFacts | undefined;
+  let configArrived: ((text: string) => void) | undefined;
+
+  const setStage = (stage: string, ready: boolean) =>
+    state.modify<MachineStatusSpec>(runtimeNamespace, MachineStatusesType, machineStatusId, owners.machineStatus, () => ({
+      stage,
+      status: { ready, unmetConditions: [] },
+    }));
+  setStage("booting", false);
+
+  const applyConfiguration = async (req: ApplyRequest): Promise<Record<string, unknown>> => {
+    const reqMode = req.mode ?? ApplyMode.REBOOT;
+    const data = Buffer.from(req.data ?? Buffer.alloc(0));
+    if (mode === "maintenance") {
+      checkMaintenanceMode(reqMode);
+      const { warnings } = checkConfig(opts.configChecker, data);
+      if (req.dry_run) return { warnings, mode: reqMode, mode_details: maintenanceDryRunDetails };
+      await writeFileAtomic(paths.configFile, data);
+      log.info("configuration received in maintenance mode and stored", { file: paths.configFile });
+      // Leave maintenance after this reply is on its way.
+      setImmediate(() => configArrived?.(data.toString("utf8")));
+      return { warnings };
+    }
+    const { warnings } = checkConfig(opts.configChecker, data);
+    if (req.dry_run) {
+      return { warnings, mode: reqMode, mode_details: `Dry run summary:\nApplied configuration with mode '${applyModeName(reqMode)}' would be accepted.` };
+    }
+    await writeFileAtomic(paths.configFile, data);
+    if (reqMode === ApplyMode.STAGED) {
+      return { warnings, mode: reqMode, mode_details: "Staged configuration to be applied after a reboot" };
+    }
+    await enterNormal(data.toString("utf8"));
+    // Rebooting to apply is a later issue: every accepted mode applies in place for now.
+    return { warnings, mode: reqMode, mode_details: "Applied configuration without a reboot" };
+  };
+
+  const server = new grpc.Server({ "grpc.max_receive_message_length": 32 * 1024 * 1024, "grpc.max_send_message_length": 32 * 1024 * 1024 });
+  const guard = machinedGuard(() => mode === "maintenance");
+  const ctx = {
+    platform,
+    supervisor,
+    block: opts.block,
+    inMaintenance: () => mode === "maintenance",
+    rbacEnabled: () => facts?.rbac ?? true,
+    applyConfiguration,
+  };
+  addService(server, "machine.MachineService", machineServiceImpl(ctx), guard);
+  addService(server, "storage.StorageService", storageServiceImpl(ctx), guard);
+  for (const name of ["time.TimeService", "cluster.ClusterService", "inspect.InspectService", "securityapi.SecurityService"]) {
+    addService(server, name, {}, guard);
+  }
+  addService(server, "cosi.resource.State", opts.cosi(state) as never, guard);
+  await listenUnix(server, paths.machinedSocket);
+  log.info("machined API listening", { socket: paths.machinedSocket });
+
+  const apidService = (flags: string[]) => ({
+    id: "apid",
+    restart: "always" as const,
+    runner: new ProcessRunner({ ...opts.apid.spec(flags), health: () => tcpProbe(opts.apid.listen) }),
+  });
+
+  const publishMaintenance = async () => {
+    const root = await generateMaintenanceRoot();
+    state.modify<MaintenanceRootSpec>(secretsNamespace, MaintenanceRootSecretsType, "maintenance", owners.maintenanceRoot, () => ({ ca: root }));
+    const addresses = nodeAddresses(state);
+    const server = await issueMaintenanceServerCert(root, { addresses, hostname: nodeHostname(state).hostname });
+    state.modify<MaintenanceServiceCertsSpec>(secretsNamespace, MaintenanceServiceCertificatesType, "maintenance", owners.maintenanceCerts, () => ({
+      ca: root,
+      server,
+    }));
+    const port = Number(opts.apid.listen.slice(opts.apid.listen.lastIndexOf(":") + 1));
+    for (const line of maintenanceConsoleLines({ addresses, port, fingerprint: spkiFingerprint(server.crt) })) consoleLog.info(line);
+  };
+
+  const enterNormal = async (text: string) => {
+    const next = configFacts(text);
+    const rbacChanged = facts === undefined || facts.rbac !== next.rbac || facts.apidCheckExtKeyUsage !== next.apidCheckExtKeyUsage;
+    facts = next;
+    state.modify<MachineConfigSpec>(configNamespace, MachineConfigsType, activeConfigId, owners.config, () => ({ yaml: text }));
+    state.modify<MachineTypeName>(configNamespace, MachineTypesType, machineTypeId, owners.machineType, () => next.machineType);
+    const { hostname: fallbackHost, fqdn } = nodeHostname(state);
+    const hostname = next.hostname ?? fallbackHost;
+    try {
+      const serverCert = await issueApiServerCert(next.osCA, {
+        addresses: nodeAddresses(state),
+        certSANs: next.certSANs,
+        hostname,
+        fqdn: next.hostname ?? fqdn,
+      });
+      state.modify<ApiCertsSpec>(secretsNamespace, ApiCertificatesType, "api", owners.apiCerts, () => ({
+        server: serverCert,
+        acceptedCAs: [next.osCA.crt, ...next.acceptedCAs].map((crt) => ({ crt })),
+      }));
+    } catch (err) {
+      log.error("issuing the API certificate failed", { error: describeError(err) });
+    }
+    if (mode === "maintenance") {
+      mode = "normal";
+      for (const t of [MaintenanceServiceCertificatesType, MaintenanceRootSecretsType]) {
+        const owner = t === MaintenanceRootSecretsType ? owners.maintenanceRoot : owners.maintenanceCerts;
+        if (state.get(secretsNamespace, t, "maintenance")) state.destroy(secretsNamespace, t, "maintenance", { owner });
+      }
+    }
+    if (rbacChanged) {
+      // apid takes its features as flags (as Talos starts it with them); restart it to apply.
+      await supervisor.stop("apid");
+      await supervisor.start(apidService(apidFlags(next)));
+    }
+  };
+
+  const done = (async () => {
+    try {
+      await runSequence("initialize", [
+        { name: "config", tasks: [{ name: "loadConfig", run: async () => undefined }] },
+      ], opts.signal);
+      if (opts.startNetworking) await opts.startNetworking(state, opts.signal);
+      const stored = await readFileIfExists(paths.configFile);
+      let text: string | undefined;
+      if (stored) {
+        try {
+          checkConfig(opts.configChecker, stored);
+          text = stored.toString("utf8");
+          log.info("loaded stored configuration", { file: paths.configFile });
+        } catch (err) {
+          log.error("stored configuration is not usable; entering maintenance", { error: describeError(err) });
+        }
+      }
+      if (text === undefined) {
+        setStage("maintenance", false);
+        await publishMaintenance();
+        await supervisor.start(apidService([]));
+        text = await new Promise<string>((resolve, reject) => {
+          configArrived = resolve;
+          opts.signal.addEventListener("abort", () => reject(new SystemError("stopped while waiting for a configuration")), { once: true });
+        });
+        // Install to disk is a later issue: on metal we persist and leave maintenance without installing.
+        if (platform.mode === "metal") log.warn("install to disk is not implemented yet: booting from the stored configuration without installing");
+      }
+      setStage("booting", false);
+      await enterNormal(text);
+      await runSequence("boot", [{ name: "startEverything", tasks: [{ name: "startAllServices", run: async () => undefined }] }], opts.signal);
+      setStage("running", true);
+      log.info("node is ready for user interaction");
+      await new Promise<void>((resolve) => (opts.signal.aborted ? resolve() : opts.signal.addEventListener("abort", () => resolve(), { once: true })));
+    } catch (err) {
+      if (!opts.signal.aborted) throw err;
+    } finally {
+      await supervisor.stopAll();
+      await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
+      await fs.rm(paths.machinedSocket, { force: true });
+    }
+  })();
+  return { state, supervisor, done };
+}
+
+function apidFlags(f: ConfigFacts): string[] {
+  return [`--enable-rbac=${f.rbac}`, `--check-ext-key-usage=${f.apidCheckExtKeyUsage}`];
+}
+
+async function listenUnix(server: grpc.Server, socket: string): Promise<void> {
+  await fs.mkdir(path.dirname(socket), { recursive: true, mode: 0o771 });
+  await fs.rm(socket, { force: true });
+  await new Promise<void>((resolve, reject) => server.bindAsync(`unix:${socket}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+}
+
+/** apid is healthy when its TCP listener accepts connections. */
+function tcpProbe(listen: string): Promise<void> {
+  const i = listen.lastIndexOf(":");
+  const host = listen.slice(0, i).replace(/^\[|\]$/g, "");
+  const port = Number(listen.slice(i + 1));
+  return new Promise((resolve, reject) => {
+    const sock = net.connect({ host: host === "0.0.0.0" || host === "" ? "127.0.0.1" : host === "::" ? "::1" : host, port });
+    sock.setTimeout(2000);
+    sock.once("connect", () => {
+      sock.destroy();
+      resolve();
+    });
+    sock.once("timeout", () => {
+      sock.destroy();
+      reject(new SystemError(`apid is not listening on ${listen}`));
+    });
+    sock.once("error", (err) => reject(new SystemError(`apid is not listening on ${listen}`, {}, { cause: err })));
+  });
+}

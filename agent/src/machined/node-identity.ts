@@ -1,0 +1,37 @@
+import os from "node:os";
+import type { ResourceState } from "../resources/state.js";
+
+// Where this node can be reached: the networking controllers' resources when
+// they run (metal), else the host's interfaces (sandbox / container mode).
+
+const networkNs = "network";
+const nodeAddressesType = "NodeAddresses.net.talos.dev";
+const hostnameStatusesType = "HostnameStatuses.net.talos.dev";
+
+function stripPrefix(cidr: string): string {
+  const slash = cidr.indexOf("/");
+  return slash < 0 ? cidr : cidr.slice(0, slash);
+}
+
+/** Node IPs (no prefix length), without loopback. */
+export function nodeAddresses(state: ResourceState | undefined): string[] {
+  const res = state?.get<{ addresses?: string[] }>(networkNs, nodeAddressesType, "current");
+  if (res?.spec.addresses?.length) return [...new Set(res.spec.addresses.map(stripPrefix))];
+  const out: string[] = [];
+  for (const addrs of Object.values(os.networkInterfaces())) {
+    for (const a of addrs ?? []) {
+      if (a.internal) continue;
+      if (a.family === "IPv6" && a.address.toLowerCase().startsWith("fe80")) continue;
+      out.push(a.address);
+    }
+  }
+  return [...new Set(out)];
+}
+
+/** Hostname and FQDN as the network controllers report them, else the host's. */
+export function nodeHostname(state: ResourceState | undefined): { hostname: string; fqdn: string } {
+  const res = state?.get<{ hostname?: string; domainname?: string }>(networkNs, hostnameStatusesType, "hostname");
+  const hostname = res?.spec.hostname || os.hostname();
+  const domain = res?.spec.domainname ?? "";
+  return { hostname, fqdn: domain ? `${hostname}.${domain}` : hostname };
+}
