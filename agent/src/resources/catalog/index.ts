@@ -1,0 +1,30 @@
+// Registers the whole catalog (namespaces and definitions) into a store. Other
+// owners' definitions (e.g. networking's catalog/network.ts) are passed in as
+// `extra` so this module does not depend on files it does not own.
+
+import { defineResource, registerDefinitions, registerNamespaces, type ResourceDefinition, type ResourceDefinitionInput } from "../definitions.js";
+import type { ResourceState } from "../state.js";
+import { configDefinitions } from "./config.js";
+import { namespaces } from "./meta.js";
+import { runtimeDefinitions } from "./runtime.js";
+import { secretsDefinitions } from "./secrets.js";
+
+export const catalogDefinitions: readonly ResourceDefinition<never>[] = [...configDefinitions, ...runtimeDefinitions, ...secretsDefinitions];
+
+/**
+ * Registers every namespace and every definition of the catalog, plus `extra`
+ * (inputs or already defined definitions), into `state`.
+ */
+export function registerCatalog(
+  state: ResourceState,
+  extra: readonly (ResourceDefinitionInput<never> | ResourceDefinition<never>)[] = [],
+): void {
+  registerNamespaces(state, namespaces);
+  registerDefinitions(state, catalogDefinitions);
+  registerDefinitions(
+    state,
+    extra.map((d) => ("spec" in d && "id" in d ? (d as ResourceDefinition<never>) : defineResource(d))),
+  );
+}
+
+export { namespaces } from "./meta.js";
