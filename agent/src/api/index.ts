@@ -94,6 +94,15 @@ function listProtos(dir: string, rel = ""): string[] {
   return out.sort();
 }
 
+// protobufjs finds Buffer, fs and long by probing `require` through eval, which
+// fails inside an ESM bundle: bytes would then decode as Uint8Array and loadSync
+// would have no fs. Hand it the node modules it wants.
+if (!protobuf.util.Buffer) {
+  protobuf.util.Buffer = Buffer;
+  protobuf.configure();
+}
+if (!protobuf.util.fs) protobuf.util.fs = fs;
+
 // Lets callers hand a Date where a google.protobuf.Timestamp goes (resource
 // metadata keeps Dates). Registered before any type is set up.
 const timestampWrapper = {

@@ -1,0 +1,67 @@
+// Our agent/api protos must describe exactly the published wire contract:
+// api.descriptors for the Talos packages, cosi-state.md §1-2 for cosi.resource(.meta).
+// The contract files stay in ../shared/talos-api and are read in place.
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import test from "node:test";
+import { fileURLToPath } from "node:url";
+import { apiRoot, protoDir } from "../../../agent/src/api/index.js";
+import { cosiMarkdownFacts, descriptorFacts, diffFacts, loadedFacts, readDescriptorSet, type Facts } from "./facts.js";
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..");
+const talosApiDir = path.resolve(repoRoot, "../shared/talos-api");
+const descriptorPath = path.join(talosApiDir, "api.descriptors");
+const cosiPath = path.join(talosApiDir, "cosi-state.md");
+
+function absent(file: string): string | false {
+  if (fs.existsSync(file)) return false;
+  const why = `contract file ${file} is absent: comparison skipped`;
+  console.log(why);
+  return why;
+}
+
+// Facts about cosi.* come from cosi-state.md, everything else from the descriptor set.
+function isCosi(key: string, value: string): boolean {
+  return key.startsWith("file ") ? value.startsWith("package=cosi.") : /^\w+ \.cosi\./.test(key);
+}
+
+function partition(facts: Facts, cosi: boolean): Facts {
+  return new Map([...facts].filter(([k, v]) => isCosi(k, v) === cosi));
+}
+
+function assertNoDifferences(diffs: string[], what: string): void {
+  assert.equal(diffs.length, 0, `${diffs.length} differences between our protos and ${what}:\n${diffs.join("\n")}`);
+}
+
+const ours = () => loadedFacts(apiRoot(), protoDir);
+
+test("agent/api matches api.descriptors: packages, services, methods, messages, fields, enums", { skip: absent(descriptorPath) }, () => {
+  const files = readDescriptorSet(fs.readFileSync(descriptorPath));
+  // google/protobuf/* are protobufjs's bundled well-known types; google/rpc/status.proto is ours and checked.
+  const expected = descriptorFacts(files, (name) => !name.startsWith("google/protobuf/"));
+  assert.ok(expected.has("service .machine.MachineService"), "descriptor set decoded without machine.MachineService");
+  assertNoDifferences(diffFacts(expected, partition(ours(), false)), "api.descriptors");
+});
+
+test("agent/api matches cosi-state.md §1-2 for cosi.resource and cosi.resource.meta", { skip: absent(cosiPath) }, () => {
+  const expected = cosiMarkdownFacts(fs.readFileSync(cosiPath, "utf8"));
+  assert.ok(expected.has("service .cosi.resource.State"), "cosi-state.md: service table not found");
+  assert.ok(expected.has("message .cosi.resource.meta.ResourceDefinitionSpec"), "cosi-state.md: meta tables not found");
+  assertNoDifferences(diffFacts(expected, partition(ours(), true)), "cosi-state.md");
+});
+
+// The only declarations of api.descriptors we leave out are common.proto's
+// deprecation-marker extensions of google.protobuf.*Options (annotations for
+// code generators; nothing on the wire). Fail if anything else is an extension.
+test("api.descriptors holds no extensions other than the google.protobuf.*Options markers we omit", { skip: absent(descriptorPath) }, () => {
+  const files = readDescriptorSet(fs.readFileSync(descriptorPath));
+  const unexpected: string[] = [];
+  for (const file of files) {
+    if (file.name.startsWith("google/protobuf/")) continue;
+    for (const ext of file.extension ?? []) {
+      if (!/^\.google\.protobuf\.\w+Options$/.test(ext.extendee ?? "")) unexpected.push(`${file.name}: ${ext.name} extends ${ext.extendee}`);
+    }
+  }
+  assert.deepEqual(unexpected, []);
+});
