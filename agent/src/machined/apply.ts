@@ -16,8 +16,8 @@ export interface ApplyRequest {
 
 /** What a parsed configuration must offer machined (a subset of the config module's ConfigBundle). */
 export interface ParsedConfig {
-  completeForBoot: boolean;
-  warnings: string[];
+  readonly completeForBoot: boolean;
+  readonly warnings: readonly string[];
 }
 
 export interface ConfigChecker<C extends ParsedConfig> {
@@ -43,7 +43,8 @@ export function checkConfig<C extends ParsedConfig>(checker: ConfigChecker<C>, d
   try {
     config = checker.parse(data);
   } catch (err) {
-    throw new ConfigParseError(`failed to parse config: ${describeError(err)}`, {}, { cause: err });
+    // The loader's message already names every problem; no cause chain, so it is not repeated.
+    throw new ConfigParseError(`failed to parse config: ${describeError(err)}`, { problems: (err as { fields?: { problems?: unknown } }).fields?.problems });
   }
   const { errors, warnings } = checker.validate(config);
   if (errors.length > 0) {

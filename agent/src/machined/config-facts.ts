@@ -1,6 +1,6 @@
 import { parseAllDocuments } from "yaml";
-import type { PemPair } from "../controllers/secrets/definitions.js";
-import type { MachineTypeName } from "../controllers/config/definitions.js";
+import type { PemCertAndKey as PemPair } from "../resources/codec.js";
+import type { MachineTypeName } from "../resources/catalog/config.js";
 
 /** The few settings machined itself acts on, read from an already validated config. */
 export interface ConfigFacts {

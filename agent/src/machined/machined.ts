@@ -2,15 +2,27 @@ import * as grpc from "@grpc/grpc-js";
 import { promises as fs } from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { activeConfigId, configDefinitions, configNamespace, MachineConfigsType, machineTypeId, MachineTypesType, type MachineConfigSpec, type MachineTypeName } from "../controllers/config/definitions.js";
-import { runtimeDefinitions, runtimeNamespace, ServicesType, MachineStatusesType, machineStatusId, type MachineStatusSpec, type ServiceSpec } from "../controllers/runtime/definitions.js";
-import { ApiCertificatesType, MaintenanceRootSecretsType, MaintenanceServiceCertificatesType, secretsDefinitions, secretsNamespace, type ApiCertsSpec, type MaintenanceRootSpec, type MaintenanceServiceCertsSpec } from "../controllers/secrets/definitions.js";
 import { generateMaintenanceRoot, issueApiServerCert, issueMaintenanceServerCert } from "../controllers/secrets/issue.js";
 import { describeError, SystemError } from "../errors.js";
 import { addService } from "../grpc/server.js";
 import { logger } from "../log.js";
 import { spkiFingerprint } from "../pki/index.js";
-import { registerDefinitions, registerNamespaces } from "../resources/definitions.js";
+import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType, MachineTypeId, MachineTypeType, type MachineConfigSpec, type MachineTypeName } from "../resources/catalog/config.js";
+import { registerCatalog } from "../resources/catalog/index.js";
+import { MachineStatusId, MachineStatusType, RUNTIME_NAMESPACE, ServiceType, type MachineStage, type MachineStatusSpec, type ServiceSpec } from "../resources/catalog/runtime.js";
+import {
+  ApiCertificatesId,
+  ApiCertificatesType,
+  MaintenanceRootSecretsId,
+  MaintenanceRootSecretsType,
+  MaintenanceServiceCertificatesId,
+  MaintenanceServiceCertificatesType,
+  SECRETS_NAMESPACE,
+  type APICertsSpec,
+  type MaintenanceRootSpec,
+  type MaintenanceServiceCertsSpec,
+} from "../resources/catalog/secrets.js";
+import type { ResourceDefinitionInput } from "../resources/definitions.js";
 import { ResourceState } from "../resources/state.js";
 import { ProcessRunner, type ProcessSpec } from "../services/process-runner.js";
 import { Supervisor } from "../services/supervisor.js";
@@ -43,6 +55,8 @@ export interface MachinedOptions {
   apid: { listen: string; spec(flags: string[]): ProcessSpec };
   /** Starts networking controllers on a node (metal); not used in the sandbox. */
   startNetworking?: (state: ResourceState, signal: AbortSignal) => Promise<void>;
+  /** Definitions other modules own (e.g. networking's), registered with the catalog. */
+  extraDefinitions?: readonly ResourceDefinitionInput<never>[];
   signal: AbortSignal;
 }
 
@@ -63,15 +77,6 @@ const owners = {
   machineStatus: "runtime.MachineStatusController",
 };
 
-const namespaces = [
-  { name: configNamespace, description: "Talos node configuration." },
-  { name: "network", description: "Networking resources." },
-  { name: runtimeNamespace, description: "Talos runtime resources." },
-  { name: secretsNamespace, description: "Resources with secret material." },
-  { name: "cluster", description: "Cluster configuration and discovery resources." },
-  { name: "hardware", description: "Hardware resources." },
-];
-
 /**
  * machined: owns the resource store, serves the node API on its unix socket,
  * runs the boot sequence (config → maintenance when none → normal mode) and
@@ -80,13 +85,12 @@ const namespaces = [
 export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   const { paths, platform } = opts;
   const state = new ResourceState();
-  registerNamespaces(state, namespaces);
-  registerDefinitions(state, [...configDefinitions, ...secretsDefinitions, ...runtimeDefinitions] as never[]);
+  registerCatalog(state, opts.extraDefinitions ?? []);
 
   const supervisor = new Supervisor();
   supervisor.onChange((s) => {
     const spec: ServiceSpec = { running: s.state === "Running", healthy: s.health.healthy, unknown: s.health.unknown };
-    state.modify<ServiceSpec>(runtimeNamespace, ServicesType, s.id, owners.services, () => spec);
+    state.modify<ServiceSpec>(RUNTIME_NAMESPACE, ServiceType, s.id, owners.services, () => spec);
   });
   supervisor.registerSelf("machined");
 
@@ -94,8 +98,8 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   let facts: ConfigFacts | undefined;
   let configArrived: ((text: string) => void) | undefined;
 
-  const setStage = (stage: string, ready: boolean) =>
-    state.modify<MachineStatusSpec>(runtimeNamespace, MachineStatusesType, machineStatusId, owners.machineStatus, () => ({
+  const setStage = (stage: MachineStage, ready: boolean) =>
+    state.modify<MachineStatusSpec>(RUNTIME_NAMESPACE, MachineStatusType, MachineStatusId, owners.machineStatus, () => ({
       stage,
       status: { ready, unmetConditions: [] },
     }));
@@ -106,12 +110,13 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     const data = Buffer.from(req.data ?? Buffer.alloc(0));
     if (mode === "maintenance") {
       checkMaintenanceMode(reqMode);
-      const { warnings } = checkConfig(opts.configChecker, data);
+      const { config, warnings } = checkConfig(opts.configChecker, data);
       if (req.dry_run) return { warnings, mode: reqMode, mode_details: maintenanceDryRunDetails };
       await writeFileAtomic(paths.configFile, data);
       log.info("configuration received in maintenance mode and stored", { file: paths.configFile });
-      // Leave maintenance after this reply is on its way.
-      setImmediate(() => configArrived?.(data.toString("utf8")));
+      // A config without a v1alpha1 document is kept but does not end maintenance (reference §2).
+      // Otherwise leave maintenance once this reply is on its way.
+      if (config.completeForBoot) setImmediate(() => configArrived?.(data.toString("utf8")));
       return { warnings };
     }
     const { warnings } = checkConfig(opts.configChecker, data);
@@ -154,11 +159,12 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
 
   const publishMaintenance = async () => {
     const root = await generateMaintenanceRoot();
-    state.modify<MaintenanceRootSpec>(secretsNamespace, MaintenanceRootSecretsType, "maintenance", owners.maintenanceRoot, () => ({ ca: root }));
+    state.modify<MaintenanceRootSpec>(SECRETS_NAMESPACE, MaintenanceRootSecretsType, MaintenanceRootSecretsId, owners.maintenanceRoot, () => ({ ca: root }));
     const addresses = nodeAddresses(state);
     const server = await issueMaintenanceServerCert(root, { addresses, hostname: nodeHostname(state).hostname });
-    state.modify<MaintenanceServiceCertsSpec>(secretsNamespace, MaintenanceServiceCertificatesType, "maintenance", owners.maintenanceCerts, () => ({
-      ca: root,
+    // The CA's key stays in MaintenanceRootSecrets; only its certificate is handed on.
+    state.modify<MaintenanceServiceCertsSpec>(SECRETS_NAMESPACE, MaintenanceServiceCertificatesType, MaintenanceServiceCertificatesId, owners.maintenanceCerts, () => ({
+      ca: { crt: root.crt, key: "" },
       server,
     }));
     const port = Number(opts.apid.listen.slice(opts.apid.listen.lastIndexOf(":") + 1));
@@ -169,8 +175,8 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     const next = configFacts(text);
     const rbacChanged = facts === undefined || facts.rbac !== next.rbac || facts.apidCheckExtKeyUsage !== next.apidCheckExtKeyUsage;
     facts = next;
-    state.modify<MachineConfigSpec>(configNamespace, MachineConfigsType, activeConfigId, owners.config, () => ({ yaml: text }));
-    state.modify<MachineTypeName>(configNamespace, MachineTypesType, machineTypeId, owners.machineType, () => next.machineType);
+    state.modify<MachineConfigSpec>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, owners.config, () => text);
+    state.modify<MachineTypeName>(CONFIG_NAMESPACE, MachineTypeType, MachineTypeId, owners.machineType, () => next.machineType);
     const { hostname: fallbackHost, fqdn } = nodeHostname(state);
     const hostname = next.hostname ?? fallbackHost;
     try {
@@ -180,7 +186,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
         hostname,
         fqdn: next.hostname ?? fqdn,
       });
-      state.modify<ApiCertsSpec>(secretsNamespace, ApiCertificatesType, "api", owners.apiCerts, () => ({
+      state.modify<APICertsSpec>(SECRETS_NAMESPACE, ApiCertificatesType, ApiCertificatesId, owners.apiCerts, () => ({
         server: serverCert,
         acceptedCAs: [next.osCA.crt, ...next.acceptedCAs].map((crt) => ({ crt })),
       }));
@@ -189,9 +195,12 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     }
     if (mode === "maintenance") {
       mode = "normal";
-      for (const t of [MaintenanceServiceCertificatesType, MaintenanceRootSecretsType]) {
-        const owner = t === MaintenanceRootSecretsType ? owners.maintenanceRoot : owners.maintenanceCerts;
-        if (state.get(secretsNamespace, t, "maintenance")) state.destroy(secretsNamespace, t, "maintenance", { owner });
+      const maintenanceSecrets = [
+        [MaintenanceServiceCertificatesType, MaintenanceServiceCertificatesId, owners.maintenanceCerts],
+        [MaintenanceRootSecretsType, MaintenanceRootSecretsId, owners.maintenanceRoot],
+      ] as const;
+      for (const [type, id, owner] of maintenanceSecrets) {
+        if (state.get(SECRETS_NAMESPACE, type, id)) state.destroy(SECRETS_NAMESPACE, type, id, { owner });
       }
     }
     if (rbacChanged) {
@@ -211,8 +220,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       let text: string | undefined;
       if (stored) {
         try {
-          checkConfig(opts.configChecker, stored);
-          text = stored.toString("utf8");
+          if (checkConfig(opts.configChecker, stored).config.completeForBoot) text = stored.toString("utf8");
           log.info("loaded stored configuration", { file: paths.configFile });
         } catch (err) {
           log.error("stored configuration is not usable; entering maintenance", { error: describeError(err) });

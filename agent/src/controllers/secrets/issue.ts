@@ -1,6 +1,6 @@
 import { generateSelfSignedCA, issueCertificate, loadCertificateAndKey, serverCertLifetimeMs, splitSANs } from "../../pki/index.js";
 import { InvalidInputError } from "../../errors.js";
-import type { PemPair } from "./definitions.js";
+import type { PemCertAndKey as PemPair } from "../../resources/codec.js";
 
 const maintenanceCommonName = "maintenance-service.talos.dev";
 

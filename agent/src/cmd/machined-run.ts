@@ -1,0 +1,47 @@
+import path from "node:path";
+import { startMachined } from "../machined/machined.js";
+import type { Platform } from "../machined/platform.js";
+import type { ResourceState } from "../resources/state.js";
+import type { BlockSysfs } from "../sys/block.js";
+import type { Paths } from "../sys/paths.js";
+import { configChecker, cosiFactory } from "./wiring.js";
+
+export interface RunOptions {
+  paths: Paths;
+  platform: Platform;
+  block: BlockSysfs;
+  apidListen: string;
+  /** The command line that starts this program (node + entry script + any leading args). */
+  self: { command: string; args: string[] };
+  startNetworking?: (state: ResourceState, signal: AbortSignal) => Promise<void>;
+}
+
+/** Runs machined until SIGTERM/SIGINT, with apid as its supervised child. */
+export async function runMachinedProcess(opts: RunOptions): Promise<void> {
+  const ac = new AbortController();
+  for (const sig of ["SIGTERM", "SIGINT"] as const) process.once(sig, () => ac.abort());
+  const m = await startMachined({
+    paths: opts.paths,
+    platform: opts.platform,
+    block: opts.block,
+    configChecker: configChecker(opts.platform),
+    cosi: cosiFactory(),
+    apid: {
+      listen: opts.apidListen,
+      spec: (flags) => ({
+        id: "apid",
+        command: opts.self.command,
+        args: [...opts.self.args, "apid", "--listen", opts.apidListen, "--machined-socket", opts.paths.machinedSocket, ...flags],
+        stopTimeoutMs: 5000,
+      }),
+    },
+    ...(opts.startNetworking ? { startNetworking: opts.startNetworking } : {}),
+    signal: ac.signal,
+  });
+  await m.done;
+}
+
+/** The entry script of the multi-call program, beside this module (dist) or the bundle itself. */
+export function entryScript(moduleDir: string): string {
+  return path.join(moduleDir, "main.js");
+}

