@@ -1,5 +1,8 @@
 import * as grpc from "@grpc/grpc-js";
+import { InvalidInputError } from "../errors.js";
 import { serviceDefinition } from "../api/index.js";
+import { tlsKeyPem as tlsKey } from "../pki/tls.js";
+import type { TalosContext } from "./talosconfig.js";
 
 /** How to reach a node: the maintenance (insecure) listener, or mTLS with a talosconfig's material. */
 export type ClientCredentials =
@@ -19,16 +22,12 @@ export interface ClientOptions {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- generic client methods are untyped by construction
 type Untyped = any;
 
-function withPort(endpoint: string): string {
+export function withPort(endpoint: string): string {
   if (/^\[.*\]:\d+$/.test(endpoint) || /^[^:\[\]]+:\d+$/.test(endpoint)) return endpoint;
   if (endpoint.includes(":") && !endpoint.startsWith("[")) return `[${endpoint}]:50000`;
   return `${endpoint}:50000`;
 }
 
-/** node:tls reads PKCS#8 keys only under the `PRIVATE KEY` label. */
-function tlsKey(pem: string): string {
-  return pem.replace(/-----(BEGIN|END) ED25519 PRIVATE KEY-----/g, "-----$1 PRIVATE KEY-----");
-}
 
 function channelCredentials(c: ClientCredentials): grpc.ChannelCredentials {
   if (c.kind === "insecure") {
@@ -114,6 +113,9 @@ export class NodeClient {
   resourceList(namespace: string, type: string) {
     return this.collect(this.cosi, "List", { namespace, type });
   }
+  generateConfiguration(request: object) {
+    return this.unary(this.machine, "GenerateConfiguration", request);
+  }
 
   close(): void {
     for (const c of this.clients) c.close();
@@ -122,3 +124,15 @@ export class NodeClient {
 
 /** ApplyConfigurationRequest.Mode values. */
 export const ApplyMode = { REBOOT: 0, AUTO: 1, NO_REBOOT: 2, STAGED: 3, TRY: 4 } as const;
+
+/** A client for the first endpoint of a talosconfig context, with its mTLS material (talosctl's default). */
+export function clientFromContext(ctx: TalosContext, opts: { endpoint?: string; nodes?: string[]; node?: string } = {}): NodeClient {
+  const endpoint = opts.endpoint ?? ctx.endpoints[0];
+  if (!endpoint) throw new InvalidInputError(`context ${ctx.name} has no endpoints`);
+  return new NodeClient({
+    endpoint,
+    credentials: { kind: "mtls", ca: ctx.ca, crt: ctx.crt, key: ctx.key },
+    ...(opts.nodes ? { nodes: opts.nodes } : {}),
+    ...(opts.node ? { node: opts.node } : {}),
+  });
+}

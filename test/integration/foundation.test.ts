@@ -1,0 +1,201 @@
+// The foundation end to end: the sandbox (machined + apid as real processes)
+// in maintenance mode, apply-config, mutual TLS with roles, and restart.
+import * as grpc from "@grpc/grpc-js";
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { after, before, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { NodeClient, type ClientCredentials } from "../../agent/src/client/client.js";
+import { generateSelfSignedCA, issueCertificate, type CertificateAuthority } from "../../agent/src/pki/index.js";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const sandboxJs = path.resolve(here, "../../agent/src/cmd/sandbox.js");
+
+const b64 = (s: string) => Buffer.from(s).toString("base64");
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function startSandbox(stateDir: string, port: number): { child: ChildProcess; output: () => string } {
+  let out = "";
+  const child = spawn(process.execPath, [sandboxJs, "--state-dir", stateDir, "--apid-listen", `127.0.0.1:${port}`], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, BASALT_LOG_LEVEL: "info" },
+  });
+  child.stdout!.on("data", (b: Buffer) => (out += b.toString()));
+  child.stderr!.on("data", (b: Buffer) => (out += b.toString()));
+  return { child, output: () => out };
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  await new Promise<void>((resolve) => {
+    child.once("exit", () => resolve());
+    child.kill("SIGTERM");
+  });
+}
+
+/** Retries `fn` until it succeeds: processes start asynchronously (bounded by attempts, not by timing asserts). */
+async function eventually<T>(fn: () => Promise<T>, attempts = 100): Promise<T> {
+  let last: unknown;
+  for (let i = 0; i < attempts; i++) {
+    try {
+      return await fn();
+    } catch (err) {
+      last = err;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+  throw last;
+}
+
+async function expectCode(p: Promise<unknown>, code: grpc.status, detail?: RegExp): Promise<grpc.ServiceError> {
+  const err = await p.then(
+    () => assert.fail(`expected gRPC status ${grpc.status[code]}`),
+    (e: grpc.ServiceError) => e,
+  );
+  assert.equal(err.code, code, `got ${grpc.status[err.code]}: ${err.details}`);
+  if (detail) assert.match(err.details, detail);
+  return err;
+}
+
+function configYaml(ca: CertificateAuthority, extra = ""): string {
+  return [
+    "version: v1alpha1",
+    "machine:",
+    "  type: controlplane",
+    "  token: abcdef.0123456789abcdef",
+    "  ca:",
+    `    crt: ${b64(ca.certPem)}`,
+    `    key: ${b64(ca.keyPem)}`,
+    "  certSANs:",
+    "    - 127.0.0.1",
+    "  features:",
+    "    rbac: true",
+    "    apidCheckExtKeyUsage: true",
+    extra,
+    "cluster:",
+    "  controlPlane:",
+    "    endpoint: https://127.0.0.1:6443",
+    "",
+  ].join("\n");
+}
+
+let stateDir = "";
+let port = 0;
+let sandbox: ReturnType<typeof startSandbox> | undefined;
+let osCA: CertificateAuthority;
+let admin: ClientCredentials;
+let reader: ClientCredentials;
+let stranger: ClientCredentials;
+const clients: NodeClient[] = [];
+
+function client(credentials: ClientCredentials): NodeClient {
+  const c = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials });
+  clients.push(c);
+  return c;
+}
+
+async function clientCreds(ca: CertificateAuthority, trust: CertificateAuthority, role: string): Promise<ClientCredentials> {
+  const cert = await issueCertificate(ca, { organizations: [role], commonName: role, extKeyUsage: ["clientAuth"], lifetimeMs: 3600_000 });
+  return { kind: "mtls", ca: trust.certPem, crt: cert.certPem, key: cert.keyPem };
+}
+
+before(async () => {
+  stateDir = mkdtempSync(path.join(os.tmpdir(), "basalt-foundation-"));
+  port = await freePort();
+  osCA = await generateSelfSignedCA({ organizations: ["talos"] });
+  const otherCA = await generateSelfSignedCA({ organizations: ["talos"] });
+  admin = await clientCreds(osCA, osCA, "os:admin");
+  reader = await clientCreds(osCA, osCA, "os:reader");
+  stranger = await clientCreds(otherCA, osCA, "os:admin");
+  sandbox = startSandbox(stateDir, port);
+});
+
+after(async () => {
+  for (const c of clients) c.close();
+  if (sandbox) await stop(sandbox.child);
+  rmSync(stateDir, { recursive: true, force: true });
+});
+
+test("maintenance mode: disks and COSI reads without credentials, Version refused", async () => {
+  const insecure = client({ kind: "insecure" });
+  const disks = (await eventually(() => insecure.disks())) as { messages: { disks: { device_name: string }[] }[] };
+  assert.equal(disks.messages.length, 1);
+  assert.ok(Array.isArray(disks.messages[0]!.disks));
+
+  const namespaces = (await insecure.resourceList("meta", "Namespaces.meta.cosi.dev")) as { resource: { metadata: { id: string } } }[];
+  assert.ok(namespaces.map((r) => r.resource.metadata.id).includes("config"));
+
+  await expectCode(insecure.version(), grpc.status.UNIMPLEMENTED, /not implemented in maintenance mode/);
+  await expectCode(insecure.resourceList("secrets", "MaintenanceServiceCertificates.secrets.talos.dev"), grpc.status.PERMISSION_DENIED);
+  await expectCode(insecure.unary(insecure.time, "Time"), grpc.status.UNIMPLEMENTED, /unknown service time.TimeService/);
+});
+
+test("maintenance mode: bad configurations are refused naming the problem, nothing is stored", async () => {
+  const insecure = client({ kind: "insecure" });
+  await eventually(() => insecure.disks());
+  const configFile = path.join(stateDir, "system", "state", "config.yaml");
+
+  await expectCode(insecure.applyConfiguration("version: v1alpha1\nmachine: [unclosed"), grpc.status.UNKNOWN, /^failed to parse config: .*yaml/);
+  await expectCode(insecure.applyConfiguration(configYaml(osCA, "  bogusField: 1")), grpc.status.UNKNOWN, /failed to parse config: .*machine\.bogusField/);
+  await expectCode(
+    insecure.applyConfiguration(configYaml(osCA).replace("rbac: true", "rbac: maybe")),
+    grpc.status.UNKNOWN,
+    /failed to parse config: .*machine\.features\.rbac/,
+  );
+  await expectCode(insecure.applyConfiguration(configYaml(osCA), { mode: 2 }), grpc.status.UNIMPLEMENTED, /--mode='no-reboot' is not supported in maintenance mode/);
+
+  const dry = (await insecure.applyConfiguration(configYaml(osCA), { dryRun: true })) as { messages: { mode_details: string }[] };
+  assert.match(dry.messages[0]!.mode_details, /^Dry run summary:/);
+  assert.equal(existsSync(configFile), false, "nothing may be stored by refused or dry-run applies");
+});
+
+test("apply-config leaves maintenance; mTLS with roles; other CAs refused", async () => {
+  const insecure = client({ kind: "insecure" });
+  await eventually(() => insecure.disks());
+  const text = configYaml(osCA);
+  await insecure.applyConfiguration(text);
+  assert.equal(readFileSync(path.join(stateDir, "system", "state", "config.yaml"), "utf8"), text);
+
+  const adminClient = client(admin);
+  const version = (await eventually(() => adminClient.version())) as { messages: { version: { tag: string }; features: { rbac: boolean } }[] };
+  assert.match(version.messages[0]!.version.tag, /^v1\.7\.\d+-basalt/);
+  assert.equal(version.messages[0]!.features.rbac, true);
+
+  const services = (await adminClient.serviceList()) as { messages: { services: { id: string; state: string }[] }[] };
+  const byId = new Map(services.messages[0]!.services.map((s) => [s.id, s.state]));
+  assert.equal(byId.get("machined"), "Running");
+  assert.equal(byId.get("apid"), "Running");
+
+  const mc = (await adminClient.resourceGet("config", "MachineConfigs.config.talos.dev", "v1alpha1")) as { resource: { spec: { yaml_spec: string } } };
+  assert.equal(mc.resource.spec.yaml_spec, text);
+
+  const readerClient = client(reader);
+  await readerClient.version();
+  await expectCode(readerClient.applyConfiguration(text), grpc.status.PERMISSION_DENIED, /not authorized/);
+  await expectCode(readerClient.resourceGet("config", "MachineConfigs.config.talos.dev", "v1alpha1"), grpc.status.PERMISSION_DENIED);
+
+  await assert.rejects(client(stranger).version(), (err: grpc.ServiceError) => err.code === grpc.status.UNAVAILABLE || err.code === grpc.status.UNAUTHENTICATED);
+});
+
+test("restart keeps the configuration and boots straight into normal mode", async () => {
+  await stop(sandbox!.child);
+  sandbox = startSandbox(stateDir, port);
+  const adminClient = client(admin);
+  const version = (await eventually(() => adminClient.version())) as { messages: unknown[] };
+  assert.equal(version.messages.length, 1);
+  assert.doesNotMatch(sandbox.output(), /entering maintenance service/);
+});
