@@ -5,9 +5,10 @@
 
 import { always, any, bool, enumOf, int, list, map, obj, replaced, str, keyedBy, type ListMerge, type Schema } from "./schema.js";
 
-const pemCertAndKey = obj({ crt: str(), key: str() });
-const pemCert = obj({ crt: str() });
-const pemKey = obj({ key: str() });
+// Talos writes both halves even when one is empty (`key: ""` on workers).
+const pemCertAndKey = obj({ crt: always(str()), key: always(str()) });
+const pemCert = obj({ crt: always(str()) });
+const pemKey = obj({ key: always(str()) });
 const stringMap = map(str());
 
 /** Interfaces merge by `interface`, else by an identical `deviceSelector`. */

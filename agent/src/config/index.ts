@@ -1,0 +1,9 @@
+// Public surface of the machine configuration module.
+export { ConfigBundle, type ConfigDocument } from "./bundle.js";
+export { loadConfig, parseProblems, formatProblems, type LoadOptions } from "./load.js";
+export { validateConfig, type ValidateOptions, type ValidationResult, type RuntimeMode } from "./validate.js";
+export { applyDefaults, defaults } from "./defaults.js";
+export { applyPatches, applyPatchesToBundle, loadPatch, loadPatches, type ConfigPatch } from "./patch/apply.js";
+export { strategicMerge, PatchDeleteError } from "./patch/strategic.js";
+export { applyJsonPatch, parseJsonPatch, JsonPatchError, type JsonPatchOp } from "./patch/jsonpatch.js";
+export * from "./types/index.js";

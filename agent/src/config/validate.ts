@@ -1,0 +1,230 @@
+// validateConfig: the checks a Talos v1.7 node runs on a machine configuration
+// (message texts as users see them from Talos), plus value checks on every typed
+// field. Each error reads "<field path>: <text>".
+
+import type { ConfigBundle, ConfigDocument } from "./bundle.js";
+import { checkValue, durationMs, isUrl } from "./checks.js";
+import { childPath } from "./decode.js";
+import { schemaOf } from "./schemas.js";
+import type { Schema } from "./types/schema.js";
+import type { Device, V1Alpha1Config, Vlan } from "./types/v1alpha1.js";
+
+export type RuntimeMode = "metal" | "cloud" | "container";
+
+export interface ValidateOptions {
+  mode: RuntimeMode;
+  /** The node already runs from an installed disk (install instructions not needed). */
+  installed?: boolean;
+  /** Whether a block device path exists on this node (install disk check in metal mode). */
+  diskExists?: (path: string) => boolean;
+}
+
+export interface ValidationResult {
+  errors: string[];
+  warnings: string[];
+}
+
+type Report = (path: string, text: string) => void;
+
+/** Runs every check; never throws for invalid configs. */
+export function validateConfig(bundle: ConfigBundle, opts: ValidateOptions): ValidationResult {
+  const errors: string[] = [];
+  const warnings: string[] = [...bundle.warnings];
+  for (const doc of bundle.documents) {
+    const prefix = doc.kind === "v1alpha1" ? "" : `${doc.kind}${doc.name ? ` ${JSON.stringify(doc.name)}` : ""}: `;
+    const err: Report = (path, text) => errors.push(`${prefix}${path}: ${text}`);
+    const warn: Report = (path, text) => warnings.push(`${prefix}${path}: ${text}`);
+    checkValues(doc.value, schemaOf(doc.kind), "", err);
+    if (doc.kind === "v1alpha1") validateV1Alpha1(doc.value as V1Alpha1Config, bundle, opts, err, warn);
+    else validateOther(doc, err);
+  }
+  return { errors, warnings };
+}
+
+/** Value checks (URLs, CIDRs, IPs, durations, enums) on typed fields. */
+function checkValues(value: unknown, schema: Schema, path: string, err: Report): void {
+  if (value === undefined || value === null) return;
+  switch (schema.t) {
+    case "str":
+    case "int":
+      if (schema.check && !(typeof value === "string" && value === "")) {
+        const problem = checkValue(value, schema.check);
+        if (problem) err(path, enumText(path) ?? problem);
+      }
+      return;
+    case "list":
+      if (Array.isArray(value)) value.forEach((v, i) => checkValues(v, schema.of, `${path}[${i}]`, err));
+      return;
+    case "map":
+      if (typeof value === "object") for (const [k, v] of Object.entries(value)) checkValues(v, schema.of, childPath(path, k), err);
+      return;
+    case "obj":
+      if (typeof value === "object" && !Array.isArray(value)) {
+        for (const [k, f] of Object.entries(schema.fields)) {
+          // machine.type has its own Talos message below; endpoint too.
+          if (path === ".machine" && k === "type") continue;
+          checkValues((value as Record<string, unknown>)[k], f.s, childPath(path, k), err);
+        }
+      }
+      return;
+    default:
+      return;
+  }
+}
+
+/** Talos words some enum failures itself. */
+function enumText(path: string): string | undefined {
+  if (path === ".cluster.network.cni.name") return `cni name should be one of ["flannel", "custom", "none"]`;
+  return undefined;
+}
+
+const nonEmpty = (s: unknown): boolean => typeof s === "string" && s !== "";
+
+function validateV1Alpha1(cfg: V1Alpha1Config, bundle: ConfigBundle, opts: ValidateOptions, err: Report, warn: Report): void {
+  const machine = cfg.machine;
+  const cluster = cfg.cluster;
+  const worker = bundle.machineType === "worker";
+
+  if (cfg.persist === false) err(".persist", ".persist should be enabled");
+  if (!machine) err(".machine", "machine instructions are required");
+  if (!cluster) err(".cluster", "cluster instructions are required");
+
+  if (machine) {
+    const type = machine.type ?? "";
+    if (!["init", "controlplane", "worker", "join", ""].includes(type)) err(".machine.type", `unknown machine type ${JSON.stringify(type)}`);
+    validateInstall(cfg, opts, err, warn);
+    if (worker && nonEmpty(machine.ca?.key)) {
+      err(".machine.ca.key", "issuing Talos API CA key is not allowed on non-controlplane nodes (.machine.ca)");
+    }
+    (machine.network?.interfaces ?? []).forEach((dev, i) => validateDevice(dev, `.machine.network.interfaces[${i}]`, worker, err, warn));
+    if (machine.network?.kubespan?.enabled) {
+      if (!cluster?.discovery?.enabled) err(".cluster.discovery.enabled", ".cluster.discovery should be enabled when .machine.network.kubespan is enabled");
+      if (!nonEmpty(cluster?.id)) err(".cluster.id", ".cluster.id should be set when .machine.network.kubespan is enabled");
+      if (!nonEmpty(cluster?.secret)) err(".cluster.secret", ".cluster.secret should be set when .machine.network.kubespan is enabled");
+    }
+  }
+
+  if (cluster) {
+    const endpoint = cluster.controlPlane?.endpoint;
+    if (!nonEmpty(endpoint)) err(".cluster.controlPlane.endpoint", "cluster controlplane endpoint is required");
+    else {
+      const problem = endpointProblem(endpoint!);
+      if (problem) err(".cluster.controlPlane.endpoint", `invalid controlplane endpoint: ${problem}`);
+    }
+    if (worker && nonEmpty(cluster.ca?.key)) {
+      err(".cluster.ca.key", "issuing Talos API CA key is not allowed on non-controlplane nodes (.cluster.ca)");
+    }
+    if (worker && cluster.etcd) err(".cluster.etcd", "etcd config is only allowed on control plane machines");
+    const cni = cluster.network?.cni;
+    if (cni?.name === "custom" && !(cni.urls && cni.urls.length > 0)) {
+      err(".cluster.network.cni.urls", `cni urls should be provided if using "custom" cni`);
+    }
+    if ((cni?.name === "flannel" || cni?.name === "none") && cni.urls && cni.urls.length > 0) {
+      err(".cluster.network.cni.urls", `cni urls should be empty if using ${JSON.stringify(cni.name)} cni`);
+    }
+    if (cluster.allowSchedulingOnMasters !== undefined) {
+      warn(".cluster.allowSchedulingOnMasters", ".cluster.allowSchedulingOnMasters is deprecated, use .cluster.allowSchedulingOnControlPlanes");
+    }
+  }
+}
+
+function endpointProblem(endpoint: string): string | undefined {
+  if (!isUrl(endpoint)) return `parse ${JSON.stringify(endpoint)}: not an absolute URL with scheme and host`;
+  const u = new URL(endpoint);
+  if (u.protocol !== "https:" && u.protocol !== "http:") return `unsupported scheme ${JSON.stringify(u.protocol.slice(0, -1))}`;
+  return undefined;
+}
+
+function validateInstall(cfg: V1Alpha1Config, opts: ValidateOptions, err: Report, warn: Report): void {
+  const install = cfg.machine?.install;
+  if (install?.extensions && install.extensions.length > 0) {
+    warn(".machine.install.extensions", ".machine.install.extensions is deprecated, please see the documentation");
+  }
+  if (opts.mode !== "metal" || opts.installed) return;
+  if (!install) {
+    err(".machine.install", `install instructions are required in "metal" mode`);
+    return;
+  }
+  if (!nonEmpty(install.disk) && !install.diskSelector) {
+    err(".machine.install.disk", `an install disk is required in "metal" mode`);
+    return;
+  }
+  // A selector is resolved at install time; only an explicit path can be checked now.
+  if (!install.diskSelector && nonEmpty(install.disk) && opts.diskExists && !opts.diskExists(install.disk!)) {
+    err(".machine.install.disk", `specified install disk does not exist: ${JSON.stringify(install.disk)}`);
+  }
+}
+
+function validateDevice(dev: Device, path: string, worker: boolean, err: Report, warn: Report): void {
+  const name = dev.interface ?? "";
+  const label = JSON.stringify(name);
+  if (!nonEmpty(dev.interface) && !dev.deviceSelector) {
+    err(path, `[networking.os.device.interface] ${label}: interface name or deviceSelector is required`);
+  }
+  if (nonEmpty(dev.interface) && dev.deviceSelector) {
+    err(path, `[networking.os.device.interface] ${label}: interface and deviceSelector are mutually exclusive`);
+  }
+  if (nonEmpty(dev.cidr) && dev.addresses && dev.addresses.length > 0) {
+    err(path, `[networking.os.device] ${label}: interface can't have both .cidr and .addresses set`);
+  }
+  if (nonEmpty(dev.cidr)) {
+    warn(`${path}.cidr`, `${label}: machine.network.interface.cidr is deprecated, please use machine.network.interface.addresses`);
+  }
+  if (dev.vip && worker) err(`${path}.vip`, "virtual (shared) IP is not allowed on non-controlplane nodes");
+  (dev.vlans ?? []).forEach((vlan: Vlan, j) => {
+    const vpath = `${path}.vlans[${j}]`;
+    if (vlan.vip && worker) err(`${vpath}.vip`, "virtual (shared) IP is not allowed on non-controlplane nodes");
+    if (nonEmpty(vlan.cidr) && vlan.addresses && vlan.addresses.length > 0) {
+      err(vpath, `[networking.os.device.vlan] ${label}: vlan can't have both .cidr and .addresses set`);
+    }
+    if (vlan.vlanId !== undefined && (vlan.vlanId < 1 || vlan.vlanId > 4094)) {
+      err(`${vpath}.vlanId`, `[networking.os.device.vlan] ${label}: invalid vlanId ${vlan.vlanId}`);
+    }
+  });
+}
+
+function validateOther(doc: ConfigDocument, err: Report): void {
+  const v = doc.value as Record<string, unknown>;
+  switch (doc.kind) {
+    case "ExtensionServiceConfig":
+    case "NetworkRuleConfig":
+    case "KmsgLogConfig":
+      if (!nonEmpty(v.name)) err(".name", "name is required");
+      break;
+  }
+  switch (doc.kind) {
+    case "WatchdogTimerConfig": {
+      if (!nonEmpty(v.device)) err(".device", "watchdog device is required");
+      const ms = typeof v.timeout === "string" ? durationMs(v.timeout) : undefined;
+      if (ms !== undefined && ms < 10_000) err(".timeout", "watchdog timeout should be at least 10s");
+      break;
+    }
+    case "SideroLinkConfig":
+      if (!nonEmpty(v.apiUrl)) err(".apiUrl", "apiUrl is required");
+      break;
+    case "KmsgLogConfig":
+      if (!nonEmpty(v.url)) err(".url", "url is required");
+      break;
+    case "EventSinkConfig":
+      if (!nonEmpty(v.endpoint)) err(".endpoint", "endpoint is required");
+      break;
+    case "NetworkRuleConfig": {
+      const sel = v.portSelector as { ports?: unknown[] } | undefined;
+      (sel?.ports ?? []).forEach((p, i) => {
+        const problem = portRangeProblem(p);
+        if (problem) err(`.portSelector.ports[${i}]`, problem);
+      });
+      break;
+    }
+  }
+}
+
+function portRangeProblem(p: unknown): string | undefined {
+  const inRange = (n: number) => Number.isInteger(n) && n >= 1 && n <= 65535;
+  if (typeof p === "number") return inRange(p) ? undefined : `invalid port ${p}`;
+  if (typeof p === "string") {
+    const m = /^(\d+)(?:-(\d+))?$/.exec(p);
+    if (m && inRange(Number(m[1])) && (!m[2] || (inRange(Number(m[2])) && Number(m[2]) >= Number(m[1])))) return undefined;
+  }
+  return `invalid port range ${JSON.stringify(p)}`;
+}
