@@ -160,15 +160,19 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   const publishMaintenance = async () => {
     const root = await generateMaintenanceRoot();
     state.modify<MaintenanceRootSpec>(SECRETS_NAMESPACE, MaintenanceRootSecretsType, MaintenanceRootSecretsId, owners.maintenanceRoot, () => ({ ca: root }));
+    const colon = opts.apid.listen.lastIndexOf(":");
+    const port = Number(opts.apid.listen.slice(colon + 1));
+    const listenHost = opts.apid.listen.slice(0, colon).replace(/^\[|\]$/g, "");
     const addresses = nodeAddresses(state);
-    const server = await issueMaintenanceServerCert(root, { addresses, hostname: nodeHostname(state).hostname });
+    // A listener bound to one address (the sandbox) is reachable only there.
+    const reachable = ["", "0.0.0.0", "::"].includes(listenHost) ? addresses : [listenHost];
+    const server = await issueMaintenanceServerCert(root, { addresses: [...new Set([...addresses, ...reachable])], hostname: nodeHostname(state).hostname });
     // The CA's key stays in MaintenanceRootSecrets; only its certificate is handed on.
     state.modify<MaintenanceServiceCertsSpec>(SECRETS_NAMESPACE, MaintenanceServiceCertificatesType, MaintenanceServiceCertificatesId, owners.maintenanceCerts, () => ({
       ca: { crt: root.crt, key: "" },
       server,
     }));
-    const port = Number(opts.apid.listen.slice(opts.apid.listen.lastIndexOf(":") + 1));
-    for (const line of maintenanceConsoleLines({ addresses, port, fingerprint: spkiFingerprint(server.crt) })) consoleLog.info(line);
+    for (const line of maintenanceConsoleLines({ addresses: reachable, port, fingerprint: spkiFingerprint(server.crt) })) consoleLog.info(line);
   };
 
   const enterNormal = async (text: string) => {

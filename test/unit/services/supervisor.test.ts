@@ -1,0 +1,67 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import type { ServiceRunner } from "../../../agent/src/services/service.js";
+import { Supervisor } from "../../../agent/src/services/supervisor.js";
+
+function fakeRunner(opts: { failStart?: boolean; unhealthy?: string } = {}) {
+  let exit: ((err: Error | undefined) => void) | undefined;
+  const runner: ServiceRunner & { crash(): void; stops: number } = {
+    stops: 0,
+    async start(onExit) {
+      if (opts.failStart) throw new Error("cannot start");
+      exit = onExit;
+    },
+    async stop() {
+      runner.stops++;
+    },
+    crash() {
+      exit?.(new Error("crashed"));
+    },
+  };
+  if (opts.unhealthy !== undefined) runner.health = async () => { throw new Error(opts.unhealthy); };
+  return runner;
+}
+
+test("a started service is Running and healthy; stop finishes it", async () => {
+  const sup = new Supervisor(60_000);
+  const runner = fakeRunner();
+  await sup.start({ id: "apid", runner, restart: "never" });
+  assert.equal(sup.get("apid")?.state, "Running");
+  assert.equal(sup.get("apid")?.health.healthy, true);
+  await sup.stop("apid");
+  assert.equal(sup.get("apid")?.state, "Finished");
+  assert.equal(runner.stops, 1);
+  assert.deepEqual(sup.get("apid")?.events.map((e) => e.state), ["Preparing", "Running", "Stopping", "Finished"]);
+});
+
+test("a crash with restart=always goes Failed then Waiting; health failures are reported", async () => {
+  const sup = new Supervisor(60_000);
+  const runner = fakeRunner({ unhealthy: "not listening" });
+  const seen: string[] = [];
+  sup.onChange((s) => seen.push(`${s.state}:${s.health.healthy}`));
+  await sup.start({ id: "svc", runner, restart: "always" });
+  await new Promise((r) => setImmediate(r));
+  assert.equal(sup.get("svc")?.health.healthy, false);
+  assert.equal(sup.get("svc")?.health.lastMessage, "not listening");
+  runner.crash();
+  const states = sup.get("svc")!.events.map((e) => e.state);
+  assert.deepEqual(states.slice(-2), ["Failed", "Waiting"]);
+  await sup.stopAll();
+  assert.ok(seen.length > 0);
+});
+
+test("registerSelf lists machined as Running; list is sorted by id", async () => {
+  const sup = new Supervisor(60_000);
+  sup.registerSelf("machined");
+  await sup.start({ id: "apid", runner: fakeRunner(), restart: "never" });
+  assert.deepEqual(sup.list().map((s) => [s.id, s.state]), [["apid", "Running"], ["machined", "Running"]]);
+  await sup.stopAll();
+});
+
+test("a service that cannot start is Failed and retried", async () => {
+  const sup = new Supervisor(60_000);
+  await sup.start({ id: "bad", runner: fakeRunner({ failStart: true }), restart: "always" });
+  const states = sup.get("bad")!.events.map((e) => e.state);
+  assert.deepEqual(states, ["Preparing", "Failed", "Waiting"]);
+  await sup.stop("bad");
+});
