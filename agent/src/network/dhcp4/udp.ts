@@ -1,0 +1,113 @@
+// DHCP over a plain UDP socket (Node has no raw or packet sockets). One socket on
+// 0.0.0.0:68 is shared by every link's client, because unicast replies reach only one
+// of several sockets bound to the same port; each client filters by xid and MAC.
+//
+// A broadcast from a link that has no address yet needs a route: the kernel refuses
+// 255.255.255.255 without one (ENETUNREACH) and dgram cannot bind to a device. So each
+// broadcast is sent while a temporary `255.255.255.255/32 dev <link>` route exists;
+// broadcasts of different links are serialized so the route always names the right
+// link. The kernel routes at send time, so the route is removed right after.
+
+import dgram from "node:dgram";
+import { SystemError } from "../../errors.js";
+import { logger } from "../../log.js";
+import { type NetKernel, SCOPE_LINK, TABLE_MAIN } from "../../sys/net.js";
+import type { DhcpTransport } from "./client.js";
+import { CLIENT_PORT, SERVER_PORT } from "./packet.js";
+
+const log = logger("dhcp4-udp");
+
+export interface DhcpPortOptions {
+  kernel: NetKernel;
+  /** Defaults to 68/67; tests may move them. */
+  clientPort?: number;
+  serverPort?: number;
+  bindAddress?: string;
+}
+
+export class DhcpPort {
+  private socket: dgram.Socket | undefined;
+  private opening: Promise<dgram.Socket> | undefined;
+  private readonly handlers = new Set<(packet: Buffer) => void>();
+  private lane: Promise<void> = Promise.resolve();
+
+  constructor(private readonly opts: DhcpPortOptions) {}
+
+  /** A transport for one link's client; the socket opens with the first and closes with the last. */
+  async transport(linkName: string): Promise<DhcpTransport> {
+    await this.open();
+    let handler: ((packet: Buffer) => void) | undefined;
+    let closed = false;
+    return {
+      send: (packet, dest) => (dest.broadcast ? this.broadcast(linkName, packet) : this.unicast(packet, dest.address)),
+      onReceive: (h) => {
+        if (handler) this.handlers.delete(handler);
+        handler = h;
+        this.handlers.add(h);
+      },
+      close: () => {
+        if (closed) return;
+        closed = true;
+        if (handler) this.handlers.delete(handler);
+        if (this.handlers.size === 0) this.closeSocket();
+      },
+    };
+  }
+
+  private open(): Promise<dgram.Socket> {
+    if (this.socket) return Promise.resolve(this.socket);
+    this.opening ??= new Promise<dgram.Socket>((resolve, reject) => {
+      const s = dgram.createSocket({ type: "udp4", reuseAddr: true });
+      s.once("error", (err) => {
+        this.opening = undefined;
+        reject(new SystemError(`cannot bind DHCP client port ${this.opts.clientPort ?? CLIENT_PORT}`, {}, { cause: err }));
+      });
+      s.bind({ port: this.opts.clientPort ?? CLIENT_PORT, address: this.opts.bindAddress ?? "0.0.0.0", exclusive: false }, () => {
+        s.setBroadcast(true);
+        s.removeAllListeners("error");
+        s.on("error", (err) => log.warn("DHCP socket error", { err }));
+        s.on("message", (msg) => {
+          for (const h of [...this.handlers]) h(msg);
+        });
+        this.socket = s;
+        this.opening = undefined;
+        resolve(s);
+      });
+    });
+    return this.opening;
+  }
+
+  private closeSocket(): void {
+    const s = this.socket;
+    this.socket = undefined;
+    s?.close();
+  }
+
+  private async unicast(packet: Buffer, address: string): Promise<void> {
+    const s = await this.open();
+    await sendOn(s, packet, this.opts.serverPort ?? SERVER_PORT, address);
+  }
+
+  private broadcast(linkName: string, packet: Buffer): Promise<void> {
+    const run = async () => {
+      const s = await this.open();
+      const route = { family: 4 as const, dst: "255.255.255.255", dstLen: 32, outLinkName: linkName, table: TABLE_MAIN, scope: SCOPE_LINK };
+      await this.opts.kernel.addRoute(route);
+      try {
+        await sendOn(s, packet, this.opts.serverPort ?? SERVER_PORT, "255.255.255.255");
+      } finally {
+        await this.opts.kernel.removeRoute(route).catch((err) => log.warn("temporary broadcast route not removed", { err, link: linkName }));
+      }
+    };
+    const next = this.lane.then(run);
+    // Keep the lane going whatever this send did.
+    this.lane = next.catch(() => undefined);
+    return next;
+  }
+}
+
+function sendOn(s: dgram.Socket, packet: Buffer, port: number, address: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    s.send(packet, port, address, (err) => (err ? reject(new SystemError(`DHCP send to ${address}:${port} failed`, {}, { cause: err })) : resolve()));
+  });
+}
