@@ -1,7 +1,8 @@
 import { loadConfig } from "../config/load.js";
 import type { ConfigBundle } from "../config/bundle.js";
 import type { ConfigChecker } from "../machined/apply.js";
-import { interimCosi } from "../machined/cosi-interim.js";
+import { cosiStateImpl } from "../grpc/cosi-server.js";
+import { callRoles } from "../machined/access.js";
 import type { CosiFactory } from "../machined/machined.js";
 import type { Platform } from "../machined/platform.js";
 
@@ -16,7 +17,7 @@ export function configChecker(platform: Platform): ConfigChecker<ConfigBundle> {
   };
 }
 
-/** COSI State handlers for machined. */
+/** COSI State handlers for machined: roles are what apid asserted in `talos-role`. */
 export function cosiFactory(): CosiFactory {
-  return (state) => interimCosi(state) as never;
+  return (state) => cosiStateImpl(state, { rolesOf: (call) => callRoles(call.metadata) }) as never;
 }
