@@ -82,7 +82,7 @@ describe("cosi.resource.State server", () => {
   before(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "cosi-test-"));
     registerCatalog(state);
-    state.create(newResource(ServiceType_NS, ServiceType, "machined", { running: true, healthy: true, unknown: false }), { owner: "v1alpha1.ServiceController" });
+    state.create(newResource("runtime", ServiceType, "machined", { running: true, healthy: true, unknown: false }), { owner: "v1alpha1.ServiceController" });
     state.create(newResource("runtime", ServiceType, "apid", { running: true, healthy: false, unknown: true }, { labels: { role: "api" } }), { owner: "v1alpha1.ServiceController" });
     state.create(newResource("config", MachineConfigType, "v1alpha1", "version: v1alpha1\n"), { owner: "config.AcquireController" });
     server = new grpc.Server();
@@ -275,4 +275,3 @@ describe("cosi.resource.State server", () => {
   });
 });
 
-const ServiceType_NS = "runtime";
