@@ -218,9 +218,14 @@ export function parseCertificatePem(pem: string | Buffer): x509.X509Certificate 
 export async function loadCertificateAndKey(certPem: string | Buffer, keyPem: string | Buffer): Promise<CertificateAndKey> {
   const cert = parseCertificatePem(certPem);
   const key = parsePrivateKeyPem(keyPem);
+  assertKeyMatchesCertificate(cert, key);
+  const text = (v: string | Buffer) => (typeof v === "string" ? v : v.toString("utf8"));
+  return { cert, certPem: text(certPem), key, keyPem: text(keyPem) };
+}
+
+/** Throws InvalidInputError unless `key` is the private half of the certificate's public key. */
+export function assertKeyMatchesCertificate(cert: x509.X509Certificate, key: KeyPair): void {
   const certSpki = Buffer.from(cert.publicKey.rawData);
   const keySpki = key.publicKey.export({ format: "der", type: "spki" });
   if (!certSpki.equals(keySpki)) throw new InvalidInputError("private key does not match the certificate");
-  const text = (v: string | Buffer) => (typeof v === "string" ? v : v.toString("utf8"));
-  return { cert, certPem: text(certPem), key, keyPem: text(keyPem) };
 }
