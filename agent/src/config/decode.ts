@@ -60,6 +60,10 @@ function mismatch(node: Node, want: string, path: string, opts: DecodeOptions, o
 function walk(node: Node | null, schema: Schema, path: string, opts: DecodeOptions, out: DecodeResult): unknown {
   if (node && isAlias(node)) return undefined; // aliases are resolved by the caller's toJS when needed
   if (node === null || (isScalar(node) && (node as Scalar).value === null)) return null;
+  // `{$patch: delete}` may stand in for a value of any kind in a strategic patch.
+  if (opts.allowPatchDirectives && schema.t !== "obj" && isMap(node) && node.has("$patch")) {
+    return node.toJSON() as unknown;
+  }
   switch (schema.t) {
     case "any":
       return node.toJSON();
