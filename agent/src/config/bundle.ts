@@ -3,21 +3,12 @@
 // bundles built from documents (after patching) render the canonical encoding.
 
 import { applyDefaults } from "./defaults.js";
+import { V1ALPHA1, type ConfigDocument } from "./document.js";
 import { encodeDocuments } from "./encode.js";
 import type { OtherDocument } from "./types/documents.js";
 import type { MachineTypeName, V1Alpha1Config } from "./types/v1alpha1.js";
 
-/** One decoded document. `kind` is "v1alpha1" for the main machine config document. */
-export interface ConfigDocument {
-  kind: string;
-  apiVersion: string;
-  /** for kinds that coexist by name (ExtensionServiceConfig, NetworkRuleConfig, KmsgLogConfig) */
-  name?: string;
-  /** decoded value (plain JSON-like data, keys as on the wire) */
-  value: Record<string, unknown>;
-}
-
-export const V1ALPHA1 = "v1alpha1";
+export { V1ALPHA1, type ConfigDocument } from "./document.js";
 
 export class ConfigBundle {
   readonly documents: readonly ConfigDocument[];

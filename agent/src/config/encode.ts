@@ -3,7 +3,7 @@
 // optional fields dropped, map keys sorted, 4-space indentation.
 
 import { stringify } from "yaml";
-import type { ConfigDocument } from "./bundle.js";
+import type { ConfigDocument } from "./document.js";
 import { schemaOf } from "./schemas.js";
 import type { Schema } from "./types/schema.js";
 

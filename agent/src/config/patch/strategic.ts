@@ -7,7 +7,7 @@
 // the thing it sits in.
 
 import { InvalidInputError } from "../../errors.js";
-import { V1ALPHA1, type ConfigDocument } from "../bundle.js";
+import { V1ALPHA1, type ConfigDocument } from "../document.js";
 import { schemaOf } from "../schemas.js";
 import type { Field, Schema } from "../types/schema.js";
 
