@@ -2,6 +2,7 @@
 // (message texts as users see them from Talos), plus value checks on every typed
 // field. Each error reads "<field path>: <text>".
 
+import { ConfigValidationError } from "../errors.js";
 import type { ConfigBundle, ConfigDocument } from "./bundle.js";
 import { checkValue, durationMs, isUrl } from "./checks.js";
 import { childPath } from "./decode.js";
@@ -227,4 +228,14 @@ function portRangeProblem(p: unknown): string | undefined {
     if (m && inRange(Number(m[1])) && (!m[2] || (inRange(Number(m[2])) && Number(m[2]) >= Number(m[1])))) return undefined;
   }
   return `invalid port range ${JSON.stringify(p)}`;
+}
+
+/**
+ * validateConfig, throwing ConfigValidationError (its `problems` are the errors) when
+ * anything is wrong; returns the warnings otherwise.
+ */
+export function assertValidConfig(bundle: ConfigBundle, opts: ValidateOptions): string[] {
+  const { errors, warnings } = validateConfig(bundle, opts);
+  if (errors.length > 0) throw new ConfigValidationError(errors, { mode: opts.mode });
+  return warnings;
 }

@@ -161,3 +161,17 @@ test("defaults fill absent keys on read without touching the stored text", () =>
   assert.equal(kept.machine?.install, undefined);
   assert.equal(kept.cluster, undefined);
 });
+
+test("assertValidConfig throws ConfigValidationError with every problem", async () => {
+  const { assertValidConfig } = await import("../../../agent/src/config/index.js");
+  const { ConfigValidationError } = await import("../../../agent/src/errors.js");
+  const b = loadConfig("version: v1alpha1\n");
+  assert.throws(
+    () => assertValidConfig(b, { mode: "container" }),
+    (err: unknown) =>
+      err instanceof ConfigValidationError &&
+      err.problems.length === 2 &&
+      err.problems[0] === ".machine: machine instructions are required",
+  );
+  assert.deepEqual(assertValidConfig(loadConfig(stabilityConfigs[0].text), { mode: "container" }), []);
+});
