@@ -18,6 +18,7 @@ import {
   yamlSpec,
 } from "../../../agent/src/resources/definitions.js";
 import { ipBytes, netIPPrefix } from "../../../agent/src/resources/codec.js";
+import { marshalGoYaml } from "../../../agent/src/resources/go-yaml.js";
 import { ResourceState } from "../../../agent/src/resources/state.js";
 
 describe("resource definitions", () => {
@@ -108,7 +109,7 @@ describe("resource definitions", () => {
         "    - name: Type",
         "      jsonPath: '{@}'",
         "",
-      ].join("\n").replace("'{@}'", '"{@}"'),
+      ].join("\n"),
     );
   });
 
@@ -131,6 +132,11 @@ describe("resource definitions", () => {
     assert.deepEqual((dec.cert_sani_ps as { ip: Buffer }[])[0]!.ip, Buffer.from([10, 5, 0, 2]));
     assert.equal((dec.issuing_ca as { key: Buffer }).key.toString(), "KEY");
     assert.match(yamlSpec(os, spec), /^issuingCA:\n    crt: Q1JU\n    key: S0VZ\nacceptedCAs:\n/);
+  });
+
+  it("quotes YAML strings as yaml.v3 does", () => {
+    assert.equal(marshalGoYaml({ a: "{@}", b: "123", c: "", d: "yes", e: "10.0.0.2/24", f: "00:11:22:33:44:55", g: "x\ny\n" }),
+      'a: \'{@}\'\nb: "123"\nc: ""\nd: "yes"\ne: 10.0.0.2/24\nf: "00:11:22:33:44:55"\ng: |\n    x\n    y\n');
   });
 
   it("parses IPs and prefixes into NetIP bytes", () => {
