@@ -10,12 +10,11 @@ import path from "node:path";
 import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { NodeClient, type ClientCredentials } from "../../agent/src/client/client.js";
-import { generateSelfSignedCA, issueCertificate, type CertificateAuthority } from "../../agent/src/pki/index.js";
+import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
+import { generateConfigs, issueClientCredentials, type GeneratedConfigs } from "../../agent/src/config/generate/index.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const sandboxJs = path.resolve(here, "../../agent/src/cmd/sandbox.js");
-
-const b64 = (s: string) => Buffer.from(s).toString("base64");
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -71,32 +70,15 @@ async function expectCode(p: Promise<unknown>, code: grpc.status, detail?: RegEx
   return err;
 }
 
-function configYaml(ca: CertificateAuthority, extra = ""): string {
-  return [
-    "version: v1alpha1",
-    "machine:",
-    "  type: controlplane",
-    "  token: abcdef.0123456789abcdef",
-    "  ca:",
-    `    crt: ${b64(ca.certPem)}`,
-    `    key: ${b64(ca.keyPem)}`,
-    "  certSANs:",
-    "    - 127.0.0.1",
-    "  features:",
-    "    rbac: true",
-    "    apidCheckExtKeyUsage: true",
-    extra,
-    "cluster:",
-    "  controlPlane:",
-    "    endpoint: https://127.0.0.1:6443",
-    "",
-  ].join("\n");
+/** controlplane.yaml from our gen config, with an extra line under `machine:` when given. */
+function configYaml(extra = ""): string {
+  return extra ? generated.controlplane.replace(/^machine:\n/m, `machine:\n${extra}\n`) : generated.controlplane;
 }
 
 let stateDir = "";
 let port = 0;
 let sandbox: ReturnType<typeof startSandbox> | undefined;
-let osCA: CertificateAuthority;
+let generated: GeneratedConfigs;
 let admin: ClientCredentials;
 let reader: ClientCredentials;
 let stranger: ClientCredentials;
@@ -108,19 +90,26 @@ function client(credentials: ClientCredentials): NodeClient {
   return c;
 }
 
-async function clientCreds(ca: CertificateAuthority, trust: CertificateAuthority, role: string): Promise<ClientCredentials> {
-  const cert = await issueCertificate(ca, { organizations: [role], commonName: role, extKeyUsage: ["clientAuth"], lifetimeMs: 3600_000 });
-  return { kind: "mtls", ca: trust.certPem, crt: cert.certPem, key: cert.keyPem };
-}
 
 before(async () => {
   stateDir = mkdtempSync(path.join(os.tmpdir(), "basalt-foundation-"));
   port = await freePort();
-  osCA = await generateSelfSignedCA({ organizations: ["talos"] });
-  const otherCA = await generateSelfSignedCA({ organizations: ["talos"] });
-  admin = await clientCreds(osCA, osCA, "os:admin");
-  reader = await clientCreds(osCA, osCA, "os:reader");
-  stranger = await clientCreds(otherCA, osCA, "os:admin");
+  generated = await generateConfigs({
+    clusterName: "foundation",
+    endpoint: "https://127.0.0.1:6443",
+    installDisk: "",
+    talosconfigEndpoints: [`127.0.0.1:${port}`],
+  });
+  // The admin credentials are the generated talosconfig's, as a user would use them.
+  const ctx = parseTalosconfig(generated.talosconfig);
+  assert.deepEqual(ctx.endpoints, [`127.0.0.1:${port}`]);
+  admin = { kind: "mtls", ca: ctx.ca, crt: ctx.crt, key: ctx.key };
+  const readerCreds = await issueClientCredentials(generated.secrets, { roles: ["os:reader"] });
+  reader = { kind: "mtls", ca: readerCreds.caPem, crt: readerCreds.certPem, key: readerCreds.keyPem };
+  // A client certificate from another cluster's CA (the client itself trusts our CA).
+  const other = await generateConfigs({ clusterName: "other", endpoint: "https://127.0.0.1:6443", installDisk: "" });
+  const otherCreds = await issueClientCredentials(other.secrets);
+  stranger = { kind: "mtls", ca: ctx.ca, crt: otherCreds.certPem, key: otherCreds.keyPem };
   sandbox = startSandbox(stateDir, port);
 });
 
@@ -142,6 +131,19 @@ test("maintenance mode: disks and COSI reads without credentials, Version refuse
   await expectCode(insecure.version(), grpc.status.UNIMPLEMENTED, /not implemented in maintenance mode/);
   await expectCode(insecure.resourceList("secrets", "MaintenanceServiceCertificates.secrets.talos.dev"), grpc.status.PERMISSION_DENIED);
   await expectCode(insecure.unary(insecure.time, "Time"), grpc.status.UNIMPLEMENTED, /unknown service time.TimeService/);
+  await expectCode(insecure.serviceList(), grpc.status.UNIMPLEMENTED);
+
+  const gen = (await insecure.generateConfiguration({
+    config_version: "v1alpha1",
+    cluster_config: { name: "gen", control_plane: { endpoint: "https://10.0.0.1:6443" } },
+    machine_config: { type: 2 },
+  })) as { messages: { data: Buffer[]; talosconfig: Buffer }[] };
+  assert.match(gen.messages[0]!.data[0]!.toString(), /type: controlplane/);
+  await expectCode(
+    insecure.generateConfiguration({ cluster_config: { name: "gen", control_plane: { endpoint: "https://10.0.0.1:6443" } }, machine_config: { type: 3 } }),
+    grpc.status.UNKNOWN,
+    /join config can't be generated in the maintenance mode/,
+  );
 });
 
 test("maintenance mode: bad configurations are refused naming the problem, nothing is stored", async () => {
@@ -150,15 +152,23 @@ test("maintenance mode: bad configurations are refused naming the problem, nothi
   const configFile = path.join(stateDir, "system", "state", "config.yaml");
 
   await expectCode(insecure.applyConfiguration("version: v1alpha1\nmachine: [unclosed"), grpc.status.UNKNOWN, /^failed to parse config: .*yaml/);
-  await expectCode(insecure.applyConfiguration(configYaml(osCA, "  bogusField: 1")), grpc.status.UNKNOWN, /failed to parse config: .*machine\.bogusField/);
+  await expectCode(insecure.applyConfiguration(configYaml("    bogusField: 1")), grpc.status.UNKNOWN, /failed to parse config: .*machine\.bogusField/);
   await expectCode(
-    insecure.applyConfiguration(configYaml(osCA).replace("rbac: true", "rbac: maybe")),
+    insecure.applyConfiguration(configYaml().replace("rbac: true", "rbac: maybe")),
     grpc.status.UNKNOWN,
     /failed to parse config: .*machine\.features\.rbac/,
   );
-  await expectCode(insecure.applyConfiguration(configYaml(osCA), { mode: 2 }), grpc.status.UNIMPLEMENTED, /--mode='no-reboot' is not supported in maintenance mode/);
+  // Several invalid values: every one is named.
+  const invalid = configYaml()
+    .replace("endpoint: https://127.0.0.1:6443", "endpoint: not-a-url")
+    .replace("persist: true", "persist: false");
+  const err = await expectCode(insecure.applyConfiguration(invalid), grpc.status.INVALID_ARGUMENT, /^configuration validation failed: /);
+  assert.match(err.details, /2 errors occurred/);
+  assert.match(err.details, /cluster\.controlPlane\.endpoint: invalid controlplane endpoint/);
+  assert.match(err.details, /\.persist should be enabled/);
+  await expectCode(insecure.applyConfiguration(configYaml(), { mode: 2 }), grpc.status.UNIMPLEMENTED, /--mode='no-reboot' is not supported in maintenance mode/);
 
-  const dry = (await insecure.applyConfiguration(configYaml(osCA), { dryRun: true })) as { messages: { mode_details: string }[] };
+  const dry = (await insecure.applyConfiguration(configYaml(), { dryRun: true })) as { messages: { mode_details: string }[] };
   assert.match(dry.messages[0]!.mode_details, /^Dry run summary:/);
   assert.equal(existsSync(configFile), false, "nothing may be stored by refused or dry-run applies");
 });
@@ -166,7 +176,7 @@ test("maintenance mode: bad configurations are refused naming the problem, nothi
 test("apply-config leaves maintenance; mTLS with roles; other CAs refused", async () => {
   const insecure = client({ kind: "insecure" });
   await eventually(() => insecure.disks());
-  const text = configYaml(osCA);
+  const text = configYaml();
   await insecure.applyConfiguration(text);
   assert.equal(readFileSync(path.join(stateDir, "system", "state", "config.yaml"), "utf8"), text);
 

@@ -1,4 +1,6 @@
+import { existsSync } from "node:fs";
 import { loadConfig } from "../config/load.js";
+import { validateConfig } from "../config/validate.js";
 import type { ConfigBundle } from "../config/bundle.js";
 import type { ConfigChecker } from "../machined/apply.js";
 import { cosiStateImpl } from "../grpc/cosi-server.js";
@@ -10,10 +12,8 @@ import type { Platform } from "../machined/platform.js";
 export function configChecker(platform: Platform): ConfigChecker<ConfigBundle> {
   return {
     parse: (data) => loadConfig(data),
-    validate: (bundle) => {
-      void platform;
-      return { errors: [], warnings: [] };
-    },
+    // Nothing is installed yet (install is a later issue); metal needs machine.install with a disk that exists.
+    validate: (bundle) => validateConfig(bundle, { mode: platform.mode, installed: false, diskExists: (p) => existsSync(p) }),
   };
 }
 

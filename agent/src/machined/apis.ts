@@ -1,4 +1,5 @@
 import type * as grpc from "@grpc/grpc-js";
+import { generateMachineConfig, MachineTypeEnum, type GenerateConfigurationRequestLike } from "../config/generate/index.js";
 import { unaryHandler, type ServiceImpl } from "../grpc/server.js";
 import { listDisks } from "../storage/disks.js";
 import type { BlockSysfs } from "../sys/block.js";
@@ -29,6 +30,15 @@ export function machineServiceImpl(ctx: MachineApiContext): ServiceImpl {
     ApplyConfiguration: unaryHandler(async (req: ApplyRequest, call) => ({
       messages: [await ctx.applyConfiguration(req, call as grpc.ServerUnaryCall<ApplyRequest, unknown>)],
     })),
+    GenerateConfiguration: unaryHandler(async (req: GenerateConfigurationRequestLike) => {
+      if (ctx.inMaintenance() && req.machine_config?.type === MachineTypeEnum.TYPE_WORKER) {
+        // A plain error on Talos (gRPC Unknown), not a status.
+        throw new Error("join config can't be generated in the maintenance mode");
+      }
+      // A fresh secrets bundle each time: reusing the node's own secrets in normal mode is still to do.
+      const out = await generateMachineConfig(req);
+      return { messages: [{ data: out.data.map((d) => Buffer.from(d)), talosconfig: Buffer.from(out.talosconfig) }] };
+    }),
   };
 }
 
