@@ -1,0 +1,109 @@
+// `ctl gen secrets` and `ctl gen config`, with talosctl's file handling: existing
+// outputs are never overwritten without --force, and nothing is written if any
+// output already exists.
+import { access, mkdir, readFile, writeFile } from "node:fs/promises";
+import path from "node:path";
+import {
+  checkClusterOptions,
+  generateConfigs,
+  generateSecretsBundle,
+  loadSecretsBundle,
+  secretsBundleToYaml,
+} from "../config/generate/index.js";
+import { InvalidInputError } from "../errors.js";
+import { parseFlags } from "./flags.js";
+
+export interface CtlIO {
+  /** A line for the user (stdout). */
+  out(line: string): void;
+  cwd(): string;
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await access(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function refuseExisting(files: string[], force: boolean): Promise<void> {
+  if (force) return;
+  for (const file of files) {
+    if (await exists(file)) throw new InvalidInputError(`${file} already exists, use --force to overwrite`);
+  }
+}
+
+// Every output holds secrets: owner-only.
+async function writeSecretFile(file: string, text: string): Promise<void> {
+  await mkdir(path.dirname(file), { recursive: true });
+  await writeFile(file, text, { mode: 0o600 });
+}
+
+function str(flags: Record<string, string | boolean | string[]>, ...names: string[]): string | undefined {
+  for (const n of names) {
+    const v = flags[n];
+    if (typeof v === "string") return v;
+  }
+  return undefined;
+}
+
+export async function genSecrets(argv: string[], io: CtlIO): Promise<void> {
+  const { flags, positional } = parseFlags(argv, { o: "string", "output-file": "string", force: "boolean" });
+  if (positional.length > 0) throw new InvalidInputError(`gen secrets takes no arguments, got ${positional.join(" ")}`);
+  const file = path.resolve(io.cwd(), str(flags, "o", "output-file") ?? "secrets.yaml");
+  await refuseExisting([file], flags.force === true);
+  const bundle = await generateSecretsBundle();
+  await writeSecretFile(file, secretsBundleToYaml(bundle));
+  io.out(`created ${file}`);
+}
+
+export async function genConfig(argv: string[], io: CtlIO): Promise<void> {
+  const { flags, positional } = parseFlags(argv, {
+    o: "string",
+    output: "string",
+    "output-dir": "string",
+    "with-secrets": "string",
+    "install-disk": "string",
+    "install-image": "string",
+    "kubernetes-version": "string",
+    "additional-sans": "list",
+    "dns-domain": "string",
+    force: "boolean",
+  });
+  if (positional.length !== 2) {
+    throw new InvalidInputError("gen config needs exactly two arguments: <cluster-name> <https://endpoint:port>");
+  }
+  const [clusterName, endpoint] = positional as [string, string];
+  const installDisk = str(flags, "install-disk");
+  const installImage = str(flags, "install-image");
+  const kubernetesVersion = str(flags, "kubernetes-version");
+  const dnsDomain = str(flags, "dns-domain");
+  // Bad arguments fail before anything is generated or touched.
+  checkClusterOptions({ clusterName, endpoint, ...(kubernetesVersion !== undefined ? { kubernetesVersion } : {}) });
+  const outDir = path.resolve(io.cwd(), str(flags, "output-dir", "o", "output") ?? ".");
+  const outputs = ["controlplane.yaml", "worker.yaml", "talosconfig"].map((f) => path.join(outDir, f));
+  await refuseExisting(outputs, flags.force === true);
+
+  const secretsFile = str(flags, "with-secrets");
+  const secrets = secretsFile ? loadSecretsBundle(await readFile(path.resolve(io.cwd(), secretsFile))) : undefined;
+  if (!secrets) io.out("generating PKI and tokens");
+  const configs = await generateConfigs({
+    clusterName,
+    endpoint,
+    ...(secrets ? { secrets } : {}),
+    ...(installDisk !== undefined ? { installDisk } : {}),
+    ...(installImage !== undefined ? { installImage } : {}),
+    ...(kubernetesVersion !== undefined ? { kubernetesVersion } : {}),
+    ...(dnsDomain !== undefined ? { dnsDomain } : {}),
+    additionalSANs: (flags["additional-sans"] as string[] | undefined) ?? [],
+  });
+  const [cpFile, workerFile, talosconfigFile] = outputs as [string, string, string];
+  await writeSecretFile(cpFile, configs.controlplane);
+  io.out(`created ${cpFile}`);
+  await writeSecretFile(workerFile, configs.worker);
+  io.out(`created ${workerFile}`);
+  await writeSecretFile(talosconfigFile, configs.talosconfig);
+  io.out(`created ${talosconfigFile}`);
+}

@@ -1,0 +1,37 @@
+// `basalt ctl`: the client-side command line, a talosctl-like multi-command.
+// A command is a path of words mapped to a handler; add talosctl-like calls by
+// adding entries to `commands`.
+import { InvalidInputError } from "../errors.js";
+import { genConfig, genSecrets, type CtlIO } from "./ctl-gen.js";
+
+type Handler = (argv: string[], io: CtlIO) => Promise<void>;
+
+const commands: { path: string[]; usage: string; run: Handler }[] = [
+  { path: ["gen", "secrets"], usage: "gen secrets [-o secrets.yaml] [--force]", run: genSecrets },
+  {
+    path: ["gen", "config"],
+    usage:
+      "gen config <cluster-name> <https://endpoint:port> [--output-dir D] [--with-secrets F] [--install-disk /dev/sda]\n" +
+      "           [--install-image I] [--kubernetes-version V] [--additional-sans a,b] [--dns-domain D] [--force]",
+    run: genConfig,
+  },
+];
+
+function usage(): string {
+  return "usage: basalt ctl <command>\ncommands:\n" + commands.map((c) => `  ${c.usage}`).join("\n") + "\n";
+}
+
+const defaultIO: CtlIO = {
+  out: (line) => process.stdout.write(line + "\n"),
+  cwd: () => process.cwd(),
+};
+
+export async function main(argv: string[], io: CtlIO = defaultIO): Promise<void> {
+  if (argv.length === 0 || argv[0] === "help" || argv[0] === "--help" || argv[0] === "-h") {
+    io.out(usage().trimEnd());
+    return;
+  }
+  const command = commands.find((c) => c.path.every((word, i) => argv[i] === word));
+  if (!command) throw new InvalidInputError(`unknown command ${JSON.stringify(argv.slice(0, 2).join(" "))}\n${usage()}`);
+  await command.run(argv.slice(command.path.length), io);
+}

@@ -1,0 +1,53 @@
+import assert from "node:assert/strict";
+import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { test } from "node:test";
+import { parse } from "yaml";
+import { main } from "../../../agent/src/cmd/ctl.js";
+import { InvalidInputError } from "../../../agent/src/errors.js";
+import { loadSecretsBundle } from "../../../agent/src/config/generate/index.js";
+import { readFixture } from "../pki/fixtures.js";
+
+async function scratch(t: { after(fn: () => Promise<void>): void }): Promise<{ dir: string; io: { out(l: string): void; cwd(): string }; lines: string[] }> {
+  const dir = await mkdtemp(path.join(tmpdir(), "basalt-ctl-"));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const lines: string[] = [];
+  return { dir, lines, io: { out: (l) => lines.push(l), cwd: () => dir } };
+}
+
+test("gen config with --with-secrets writes the three files (0600) and refuses to overwrite without --force", async (t) => {
+  const { dir, io, lines } = await scratch(t);
+  await writeFile(path.join(dir, "secrets.yaml"), readFixture("generate/secrets/secrets.yaml"));
+  const args = ["gen", "config", "demo", "https://10.5.0.2:6443", "--with-secrets", "secrets.yaml", "--output-dir", "out", "--install-disk", "/dev/vda", "--additional-sans", "api.example.org,10.5.0.100"];
+  await main(args, io);
+  assert.deepEqual(lines, ["controlplane.yaml", "worker.yaml", "talosconfig"].map((f) => `created ${path.join(dir, "out", f)}`));
+
+  const cp = parse(await readFile(path.join(dir, "out", "controlplane.yaml"), "utf8")) as { machine: Record<string, unknown>; cluster: Record<string, unknown> };
+  assert.equal(cp.machine.token, "oamejv.9tk1nhuwnlc2nghf", "token from the given bundle");
+  assert.equal((cp.machine.install as Record<string, unknown>).disk, "/dev/vda");
+  assert.deepEqual(cp.machine.certSANs, ["api.example.org", "10.5.0.100"]);
+  const tc = parse(await readFile(path.join(dir, "out", "talosconfig"), "utf8")) as { context: string };
+  assert.equal(tc.context, "demo");
+  assert.equal((await stat(path.join(dir, "out", "worker.yaml"))).mode & 0o777, 0o600);
+
+  const before = await readFile(path.join(dir, "out", "controlplane.yaml"), "utf8");
+  await assert.rejects(main(args, io), (err: unknown) => err instanceof InvalidInputError && /already exists, use --force/.test(err.message));
+  assert.equal(await readFile(path.join(dir, "out", "controlplane.yaml"), "utf8"), before, "untouched");
+  await main([...args, "--force"], io);
+  assert.notEqual(await readFile(path.join(dir, "out", "talosconfig"), "utf8"), "", "rewritten");
+});
+
+test("gen secrets writes a loadable bundle; bad arguments fail before writing", async (t) => {
+  const { dir, io } = await scratch(t);
+  await main(["gen", "secrets", "-o", "s.yaml"], io);
+  const bundle = loadSecretsBundle(await readFile(path.join(dir, "s.yaml")));
+  assert.match(bundle.certs.os.key, /ED25519 PRIVATE KEY/);
+  await assert.rejects(main(["gen", "secrets", "-o", "s.yaml"], io), /already exists/);
+
+  await assert.rejects(main(["gen", "config", "demo", "http://10.5.0.2:6443", "--output-dir", "bad"], io), /https/);
+  await assert.rejects(stat(path.join(dir, "bad")), { code: "ENOENT" });
+  await assert.rejects(main(["gen", "config", "demo"], io), InvalidInputError);
+  await assert.rejects(main(["gen", "nope"], io), /unknown command/);
+  await assert.rejects(main(["gen", "config", "a", "https://a:1", "--bogus"], io), /unknown flag/);
+});
