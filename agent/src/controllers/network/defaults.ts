@@ -1,0 +1,66 @@
+// The `default` layer of hostname, resolvers and time servers, as Talos has them
+// when nothing else says otherwise: hostname "talos-" + the default node address
+// (dots to dashes, colons dropped), resolvers 1.1.1.1 and 8.8.8.8, time server
+// time.cloudflare.com. Written to `network-config` with ids default/<what>.
+// Later the cmdline, platform and machine-config layers join these controllers.
+
+import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
+import {
+  HostnameSpecType,
+  type HostnameSpecSpec,
+  NETWORK_CONFIG_NAMESPACE,
+  NETWORK_NAMESPACE,
+  NodeAddressIds,
+  NodeAddressType,
+  type NodeAddressSpec,
+  ResolverSpecType,
+  type ResolverSpecSpec,
+  TimeServerSpecType,
+  type TimeServerSpecSpec,
+} from "../../resources/catalog/network.js";
+
+export const DEFAULT_RESOLVERS = ["1.1.1.1", "8.8.8.8"];
+export const DEFAULT_TIME_SERVERS = ["time.cloudflare.com"];
+
+export function defaultHostname(defaultAddress: string): string {
+  const slash = defaultAddress.lastIndexOf("/");
+  const ip = slash >= 0 ? defaultAddress.slice(0, slash) : defaultAddress;
+  return `talos-${ip.replaceAll(":", "").replaceAll(".", "-")}`;
+}
+
+export class HostnameConfigController implements Controller {
+  readonly name = "network.HostnameConfigController";
+  readonly inputs = [{ namespace: NETWORK_NAMESPACE, type: NodeAddressType, id: NodeAddressIds.default, kind: "weak" as const }];
+  readonly outputs = [{ type: HostnameSpecType, kind: "shared" as const }];
+
+  async reconcile(ctx: ControllerContext): Promise<void> {
+    const def = ctx.get<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, NodeAddressIds.default);
+    const keep = new Set<string>();
+    if (def && def.spec.addresses.length === 1) {
+      const hostname = defaultHostname(def.spec.addresses[0]!);
+      ctx.modify<HostnameSpecSpec>(NETWORK_CONFIG_NAMESPACE, HostnameSpecType, "default/hostname", () => ({ hostname, domainname: "", layer: "default" }));
+      keep.add("default/hostname");
+    }
+    ctx.destroyOthers(NETWORK_CONFIG_NAMESPACE, HostnameSpecType, keep);
+  }
+}
+
+export class ResolverConfigController implements Controller {
+  readonly name = "network.ResolverConfigController";
+  readonly inputs = [];
+  readonly outputs = [{ type: ResolverSpecType, kind: "shared" as const }];
+
+  async reconcile(ctx: ControllerContext): Promise<void> {
+    ctx.modify<ResolverSpecSpec>(NETWORK_CONFIG_NAMESPACE, ResolverSpecType, "default/resolvers", () => ({ dnsServers: DEFAULT_RESOLVERS, layer: "default" }));
+  }
+}
+
+export class TimeServerConfigController implements Controller {
+  readonly name = "network.TimeServerConfigController";
+  readonly inputs = [];
+  readonly outputs = [{ type: TimeServerSpecType, kind: "shared" as const }];
+
+  async reconcile(ctx: ControllerContext): Promise<void> {
+    ctx.modify<TimeServerSpecSpec>(NETWORK_CONFIG_NAMESPACE, TimeServerSpecType, "default/timeservers", () => ({ timeServers: DEFAULT_TIME_SERVERS, layer: "default" }));
+  }
+}

@@ -1,0 +1,55 @@
+// The networking controllers as a set the integrator registers into machined's
+// ControllerRuntime (with networkDefinitions registered into the store first).
+
+import path from "node:path";
+import { writeFile } from "node:fs/promises";
+import type { Controller } from "../../resources/controller-runtime.js";
+import { writeFileAtomic } from "../../sys/atomic-file.js";
+import type { NetKernel } from "../../sys/net.js";
+import type { Paths } from "../../sys/paths.js";
+import { AddressStatusController } from "./address-status.js";
+import { HostnameConfigController, ResolverConfigController, TimeServerConfigController } from "./defaults.js";
+import { Dhcp4OperatorController, type Dhcp4OperatorOptions } from "./dhcp4-operator.js";
+import { type LinkDetailsReader, LinkStatusController } from "./link-status.js";
+import { NodeAddressController } from "./node-address.js";
+import { RouteStatusController } from "./route-status.js";
+import { HostnameStatusController, ResolverStatusController, TimeServerStatusController } from "./status.js";
+
+export { networkDefinitions } from "../../resources/catalog/network.js";
+export { Dhcp4OperatorController } from "./dhcp4-operator.js";
+
+export interface NetworkControllersOptions {
+  kernel: NetKernel;
+  paths: Paths;
+  /** Run the default DHCPv4 operators (true unless a config says otherwise). */
+  dhcp?: boolean;
+  /** Extra DHCP operator options (ignored links, tests' transports and timers). */
+  dhcpOptions?: Omit<Dhcp4OperatorOptions, "kernel">;
+  /** Write <paths.etc>/resolv.conf (default true). */
+  writeResolvConf?: boolean;
+  /** Set the kernel hostname through <paths.proc>/sys/kernel/hostname (only on a node: default false). */
+  setKernelHostname?: boolean;
+  linkDetails?: LinkDetailsReader;
+}
+
+export function networkControllers(opts: NetworkControllersOptions): Controller[] {
+  const resolvConfPath = path.join(opts.paths.etc, "resolv.conf");
+  const controllers: Controller[] = [
+    new LinkStatusController(opts.kernel, opts.linkDetails),
+    new AddressStatusController(opts.kernel),
+    new RouteStatusController(opts.kernel),
+    new NodeAddressController(),
+    new HostnameConfigController(),
+    new ResolverConfigController(),
+    new TimeServerConfigController(),
+    new HostnameStatusController(
+      opts.setKernelHostname
+        ? (hostname) => writeFile(path.join(opts.paths.proc, "sys", "kernel", "hostname"), hostname)
+        : undefined,
+    ),
+    new ResolverStatusController(opts.writeResolvConf === false ? undefined : (text) => writeFileAtomic(resolvConfPath, text, 0o644)),
+    new TimeServerStatusController(),
+  ];
+  if (opts.dhcp !== false) controllers.push(new Dhcp4OperatorController({ kernel: opts.kernel, ...opts.dhcpOptions }));
+  return controllers;
+}

@@ -1,0 +1,116 @@
+// network.NodeAddressController: the node's addresses as Talos reports them —
+// `default` (one address, sticky while it stays on the node), `current` (on links
+// that are up), `routed` (current minus SideroLink) and `accumulative` (every address
+// ever seen). Only global/site-scope, non-loopback, non-link-local, non-multicast.
+
+import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
+import { ipBytes } from "../../resources/codec.js";
+import {
+  AddressStatusType,
+  type AddressStatusSpec,
+  LinkStatusType,
+  type LinkStatusSpec,
+  NETWORK_NAMESPACE,
+  NodeAddressIds,
+  NodeAddressType,
+  type NodeAddressSpec,
+} from "../../resources/catalog/network.js";
+import type { Resource } from "../../resources/resource.js";
+import { ADDRESS_STATUS_CONTROLLER as addressStatusOwner } from "./address-status.js";
+
+/** netip.Addr ordering: IPv4 before IPv6, then bytewise. */
+export function compareIp(a: string, b: string): number {
+  const x = ipBytes(a);
+  const y = ipBytes(b);
+  return x.length !== y.length ? x.length - y.length : Buffer.compare(x, y);
+}
+
+const ipOf = (prefix: string) => prefix.slice(0, prefix.lastIndexOf("/"));
+
+function usable(spec: AddressStatusSpec): boolean {
+  if (spec.scope !== "global" && spec.scope !== "site") return false;
+  const b = ipBytes(ipOf(spec.address));
+  if (b.length === 4) return b[0] !== 127 && !(b[0]! >= 224 && b[0]! <= 239) && !(b[0] === 169 && b[1] === 254);
+  const loopback = b.every((v, i) => v === (i === 15 ? 1 : 0));
+  return !loopback && b[0] !== 0xff && !(b[0] === 0xfe && (b[1]! & 0xc0) === 0x80);
+}
+
+function isSideroLink(ip: string): boolean {
+  const b = ipBytes(ip);
+  return b.length === 16 && b.subarray(0, 8).equals(Buffer.from([0xfd, 0xae, 0x41, 0xe4, 0x64, 0x9b, 0x93, 0x03]));
+}
+
+function sortUnique(prefixes: string[]): string[] {
+  const sorted = [...prefixes].sort((a, b) => compareIp(ipOf(a), ipOf(b)) || a.localeCompare(b));
+  return sorted.filter((p, i) => i === 0 || p !== sorted[i - 1]);
+}
+
+export interface NodeAddressSets {
+  default?: string;
+  current: string[];
+  routed: string[];
+  accumulative: string[];
+}
+
+export function computeNodeAddresses(links: Resource<LinkStatusSpec>[], addresses: Resource<AddressStatusSpec>[]): NodeAddressSets {
+  const up = new Set<number>();
+  for (const l of links) {
+    const s = l.spec;
+    const operUp = s.operationalState === "up" || s.operationalState === "unknown";
+    const physical = s.type === "ether" && s.kind === "";
+    if (operUp && (!physical || s.linkState)) up.add(s.index);
+  }
+  let def: { prefix: string; link: string } | undefined;
+  const current: string[] = [];
+  const routed: string[] = [];
+  const accumulative: string[] = [];
+  for (const r of addresses) {
+    const s = r.spec;
+    if (!usable(s)) continue;
+    if (r.metadata.owner === addressStatusOwner) {
+      if (!def || s.linkName < def.link || (s.linkName === def.link && compareIp(ipOf(s.address), ipOf(def.prefix)) < 0)) {
+        def = { prefix: s.address, link: s.linkName };
+      }
+    }
+    if (up.has(s.linkIndex)) {
+      current.push(s.address);
+      if (!isSideroLink(ipOf(s.address))) routed.push(s.address);
+    }
+    accumulative.push(s.address);
+  }
+  const out: NodeAddressSets = { current: sortUnique(current), routed: sortUnique(routed), accumulative };
+  if (def) out.default = def.prefix;
+  return out;
+}
+
+export class NodeAddressController implements Controller {
+  readonly name = "network.NodeAddressController";
+  readonly inputs = [
+    { namespace: NETWORK_NAMESPACE, type: AddressStatusType, kind: "weak" as const },
+    { namespace: NETWORK_NAMESPACE, type: LinkStatusType, kind: "weak" as const },
+  ];
+  readonly outputs = [{ type: NodeAddressType }];
+
+  async reconcile(ctx: ControllerContext): Promise<void> {
+    const sets = computeNodeAddresses(
+      ctx.list<LinkStatusSpec>(NETWORK_NAMESPACE, LinkStatusType),
+      ctx.list<AddressStatusSpec>(NETWORK_NAMESPACE, AddressStatusType),
+    );
+    const keep = new Set<string>([NodeAddressIds.current, NodeAddressIds.routed, NodeAddressIds.accumulative]);
+    if (sets.default) {
+      const chosen = sets.default;
+      keep.add(NodeAddressIds.default);
+      ctx.modify<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, NodeAddressIds.default, (cur) => {
+        // Sticky: keep the recorded default while it is still on the node.
+        if (cur && cur.addresses.length > 0 && sets.current.includes(cur.addresses[0]!)) return cur;
+        return { addresses: [chosen] };
+      });
+    }
+    ctx.modify<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, NodeAddressIds.current, () => ({ addresses: sets.current }));
+    ctx.modify<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, NodeAddressIds.routed, () => ({ addresses: sets.routed }));
+    ctx.modify<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, NodeAddressIds.accumulative, (cur) => ({
+      addresses: sortUnique([...(cur?.addresses ?? []), ...sets.accumulative]),
+    }));
+    ctx.destroyOthers(NETWORK_NAMESPACE, NodeAddressType, keep);
+  }
+}

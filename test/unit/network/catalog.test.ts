@@ -1,0 +1,100 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { decode } from "../../../agent/src/api/index.js";
+import {
+  addressStatusDefinition,
+  linkStatusDefinition,
+  netNames,
+  netValues,
+  nodeAddressDefinition,
+  resolverStatusDefinition,
+  routeId,
+  routeStatusDefinition,
+} from "../../../agent/src/resources/catalog/network.js";
+import { encodeSpec, yamlSpec } from "../../../agent/src/resources/definitions.js";
+import { addressStatusSpec } from "../../../agent/src/controllers/network/address-status.js";
+import { linkStatusSpec } from "../../../agent/src/controllers/network/link-status.js";
+import { routeStatusSpec } from "../../../agent/src/controllers/network/route-status.js";
+
+test("aliases match Talos's for the status types", () => {
+  assert.deepEqual(linkStatusDefinition.spec.aliases, ["link", "links", "linkstatus", "ls"]);
+  assert.deepEqual(addressStatusDefinition.spec.aliases, ["address", "addresses", "addressstatus", "as"]);
+  assert.deepEqual(routeStatusDefinition.spec.aliases, ["route", "routes", "routestatus", "rs"]);
+  assert.deepEqual(resolverStatusDefinition.spec.aliases, ["resolvers", "resolverstatus", "rs"]);
+  assert.deepEqual(nodeAddressDefinition.spec.aliases, ["nodeaddress", "na", "nas"]);
+});
+
+test("kernel numbers map to Talos names and back", () => {
+  assert.equal(netNames.linkType(1), "ether");
+  assert.equal(netNames.linkType(772), "loopback");
+  assert.equal(netNames.linkType(65534), "nohdr");
+  assert.equal(netNames.linkType(12345), "LinkType(12345)");
+  assert.equal(netValues.linkType("LinkType(12345)"), 12345);
+  assert.equal(netNames.linkFlags(0x1 | 0x2 | 0x40 | 0x1000 | 0x10000), "UP,BROADCAST,RUNNING,MULTICAST,LOWER_UP");
+  assert.equal(netValues.linkFlags("UP,BROADCAST,RUNNING,MULTICAST,LOWER_UP"), 0x11043);
+  assert.equal(netNames.addressFlags(0x80), "permanent");
+  assert.equal(netNames.addressFlags(0x80 | 0x200), "permanent,noprefixroute");
+  assert.equal(netValues.addressFlags("permanent,noprefixroute"), 0x280);
+  assert.equal(netNames.table(100), "RoutingTable(100)");
+  assert.equal(netNames.operState(6), "up");
+  assert.equal(netNames.family(4), "inet4");
+  assert.equal(netNames.scope(253), "link");
+  assert.equal(netNames.protocol(3), "boot");
+  assert.throws(() => netValues.scope("galaxy"), /unknown Scope/);
+});
+
+// Go's yaml.v3 quotes strings that YAML 1.1 would read as base-60 numbers (all-digit MACs, PCI paths).
+test("LinkStatus: YAML like Talos and proto with enum numbers", () => {
+  const spec = linkStatusSpec({
+    index: 2, name: "eth0", type: 1, flags: 0x11043, mtu: 1500, hardwareAddr: "52:54:00:12:34:56", broadcastAddr: "ff:ff:ff:ff:ff:ff",
+    permanentAddr: "52:54:00:12:34:56", operState: 6, kind: "", slaveKind: "", masterIndex: 0, linkIndex: 0, queueDisc: "pfifo_fast", carrier: true,
+  }, { driver: "virtio_net", busPath: "0000:00:03.0" });
+  assert.equal(
+    yamlSpec(linkStatusDefinition, spec),
+    [
+      "index: 2", "type: ether", "linkIndex: 0", "flags: UP,BROADCAST,RUNNING,MULTICAST,LOWER_UP", 'hardwareAddr: "52:54:00:12:34:56"',
+      'permanentAddr: "52:54:00:12:34:56"', "broadcastAddr: ff:ff:ff:ff:ff:ff", "mtu: 1500", "queueDisc: pfifo_fast", "operationalState: up",
+      'kind: ""', 'slaveKind: ""', 'busPath: "0000:00:03.0"', "driver: virtio_net", "linkState: true", "port: Other", "duplex: Unknown", "",
+    ].join("\n"),
+  );
+  const p = decode("talos.resource.definitions.network.LinkStatusSpec", encodeSpec(linkStatusDefinition, spec));
+  assert.equal(p.type, 1);
+  assert.equal(p.flags, 0x11043);
+  assert.equal(p.operational_state, 6);
+  assert.deepEqual([...(p.hardware_addr as Buffer)], [0x52, 0x54, 0, 0x12, 0x34, 0x56]);
+  assert.equal(p.port, 255);
+  assert.equal(p.duplex, 255);
+  assert.equal(p.driver, "virtio_net");
+});
+
+test("AddressStatus: omitempty fields and NetIPPrefix on the wire", () => {
+  const spec = addressStatusSpec({ linkIndex: 2, linkName: "eth0", family: 4, address: "10.5.0.2", prefixLen: 24, local: "10.5.0.2", broadcast: "10.5.0.255", scope: 0, flags: 0x80 });
+  assert.equal(
+    yamlSpec(addressStatusDefinition, spec),
+    "address: 10.5.0.2/24\nlocal: 10.5.0.2\nbroadcast: 10.5.0.255\nlinkIndex: 2\nlinkName: eth0\nfamily: inet4\nscope: global\nflags: permanent\n",
+  );
+  const v6 = addressStatusSpec({ linkIndex: 2, linkName: "eth0", family: 6, address: "fe80::1", prefixLen: 64, local: "", broadcast: "", scope: 253, flags: 0x80 });
+  assert.equal(Object.hasOwn(v6, "local"), false);
+  const p = decode("talos.resource.definitions.network.AddressStatusSpec", encodeSpec(addressStatusDefinition, spec));
+  assert.deepEqual(p.address, { ip: Buffer.from([10, 5, 0, 2]), prefix_length: 24 });
+  assert.equal(p.family, 2);
+  assert.equal(p.flags, 0x80);
+});
+
+test("RouteStatus: default route YAML, id and proto", () => {
+  const spec = routeStatusSpec({ family: 4, table: 254, dst: "", dstLen: 0, src: "10.5.0.2", gateway: "10.5.0.1", outLinkIndex: 2, outLinkName: "eth0", priority: 1024, scope: 0, type: 1, protocol: 3, flags: 0, mtu: 0 });
+  assert.equal(routeId(spec), "inet4/10.5.0.1//1024");
+  assert.equal(
+    yamlSpec(routeStatusDefinition, spec),
+    'family: inet4\ndst: ""\nsrc: 10.5.0.2\ngateway: 10.5.0.1\noutLinkIndex: 2\noutLinkName: eth0\ntable: main\npriority: 1024\nscope: global\ntype: unicast\nflags: ""\nprotocol: boot\n',
+  );
+  const local = routeStatusSpec({ family: 4, table: 255, dst: "127.0.0.0", dstLen: 8, src: "127.0.0.1", gateway: "", outLinkIndex: 1, outLinkName: "lo", priority: 0, scope: 254, type: 2, protocol: 2, flags: 0, mtu: 0 });
+  assert.equal(routeId(local), "local/inet4//127.0.0.0/8/0");
+  const v6 = routeStatusSpec({ family: 6, table: 254, dst: "fe80::", dstLen: 64, src: "", gateway: "", outLinkIndex: 2, outLinkName: "eth0", priority: 256, scope: 0, type: 1, protocol: 2, flags: 0, mtu: 0 });
+  assert.equal(routeId(v6), "eth0/inet6//fe80::/64/256");
+  const p = decode("talos.resource.definitions.network.RouteStatusSpec", encodeSpec(routeStatusDefinition, spec));
+  assert.equal(p.table, 254);
+  assert.equal(p.protocol, 3);
+  assert.deepEqual(p.gateway, { ip: Buffer.from([10, 5, 0, 1]) });
+  assert.deepEqual((p.destination as { ip: Buffer }).ip, Buffer.alloc(0));
+});
