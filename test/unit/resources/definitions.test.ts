@@ -1,6 +1,10 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { decode } from "../../../agent/src/api/index.js";
+import { decode, lookupMessage } from "../../../agent/src/api/index.js";
+import { catalogDefinitions } from "../../../agent/src/resources/catalog/index.js";
+import { namespaces } from "../../../agent/src/resources/catalog/meta.js";
+import { memberDefinition } from "../../../agent/src/resources/catalog/cluster.js";
+import { extensionStatusDefinition } from "../../../agent/src/resources/catalog/runtime.js";
 import { registerCatalog } from "../../../agent/src/resources/catalog/index.js";
 import { machineStatusDefinition, type MachineStatusSpec } from "../../../agent/src/resources/catalog/runtime.js";
 import { osRootDefinition } from "../../../agent/src/resources/catalog/secrets.js";
@@ -132,6 +136,35 @@ describe("resource definitions", () => {
     assert.deepEqual((dec.cert_sani_ps as { ip: Buffer }[])[0]!.ip, Buffer.from([10, 5, 0, 2]));
     assert.equal((dec.issuing_ca as { key: Buffer }).key.toString(), "KEY");
     assert.match(yamlSpec(os, spec), /^issuingCA:\n    crt: Q1JU\n    key: S0VZ\nacceptedCAs:\n/);
+  });
+
+  it("every catalog definition names an existing spec message and a registered namespace", () => {
+    const nsNames = namespaces.map((n) => n.name);
+    for (const def of catalogDefinitions) {
+      assert.ok(lookupMessage(def.protoSpecType), def.type);
+      assert.ok(nsNames.includes(def.defaultNamespace), def.type);
+      assert.equal(def.id, def.type.toLowerCase());
+    }
+    for (const t of ["OSRootSecrets.secrets.talos.dev", "ApiCertificates.secrets.talos.dev", "CertSANs.secrets.talos.dev"]) {
+      assert.equal(catalogDefinitions.find((d) => d.type === t)?.sensitive, true, t);
+    }
+  });
+
+  it("encodes nested and enum fields through custom and generic mappers", () => {
+    const member = decode(
+      "talos.resource.definitions.cluster.MemberSpec",
+      encodeSpec(memberDefinition, { nodeId: "n1", addresses: ["10.5.0.2"], hostname: "cp1", machineType: "controlplane", operatingSystem: "Basalt", controlPlane: { apiServerPort: 6443 } }),
+    );
+    assert.equal(member.machine_type, 2);
+    assert.equal((member.control_plane as { api_server_port: number }).api_server_port, 6443);
+    const ext = decode(
+      "talos.resource.definitions.extensions.Layer",
+      encodeSpec(extensionStatusDefinition, {
+        image: "000.sqsh",
+        metadata: { name: "gvisor", version: "1.0", author: "a", description: "d", compatibility: { talos: { version: ">= v1.7.0" } } },
+      }),
+    );
+    assert.equal((ext.metadata as { compatibility: { talos: { version: string } } }).compatibility.talos.version, ">= v1.7.0");
   });
 
   it("quotes YAML strings as yaml.v3 does", () => {

@@ -4,12 +4,18 @@
 
 import { defineResource, registerDefinitions, registerNamespaces, type ResourceDefinition, type ResourceDefinitionInput } from "../definitions.js";
 import type { ResourceState } from "../state.js";
+import { clusterDefinitions } from "./cluster.js";
 import { configDefinitions } from "./config.js";
 import { namespaces } from "./meta.js";
 import { runtimeDefinitions } from "./runtime.js";
 import { secretsDefinitions } from "./secrets.js";
 
-export const catalogDefinitions: readonly ResourceDefinition<never>[] = [...configDefinitions, ...runtimeDefinitions, ...secretsDefinitions];
+export const catalogDefinitions: readonly ResourceDefinition<never>[] = [
+  ...configDefinitions,
+  ...runtimeDefinitions,
+  ...secretsDefinitions,
+  ...clusterDefinitions,
+];
 
 /**
  * Registers every namespace and every definition of the catalog, plus `extra`

@@ -1,7 +1,7 @@
 // Namespace `runtime`: services, machine status, META keys, platform metadata,
 // block devices and volumes.
 
-import { autoProto, enumValue } from "../codec.js";
+import { autoProto, enumValue, netIP } from "../codec.js";
 import { defineResource, type ResourceDefinition } from "../definitions.js";
 
 export const RUNTIME_NAMESPACE = "runtime";
@@ -231,7 +231,48 @@ export const kernelParamStatusDefinition = defineResource<KernelParamStatusSpec>
   toProto: autoProto("talos.resource.definitions.runtime.KernelParamStatusSpec"),
 });
 
+// --- ExtensionStatuses.runtime.talos.dev (id = layer index "0", "1", ...) ---
+export const ExtensionStatusType = "ExtensionStatuses.runtime.talos.dev";
+export interface ExtensionStatusSpec {
+  image: string;
+  metadata: {
+    name: string;
+    version: string;
+    author: string;
+    description: string;
+    compatibility: { talos: { version: string } };
+    extraInfo?: string;
+  };
+}
+export const extensionStatusDefinition = defineResource<ExtensionStatusSpec>({
+  type: ExtensionStatusType,
+  defaultNamespace: RUNTIME_NAMESPACE,
+  aliases: ["extensions"],
+  printColumns: [
+    { name: "Name", jsonPath: "{.metadata.name}" },
+    { name: "Version", jsonPath: "{.metadata.version}" },
+  ],
+  protoSpecType: "talos.resource.definitions.extensions.Layer",
+  toProto: autoProto("talos.resource.definitions.extensions.Layer"),
+});
+
+// --- MaintenanceServiceConfigs.runtime.talos.dev (id "maintenance") ---
+export const MaintenanceServiceConfigType = "MaintenanceServiceConfigs.runtime.talos.dev";
+export const MaintenanceServiceConfigId = "maintenance";
+export interface MaintenanceServiceConfigSpec {
+  listenAddress: string;
+  reachableAddresses: string[];
+}
+export const maintenanceServiceConfigDefinition = defineResource<MaintenanceServiceConfigSpec>({
+  type: MaintenanceServiceConfigType,
+  defaultNamespace: RUNTIME_NAMESPACE,
+  protoSpecType: "talos.resource.definitions.runtime.MaintenanceServiceConfigSpec",
+  toProto: (s) => ({ listen_address: s.listenAddress, reachable_addresses: s.reachableAddresses.map(netIP) }),
+});
+
 export const runtimeDefinitions: readonly ResourceDefinition<never>[] = [
+  extensionStatusDefinition,
+  maintenanceServiceConfigDefinition,
   serviceDefinition,
   machineStatusDefinition,
   metaKeyDefinition,

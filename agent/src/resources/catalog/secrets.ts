@@ -123,7 +123,23 @@ export const trustdCertsDefinition = defineResource<TrustdCertsSpec>({
   toYaml: (s) => marshalGoYaml({ server: pemCertAndKeyYaml(s.server), acceptedCAs: s.acceptedCAs.map(certYaml) }),
 });
 
+// --- CertSANs.secrets.talos.dev (ids "api", "k8s") ---
+export const CertSANType = "CertSANs.secrets.talos.dev";
+export interface CertSANSpec {
+  ips: string[];
+  dnsNames: string[];
+  fqdn: string;
+}
+export const certSANDefinition = defineResource<CertSANSpec>({
+  type: CertSANType,
+  defaultNamespace: SECRETS_NAMESPACE,
+  sensitive: true,
+  protoSpecType: "talos.resource.definitions.secrets.CertSANSpec",
+  toProto: (s) => ({ i_ps: s.ips.map(netIP), dns_names: s.dnsNames, fqdn: s.fqdn }),
+});
+
 export const secretsDefinitions: readonly ResourceDefinition<never>[] = [
+  certSANDefinition,
   osRootDefinition,
   maintenanceRootDefinition,
   maintenanceServiceCertsDefinition,
