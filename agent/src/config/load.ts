@@ -118,7 +118,7 @@ export function loadConfig(input: string | Buffer, opts: LoadOptions = {}): Conf
       if (typeof type === "string" && !machineTypes.has(type)) {
         problems.push(`.machine.type: unknown machine type ${JSON.stringify(type)}`);
       } else if (!opts.patch && machine && (type === "join" || type === "" || type === undefined)) {
-        warnings.push(`.machine.type: machine type ${JSON.stringify(type ?? "")} is deprecated, use "worker" instead`);
+        warnings.push(`.machine.type: use "worker" instead of ${JSON.stringify(type ?? "")} for machine type`);
       }
     }
     documents.push({ kind: docKind, apiVersion: V1ALPHA1, ...(name !== undefined ? { name } : {}), value });

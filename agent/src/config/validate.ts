@@ -94,9 +94,7 @@ function validateV1Alpha1(cfg: V1Alpha1Config, bundle: ConfigBundle, opts: Valid
     const type = machine.type ?? "";
     if (!["init", "controlplane", "worker", "join", ""].includes(type)) err(".machine.type", `unknown machine type ${JSON.stringify(type)}`);
     validateInstall(cfg, opts, err, warn);
-    if (worker && nonEmpty(machine.ca?.key)) {
-      err(".machine.ca.key", "issuing Talos API CA key is not allowed on non-controlplane nodes (.machine.ca)");
-    }
+    validateMachineCA(cfg, worker, err);
     (machine.network?.interfaces ?? []).forEach((dev, i) => validateDevice(dev, `.machine.network.interfaces[${i}]`, worker, err, warn));
     if (machine.network?.kubespan?.enabled) {
       if (!cluster?.discovery?.enabled) err(".cluster.discovery.enabled", ".cluster.discovery should be enabled when .machine.network.kubespan is enabled");
@@ -113,20 +111,69 @@ function validateV1Alpha1(cfg: V1Alpha1Config, bundle: ConfigBundle, opts: Valid
       if (problem) err(".cluster.controlPlane.endpoint", `invalid controlplane endpoint: ${problem}`);
     }
     if (worker && nonEmpty(cluster.ca?.key)) {
-      err(".cluster.ca.key", "issuing Talos API CA key is not allowed on non-controlplane nodes (.cluster.ca)");
+      err(".cluster.ca.key", "issuing Kubernetes API CA key is not allowed on non-controlplane nodes (.cluster.ca)");
     }
     if (worker && cluster.etcd) err(".cluster.etcd", "etcd config is only allowed on control plane machines");
+    // CNI settings matter only where the CNI is deployed (control plane).
     const cni = cluster.network?.cni;
-    if (cni?.name === "custom" && !(cni.urls && cni.urls.length > 0)) {
-      err(".cluster.network.cni.urls", `cni urls should be provided if using "custom" cni`);
+    if (!worker && cni) {
+      if (cni.name === "custom" && !(cni.urls && cni.urls.length > 0)) {
+        warn(".cluster.network.cni.urls", `"urls" field should not be empty for "custom" CNI`);
+      }
+      if ((cni.name === "flannel" || cni.name === "none") && cni.urls && cni.urls.length > 0) {
+        err(".cluster.network.cni.urls", `"urls" field should be empty for ${JSON.stringify(cni.name)} CNI`);
+      }
     }
-    if ((cni?.name === "flannel" || cni?.name === "none") && cni.urls && cni.urls.length > 0) {
-      err(".cluster.network.cni.urls", `cni urls should be empty if using ${JSON.stringify(cni.name)} cni`);
+    const dnsDomain = cluster.network?.dnsDomain;
+    if (nonEmpty(dnsDomain) && !isDnsName(dnsDomain!)) {
+      err(".cluster.network.dnsDomain", `${JSON.stringify(dnsDomain)} is not a valid DNS name`);
+    }
+    const seenManifests = new Set<string>();
+    (cluster.inlineManifests ?? []).forEach((m, i) => {
+      const name = m.name ?? "";
+      if (name.trim() === "") err(`.cluster.inlineManifests[${i}].name`, "inline manifest name can't be empty");
+      else if (seenManifests.has(name)) err(`.cluster.inlineManifests[${i}].name`, `inline manifest name ${JSON.stringify(name)} is duplicate`);
+      seenManifests.add(name);
+    });
+    const discovery = cluster.discovery;
+    if (discovery?.enabled && !discovery.registries?.service?.disabled) {
+      if (!nonEmpty(cluster.id)) err(".cluster.id", "cluster discovery service requires .cluster.id");
+      if (!nonEmpty(cluster.secret)) err(".cluster.secret", "cluster discovery service requires .cluster.secret");
+    }
+    const ecp = cluster.externalCloudProvider;
+    if (ecp && !ecp.enabled && (ecp.manifests ?? []).length > 0) {
+      err(".cluster.externalCloudProvider", "external cloud provider is disabled, but manifests are provided");
     }
     if (cluster.allowSchedulingOnMasters !== undefined) {
       warn(".cluster.allowSchedulingOnMasters", ".cluster.allowSchedulingOnMasters is deprecated, use .cluster.allowSchedulingOnControlPlanes");
     }
   }
+}
+
+function validateMachineCA(cfg: V1Alpha1Config, worker: boolean, err: Report): void {
+  const ca = cfg.machine?.ca;
+  const accepted = cfg.machine?.acceptedCAs ?? [];
+  const hasCA = !!ca && (nonEmpty(ca.crt) || nonEmpty(ca.key));
+  if (!hasCA && accepted.length === 0) {
+    err(".machine.ca", "issuing CA or some accepted CAs are required (.machine.ca, machine.acceptedCAs)");
+    return;
+  }
+  if (!worker) {
+    if (!hasCA) err(".machine.ca", "issuing CA is required (.machine.ca)");
+    else if (!nonEmpty(ca!.key)) err(".machine.ca.key", "issuing CA key is required for controlplane nodes (.machine.ca.key)");
+    return;
+  }
+  if (hasCA && nonEmpty(ca!.key)) {
+    err(".machine.ca.key", "issuing Talos API CA key is not allowed on non-controlplane nodes (.machine.ca)");
+  }
+  if (hasCA && !nonEmpty(ca!.crt) && accepted.length === 0) {
+    err(".machine.ca.crt", "trusted CA certificates are required on non-controlplane nodes (.machine.ca.crt, .machine.acceptedCAs)");
+  }
+}
+
+function isDnsName(name: string): boolean {
+  if (name.length - (name.match(/\./g)?.length ?? 0) > 255) return false;
+  return /^[a-zA-Z0-9_][a-zA-Z0-9_-]{0,62}(\.[a-zA-Z0-9_][a-zA-Z0-9_-]{0,62})*[._]?$/.test(name);
 }
 
 function endpointProblem(endpoint: string): string | undefined {
@@ -160,10 +207,16 @@ function validateDevice(dev: Device, path: string, worker: boolean, err: Report,
   const name = dev.interface ?? "";
   const label = JSON.stringify(name);
   if (!nonEmpty(dev.interface) && !dev.deviceSelector) {
-    err(path, `[networking.os.device.interface] ${label}: interface name or deviceSelector is required`);
+    err(path, "[networking.os.device.interface], [networking.os.device.deviceSelector]: required either config section to be set");
   }
   if (nonEmpty(dev.interface) && dev.deviceSelector) {
-    err(path, `[networking.os.device.interface] ${label}: interface and deviceSelector are mutually exclusive`);
+    err(path, "[networking.os.device.interface], [networking.os.device.deviceSelector]: config sections are mutually exclusive");
+  }
+  if (dev.deviceSelector && Object.keys(dev.deviceSelector).length === 0) {
+    err(`${path}.deviceSelector`, "[networking.os.device.deviceSelector]: config section should contain at least one field");
+  }
+  if (dev.bond && dev.bridge) {
+    err(path, `interface has both bridge and bond sections set ${label}: config sections are mutually exclusive`);
   }
   if (nonEmpty(dev.cidr) && dev.addresses && dev.addresses.length > 0) {
     err(path, `[networking.os.device] ${label}: interface can't have both .cidr and .addresses set`);
@@ -176,7 +229,7 @@ function validateDevice(dev: Device, path: string, worker: boolean, err: Report,
     const vpath = `${path}.vlans[${j}]`;
     if (vlan.vip && worker) err(`${vpath}.vip`, "virtual (shared) IP is not allowed on non-controlplane nodes");
     if (nonEmpty(vlan.cidr) && vlan.addresses && vlan.addresses.length > 0) {
-      err(vpath, `[networking.os.device.vlan] ${label}: vlan can't have both .cidr and .addresses set`);
+      err(vpath, `[networking.os.device.vlan] ${name}.${vlan.vlanId ?? 0}: vlan can't have both .cidr and .addresses set`);
     }
     if (vlan.vlanId !== undefined && (vlan.vlanId < 1 || vlan.vlanId > 4094)) {
       err(`${vpath}.vlanId`, `[networking.os.device.vlan] ${label}: invalid vlanId ${vlan.vlanId}`);

@@ -98,7 +98,7 @@ test("machine type: join and empty read as worker with a warning", () => {
   const join = loadConfig("version: v1alpha1\nmachine:\n  type: join\n");
   assert.equal(join.machineType, "worker");
   assert.equal(join.warnings.length, 1);
-  assert.match(join.warnings[0], /^\.machine\.type: machine type "join" is deprecated, use "worker" instead$/);
+  assert.equal(join.warnings[0], '.machine.type: use "worker" instead of "join" for machine type');
   const empty = loadConfig("version: v1alpha1\nmachine:\n  type: \"\"\n");
   assert.equal(empty.machineType, "worker");
   assert.equal(empty.warnings.length, 1);

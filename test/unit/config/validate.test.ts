@@ -47,7 +47,7 @@ test("worker with CA keys and etcd config", () => {
   const { errors } = validateConfig(loadConfig(text), { mode: "container" });
   assert.deepEqual(errors, [
     ".machine.ca.key: issuing Talos API CA key is not allowed on non-controlplane nodes (.machine.ca)",
-    ".cluster.ca.key: issuing Talos API CA key is not allowed on non-controlplane nodes (.cluster.ca)",
+    ".cluster.ca.key: issuing Kubernetes API CA key is not allowed on non-controlplane nodes (.cluster.ca)",
     ".cluster.etcd: etcd config is only allowed on control plane machines",
   ]);
 });
@@ -62,10 +62,11 @@ test("missing machine, cluster, endpoint; persist false; metal without install",
   const r2 = validateConfig(loadConfig("version: v1alpha1\nmachine:\n  type: controlplane\ncluster:\n  clusterName: x\n"), { mode: "metal" });
   assert.deepEqual(r2.errors, [
     '.machine.install: install instructions are required in "metal" mode',
+    ".machine.ca: issuing CA or some accepted CAs are required (.machine.ca, machine.acceptedCAs)",
     ".cluster.controlPlane.endpoint: cluster controlplane endpoint is required",
   ]);
   const r3 = validateConfig(
-    loadConfig("version: v1alpha1\nmachine:\n  type: worker\ncluster:\n  controlPlane:\n    endpoint: not a url\n"),
+    loadConfig("version: v1alpha1\nmachine:\n  type: worker\n  ca:\n    crt: Y3J0\ncluster:\n  controlPlane:\n    endpoint: not a url\n"),
     { mode: "cloud" },
   );
   assert.equal(r3.errors.length, 1);
@@ -76,6 +77,8 @@ test("network: cidr+addresses, VIP on worker, kubespan without discovery, bad va
   const text = `version: v1alpha1
 machine:
   type: worker
+  ca:
+    crt: Y3J0
   network:
     kubespan:
       enabled: true
@@ -122,13 +125,67 @@ cluster:
 });
 
 test("warnings: join machine type and deprecated install extensions", () => {
-  const text = "version: v1alpha1\nmachine:\n  type: join\n  install:\n    disk: /dev/sda\n    extensions:\n      - image: ghcr.io/x/y:1\ncluster:\n  controlPlane:\n    endpoint: https://cp:6443\n";
+  const text = "version: v1alpha1\nmachine:\n  type: join\n  ca:\n    crt: Y3J0\n  install:\n    disk: /dev/sda\n    extensions:\n      - image: ghcr.io/x/y:1\ncluster:\n  controlPlane:\n    endpoint: https://cp:6443\n";
   const r = validateConfig(loadConfig(text), { mode: "metal", diskExists: existing(["/dev/sda"]) });
   assert.deepEqual(r.errors, []);
   assert.deepEqual(r.warnings, [
-    '.machine.type: machine type "join" is deprecated, use "worker" instead',
+    '.machine.type: use "worker" instead of "join" for machine type',
     ".machine.install.extensions: .machine.install.extensions is deprecated, please see the documentation",
   ]);
+});
+
+test("CA requirements by machine type", () => {
+  const errorsOf = (machine: string) =>
+    validateConfig(loadConfig(`version: v1alpha1\nmachine:\n${machine}cluster:\n  controlPlane:\n    endpoint: https://cp:6443\n`), {
+      mode: "container",
+    }).errors;
+  assert.deepEqual(errorsOf("  type: controlplane\n  ca:\n    crt: Y3J0\n"), [
+    ".machine.ca.key: issuing CA key is required for controlplane nodes (.machine.ca.key)",
+  ]);
+  assert.deepEqual(errorsOf("  type: worker\n  ca:\n    crt: \"\"\n    key: a2V5\n"), [
+    ".machine.ca.key: issuing Talos API CA key is not allowed on non-controlplane nodes (.machine.ca)",
+    ".machine.ca.crt: trusted CA certificates are required on non-controlplane nodes (.machine.ca.crt, .machine.acceptedCAs)",
+  ]);
+  assert.deepEqual(errorsOf("  type: worker\n  acceptedCAs:\n    - crt: Y3J0\n"), []);
+});
+
+test("cluster checks: CNI urls, DNS domain, inline manifests, discovery identity", () => {
+  const text = `version: v1alpha1
+machine:
+  type: controlplane
+  ca:
+    crt: Y3J0
+    key: a2V5
+cluster:
+  controlPlane:
+    endpoint: https://cp:6443
+  network:
+    dnsDomain: "bad domain"
+    cni:
+      name: flannel
+      urls: [https://example.com/cni.yaml]
+  discovery:
+    enabled: true
+  inlineManifests:
+    - name: a
+      contents: x
+    - name: a
+      contents: y
+    - name: " "
+      contents: z
+`;
+  assert.deepEqual(validateConfig(loadConfig(text), { mode: "container" }).errors, [
+    '.cluster.network.cni.urls: "urls" field should be empty for "flannel" CNI',
+    '.cluster.network.dnsDomain: "bad domain" is not a valid DNS name',
+    '.cluster.inlineManifests[1].name: inline manifest name "a" is duplicate',
+    ".cluster.inlineManifests[2].name: inline manifest name can't be empty",
+    ".cluster.id: cluster discovery service requires .cluster.id",
+    ".cluster.secret: cluster discovery service requires .cluster.secret",
+  ]);
+  const custom = text.replace("name: flannel\n      urls: [https://example.com/cni.yaml]", "name: custom");
+  assert.ok(validateConfig(loadConfig(custom), { mode: "container" }).warnings.includes(
+    '.cluster.network.cni.urls: "urls" field should not be empty for "custom" CNI',
+  ));
 });
 
 test("other documents: value checks carry the kind", () => {
