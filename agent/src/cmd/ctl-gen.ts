@@ -10,6 +10,7 @@ import {
   loadSecretsBundle,
   secretsBundleToYaml,
 } from "../config/generate/index.js";
+import { applyPatches } from "../config/patch/apply.js";
 import { InvalidInputError } from "../errors.js";
 import { parseFlags } from "./flags.js";
 
@@ -59,8 +60,41 @@ export async function genSecrets(argv: string[], io: CtlIO): Promise<void> {
   io.out(`created ${file}`);
 }
 
+const patchFlags = ["config-patch", "config-patch-control-plane", "config-patch-worker"] as const;
+type PatchFlag = (typeof patchFlags)[number];
+
+/**
+ * Takes the repeatable `--config-patch*` flags out of argv (their values may hold
+ * commas, which the shared flag parser would split).
+ */
+export function extractPatchFlags(argv: string[]): { rest: string[]; patches: Record<PatchFlag, string[]> } {
+  const patches: Record<PatchFlag, string[]> = { "config-patch": [], "config-patch-control-plane": [], "config-patch-worker": [] };
+  const rest: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const m = /^--(config-patch(?:-control-plane|-worker)?)(?:=(.*))?$/s.exec(arg);
+    if (!m) {
+      rest.push(arg);
+      continue;
+    }
+    const value = m[2] ?? argv[++i];
+    if (value === undefined) throw new InvalidInputError(`flag --${m[1]} needs a value`);
+    patches[m[1] as PatchFlag].push(value);
+  }
+  return { rest, patches };
+}
+
+/** A patch is inline YAML/JSON or `@file`, as talosctl takes it. */
+async function readPatches(values: string[], cwd: string): Promise<string[]> {
+  return Promise.all(values.map((v) => (v.startsWith("@") ? readFile(path.resolve(cwd, v.slice(1)), "utf8") : Promise.resolve(v))));
+}
+
 export async function genConfig(argv: string[], io: CtlIO): Promise<void> {
-  const { flags, positional } = parseFlags(argv, {
+  const { rest, patches } = extractPatchFlags(argv);
+  const common = await readPatches(patches["config-patch"], io.cwd());
+  const controlPlanePatches = [...common, ...(await readPatches(patches["config-patch-control-plane"], io.cwd()))];
+  const workerPatches = [...common, ...(await readPatches(patches["config-patch-worker"], io.cwd()))];
+  const { flags, positional } = parseFlags(rest, {
     o: "string",
     output: "string",
     "output-dir": "string",
@@ -99,10 +133,13 @@ export async function genConfig(argv: string[], io: CtlIO): Promise<void> {
     ...(dnsDomain !== undefined ? { dnsDomain } : {}),
     additionalSANs: (flags["additional-sans"] as string[] | undefined) ?? [],
   });
+  // Patch before writing anything, so a bad patch leaves no partial output.
+  const controlplane = applyPatches(configs.controlplane, controlPlanePatches);
+  const worker = applyPatches(configs.worker, workerPatches);
   const [cpFile, workerFile, talosconfigFile] = outputs as [string, string, string];
-  await writeSecretFile(cpFile, configs.controlplane);
+  await writeSecretFile(cpFile, controlplane);
   io.out(`created ${cpFile}`);
-  await writeSecretFile(workerFile, configs.worker);
+  await writeSecretFile(workerFile, worker);
   io.out(`created ${workerFile}`);
   await writeSecretFile(talosconfigFile, configs.talosconfig);
   io.out(`created ${talosconfigFile}`);

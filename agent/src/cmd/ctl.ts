@@ -12,7 +12,8 @@ const commands: { path: string[]; usage: string; run: Handler }[] = [
     path: ["gen", "config"],
     usage:
       "gen config <cluster-name> <https://endpoint:port> [--output-dir D] [--with-secrets F] [--install-disk /dev/sda]\n" +
-      "           [--install-image I] [--kubernetes-version V] [--additional-sans a,b] [--dns-domain D] [--force]",
+      "           [--install-image I] [--kubernetes-version V] [--additional-sans a,b] [--dns-domain D] [--force]\n" +
+      "           [--config-patch P] [--config-patch-control-plane P] [--config-patch-worker P]   (P: YAML/JSON or @file)",
     run: genConfig,
   },
 ];

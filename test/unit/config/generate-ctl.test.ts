@@ -51,3 +51,32 @@ test("gen secrets writes a loadable bundle; bad arguments fail before writing", 
   await assert.rejects(main(["gen", "nope"], io), /unknown command/);
   await assert.rejects(main(["gen", "config", "a", "https://a:1", "--bogus"], io), /unknown flag/);
 });
+
+test("gen config applies --config-patch (all), -control-plane and -worker patches, inline or @file", async (t) => {
+  const { dir, io } = await scratch(t);
+  await writeFile(path.join(dir, "secrets.yaml"), readFixture("generate/secrets/secrets.yaml"));
+  await writeFile(path.join(dir, "cp.yaml"), "cluster:\n  allowSchedulingOnControlPlanes: true\n");
+  await main(
+    [
+      "gen", "config", "demo", "https://10.5.0.2:6443", "--with-secrets", "secrets.yaml", "--output-dir", "out",
+      "--config-patch", '{"machine": {"sysctls": {"a.b": "1", "c.d": "2"}}}',
+      "--config-patch-control-plane", "@cp.yaml",
+      "--config-patch-worker=" + '[{"op": "add", "path": "/machine/network/hostname", "value": "w1"}]',
+    ],
+    io,
+  );
+  const read = async (f: string) => parse(await readFile(path.join(dir, "out", f), "utf8")) as { machine: Record<string, unknown>; cluster: Record<string, unknown> };
+  const cp = await read("controlplane.yaml");
+  const worker = await read("worker.yaml");
+  assert.deepEqual(cp.machine.sysctls, { "a.b": "1", "c.d": "2" });
+  assert.deepEqual(worker.machine.sysctls, { "a.b": "1", "c.d": "2" });
+  assert.equal(cp.cluster.allowSchedulingOnControlPlanes, true);
+  assert.equal(worker.cluster.allowSchedulingOnControlPlanes, undefined);
+  assert.equal((worker.machine.network as Record<string, unknown>).hostname, "w1");
+  assert.equal((cp.machine.network as Record<string, unknown>).hostname, undefined);
+  // A patch with an unknown key fails and writes nothing.
+  await assert.rejects(
+    main(["gen", "config", "demo", "https://10.5.0.2:6443", "--with-secrets", "secrets.yaml", "--output-dir", "out2", "--config-patch", "machine: {bogus: 1}"], io),
+  );
+  await assert.rejects(stat(path.join(dir, "out2", "controlplane.yaml")), { code: "ENOENT" });
+});
