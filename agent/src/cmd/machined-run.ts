@@ -1,6 +1,7 @@
 import path from "node:path";
 import { startMachined } from "../machined/machined.js";
 import type { Platform } from "../machined/platform.js";
+import type { ResourceDefinitionInput } from "../resources/definitions.js";
 import type { ResourceState } from "../resources/state.js";
 import type { BlockSysfs } from "../sys/block.js";
 import type { Paths } from "../sys/paths.js";
@@ -14,6 +15,7 @@ export interface RunOptions {
   /** The command line that starts this program (node + entry script + any leading args). */
   self: { command: string; args: string[] };
   startNetworking?: (state: ResourceState, signal: AbortSignal) => Promise<void>;
+  extraDefinitions?: readonly ResourceDefinitionInput<never>[];
 }
 
 /** Runs machined until SIGTERM/SIGINT, with apid as its supervised child. */
@@ -36,6 +38,7 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
       }),
     },
     ...(opts.startNetworking ? { startNetworking: opts.startNetworking } : {}),
+    ...(opts.extraDefinitions ? { extraDefinitions: opts.extraDefinitions } : {}),
     signal: ac.signal,
   });
   await m.done;

@@ -1,14 +1,17 @@
-import { logger } from "../log.js";
+import { logger, setLogFormat } from "../log.js";
 import { detectPlatform, readCmdline } from "../machined/platform.js";
 import { sysfsBlock } from "../sys/block.js";
 import { nodePaths } from "../sys/paths.js";
 import { parseFlags } from "./flags.js";
 import { runMachinedProcess } from "./machined-run.js";
+import { networkDefinitions, networking } from "./networking.js";
 
 /** machined on a node: paths rooted at /, platform from the kernel command line, apid on :50000. */
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseFlags(argv, { "apid-listen": "string" });
   const platform = detectPlatform(readCmdline());
+  // The node console shows human-readable lines (as Talos prints to the console).
+  setLogFormat("console");
   logger("machined").info("starting", { platform: platform.name });
   await runMachinedProcess({
     paths: nodePaths,
@@ -17,6 +20,8 @@ export async function main(argv: string[]): Promise<void> {
     apidListen: (flags["apid-listen"] as string | undefined) ?? "0.0.0.0:50000",
     // One multi-call program: re-run this same entry (bundle or dist main.js) as `apid`.
     self: { command: process.execPath, args: [process.argv[1]!] },
-    // Networking controllers (DHCP on the first link) hook in here once they land.
+    // On a node: DHCP on the first link; wait (bounded) for an address before maintenance prints where to connect.
+    startNetworking: networking(nodePaths, { node: platform.mode !== "container", waitForAddressMs: 30_000 }),
+    extraDefinitions: networkDefinitions,
   });
 }

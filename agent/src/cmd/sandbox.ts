@@ -7,6 +7,7 @@ import { sysfsBlock } from "../sys/block.js";
 import { pathsAt } from "../sys/paths.js";
 import { parseFlags } from "./flags.js";
 import { entryScript, runMachinedProcess } from "./machined-run.js";
+import { networkDefinitions, networking } from "./networking.js";
 
 const log = logger("sandbox");
 
@@ -25,11 +26,13 @@ export async function main(argv: string[]): Promise<void> {
   log.info("sandbox starting", { stateDir, apidListen, trustdListen, note: "trustd is not started yet" });
   process.stderr.write(
     [
-      `Basalt sandbox: state in ${stateDir}`,
-      `  maintenance mode (no config yet):  talosctl -n ${endpoint.replace(/:50000$/, "")} disks --insecure` +
-        (endpoint.endsWith(":50000") ? "" : `   (talosctl --insecure needs port 50000; use our client: basalt ctl -n ${endpoint} --insecure disks)`),
-      `  apply a config:  talosctl -n ${endpoint.replace(/:50000$/, "")} apply-config --insecure -f controlplane.yaml`,
-      `  then, with the talosconfig from gen config:  talosctl --talosconfig talosconfig -e ${endpoint.replace(/:50000$/, "")} -n ${endpoint.replace(/:\d+$/, "")} version`,
+      `Basalt sandbox: machined + apid, state in ${stateDir}`,
+      `  maintenance mode (no config yet), no credentials:`,
+      `    talosctl -n ${endpoint} disks --insecure`,
+      `    talosctl -n ${endpoint} apply-config --insecure -f controlplane.yaml`,
+      `  then over mutual TLS with the talosconfig written by gen config:`,
+      `    talosctl --talosconfig ./talosconfig -e ${endpoint} -n ${endpoint.slice(0, endpoint.lastIndexOf(":"))} version`,
+      `  or with our client: node dist/agent/src/cmd/main.js ctl ... (see agent/src/client/cli.ts)`,
       "",
     ].join("\n"),
   );
@@ -40,6 +43,9 @@ export async function main(argv: string[]): Promise<void> {
     block: sysfsBlock(),
     apidListen,
     self: { command: process.execPath, args: [entryScript(here)] },
+    // Observe the host's links and addresses (no DHCP, no resolv.conf), as Talos in a container.
+    startNetworking: networking(paths, { node: false }),
+    extraDefinitions: networkDefinitions,
   });
 }
 

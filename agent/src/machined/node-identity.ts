@@ -35,3 +35,23 @@ export function nodeHostname(state: ResourceState | undefined): { hostname: stri
   const domain = res?.spec.domainname ?? "";
   return { hostname, fqdn: domain ? `${hostname}.${domain}` : hostname };
 }
+
+/**
+ * Resolves once the node has a non-loopback address (e.g. from DHCP), or after
+ * `limitMs` without one: maintenance mode then starts with what there is.
+ */
+export function waitForNodeAddress(state: ResourceState, signal: AbortSignal, limitMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const ac = new AbortController();
+    const finish = () => {
+      ac.abort();
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(finish, limitMs);
+    signal.addEventListener("abort", finish, { once: true });
+    state.watch<{ addresses?: string[] }>({ namespace: networkNs, type: nodeAddressesType, id: "current" }, { signal: ac.signal }, (ev) => {
+      if (ev.type !== "destroyed" && (ev.resource.spec?.addresses?.length ?? 0) > 0) finish();
+    });
+  });
+}

@@ -1,0 +1,32 @@
+import { networkControllers } from "../controllers/network/index.js";
+import { logger } from "../log.js";
+import { waitForNodeAddress } from "../machined/node-identity.js";
+import { ControllerRuntime } from "../resources/controller-runtime.js";
+import type { ResourceState } from "../resources/state.js";
+import { IprouteNetKernel } from "../sys/net-iproute.js";
+import type { Paths } from "../sys/paths.js";
+
+export { networkDefinitions } from "../controllers/network/index.js";
+
+/**
+ * Starts the networking controllers in machined's controller runtime. On a node
+ * they run DHCP on the first link and own hostname/resolv.conf; in the sandbox
+ * they only observe the host (statuses), as Talos does in container mode.
+ */
+export function networking(paths: Paths, opts: { node: boolean; waitForAddressMs?: number }) {
+  return async (state: ResourceState, signal: AbortSignal): Promise<void> => {
+    const runtime = new ControllerRuntime(state);
+    for (const c of networkControllers({
+      kernel: new IprouteNetKernel(),
+      paths,
+      dhcp: opts.node,
+      writeResolvConf: opts.node,
+      setKernelHostname: opts.node,
+    })) {
+      runtime.register(c);
+    }
+    runtime.start(signal);
+    logger("machined").info("networking controllers started", { dhcp: opts.node });
+    if (opts.waitForAddressMs) await waitForNodeAddress(state, signal, opts.waitForAddressMs);
+  };
+}
