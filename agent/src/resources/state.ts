@@ -320,6 +320,13 @@ export class ResourceState {
     return cancel;
   }
 
+  /** Number of active watches (diagnostics; lets tests check that cancelled watches are released). */
+  watcherCount(): number {
+    let n = 0;
+    for (const set of this.watchers.values()) n += set.size;
+    return n;
+  }
+
   /** Every (namespace, type) that currently holds resources. */
   kinds(): KindPointer[] {
     const out: KindPointer[] = [];

@@ -269,6 +269,28 @@ describe("cosi.resource.State server", () => {
     w.cancel();
   });
 
+  it("a cancelled watch releases its store watcher", async () => {
+    // Cancellation reaches the server asynchronously; wait for it (bounded, not a timing assertion).
+    const settle = async (want: number) => {
+      for (let i = 0; i < 500 && state.watcherCount() !== want; i++) await new Promise((r) => setTimeout(r, 10));
+    };
+    // Every earlier test cancelled its watches, so none may remain.
+    await settle(0);
+    const baseline = state.watcherCount();
+    assert.equal(baseline, 0);
+    const w = openWatch({ namespace: "runtime", type: ServiceType, options: { bootstrap_contents: true }, api_version: 1 });
+    await w.next(1);
+    assert.equal(state.watcherCount(), baseline + 1);
+    w.cancel();
+    await settle(baseline);
+    assert.equal(state.watcherCount(), baseline);
+  });
+
+  it("kind watch refuses bootstrap together with tail events", async () => {
+    const w = openWatch({ namespace: "runtime", type: ServiceType, options: { bootstrap_contents: true, tail_events: 3 }, api_version: 1 });
+    await assert.rejects(w.next(1), { code: grpc.status.INVALID_ARGUMENT });
+  });
+
   it("watch of a sensitive type is refused for a reader", async () => {
     const w = openWatch({ namespace: "config", type: MachineConfigType, options: { bootstrap_contents: true }, api_version: 1 }, "os:reader");
     await assert.rejects(w.next(1), { code: grpc.status.PERMISSION_DENIED, details: "not authorized" });
