@@ -2,7 +2,7 @@
 // Go-like scalar coercions) and collects unknown keys and wrong value kinds with
 // their field paths and source lines.
 
-import { isAlias, isMap, isScalar, isSeq, type LineCounter, type Node, type Scalar } from "yaml";
+import { isAlias, isMap, isScalar, isSeq, type Document, type LineCounter, type Node, type Pair, type Scalar } from "yaml";
 import type { Schema } from "./types/schema.js";
 
 export interface DecodeProblem {
@@ -21,6 +21,8 @@ export interface DecodeOptions {
   lineCounter?: LineCounter;
   /** Strategic-merge patches may carry `$patch: delete` directives. */
   allowPatchDirectives?: boolean;
+  /** The document the nodes belong to (resolves aliases and `<<` merge keys). */
+  doc?: Document;
 }
 
 const boolWords: Record<string, boolean> = { true: true, false: false, yes: true, no: false, on: true, off: false };
@@ -57,8 +59,42 @@ function mismatch(node: Node, want: string, path: string, opts: DecodeOptions, o
   return undefined;
 }
 
-function walk(node: Node | null, schema: Schema, path: string, opts: DecodeOptions, out: DecodeResult): unknown {
-  if (node && isAlias(node)) return undefined; // aliases are resolved by the caller's toJS when needed
+function resolveAlias(node: Node | null, opts: DecodeOptions): Node | null {
+  if (node && isAlias(node)) return opts.doc ? ((node.resolve(opts.doc) as Node | undefined) ?? null) : null;
+  return node;
+}
+
+const isMergeKey = (p: Pair): boolean => {
+  if (!isScalar(p.key)) return false;
+  const k = p.key as Scalar;
+  return k.value === "<<" || typeof k.value === "symbol" || k.source === "<<";
+};
+
+/** Pairs of a mapping with `<<` merge keys expanded (explicit keys win, like go-yaml). */
+function mappingPairs(node: Node, opts: DecodeOptions): Pair[] {
+  if (!isMap(node)) return [];
+  const own = node.items.filter((p) => !isMergeKey(p));
+  const merged: Pair[] = [];
+  for (const p of node.items) {
+    if (!isMergeKey(p)) continue;
+    const v = resolveAlias(p.value as Node | null, opts);
+    const sources = v && isSeq(v) ? v.items.map((i) => resolveAlias(i as Node, opts)) : [v];
+    for (const src of sources) if (src) merged.push(...mappingPairs(src, opts));
+  }
+  const keyOf = (p: Pair) => String(isScalar(p.key) ? (p.key as Scalar).value : p.key);
+  const ownKeys = new Set(own.map(keyOf));
+  const seen = new Set<string>();
+  const extra = merged.filter((p) => {
+    const k = keyOf(p);
+    if (ownKeys.has(k) || seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
+  return [...own, ...extra];
+}
+
+function walk(rawNode: Node | null, schema: Schema, path: string, opts: DecodeOptions, out: DecodeResult): unknown {
+  const node = resolveAlias(rawNode, opts);
   if (node === null || (isScalar(node) && (node as Scalar).value === null)) return null;
   // `{$patch: delete}` may stand in for a value of any kind in a strategic patch.
   if (opts.allowPatchDirectives && schema.t !== "obj" && isMap(node) && node.has("$patch")) {
@@ -66,7 +102,7 @@ function walk(node: Node | null, schema: Schema, path: string, opts: DecodeOptio
   }
   switch (schema.t) {
     case "any":
-      return node.toJSON();
+      return opts.doc ? node.toJS(opts.doc) : node.toJSON();
     case "str": {
       if (!isScalar(node)) return mismatch(node, "string", path, opts, out);
       const v = (node as Scalar).value;
@@ -96,7 +132,7 @@ function walk(node: Node | null, schema: Schema, path: string, opts: DecodeOptio
     case "map": {
       if (!isMap(node)) return mismatch(node, "map", path, opts, out);
       const res: Record<string, unknown> = {};
-      for (const pair of node.items) {
+      for (const pair of mappingPairs(node, opts)) {
         const key = String(isScalar(pair.key) ? (pair.key as Scalar).value : pair.key);
         res[key] = walk(pair.value as Node | null, schema.of, childPath(path, key), opts, out);
       }
@@ -105,7 +141,7 @@ function walk(node: Node | null, schema: Schema, path: string, opts: DecodeOptio
     case "obj": {
       if (!isMap(node)) return mismatch(node, "object", path, opts, out);
       const res: Record<string, unknown> = {};
-      for (const pair of node.items) {
+      for (const pair of mappingPairs(node, opts)) {
         const key = String(isScalar(pair.key) ? (pair.key as Scalar).value : pair.key);
         const field = schema.fields[key];
         const keyPath = childPath(path, key);

@@ -49,7 +49,7 @@ function firstLine(message: string): string {
 export function loadConfig(input: string | Buffer, opts: LoadOptions = {}): ConfigBundle {
   const text = typeof input === "string" ? input : input.toString("utf8");
   const lineCounter = new LineCounter();
-  const parsed: Document[] = parseAllDocuments(text, { lineCounter, uniqueKeys: true }) as Document[];
+  const parsed: Document[] = parseAllDocuments(text, { lineCounter, uniqueKeys: true, merge: true }) as Document[];
   const problems: string[] = [];
   const warnings: string[] = [];
   const documents: ConfigDocument[] = [];
@@ -94,7 +94,7 @@ export function loadConfig(input: string | Buffer, opts: LoadOptions = {}): Conf
       prefix = `${kind}: `;
     }
 
-    const decoded = decodeNode(contents, schemaOf(docKind), { lineCounter, allowPatchDirectives: opts.patch });
+    const decoded = decodeNode(contents, schemaOf(docKind), { lineCounter, allowPatchDirectives: opts.patch, doc });
     if (decoded.unknownKeys.length > 0) {
       const list = decoded.unknownKeys.map((u) => `${u.path}${u.line ? ` (line ${u.line})` : ""}`).join(", ");
       problems.push(`${prefix}unknown keys found during decoding: ${list}`);

@@ -186,3 +186,31 @@ test("inline manifest contents lose leading blank lines in the typed view, not i
   assert.equal(b.v1alpha1()?.cluster?.inlineManifests?.[0].contents, "---\nkind: X\n");
   assert.equal(b.toYaml(), text);
 });
+
+test("YAML anchors, aliases and << merge keys resolve like go-yaml", () => {
+  const text = `version: v1alpha1
+machine:
+  type: worker
+  certSANs: &sans [a, b]
+  kubelet:
+    extraArgs: &args
+      foo: "1"
+  network:
+    interfaces:
+      - &eth
+        interface: eth0
+        mtu: 1500
+      - <<: *eth
+        interface: eth1
+cluster:
+  apiServer:
+    certSANs: *sans
+    extraArgs:
+      <<: *args
+      bar: "2"
+`;
+  const cfg = loadConfig(text).v1alpha1()!;
+  assert.deepEqual(cfg.cluster?.apiServer?.certSANs, ["a", "b"]);
+  assert.deepEqual(cfg.cluster?.apiServer?.extraArgs, { bar: "2", foo: "1" });
+  assert.deepEqual(cfg.machine?.network?.interfaces?.[1], { interface: "eth1", mtu: 1500 });
+});
