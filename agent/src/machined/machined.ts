@@ -154,7 +154,12 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   const apidService = (flags: string[]) => ({
     id: "apid",
     restart: "always" as const,
-    runner: new ProcessRunner({ ...opts.apid.spec(flags), health: () => tcpProbe(opts.apid.listen) }),
+    runner: new ProcessRunner({
+      ...opts.apid.spec(flags),
+      // Running once its listener accepts connections (it binds as soon as its certificate is published).
+      ready: (signal) => untilListening(opts.apid.listen, signal),
+      health: () => tcpProbe(opts.apid.listen),
+    }),
   });
 
   const publishMaintenance = async () => {
@@ -266,6 +271,18 @@ async function listenUnix(server: grpc.Server, socket: string): Promise<void> {
   await fs.mkdir(path.dirname(socket), { recursive: true, mode: 0o771 });
   await fs.rm(socket, { force: true });
   await new Promise<void>((resolve, reject) => server.bindAsync(`unix:${socket}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+}
+
+/** Polls apid's listener; gives up after ~20 s (e.g. no certificate to serve with), which fails the start. */
+async function untilListening(listen: string, signal: AbortSignal): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await tcpProbe(listen);
+    } catch (err) {
+      if (signal.aborted || attempt >= 200) throw err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
 }
 
 /** apid is healthy when its TCP listener accepts connections. */
