@@ -2,6 +2,7 @@
 // every problem (YAML syntax, unknown kinds, missing kind, unknown keys, wrong value
 // kinds, bad machine type) and throws them together as one ConfigParseError.
 
+import { gunzipSync } from "node:zlib";
 import { isMap, isScalar, LineCounter, parseAllDocuments, type Document, type Scalar, type YAMLMap } from "yaml";
 import { ConfigParseError } from "../errors.js";
 import { ConfigBundle, V1ALPHA1, type ConfigDocument } from "./bundle.js";
@@ -46,8 +47,15 @@ function firstLine(message: string): string {
   return message.split("\n")[0].replace(/ at line \d+, column \d+:?$/, "");
 }
 
+/** Config bytes as text: gzip is detected by its magic (platform sources may compress). */
+export function configText(input: string | Buffer): string {
+  if (typeof input === "string") return input;
+  if (input.length >= 2 && input[0] === 0x1f && input[1] === 0x8b) return gunzipSync(input).toString("utf8");
+  return input.toString("utf8");
+}
+
 export function loadConfig(input: string | Buffer, opts: LoadOptions = {}): ConfigBundle {
-  const text = typeof input === "string" ? input : input.toString("utf8");
+  const text = configText(input);
   const lineCounter = new LineCounter();
   const parsed: Document[] = parseAllDocuments(text, { lineCounter, uniqueKeys: true, merge: true }) as Document[];
   const problems: string[] = [];

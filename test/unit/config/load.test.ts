@@ -214,3 +214,11 @@ cluster:
   assert.deepEqual(cfg.cluster?.apiServer?.extraArgs, { bar: "2", foo: "1" });
   assert.deepEqual(cfg.machine?.network?.interfaces?.[1], { interface: "eth1", mtu: 1500 });
 });
+
+test("gzip-compressed config bytes are detected", async () => {
+  const { gzipSync } = await import("node:zlib");
+  const text = stabilityConfigs[0].text;
+  const b = loadConfig(gzipSync(Buffer.from(text)));
+  assert.equal(b.machineType, "controlplane");
+  assert.equal(b.toYaml(), text);
+});
