@@ -13,7 +13,7 @@ import {
   lookupDefinition,
 } from "../resources/definitions.js";
 import { type LabelQuery, compileIdQuery, labelOpsByNumber, matchesLabelQueries } from "../resources/query.js";
-import type { Resource } from "../resources/resource.js";
+import { type Resource, tombstone } from "../resources/resource.js";
 import type { ResourceState, WatchEvent, WatchTarget } from "../resources/state.js";
 import { type WireResource, wireResource } from "../resources/wire.js";
 import { Role } from "./roles.js";
@@ -27,6 +27,12 @@ export type CosiCall = grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWrita
 export interface CosiStateOptions {
   /** The caller's roles (e.g. from `talos-role` metadata, or os:reader in maintenance mode). */
   rolesOf(call: CosiCall): readonly string[];
+  /**
+   * Watch responses a slow client may leave unsent before its watch ends with an
+   * ERRORED "buffer overrun" event (as COSI does), so a stuck client cannot grow
+   * the daemon's memory without bound. Default 4096.
+   */
+  maxPendingResponses?: number;
 }
 
 /** Wire enum cosi.resource.EventType. */
@@ -154,8 +160,17 @@ export function cosiStateImpl(state: ResourceState, opts: CosiStateOptions): Ser
       call.on("close", stop);
       if (call.cancelled) return;
 
+      const maxPending = opts.maxPendingResponses ?? 4096;
       const send = (events: WireEvent[]): void => {
-        if (!ac.signal.aborted) call.write({ event: events });
+        if (ac.signal.aborted) return;
+        call.write({ event: events });
+        if (call.writableLength > maxPending) {
+          const error = `buffer overrun: namespace ${JSON.stringify(namespace)} type ${JSON.stringify(type)}`;
+          log.warn("watch buffer overrun", { namespace, type, pending: call.writableLength });
+          ac.abort();
+          if (modern) call.write({ event: [{ resource: encode(tombstone(namespace, type)), event_type: EventType.ERRORED, error }] });
+          call.end();
+        }
       };
       const toWire = (e: WatchEvent): WireEvent | undefined => {
         switch (e.type) {
@@ -188,7 +203,7 @@ export function cosiStateImpl(state: ResourceState, opts: CosiStateOptions): Ser
           } catch (err) {
             // A resource that cannot be encoded ends the watch with an ERRORED event, as a failing COSI watch does.
             log.error("watch event encoding failed", { namespace, type, error: (err as Error).message });
-            if (modern) send([{ resource: encode({ ...e.resource, spec: undefined }), event_type: EventType.ERRORED, error: (err as Error).message }]);
+            if (modern) send([{ resource: encode(tombstone(namespace, type)), event_type: EventType.ERRORED, error: (err as Error).message }]);
             ac.abort();
             call.end();
             return;

@@ -291,6 +291,35 @@ describe("cosi.resource.State server", () => {
     await assert.rejects(w.next(1), { code: grpc.status.INVALID_ARGUMENT });
   });
 
+  it("a watch whose client stops reading ends with an ERRORED buffer overrun event", async () => {
+    const small = new grpc.Server();
+    addService(small, "cosi.resource.State", cosiStateImpl(state, { rolesOf: () => ["os:admin"], maxPendingResponses: 8 }), () => {});
+    const sock = path.join(dir, "small.sock");
+    await new Promise<void>((resolve, reject) => small.bindAsync(`unix://${sock}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+    const c = new StateClient(`unix://${sock}`, grpc.credentials.createInsecure()) as unknown as Record<string, Stream> & grpc.Client;
+    const s = c.Watch!({ namespace: "runtime", type: "MetaKeys.runtime.talos.dev", api_version: 1 }, new grpc.Metadata());
+    const got: Obj[] = [];
+    const ended = new Promise<void>((resolve) => {
+      s.on("end", resolve);
+      s.on("error", () => resolve());
+    });
+    s.on("data", (d: Obj) => got.push(d));
+    await new Promise<void>((r) => s.once("data", () => r()));
+    s.pause();
+    // Far more than the transport's flow-control windows hold, so responses pile up server-side.
+    const big = "x".repeat(4096);
+    for (let i = 0; i < 3000; i++) state.modify("runtime", "MetaKeys.runtime.talos.dev", "0x10", "test", () => ({ value: `${i}${big}` }));
+    s.resume();
+    await ended;
+    const last = (got.at(-1)!.event as (WireEvent & { error: string })[])[0]!;
+    assert.equal(last.event_type, 4);
+    assert.match(last.error, /^buffer overrun: namespace "runtime" type "MetaKeys.runtime.talos.dev"$/);
+    assert.ok(got.length < 3000);
+    c.close();
+    small.forceShutdown();
+    state.destroy("runtime", "MetaKeys.runtime.talos.dev", "0x10", { owner: "test" });
+  });
+
   it("watch of a sensitive type is refused for a reader", async () => {
     const w = openWatch({ namespace: "config", type: MachineConfigType, options: { bootstrap_contents: true }, api_version: 1 }, "os:reader");
     await assert.rejects(w.next(1), { code: grpc.status.PERMISSION_DENIED, details: "not authorized" });
