@@ -29,7 +29,7 @@ async function exists(file: string): Promise<boolean> {
   }
 }
 
-async function refuseExisting(files: string[], force: boolean): Promise<void> {
+export async function refuseExisting(files: string[], force: boolean): Promise<void> {
   if (force) return;
   for (const file of files) {
     if (await exists(file)) throw new InvalidInputError(`${file} already exists, use --force to overwrite`);
@@ -37,7 +37,7 @@ async function refuseExisting(files: string[], force: boolean): Promise<void> {
 }
 
 // Every output holds secrets: owner-only.
-async function writeSecretFile(file: string, text: string): Promise<void> {
+export async function writeSecretFile(file: string, text: string): Promise<void> {
   await mkdir(path.dirname(file), { recursive: true });
   await writeFile(file, text, { mode: 0o600 });
 }

@@ -3,6 +3,7 @@
 // adding entries to `commands`.
 import { InvalidInputError } from "../errors.js";
 import { genConfig, genSecrets, type CtlIO } from "./ctl-gen.js";
+import { genCA, genCrt, genCSR, genKey, genKeypair } from "./ctl-gen-pki.js";
 
 type Handler = (argv: string[], io: CtlIO) => Promise<void>;
 
@@ -16,6 +17,11 @@ const commands: { path: string[]; usage: string; run: Handler }[] = [
       "           [--config-patch P] [--config-patch-control-plane P] [--config-patch-worker P]   (P: YAML/JSON or @file)",
     run: genConfig,
   },
+  { path: ["gen", "ca"], usage: "gen ca --organization O [--hours 87600] [--rsa]", run: genCA },
+  { path: ["gen", "key"], usage: "gen key --name N", run: genKey },
+  { path: ["gen", "csr"], usage: "gen csr --key N.key --ip IP [--roles os:admin]", run: genCSR },
+  { path: ["gen", "crt"], usage: "gen crt --ca CA --csr N.csr --name N [--hours 24]", run: genCrt },
+  { path: ["gen", "keypair"], usage: "gen keypair --organization O [--ip IP]", run: genKeypair },
 ];
 
 function usage(): string {

@@ -5,7 +5,15 @@
 import { createPublicKey } from "node:crypto";
 import { x509 } from "./provider.js";
 import { InvalidInputError } from "../errors.js";
-import { certificateToPem, serverCertLifetimeMs, signCertificate, subjectName, type CertificateAuthority, type SubjectOptions } from "./certificates.js";
+import {
+  certificateToPem,
+  serverCertLifetimeMs,
+  signCertificate,
+  subjectName,
+  type CertificateAuthority,
+  type ExtKeyUsageName,
+  type SubjectOptions,
+} from "./certificates.js";
 import { generateKeyPair, privateKeyToPem, signingAlgorithmFor, webCryptoKeys, type KeyAlgorithm, type KeyPair } from "./keys.js";
 import { decodePem, encodePem, PemLabel } from "./pem.js";
 
@@ -65,16 +73,25 @@ export async function parseCSR(csrPem: string | Buffer): Promise<x509.Pkcs10Cert
 const subjectAltNameOid = "2.5.29.17";
 const organizationKeys = new Set(["O", "2.5.4.10"]);
 
-/** Signs a CSR with the CA under trustd's rules. */
-export async function signCSR(
-  ca: CertificateAuthority,
-  csrPem: string | Buffer,
-  options: { now?: Date; lifetimeMs?: number } = {},
-): Promise<SignedCSR> {
+export interface SignCSROptions {
+  now?: Date;
+  /** Default 24 h. */
+  lifetimeMs?: number;
+  /** Default `["serverAuth"]` (trustd). */
+  extKeyUsage?: ExtKeyUsageName[];
+  /**
+   * Keep the CSR's Organization (roles). trustd never does; an operator signing a
+   * client CSR offline with the CA key (`ctl gen crt`) does.
+   */
+  keepOrganization?: boolean;
+}
+
+/** Signs a CSR with the CA; the defaults are trustd's rules. */
+export async function signCSR(ca: CertificateAuthority, csrPem: string | Buffer, options: SignCSROptions = {}): Promise<SignedCSR> {
   const csr = await parseCSR(csrPem);
   const subject: x509.JsonName = [];
   for (const rdn of csr.subjectName.toJSON()) {
-    const kept = Object.fromEntries(Object.entries(rdn).filter(([type]) => !organizationKeys.has(type)));
+    const kept = Object.fromEntries(Object.entries(rdn).filter(([type]) => options.keepOrganization || !organizationKeys.has(type)));
     if (Object.keys(kept).length > 0) subject.push(kept);
   }
   const dnsNames: string[] = [];
@@ -91,7 +108,7 @@ export async function signCSR(
     publicKey,
     dnsNames,
     ipAddresses,
-    extKeyUsage: ["serverAuth"],
+    extKeyUsage: options.extKeyUsage ?? ["serverAuth"],
     keyUsage: ["digitalSignature"],
     lifetimeMs: options.lifetimeMs ?? serverCertLifetimeMs,
     ...(options.now ? { now: options.now } : {}),

@@ -80,3 +80,27 @@ test("gen config applies --config-patch (all), -control-plane and -worker patche
   );
   await assert.rejects(stat(path.join(dir, "out2", "controlplane.yaml")), { code: "ENOENT" });
 });
+
+test("gen key/csr/crt mint an admin client certificate from machine.ca that apid-style mTLS accepts", async (t) => {
+  const { dir, io } = await scratch(t);
+  await main(["gen", "ca", "--organization", "talos"], io);
+  await main(["gen", "key", "--name", "admin"], io);
+  await main(["gen", "csr", "--key", "admin.key", "--ip", "127.0.0.1", "--roles", "os:operator"], io);
+  await main(["gen", "crt", "--ca", "talos", "--csr", "admin.csr", "--name", "admin", "--hours", "2"], io);
+  const { X509Certificate } = await import("node:crypto");
+  const caPem = await readFile(path.join(dir, "talos.crt"), "utf8");
+  assert.match(await readFile(path.join(dir, "talos.key"), "utf8"), /^-----BEGIN ED25519 PRIVATE KEY-----/);
+  assert.match(await readFile(path.join(dir, "admin.key"), "utf8"), /^-----BEGIN ED25519 PRIVATE KEY-----/);
+  const crt = new X509Certificate(await readFile(path.join(dir, "admin.crt")));
+  assert.equal(crt.subject, "O=os:operator");
+  assert.deepEqual(crt.keyUsage, ["1.3.6.1.5.5.7.3.2"]);
+  assert.equal(crt.validToDate.getTime() - crt.validFromDate.getTime(), 2 * 3600_000);
+  assert.ok(crt.verify(new X509Certificate(caPem).publicKey));
+  await assert.rejects(main(["gen", "key", "--name", "admin"], io), /already exists/);
+  await assert.rejects(main(["gen", "csr", "--key", "admin.key"], io), /--ip is required/);
+
+  await main(["gen", "keypair", "--organization", "self", "--ip", "10.0.0.1"], io);
+  const self = new X509Certificate(await readFile(path.join(dir, "self.crt")));
+  assert.ok(self.verify(self.publicKey), "self-signed");
+  assert.equal(self.subjectAltName, "IP Address:10.0.0.1");
+});

@@ -63,3 +63,13 @@ test("malformed, mislabelled and tampered CSRs are InvalidInputError", async () 
   der[der.length - 5] = (der[der.length - 5] ?? 0) ^ 0xff;
   await assert.rejects(signCSR(ca, encodePem("CERTIFICATE REQUEST", der)), InvalidInputError);
 });
+
+test("signCSR with keepOrganization and clientAuth (offline admin signing) keeps the roles", async () => {
+  const ca = await generateSelfSignedCA({ organizations: ["talos"] });
+  const { csrPem } = await createCSR({ organizations: ["os:reader"], ipAddresses: ["127.0.0.1"] });
+  const { certPem } = await signCSR(ca, csrPem, { keepOrganization: true, extKeyUsage: ["clientAuth"], lifetimeMs: 3600_000 });
+  const cert = new X509Certificate(certPem);
+  assert.equal(cert.subject, "O=os:reader");
+  assert.deepEqual(cert.keyUsage, ["1.3.6.1.5.5.7.3.2"]);
+  assert.equal(cert.validToDate.getTime() - cert.validFromDate.getTime(), 3600_000);
+});
