@@ -55,6 +55,14 @@ export interface ControllerContext {
 
 export type DependencyEdgeType = "outputExclusive" | "outputShared" | "inputStrong" | "inputWeak";
 
+/** inspect.DependencyEdgeType numbers for each edge type. */
+export const dependencyEdgeTypeNumbers: Readonly<Record<DependencyEdgeType, number>> = {
+  outputExclusive: 0,
+  inputStrong: 1,
+  inputWeak: 2,
+  outputShared: 3,
+};
+
 /** One edge of the controller graph (InspectService.ControllerRuntimeDependencies). */
 export interface DependencyEdge {
   controllerName: string;
