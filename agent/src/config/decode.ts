@@ -113,7 +113,9 @@ function walk(rawNode: Node | null, schema: Schema, path: string, opts: DecodeOp
       if (!isScalar(node)) return mismatch(node, "bool", path, opts, out);
       const v = (node as Scalar).value;
       if (typeof v === "boolean") return v;
-      if (typeof v === "string" && v.toLowerCase() in boolWords) return boolWords[v.toLowerCase()];
+      // go-yaml still reads YAML 1.1 words (yes/no/on/off) as booleans, but only unquoted.
+      const plain = (node as Scalar).type === "PLAIN";
+      if (plain && typeof v === "string" && v.toLowerCase() in boolWords) return boolWords[v.toLowerCase()];
       return mismatch(node, "bool", path, opts, out);
     }
     case "int": {

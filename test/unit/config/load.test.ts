@@ -222,3 +222,7 @@ test("gzip-compressed config bytes are detected", async () => {
   assert.equal(b.machineType, "controlplane");
   assert.equal(b.toYaml(), text);
 });
+
+test("quoted booleans are strings, not bools", () => {
+  assert.deepEqual(problemsOf('version: v1alpha1\ndebug: "yes"\n'), ['.debug: cannot unmarshal !!str "yes" into bool (line 2)']);
+});
