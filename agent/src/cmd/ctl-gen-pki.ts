@@ -43,7 +43,7 @@ async function writeAll(io: CtlIO, files: [string, string][], force: boolean): P
   await refuseExisting(resolved.map(([f]) => f), force);
   for (const [file, text] of resolved) {
     await writeSecretFile(file, text);
-    io.out(`created ${file}`);
+    io.log(`created ${file}`);
   }
 }
 

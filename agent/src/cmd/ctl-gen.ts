@@ -15,8 +15,10 @@ import { InvalidInputError } from "../errors.js";
 import { parseFlags } from "./flags.js";
 
 export interface CtlIO {
-  /** A line for the user (stdout). */
-  out(line: string): void;
+  /** Output proper (stdout): usage, or a generated file written to `-`. */
+  out(text: string): void;
+  /** Progress for the user (stderr), e.g. "created <file>". */
+  log(line: string): void;
   cwd(): string;
 }
 
@@ -57,7 +59,7 @@ export async function genSecrets(argv: string[], io: CtlIO): Promise<void> {
   await refuseExisting([file], flags.force === true);
   const bundle = await generateSecretsBundle();
   await writeSecretFile(file, secretsBundleToYaml(bundle));
-  io.out(`created ${file}`);
+  io.log(`created ${file}`);
 }
 
 const patchFlags = ["config-patch", "config-patch-control-plane", "config-patch-worker"] as const;
@@ -98,6 +100,8 @@ export async function genConfig(argv: string[], io: CtlIO): Promise<void> {
     o: "string",
     output: "string",
     "output-dir": "string",
+    "output-types": "list",
+    t: "list",
     "with-secrets": "string",
     "install-disk": "string",
     "install-image": "string",
@@ -116,13 +120,15 @@ export async function genConfig(argv: string[], io: CtlIO): Promise<void> {
   const dnsDomain = str(flags, "dns-domain");
   // Bad arguments fail before anything is generated or touched.
   checkClusterOptions({ clusterName, endpoint, ...(kubernetesVersion !== undefined ? { kubernetesVersion } : {}) });
-  const outDir = path.resolve(io.cwd(), str(flags, "output-dir", "o", "output") ?? ".");
-  const outputs = ["controlplane.yaml", "worker.yaml", "talosconfig"].map((f) => path.join(outDir, f));
-  await refuseExisting(outputs, flags.force === true);
+  const destinations = outputDestinations(flags, io.cwd());
+  await refuseExisting(
+    destinations.flatMap((d) => (d.file === "-" ? [] : [d.file])),
+    flags.force === true,
+  );
 
   const secretsFile = str(flags, "with-secrets");
   const secrets = secretsFile ? loadSecretsBundle(await readFile(path.resolve(io.cwd(), secretsFile))) : undefined;
-  if (!secrets) io.out("generating PKI and tokens");
+  if (!secrets) io.log("generating PKI and tokens");
   const configs = await generateConfigs({
     clusterName,
     endpoint,
@@ -134,13 +140,45 @@ export async function genConfig(argv: string[], io: CtlIO): Promise<void> {
     additionalSANs: (flags["additional-sans"] as string[] | undefined) ?? [],
   });
   // Patch before writing anything, so a bad patch leaves no partial output.
-  const controlplane = applyPatches(configs.controlplane, controlPlanePatches);
-  const worker = applyPatches(configs.worker, workerPatches);
-  const [cpFile, workerFile, talosconfigFile] = outputs as [string, string, string];
-  await writeSecretFile(cpFile, controlplane);
-  io.out(`created ${cpFile}`);
-  await writeSecretFile(workerFile, worker);
-  io.out(`created ${workerFile}`);
-  await writeSecretFile(talosconfigFile, configs.talosconfig);
-  io.out(`created ${talosconfigFile}`);
+  const texts: Record<OutputType, string> = {
+    controlplane: applyPatches(configs.controlplane, controlPlanePatches),
+    worker: applyPatches(configs.worker, workerPatches),
+    talosconfig: configs.talosconfig,
+  };
+  for (const { type, file } of destinations) {
+    if (file === "-") {
+      io.out(texts[type]);
+      continue;
+    }
+    await writeSecretFile(file, texts[type]);
+    io.log(`created ${file}`);
+  }
+}
+
+const outputTypes = ["controlplane", "worker", "talosconfig"] as const;
+type OutputType = (typeof outputTypes)[number];
+const outputFileNames: Record<OutputType, string> = { controlplane: "controlplane.yaml", worker: "worker.yaml", talosconfig: "talosconfig" };
+
+/**
+ * Where each requested output goes, as talosctl decides: `--output-types` picks
+ * outputs (default all three); with several, `-o`/`--output-dir` is a directory;
+ * with one, `-o` is the file itself (`-` = stdout).
+ */
+function outputDestinations(flags: Record<string, string | boolean | string[]>, cwd: string): { type: OutputType; file: string }[] {
+  const requested = (flags["output-types"] as string[] | undefined) ?? (flags.t as string[] | undefined) ?? [...outputTypes];
+  for (const t of requested) {
+    if (!(outputTypes as readonly string[]).includes(t)) {
+      throw new InvalidInputError(`unknown output type ${JSON.stringify(t)}, want one of ${outputTypes.join(", ")}`);
+    }
+  }
+  const types = [...new Set(requested)] as OutputType[];
+  if (types.length === 0) throw new InvalidInputError("--output-types must name at least one output");
+  const outputDir = str(flags, "output-dir");
+  const output = str(flags, "o", "output");
+  if (types.length === 1 && outputDir === undefined && output !== undefined) {
+    return [{ type: types[0]!, file: output === "-" ? "-" : path.resolve(cwd, output) }];
+  }
+  if (output === "-") throw new InvalidInputError("-o - (stdout) needs exactly one --output-types entry");
+  const dir = path.resolve(cwd, outputDir ?? output ?? ".");
+  return types.map((type) => ({ type, file: path.join(dir, outputFileNames[type]) }));
 }

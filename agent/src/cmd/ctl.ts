@@ -14,7 +14,8 @@ const commands: { path: string[]; usage: string; run: Handler }[] = [
     usage:
       "gen config <cluster-name> <https://endpoint:port> [--output-dir D] [--with-secrets F] [--install-disk /dev/sda]\n" +
       "           [--install-image I] [--kubernetes-version V] [--additional-sans a,b] [--dns-domain D] [--force]\n" +
-      "           [--config-patch P] [--config-patch-control-plane P] [--config-patch-worker P]   (P: YAML/JSON or @file)",
+      "           [--config-patch P] [--config-patch-control-plane P] [--config-patch-worker P]   (P: YAML/JSON or @file)\n" +
+      "           [--output-types controlplane,worker,talosconfig] [-o DIR | -o FILE|- with one output type]",
     run: genConfig,
   },
   { path: ["gen", "ca"], usage: "gen ca --organization O [--hours 87600] [--rsa]", run: genCA },
@@ -29,7 +30,8 @@ function usage(): string {
 }
 
 const defaultIO: CtlIO = {
-  out: (line) => process.stdout.write(line + "\n"),
+  out: (text) => process.stdout.write(text.endsWith("\n") ? text : text + "\n"),
+  log: (line) => process.stderr.write(line + "\n"),
   cwd: () => process.cwd(),
 };
 

@@ -9,11 +9,21 @@ import { InvalidInputError } from "../../../agent/src/errors.js";
 import { loadSecretsBundle } from "../../../agent/src/config/generate/index.js";
 import { readFixture } from "../pki/fixtures.js";
 
-async function scratch(t: { after(fn: () => Promise<void>): void }): Promise<{ dir: string; io: { out(l: string): void; cwd(): string }; lines: string[] }> {
+interface Scratch {
+  dir: string;
+  io: { out(text: string): void; log(line: string): void; cwd(): string };
+  /** What went to stderr (progress). */
+  lines: string[];
+  /** What went to stdout. */
+  stdout: string[];
+}
+
+async function scratch(t: { after(fn: () => Promise<void>): void }): Promise<Scratch> {
   const dir = await mkdtemp(path.join(tmpdir(), "basalt-ctl-"));
   t.after(() => rm(dir, { recursive: true, force: true }));
   const lines: string[] = [];
-  return { dir, lines, io: { out: (l) => lines.push(l), cwd: () => dir } };
+  const stdout: string[] = [];
+  return { dir, lines, stdout, io: { out: (text) => stdout.push(text), log: (l) => lines.push(l), cwd: () => dir } };
 }
 
 test("gen config with --with-secrets writes the three files (0600) and refuses to overwrite without --force", async (t) => {
@@ -103,4 +113,24 @@ test("gen key/csr/crt mint an admin client certificate from machine.ca that apid
   const self = new X509Certificate(await readFile(path.join(dir, "self.crt")));
   assert.ok(self.verify(self.publicKey), "self-signed");
   assert.equal(self.subjectAltName, "IP Address:10.0.0.1");
+});
+
+test("gen config --output-types: one type to a file or stdout, several to a directory", async (t) => {
+  const { dir, io, stdout } = await scratch(t);
+  await writeFile(path.join(dir, "secrets.yaml"), readFixture("generate/secrets/secrets.yaml"));
+  const base = ["gen", "config", "demo", "https://10.5.0.2:6443", "--with-secrets", "secrets.yaml"];
+  await main([...base, "--output-types", "talosconfig", "-o", "my-talosconfig"], io);
+  assert.equal((parse(await readFile(path.join(dir, "my-talosconfig"), "utf8")) as { context: string }).context, "demo");
+
+  await main([...base, "-t", "worker", "-o", "-"], io);
+  assert.equal(stdout.length, 1);
+  assert.equal((parse(stdout[0]!) as { machine: { type: string } }).machine.type, "worker");
+
+  await main([...base, "--output-types", "controlplane,worker", "-o", "two"], io);
+  await stat(path.join(dir, "two", "controlplane.yaml"));
+  await stat(path.join(dir, "two", "worker.yaml"));
+  await assert.rejects(stat(path.join(dir, "two", "talosconfig")), { code: "ENOENT" });
+
+  await assert.rejects(main([...base, "--output-types", "kubeconfig"], io), /unknown output type/);
+  await assert.rejects(main([...base, "-o", "-"], io), /exactly one/);
 });
