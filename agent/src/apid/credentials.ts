@@ -1,9 +1,10 @@
 import * as grpc from "@grpc/grpc-js";
-import type { SurfaceCall } from "../grpc/server.js";
 import { X509Certificate } from "node:crypto";
 import type { PeerCertificate } from "node:tls";
 import { roleKey } from "../grpc/metadata.js";
+import { tlsKeyPem } from "../pki/tls.js";
 import { allRoles, normalizeRoles, Role } from "../grpc/roles.js";
+import type { SurfaceCall } from "../grpc/server.js";
 import type { Caller } from "./proxy.js";
 
 /** The TLS material apid serves with, as machined publishes it. */
@@ -12,11 +13,6 @@ export type ListenerMode =
   | { kind: "mtls"; serverCert: string; serverKey: string; acceptedCAs: string[]; checkExtKeyUsage: boolean; enableRbac: boolean };
 
 const clientAuthOid = "1.3.6.1.5.5.7.3.2";
-
-/** node:tls reads PKCS#8 keys only under the `PRIVATE KEY` label; Talos writes Ed25519 ones as `ED25519 PRIVATE KEY`. */
-export function tlsKeyPem(pem: string): string {
-  return pem.replace(/-----(BEGIN|END) ED25519 PRIVATE KEY-----/g, "-----$1 PRIVATE KEY-----");
-}
 
 export function serverCredentials(mode: ListenerMode): grpc.ServerCredentials {
   const pair = { cert_chain: Buffer.from(mode.serverCert), private_key: Buffer.from(tlsKeyPem(mode.serverKey)) };

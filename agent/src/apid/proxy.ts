@@ -39,7 +39,8 @@ const dropKeys = new Set(["nodes", "node", roleKey, listenerKey, ":authority", "
 
 function route(path: string, md: grpc.Metadata, isSelf: (t: string) => boolean): Route {
   if (md.get("proxyfrom").length > 0) return { kind: "local" };
-  const node = md.get("node").map(String);
+  // grpc-js joins repeated header values with ", "; a node name never holds a comma.
+  const node = md.get("node").flatMap((v) => String(v).split(",")).map((s) => s.trim()).filter(Boolean);
   const nodes = md.get("nodes").flatMap((v) => String(v).split(",")).map((s) => s.trim()).filter(Boolean);
   if (node.length > 1) {
     return { kind: "error", error: { code: grpc.status.INVALID_ARGUMENT, details: "node metadata must be single-valued" } };

@@ -1,0 +1,80 @@
+// apid's authentication over real TLS handshakes: client certificate roles (O),
+// the clientAuth-only rule, impersonation and RBAC off.
+import * as grpc from "@grpc/grpc-js";
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { authenticate, serverCredentials, type ListenerMode } from "../../../agent/src/apid/credentials.js";
+import { generateSelfSignedCA, issueCertificate, type CertificateAuthority, type ExtKeyUsageName } from "../../../agent/src/pki/index.js";
+import { tlsKeyPem } from "../../../agent/src/pki/tls.js";
+
+const identity = (b: Buffer) => b;
+let ca: CertificateAuthority;
+const servers: grpc.Server[] = [];
+
+before(async () => {
+  ca = await generateSelfSignedCA({ organizations: ["talos"] });
+});
+after(() => {
+  for (const s of servers) s.forceShutdown();
+});
+
+/** Starts a server whose one method answers with the caller's roles (or the refusal). */
+async function serve(mode: Omit<ListenerMode & { kind: "mtls" }, "serverCert" | "serverKey" | "acceptedCAs" | "kind">): Promise<number> {
+  const server = new grpc.Server();
+  servers.push(server);
+  const cert = await issueCertificate(ca, { commonName: "node", ipAddresses: ["127.0.0.1"], extKeyUsage: ["serverAuth"], lifetimeMs: 3600_000 });
+  const full: ListenerMode = { kind: "mtls", serverCert: cert.certPem, serverKey: cert.keyPem, acceptedCAs: [ca.certPem], ...mode };
+  server.register(
+    "/t.T/Roles",
+    (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+      try {
+        cb(null, Buffer.from(authenticate(full, call).roles.join(",")));
+      } catch (err) {
+        cb(err as grpc.ServiceError);
+      }
+    },
+    identity,
+    identity,
+    "unary",
+  );
+  return new Promise((resolve, reject) =>
+    server.bindAsync("127.0.0.1:0", serverCredentials(full), (err, port) => (err ? reject(err) : resolve(port))),
+  );
+}
+
+async function call(port: number, roles: string[], eku: ExtKeyUsageName[], md: Record<string, string> = {}): Promise<string> {
+  const leaf = await issueCertificate(ca, { organizations: roles, extKeyUsage: eku, lifetimeMs: 3600_000 });
+  const creds = grpc.credentials.createSsl(Buffer.from(ca.certPem), Buffer.from(tlsKeyPem(leaf.keyPem)), Buffer.from(leaf.certPem));
+  const client = new grpc.Client(`127.0.0.1:${port}`, creds);
+  const meta = new grpc.Metadata();
+  for (const [k, v] of Object.entries(md)) meta.add(k, v);
+  try {
+    return await new Promise((resolve, reject) =>
+      client.makeUnaryRequest("/t.T/Roles", identity, identity, Buffer.alloc(0), meta, (err, res) => (err ? reject(err) : resolve(res!.toString()))),
+    );
+  } finally {
+    client.close();
+  }
+}
+
+test("roles are the client certificate's O values", async () => {
+  const port = await serve({ checkExtKeyUsage: true, enableRbac: true });
+  assert.equal(await call(port, ["os:reader"], ["clientAuth"]), "os:reader");
+  assert.equal(await call(port, ["os:admin", "os:reader"], ["clientAuth"]), "os:admin,os:reader");
+  // talos-role from a non-impersonator is ignored.
+  assert.equal(await call(port, ["os:reader"], ["clientAuth"], { "talos-role": "os:admin" }), "os:reader");
+});
+
+test("with apidCheckExtKeyUsage, certificates not limited to clientAuth are refused", async () => {
+  const port = await serve({ checkExtKeyUsage: true, enableRbac: true });
+  await assert.rejects(call(port, ["os:admin"], ["clientAuth", "serverAuth"]), (e: grpc.ServiceError) => e.code === grpc.status.UNAUTHENTICATED);
+  const lax = await serve({ checkExtKeyUsage: false, enableRbac: true });
+  assert.equal(await call(lax, ["os:admin"], ["clientAuth", "serverAuth"]), "os:admin");
+});
+
+test("an impersonator's talos-role metadata replaces its roles; RBAC off grants all roles", async () => {
+  const port = await serve({ checkExtKeyUsage: true, enableRbac: true });
+  assert.equal(await call(port, ["os:impersonator"], ["clientAuth"], { "talos-role": "os:operator" }), "os:operator");
+  const open = await serve({ checkExtKeyUsage: true, enableRbac: false });
+  assert.match(await call(open, ["os:reader"], ["clientAuth"]), /os:admin/);
+});
