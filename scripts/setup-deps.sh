@@ -3,3 +3,9 @@
 apt_packages=()
 # foundation: the sandbox and integration tests
 apt_packages+=(iproute2 util-linux)
+# networking: integration tests run a real DHCP server
+apt_packages+=(dnsmasq)
+# image: mkosi base tree, static init, initramfs/ISO assembly, QEMU boots (scripts/image.sh, vm.sh, test/e2e, bench)
+apt_packages+=(mkosi debootstrap systemd-container python3 gcc libc6-dev binutils kmod cpio xz-utils zstd squashfs-tools)
+apt_packages+=(grub-common grub-pc-bin grub-efi-amd64-bin xorriso mtools dosfstools)
+apt_packages+=(qemu-system-x86 qemu-utils ovmf seabios)

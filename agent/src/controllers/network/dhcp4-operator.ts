@@ -35,8 +35,8 @@ export interface Dhcp4OperatorOptions {
   routeMetric?: number;
   /** Links never touched (kernel argument talos.network.interface.ignore). */
   ignoreLinks?: readonly string[];
-  /** Restrict to these links (default: every physical link). */
-  onlyLinks?: readonly string[];
+  /** Run on exactly these links, whatever their kind (default: every physical link). */
+  links?: readonly string[];
   /** Client tuning passed through (tests shorten retransmissions). */
   retransmitInitialMs?: number;
 }
@@ -91,8 +91,8 @@ export class Dhcp4OperatorController implements Controller {
     const wanted = new Set<string>();
     for (const link of ctx.list<LinkStatusSpec>(NETWORK_NAMESPACE, LinkStatusType)) {
       const name = link.metadata.id;
-      if (!isPhysical(link.spec) || this.opts.ignoreLinks?.includes(name)) continue;
-      if (this.opts.onlyLinks && !this.opts.onlyLinks.includes(name)) continue;
+      const chosen = this.opts.links ? this.opts.links.includes(name) : isPhysical(link.spec);
+      if (!chosen || this.opts.ignoreLinks?.includes(name)) continue;
       if (!link.spec.flags.split(",").includes("UP")) {
         await this.opts.kernel.setLinkUp(name, true);
         continue;
