@@ -2,8 +2,8 @@
 // fields in schema order, fields Talos never omits written even when empty, empty
 // optional fields dropped, map keys sorted, 4-space indentation.
 
-import { stringify } from "yaml";
 import type { ConfigDocument } from "./document.js";
+import { emitYaml } from "./emit.js";
 import { schemaOf } from "./schemas.js";
 import type { Schema } from "./types/schema.js";
 
@@ -82,7 +82,7 @@ export function encodeDocument(doc: ConfigDocument): unknown {
 }
 
 export function toYamlText(value: unknown): string {
-  return stringify(value, { indent: 4, lineWidth: 0, aliasDuplicateObjects: false });
+  return emitYaml(value);
 }
 
 export function encodeDocuments(docs: readonly ConfigDocument[]): string {

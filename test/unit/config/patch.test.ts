@@ -15,18 +15,21 @@ test("configpatcher/apply: strategic + JSON patches give expected.yaml", () => {
     p("apply/strategic3.yaml"),
   ]);
   assert.deepEqual(yamlDocs(out), yamlDocs(p("apply/expected.yaml")));
+  assert.equal(out, p("apply/expected.yaml"), "same bytes as talosctl");
 });
 
 test("configpatcher/apply: inline manifest with a leading empty line gives expected_manifests.yaml", () => {
   // Talos trims leading blank lines of inline manifest contents so the result still loads.
   const out = applyPatches(p("apply/config.yaml"), [p("apply/strategic4.yaml")]);
   assert.deepEqual(yamlDocs(out), yamlDocs(p("apply/expected_manifests.yaml")));
+  assert.equal(out, p("apply/expected_manifests.yaml"), "same bytes as talosctl");
   assert.doesNotThrow(() => loadConfig(out));
 });
 
 test("configpatcher/multidoc: strategic patches of two documents give expected.yaml", () => {
   const out = applyPatches(p("multidoc/config.yaml"), [p("multidoc/strategic1.yaml"), p("multidoc/strategic2.yaml")]);
   assert.deepEqual(yamlDocs(out), yamlDocs(p("multidoc/expected.yaml")));
+  assert.equal(out, p("multidoc/expected.yaml"), "same bytes as talosctl");
 });
 
 test("configpatcher/multidoc: JSON patch on a multi-document config is refused", () => {
