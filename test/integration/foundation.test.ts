@@ -193,6 +193,12 @@ test("apply-config leaves maintenance; mTLS with roles; other CAs refused", asyn
   const mc = (await adminClient.resourceGet("config", "MachineConfigs.config.talos.dev", "v1alpha1")) as { resource: { spec: { yaml_spec: string } } };
   assert.equal(mc.resource.spec.yaml_spec, text);
 
+  // Normal mode: an admin re-applies (no-reboot) and dry-runs.
+  const again = (await adminClient.applyConfiguration(text, { mode: 2 })) as { messages: { mode_details: string }[] };
+  assert.equal(again.messages[0]!.mode_details, "Applied configuration without a reboot");
+  const dryNormal = (await adminClient.applyConfiguration("garbage: [", { dryRun: true }).catch((e: grpc.ServiceError) => e)) as grpc.ServiceError;
+  assert.equal(dryNormal.code, grpc.status.UNKNOWN);
+
   const readerClient = client(reader);
   await readerClient.version();
   await expectCode(readerClient.applyConfiguration(text), grpc.status.PERMISSION_DENIED, /not authorized/);

@@ -180,19 +180,14 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     for (const line of maintenanceConsoleLines({ addresses: reachable, port, fingerprint: spkiFingerprint(server.crt) })) consoleLog.info(line);
   };
 
-  const enterNormal = async (text: string) => {
-    const next = configFacts(text);
-    const rbacChanged = facts === undefined || facts.rbac !== next.rbac || facts.apidCheckExtKeyUsage !== next.apidCheckExtKeyUsage;
-    facts = next;
-    state.modify<MachineConfigSpec>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, owners.config, () => text);
-    state.modify<MachineTypeName>(CONFIG_NAMESPACE, MachineTypeType, MachineTypeId, owners.machineType, () => next.machineType);
+  let renewTimer: NodeJS.Timeout | undefined;
+  const publishApiCerts = async (next: ConfigFacts) => {
     const { hostname: fallbackHost, fqdn } = nodeHostname(state);
-    const hostname = next.hostname ?? fallbackHost;
     try {
       const serverCert = await issueApiServerCert(next.osCA, {
         addresses: nodeAddresses(state),
         certSANs: next.certSANs,
-        hostname,
+        hostname: next.hostname ?? fallbackHost,
         fqdn: next.hostname ?? fqdn,
       });
       state.modify<APICertsSpec>(SECRETS_NAMESPACE, ApiCertificatesType, ApiCertificatesId, owners.apiCerts, () => ({
@@ -200,7 +195,23 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
         acceptedCAs: [next.osCA.crt, ...next.acceptedCAs].map((crt) => ({ crt })),
       }));
     } catch (err) {
+      // Workers get theirs from trustd (a later issue); apid then has nothing to serve with.
       log.error("issuing the API certificate failed", { error: describeError(err) });
+    }
+  };
+
+  const enterNormal = async (text: string) => {
+    const next = configFacts(text);
+    const rbacChanged = facts === undefined || facts.rbac !== next.rbac || facts.apidCheckExtKeyUsage !== next.apidCheckExtKeyUsage;
+    facts = next;
+    state.modify<MachineConfigSpec>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, owners.config, () => text);
+    state.modify<MachineTypeName>(CONFIG_NAMESPACE, MachineTypeType, MachineTypeId, owners.machineType, () => next.machineType);
+    await publishApiCerts(next);
+    if (!renewTimer) {
+      // Talos re-issues the 24 h API certificate every 12 h.
+      renewTimer = setInterval(() => void (facts && publishApiCerts(facts)), 12 * 3600_000);
+      renewTimer.unref();
+      opts.signal.addEventListener("abort", () => clearInterval(renewTimer), { once: true });
     }
     if (mode === "maintenance") {
       mode = "normal";
