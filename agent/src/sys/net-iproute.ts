@@ -240,55 +240,81 @@ export class IprouteNetKernel implements NetKernel {
     await this.run([`-${req.family}`, "route", "del", ...routeArgs(req)], /No such process|Cannot find device/);
   }
 
+  /** One `ip monitor` process serves every watcher; it stops with the last one. */
   watch(signal: AbortSignal, onChange: (changes: Set<NetChange>) => void): void {
-    let pending = new Set<NetChange>();
-    let timer: NodeJS.Timeout | undefined;
-    let child: ChildProcess | undefined;
-    const flush = () => {
-      timer = undefined;
-      const changes = pending;
-      pending = new Set();
-      if (!signal.aborted && changes.size > 0) onChange(changes);
-    };
-    const note = (line: string) => {
-      if (line.startsWith("[LINK]")) pending.add("link");
-      else if (line.startsWith("[ADDR]")) pending.add("address");
-      else if (line.startsWith("[ROUTE]")) pending.add("route");
-      else if (line.trim() !== "") ["link", "address", "route"].forEach((c) => pending.add(c as NetChange));
-      // Coalesce bursts (one address add yields several route events).
-      timer ??= setTimeout(flush, 30);
-    };
-    const start = () => {
-      if (signal.aborted) return;
-      child = spawn(this.ip, ["-o", "monitor", "label", "link", "address", "route"], { stdio: ["ignore", "pipe", "ignore"] });
-      let buf = "";
-      child.stdout!.setEncoding("utf8");
-      child.stdout!.on("data", (chunk: string) => {
-        buf += chunk;
-        let nl: number;
-        while ((nl = buf.indexOf("\n")) >= 0) {
-          note(buf.slice(0, nl));
-          buf = buf.slice(nl + 1);
-        }
-      });
-      child.on("error", (err) => log.warn("ip monitor failed", { err }));
-      child.on("exit", () => {
-        child = undefined;
-        if (signal.aborted) return;
-        log.warn("ip monitor exited, restarting");
-        // Changes may have been missed: report everything once it is back.
-        setTimeout(() => {
-          start();
-          ["link", "address", "route"].forEach((c) => pending.add(c as NetChange));
-          timer ??= setTimeout(flush, 30);
-        }, 1000).unref();
-      });
-    };
-    signal.addEventListener("abort", () => {
-      if (timer) clearTimeout(timer);
-      child?.kill();
-    }, { once: true });
-    start();
+    if (signal.aborted) return;
+    this.watchers.add(onChange);
+    signal.addEventListener(
+      "abort",
+      () => {
+        this.watchers.delete(onChange);
+        if (this.watchers.size === 0) this.stopMonitor();
+      },
+      { once: true },
+    );
+    if (!this.monitor) this.startMonitor();
+  }
+
+  private readonly watchers = new Set<(changes: Set<NetChange>) => void>();
+  private monitor: ChildProcess | undefined;
+  private pending = new Set<NetChange>();
+  private flushTimer: NodeJS.Timeout | undefined;
+
+  private noteChange(...changes: NetChange[]): void {
+    for (const c of changes) this.pending.add(c);
+    // Coalesce bursts (one address add yields several route events).
+    this.flushTimer ??= setTimeout(() => {
+      this.flushTimer = undefined;
+      const batch = this.pending;
+      this.pending = new Set();
+      for (const w of [...this.watchers]) w(batch);
+    }, 30);
+  }
+
+  private startMonitor(): void {
+    const child = spawn(this.ip, ["-o", "monitor", "label", "link", "address", "route"], { stdio: ["ignore", "pipe", "ignore"] });
+    this.monitor = child;
+    let buf = "";
+    child.stdout!.setEncoding("utf8");
+    child.stdout!.on("data", (chunk: string) => {
+      buf += chunk;
+      let nl: number;
+      while ((nl = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        if (line.startsWith("[LINK]")) this.noteChange("link");
+        else if (line.startsWith("[ADDR]")) this.noteChange("address");
+        else if (line.startsWith("[ROUTE]")) this.noteChange("route");
+        else if (line.trim() !== "") this.noteChange("link", "address", "route");
+      }
+    });
+    child.on("error", (err) => log.warn("ip monitor failed", { err }));
+    // Changes between a watcher's first listing and the monitor being ready would be
+    // lost: report one round of "everything" once it has had time to start.
+    setTimeout(() => {
+      if (this.monitor === child) this.noteChange("link", "address", "route");
+    }, 300).unref();
+    child.on("exit", () => {
+      if (this.monitor !== child) return; // stopped on purpose
+      this.monitor = undefined;
+      if (this.watchers.size === 0) return;
+      log.warn("ip monitor exited, restarting");
+      setTimeout(() => {
+        if (this.watchers.size === 0 || this.monitor) return;
+        this.startMonitor();
+        // Changes may have been missed meanwhile.
+        this.noteChange("link", "address", "route");
+      }, 1000).unref();
+    });
+  }
+
+  private stopMonitor(): void {
+    const child = this.monitor;
+    this.monitor = undefined;
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    this.pending = new Set();
+    child?.kill();
   }
 
   private async json(args: string[]): Promise<Json[]> {
