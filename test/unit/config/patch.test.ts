@@ -79,3 +79,13 @@ test("RFC 6902 operations", () => {
   assert.throws(() => applyJsonPatch(doc, parseJsonPatch([{ op: "add", path: "/x/y", value: 1 }])), /missing path/);
   assert.throws(() => applyJsonPatch(doc, parseJsonPatch([{ op: "remove", path: "/a/b/7" }])), /out of bounds/);
 });
+
+test("patched bundle: warnings reflect the result", async () => {
+  const { applyPatchesToBundle, loadPatches } = await import("../../../agent/src/config/index.js");
+  const before = loadConfig("version: v1alpha1\nmachine:\n  type: join\n");
+  assert.equal(before.warnings.length, 1);
+  const after = applyPatchesToBundle(before, loadPatches(["machine:\n  type: worker\n"]));
+  assert.deepEqual(after.warnings, []);
+  assert.equal(after.machineType, "worker");
+  assert.match(after.toYaml(), /^version: v1alpha1\nmachine:\n    type: worker\n/);
+});

@@ -27,7 +27,10 @@ export function loadPatches(texts: readonly string[]): ConfigPatch[] {
   return texts.map(loadPatch);
 }
 
-/** Applies patches in order; the result is re-decoded (unknown keys rejected) after each JSON patch. */
+/**
+ * Applies patches in order; the result is re-decoded (unknown keys rejected) after each
+ * JSON patch. The returned bundle's toYaml() is the canonical (talosctl) encoding.
+ */
 export function applyPatchesToBundle(bundle: ConfigBundle, patches: readonly ConfigPatch[]): ConfigBundle {
   let docs = [...bundle.documents];
   for (const patch of patches) {
@@ -42,7 +45,9 @@ export function applyPatchesToBundle(bundle: ConfigBundle, patches: readonly Con
     const patched = applyJsonPatch(encodeDocument(docs[0]), patch.ops);
     docs = [...loadConfig(toYamlText(patched)).documents];
   }
-  return new ConfigBundle(docs, { warnings: [...bundle.warnings] });
+  // Re-load the result: warnings (e.g. machine type) reflect the patched config, and
+  // toYaml() gives the encoding talosctl writes.
+  return loadConfig(new ConfigBundle(docs).toCanonicalYaml());
 }
 
 /**
@@ -52,5 +57,5 @@ export function applyPatchesToBundle(bundle: ConfigBundle, patches: readonly Con
 export function applyPatches(configText: string | Buffer, patchTexts: readonly string[]): string {
   const text = typeof configText === "string" ? configText : configText.toString("utf8");
   if (patchTexts.length === 0) return text;
-  return applyPatchesToBundle(loadConfig(text), loadPatches(patchTexts)).toCanonicalYaml();
+  return applyPatchesToBundle(loadConfig(text), loadPatches(patchTexts)).toYaml();
 }
