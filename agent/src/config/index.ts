@@ -4,6 +4,6 @@ export { loadConfig, configText, parseProblems, formatProblems, type LoadOptions
 export { validateConfig, assertValidConfig, type ValidateOptions, type ValidationResult, type RuntimeMode } from "./validate.js";
 export { applyDefaults, defaults } from "./defaults.js";
 export { applyPatches, applyPatchesToBundle, loadPatch, loadPatches, type ConfigPatch } from "./patch/apply.js";
-export { strategicMerge, PatchDeleteError } from "./patch/strategic.js";
-export { applyJsonPatch, parseJsonPatch, JsonPatchError, type JsonPatchOp } from "./patch/jsonpatch.js";
+export { strategicMerge } from "./patch/strategic.js";
+export { applyJsonPatch, parseJsonPatch, type JsonPatchOp } from "./patch/jsonpatch.js";
 export * from "./types/index.js";

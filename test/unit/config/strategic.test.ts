@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ConfigBundle, loadConfig, PatchDeleteError, strategicMerge } from "../../../agent/src/config/index.js";
+import { InvalidInputError } from "../../../agent/src/errors.js";
+import { ConfigBundle, loadConfig, strategicMerge } from "../../../agent/src/config/index.js";
 import { mergeUrl } from "../../../agent/src/config/patch/strategic.js";
 import { fixture, yamlDocs } from "./fixtures.js";
 
@@ -71,7 +72,7 @@ test("$patch: delete removes keys, list items and documents; missing path is an 
   assert.throws(
     () => merge("version: v1alpha1\nmachine:\n  network: {}\n", "machine:\n  network:\n    hostname:\n      $patch: delete\n"),
     (err: unknown) =>
-      err instanceof PatchDeleteError &&
+      err instanceof InvalidInputError &&
       err.message ===
         "patch delete: path 'machine.network.hostname' in document '/v1alpha1': failed to delete path 'machine.network.hostname': lookup failed",
   );

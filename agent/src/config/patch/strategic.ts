@@ -13,8 +13,6 @@ import type { Field, Schema } from "../types/schema.js";
 
 type Obj = Record<string, unknown>;
 
-export class PatchDeleteError extends InvalidInputError {}
-
 const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
 const isDelete = (v: unknown): boolean => isObj(v) && v.$patch === "delete";
 const clone = <T>(v: T): T => structuredClone(v);
@@ -24,7 +22,7 @@ interface Ctx {
 }
 
 function deleteFailed(ctx: Ctx, path: string): never {
-  throw new PatchDeleteError(
+  throw new InvalidInputError(
     `patch delete: path '${path}' in document '${ctx.docId}': failed to delete path '${path}': lookup failed`,
   );
 }
@@ -178,7 +176,7 @@ export function strategicMerge(documents: readonly ConfigDocument[], patch: read
     const idx = out.findIndex((d) => sameDocument(d, p));
     const ctx = { docId: documentId(p) };
     if (p.value.$patch === "delete") {
-      if (idx < 0) throw new PatchDeleteError(`patch delete: document '${ctx.docId}' not found`);
+      if (idx < 0) throw new InvalidInputError(`patch delete: document '${ctx.docId}' not found`);
       out.splice(idx, 1);
       continue;
     }
