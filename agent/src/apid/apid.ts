@@ -4,7 +4,7 @@ import { allMethods, decode, serviceDefinition } from "../api/index.js";
 import { describeError } from "../errors.js";
 import { roleKey } from "../grpc/metadata.js";
 import { logger } from "../log.js";
-import { authenticate, serverCredentials, type ListenerMode } from "./credentials.js";
+import { authenticate, liveServerCredentials, type ListenerMode, type LiveServerCredentials } from "./credentials.js";
 import { buildProxyServer } from "./proxy.js";
 
 const log = logger("apid");
@@ -51,23 +51,29 @@ export async function runApid(opts: ApidOptions): Promise<void> {
   const cosi = new State(target, grpc.credentials.createInsecure()) as unknown as WatchClient;
   const methods = allMethods().map((m) => ({ path: m.path, requestStream: m.requestStream, responseStream: m.responseStream }));
 
-  let current: { server: grpc.Server; key: string } | undefined;
+  let current: { server: grpc.Server; key: string; creds: LiveServerCredentials } | undefined;
   let apiCerts: { server: PemPair; acceptedCAs: string[] } | undefined;
   let maintenanceCert: PemPair | undefined;
 
   const rebind = async () => {
     const mode = chooseMode(apiCerts, maintenanceCert, opts);
-    const key = mode ? JSON.stringify(mode) : "";
-    if (current?.key === key) return;
+    // Only a change of kind (maintenance <-> mTLS) re-binds; renewed certificates are swapped in place.
+    const key = mode ? JSON.stringify({ kind: mode.kind, rbac: opts.enableRbac, eku: opts.checkExtKeyUsage }) : "";
+    if (current && current.key === key && mode) {
+      current.creds.update(mode);
+      log.info("api certificates updated", { mode: mode.kind });
+      return;
+    }
     const old = current;
     current = undefined;
     if (old) await shutdown(old.server);
     if (!mode) return;
+    const creds = liveServerCredentials(mode);
     const server = buildProxyServer({ methods, local, isSelf, authenticate: (call) => authenticate(mode, call as never) });
     await new Promise<void>((resolve, reject) =>
-      server.bindAsync(opts.listen, serverCredentials(mode), (err) => (err ? reject(err) : resolve())),
+      server.bindAsync(opts.listen, creds.credentials, (err) => (err ? reject(err) : resolve())),
     );
-    current = { server, key };
+    current = { server, key, creds };
     log.info("api listener ready", { listen: opts.listen, mode: mode.kind });
   };
 

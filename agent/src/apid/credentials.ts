@@ -14,10 +14,62 @@ export type ListenerMode =
 
 const clientAuthOid = "1.3.6.1.5.5.7.3.2";
 
+/** Certificate material handed to grpc-js as it changes, so renewals need no re-bind. */
+class MemoryCertificateProvider implements grpc.experimental.CertificateProvider {
+  private identity: grpc.experimental.IdentityCertificateUpdate | null = null;
+  private ca: grpc.experimental.CaCertificateUpdate | null = null;
+  private readonly identityListeners = new Set<grpc.experimental.IdentityCertificateUpdateListener>();
+  private readonly caListeners = new Set<grpc.experimental.CaCertificateUpdateListener>();
+
+  setIdentity(certificate: string, key: string): void {
+    this.identity = { certificate: Buffer.from(certificate), privateKey: Buffer.from(tlsKeyPem(key)) };
+    for (const l of this.identityListeners) l(this.identity);
+  }
+  setCa(pems: string[]): void {
+    this.ca = { caCertificate: Buffer.from(pems.join("\n")) };
+    for (const l of this.caListeners) l(this.ca);
+  }
+  addCaCertificateListener(l: grpc.experimental.CaCertificateUpdateListener): void {
+    this.caListeners.add(l);
+    // Deliver after grpc-js has registered its watcher (it subscribes before it starts watching).
+    queueMicrotask(() => this.ca && this.caListeners.has(l) && l(this.ca));
+  }
+  removeCaCertificateListener(l: grpc.experimental.CaCertificateUpdateListener): void {
+    this.caListeners.delete(l);
+  }
+  addIdentityCertificateListener(l: grpc.experimental.IdentityCertificateUpdateListener): void {
+    this.identityListeners.add(l);
+    queueMicrotask(() => this.identity && this.identityListeners.has(l) && l(this.identity));
+  }
+  removeIdentityCertificateListener(l: grpc.experimental.IdentityCertificateUpdateListener): void {
+    this.identityListeners.delete(l);
+  }
+}
+
+/** Server credentials for a listener mode whose certificates can be replaced in place. */
+export interface LiveServerCredentials {
+  credentials: grpc.ServerCredentials;
+  /** Installs new material of the same kind (e.g. a renewed certificate or new accepted CAs). */
+  update(mode: ListenerMode): void;
+}
+
+export function liveServerCredentials(mode: ListenerMode): LiveServerCredentials {
+  const identity = new MemoryCertificateProvider();
+  const ca = mode.kind === "mtls" ? new MemoryCertificateProvider() : null;
+  const update = (m: ListenerMode) => {
+    identity.setIdentity(m.serverCert, m.serverKey);
+    if (ca && m.kind === "mtls") ca.setCa(m.acceptedCAs);
+  };
+  update(mode);
+  // Maintenance: TLS without asking for a client certificate; mTLS: required and verified against the accepted CAs.
+  // (grpc-js names the first parameter caCertificateProvider but passes it on as the identity provider.)
+  const credentials = grpc.experimental.createCertificateProviderServerCredentials(identity, ca, mode.kind === "mtls");
+  return { credentials, update };
+}
+
+/** Fixed credentials (tests and one-off listeners). */
 export function serverCredentials(mode: ListenerMode): grpc.ServerCredentials {
-  const pair = { cert_chain: Buffer.from(mode.serverCert), private_key: Buffer.from(tlsKeyPem(mode.serverKey)) };
-  if (mode.kind === "maintenance") return grpc.ServerCredentials.createSsl(null, [pair], false);
-  return grpc.ServerCredentials.createSsl(Buffer.from(mode.acceptedCAs.join("\n")), [pair], true);
+  return liveServerCredentials(mode).credentials;
 }
 
 function unauthenticated(details: string): grpc.ServiceError {
