@@ -169,7 +169,7 @@ export class FakeNetKernel implements NetKernel {
       flags: 0,
       mtu: req.mtu ?? 0,
     };
-    this.routes = this.routes.filter((r) => !sameRoute(r, route));
+    this.routes = this.routes.filter((r) => !sameRouteOnLink(r, route));
     this.routes.push(route);
     this.emit("route");
   }
@@ -177,7 +177,9 @@ export class FakeNetKernel implements NetKernel {
   async removeRoute(req: RouteRequest): Promise<void> {
     this.calls.push(`removeRoute ${req.dst || "default"}/${req.dstLen}`);
     const probe = { family: req.family, table: req.table ?? TABLE_MAIN, dst: req.dst, dstLen: req.dstLen, priority: req.priority ?? 0 };
-    this.routes = this.routes.filter((r) => !sameRoute(r, probe));
+    this.routes = this.routes.filter(
+      (r) => !(sameRoute(r, probe) && (req.gateway === undefined || r.gateway === req.gateway) && (req.outLinkName === undefined || r.outLinkName === req.outLinkName)),
+    );
     this.emit("route");
   }
 
@@ -222,4 +224,9 @@ export class FakeNetKernel implements NetKernel {
 
 function sameRoute(a: Pick<KernelRoute, "family" | "table" | "dst" | "dstLen" | "priority">, b: Pick<KernelRoute, "family" | "table" | "dst" | "dstLen" | "priority">): boolean {
   return a.family === b.family && a.table === b.table && a.dst === b.dst && a.dstLen === b.dstLen && a.priority === b.priority;
+}
+
+/** Routes of different links or gateways coexist (like the iproute backend's append). */
+function sameRouteOnLink(a: KernelRoute, b: KernelRoute): boolean {
+  return sameRoute(a, b) && a.gateway === b.gateway && a.outLinkName === b.outLinkName;
 }

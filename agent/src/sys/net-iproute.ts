@@ -232,8 +232,33 @@ export class IprouteNetKernel implements NetKernel {
     await this.run(["addr", "del", `${req.address}/${req.prefixLen}`, "dev", req.linkName], /Cannot assign requested address|Address not found/);
   }
 
+  // `ip route replace` swaps out the first route with the same destination and metric,
+  // whatever its link: with DHCP on two links that would clobber the other link's
+  // default route. So: leave an identical route alone, re-create one that differs
+  // only in attributes, and append a new one next to other links' routes.
   async addRoute(req: RouteRequest): Promise<void> {
-    await this.run([`-${req.family}`, "route", "replace", ...routeArgs(req)]);
+    const table = req.table ?? TABLE_MAIN;
+    const rows = await this.json([`-${req.family}`, "route", "show", "table", String(table)]);
+    for (const r of rows) r.family = req.family === 6 ? "inet6" : "inet";
+    const links = new Map((await this.listLinks()).map((l) => [l.name, l.index] as const));
+    const same = parseRoutes(rows, links).find(
+      (r) =>
+        r.dst === (req.dstLen === 0 ? "" : req.dst) &&
+        r.dstLen === req.dstLen &&
+        r.priority === (req.priority ?? (req.family === 6 ? 1024 : 0)) &&
+        r.gateway === (req.gateway ?? "") &&
+        (req.outLinkName === undefined || r.outLinkName === req.outLinkName),
+    );
+    if (same) {
+      const unchanged =
+        (req.src === undefined || same.src === req.src) &&
+        (req.mtu === undefined || same.mtu === req.mtu) &&
+        (req.scope === undefined || same.scope === req.scope) &&
+        (req.protocol === undefined || same.protocol === req.protocol);
+      if (unchanged) return;
+      await this.run([`-${req.family}`, "route", "del", ...routeArgs(req)], /No such process/);
+    }
+    await this.run([`-${req.family}`, "route", "append", ...routeArgs(req)], /File exists/);
   }
 
   async removeRoute(req: RouteRequest): Promise<void> {

@@ -92,6 +92,8 @@ export class DhcpPort {
     const run = async () => {
       const s = await this.open();
       const route = { family: 4 as const, dst: "255.255.255.255", dstLen: 32, outLinkName: linkName, table: TABLE_MAIN, scope: SCOPE_LINK };
+      // A leftover from a crashed run would take precedence over ours.
+      await this.opts.kernel.removeRoute({ family: 4, dst: "255.255.255.255", dstLen: 32, table: TABLE_MAIN }).catch(() => undefined);
       await this.opts.kernel.addRoute(route);
       try {
         await sendOn(s, packet, this.opts.serverPort ?? SERVER_PORT, "255.255.255.255");
