@@ -78,3 +78,31 @@ test("an impersonator's talos-role metadata replaces its roles; RBAC off grants 
   const open = await serve({ checkExtKeyUsage: true, enableRbac: false });
   assert.match(await call(open, ["os:reader"], ["clientAuth"]), /os:admin/);
 });
+
+test("renewed server certificates are swapped in without re-binding", async () => {
+  const { liveServerCredentials } = await import("../../../agent/src/apid/credentials.js");
+  const issue = async (issuer: CertificateAuthority) =>
+    issueCertificate(issuer, { commonName: "node", ipAddresses: ["127.0.0.1"], extKeyUsage: ["serverAuth"], lifetimeMs: 3600_000 });
+  const first = await issue(ca);
+  const live = liveServerCredentials({ kind: "maintenance", serverCert: first.certPem, serverKey: first.keyPem });
+  const server = new grpc.Server();
+  servers.push(server);
+  server.register("/t.T/Ping", (_c: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb(null, Buffer.from("pong")), identity, identity, "unary");
+  const port: number = await new Promise((resolve, reject) => server.bindAsync("127.0.0.1:0", live.credentials, (e, p) => (e ? reject(e) : resolve(p))));
+  const ping = (trust: CertificateAuthority) => {
+    const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createSsl(Buffer.from(trust.certPem)));
+    return new Promise<string>((resolve, reject) =>
+      client.makeUnaryRequest("/t.T/Ping", identity, identity, Buffer.alloc(0), (err, res) => {
+        client.close();
+        if (err) reject(err);
+        else resolve(res!.toString());
+      }),
+    );
+  };
+  assert.equal(await ping(ca), "pong");
+  const otherCA = await generateSelfSignedCA({ organizations: ["talos"] });
+  const second = await issue(otherCA);
+  live.update({ kind: "maintenance", serverCert: second.certPem, serverKey: second.keyPem });
+  assert.equal(await ping(otherCA), "pong");
+  await assert.rejects(ping(ca));
+});
