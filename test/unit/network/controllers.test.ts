@@ -57,6 +57,7 @@ async function waitFor(what: string, cond: () => boolean): Promise<void> {
 test("with no config: DHCP on the physical link, statuses published, resolv.conf written", async (t) => {
   const dir = await mkdtemp(path.join(os.tmpdir(), "basalt-net-"));
   const kernel = new FakeNetKernel();
+  await kernel.setLinkUp("lo", false);
   kernel.addLink({ name: "eth0", hardwareAddr: "02:00:00:00:00:01" });
   kernel.addLink({ name: "veth9", kind: "veth" });
   const state = new ResourceState();
@@ -76,6 +77,7 @@ test("with no config: DHCP on the physical link, statuses published, resolv.conf
   await waitFor("DHCP resolvers", () => spec<{ dnsServers: string[] }>("ResolverStatuses.net.talos.dev", "resolvers")?.dnsServers[0] === "10.1.0.53");
 
   assert.ok(kernel.calls.includes("setLinkUp eth0 true"), "the physical link is brought up");
+  assert.ok(kernel.calls.includes("setLinkUp lo true"), "so is the loopback");
   assert.ok(!kernel.calls.some((c) => c.startsWith("setLinkUp veth9")), "virtual links are left alone");
   assert.deepEqual([...new Set(served)], ["eth0"]);
   assert.ok(kernel.addresses.some((a) => a.linkName === "eth0" && a.address === "10.1.0.50" && a.prefixLen === 24));

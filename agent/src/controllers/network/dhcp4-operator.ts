@@ -1,6 +1,6 @@
 // network.OperatorSpecController (DHCPv4 part): with no machine configuration Talos
 // runs a DHCPv4 operator on every physical link (ethernet, no kind) that is not
-// ignored, bringing the link up and waiting for it to be operationally up. Each
+// ignored, once the link is operationally up (LinkUpController brings it up). Each
 // lease is applied to the kernel (address, routes, MTU) and its DNS, NTP and
 // hostname are published as operator-layer specs in `network-config`
 // (ids dhcp4/<link>/resolvers|timeservers|hostname) for the status controllers.
@@ -93,10 +93,7 @@ export class Dhcp4OperatorController implements Controller {
       const name = link.metadata.id;
       const chosen = this.opts.links ? this.opts.links.includes(name) : isPhysical(link.spec);
       if (!chosen || this.opts.ignoreLinks?.includes(name)) continue;
-      if (!link.spec.flags.split(",").includes("UP")) {
-        await this.opts.kernel.setLinkUp(name, true);
-        continue;
-      }
+      // network.LinkSpecController brings the link up; DHCP waits for it to be operationally up.
       if (link.spec.operationalState !== "up" && link.spec.operationalState !== "unknown") continue;
       wanted.add(name);
       if (!this.running.has(name)) await this.startClient(name, link.spec.hardwareAddr);

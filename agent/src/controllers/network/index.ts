@@ -11,6 +11,7 @@ import { AddressStatusController } from "./address-status.js";
 import { HostnameConfigController, ResolverConfigController, TimeServerConfigController } from "./defaults.js";
 import { Dhcp4OperatorController, type Dhcp4OperatorOptions } from "./dhcp4-operator.js";
 import { type LinkDetailsReader, LinkStatusController } from "./link-status.js";
+import { LinkUpController } from "./link-up.js";
 import { NodeAddressController } from "./node-address.js";
 import { RouteStatusController } from "./route-status.js";
 import { HostnameStatusController, ResolverStatusController, TimeServerStatusController } from "./status.js";
@@ -21,7 +22,7 @@ export { Dhcp4OperatorController } from "./dhcp4-operator.js";
 export interface NetworkControllersOptions {
   kernel: NetKernel;
   paths: Paths;
-  /** Run the default DHCPv4 operators (true unless a config says otherwise). */
+  /** Node mode: bring lo and physical links up and run the default DHCPv4 operators (false: observe only). */
   dhcp?: boolean;
   /** Extra DHCP operator options (ignored links, tests' transports and timers). */
   dhcpOptions?: Omit<Dhcp4OperatorOptions, "kernel">;
@@ -50,6 +51,13 @@ export function networkControllers(opts: NetworkControllersOptions): Controller[
     new ResolverStatusController(opts.writeResolvConf === false ? undefined : (text) => writeFileAtomic(resolvConfPath, text, 0o644)),
     new TimeServerStatusController(),
   ];
-  if (opts.dhcp !== false) controllers.push(new Dhcp4OperatorController({ kernel: opts.kernel, ...opts.dhcpOptions }));
+  if (opts.dhcp !== false) {
+    const select = {
+      ...(opts.dhcpOptions?.links ? { links: opts.dhcpOptions.links } : {}),
+      ...(opts.dhcpOptions?.ignoreLinks ? { ignoreLinks: opts.dhcpOptions.ignoreLinks } : {}),
+    };
+    controllers.push(new LinkUpController(opts.kernel, select));
+    controllers.push(new Dhcp4OperatorController({ kernel: opts.kernel, ...opts.dhcpOptions }));
+  }
   return controllers;
 }
