@@ -7,6 +7,11 @@ export async function main(argv: string[]): Promise<void> {
   const { flags } = parseFlags(argv, { listen: "string", "machined-socket": "string", "enable-rbac": "boolean", "check-ext-key-usage": "boolean" });
   const ac = new AbortController();
   for (const sig of ["SIGTERM", "SIGINT"] as const) process.once(sig, () => ac.abort());
+  // Started by machined with an IPC channel: when machined is gone, so is our reason to serve.
+  if (process.channel) {
+    process.channel.unref();
+    process.once("disconnect", () => ac.abort());
+  }
   logger("apid").info("starting", { listen: flags["listen"] ?? "0.0.0.0:50000" });
   await runApid({
     listen: (flags["listen"] as string | undefined) ?? "0.0.0.0:50000",

@@ -35,6 +35,7 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
         command: opts.self.command,
         args: [...opts.self.args, "apid", "--listen", opts.apidListen, "--machined-socket", opts.paths.machinedSocket, ...flags],
         stopTimeoutMs: 5000,
+        ipc: true,
       }),
     },
     ...(opts.startNetworking ? { startNetworking: opts.startNetworking } : {}),

@@ -12,6 +12,8 @@ export interface ProcessSpec {
   ready?: (signal: AbortSignal) => Promise<void>;
   health?: () => Promise<void>;
   stopTimeoutMs?: number;
+  /** Open an IPC channel: the child sees it close when we die, and can exit instead of lingering. */
+  ipc?: boolean;
 }
 
 /** Runs a service as a child process; its output is forwarded line by line to our log. */
@@ -32,7 +34,7 @@ export class ProcessRunner implements ServiceRunner {
   async start(onExit: (err: Error | undefined) => void): Promise<void> {
     const child = spawn(this.spec.command, this.spec.args, {
       env: this.spec.env ?? process.env,
-      stdio: ["ignore", "inherit", "inherit"],
+      stdio: this.spec.ipc ? ["ignore", "inherit", "inherit", "ipc"] : ["ignore", "inherit", "inherit"],
     });
     this.child = child;
     const ac = new AbortController();
