@@ -64,7 +64,7 @@ test("with no config: DHCP on the physical link, statuses published, resolv.conf
   const runtime = new ControllerRuntime(state);
   const served: string[] = [];
   const paths = pathsAt(dir);
-  for (const c of networkControllers({ kernel, paths, dhcpOptions: { transport: fakeServerTransport(served) } })) runtime.register(c);
+  for (const c of networkControllers({ kernel, paths, linkDetails: async () => ({}), dhcpOptions: { transport: fakeServerTransport(served) } })) runtime.register(c);
   const ac = new AbortController();
   t.after(async () => {
     ac.abort();
@@ -121,7 +121,7 @@ test("default hostname follows the default node address when DHCP gives none", a
   await kernel.addAddress({ linkName: "eth1", address: "192.0.2.7", prefixLen: 24 });
   const state = new ResourceState();
   const runtime = new ControllerRuntime(state);
-  for (const c of networkControllers({ kernel, paths: pathsAt("/nonexistent"), dhcp: false, writeResolvConf: false })) runtime.register(c);
+  for (const c of networkControllers({ kernel, paths: pathsAt("/nonexistent"), linkDetails: async () => ({}), dhcp: false, writeResolvConf: false })) runtime.register(c);
   const ac = new AbortController();
   t.after(() => ac.abort());
   runtime.start(ac.signal);

@@ -70,3 +70,29 @@ test("routes: defaults for fields iproute2 leaves out", () => {
   assert.equal(v6!.dstLen, 64);
   assert.equal(custom!.table, 100);
 });
+
+test("sysfs link facts: driver, PCI bus path and id, speed, duplex", async (t) => {
+  const { mkdtemp, mkdir, writeFile, symlink, rm } = await import("node:fs/promises");
+  const os = await import("node:os");
+  const path = await import("node:path");
+  const { sysfsLinkInfo } = await import("../../../agent/src/sys/net-sysfs.js");
+  const root = await mkdtemp(path.join(os.tmpdir(), "basalt-sysfs-"));
+  t.after(() => rm(root, { recursive: true, force: true }));
+  const pci = path.join(root, "devices", "pci0000:00", "0000:00:03.0");
+  await mkdir(path.join(pci, "virtio2"), { recursive: true });
+  await writeFile(path.join(pci, "vendor"), "0x1af4\n");
+  await writeFile(path.join(pci, "device"), "0x1041\n");
+  await mkdir(path.join(root, "bus", "virtio", "drivers", "virtio_net"), { recursive: true });
+  await symlink(path.join(root, "bus", "virtio", "drivers", "virtio_net"), path.join(pci, "virtio2", "driver"));
+  const net = path.join(root, "class", "net", "eth0");
+  await mkdir(net, { recursive: true });
+  await symlink(path.join(pci, "virtio2"), path.join(net, "device"));
+  await writeFile(path.join(net, "speed"), "1000\n");
+  await writeFile(path.join(net, "duplex"), "full\n");
+  const vnet = path.join(root, "class", "net", "veth0");
+  await mkdir(vnet, { recursive: true });
+  await writeFile(path.join(vnet, "speed"), "-1\n");
+  const read = sysfsLinkInfo(root);
+  assert.deepEqual(await read("eth0"), { driver: "virtio_net", busPath: "0000:00:03.0", pciID: "1AF4:1041", speedMbit: 1000, duplex: 1 });
+  assert.deepEqual(await read("veth0"), { duplex: 255 });
+});

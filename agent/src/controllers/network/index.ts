@@ -6,6 +6,7 @@ import { writeFile } from "node:fs/promises";
 import type { Controller } from "../../resources/controller-runtime.js";
 import { writeFileAtomic } from "../../sys/atomic-file.js";
 import type { NetKernel } from "../../sys/net.js";
+import { sysfsLinkInfo } from "../../sys/net-sysfs.js";
 import type { Paths } from "../../sys/paths.js";
 import { AddressStatusController } from "./address-status.js";
 import { HostnameConfigController, ResolverConfigController, TimeServerConfigController } from "./defaults.js";
@@ -30,13 +31,14 @@ export interface NetworkControllersOptions {
   writeResolvConf?: boolean;
   /** Set the kernel hostname through <paths.proc>/sys/kernel/hostname (only on a node: default false). */
   setKernelHostname?: boolean;
+  /** Driver/bus/speed facts per link; default: sysfs under paths.sys. */
   linkDetails?: LinkDetailsReader;
 }
 
 export function networkControllers(opts: NetworkControllersOptions): Controller[] {
   const resolvConfPath = path.join(opts.paths.etc, "resolv.conf");
   const controllers: Controller[] = [
-    new LinkStatusController(opts.kernel, opts.linkDetails),
+    new LinkStatusController(opts.kernel, opts.linkDetails ?? defaultLinkDetails(opts.paths)),
     new AddressStatusController(opts.kernel),
     new RouteStatusController(opts.kernel),
     new NodeAddressController(),
@@ -60,4 +62,9 @@ export function networkControllers(opts: NetworkControllersOptions): Controller[
     controllers.push(new Dhcp4OperatorController({ kernel: opts.kernel, ...opts.dhcpOptions }));
   }
   return controllers;
+}
+
+function defaultLinkDetails(paths: Paths): LinkDetailsReader {
+  const read = sysfsLinkInfo(paths.sys);
+  return (link) => read(link.name);
 }
