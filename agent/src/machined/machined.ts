@@ -31,7 +31,7 @@ import type { BlockSysfs } from "../sys/block.js";
 import type { Paths } from "../sys/paths.js";
 import { machinedGuard } from "./access.js";
 import { machineServiceImpl, storageServiceImpl } from "./apis.js";
-import { ApplyMode, applyModeName, checkConfig, checkMaintenanceMode, maintenanceDryRunDetails, type ApplyRequest, type ConfigChecker, type ParsedConfig } from "./apply.js";
+import { ApplyMode, checkConfig, checkMaintenanceMode, maintenanceDryRunDetails, type ApplyRequest, type ConfigChecker, type ParsedConfig } from "./apply.js";
 import { configFacts, type ConfigFacts } from "./config-facts.js";
 import { maintenanceConsoleLines } from "./maintenance-console.js";
 import { nodeAddresses, nodeHostname } from "./node-identity.js";
@@ -121,7 +121,10 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     }
     const { warnings } = checkConfig(opts.configChecker, data);
     if (req.dry_run) {
-      return { warnings, mode: reqMode, mode_details: `Dry run summary:\nApplied configuration with mode '${applyModeName(reqMode)}' would be accepted.` };
+      const current = (await readFileIfExists(paths.configFile))?.toString("utf8");
+      const what = reqMode === ApplyMode.STAGED ? "Staged configuration to be applied after a reboot" : "Applied configuration without a reboot";
+      const diff = current === data.toString("utf8") ? "No changes." : "The configuration differs from the current one.";
+      return { warnings, mode: reqMode, mode_details: `Dry run summary:\n${what} (skipped in dry-run).\n\nConfig diff:\n\n${diff}` };
     }
     await writeFileAtomic(paths.configFile, data);
     if (reqMode === ApplyMode.STAGED) {
