@@ -119,7 +119,7 @@ interface Pair {
 }
 
 /** Two namespaces, one veth pair per subnet, dnsmasq serving every pair. */
-async function setupNetwork(t: { after(fn: () => Promise<void>): void }, subnets: string[]) {
+async function setupNetwork(t: { after(fn: () => Promise<void>): void }, subnets: string[], extraDnsmasqArgs: string[] = []) {
   const tag = randomBytes(3).toString("hex");
   const srvNs = `bsl-srv-${tag}`;
   const cliNs = `bsl-cli-${tag}`;
@@ -140,7 +140,7 @@ async function setupNetwork(t: { after(fn: () => Promise<void>): void }, subnets
   ip("netns", "add", cliNs);
   ip("-n", cliNs, "link", "set", "lo", "up");
   const pairs: Pair[] = subnets.map((subnet, i) => ({ srvLink: `bs${tag}${i}`, cliLink: `bc${tag}${i}`, subnet, mac: `02:b5:00:00:0${i}:37` }));
-  const args = ["netns", "exec", srvNs, "dnsmasq", "--no-daemon", "--conf-file=/dev/null", "--port=0", "--no-ping", "--log-dhcp", "--bind-interfaces", "--dhcp-option=option:domain-name,itest.lan"];
+  const args = ["netns", "exec", srvNs, "dnsmasq", "--no-daemon", "--conf-file=/dev/null", "--port=0", "--no-ping", "--log-dhcp", "--bind-interfaces", "--dhcp-option=option:domain-name,itest.lan", "--log-facility=-", ...extraDnsmasqArgs];
   const leaseFile = path.join(dir, "dnsmasq.leases");
   args.push(`--dhcp-leasefile=${leaseFile}`);
   for (const p of pairs) {
@@ -176,7 +176,8 @@ async function setupNetwork(t: { after(fn: () => Promise<void>): void }, subnets
 function defineTests(): void {
   const skip = canRunNetns();
   test("DHCP lease from dnsmasq lands in the kernel and in the network resources", { skip: skip ?? false, timeout: 90_000 }, async (t) => {
-    const net = await setupNetwork(t, [SUBNET]);
+    // T1 of 3 s: the client renews (unicast from its new address) while the test runs.
+    const net = await setupNetwork(t, [SUBNET], ["--dhcp-option=option:T1,3", "--dhcp-option=option:T2,50"]);
     const cliLink = net.pairs[0]!.cliLink;
     const node = net.startNode();
     const ready = (s: Snapshot) =>
@@ -224,6 +225,12 @@ function defineTests(): void {
     }
     assert.equal(resolv, want);
     assert.match(await readFile(net.leaseFile, "utf8"), new RegExp(`${SUBNET.replaceAll(".", "\\.")}\\.55`));
+
+    // The renewal at T1 is answered by the server (a second DHCPACK for the address).
+    const acks = () => net.dnsmasqLog.text.split("\n").filter((l) => l.includes("DHCPACK") && l.includes(`${SUBNET}.55`)).length;
+    for (let i = 0; i < 200 && acks() < 2; i++) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(acks() >= 2, `no renewal seen:\n${net.dnsmasqLog.text}`);
+    assert.ok(Object.hasOwn(snap.address!, `${cliLink}/${SUBNET}.55/24`));
 
     // Stopping the node releases the lease: dnsmasq drops it from its lease file.
     node.kill("SIGTERM");
