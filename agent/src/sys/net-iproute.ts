@@ -5,6 +5,7 @@
 // kernel numbers the NetKernel interface speaks.
 
 import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { SystemError } from "../errors.js";
 import { logger } from "../log.js";
 import {
@@ -29,7 +30,7 @@ import {
 const log = logger("net-iproute");
 
 export interface IprouteOptions {
-  /** The `ip` binary (default "ip", found on PATH). */
+  /** The `ip` binary (default: /usr/sbin/ip, /sbin/ip, /usr/bin/ip or /bin/ip, whichever exists, else PATH). */
   ipBinary?: string;
   /** Per-command timeout in ms (default 10 s). */
   timeoutMs?: number;
@@ -195,7 +196,7 @@ export class IprouteNetKernel implements NetKernel {
   private readonly timeoutMs: number;
 
   constructor(opts: IprouteOptions = {}) {
-    this.ip = opts.ipBinary ?? "ip";
+    this.ip = opts.ipBinary ?? findIp();
     this.timeoutMs = opts.timeoutMs ?? 10_000;
   }
 
@@ -361,6 +362,12 @@ export class IprouteNetKernel implements NetKernel {
       });
     });
   }
+}
+
+/** machined may start with a PATH that lacks the sbin directories. */
+function findIp(): string {
+  for (const p of ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"]) if (existsSync(p)) return p;
+  return "ip";
 }
 
 function addressArgs(req: AddressRequest): string[] {
