@@ -6,6 +6,7 @@ import {
   linkStatusDefinition,
   netNames,
   netValues,
+  networkStatusDefinition,
   nodeAddressDefinition,
   resolverStatusDefinition,
   routeId,
@@ -22,6 +23,7 @@ test("aliases match Talos's for the status types", () => {
   assert.deepEqual(routeStatusDefinition.spec.aliases, ["route", "routes", "routestatus", "rs"]);
   assert.deepEqual(resolverStatusDefinition.spec.aliases, ["resolvers", "resolverstatus", "rs"]);
   assert.deepEqual(nodeAddressDefinition.spec.aliases, ["nodeaddress", "na", "nas"]);
+  assert.deepEqual(networkStatusDefinition.spec.aliases, ["netstatus", "netstatuses", "networkstatus", "ns"]);
 });
 
 test("kernel numbers map to Talos names and back", () => {

@@ -94,6 +94,10 @@ test("with no config: DHCP on the physical link, statuses published, resolv.conf
   assert.match(link.flags, /^UP,BROADCAST,RUNNING,MULTICAST,LOWER_UP$/);
   assert.equal(state.get("network", "LinkStatuses.net.talos.dev", "veth9") !== undefined, true);
   assert.deepEqual(spec("NodeAddresses.net.talos.dev", "current"), { addresses: ["10.1.0.50/24"] });
+  await waitFor("network status ready", () => {
+    const st = spec<Record<string, boolean>>("NetworkStatuses.net.talos.dev", "status");
+    return st !== undefined && Object.values(st).every(Boolean);
+  });
 
   await waitFor("hostname from DHCP", () => spec<{ hostname: string }>("HostnameStatuses.net.talos.dev", "hostname")?.hostname === "node-a");
   assert.deepEqual(spec("HostnameStatuses.net.talos.dev", "hostname"), { hostname: "node-a", domainname: "lab.test" });
@@ -113,6 +117,8 @@ test("with no config: DHCP on the physical link, statuses published, resolv.conf
   assert.equal(kernel.addresses.some((a) => a.address === "10.1.0.50"), false);
   await waitFor("address status gone", () => state.get("network", "AddressStatuses.net.talos.dev", "eth0/10.1.0.50/24") === undefined);
   assert.deepEqual(spec("TimeServerStatuses.net.talos.dev", "timeservers"), { timeServers: ["time.cloudflare.com"] });
+  await waitFor("no connectivity without the DHCP route", () => spec<{ connectivityReady: boolean }>("NetworkStatuses.net.talos.dev", "status")?.connectivityReady === false);
+  assert.equal(spec<{ addressReady: boolean }>("NetworkStatuses.net.talos.dev", "status")?.addressReady, false);
 });
 
 test("default hostname follows the default node address when DHCP gives none", async (t) => {

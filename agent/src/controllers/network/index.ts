@@ -13,6 +13,7 @@ import { HostnameConfigController, ResolverConfigController, TimeServerConfigCon
 import { Dhcp4OperatorController, type Dhcp4OperatorOptions } from "./dhcp4-operator.js";
 import { type LinkDetailsReader, LinkStatusController } from "./link-status.js";
 import { LinkUpController } from "./link-up.js";
+import { NetworkStatusController } from "./network-status.js";
 import { NodeAddressController } from "./node-address.js";
 import { RouteStatusController } from "./route-status.js";
 import { HostnameStatusController, ResolverStatusController, TimeServerStatusController } from "./status.js";
@@ -52,6 +53,7 @@ export function networkControllers(opts: NetworkControllersOptions): Controller[
     ),
     new ResolverStatusController(opts.writeResolvConf === false ? undefined : (text) => writeFileAtomic(resolvConfPath, text, 0o644)),
     new TimeServerStatusController(),
+    new NetworkStatusController(),
   ];
   if (opts.dhcp !== false) {
     const select = {

@@ -412,6 +412,37 @@ export const timeServerStatusDefinition = defineResource<TimeServerStatusSpec>({
 });
 
 // ---------------------------------------------------------------------------
+// NetworkStatuses.net.talos.dev (id "status"): readiness summary.
+
+export const NetworkStatusType = "NetworkStatuses.net.talos.dev";
+export const NetworkStatusId = "status";
+export interface NetworkStatusSpec {
+  addressReady: boolean;
+  connectivityReady: boolean;
+  hostnameReady: boolean;
+  etcFilesReady: boolean;
+}
+
+export const networkStatusDefinition = defineResource<NetworkStatusSpec>({
+  type: NetworkStatusType,
+  defaultNamespace: NETWORK_NAMESPACE,
+  aliases: ["netstatus", "netstatuses"],
+  printColumns: [
+    { name: "Address", jsonPath: "{.addressReady}" },
+    { name: "Connectivity", jsonPath: "{.connectivityReady}" },
+    { name: "Hostname", jsonPath: "{.hostnameReady}" },
+    { name: "Etc", jsonPath: "{.etcFilesReady}" },
+  ],
+  protoSpecType: "talos.resource.definitions.network.StatusSpec",
+  toProto: (s) => ({
+    address_ready: s.addressReady,
+    connectivity_ready: s.connectivityReady,
+    hostname_ready: s.hostnameReady,
+    etc_files_ready: s.etcFilesReady,
+  }),
+});
+
+// ---------------------------------------------------------------------------
 // Per-layer specs in `network-config` that operators (DHCP) and defaults write and
 // the status controllers merge (ids `<layer>/<what>` or `dhcp4/<link>/<what>`).
 
@@ -460,6 +491,7 @@ export const networkDefinitions: readonly ResourceDefinition<never>[] = [
   hostnameStatusDefinition,
   resolverStatusDefinition,
   timeServerStatusDefinition,
+  networkStatusDefinition,
   hostnameSpecDefinition,
   resolverSpecDefinition,
   timeServerSpecDefinition,
