@@ -12,6 +12,8 @@ export interface RunOptions {
   platform: Platform;
   block: BlockSysfs;
   apidListen: string;
+  /** Run apid inside machined's process instead of as a child process. */
+  apidInProcess?: boolean;
   /** The command line that starts this program (node + entry script + any leading args). */
   self: { command: string; args: string[] };
   startNetworking?: (state: ResourceState, signal: AbortSignal) => Promise<void>;
@@ -30,6 +32,7 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
     cosi: cosiFactory(),
     apid: {
       listen: opts.apidListen,
+      inProcess: opts.apidInProcess ?? false,
       spec: (flags) => ({
         id: "apid",
         command: opts.self.command,

@@ -8,7 +8,7 @@ import { networkDefinitions, networking } from "./networking.js";
 
 /** machined on a node: paths rooted at /, platform from the kernel command line, apid on :50000. */
 export async function main(argv: string[]): Promise<void> {
-  const { flags } = parseFlags(argv, { "apid-listen": "string" });
+  const { flags } = parseFlags(argv, { "apid-listen": "string", "apid-in-process": "boolean" });
   const platform = detectPlatform(readCmdline());
   // The node console shows human-readable lines (as Talos prints to the console).
   setLogFormat("console");
@@ -18,6 +18,7 @@ export async function main(argv: string[]): Promise<void> {
     platform,
     block: sysfsBlock(),
     apidListen: (flags["apid-listen"] as string | undefined) ?? "0.0.0.0:50000",
+    apidInProcess: flags["apid-in-process"] === true,
     // One multi-call program: re-run this same entry (bundle or dist main.js) as `apid`.
     self: { command: process.execPath, args: [process.argv[1]!] },
     // On a node: DHCP on the first link; wait (bounded) for an address before maintenance prints where to connect.

@@ -16,7 +16,7 @@ const log = logger("sandbox");
  * under a scratch directory, platform "container" (no install, as Talos in a container).
  */
 export async function main(argv: string[]): Promise<void> {
-  const { flags } = parseFlags(argv, { "state-dir": "string", "apid-listen": "string", "trustd-listen": "string" });
+  const { flags } = parseFlags(argv, { "state-dir": "string", "apid-listen": "string", "trustd-listen": "string", "apid-in-process": "boolean" });
   const stateDir = path.resolve((flags["state-dir"] as string | undefined) ?? path.join("_out", "sandbox"));
   const apidListen = (flags["apid-listen"] as string | undefined) ?? "127.0.0.1:50000";
   const trustdListen = (flags["trustd-listen"] as string | undefined) ?? "127.0.0.1:50001";
@@ -42,6 +42,7 @@ export async function main(argv: string[]): Promise<void> {
     platform: sandboxPlatform,
     block: sysfsBlock(),
     apidListen,
+    apidInProcess: flags["apid-in-process"] === true,
     self: { command: process.execPath, args: [entryScript(here)] },
     // Observe the host's links and addresses (no DHCP, no resolv.conf), as Talos in a container.
     startNetworking: networking(paths, { node: false }),

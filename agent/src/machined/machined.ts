@@ -24,6 +24,8 @@ import {
 } from "../resources/catalog/secrets.js";
 import type { ResourceDefinitionInput } from "../resources/definitions.js";
 import { ResourceState } from "../resources/state.js";
+import { runApid } from "../apid/apid.js";
+import { InProcessRunner } from "../services/inprocess-runner.js";
 import { ProcessRunner, type ProcessSpec } from "../services/process-runner.js";
 import { Supervisor } from "../services/supervisor.js";
 import { readFileIfExists, writeFileAtomic } from "../sys/atomic-file.js";
@@ -51,8 +53,11 @@ export interface MachinedOptions {
   /** Parses and validates configurations (config module). */
   configChecker: ConfigChecker<ParsedConfig>;
   cosi: CosiFactory;
-  /** How to run apid: the process spec given its extra feature flags. */
-  apid: { listen: string; spec(flags: string[]): ProcessSpec };
+  /**
+   * How to run apid: the process spec given its extra feature flags, or in
+   * this process (`inProcess`: one Node runtime less, see the memory figures).
+   */
+  apid: { listen: string; spec(flags: string[]): ProcessSpec; inProcess?: boolean };
   /** Starts networking controllers on a node (metal); not used in the sandbox. */
   startNetworking?: (state: ResourceState, signal: AbortSignal) => Promise<void>;
   /** Definitions other modules own (e.g. networking's), registered with the catalog. */
@@ -154,16 +159,27 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   await listenUnix(server, paths.machinedSocket);
   log.info("machined API listening", { socket: paths.machinedSocket });
 
-  const apidService = (flags: string[]) => ({
-    id: "apid",
-    restart: "always" as const,
-    runner: new ProcessRunner({
-      ...opts.apid.spec(flags),
-      // Running once its listener accepts connections (it binds as soon as its certificate is published).
-      ready: (signal) => untilListening(opts.apid.listen, signal),
-      health: () => tcpProbe(opts.apid.listen),
-    }),
-  });
+  const apidService = (features: ConfigFacts | undefined) => {
+    const ready = (signal: AbortSignal) => untilListening(opts.apid.listen, signal);
+    const health = () => tcpProbe(opts.apid.listen);
+    const runner = opts.apid.inProcess
+      ? new InProcessRunner({
+          id: "apid",
+          run: (signal) =>
+            runApid({
+              listen: opts.apid.listen,
+              machinedSocket: paths.machinedSocket,
+              enableRbac: features?.rbac ?? true,
+              checkExtKeyUsage: features?.apidCheckExtKeyUsage ?? false,
+              signal,
+            }),
+          ready,
+          health,
+        })
+      : // Running once its listener accepts connections (it binds as soon as its certificate is published).
+        new ProcessRunner({ ...opts.apid.spec(features ? apidFlags(features) : []), ready, health });
+    return { id: "apid", restart: "always" as const, runner };
+  };
 
   const publishMaintenance = async () => {
     const root = await generateMaintenanceRoot();
@@ -229,7 +245,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     if (rbacChanged) {
       // apid takes its features as flags (as Talos starts it with them); restart it to apply.
       await supervisor.stop("apid");
-      await supervisor.start(apidService(apidFlags(next)));
+      await supervisor.start(apidService(next));
     }
   };
 
@@ -252,7 +268,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       if (text === undefined) {
         setStage("maintenance", false);
         await publishMaintenance();
-        await supervisor.start(apidService([]));
+        await supervisor.start(apidService(undefined));
         text = await new Promise<string>((resolve, reject) => {
           configArrived = resolve;
           opts.signal.addEventListener("abort", () => reject(new SystemError("stopped while waiting for a configuration")), { once: true });
