@@ -65,3 +65,33 @@ test("a service that cannot start is Failed and retried", async () => {
   assert.deepEqual(states, ["Preparing", "Failed", "Waiting"]);
   await sup.stop("bad");
 });
+
+test("an in-process service runs until stopped; its failure is reported and restarted", async () => {
+  const { InProcessRunner } = await import("../../../agent/src/services/inprocess-runner.js");
+  const sup = new Supervisor(60_000);
+  let aborted = false;
+  let fail: ((err: Error) => void) | undefined;
+  const runner = new InProcessRunner({
+    id: "apid",
+    run: (signal) =>
+      new Promise<void>((resolve, reject) => {
+        fail = reject;
+        signal.addEventListener("abort", () => {
+          aborted = true;
+          resolve();
+        });
+      }),
+  });
+  await sup.start({ id: "apid", runner, restart: "always" });
+  assert.equal(sup.get("apid")?.state, "Running");
+  fail!(new Error("listener died"));
+  await new Promise((r) => setImmediate(r));
+  const states = sup.get("apid")!.events.map((e) => e.state);
+  assert.deepEqual(states.slice(-2), ["Failed", "Waiting"]);
+  assert.match(sup.get("apid")!.events.at(-2)!.msg, /listener died/);
+  await sup.stopAll();
+  const stopping = new InProcessRunner({ id: "x", run: (signal) => new Promise<void>((resolve) => signal.addEventListener("abort", () => { aborted = true; resolve(); })) });
+  await stopping.start(() => undefined);
+  await stopping.stop();
+  assert.equal(aborted, true);
+});
