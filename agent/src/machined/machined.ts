@@ -101,7 +101,14 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
 
   let mode: "maintenance" | "normal" = "maintenance";
   let facts: ConfigFacts | undefined;
-  let configArrived: ((text: string) => void) | undefined;
+  // Settled by the first complete config applied in maintenance; created up front so an apply
+  // that races the end of the maintenance setup is not lost.
+  let configArrived: (text: string) => void = () => undefined;
+  const appliedConfig = new Promise<string>((resolve, reject) => {
+    configArrived = resolve;
+    opts.signal.addEventListener("abort", () => reject(new SystemError("stopped while waiting for a configuration")), { once: true });
+  });
+  appliedConfig.catch(() => undefined);
 
   const setStage = (stage: MachineStage, ready: boolean) =>
     state.modify<MachineStatusSpec>(RUNTIME_NAMESPACE, MachineStatusType, MachineStatusId, owners.machineStatus, () => ({
@@ -121,7 +128,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       log.info("configuration received in maintenance mode and stored", { file: paths.configFile });
       // A config without a v1alpha1 document is kept but does not end maintenance (reference §2).
       // Otherwise leave maintenance once this reply is on its way.
-      if (config.completeForBoot) setImmediate(() => configArrived?.(data.toString("utf8")));
+      if (config.completeForBoot) setImmediate(() => configArrived(data.toString("utf8")));
       return { warnings };
     }
     const { warnings } = checkConfig(opts.configChecker, data);
@@ -269,10 +276,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
         setStage("maintenance", false);
         await publishMaintenance();
         await supervisor.start(apidService(undefined));
-        text = await new Promise<string>((resolve, reject) => {
-          configArrived = resolve;
-          opts.signal.addEventListener("abort", () => reject(new SystemError("stopped while waiting for a configuration")), { once: true });
-        });
+        text = await appliedConfig;
         // Install to disk is a later issue: on metal we persist and leave maintenance without installing.
         if (platform.mode === "metal") log.warn("install to disk is not implemented yet: booting from the stored configuration without installing");
       }
