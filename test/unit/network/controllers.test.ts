@@ -134,3 +134,28 @@ test("default hostname follows the default node address when DHCP gives none", a
   await waitFor("hostname", () => state.get<{ hostname: string }>("network", "HostnameStatuses.net.talos.dev", "hostname")?.spec.hostname === "talos-192-0-2-7");
   assert.deepEqual(state.get("network", "ResolverStatuses.net.talos.dev", "resolvers")?.spec, { dnsServers: ["1.1.1.1", "8.8.8.8"] });
 });
+
+test("kernel arguments: talos.hostname sets the cmdline layer, ignored links stay down", async (t) => {
+  const kernel = new FakeNetKernel();
+  kernel.addLink({ name: "eth0" });
+  kernel.addLink({ name: "eth1" });
+  const state = new ResourceState();
+  const runtime = new ControllerRuntime(state);
+  const silent = async (): Promise<DhcpTransport> => ({ send: async () => undefined, onReceive: () => undefined, close: () => undefined });
+  for (const c of networkControllers({
+    kernel,
+    paths: pathsAt("/nonexistent"),
+    linkDetails: async () => ({}),
+    writeResolvConf: false,
+    cmdline: "console=ttyS0 talos.hostname=box.example.org talos.network.interface.ignore=eth1",
+    dhcpOptions: { transport: silent },
+  })) runtime.register(c);
+  const ac = new AbortController();
+  t.after(() => ac.abort());
+  runtime.start(ac.signal);
+  await waitFor("cmdline hostname", () => state.get<{ hostname: string }>("network", "HostnameStatuses.net.talos.dev", "hostname")?.spec.hostname === "box");
+  assert.deepEqual(state.get("network", "HostnameStatuses.net.talos.dev", "hostname")?.spec, { hostname: "box", domainname: "example.org" });
+  await waitFor("eth0 up", () => kernel.calls.includes("setLinkUp eth0 true"));
+  await runtime.whenIdle();
+  assert.equal(kernel.calls.includes("setLinkUp eth1 true"), false);
+});

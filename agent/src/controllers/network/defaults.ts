@@ -33,9 +33,17 @@ export class HostnameConfigController implements Controller {
   readonly inputs = [{ namespace: NETWORK_NAMESPACE, type: NodeAddressType, id: NodeAddressIds.default, kind: "weak" as const }];
   readonly outputs = [{ type: HostnameSpecType, kind: "shared" as const }];
 
+  /** cmdline: `talos.hostname=` from the kernel command line (layer cmdline). */
+  constructor(private readonly cmdline?: { hostname: string; domainname: string }) {}
+
   async reconcile(ctx: ControllerContext): Promise<void> {
     const def = ctx.get<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, NodeAddressIds.default);
     const keep = new Set<string>();
+    if (this.cmdline) {
+      const c = this.cmdline;
+      ctx.modify<HostnameSpecSpec>(NETWORK_CONFIG_NAMESPACE, HostnameSpecType, "cmdline/hostname", () => ({ hostname: c.hostname, domainname: c.domainname, layer: "cmdline" }));
+      keep.add("cmdline/hostname");
+    }
     if (def && def.spec.addresses.length === 1) {
       const hostname = defaultHostname(def.spec.addresses[0]!);
       ctx.modify<HostnameSpecSpec>(NETWORK_CONFIG_NAMESPACE, HostnameSpecType, "default/hostname", () => ({ hostname, domainname: "", layer: "default" }));

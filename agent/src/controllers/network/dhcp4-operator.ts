@@ -37,6 +37,8 @@ export interface Dhcp4OperatorOptions {
   ignoreLinks?: readonly string[];
   /** Run on exactly these links, whatever their kind (default: every physical link). */
   links?: readonly string[];
+  /** Also run on these links (kernel argument ip=<dev>:dhcp). */
+  extraLinks?: readonly string[];
   /** Client tuning passed through (tests shorten retransmissions). */
   retransmitInitialMs?: number;
 }
@@ -91,7 +93,7 @@ export class Dhcp4OperatorController implements Controller {
     const wanted = new Set<string>();
     for (const link of ctx.list<LinkStatusSpec>(NETWORK_NAMESPACE, LinkStatusType)) {
       const name = link.metadata.id;
-      const chosen = this.opts.links ? this.opts.links.includes(name) : isPhysical(link.spec);
+      const chosen = this.opts.links ? this.opts.links.includes(name) : isPhysical(link.spec) || (this.opts.extraLinks?.includes(name) ?? false);
       if (!chosen || this.opts.ignoreLinks?.includes(name)) continue;
       // network.LinkSpecController brings the link up; DHCP waits for it to be operationally up.
       if (link.spec.operationalState !== "up" && link.spec.operationalState !== "unknown") continue;

@@ -7,6 +7,8 @@ import type { Controller } from "../../resources/controller-runtime.js";
 import { writeFileAtomic } from "../../sys/atomic-file.js";
 import type { NetKernel } from "../../sys/net.js";
 import { sysfsLinkInfo } from "../../sys/net-sysfs.js";
+import { logger } from "../../log.js";
+import { parseCmdlineNetworking } from "../../network/cmdline.js";
 import type { Paths } from "../../sys/paths.js";
 import { AddressStatusController } from "./address-status.js";
 import { HostnameConfigController, ResolverConfigController, TimeServerConfigController } from "./defaults.js";
@@ -32,18 +34,23 @@ export interface NetworkControllersOptions {
   writeResolvConf?: boolean;
   /** Set the kernel hostname through <paths.proc>/sys/kernel/hostname (only on a node: default false). */
   setKernelHostname?: boolean;
+  /** Kernel command line text (/proc/cmdline): talos.hostname, talos.network.interface.ignore, ip=<dev>:dhcp. */
+  cmdline?: string;
   /** Driver/bus/speed facts per link; default: sysfs under paths.sys. */
   linkDetails?: LinkDetailsReader;
 }
 
 export function networkControllers(opts: NetworkControllersOptions): Controller[] {
   const resolvConfPath = path.join(opts.paths.etc, "resolv.conf");
+  const cmdline = parseCmdlineNetworking(opts.cmdline ?? "");
+  if (cmdline.unsupported.length > 0) logger("network").warn("kernel arguments not supported yet", { args: cmdline.unsupported });
+  const ignoreLinks = [...(opts.dhcpOptions?.ignoreLinks ?? []), ...cmdline.ignoreLinks];
   const controllers: Controller[] = [
     new LinkStatusController(opts.kernel, opts.linkDetails ?? defaultLinkDetails(opts.paths)),
     new AddressStatusController(opts.kernel),
     new RouteStatusController(opts.kernel),
     new NodeAddressController(),
-    new HostnameConfigController(),
+    new HostnameConfigController(cmdline.hostname ? { hostname: cmdline.hostname, domainname: cmdline.domainname ?? "" } : undefined),
     new ResolverConfigController(),
     new TimeServerConfigController(),
     new HostnameStatusController(
@@ -56,12 +63,11 @@ export function networkControllers(opts: NetworkControllersOptions): Controller[
     new NetworkStatusController(),
   ];
   if (opts.dhcp !== false) {
-    const select = {
-      ...(opts.dhcpOptions?.links ? { links: opts.dhcpOptions.links } : {}),
-      ...(opts.dhcpOptions?.ignoreLinks ? { ignoreLinks: opts.dhcpOptions.ignoreLinks } : {}),
-    };
+    // ip=<dev>:dhcp adds links to the default set (virtual ones included).
+    const links = opts.dhcpOptions?.links;
+    const select = { ...(links ? { links } : {}), ignoreLinks, extraLinks: cmdline.dhcpLinks };
     controllers.push(new LinkUpController(opts.kernel, select));
-    controllers.push(new Dhcp4OperatorController({ kernel: opts.kernel, ...opts.dhcpOptions }));
+    controllers.push(new Dhcp4OperatorController({ kernel: opts.kernel, ...opts.dhcpOptions, ignoreLinks, ...(cmdline.dhcpLinks.length > 0 ? { extraLinks: cmdline.dhcpLinks } : {}) }));
   }
   return controllers;
 }

@@ -11,6 +11,8 @@ export interface LinkUpOptions {
   links?: readonly string[];
   /** Links never touched (talos.network.interface.ignore). */
   ignoreLinks?: readonly string[];
+  /** Also bring these up (ip=<dev>:dhcp). */
+  extraLinks?: readonly string[];
 }
 
 export class LinkUpController implements Controller {
@@ -27,7 +29,8 @@ export class LinkUpController implements Controller {
     for (const link of ctx.list<LinkStatusSpec>(NETWORK_NAMESPACE, LinkStatusType)) {
       const name = link.metadata.id;
       const s = link.spec;
-      const wanted = name === "lo" || (this.opts.links ? this.opts.links.includes(name) : s.type === "ether" && s.kind === "");
+      const wanted =
+        name === "lo" || (this.opts.links ? this.opts.links.includes(name) : (s.type === "ether" && s.kind === "") || (this.opts.extraLinks?.includes(name) ?? false));
       if (!wanted || this.opts.ignoreLinks?.includes(name)) continue;
       if (!s.flags.split(",").includes("UP")) {
         ctx.log.info("bringing link up", { link: name });
