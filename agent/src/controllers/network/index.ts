@@ -55,7 +55,11 @@ export function networkControllers(opts: NetworkControllersOptions): Controller[
     new TimeServerConfigController(),
     new HostnameStatusController(
       opts.setKernelHostname
-        ? (hostname) => writeFile(path.join(opts.paths.proc, "sys", "kernel", "hostname"), hostname)
+        ? async (hostname, domainname) => {
+            const kernelDir = path.join(opts.paths.proc, "sys", "kernel");
+            await writeFile(path.join(kernelDir, "hostname"), hostname);
+            await writeFile(path.join(kernelDir, "domainname"), domainname || "(none)");
+          }
         : undefined,
     ),
     new ResolverStatusController(opts.writeResolvConf === false ? undefined : (text) => writeFileAtomic(resolvConfPath, text, 0o644)),
