@@ -226,7 +226,14 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     }
   };
 
-  const enterNormal = async (text: string) => {
+  // Applies run one at a time: each may restart apid and re-issue certificates.
+  let applying = Promise.resolve();
+  const enterNormal = (text: string): Promise<void> => {
+    const run = applying.then(() => applyConfigText(text));
+    applying = run.catch(() => undefined);
+    return run;
+  };
+  const applyConfigText = async (text: string) => {
     const next = configFacts(text);
     const rbacChanged = facts === undefined || facts.rbac !== next.rbac || facts.apidCheckExtKeyUsage !== next.apidCheckExtKeyUsage;
     facts = next;
