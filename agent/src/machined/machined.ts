@@ -58,7 +58,7 @@ export interface MachinedOptions {
    * this process (`inProcess`: one Node runtime less, see the memory figures).
    */
   apid: { listen: string; spec(flags: string[]): ProcessSpec; inProcess?: boolean };
-  /** Starts networking controllers on a node (metal); not used in the sandbox. */
+  /** Starts the networking controllers (DHCP on a node, observe-only in the sandbox). */
   startNetworking?: (state: ResourceState, signal: AbortSignal) => Promise<void>;
   /** Definitions other modules own (e.g. networking's), registered with the catalog. */
   extraDefinitions?: readonly ResourceDefinitionInput<never>[];
