@@ -265,3 +265,21 @@ test("stop with release sends DHCPRELEASE and reports it", async () => {
   await s.timers.advance(200_000);
   assert.equal(s.transport.types().filter((t) => t !== "Release").length, 2, "no timers survive stop");
 });
+
+test("real timers split delays beyond Node's 2^31-1 ms limit instead of firing at once", async (t) => {
+  const { realTimers } = await import("../../../agent/src/network/dhcp4/client.js");
+  t.mock.timers.enable({ apis: ["setTimeout"] });
+  let fired = 0;
+  const h = realTimers.setTimeout(() => fired++, 30 * 24 * 3600 * 1000);
+  t.mock.timers.tick(2 ** 31 - 1);
+  assert.equal(fired, 0);
+  t.mock.timers.tick(30 * 24 * 3600 * 1000 - (2 ** 31 - 1) - 1);
+  assert.equal(fired, 0);
+  t.mock.timers.tick(1);
+  assert.equal(fired, 1);
+  const h2 = realTimers.setTimeout(() => fired++, 10);
+  realTimers.clearTimeout(h2);
+  t.mock.timers.tick(20);
+  assert.equal(fired, 1);
+  realTimers.clearTimeout(h);
+});

@@ -33,10 +33,20 @@ export interface Timers {
   clearTimeout(handle: unknown): void;
 }
 
+// Node fires timers longer than 2^31-1 ms at once; leases can be longer than that (24.8 days).
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export const realTimers: Timers = {
   now: () => Date.now(),
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
+  setTimeout: (fn, ms) => {
+    const handle: { t?: NodeJS.Timeout } = {};
+    const arm = (left: number) => {
+      handle.t = left > MAX_TIMER_MS ? setTimeout(() => arm(left - MAX_TIMER_MS), MAX_TIMER_MS) : setTimeout(fn, left);
+    };
+    arm(ms);
+    return handle;
+  },
+  clearTimeout: (h) => clearTimeout((h as { t?: NodeJS.Timeout }).t),
 };
 
 export interface Lease {
