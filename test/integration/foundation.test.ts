@@ -200,6 +200,15 @@ test("apply-config leaves maintenance; mTLS with roles; other CAs refused", asyn
   assert.match(dryNormal.messages[0]!.mode_details, /^Dry run summary:\nApplied configuration without a reboot \(skipped in dry-run\)[\s\S]*No changes\./);
   await expectCode(adminClient.applyConfiguration("garbage: [", { dryRun: true }), grpc.status.UNKNOWN, /failed to parse config/);
 
+  // GenerateConfiguration in normal mode joins this cluster: same OS CA as the applied config.
+  const joined = (await adminClient.generateConfiguration({
+    cluster_config: { name: "foundation", control_plane: { endpoint: "https://127.0.0.1:6443" } },
+    machine_config: { type: 3 },
+  })) as { messages: { data: Buffer[] }[] };
+  const caLine = (yaml: string) => yaml.match(/^ {4}ca:\n {8}crt: (\S+)/m)?.[1];
+  assert.ok(caLine(text));
+  assert.equal(caLine(joined.messages[0]!.data[0]!.toString()), caLine(text));
+
   const readerClient = client(reader);
   await readerClient.version();
   await expectCode(readerClient.applyConfiguration(text), grpc.status.PERMISSION_DENIED, /not authorized/);

@@ -1,5 +1,5 @@
 import type * as grpc from "@grpc/grpc-js";
-import { generateMachineConfig, MachineTypeEnum, type GenerateConfigurationRequestLike } from "../config/generate/index.js";
+import { generateMachineConfig, MachineTypeEnum, secretsBundleFromConfig, type GenerateConfigurationRequestLike } from "../config/generate/index.js";
 import { unaryHandler, type ServiceImpl } from "../grpc/server.js";
 import { listDisks } from "../storage/disks.js";
 import type { BlockSysfs } from "../sys/block.js";
@@ -16,6 +16,8 @@ export interface MachineApiContext {
   block: BlockSysfs;
   inMaintenance(): boolean;
   rbacEnabled(): boolean;
+  /** The active configuration text (normal mode). */
+  activeConfig(): string | undefined;
   /** Returns one machine.ApplyConfiguration message. */
   applyConfiguration(req: ApplyRequest, call: grpc.ServerUnaryCall<ApplyRequest, unknown>): Promise<Record<string, unknown>>;
 }
@@ -35,8 +37,9 @@ export function machineServiceImpl(ctx: MachineApiContext): ServiceImpl {
         // A plain error on Talos (gRPC Unknown), not a status.
         throw new Error("join config can't be generated in the maintenance mode");
       }
-      // A fresh secrets bundle each time: reusing the node's own secrets in normal mode is still to do.
-      const out = await generateMachineConfig(req);
+      // Normal mode: configs joining this node's cluster (its own secrets); maintenance: a new cluster.
+      const active = ctx.inMaintenance() ? undefined : ctx.activeConfig();
+      const out = await generateMachineConfig(req, active ? { secrets: secretsBundleFromConfig(active) } : {});
       return { messages: [{ data: out.data.map((d) => Buffer.from(d)), talosconfig: Buffer.from(out.talosconfig) }] };
     }),
   };

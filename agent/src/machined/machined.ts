@@ -155,6 +155,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     block: opts.block,
     inMaintenance: () => mode === "maintenance",
     rbacEnabled: () => facts?.rbac ?? true,
+    activeConfig: () => state.get<MachineConfigSpec>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec,
     applyConfiguration,
   };
   addService(server, "machine.MachineService", machineServiceImpl(ctx), guard);
