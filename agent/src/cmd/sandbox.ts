@@ -36,14 +36,18 @@ export async function main(argv: string[]): Promise<void> {
       "",
     ].join("\n"),
   );
+  // apid is this same program re-run as `apid`: through main.js/the bundle when we were started
+  // that way, else main.js beside this module (`node dist/agent/src/cmd/sandbox.js`).
   const here = path.dirname(fileURLToPath(import.meta.url));
+  const direct = !!process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url);
+  const entry = direct || !process.argv[1] ? entryScript(here) : path.resolve(process.argv[1]);
   await runMachinedProcess({
     paths,
     platform: sandboxPlatform,
     block: sysfsBlock(),
     apidListen,
     apidInProcess: flags["apid-in-process"] === true,
-    self: { command: process.execPath, args: [entryScript(here)] },
+    self: { command: process.execPath, args: [entry] },
     // Observe the host's links and addresses (no DHCP, no resolv.conf), as Talos in a container.
     startNetworking: networking(paths, { node: false }),
     extraDefinitions: networkDefinitions,
