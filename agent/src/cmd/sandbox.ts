@@ -39,7 +39,7 @@ export async function main(argv: string[]): Promise<void> {
   // apid is this same program re-run as `apid`: through main.js/the bundle when we were started
   // that way, else main.js beside this module (`node dist/agent/src/cmd/sandbox.js`).
   const here = path.dirname(fileURLToPath(import.meta.url));
-  const direct = !!process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url);
+  const direct = runDirectly();
   const entry = direct || !process.argv[1] ? entryScript(here) : path.resolve(process.argv[1]);
   await runMachinedProcess({
     paths,
@@ -54,8 +54,13 @@ export async function main(argv: string[]): Promise<void> {
   });
 }
 
-// Run directly (`node dist/agent/src/cmd/sandbox.js ...`), as `npm start` does.
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+/** Started as `node dist/agent/src/cmd/sandbox.js` (npm start), not through main.js or a bundle holding this module. */
+function runDirectly(): boolean {
+  const script = process.argv[1];
+  return !!script && path.basename(script) === "sandbox.js" && path.resolve(script) === fileURLToPath(import.meta.url);
+}
+
+if (runDirectly()) {
   main(process.argv.slice(2)).catch((err: unknown) => {
     process.stderr.write(`basalt sandbox: ${err instanceof Error ? err.message : String(err)}\n`);
     process.exit(1);
