@@ -4,6 +4,15 @@ import { allMethods, decode, serviceDefinition } from "../api/index.js";
 import { describeError } from "../errors.js";
 import { roleKey } from "../grpc/metadata.js";
 import { logger } from "../log.js";
+import {
+  apiCertsDefinition,
+  ApiCertificatesId,
+  ApiCertificatesType,
+  maintenanceServiceCertsDefinition,
+  MaintenanceServiceCertificatesId,
+  MaintenanceServiceCertificatesType,
+  SECRETS_NAMESPACE,
+} from "../resources/catalog/secrets.js";
 import { authenticate, liveServerCredentials, type ListenerMode, type LiveServerCredentials } from "./credentials.js";
 import { buildProxyServer } from "./proxy.js";
 
@@ -24,9 +33,9 @@ interface PemPair {
   key?: Buffer;
 }
 
-const secretsNs = "secrets";
-export const apiCertsType = "ApiCertificates.secrets.talos.dev";
-export const maintenanceCertsType = "MaintenanceServiceCertificates.secrets.talos.dev";
+const secretsNs = SECRETS_NAMESPACE;
+const apiCertsType = ApiCertificatesType;
+const maintenanceCertsType = MaintenanceServiceCertificatesType;
 
 /** Names and addresses by which callers may address this node in `node`/`nodes`. */
 function isSelf(target: string): boolean {
@@ -82,13 +91,13 @@ export async function runApid(opts: ApidOptions): Promise<void> {
     chain = chain.then(rebind).catch((err) => log.error("rebinding the api listener failed", { error: describeError(err) }));
   };
 
-  watchOne(cosi, apiCertsType, "api", opts.signal, (spec) => {
+  watchOne(cosi, apiCertsType, ApiCertificatesId, opts.signal, (spec) => {
     apiCerts = spec
       ? { server: (spec["server"] ?? {}) as PemPair, acceptedCAs: ((spec["accepted_c_as"] ?? []) as { crt?: Buffer }[]).map((c) => c.crt?.toString() ?? "").filter(Boolean) }
       : undefined;
     schedule();
   });
-  watchOne(cosi, maintenanceCertsType, "maintenance", opts.signal, (spec) => {
+  watchOne(cosi, maintenanceCertsType, MaintenanceServiceCertificatesId, opts.signal, (spec) => {
     maintenanceCert = spec ? ((spec["server"] ?? {}) as PemPair) : undefined;
     schedule();
   });
@@ -147,7 +156,7 @@ const DESTROYED = 2;
 
 /** Follows one resource over machined's COSI API, reconnecting until aborted. */
 function watchOne(client: WatchClient, type: string, id: string, signal: AbortSignal, onSpec: (spec: Record<string, unknown> | undefined) => void): void {
-  const specType = type === apiCertsType ? "talos.resource.definitions.secrets.APICertsSpec" : "talos.resource.definitions.secrets.MaintenanceServiceCertsSpec";
+  const specType = (type === apiCertsType ? apiCertsDefinition : maintenanceServiceCertsDefinition).protoSpecType;
   const start = () => {
     if (signal.aborted) return;
     const md = new grpc.Metadata();
