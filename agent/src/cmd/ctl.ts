@@ -1,6 +1,7 @@
 // `basalt ctl`: the client-side command line, a talosctl-like multi-command.
 // A command is a path of words mapped to a handler; add talosctl-like calls by
 // adding entries to `commands`.
+import { callCommands } from "../client/cli.js";
 import { InvalidInputError } from "../errors.js";
 import { genConfig, genSecrets, type CtlIO } from "./ctl-gen.js";
 import { genCA, genCrt, genCSR, genKey, genKeypair } from "./ctl-gen-pki.js";
@@ -23,6 +24,7 @@ const commands: { path: string[]; usage: string; run: Handler }[] = [
   { path: ["gen", "csr"], usage: "gen csr --key N.key --ip IP [--roles os:admin]", run: genCSR },
   { path: ["gen", "crt"], usage: "gen crt --ca CA --csr N.csr --name N [--hours 24]", run: genCrt },
   { path: ["gen", "keypair"], usage: "gen keypair --organization O [--ip IP]", run: genKeypair },
+  ...callCommands,
 ];
 
 function usage(): string {
