@@ -1,0 +1,50 @@
+// One boot of the built image in QEMU, measured: seconds from QEMU start to the
+// maintenance API answering storage.Disks, kernel uptime (from the console's
+// printk timestamps and init's own lines) at init start, machined start and API
+// answering, and the agent's resident memory once idle. Prints figures only.
+import { bootNode, waitFor } from "../test/e2e/qemu.js";
+
+const arg = (name: string, dflt: string) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? (process.argv[i + 1] ?? dflt) : dflt;
+};
+const boot = arg("boot", "iso") as "iso" | "pxe";
+const firmware = arg("firmware", "uefi") as "uefi" | "bios";
+
+function lastKernelTimestamp(text: string): number | undefined {
+  const all = [...text.matchAll(/^\[\s*(\d+\.\d+)\]/gm)];
+  const last = all.at(-1);
+  return last ? Number(last[1]) : undefined;
+}
+function initFigure(text: string, what: string): string {
+  const m = new RegExp(`basalt-init: kernel uptime ([\\d.]+) s: ${what}`).exec(text);
+  return m ? `${Number(m[1]).toFixed(2)} s` : "n/a";
+}
+
+const node = await bootNode({ name: `bench-${boot}`, boot, firmware });
+try {
+  const client = node.client();
+  await waitFor(node, "maintenance API", () => client.unary(client.storage, "Disks", {}, 10_000), 600_000);
+  const apiSeconds = (Date.now() - node.startedAt) / 1000;
+  const atApi = lastKernelTimestamp(node.console());
+  const rows: [string, string][] = [
+    ["boot", boot === "iso" ? `iso (${firmware})` : "pxe"],
+    ["accel", process.env.BASALT_E2E_ACCEL ?? "auto"],
+    ["qemu start -> API answering", `${apiSeconds.toFixed(1)} s`],
+    ["kernel uptime: init started", initFigure(node.console(), "init started")],
+    ["kernel uptime: switched root", initFigure(node.console(), "switched root")],
+    ["kernel uptime: machined started", initFigure(node.console(), "machined started")],
+    ["kernel uptime: API answering (last console timestamp)", atApi !== undefined ? `${atApi.toFixed(2)} s` : "n/a"],
+  ];
+  // init prints the agent's resident memory 60 s after machined starts.
+  const mem = await waitFor(node, "init's memory report", async () => {
+    const m = /agent resident memory (\d+) KiB in (\d+) node processes/.exec(node.console());
+    if (!m) throw new Error("not yet");
+    return m;
+  }, 240_000).catch(() => undefined);
+  rows.push(["agent resident memory at idle", mem ? `${(Number(mem[1]) / 1024).toFixed(1)} MiB in ${mem[2]} processes` : "n/a"]);
+  const width = Math.max(...rows.map(([k]) => k.length));
+  for (const [k, v] of rows) console.log(`${k.padEnd(width)}  ${v}`);
+} finally {
+  await node.stop();
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Prints Basalt's image and boot figures (no thresholds): artifact sizes, seconds
+# from QEMU start to the maintenance API answering, kernel uptime at init start,
+# at machined start and when the API answered, and the agent's resident memory at
+# idle (init reports it on the console). Builds the image when it is missing.
+# usage: bench/run.sh [--boot iso|pxe] [--firmware uefi|bios]   (default: iso, uefi)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/_out/tools/node22/bin:$PATH"
+[ -f _out/metal-amd64.iso ] || bash scripts/image.sh
+# Other areas may have compile errors mid-flight; tsc still emits our files.
+npx tsc -p tsconfig.json >/dev/null 2>&1 || true
+echo "== sizes (bytes)"
+column -t -s $'\t' _out/sizes.tsv
+echo "== boot"
+node dist/bench/boot.js "$@"

@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""Copies the files a Basalt node needs from the mkosi base tree into a new tree.
+
+Whitelist, not blacklist: start from the packages the node uses (ROOTS), follow
+their Depends/Pre-Depends through dpkg's status file, never entering packages
+the node must not carry (no shell, package manager, init system, dbus, python,
+perl), and copy only the files those packages list, minus docs/man/locales and
+the few binaries a node does not need. Kernel modules are thinned to the driver
+classes a server can use. Every ELF file's shared libraries are checked to be
+present afterwards, so a wrong exclusion fails the build instead of the boot.
+
+usage: select-files.py <base-tree> <out-tree>
+"""
+import fnmatch
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+
+ROOTS = [
+    "linux-image-amd64", "kmod", "containerd", "runc", "xfsprogs", "dosfstools",
+    "util-linux", "mount", "iproute2", "ca-certificates", "tzdata",
+    "libc6", "libstdc++6", "libgcc-s1",  # the Node runtime links these
+]
+
+# Never entered while following dependencies (and so never copied).
+EXCLUDED_PACKAGES = [
+    "systemd*", "libsystemd-shared", "dbus*", "libpam-systemd", "udev",
+    "python3*", "libpython3*", "perl*", "libperl*",
+    "bash", "dash", "sh", "busybox*", "coreutils", "debianutils",
+    "apt", "dpkg", "debconf*", "adduser", "passwd", "login", "base-passwd",
+    "initramfs-tools*", "linux-initramfs-tool", "klibc-utils", "libklibc",
+    "sensible-utils", "lsb-base", "sysvinit-utils", "init-system-helpers",
+    "openssl", "cpio", "zstd", "gzip", "tar", "sed", "grep", "findutils",
+    "procps", "logsave", "e2fsprogs", "readline-common", "media-types",
+    "python3-*", "xz-utils", "libdebconfclient0",
+    "libicu72",  # only xfs_scrub uses it (32 MiB)
+]
+
+# Files never copied, whatever package lists them (globs on the path).
+EXCLUDED_PATHS = [
+    "/usr/share/doc/*", "/usr/share/man/*", "/usr/share/info/*", "/usr/share/locale/*",
+    "/usr/share/lintian/*", "/usr/share/bug/*", "/usr/share/bash-completion/*",
+    "/usr/share/zsh/*", "/usr/share/fish/*", "/usr/share/common-licenses/*",
+    "/usr/share/i18n/*", "/usr/share/menu/*", "/usr/share/initramfs-tools/*",
+    "/usr/lib/x86_64-linux-gnu/gconv/*", "/usr/lib/locale/*", "/usr/share/pkgconfig/*",
+    "/usr/include/*", "/etc/cron*", "/etc/logrotate.d/*", "/etc/init.d/*",
+    "/etc/kernel/*", "/usr/share/zoneinfo/right/*", "/usr/share/zoneinfo/posix/*",
+    "/lib/systemd/*", "/usr/lib/systemd/*", "/etc/systemd/*",
+    "/usr/lib/tmpfiles.d/*", "/usr/lib/sysusers.d/*", "/usr/share/lintian*",
+    "/boot/*", "/vmlinuz*", "/initrd.img*",
+    # containerd: no ctr on a node, no v1 shims
+    "/usr/bin/ctr", "/usr/bin/containerd-shim", "/usr/bin/containerd-shim-runc-v1",
+    "/usr/bin/containerd-stress",
+    # xfsprogs scripts that need a shell or python
+    "/usr/sbin/xfs_scrub", "/usr/sbin/xfs_scrub_all", "/usr/sbin/fsck.xfs", "/usr/sbin/xfs_admin", "/usr/sbin/xfs_bmap",
+    "/usr/sbin/xfs_freeze", "/usr/sbin/xfs_info", "/usr/sbin/xfs_mkfile", "/usr/sbin/xfs_ncheck",
+    "/usr/lib/x86_64-linux-gnu/xfsprogs/*",
+    # util-linux/kmod/iproute2 pieces that are shell scripts
+    "/usr/lib/x86_64-linux-gnu/tc/q_atm.so",
+    "/usr/sbin/lsmod*", "/usr/bin/lsmod", "/usr/sbin/ip-netns*", "/usr/sbin/routel", "/usr/bin/routel",
+]
+
+# Kernel module directories a server node does not need.
+EXCLUDED_MODULE_DIRS = [
+    "drivers/gpu", "drivers/media", "drivers/net/wireless", "drivers/staging", "drivers/infiniband",
+    "drivers/iio", "drivers/comedi", "drivers/isdn", "drivers/bluetooth", "drivers/video",
+    "drivers/mmc", "drivers/mtd", "drivers/hwmon", "drivers/input/touchscreen", "drivers/input/joystick",
+    "drivers/input/misc", "drivers/input/tablet", "drivers/leds", "drivers/w1", "drivers/nfc",
+    "drivers/net/can", "drivers/net/usb", "drivers/net/ieee802154", "drivers/net/wwan",
+    "drivers/net/hamradio", "drivers/net/arcnet", "drivers/net/fddi", "drivers/net/plip",
+    "drivers/net/ppp", "drivers/net/slip", "drivers/atm", "drivers/firewire", "drivers/parport",
+    "drivers/pcmcia", "drivers/usb/gadget", "drivers/usb/serial", "drivers/usb/misc", "drivers/usb/typec",
+    "drivers/hid", "drivers/platform/chrome", "drivers/power", "drivers/regulator", "drivers/extcon",
+    "drivers/thunderbolt", "drivers/target", "drivers/spi", "drivers/pinctrl", "drivers/gnss",
+    "drivers/mfd", "drivers/ssb", "drivers/bcma", "drivers/misc", "drivers/uio", "drivers/fpga",
+    "drivers/net/wan", "drivers/platform/surface", "drivers/platform/x86", "drivers/md/bcache",
+    "drivers/scsi/fcoe", "drivers/scsi/qla2xxx", "drivers/scsi/lpfc", "drivers/scsi/bfa",
+    "drivers/scsi/csiostor", "drivers/scsi/qedf", "drivers/scsi/qedi", "drivers/scsi/be2iscsi",
+    "drivers/scsi/bnx2fc", "drivers/scsi/bnx2i", "drivers/scsi/cxgbi", "drivers/scsi/elx",
+    "drivers/net/ethernet/mellanox/mlxsw", "drivers/net/ethernet/chelsio",
+    "drivers/net/ethernet/qlogic/qed", "drivers/net/ethernet/qlogic/qede",
+    "drivers/net/ethernet/netronome", "drivers/net/ethernet/pensando", "drivers/net/ethernet/sfc",
+    "sound", "net/bluetooth", "net/wireless", "net/mac80211", "net/mac802154", "net/ieee802154",
+    "net/nfc", "net/rxrpc", "net/ceph", "net/sunrpc", "net/9p", "net/atm", "net/can", "net/rds",
+    "fs/nfs", "fs/nfsd", "fs/cifs", "fs/smb", "fs/ceph", "fs/ocfs2", "fs/gfs2", "fs/btrfs",
+    "fs/ntfs3", "fs/ntfs", "fs/afs", "fs/coda", "fs/9p", "fs/ubifs", "fs/jffs2", "fs/f2fs",
+    "fs/reiserfs", "fs/jfs", "fs/nilfs2", "fs/hfs", "fs/hfsplus", "fs/ufs", "fs/udf", "fs/dlm",
+    "fs/orangefs", "fs/erofs", "fs/bcachefs", "arch/x86/kvm",
+]
+
+
+def parse_status(path):
+    pkgs, cur = {}, {}
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f.read().split("\n") + [""]:
+            if not line.strip():
+                if "Package" in cur and "installed" in cur.get("Status", ""):
+                    pkgs[cur["Package"]] = cur
+                cur, key = {}, None
+            elif line[0] in " \t":
+                continue
+            elif ":" in line:
+                key, val = line.split(":", 1)
+                cur[key] = val.strip()
+    return pkgs
+
+
+def provides_index(pkgs):
+    idx = {}
+    for name, p in pkgs.items():
+        idx.setdefault(name, name)
+        for prov in p.get("Provides", "").split(","):
+            prov = re.sub(r"\(.*\)", "", prov).strip()
+            if prov:
+                idx.setdefault(prov, name)
+    return idx
+
+
+def excluded(name):
+    return any(fnmatch.fnmatch(name, g) for g in EXCLUDED_PACKAGES)
+
+
+def closure(pkgs):
+    idx = provides_index(pkgs)
+    todo, seen = list(ROOTS), set()
+    while todo:
+        name = todo.pop()
+        real = idx.get(name)
+        if real is None or real in seen or excluded(real):
+            continue
+        seen.add(real)
+        p = pkgs[real]
+        for field in ("Pre-Depends", "Depends"):
+            for alt in p.get(field, "").split(","):
+                for choice in alt.split("|"):
+                    dep = re.sub(r"\(.*\)|:any|:amd64", "", choice).strip()
+                    if dep and idx.get(dep) and not excluded(idx[dep]):
+                        todo.append(dep)
+                        break
+    return sorted(seen)
+
+
+def package_files(base, name):
+    info = os.path.join(base, "var/lib/dpkg/info")
+    for cand in (f"{name}.list", f"{name}:amd64.list"):
+        p = os.path.join(info, cand)
+        if os.path.exists(p):
+            with open(p) as f:
+                return [l.rstrip("\n") for l in f if l.strip() and l.strip() != "/."]
+    return []
+
+
+def path_excluded(path):
+    if any(fnmatch.fnmatch(path, g) or path == g.rstrip("/*") for g in EXCLUDED_PATHS):
+        return True
+    m = re.match(r"^/(?:usr/)?lib/modules/[^/]+/kernel/(.*)$", path)
+    return bool(m and any(m.group(1) == d or m.group(1).startswith(d + "/") for d in EXCLUDED_MODULE_DIRS))
+
+
+def copy_entry(base, out, path):
+    src = base + path
+    if not os.path.lexists(src):
+        return
+    # Debian bookworm is merged-/usr: /lib, /bin, /sbin are symlinks into /usr.
+    dst = out + path
+    st = os.lstat(src)
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    if stat.S_ISDIR(st.st_mode):
+        os.makedirs(dst, exist_ok=True)
+    elif not os.path.lexists(dst):
+        if stat.S_ISLNK(st.st_mode):
+            os.symlink(os.readlink(src), dst)
+        else:
+            shutil.copy2(src, dst)
+
+
+def elf_needed(path):
+    try:
+        out = subprocess.run(["readelf", "-d", path], capture_output=True, text=True).stdout
+    except OSError:
+        return []
+    return re.findall(r"\(NEEDED\).*\[(.+)\]", out)
+
+
+def check_libraries(out):
+    libdirs = ["/usr/lib/x86_64-linux-gnu", "/usr/lib", "/usr/lib64"]
+    missing = []
+    for root, _, files in os.walk(out):
+        if "/lib/modules" in root:
+            continue
+        for fn in files:
+            p = os.path.join(root, fn)
+            if os.path.islink(p) or not os.path.isfile(p):
+                continue
+            with open(p, "rb") as f:
+                if f.read(4) != b"\x7fELF":
+                    continue
+            for lib in elf_needed(p):
+                if not any(os.path.lexists(out + d + "/" + lib) for d in libdirs):
+                    missing.append(f"{p[len(out):]} needs {lib}")
+    return missing
+
+
+def main():
+    base, out = sys.argv[1], sys.argv[2]
+    pkgs = parse_status(os.path.join(base, "var/lib/dpkg/status"))
+    chosen = closure(pkgs)
+    print("select-files: packages:", " ".join(chosen))
+    os.makedirs(out, exist_ok=True)
+    for top in ("bin", "sbin", "lib", "lib64"):  # merged-/usr symlinks
+        os.makedirs(os.path.join(out, "usr", top), exist_ok=True)
+        src = os.path.join(base, top)
+        if os.path.islink(src) and not os.path.lexists(os.path.join(out, top)):
+            os.symlink(os.readlink(src), os.path.join(out, top))
+    for name in chosen:
+        for path in package_files(base, name):
+            if not path_excluded(path):
+                copy_entry(base, out, path)
+    # Files maintainer scripts generate (not in any package list).
+    for path in ("/etc/ssl/certs/ca-certificates.crt", "/etc/ld.so.cache", "/etc/passwd", "/etc/group",
+                 "/etc/nsswitch.conf", "/etc/localtime", "/etc/timezone"):
+        copy_entry(base, out, path)
+    missing = check_libraries(out)
+    if missing:
+        sys.exit("select-files: missing shared libraries:\n  " + "\n  ".join(missing))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Boots a Basalt node in QEMU: the ISO (UEFI by default, or legacy BIOS) or the PXE
+# kernel+initramfs directly, with a blank 10 GiB virtio disk and user-mode networking
+# forwarding the API ports to 127.0.0.1. Builds the image first when it is missing.
+#
+# usage: scripts/vm.sh [options]
+#   --boot iso|pxe          what to boot (default iso)
+#   --firmware uefi|bios    firmware for ISO boots (default uefi: OVMF; bios: SeaBIOS)
+#   --api-port N            host port forwarded to the node's 50000 (default 50000, env BASALT_VM_API_PORT)
+#   --trustd-port N         host port forwarded to the node's 50001 (default 50001, env BASALT_VM_TRUSTD_PORT)
+#   --disk FILE             disk image (default _out/vm-disk.qcow2; created blank, 10 GiB)
+#   --fresh-disk            recreate the disk blank
+#   --serial FILE           write the console to FILE instead of the terminal (no monitor)
+#   --accel auto|kvm|tcg    auto (default) uses KVM only when a probe boot proves it works
+#   --memory MiB --cpus N   guest size (default 2048 MiB, 2 vCPUs)
+#   --no-build              fail instead of building when the artifacts are missing
+#   --net-open              let the guest reach beyond the host (default: QEMU restrict=on,
+#                           only the forwarded ports and QEMU's own DHCP/DNS answer)
+# The process execs into QEMU: killing this pid stops the VM.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=_out
+cache=_out/cache
+
+boot=iso firmware=uefi serial="" accel=auto memory=2048 cpus=2 build=1 fresh=0 restrict=on
+api_port=${BASALT_VM_API_PORT:-50000}
+trustd_port=${BASALT_VM_TRUSTD_PORT:-50001}
+disk="$out/vm-disk.qcow2"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --boot) boot=$2; shift ;;
+    --firmware) firmware=$2; shift ;;
+    --api-port) api_port=$2; shift ;;
+    --trustd-port) trustd_port=$2; shift ;;
+    --disk) disk=$2; shift ;;
+    --fresh-disk) fresh=1 ;;
+    --serial) serial=$2; shift ;;
+    --accel) accel=$2; shift ;;
+    --memory) memory=$2; shift ;;
+    --cpus) cpus=$2; shift ;;
+    --no-build) build=0 ;;
+    --net-open) restrict=off ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    *) echo "vm.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+say() { echo "vm: $*" >&2; }
+
+if [ ! -f "$out/metal-amd64.iso" ] || [ ! -f "$out/initramfs-amd64.xz" ] || [ ! -f "$out/vmlinuz-amd64" ]; then
+  [ "$build" = 1 ] || { say "artifacts missing under $out (run npm run image)"; exit 1; }
+  bash scripts/image.sh
+fi
+
+# KVM only where a probe boot proves it: some hosts expose a /dev/kvm whose guests hang.
+kvm_works() {
+  [ -r /dev/kvm ] && [ -w /dev/kvm ] || return 1
+  local boot_id verdict
+  boot_id=$(cat /proc/sys/kernel/random/boot_id)
+  verdict="$cache/kvm-probe.$boot_id"  # one verdict per host boot
+  [ -f "$verdict" ] && { [ "$(cat "$verdict")" = ok ]; return; }
+  local dir="$cache/kvm-probe"
+  rm -rf "$dir" && mkdir -p "$dir/root/dev"
+  gcc -static -Os -o "$dir/root/init" initramfs/kvm-probe.c
+  (cd "$dir/root" && find . | cpio -o -H newc -R 0:0 --quiet | gzip -1) >"$dir/probe.cpio.gz"
+  say "probing KVM (a guest must power off within 20 s)"
+  if timeout 20 qemu-system-x86_64 -accel kvm -m 256 -nographic -no-reboot -serial "file:$dir/serial.log" -monitor none \
+      -kernel "$out/vmlinuz-amd64" -initrd "$dir/probe.cpio.gz" -append "console=ttyS0 quiet panic=-1" >/dev/null 2>&1 &&
+     grep -q basalt-kvm-probe-ok "$dir/serial.log"; then
+    echo ok >"$verdict"
+  else
+    echo broken >"$verdict"
+  fi
+  find "$cache" -maxdepth 1 -name 'kvm-probe.*-*' ! -name "kvm-probe.$boot_id" -delete
+  [ "$(cat "$verdict")" = ok ]
+}
+case "$accel" in
+  kvm) accel_args=(-accel kvm -cpu host) ;;
+  tcg) accel_args=(-accel tcg -cpu max) ;;
+  auto) if kvm_works; then accel_args=(-accel kvm -cpu host); else accel_args=(-accel tcg -cpu max); fi ;;
+  *) say "--accel must be auto, kvm or tcg"; exit 2 ;;
+esac
+
+if [ "$fresh" = 1 ] || [ ! -f "$disk" ]; then
+  rm -f "$disk"
+  qemu-img create -q -f qcow2 "$disk" 10G
+fi
+
+args=(-machine q35 "${accel_args[@]}" -m "$memory" -smp "$cpus" -no-reboot
+  -drive "file=$disk,if=none,id=disk0,format=qcow2" -device "virtio-blk-pci,drive=disk0,bootindex=2"
+  -netdev "user,id=net0,restrict=$restrict,hostfwd=tcp:127.0.0.1:${api_port}-:50000,hostfwd=tcp:127.0.0.1:${trustd_port}-:50001"
+  -device virtio-net-pci,netdev=net0
+  -device virtio-rng-pci)
+case "$boot" in
+  iso)
+    args+=(-drive "file=$out/metal-amd64.iso,if=none,id=cd0,media=cdrom,readonly=on" -device "ide-cd,drive=cd0,bootindex=1")
+    if [ "$firmware" = uefi ]; then
+      vars="$cache/OVMF_VARS.$$.fd"
+      mkdir -p "$cache" && cp /usr/share/OVMF/OVMF_VARS_4M.fd "$vars"
+      # QEMU holds the file open; it is removed now so no copy outlives the VM.
+      args+=(-drive "if=pflash,format=raw,unit=0,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd"
+        -drive "if=pflash,format=raw,unit=1,file=$vars")
+      (sleep 5; rm -f "$vars") &
+    elif [ "$firmware" != bios ]; then
+      say "--firmware must be uefi or bios"; exit 2
+    fi ;;
+  pxe)
+    args+=(-kernel "$out/vmlinuz-amd64" -initrd "$out/initramfs-amd64.xz" -append "$(cat "$out/cmdline-amd64.txt")") ;;
+  *) say "--boot must be iso or pxe"; exit 2 ;;
+esac
+if [ -n "$serial" ]; then
+  args+=(-display none -serial "file:$serial" -monitor none)
+else
+  args+=(-nographic -serial mon:stdio)
+fi
+
+cat >&2 <<EOF
+vm: booting $boot$( [ "$boot" = iso ] && echo " ($firmware)") with ${accel_args[1]}, disk $disk
+vm: the node's API is forwarded to 127.0.0.1:$api_port (trustd 127.0.0.1:$trustd_port). Once it is in maintenance mode:
+vm:   talosctl -e 127.0.0.1:$api_port -n 127.0.0.1:$api_port disks --insecure
+vm:   talosctl -e 127.0.0.1:$api_port -n 127.0.0.1:$api_port get addresses --insecure
+vm:   talosctl apply-config --insecure -n 127.0.0.1:$api_port --file controlplane.yaml
+vm:   node dist/agent/src/cmd/main.js ctl ...   (our client; NodeClient from agent/src/client/client.ts)
+vm: console: Ctrl-A X quits QEMU, Ctrl-A C toggles the QEMU monitor.
+EOF
+exec qemu-system-x86_64 "${args[@]}"

@@ -1,0 +1,114 @@
+// Boots a built Basalt image in QEMU through scripts/vm.sh for end-to-end tests:
+// free host ports for the API forwards, a fresh blank disk, the console in a log
+// file, and a kill of the whole process group when the test ends (or the runner exits).
+import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { NodeClient } from "../../agent/src/client/client.js";
+
+export const repoRoot = path.resolve(import.meta.dirname, "..", "..", "..");
+const outDir = path.join(repoRoot, "_out", "e2e");
+
+export interface BootOptions {
+  name: string;
+  boot: "iso" | "pxe";
+  firmware?: "uefi" | "bios";
+}
+
+export interface BootedNode {
+  apiPort: number;
+  serialLog: string;
+  startedAt: number;
+  /** The node's console so far. */
+  console(): string;
+  /** A maintenance-mode client (TLS without verification, as talosctl --insecure). */
+  client(): NodeClient;
+  stop(): Promise<void>;
+}
+
+const running = new Set<ChildProcess>();
+function killGroup(child: ChildProcess): void {
+  if (child.pid && child.exitCode === null && child.signalCode === null) {
+    try {
+      process.kill(-child.pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+}
+process.on("exit", () => running.forEach(killGroup));
+for (const sig of ["SIGINT", "SIGTERM"] as const) process.on(sig, () => process.exit(130));
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export function artifactsPresent(): boolean {
+  return ["metal-amd64.iso", "initramfs-amd64.xz", "vmlinuz-amd64"].every((f) => fs.existsSync(path.join(repoRoot, "_out", f)));
+}
+
+export async function bootNode(opts: BootOptions): Promise<BootedNode> {
+  fs.mkdirSync(outDir, { recursive: true });
+  const apiPort = await freePort();
+  const trustdPort = await freePort();
+  const serialLog = path.join(outDir, `${opts.name}.console.log`);
+  fs.rmSync(serialLog, { force: true });
+  const args = [
+    "scripts/vm.sh", "--no-build", "--boot", opts.boot, "--firmware", opts.firmware ?? "uefi",
+    "--api-port", String(apiPort), "--trustd-port", String(trustdPort),
+    "--disk", path.join(outDir, `${opts.name}.qcow2`), "--fresh-disk",
+    "--serial", serialLog, "--cpus", process.env.BASALT_E2E_CPUS ?? "1",
+    "--accel", process.env.BASALT_E2E_ACCEL ?? "auto",
+  ];
+  const startedAt = Date.now();
+  const child = spawn("bash", args, { cwd: repoRoot, detached: true, stdio: ["ignore", "ignore", "pipe"] });
+  running.add(child);
+  let stderr = "";
+  child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const clients: NodeClient[] = [];
+  return {
+    apiPort,
+    serialLog,
+    startedAt,
+    console: () => (fs.existsSync(serialLog) ? fs.readFileSync(serialLog, "utf8") : "") + (child.exitCode !== null ? `\n[vm.sh exited ${child.exitCode}]\n${stderr}` : ""),
+    client: () => {
+      const c = new NodeClient({ endpoint: `127.0.0.1:${apiPort}`, credentials: { kind: "insecure" } });
+      clients.push(c);
+      return c;
+    },
+    stop: async () => {
+      clients.forEach((c) => c.close());
+      killGroup(child);
+      await Promise.race([exited, sleep(5000)]);
+      running.delete(child);
+      fs.rmSync(path.join(outDir, `${opts.name}.qcow2`), { force: true });
+    },
+  };
+}
+
+/** Calls `probe` until it resolves or the deadline passes; fails early with the console when QEMU is gone. */
+export async function waitFor<T>(node: BootedNode, what: string, probe: () => Promise<T>, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      return await probe();
+    } catch (err) {
+      last = err;
+    }
+    if (node.console().includes("[vm.sh exited")) break;
+    await sleep(2000);
+  }
+  const tail = node.console().split("\n").slice(-40).join("\n");
+  throw new Error(`${what} not reached: ${last instanceof Error ? last.message : String(last)}\n--- console tail ---\n${tail}`);
+}
