@@ -93,6 +93,11 @@ export class Supervisor {
       this.scheduleRestart(entry);
       return;
     }
+    if (!entry.wanted || entry.def !== def) {
+      // Stopped (or replaced) while starting: stop() already recorded the outcome; make sure it does not keep running.
+      await def.runner.stop().catch((err) => log.warn("stop after start failed", { service: def.id, error: describeError(err) }));
+      return;
+    }
     record.transition("Running", "Service started");
     this.emit(record);
     if (def.runner.health) {

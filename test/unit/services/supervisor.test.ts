@@ -95,3 +95,28 @@ test("an in-process service runs until stopped; its failure is reported and rest
   await stopping.stop();
   assert.equal(aborted, true);
 });
+
+test("a service stopped while it is still starting does not turn Running and is stopped", async () => {
+  const sup = new Supervisor(60_000);
+  let started: (() => void) | undefined;
+  let stops = 0;
+  let probes = 0;
+  const runner: ServiceRunner = {
+    start: () => new Promise<void>((resolve) => (started = resolve)),
+    stop: async () => {
+      stops++;
+    },
+    health: async () => {
+      probes++;
+    },
+  };
+  const starting = sup.start({ id: "slow", runner, restart: "always" });
+  assert.equal(sup.get("slow")?.state, "Preparing");
+  await sup.stop("slow");
+  started!();
+  await starting;
+  assert.equal(sup.get("slow")?.state, "Finished");
+  assert.deepEqual(sup.get("slow")!.events.map((e) => e.state), ["Preparing", "Stopping", "Finished"]);
+  assert.equal(stops, 2, "the runner that finished starting after stop() is stopped again");
+  assert.equal(probes, 0, "no health polling for a stopped service");
+});
