@@ -2,63 +2,14 @@
 // in maintenance mode, apply-config, mutual TLS with roles, and restart.
 import * as grpc from "@grpc/grpc-js";
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
-import { fileURLToPath } from "node:url";
 import { NodeClient, type ClientCredentials } from "../../agent/src/client/client.js";
 import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
 import { generateConfigs, issueClientCredentials, type GeneratedConfigs } from "../../agent/src/config/generate/index.js";
-
-const here = path.dirname(fileURLToPath(import.meta.url));
-const sandboxJs = path.resolve(here, "../../agent/src/cmd/sandbox.js");
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-function startSandbox(stateDir: string, port: number): { child: ChildProcess; output: () => string } {
-  let out = "";
-  const child = spawn(process.execPath, [sandboxJs, "--state-dir", stateDir, "--apid-listen", `127.0.0.1:${port}`], {
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, BASALT_LOG_LEVEL: "info" },
-  });
-  child.stdout!.on("data", (b: Buffer) => (out += b.toString()));
-  child.stderr!.on("data", (b: Buffer) => (out += b.toString()));
-  return { child, output: () => out };
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  await new Promise<void>((resolve) => {
-    child.once("exit", () => resolve());
-    child.kill("SIGTERM");
-  });
-}
-
-/** Retries `fn` until it succeeds: processes start asynchronously (bounded by attempts, not by timing asserts). */
-async function eventually<T>(fn: () => Promise<T>, attempts = 100): Promise<T> {
-  let last: unknown;
-  for (let i = 0; i < attempts; i++) {
-    try {
-      return await fn();
-    } catch (err) {
-      last = err;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
-  throw last;
-}
+import { eventually, freePort, startSandbox, type SandboxProcess } from "./helpers/sandbox.js";
 
 async function expectCode(p: Promise<unknown>, code: grpc.status, detail?: RegExp): Promise<grpc.ServiceError> {
   const err = await p.then(
@@ -77,7 +28,7 @@ function configYaml(extra = ""): string {
 
 let stateDir = "";
 let port = 0;
-let sandbox: ReturnType<typeof startSandbox> | undefined;
+let sandbox: SandboxProcess | undefined;
 let generated: GeneratedConfigs;
 let admin: ClientCredentials;
 let reader: ClientCredentials;
@@ -89,7 +40,6 @@ function client(credentials: ClientCredentials): NodeClient {
   clients.push(c);
   return c;
 }
-
 
 before(async () => {
   stateDir = mkdtempSync(path.join(os.tmpdir(), "basalt-foundation-"));
@@ -115,7 +65,7 @@ before(async () => {
 
 after(async () => {
   for (const c of clients) c.close();
-  if (sandbox) await stop(sandbox.child);
+  await sandbox?.stop();
   rmSync(stateDir, { recursive: true, force: true });
 });
 
@@ -218,7 +168,7 @@ test("apply-config leaves maintenance; mTLS with roles; other CAs refused", asyn
 });
 
 test("restart keeps the configuration and boots straight into normal mode", async () => {
-  await stop(sandbox!.child);
+  await sandbox!.stop();
   sandbox = startSandbox(stateDir, port);
   const adminClient = client(admin);
   const version = (await eventually(() => adminClient.version())) as { messages: unknown[] };
