@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { parse } from "yaml";
 import { InvalidInputError, NotFoundError } from "../errors.js";
+import { pemFromBase64 } from "../pki/index.js";
 
 /** One talosconfig context with its PEM material decoded. */
 export interface TalosContext {
@@ -27,8 +28,7 @@ export function parseTalosconfig(text: string, contextName?: string): TalosConte
   const ctx = doc.contexts?.[name];
   if (!ctx) throw new NotFoundError(`context ${JSON.stringify(name)} is not defined in talosconfig`);
   const list = (v: unknown) => (Array.isArray(v) ? v.map(String) : []);
-  const pem = (v: unknown) => (typeof v === "string" ? Buffer.from(v, "base64").toString("utf8") : "");
-  return { name, endpoints: list(ctx["endpoints"]), nodes: list(ctx["nodes"]), ca: pem(ctx["ca"]), crt: pem(ctx["crt"]), key: pem(ctx["key"]) };
+  return { name, endpoints: list(ctx["endpoints"]), nodes: list(ctx["nodes"]), ca: pemFromBase64(ctx["ca"]), crt: pemFromBase64(ctx["crt"]), key: pemFromBase64(ctx["key"]) };
 }
 
 export function loadTalosconfig(file = defaultTalosconfigPath(), contextName?: string): TalosContext {

@@ -1,4 +1,5 @@
 import { parseAllDocuments } from "yaml";
+import { pemFromBase64 } from "../pki/index.js";
 import type { PemCertAndKey as PemPair } from "../resources/codec.js";
 import type { MachineTypeName } from "../resources/catalog/config.js";
 
@@ -18,7 +19,6 @@ export interface ConfigFacts {
 
 type Obj = Record<string, unknown>;
 const obj = (v: unknown): Obj => (v && typeof v === "object" && !Array.isArray(v) ? (v as Obj) : {});
-const b64 = (v: unknown): string => (typeof v === "string" && v !== "" ? Buffer.from(v, "base64").toString("utf8") : "");
 
 /** Reads the v1alpha1 document's machine settings machined needs (certificates, features, type). */
 export function configFacts(text: string): ConfigFacts {
@@ -32,8 +32,8 @@ export function configFacts(text: string): ConfigFacts {
   const hostname = obj(machine["network"])["hostname"];
   return {
     machineType: (["init", "controlplane", "worker"].includes(type) ? type : "unknown") as MachineTypeName,
-    osCA: { crt: b64(ca["crt"]), key: b64(ca["key"]) },
-    acceptedCAs: (Array.isArray(machine["acceptedCAs"]) ? machine["acceptedCAs"] : []).map((c) => b64(obj(c)["crt"])).filter(Boolean),
+    osCA: { crt: pemFromBase64(ca["crt"]), key: pemFromBase64(ca["key"]) },
+    acceptedCAs: (Array.isArray(machine["acceptedCAs"]) ? machine["acceptedCAs"] : []).map((c) => pemFromBase64(obj(c)["crt"])).filter(Boolean),
     certSANs: (Array.isArray(machine["certSANs"]) ? machine["certSANs"] : []).map(String),
     ...(typeof hostname === "string" && hostname ? { hostname } : {}),
     // Both default to on when absent (generated configs set them explicitly).

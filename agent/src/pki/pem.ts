@@ -42,6 +42,16 @@ export function decodePemBlocks(text: string | Buffer): PemBlock[] {
   return blocks;
 }
 
+/** Base64 of PEM text: how configs, talosconfig and resource YAML carry PEM material. */
+export function pemToBase64(pem: string): string {
+  return Buffer.from(pem, "utf8").toString("base64");
+}
+
+/** PEM text from its base64 form; "" for an absent or non-string value (e.g. a worker's CA key). */
+export function pemFromBase64(value: unknown): string {
+  return typeof value === "string" && value !== "" ? Buffer.from(value, "base64").toString("utf8") : "";
+}
+
 /** The first PEM block; with `expectLabels`, its label must be one of them. */
 export function decodePem(text: string | Buffer, expectLabels?: readonly string[]): PemBlock {
   const [block] = decodePemBlocks(text);

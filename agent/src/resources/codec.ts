@@ -66,10 +66,15 @@ export function pemCertAndKeyProto(v: PemCertAndKey | undefined): { crt: Buffer;
   return { crt: Buffer.from(v.crt, "utf8"), key: Buffer.from(v.key, "utf8") };
 }
 
+/** Base64 of PEM text, as Talos's YAML marshals its PEM types. */
+export function pemYaml(pem: string): string {
+  return Buffer.from(pem, "utf8").toString("base64");
+}
+
 /** YAML shape Talos prints for a PEM pair: base64 of the PEM bytes. */
 export function pemCertAndKeyYaml(v: PemCertAndKey | undefined): { crt: string; key: string } | null {
   if (!v) return null;
-  return { crt: Buffer.from(v.crt, "utf8").toString("base64"), key: Buffer.from(v.key, "utf8").toString("base64") };
+  return { crt: pemYaml(v.crt), key: pemYaml(v.key) };
 }
 
 /** Talos enum name -> number through a table; unknown names are an input error. */

@@ -4,6 +4,7 @@
 // its key; worker documents carry only the OS and Kubernetes CA certificates.
 import { stringify } from "yaml";
 import { InvalidInputError } from "../../errors.js";
+import { pemToBase64 } from "../../pki/index.js";
 import {
   defaultDnsDomain,
   defaultInstallDisk,
@@ -69,10 +70,9 @@ export interface MachineOptions {
 
 type Obj = Record<string, unknown>;
 
-const b64 = (pem: string): string => Buffer.from(pem, "utf8").toString("base64");
 
 function caEntry(pair: PemPair, withKey: boolean): Obj {
-  return { crt: b64(pair.crt), key: withKey ? b64(pair.key) : "" };
+  return { crt: pemToBase64(pair.crt), key: withKey ? pemToBase64(pair.key) : "" };
 }
 
 function unique(values: readonly string[]): string[] {
@@ -215,7 +215,7 @@ export function machineConfigDocument(
       secretboxEncryptionSecret: secrets.secrets.secretboxEncryptionSecret,
       ca: caEntry(secrets.certs.k8s, true),
       aggregatorCA: caEntry(secrets.certs.k8sAggregator, true),
-      serviceAccount: { key: b64(secrets.certs.k8sServiceAccount.key) },
+      serviceAccount: { key: pemToBase64(secrets.certs.k8sServiceAccount.key) },
       apiServer: {
         image: images.apiServer,
         certSANs: unique([endpoint.host, ...additionalSANs]),

@@ -10,6 +10,8 @@ import {
   generateSelfSignedCA,
   parseCertificatePem,
   parsePrivateKeyPem,
+  pemFromBase64,
+  pemToBase64,
   privateKeyToPem,
 } from "../../pki/index.js";
 import { generateToken, randomBase64Secret, randomClusterId } from "./tokens.js";
@@ -64,11 +66,9 @@ export async function generateSecretsBundle(now: Date = new Date()): Promise<Sec
   };
 }
 
-const b64 = (pem: string): string => Buffer.from(pem, "utf8").toString("base64");
-
 /** YAML text in the shape of `talosctl gen secrets` output. */
 export function secretsBundleToYaml(bundle: SecretsBundle): string {
-  const pair = (p: PemPair) => ({ crt: b64(p.crt), key: b64(p.key) });
+  const pair = (p: PemPair) => ({ crt: pemToBase64(p.crt), key: pemToBase64(p.key) });
   const secrets: Record<string, string> = {
     bootstraptoken: bundle.secrets.bootstrapToken,
     secretboxencryptionsecret: bundle.secrets.secretboxEncryptionSecret,
@@ -82,7 +82,7 @@ export function secretsBundleToYaml(bundle: SecretsBundle): string {
       etcd: pair(bundle.certs.etcd),
       k8s: pair(bundle.certs.k8s),
       k8saggregator: pair(bundle.certs.k8sAggregator),
-      k8sserviceaccount: { key: b64(bundle.certs.k8sServiceAccount.key) },
+      k8sserviceaccount: { key: pemToBase64(bundle.certs.k8sServiceAccount.key) },
       os: pair(bundle.certs.os),
     },
   };
@@ -112,7 +112,7 @@ class FieldReader {
   pem(path: string): string {
     const raw = this.string(path);
     if (raw === "") return "";
-    const text = Buffer.from(raw, "base64").toString("utf8");
+    const text = pemFromBase64(raw);
     if (!text.includes("-----BEGIN ")) this.problems.push(`${path}: not base64 of a PEM block`);
     return text;
   }
@@ -150,34 +150,87 @@ function invalid(what: string, problems: string[]): InvalidInputError {
   return new InvalidInputError(`${what}:\n${problems.map((p) => `\t* ${p}`).join("\n")}`, { problems });
 }
 
+/** Where each bundle field sits in a document (a `gen secrets` file or a v1alpha1 config). */
+interface BundleLayout {
+  clusterId: string;
+  clusterSecret: string;
+  bootstrapToken: string;
+  secretboxEncryptionSecret: string;
+  aescbcEncryptionSecret: string;
+  trustdToken: string;
+  /** Cert/key pairs: `<path>.crt` and `<path>.key`. */
+  etcd: string;
+  k8s: string;
+  k8sAggregator: string;
+  os: string;
+  serviceAccountKey: string;
+}
+
+/**
+ * Reads a bundle laid out as `layout` says, collecting a problem per missing field.
+ * The secretbox secret may be absent when an aescbc one is there (older configs).
+ */
+function readBundle(r: FieldReader, layout: BundleLayout, secretboxOptional: (aescbc: string) => boolean): SecretsBundle {
+  const pair = (path: string): PemPair => ({ crt: r.pem(`${path}.crt`), key: r.pem(`${path}.key`) });
+  const aescbc = r.string(layout.aescbcEncryptionSecret, true);
+  return {
+    cluster: { id: r.string(layout.clusterId), secret: r.string(layout.clusterSecret) },
+    secrets: {
+      bootstrapToken: r.string(layout.bootstrapToken),
+      secretboxEncryptionSecret: r.string(layout.secretboxEncryptionSecret, secretboxOptional(aescbc)),
+      ...(aescbc ? { aescbcEncryptionSecret: aescbc } : {}),
+    },
+    trustdInfo: { token: r.string(layout.trustdToken) },
+    certs: {
+      etcd: pair(layout.etcd),
+      k8s: pair(layout.k8s),
+      k8sAggregator: pair(layout.k8sAggregator),
+      k8sServiceAccount: { key: r.pem(layout.serviceAccountKey) },
+      os: pair(layout.os),
+    },
+  };
+}
+
+const secretsFileLayout: BundleLayout = {
+  clusterId: "cluster.id",
+  clusterSecret: "cluster.secret",
+  bootstrapToken: "secrets.bootstraptoken",
+  secretboxEncryptionSecret: "secrets.secretboxencryptionsecret",
+  aescbcEncryptionSecret: "secrets.aescbcencryptionsecret",
+  trustdToken: "trustdinfo.token",
+  etcd: "certs.etcd",
+  k8s: "certs.k8s",
+  k8sAggregator: "certs.k8saggregator",
+  os: "certs.os",
+  serviceAccountKey: "certs.k8sserviceaccount.key",
+};
+
+const machineConfigLayout: BundleLayout = {
+  clusterId: "cluster.id",
+  clusterSecret: "cluster.secret",
+  bootstrapToken: "cluster.token",
+  secretboxEncryptionSecret: "cluster.secretboxEncryptionSecret",
+  aescbcEncryptionSecret: "cluster.aescbcEncryptionSecret",
+  trustdToken: "machine.token",
+  etcd: "cluster.etcd.ca",
+  k8s: "cluster.ca",
+  k8sAggregator: "cluster.aggregatorCA",
+  os: "machine.ca",
+  serviceAccountKey: "cluster.serviceAccount.key",
+};
+
 /** Parses a `gen secrets` YAML file; every missing or unusable field is reported at once. */
 export function loadSecretsBundle(text: string | Buffer): SecretsBundle {
   const what = "invalid secrets bundle";
   const r = new FieldReader(parseSingleYaml(typeof text === "string" ? text : text.toString("utf8"), what));
-  const pair = (path: string): PemPair => ({ crt: r.pem(`${path}.crt`), key: r.pem(`${path}.key`) });
-  const aescbc = r.string("secrets.aescbcencryptionsecret", true);
-  const bundle: SecretsBundle = {
-    cluster: { id: r.string("cluster.id"), secret: r.string("cluster.secret") },
-    secrets: {
-      bootstrapToken: r.string("secrets.bootstraptoken"),
-      secretboxEncryptionSecret: r.string("secrets.secretboxencryptionsecret"),
-      ...(aescbc ? { aescbcEncryptionSecret: aescbc } : {}),
-    },
-    trustdInfo: { token: r.string("trustdinfo.token") },
-    certs: {
-      etcd: pair("certs.etcd"),
-      k8s: pair("certs.k8s"),
-      k8sAggregator: pair("certs.k8saggregator"),
-      k8sServiceAccount: { key: r.pem("certs.k8sserviceaccount.key") },
-      os: pair("certs.os"),
-    },
-  };
+  const l = secretsFileLayout;
+  const bundle = readBundle(r, l, () => false);
   const problems = r.problems;
-  checkPair(problems, "certs.etcd", bundle.certs.etcd);
-  checkPair(problems, "certs.k8s", bundle.certs.k8s);
-  checkPair(problems, "certs.k8saggregator", bundle.certs.k8sAggregator);
-  checkPair(problems, "certs.os", bundle.certs.os);
-  checkKey(problems, "certs.k8sserviceaccount.key", bundle.certs.k8sServiceAccount.key);
+  checkPair(problems, l.etcd, bundle.certs.etcd);
+  checkPair(problems, l.k8s, bundle.certs.k8s);
+  checkPair(problems, l.k8sAggregator, bundle.certs.k8sAggregator);
+  checkPair(problems, l.os, bundle.certs.os);
+  checkKey(problems, l.serviceAccountKey, bundle.certs.k8sServiceAccount.key);
   if (problems.length > 0) throw invalid(what, problems);
   return bundle;
 }
@@ -201,27 +254,11 @@ export function secretsBundleFromConfig(config: string | Buffer | Obj): SecretsB
   }
   if (!doc) throw new InvalidInputError(`${what}: no v1alpha1 document`);
   const r = new FieldReader(doc);
-  const pair = (path: string): PemPair => ({ crt: r.pem(`${path}.crt`), key: r.pem(`${path}.key`) });
-  const aescbc = r.string("cluster.aescbcEncryptionSecret", true);
-  const bundle: SecretsBundle = {
-    cluster: { id: r.string("cluster.id"), secret: r.string("cluster.secret") },
-    secrets: {
-      bootstrapToken: r.string("cluster.token"),
-      secretboxEncryptionSecret: r.string("cluster.secretboxEncryptionSecret", aescbc !== ""),
-      ...(aescbc ? { aescbcEncryptionSecret: aescbc } : {}),
-    },
-    trustdInfo: { token: r.string("machine.token") },
-    certs: {
-      etcd: pair("cluster.etcd.ca"),
-      k8s: pair("cluster.ca"),
-      k8sAggregator: pair("cluster.aggregatorCA"),
-      k8sServiceAccount: { key: r.pem("cluster.serviceAccount.key") },
-      os: pair("machine.ca"),
-    },
-  };
+  const l = machineConfigLayout;
+  const bundle = readBundle(r, l, (aescbc) => aescbc !== "");
   const problems = r.problems;
-  checkPair(problems, "machine.ca", bundle.certs.os);
-  checkPair(problems, "cluster.ca", bundle.certs.k8s);
+  checkPair(problems, l.os, bundle.certs.os);
+  checkPair(problems, l.k8s, bundle.certs.k8s);
   if (problems.length > 0) throw invalid(what, problems);
   return bundle;
 }

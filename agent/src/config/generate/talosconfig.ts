@@ -2,7 +2,7 @@
 // cluster, with the OS CA certificate and an admin client certificate (Ed25519,
 // O = roles, clientAuth, 1 year) signed by the OS CA. Values are base64 PEM.
 import { stringify } from "yaml";
-import { clientCertLifetimeMs, issueCertificate, loadCertificateAndKey } from "../../pki/index.js";
+import { clientCertLifetimeMs, issueCertificate, loadCertificateAndKey, pemToBase64 } from "../../pki/index.js";
 import { defaultClientRoles } from "./constants.js";
 import type { SecretsBundle } from "./secrets.js";
 
@@ -39,12 +39,11 @@ export async function issueClientCredentials(
 }
 
 export function talosconfigYaml(contextName: string, credentials: ClientCredentials, endpoints: string[] = [], nodes: string[] = []): string {
-  const b64 = (pem: string) => Buffer.from(pem, "utf8").toString("base64");
   const context: Record<string, unknown> = { endpoints: [...endpoints] };
   if (nodes.length > 0) context.nodes = [...nodes];
-  context.ca = b64(credentials.caPem);
-  context.crt = b64(credentials.certPem);
-  context.key = b64(credentials.keyPem);
+  context.ca = pemToBase64(credentials.caPem);
+  context.crt = pemToBase64(credentials.certPem);
+  context.key = pemToBase64(credentials.keyPem);
   return stringify({ context: contextName, contexts: { [contextName]: context } }, { indent: 4, lineWidth: 0 });
 }
 

@@ -3,7 +3,7 @@
 // as PEM text; YAML shows it base64-encoded (as Talos marshals its PEM types), the
 // protobuf side carries the PEM bytes.
 
-import { type PemCertAndKey, netIP, pemCertAndKeyProto, pemCertAndKeyYaml } from "../codec.js";
+import { type PemCertAndKey, netIP, pemCertAndKeyProto, pemCertAndKeyYaml, pemYaml } from "../codec.js";
 import { defineResource, type ResourceDefinition } from "../definitions.js";
 import { marshalGoYaml } from "../go-yaml.js";
 
@@ -15,7 +15,7 @@ export interface PemCertificate {
 }
 
 const certProto = (c: PemCertificate) => ({ crt: Buffer.from(c.crt, "utf8") });
-const certYaml = (c: PemCertificate) => ({ crt: Buffer.from(c.crt, "utf8").toString("base64") });
+const certYaml = (c: PemCertificate) => ({ crt: pemYaml(c.crt) });
 
 // --- OSRootSecrets.secrets.talos.dev (id "os") ---
 export const OSRootSecretsType = "OSRootSecrets.secrets.talos.dev";
