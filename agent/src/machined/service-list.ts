@@ -1,11 +1,5 @@
+import { timestamp } from "../resources/wire.js";
 import type { ServiceStatus } from "../services/service.js";
-
-/** google.protobuf.Timestamp as a plain object. */
-export function timestamp(d: Date | undefined): { seconds: number; nanos: number } | undefined {
-  if (!d) return undefined;
-  const ms = d.getTime();
-  return { seconds: Math.floor(ms / 1000), nanos: (ms % 1000) * 1_000_000 };
-}
 
 /** One machine.ServiceInfo from a supervised service's status. */
 export function serviceInfo(s: ServiceStatus) {
@@ -17,7 +11,7 @@ export function serviceInfo(s: ServiceStatus) {
       unknown: s.health.unknown,
       healthy: s.health.healthy,
       last_message: s.health.lastMessage,
-      last_change: timestamp(s.health.lastChange),
+      last_change: s.health.lastChange && timestamp(s.health.lastChange),
     },
   };
 }
