@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { InvalidInputError } from "../errors.js";
+import { cmdlineArgs } from "../sys/cmdline.js";
 
 /** Where the node runs: decides install, config sources and validation mode. */
 export interface Platform {
@@ -13,14 +14,10 @@ const known = new Set([
   "equinixMetal", "packet", "exoscale", "scaleway", "upcloud", "vmware", "vultr", "akamai", "container",
 ]);
 
+/** Every value of each kernel argument, in order ("" for a bare word). */
 export function parseCmdline(cmdline: string): Map<string, string[]> {
   const args = new Map<string, string[]>();
-  for (const word of cmdline.trim().split(/\s+/).filter(Boolean)) {
-    const eq = word.indexOf("=");
-    const key = eq < 0 ? word : word.slice(0, eq);
-    const value = eq < 0 ? "" : word.slice(eq + 1);
-    args.set(key, [...(args.get(key) ?? []), value]);
-  }
+  for (const [key, value = ""] of cmdlineArgs(cmdline)) args.set(key, [...(args.get(key) ?? []), value]);
   return args;
 }
 

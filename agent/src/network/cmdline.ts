@@ -3,6 +3,8 @@
 // forms. Static `ip=` configurations, `bond=` and `vlan=` arrive with the full
 // networkd; they are reported as unsupported so the caller can log them.
 
+import { cmdlineArgs } from "../sys/cmdline.js";
+
 export interface CmdlineNetworking {
   hostname?: string;
   domainname?: string;
@@ -13,16 +15,7 @@ export interface CmdlineNetworking {
   unsupported: string[];
 }
 
-/** Splits /proc/cmdline text into key/value pairs, honouring double quotes. */
-export function cmdlineArgs(text: string): [string, string | undefined][] {
-  const out: [string, string | undefined][] = [];
-  for (const m of text.matchAll(/(?:[^\s"]+|"[^"]*")+/g)) {
-    const word = m[0].replace(/"/g, "");
-    const eq = word.indexOf("=");
-    out.push(eq < 0 ? [word, undefined] : [word.slice(0, eq), word.slice(eq + 1)]);
-  }
-  return out;
-}
+export { cmdlineArgs };
 
 export function parseCmdlineNetworking(text: string): CmdlineNetworking {
   const res: CmdlineNetworking = { ignoreLinks: [], dhcpLinks: [], unsupported: [] };
