@@ -36,7 +36,7 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
       spec: (flags) => ({
         id: "apid",
         command: opts.self.command,
-        args: [...opts.self.args, "apid", "--listen", opts.apidListen, "--machined-socket", opts.paths.machinedSocket, ...flags],
+        args: [...apidNodeFlags(), ...opts.self.args, "apid", "--listen", opts.apidListen, "--machined-socket", opts.paths.machinedSocket, ...flags],
         stopTimeoutMs: 5000,
         ipc: true,
       }),
@@ -46,6 +46,16 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
     signal: ac.signal,
   });
   await m.done;
+}
+
+/**
+ * Node flags for the apid child (it does not inherit machined's). BASALT_APID_NODE_FLAGS
+ * (space-separated) replaces them, for measuring levers (bench/memory).
+ */
+export function apidNodeFlags(env: NodeJS.ProcessEnv = process.env): string[] {
+  const override = env["BASALT_APID_NODE_FLAGS"];
+  if (override !== undefined) return override.split(/\s+/).filter(Boolean);
+  return [];
 }
 
 /** The entry script of the multi-call program, beside this module (dist) or the bundle itself. */

@@ -1,0 +1,174 @@
+// RPC latency over loopback against the sandbox (machined + apid): maintenance
+// mode (insecure TLS) storage.Disks and COSI List, then, after applying a
+// generated config, over mTLS: Version, ServiceList, COSI Get MachineConfig and
+// a one-to-many Version (`nodes: 127.0.0.1 x K`, apid fans out to itself).
+// Each method: N calls one after another, then N calls with C in flight.
+// Prints p50/p90/p99/max in ms and calls/s; figures only, no thresholds.
+//
+// usage: node dist/bench/rpc-latency.js [--calls 500] [--concurrency 8] [--fanout 4] [--apid-in-process] [--bundle]
+//   BENCH_NODE_FLAGS="--flag ..." adds node flags to the machined (sandbox) process.
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { performance } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
+import { NodeClient, type ClientCredentials } from "../agent/src/client/client.js";
+import { parseTalosconfig } from "../agent/src/client/talosconfig.js";
+import { generateConfigs } from "../agent/src/config/generate/index.js";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const repo = path.resolve(here, "../..");
+
+const arg = (name: string, dflt: string) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? (process.argv[i + 1] ?? dflt) : dflt;
+};
+const calls = Math.max(1, Math.min(5000, Number(arg("calls", "500"))));
+const concurrency = Math.max(1, Math.min(64, Number(arg("concurrency", "8"))));
+const fanout = Math.max(1, Math.min(16, Number(arg("fanout", "4"))));
+const inProcess = process.argv.includes("--apid-in-process");
+const useBundle = process.argv.includes("--bundle");
+const nodeFlags = (process.env["BENCH_NODE_FLAGS"] ?? "").split(/\s+/).filter(Boolean);
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function eventually<T>(fn: () => Promise<T>, attempts = 150): Promise<T> {
+  let last: unknown;
+  for (let i = 0; i < attempts; i++) {
+    try {
+      return await fn();
+    } catch (err) {
+      last = err;
+      await sleep(200);
+    }
+  }
+  throw last;
+}
+
+function entry(): string[] {
+  if (!useBundle) return [path.join(repo, "dist/agent/src/cmd/sandbox.js")];
+  const bundle = path.join(repo, "_out/bundle/basalt.mjs");
+  if (!existsSync(bundle)) spawnSync(process.execPath, [path.join(repo, "scripts/bundle.mjs")], { stdio: "inherit" });
+  return [bundle, "sandbox"];
+}
+
+let stopping = false;
+function startSandbox(stateDir: string, port: number): ChildProcess {
+  const args = [...nodeFlags, ...entry(), "--state-dir", stateDir, "--apid-listen", `127.0.0.1:${port}`];
+  if (inProcess) args.push("--apid-in-process");
+  const child = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, BASALT_LOG_LEVEL: "warn" } });
+  let err = "";
+  child.stderr!.on("data", (b: Buffer) => (err = (err + b.toString()).slice(-4000)));
+  child.once("exit", (code, signal) => {
+    if (!stopping) process.stderr.write(`sandbox exited early (${code ?? signal}):\n${err}\n`);
+  });
+  return child;
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  stopping = true;
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+    child.once("exit", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill("SIGTERM");
+  });
+}
+
+function quantile(sorted: number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
+}
+
+/** Runs `call` n times with `inFlight` concurrent callers; returns per-call ms and the wall time. */
+async function run(call: () => Promise<unknown>, n: number, inFlight: number): Promise<{ ms: number[]; wallMs: number }> {
+  const ms: number[] = [];
+  let next = 0;
+  const started = performance.now();
+  const worker = async () => {
+    while (next < n) {
+      next++;
+      const t0 = performance.now();
+      await call();
+      ms.push(performance.now() - t0);
+    }
+  };
+  await Promise.all(Array.from({ length: inFlight }, worker));
+  return { ms, wallMs: performance.now() - started };
+}
+
+const rows: string[][] = [];
+async function measure(name: string, call: () => Promise<unknown>): Promise<void> {
+  // Warm up connections and JIT, so the figures are the steady state.
+  for (let i = 0; i < 20; i++) await call();
+  for (const c of [1, concurrency]) {
+    const { ms, wallMs } = await run(call, calls, c);
+    ms.sort((a, b) => a - b);
+    const f = (v: number) => v.toFixed(2);
+    rows.push([name, String(c), String(calls), f(quantile(ms, 0.5)), f(quantile(ms, 0.9)), f(quantile(ms, 0.99)), f(ms.at(-1)!), ((calls * 1000) / wallMs).toFixed(0)]);
+  }
+}
+
+function print(): void {
+  const head = ["method", "conc", "calls", "p50 ms", "p90 ms", "p99 ms", "max ms", "calls/s"];
+  const all = [head, ...rows];
+  const widths = head.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
+  for (const r of all) console.log(r.map((v, i) => (i === 0 ? v.padEnd(widths[i]!) : v.padStart(widths[i]!))).join("  "));
+}
+
+const stateDir = mkdtempSync(path.join(os.tmpdir(), "basalt-bench-rpc-"));
+const port = await freePort();
+const endpoint = `127.0.0.1:${port}`;
+const generated = await generateConfigs({ clusterName: "bench", endpoint: "https://127.0.0.1:6443", installDisk: "", talosconfigEndpoints: [endpoint] });
+const ctx = parseTalosconfig(generated.talosconfig);
+const admin: ClientCredentials = { kind: "mtls", ca: ctx.ca, crt: ctx.crt, key: ctx.key };
+const sandbox = startSandbox(stateDir, port);
+const clients: NodeClient[] = [];
+try {
+  console.log(
+    `node ${process.version}, ${useBundle ? "bundle" : "dist/"}, apid ${inProcess ? "in machined's process" : "separate process"}, ` +
+      `${calls} calls per method, sequential and ${concurrency} in flight, loopback${nodeFlags.length ? `, node flags: ${nodeFlags.join(" ")}` : ""}` +
+      `${process.env["BASALT_APID_NODE_FLAGS"] !== undefined ? `, apid flags: ${process.env["BASALT_APID_NODE_FLAGS"]}` : ""}`,
+  );
+  const insecure = new NodeClient({ endpoint, credentials: { kind: "insecure" } });
+  clients.push(insecure);
+  await eventually(() => insecure.disks());
+  await measure("maintenance storage.Disks (insecure)", () => insecure.disks());
+  await measure("maintenance COSI List Namespaces (insecure)", () => insecure.resourceList("meta", "Namespaces.meta.cosi.dev"));
+
+  await insecure.applyConfiguration(generated.controlplane);
+  const mtls = new NodeClient({ endpoint, credentials: admin });
+  clients.push(mtls);
+  await eventually(() => mtls.version());
+  await measure("Version (mTLS)", () => mtls.version());
+  await measure("ServiceList (mTLS)", () => mtls.serviceList());
+  await measure("COSI Get MachineConfig (mTLS)", () => mtls.resourceGet("config", "MachineConfigs.config.talos.dev", "v1alpha1"));
+  const many = new NodeClient({ endpoint, credentials: admin, nodes: Array.from({ length: fanout }, () => "127.0.0.1") });
+  clients.push(many);
+  const reply = (await many.version()) as { messages: unknown[] };
+  if (reply.messages.length === fanout) {
+    await measure(`Version nodes=127.0.0.1 x${fanout} (mTLS fan-out)`, () => many.version());
+  } else {
+    console.log(`fan-out to self not measured: ${reply.messages.length} replies for ${fanout} nodes`);
+  }
+  print();
+} finally {
+  for (const c of clients) c.close();
+  await stop(sandbox);
+  rmSync(stateDir, { recursive: true, force: true });
+}
