@@ -91,8 +91,7 @@ rm -rf "$work" && mkdir -p "$work/sqsh" "$work/early/dev" "$work/early/agent"
 gcc -static -Os -Wall -Wextra -Werror -o "$work/early/init" initramfs/init.c
 strip "$work/early/init"
 python3 initramfs/modules.py "$base/tree/usr/lib/modules/$kver" initramfs/modules.txt "$work/early" >&2
-cp -a "$agent"/basalt.mjs "$work/early/agent/"
-[ -d "$agent/api" ] && cp -a "$agent/api" "$work/early/agent/"
+(cd "$agent" && find . -mindepth 1 -maxdepth 1 ! -name meta.json -exec cp -a {} "$repo/$work/early/agent/" \;)
 ln "$system/rootfs.sqsh" "$work/sqsh/rootfs.sqsh" 2>/dev/null || cp "$system/rootfs.sqsh" "$work/sqsh/rootfs.sqsh"
 # The kernel only unpacks this order: the big uncompressed cpio first, the xz one after.
 (cd "$work/sqsh" && echo rootfs.sqsh | cpio -o -H newc -R 0:0 --quiet) >"$work/initramfs"
