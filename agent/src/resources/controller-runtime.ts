@@ -278,6 +278,8 @@ export class ControllerRuntime {
       removeFinalizer: (ns, type, id, ...f) => state.removeFinalizer(ns, type, id, ...f),
       requeueAfter: (ms) => {
         clearTimeout(slot.requeueTimer);
+        // The abort handler already cleared the timers; one armed now would outlive shutdown.
+        if (signal.aborted) return;
         slot.requeueTimer = setTimeout(() => this.trigger(slot), ms);
       },
     };

@@ -160,6 +160,26 @@ describe("ControllerRuntime", () => {
     assert.equal(state.get(NS, OUT, "late"), undefined);
   });
 
+  it("a requeue asked for during shutdown leaves no timer behind", async () => {
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+    const rt = new ControllerRuntime(new ResourceState());
+    const ac = new AbortController();
+    rt.register({
+      name: "test.Poller",
+      inputs: [],
+      outputs: [],
+      async reconcile(ctx) {
+        ac.abort(); // shutdown begins while this reconcile runs
+        ctx.requeueAfter(5_000); // short: without the fix this timer would hold the test process
+      },
+    });
+    const before = timers();
+    rt.start(ac.signal);
+    await new Promise((r) => setImmediate(r));
+    await rt.whenIdle();
+    assert.equal(timers(), before, "a pending requeue timer would keep the process alive after shutdown");
+  });
+
   it("lists dependencies", () => {
     const rt = new ControllerRuntime(new ResourceState());
     rt.register(doubler());
