@@ -3,6 +3,8 @@
 // RT_SCOPE_*, RTN_*, RTPROT_*, table ids), so that any backend (iproute2 today,
 // rtnetlink later) fills it the same way. Mapping to Talos names lives above sys.
 
+import { InvalidInputError } from "../errors.js";
+
 export type IpFamily = 4 | 6;
 
 /** What changed; watchers re-list what they care about. */
@@ -155,9 +157,13 @@ export function isPhysicalLink(link: Pick<KernelLink, "type" | "kind">): boolean
 
 /** The IPv4 network address of addr/prefixLen ("10.0.0.7", 24 -> "10.0.0.0"). */
 export function ipv4Network(addr: string, prefixLen: number): string {
-  const n = ipv4ToInt(addr);
-  const mask = prefixLen === 0 ? 0 : (0xffffffff << (32 - prefixLen)) >>> 0;
-  return intToIpv4((n & mask) >>> 0);
+  return intToIpv4((ipv4ToInt(addr) & ipv4PrefixMask(prefixLen)) >>> 0);
+}
+
+/** The netmask of a prefix length as an unsigned 32-bit number (24 -> 0xffffff00). */
+export function ipv4PrefixMask(prefixLen: number): number {
+  // Shifting by 32 is a no-op in JS, so /0 needs its own case.
+  return prefixLen === 0 ? 0 : (0xffffffff << (32 - prefixLen)) >>> 0;
 }
 
 export function ipv4Broadcast(addr: string, prefixLen: number): string {
@@ -167,9 +173,11 @@ export function ipv4Broadcast(addr: string, prefixLen: number): string {
 }
 
 export function ipv4ToInt(addr: string): number {
-  const parts = addr.split(".").map((p) => Number(p));
-  if (parts.length !== 4 || parts.some((p) => !Number.isInteger(p) || p < 0 || p > 255)) {
-    throw new RangeError(`not an IPv4 address: ${addr}`);
+  const words = addr.split(".");
+  const parts = words.map((p) => Number(p));
+  // Decimal octets only: Number() would also take "", " 1" and "0x1".
+  if (parts.length !== 4 || words.some((w) => !/^\d{1,3}$/.test(w)) || parts.some((p) => p > 255)) {
+    throw new InvalidInputError(`not an IPv4 address: ${JSON.stringify(addr)}`);
   }
   return ((parts[0]! << 24) | (parts[1]! << 16) | (parts[2]! << 8) | parts[3]!) >>> 0;
 }

@@ -115,3 +115,12 @@ test("subnet masks convert to prefix lengths and back", () => {
   assert.throws(() => maskToPrefixLen("255.0.255.0"), /non-contiguous/);
   assert.equal(prefixLenToMask(22), "255.255.252.0");
 });
+
+test("IPv4 text is parsed strictly: empty, padded, hex and out-of-range octets are refused", async () => {
+  const { ipv4ToInt, ipv4Network } = await import("../../../agent/src/sys/net.js");
+  assert.equal(ipv4ToInt("10.0.0.1"), 0x0a000001);
+  assert.equal(ipv4Network("10.1.2.3", 0), "0.0.0.0");
+  for (const bad of ["10..0.1", "10.0.0.", " 10.0.0.1", "0x10.0.0.1", "10.0.0.256", "10.0.0", "1e1.0.0.1"]) {
+    assert.throws(() => ipToBuffer(bad), /not an IPv4 address/, bad);
+  }
+});

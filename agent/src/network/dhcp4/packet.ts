@@ -2,6 +2,7 @@
 // options, RFC 3442 classless static routes). Pure functions over Buffers.
 
 import { InvalidInputError } from "../../errors.js";
+import { intToIpv4, ipv4PrefixMask, ipv4ToInt } from "../../sys/net.js";
 
 export const BOOTREQUEST = 1;
 export const BOOTREPLY = 2;
@@ -234,25 +235,19 @@ export function encodeClasslessRoutes(routes: ClasslessRoute[]): Buffer {
 }
 
 export function maskToPrefixLen(mask: string): number {
-  const n = ipToBuffer(mask).readUInt32BE(0);
+  const n = ipv4ToInt(mask);
   const len = Math.clz32(~n >>> 0); // leading one bits
   // Non-contiguous masks are invalid; be strict so a bad server is noticed.
-  const rebuilt = len === 0 ? 0 : (0xffffffff << (32 - len)) >>> 0;
-  if (rebuilt !== n) throw new InvalidInputError(`non-contiguous subnet mask ${mask}`);
+  if (ipv4PrefixMask(len) !== n) throw new InvalidInputError(`non-contiguous subnet mask ${mask}`);
   return len;
 }
 
 export function prefixLenToMask(len: number): string {
-  const n = len === 0 ? 0 : (0xffffffff << (32 - len)) >>> 0;
-  return bufferToIp(u32Buffer(n), 0);
+  return intToIpv4(ipv4PrefixMask(len));
 }
 
 export function ipToBuffer(ip: string): Buffer {
-  const parts = ip.split(".").map(Number);
-  if (parts.length !== 4 || parts.some((p) => !Number.isInteger(p) || p < 0 || p > 255)) {
-    throw new InvalidInputError(`not an IPv4 address: ${ip}`);
-  }
-  return Buffer.from(parts);
+  return u32Buffer(ipv4ToInt(ip));
 }
 
 export function bufferToIp(b: Buffer, off: number): string {
