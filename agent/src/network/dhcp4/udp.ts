@@ -83,14 +83,22 @@ export class DhcpPort {
     s?.close();
   }
 
+  /**
+   * The open socket for a send. Only transport() opens it: a send that arrives after the
+   * last transport closed (e.g. a queued broadcast) must not reopen a socket nobody closes.
+   */
+  private current(): dgram.Socket {
+    if (!this.socket) throw new SystemError("DHCP client socket is closed", { port: this.opts.clientPort ?? CLIENT_PORT });
+    return this.socket;
+  }
+
   private async unicast(packet: Buffer, address: string): Promise<void> {
-    const s = await this.open();
-    await sendOn(s, packet, this.opts.serverPort ?? SERVER_PORT, address);
+    await sendOn(this.current(), packet, this.opts.serverPort ?? SERVER_PORT, address);
   }
 
   private broadcast(linkName: string, packet: Buffer): Promise<void> {
     const run = async () => {
-      const s = await this.open();
+      const s = this.current();
       const route = { family: 4 as const, dst: "255.255.255.255", dstLen: 32, outLinkName: linkName, table: TABLE_MAIN, scope: SCOPE_LINK };
       // A leftover from a crashed run would take precedence over ours.
       await this.opts.kernel.removeRoute({ family: 4, dst: "255.255.255.255", dstLen: 32, table: TABLE_MAIN }).catch(() => undefined);
