@@ -50,7 +50,13 @@ function firstLine(message: string): string {
 /** Config bytes as text: gzip is detected by its magic (platform sources may compress). */
 export function configText(input: string | Buffer): string {
   if (typeof input === "string") return input;
-  if (input.length >= 2 && input[0] === 0x1f && input[1] === 0x8b) return gunzipSync(input).toString("utf8");
+  if (input.length >= 2 && input[0] === 0x1f && input[1] === 0x8b) {
+    try {
+      return gunzipSync(input).toString("utf8");
+    } catch (err) {
+      throw parseError([`config looks gzip-compressed but does not decompress: ${(err as Error).message}`]);
+    }
+  }
   return input.toString("utf8");
 }
 

@@ -236,3 +236,11 @@ test("canonical encoding: tricky strings survive a round trip", () => {
   const list = loadConfig("version: v1alpha1\nmachine:\n  certSANs: " + JSON.stringify(values) + "\n");
   assert.deepEqual(loadConfig(list.toCanonicalYaml()).v1alpha1()?.machine?.certSANs, values);
 });
+
+test("gzip-compressed configs load; a broken gzip stream is a parse error naming the cause", async () => {
+  const { gzipSync } = await import("node:zlib");
+  const text = "version: v1alpha1\nmachine:\n  type: worker\n";
+  assert.equal(loadConfig(gzipSync(text)).v1alpha1()?.machine?.type, "worker");
+  const truncated = gzipSync(text).subarray(0, 12);
+  assert.throws(() => loadConfig(truncated), (err: unknown) => err instanceof ConfigParseError && /gzip-compressed but does not decompress/.test((err as Error).message));
+});
