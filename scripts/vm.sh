@@ -117,10 +117,10 @@ fi
 cat >&2 <<EOF
 vm: booting $boot$( [ "$boot" = iso ] && echo " ($firmware)") with ${accel_args[1]}, disk $disk
 vm: the node's API is forwarded to 127.0.0.1:$api_port (trustd 127.0.0.1:$trustd_port). Once it is in maintenance mode:
-vm:   talosctl -e 127.0.0.1:$api_port -n 127.0.0.1:$api_port disks --insecure
-vm:   talosctl -e 127.0.0.1:$api_port -n 127.0.0.1:$api_port get addresses --insecure
+vm:   talosctl disks --insecure -n 127.0.0.1:$api_port
+vm:   talosctl get addresses --insecure -n 127.0.0.1:$api_port
 vm:   talosctl apply-config --insecure -n 127.0.0.1:$api_port --file controlplane.yaml
-vm:   node dist/agent/src/cmd/main.js ctl ...   (our client; NodeClient from agent/src/client/client.ts)
+vm: or with our own client (same flags): node _out/bundle/basalt.mjs ctl disks --insecure -n 127.0.0.1:$api_port
 vm: console: Ctrl-A X quits QEMU, Ctrl-A C toggles the QEMU monitor.
 EOF
 exec qemu-system-x86_64 "${args[@]}"
