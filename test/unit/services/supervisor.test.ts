@@ -58,11 +58,23 @@ test("registerSelf lists machined as Running; list is sorted by id", async () =>
   await sup.stopAll();
 });
 
-test("a service that cannot start is Failed and retried", async () => {
+test("a service that cannot start is Failed and retried", async (t) => {
+  t.mock.timers.enable({ apis: ["setTimeout"] });
   const sup = new Supervisor(60_000);
-  await sup.start({ id: "bad", runner: fakeRunner({ failStart: true }), restart: "always" });
+  const runner = fakeRunner({ failStart: true });
+  let starts = 0;
+  const start = runner.start.bind(runner);
+  runner.start = (onExit) => {
+    starts++;
+    return start(onExit);
+  };
+  await sup.start({ id: "bad", runner, restart: "always" });
   const states = sup.get("bad")!.events.map((e) => e.state);
   assert.deepEqual(states, ["Preparing", "Failed", "Waiting"]);
+  assert.equal(starts, 1);
+  t.mock.timers.tick(500); // the first backoff step
+  await new Promise((r) => setImmediate(r));
+  assert.equal(starts, 2, "retried after the backoff");
   await sup.stop("bad");
 });
 
