@@ -16,8 +16,11 @@ export function setLogFormat(next: "json" | "console"): void {
   format = next;
 }
 
-export function setLogSink(next: LogSink): void {
+/** Replaces where lines go; returns the previous sink so a caller (a test) can put it back. */
+export function setLogSink(next: LogSink): LogSink {
+  const previous = sink;
   sink = next;
+  return previous;
 }
 
 export function setLogLevel(level: LogLevel): void {

@@ -5,8 +5,8 @@ import { runSequence } from "../../../agent/src/machined/sequencer.js";
 
 function captureLogs(t: { after(fn: () => void): void }): Record<string, unknown>[] {
   const records: Record<string, unknown>[] = [];
-  setLogSink((line) => records.push(JSON.parse(line) as Record<string, unknown>));
-  t.after(() => setLogSink((line) => process.stderr.write(line + "\n")));
+  const previous = setLogSink((line) => records.push(JSON.parse(line) as Record<string, unknown>));
+  t.after(() => setLogSink(previous));
   return records;
 }
 

@@ -35,8 +35,8 @@ function doubler(onRun?: () => void): Controller {
 function captureLogs(): { lines: string[]; restore: () => void } {
   const lines: string[] = [];
   const sink: LogSink = (l) => lines.push(l);
-  setLogSink(sink);
-  return { lines, restore: () => setLogSink((l) => process.stderr.write(l + "\n")) };
+  const previous = setLogSink(sink);
+  return { lines, restore: () => setLogSink(previous) };
 }
 
 describe("ControllerRuntime", () => {
