@@ -6,15 +6,19 @@
 //
 // usage: node dist/bench/memory.js [--mode separate|in-process|both] [--bundle] [--idle-seconds 15]
 //   --bundle: run the esbuild bundle (_out/bundle/basalt.mjs, as in the image) instead of dist/.
-//   BENCH_NODE_FLAGS="--flag ..." adds node flags to the machined (sandbox) process (for trying levers).
+//   machined runs with the agent's node flags and environment (agentNodeFlags, agentEnv in
+//   agent/src/cmd/machined-run.ts), as init starts it; to try levers:
+//   BENCH_NODE_FLAGS="--flag ..." replaces machined's node flags, BASALT_APID_NODE_FLAGS apid's,
+//   MALLOC_ARENA_MAX=<n> in the environment replaces the arena cap of both.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { NodeClient, type ClientCredentials } from "../agent/src/client/client.js";
 import { parseTalosconfig } from "../agent/src/client/talosconfig.js";
+import { agentEnv, agentNodeFlags } from "../agent/src/cmd/machined-run.js";
 import { generateConfigs } from "../agent/src/config/generate/index.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -27,7 +31,9 @@ const arg = (name: string, dflt: string) => {
 const modeArg = arg("mode", "both");
 const useBundle = process.argv.includes("--bundle");
 const idleSeconds = Number(arg("idle-seconds", "15"));
-const nodeFlags = (process.env["BENCH_NODE_FLAGS"] ?? "").split(/\s+/).filter(Boolean);
+// machined is started as init starts it on a node: with the agent's node flags and environment.
+const nodeFlags = process.env["BENCH_NODE_FLAGS"] !== undefined ? process.env["BENCH_NODE_FLAGS"].split(/\s+/).filter(Boolean) : [...agentNodeFlags];
+const sandboxEnv: NodeJS.ProcessEnv = { ...agentEnv, ...process.env, BASALT_LOG_LEVEL: "warn" };
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -65,7 +71,7 @@ function entry(): string[] {
 function startSandbox(stateDir: string, port: number, inProcess: boolean): ChildProcess {
   const args = [...nodeFlags, ...entry(), "--state-dir", stateDir, "--apid-listen", `127.0.0.1:${port}`];
   if (inProcess) args.push("--apid-in-process");
-  const child = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, BASALT_LOG_LEVEL: "warn" } });
+  const child = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "pipe"], env: sandboxEnv });
   let err = "";
   child.stderr!.on("data", (b: Buffer) => (err = (err + b.toString()).slice(-4000)));
   child.once("exit", (code, signal) => {
@@ -133,9 +139,54 @@ function memoryOf(pid: number): Mem {
   };
 }
 
+/**
+ * Physical pages mapped by any of the processes, each counted once (from
+ * /proc/<pid>/pagemap, needs root): what the agent holds in RAM. RSS counts
+ * pages shared between our processes (the node binary) once per process, PSS
+ * splits them with every other process on the host that maps the same file.
+ */
+function uniquePagesKiB(pids: number[]): number | undefined {
+  const frames = new Set<bigint>();
+  for (const pid of pids) {
+    let fd: number;
+    try {
+      fd = openSync(`/proc/${pid}/pagemap`, "r");
+    } catch {
+      return undefined;
+    }
+    try {
+      const smaps = readFileSync(`/proc/${pid}/smaps`, "utf8");
+      let range: [bigint, bigint] | undefined;
+      for (const line of smaps.split("\n")) {
+        const m = /^([0-9a-f]+)-([0-9a-f]+) /.exec(line);
+        if (m) {
+          range = [BigInt(`0x${m[1]}`), BigInt(`0x${m[2]}`)];
+          continue;
+        }
+        const rss = /^Rss:\s+(\d+) kB/.exec(line);
+        if (!rss || !range || rss[1] === "0") continue;
+        const first = range[0] / 4096n;
+        const count = Number((range[1] - range[0]) / 4096n);
+        const buf = Buffer.alloc(count * 8);
+        readSync(fd, buf, 0, buf.length, Number(first * 8n));
+        for (let i = 0; i < count; i++) {
+          const entry = buf.readBigUInt64LE(i * 8);
+          if (!(entry >> 63n)) continue; // not present
+          const pfn = entry & ((1n << 55n) - 1n);
+          if (pfn === 0n) return undefined; // no CAP_SYS_ADMIN: frame numbers hidden
+          frames.add(pfn);
+        }
+      }
+    } finally {
+      closeSync(fd);
+    }
+  }
+  return frames.size * 4;
+}
+
 const mib = (kib: number) => (kib / 1024).toFixed(1).padStart(7);
 
-async function measure(inProcess: boolean): Promise<Mem[]> {
+async function measure(inProcess: boolean): Promise<{ rows: Mem[]; uniqueKiB: number | undefined }> {
   const stateDir = mkdtempSync(path.join(os.tmpdir(), "basalt-bench-mem-"));
   const port = await freePort();
   const generated = await generateConfigs({
@@ -165,7 +216,8 @@ async function measure(inProcess: boolean): Promise<Mem[]> {
     for (const c of clients) c.close();
     clients.length = 0;
     await sleep(idleSeconds * 1000);
-    return processTree(child.pid!).map(memoryOf);
+    const pids = processTree(child.pid!);
+    return { rows: pids.map(memoryOf), uniqueKiB: uniquePagesKiB(pids) };
   } finally {
     for (const c of clients) c.close();
     await stop(child);
@@ -173,14 +225,15 @@ async function measure(inProcess: boolean): Promise<Mem[]> {
   }
 }
 
-function print(title: string, rows: Mem[]): void {
+function print(title: string, { rows, uniqueKiB }: { rows: Mem[]; uniqueKiB: number | undefined }): void {
   console.log(`== ${title}`);
   console.log(`${"process".padEnd(10)} ${"pid".padStart(7)} ${"RSS MiB".padStart(7)} ${"PSS MiB".padStart(7)} ${"private".padStart(7)}`);
   for (const r of rows) console.log(`${r.name.padEnd(10)} ${String(r.pid).padStart(7)} ${mib(r.rssKiB)} ${mib(r.pssKiB)} ${mib(r.privateKiB)}`);
   const sum = (k: keyof Mem) => rows.reduce((a, r) => a + (r[k] as number), 0);
   console.log(`${"total".padEnd(10)} ${"".padStart(7)} ${mib(sum("rssKiB"))} ${mib(sum("pssKiB"))} ${mib(sum("privateKiB"))}`);
+  console.log(`distinct pages of all agent processes (shared counted once): ${uniqueKiB === undefined ? "n/a (needs root)" : `${mib(uniqueKiB).trim()} MiB`}`);
 }
 
-console.log(`node ${process.version}, ${useBundle ? "bundle _out/bundle/basalt.mjs" : "dist/"}, idle ${idleSeconds} s after apply-config and 60 calls${nodeFlags.length ? `, node flags: ${nodeFlags.join(" ")}` : ""}`);
+console.log(`node ${process.version}, ${useBundle ? "bundle _out/bundle/basalt.mjs" : "dist/"}, idle ${idleSeconds} s after apply-config and 60 calls, machined node flags: [${nodeFlags.join(" ")}], MALLOC_ARENA_MAX=${sandboxEnv["MALLOC_ARENA_MAX"]}${process.env["BASALT_APID_NODE_FLAGS"] !== undefined ? `, apid node flags: [${process.env["BASALT_APID_NODE_FLAGS"]}]` : ""}`);
 if (modeArg === "separate" || modeArg === "both") print("separate processes (machined + apid)", await measure(false));
 if (modeArg === "in-process" || modeArg === "both") print("apid in machined's process (--apid-in-process)", await measure(true));

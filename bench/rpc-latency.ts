@@ -3,12 +3,15 @@
 // generated config, over mTLS: Version, ServiceList, COSI Get MachineConfig and
 // a one-to-many Version (`nodes: 127.0.0.1 x K`, apid fans out to itself).
 // Each method: N calls one after another, then N calls with C in flight.
-// Prints p50/p90/p99/max in ms and calls/s; figures only, no thresholds.
+// Prints p50/p90/p99/max in ms, calls/s and the agent's CPU time per call
+// (machined + apid, from /proc/<pid>/stat); figures only, no thresholds.
 //
 // usage: node dist/bench/rpc-latency.js [--calls 500] [--concurrency 8] [--fanout 4] [--apid-in-process] [--bundle]
-//   BENCH_NODE_FLAGS="--flag ..." adds node flags to the machined (sandbox) process.
+//   machined runs with the agent's node flags and environment (agentNodeFlags, agentEnv in
+//   agent/src/cmd/machined-run.ts), as init starts it; BENCH_NODE_FLAGS replaces machined's
+//   node flags, BASALT_APID_NODE_FLAGS apid's, MALLOC_ARENA_MAX the arena cap of both.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -16,6 +19,7 @@ import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { NodeClient, type ClientCredentials } from "../agent/src/client/client.js";
 import { parseTalosconfig } from "../agent/src/client/talosconfig.js";
+import { agentEnv, agentNodeFlags } from "../agent/src/cmd/machined-run.js";
 import { generateConfigs } from "../agent/src/config/generate/index.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -30,7 +34,9 @@ const concurrency = Math.max(1, Math.min(64, Number(arg("concurrency", "8"))));
 const fanout = Math.max(1, Math.min(16, Number(arg("fanout", "4"))));
 const inProcess = process.argv.includes("--apid-in-process");
 const useBundle = process.argv.includes("--bundle");
-const nodeFlags = (process.env["BENCH_NODE_FLAGS"] ?? "").split(/\s+/).filter(Boolean);
+// machined is started as init starts it on a node: with the agent's node flags and environment.
+const nodeFlags = process.env["BENCH_NODE_FLAGS"] !== undefined ? process.env["BENCH_NODE_FLAGS"].split(/\s+/).filter(Boolean) : [...agentNodeFlags];
+const sandboxEnv: NodeJS.ProcessEnv = { ...agentEnv, ...process.env, BASALT_LOG_LEVEL: "warn" };
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -69,7 +75,7 @@ let stopping = false;
 function startSandbox(stateDir: string, port: number): ChildProcess {
   const args = [...nodeFlags, ...entry(), "--state-dir", stateDir, "--apid-listen", `127.0.0.1:${port}`];
   if (inProcess) args.push("--apid-in-process");
-  const child = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, BASALT_LOG_LEVEL: "warn" } });
+  const child = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "pipe"], env: sandboxEnv });
   let err = "";
   child.stderr!.on("data", (b: Buffer) => (err = (err + b.toString()).slice(-4000)));
   child.once("exit", (code, signal) => {
@@ -89,6 +95,41 @@ async function stop(child: ChildProcess): Promise<void> {
     });
     child.kill("SIGTERM");
   });
+}
+
+/** The process and its descendants (apid is machined's child). */
+function processTree(root: number): number[] {
+  const out = [root];
+  for (let i = 0; i < out.length; i++) {
+    try {
+      for (const t of readdirSync(`/proc/${out[i]}/task`)) {
+        const kids = readFileSync(`/proc/${out[i]}/task/${t}/children`, "utf8").trim();
+        if (kids) out.push(...kids.split(/\s+/).map(Number));
+      }
+    } catch {
+      /* gone */
+    }
+  }
+  return out;
+}
+
+const ticksPerSecond = 100; // USER_HZ on Linux
+/**
+ * CPU seconds (user + system) the agent's processes have used: per-call CPU
+ * is much less disturbed by other load on a shared host than wall-clock latency.
+ */
+function agentCpuSeconds(): number {
+  let ticks = 0;
+  for (const pid of processTree(sandbox.pid!)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      ticks += Number(f[11]) + Number(f[12]); // utime, stime (fields 14, 15)
+    } catch {
+      /* gone */
+    }
+  }
+  return ticks / ticksPerSecond;
 }
 
 function quantile(sorted: number[], q: number): number {
@@ -117,15 +158,17 @@ async function measure(name: string, call: () => Promise<unknown>): Promise<void
   // Warm up connections and JIT, so the figures are the steady state.
   for (let i = 0; i < 20; i++) await call();
   for (const c of [1, concurrency]) {
+    const cpu0 = agentCpuSeconds();
     const { ms, wallMs } = await run(call, calls, c);
+    const cpuMsPerCall = ((agentCpuSeconds() - cpu0) * 1000) / calls;
     ms.sort((a, b) => a - b);
     const f = (v: number) => v.toFixed(2);
-    rows.push([name, String(c), String(calls), f(quantile(ms, 0.5)), f(quantile(ms, 0.9)), f(quantile(ms, 0.99)), f(ms.at(-1)!), ((calls * 1000) / wallMs).toFixed(0)]);
+    rows.push([name, String(c), String(calls), f(quantile(ms, 0.5)), f(quantile(ms, 0.9)), f(quantile(ms, 0.99)), f(ms.at(-1)!), ((calls * 1000) / wallMs).toFixed(0), f(cpuMsPerCall)]);
   }
 }
 
 function print(): void {
-  const head = ["method", "conc", "calls", "p50 ms", "p90 ms", "p99 ms", "max ms", "calls/s"];
+  const head = ["method", "conc", "calls", "p50 ms", "p90 ms", "p99 ms", "max ms", "calls/s", "agent CPU ms/call"];
   const all = [head, ...rows];
   const widths = head.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
   for (const r of all) console.log(r.map((v, i) => (i === 0 ? v.padEnd(widths[i]!) : v.padStart(widths[i]!))).join("  "));
@@ -142,7 +185,7 @@ const clients: NodeClient[] = [];
 try {
   console.log(
     `node ${process.version}, ${useBundle ? "bundle" : "dist/"}, apid ${inProcess ? "in machined's process" : "separate process"}, ` +
-      `${calls} calls per method, sequential and ${concurrency} in flight, loopback${nodeFlags.length ? `, node flags: ${nodeFlags.join(" ")}` : ""}` +
+      `${calls} calls per method, sequential and ${concurrency} in flight, loopback, machined node flags: [${nodeFlags.join(" ")}], MALLOC_ARENA_MAX=${sandboxEnv["MALLOC_ARENA_MAX"]}` +
       `${process.env["BASALT_APID_NODE_FLAGS"] !== undefined ? `, apid flags: ${process.env["BASALT_APID_NODE_FLAGS"]}` : ""}`,
   );
   const insecure = new NodeClient({ endpoint, credentials: { kind: "insecure" } });
