@@ -74,6 +74,10 @@ export class Supervisor {
       await entry.def.runner.stop().catch((err) => log.warn("stop failed", { service: id, error: describeError(err) }));
       entry.record.transition("Finished", "Service finished successfully");
       this.emit(entry.record);
+    } else if (entry.record.state === "Waiting") {
+      // The pending restart was cancelled above; do not keep announcing it.
+      entry.record.transition("Finished", "Service stopped before its restart");
+      this.emit(entry.record);
     }
   }
 

@@ -76,6 +76,10 @@ test("a service that cannot start is Failed and retried", async (t) => {
   await new Promise((r) => setImmediate(r));
   assert.equal(starts, 2, "retried after the backoff");
   await sup.stop("bad");
+  assert.equal(sup.get("bad")?.state, "Finished", "a stopped service no longer reports a pending restart");
+  t.mock.timers.tick(60_000);
+  await new Promise((r) => setImmediate(r));
+  assert.equal(starts, 2, "no restart after stop");
 });
 
 test("an in-process service runs until stopped; its failure is reported and restarted", async () => {
