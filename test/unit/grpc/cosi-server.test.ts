@@ -297,27 +297,31 @@ describe("cosi.resource.State server", () => {
     const sock = path.join(dir, "small.sock");
     await new Promise<void>((resolve, reject) => small.bindAsync(`unix://${sock}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
     const c = new StateClient(`unix://${sock}`, grpc.credentials.createInsecure()) as unknown as Record<string, Stream> & grpc.Client;
-    const s = c.Watch!({ namespace: "runtime", type: "MetaKeys.runtime.talos.dev", api_version: 1 }, new grpc.Metadata());
-    const got: Obj[] = [];
-    const ended = new Promise<void>((resolve) => {
-      s.on("end", resolve);
-      s.on("error", () => resolve());
-    });
-    s.on("data", (d: Obj) => got.push(d));
-    await new Promise<void>((r) => s.once("data", () => r()));
-    s.pause();
-    // Far more than the transport's flow-control windows hold, so responses pile up server-side.
-    const big = "x".repeat(4096);
-    for (let i = 0; i < 3000; i++) state.modify("runtime", "MetaKeys.runtime.talos.dev", "0x10", "test", () => ({ value: `${i}${big}` }));
-    s.resume();
-    await ended;
-    const last = (got.at(-1)!.event as (WireEvent & { error: string })[])[0]!;
-    assert.equal(last.event_type, 4);
-    assert.match(last.error, /^buffer overrun: namespace "runtime" type "MetaKeys.runtime.talos.dev"$/);
-    assert.ok(got.length < 3000);
-    c.close();
-    small.forceShutdown();
-    state.destroy("runtime", "MetaKeys.runtime.talos.dev", "0x10", { owner: "test" });
+    // Cleaned up whatever the assertions say: a live server would keep this test file from exiting.
+    try {
+      const s = c.Watch!({ namespace: "runtime", type: "MetaKeys.runtime.talos.dev", api_version: 1 }, new grpc.Metadata());
+      const got: Obj[] = [];
+      const ended = new Promise<void>((resolve) => {
+        s.on("end", resolve);
+        s.on("error", () => resolve());
+      });
+      s.on("data", (d: Obj) => got.push(d));
+      await new Promise<void>((r) => s.once("data", () => r()));
+      s.pause();
+      // Far more than the transport's flow-control windows hold, so responses pile up server-side.
+      const big = "x".repeat(4096);
+      for (let i = 0; i < 3000; i++) state.modify("runtime", "MetaKeys.runtime.talos.dev", "0x10", "test", () => ({ value: `${i}${big}` }));
+      s.resume();
+      await ended;
+      const last = (got.at(-1)!.event as (WireEvent & { error: string })[])[0]!;
+      assert.equal(last.event_type, 4);
+      assert.match(last.error, /^buffer overrun: namespace "runtime" type "MetaKeys.runtime.talos.dev"$/);
+      assert.ok(got.length < 3000);
+    } finally {
+      c.close();
+      small.forceShutdown();
+      if (state.get("runtime", "MetaKeys.runtime.talos.dev", "0x10")) state.destroy("runtime", "MetaKeys.runtime.talos.dev", "0x10", { owner: "test" });
+    }
   });
 
   it("watch of a sensitive type is refused for a reader", async () => {
