@@ -3,6 +3,7 @@
 // table ({ path, usage, run(argv, io) }), so ctl.ts can list them.
 import { readFileSync } from "node:fs";
 import path from "node:path";
+import { parse as parseYaml } from "yaml";
 import { InvalidInputError, NotFoundError } from "../errors.js";
 import { ApplyMode, NodeClient, type ClientCredentials } from "./client.js";
 import { defaultTalosconfigPath, loadTalosconfig } from "./talosconfig.js";
@@ -81,12 +82,12 @@ function targets(f: Flags): Target[] {
 }
 
 async function eachTarget(f: Flags, fn: (t: Target) => Promise<void>): Promise<void> {
-  for (const t of targets(f)) {
-    try {
-      await fn(t);
-    } finally {
-      t.client.close();
-    }
+  const all = targets(f);
+  try {
+    for (const t of all) await fn(t);
+  } finally {
+    // Every client, including those a failed call left unused, so no channel outlives the command.
+    for (const t of all) t.client.close();
   }
 }
 
@@ -206,9 +207,8 @@ async function get(argv: string[], io: CliIO): Promise<void> {
   const rows = [["NODE", "NAMESPACE", "TYPE", "ID", "VERSION"]];
   await eachTarget(f, async (t) => {
     const rds = (await t.client.resourceList("meta", "ResourceDefinitions.meta.cosi.dev")) as { resource: { metadata: { id: string }; spec: { yaml_spec: string } } }[];
-    const { parse } = await import("yaml");
     const defs: RD[] = rds.map((r) => {
-      const s = parse(r.resource.spec.yaml_spec) as Omit<RD, "id">;
+      const s = parseYaml(r.resource.spec.yaml_spec) as Omit<RD, "id">;
       return { ...s, id: r.resource.metadata.id, allAliases: s.allAliases ?? [] };
     });
     const def = resolveType(defs, word);
