@@ -5,7 +5,8 @@
 // Figures only, no thresholds.
 //
 // usage: node dist/bench/memory.js [--mode separate|in-process|both] [--bundle] [--idle-seconds 15]
-//   --bundle: run the esbuild bundle (_out/bundle/basalt.mjs, as in the image) instead of dist/.
+//   --bundle: run the esbuild bundle (_out/bundle/basalt.mjs or $BENCH_BUNDLE, as in the image;
+//     made by scripts/bundle.mjs when missing) instead of dist/.
 //   machined runs with the agent's node flags and environment (agentNodeFlags, agentEnv in
 //   agent/src/cmd/machined-run.ts), as init starts it; to try levers:
 //   BENCH_NODE_FLAGS="--flag ..." replaces machined's node flags, BASALT_APID_NODE_FLAGS apid's,
@@ -63,8 +64,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function entry(): string[] {
   if (!useBundle) return [path.join(repo, "dist/agent/src/cmd/sandbox.js")];
-  const bundle = path.join(repo, "_out/bundle/basalt.mjs");
-  if (!existsSync(bundle)) spawnSync(process.execPath, [path.join(repo, "scripts/bundle.mjs")], { stdio: "inherit" });
+  const bundle = process.env["BENCH_BUNDLE"] ? path.resolve(process.env["BENCH_BUNDLE"]) : path.join(repo, "_out/bundle/basalt.mjs");
+  if (!existsSync(bundle)) spawnSync(process.execPath, [path.join(repo, "scripts/bundle.mjs"), path.dirname(bundle)], { stdio: "inherit" });
   return [bundle, "sandbox"];
 }
 

@@ -66,8 +66,8 @@ async function eventually<T>(fn: () => Promise<T>, attempts = 150): Promise<T> {
 
 function entry(): string[] {
   if (!useBundle) return [path.join(repo, "dist/agent/src/cmd/sandbox.js")];
-  const bundle = path.join(repo, "_out/bundle/basalt.mjs");
-  if (!existsSync(bundle)) spawnSync(process.execPath, [path.join(repo, "scripts/bundle.mjs")], { stdio: "inherit" });
+  const bundle = process.env["BENCH_BUNDLE"] ? path.resolve(process.env["BENCH_BUNDLE"]) : path.join(repo, "_out/bundle/basalt.mjs");
+  if (!existsSync(bundle)) spawnSync(process.execPath, [path.join(repo, "scripts/bundle.mjs"), path.dirname(bundle)], { stdio: "inherit" });
   return [bundle, "sandbox"];
 }
 
