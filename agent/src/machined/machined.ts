@@ -101,14 +101,18 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
 
   let mode: "maintenance" | "normal" = "maintenance";
   let facts: ConfigFacts | undefined;
-  // Settled by the first complete config applied in maintenance; created up front so an apply
-  // that races the end of the maintenance setup is not lost.
-  let configArrived: (text: string) => void = () => undefined;
-  const appliedConfig = new Promise<string>((resolve, reject) => {
+  // Settled once the first complete config sent in maintenance has been applied; created up
+  // front so an apply that races the end of the maintenance setup is not lost.
+  let configArrived: (applied: Promise<void>) => void = () => undefined;
+  const appliedConfig = new Promise<void>((resolve, reject) => {
     configArrived = resolve;
     opts.signal.addEventListener("abort", () => reject(new SystemError("stopped while waiting for a configuration")), { once: true });
   });
   appliedConfig.catch(() => undefined);
+  // Maintenance applies are handled one at a time, and each queues its application in
+  // arrival order, so the stored file and the active config end up the same config.
+  let maintenanceLock: Promise<unknown> = Promise.resolve();
+  let handedOver = false;
 
   const setStage = (stage: MachineStage, ready: boolean) =>
     state.modify<MachineStatusSpec>(RUNTIME_NAMESPACE, MachineStatusType, MachineStatusId, owners.machineStatus, () => ({
@@ -122,14 +126,24 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     const data = Buffer.from(req.data ?? Buffer.alloc(0));
     if (mode === "maintenance") {
       checkMaintenanceMode(reqMode);
-      const { config, warnings } = checkConfig(opts.configChecker, data);
-      if (req.dry_run) return { warnings, mode: reqMode, mode_details: maintenanceDryRunDetails };
-      await writeFileAtomic(paths.configFile, data);
-      log.info("configuration received in maintenance mode and stored", { file: paths.configFile });
-      // A config without a v1alpha1 document is kept but does not end maintenance (reference §2).
-      // Otherwise leave maintenance once this reply is on its way.
-      if (config.completeForBoot) setImmediate(() => configArrived(data.toString("utf8")));
-      return { warnings };
+      const run = maintenanceLock.then(async () => {
+        const { config, warnings } = checkConfig(opts.configChecker, data);
+        if (req.dry_run) return { warnings, mode: reqMode, mode_details: maintenanceDryRunDetails };
+        await writeFileAtomic(paths.configFile, data);
+        log.info("configuration received in maintenance mode and stored", { file: paths.configFile });
+        const text = data.toString("utf8");
+        if (handedOver) {
+          // Sent while the first complete config is being applied: applied right after it.
+          enterNormal(text, { afterReply: true }).catch((err: unknown) => log.error("applying a configuration failed", { error: describeError(err) }));
+        } else if (config.completeForBoot) {
+          // A config without a v1alpha1 document is kept but does not end maintenance (reference §2).
+          handedOver = true;
+          configArrived(enterNormal(text, { afterReply: true }));
+        }
+        return { warnings };
+      });
+      maintenanceLock = run.catch(() => undefined);
+      return run;
     }
     const { warnings } = checkConfig(opts.configChecker, data);
     if (req.dry_run) {
@@ -229,8 +243,13 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
 
   // Applies run one at a time: each may restart apid and re-issue certificates.
   let applying = Promise.resolve();
-  const enterNormal = (text: string): Promise<void> => {
-    const run = applying.then(() => applyConfigText(text));
+  // afterReply: applying may restart apid, which carries the reply to the apply that sent
+  // `text`; let that reply leave first.
+  const enterNormal = (text: string, opts: { afterReply?: boolean } = {}): Promise<void> => {
+    const run = applying.then(async () => {
+      if (opts.afterReply) await new Promise((resolve) => setImmediate(resolve));
+      await applyConfigText(text);
+    });
     applying = run.catch(() => undefined);
     return run;
   };
@@ -284,12 +303,14 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
         setStage("maintenance", false);
         await publishMaintenance();
         await supervisor.start(apidService(undefined));
-        text = await appliedConfig;
+        await appliedConfig;
         // Install to disk is a later issue: on metal we persist and leave maintenance without installing.
         if (platform.mode === "metal") log.warn("install to disk is not implemented yet: booting from the stored configuration without installing");
+        setStage("booting", false);
+      } else {
+        setStage("booting", false);
+        await enterNormal(text);
       }
-      setStage("booting", false);
-      await enterNormal(text);
       await runSequence("boot", [{ name: "startEverything", tasks: [{ name: "startAllServices", run: async () => undefined }] }], opts.signal);
       setStage("running", true);
       log.info("node is ready for user interaction");
