@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { SystemError } from "../errors.js";
@@ -9,7 +10,8 @@ import { SystemError } from "../errors.js";
  */
 export async function writeFileAtomic(file: string, data: Uint8Array | string, mode = 0o600): Promise<void> {
   const dir = path.dirname(file);
-  const tmp = path.join(dir, `.${path.basename(file)}.${process.pid}.${Date.now()}.tmp`);
+  // Unique per call: two writes of one file in the same millisecond must not share a temporary.
+  const tmp = path.join(dir, `.${path.basename(file)}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
   try {
     await fs.mkdir(dir, { recursive: true, mode: 0o700 });
     const fh = await fs.open(tmp, "w", mode);
