@@ -184,7 +184,7 @@ const sandbox = startSandbox(stateDir, port);
 const clients: NodeClient[] = [];
 try {
   console.log(
-    `node ${process.version}, ${useBundle ? "bundle" : "dist/"}, apid ${inProcess ? "in machined's process" : "separate process"}, ` +
+    `node ${process.version}, ${useBundle ? `bundle ${entry()[0]}` : "dist/"}, apid ${inProcess ? "in machined's process" : "separate process"}, ` +
       `${calls} calls per method, sequential and ${concurrency} in flight, loopback, machined node flags: [${nodeFlags.join(" ")}], MALLOC_ARENA_MAX=${sandboxEnv["MALLOC_ARENA_MAX"]}` +
       `${process.env["BASALT_APID_NODE_FLAGS"] !== undefined ? `, apid flags: ${process.env["BASALT_APID_NODE_FLAGS"]}` : ""}`,
   );
