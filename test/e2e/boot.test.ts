@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import { artifactsPresent, bootNode, waitFor, type BootedNode } from "./qemu.js";
 
-const BOOT_TIMEOUT_MS = Number(process.env.BASALT_E2E_BOOT_TIMEOUT_MS ?? 420_000);
+const BOOT_TIMEOUT_MS = Number(process.env.BASALT_E2E_BOOT_TIMEOUT_MS ?? 600_000);
 const TEN_GIB = 10 * 1024 * 1024 * 1024;
 
 interface Disk {
