@@ -13,18 +13,25 @@ interface Entry {
   restarts: number;
   timer: NodeJS.Timeout | undefined;
   healthTimer: NodeJS.Timeout | undefined;
+  /** Fires once the current run has lasted long enough to forget earlier failures. */
+  stableTimer: NodeJS.Timeout | undefined;
 }
 
 /**
  * Runs services, restarts them with capped exponential backoff, polls their
  * health, and reports every change to listeners (machined mirrors them into
- * Service resources and the Events stream).
+ * Service resources and the Events stream). A run that stays up and healthy
+ * for `stableRunMs` resets the backoff, so a crash after a long healthy run
+ * is retried quickly again.
  */
 export class Supervisor {
   private readonly entries = new Map<string, Entry>();
   private readonly listeners = new Set<ServiceListener>();
 
-  constructor(private readonly healthIntervalMs = 5000) {}
+  constructor(
+    private readonly healthIntervalMs = 5000,
+    private readonly stableRunMs = 60_000,
+  ) {}
 
   onChange(listener: ServiceListener): () => void {
     this.listeners.add(listener);
@@ -38,7 +45,7 @@ export class Supervisor {
     record.setHealth(true, "");
     this.entries.set(id, {
       def: { id, runner: { start: async () => undefined, stop: async () => undefined }, restart: "never" },
-      record, wanted: true, restarts: 0, timer: undefined, healthTimer: undefined,
+      record, wanted: true, restarts: 0, timer: undefined, healthTimer: undefined, stableTimer: undefined,
     });
     this.emit(record);
   }
@@ -54,7 +61,10 @@ export class Supervisor {
   async start(def: ServiceDefinition): Promise<void> {
     let entry = this.entries.get(def.id);
     if (!entry) {
-      entry = { def, record: new ServiceRecord(def.id), wanted: true, restarts: 0, timer: undefined, healthTimer: undefined };
+      entry = {
+        def, record: new ServiceRecord(def.id), wanted: true, restarts: 0,
+        timer: undefined, healthTimer: undefined, stableTimer: undefined,
+      };
       this.entries.set(def.id, entry);
     }
     entry.def = def;
@@ -68,6 +78,7 @@ export class Supervisor {
     entry.wanted = false;
     clearTimeout(entry.timer);
     clearInterval(entry.healthTimer);
+    clearTimeout(entry.stableTimer);
     if (entry.record.state === "Running" || entry.record.state === "Preparing") {
       entry.record.transition("Stopping", "Stopping service");
       this.emit(entry.record);
@@ -104,6 +115,12 @@ export class Supervisor {
     }
     record.transition("Running", "Service started");
     this.emit(record);
+    clearTimeout(entry.stableTimer);
+    entry.stableTimer = setTimeout(() => {
+      // A run that is still failing its health check has not proven anything.
+      if (record.state === "Running" && record.health.healthy) entry.restarts = 0;
+    }, this.stableRunMs);
+    entry.stableTimer.unref();
     if (def.runner.health) {
       clearInterval(entry.healthTimer);
       const probe = () => {
@@ -123,6 +140,7 @@ export class Supervisor {
 
   private exited(entry: Entry, err: Error | undefined): void {
     clearInterval(entry.healthTimer);
+    clearTimeout(entry.stableTimer);
     if (!entry.wanted) return;
     const msg = err ? `Error running service: ${describeError(err)}` : "Service exited";
     entry.record.transition(err ? "Failed" : "Finished", msg);

@@ -136,3 +136,26 @@ test("a service stopped while it is still starting does not turn Running and is 
   assert.equal(stops, 2, "the runner that finished starting after stop() is stopped again");
   assert.equal(probes, 0, "no health polling for a stopped service");
 });
+
+test("a run that stays up healthily for stableRunMs resets the restart backoff; a short run does not", async (t) => {
+  t.mock.timers.enable({ apis: ["setTimeout"] });
+  const sup = new Supervisor(60_000, 10_000);
+  const runner = fakeRunner();
+  await sup.start({ id: "svc", runner, restart: "always" });
+  const lastWaiting = () => sup.get("svc")!.events.filter((e) => e.state === "Waiting").at(-1)?.msg;
+  const crashAndRestart = async () => {
+    runner.crash();
+    const delay = Number(/in (\d+) ms/.exec(lastWaiting() ?? "")?.[1]);
+    t.mock.timers.tick(delay);
+    await new Promise((r) => setImmediate(r));
+    assert.equal(sup.get("svc")?.state, "Running");
+    return delay;
+  };
+  assert.deepEqual([await crashAndRestart(), await crashAndRestart(), await crashAndRestart()], [500, 1000, 2000]);
+  t.mock.timers.tick(9_999);
+  assert.equal(await crashAndRestart(), 4000, "a run shorter than stableRunMs keeps the backoff growing");
+  t.mock.timers.tick(10_000);
+  assert.equal(await crashAndRestart(), 500, "after a long healthy run the next restart is quick again");
+  assert.equal(await crashAndRestart(), 1000);
+  await sup.stopAll();
+});
