@@ -4,8 +4,9 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { parse as parseYaml } from "yaml";
+import { applyModeNames } from "../api/enums.js";
 import { InvalidInputError, NotFoundError } from "../errors.js";
-import { ApplyMode, NodeClient, type ClientCredentials } from "./client.js";
+import { NodeClient, type ClientCredentials } from "./client.js";
 import { defaultTalosconfigPath, loadTalosconfig } from "./talosconfig.js";
 
 export interface CliIO {
@@ -111,7 +112,6 @@ function humanSize(bytes: number): string {
 }
 
 const diskTypes = ["UNKNOWN", "SSD", "HDD", "NVME", "SD"];
-const applyModes: Record<string, number> = { reboot: ApplyMode.REBOOT, auto: ApplyMode.AUTO, "no-reboot": ApplyMode.NO_REBOOT, staged: ApplyMode.STAGED, try: ApplyMode.TRY };
 
 async function version(argv: string[], io: CliIO): Promise<void> {
   const f = parseCallFlags(argv, [], ["--short"]);
@@ -136,7 +136,7 @@ async function applyConfig(argv: string[], io: CliIO): Promise<void> {
   const file = (f.values["-f"] ?? f.values["--file"]) as string | undefined;
   if (!file) throw new InvalidInputError("apply-config needs -f/--file");
   const modeName = ((f.values["-m"] ?? f.values["--mode"]) as string | undefined) ?? "auto";
-  const mode = applyModes[modeName];
+  const mode = applyModeNames.get(modeName);
   if (mode === undefined) throw new InvalidInputError(`unknown mode ${JSON.stringify(modeName)}`);
   const data = readFileSync(path.resolve(io.cwd(), file));
   await eachTarget(f, async (t) => {

@@ -122,8 +122,8 @@ export class NodeClient {
   }
 }
 
-/** ApplyConfigurationRequest.Mode values. */
-export const ApplyMode = { REBOOT: 0, AUTO: 1, NO_REBOOT: 2, STAGED: 3, TRY: 4 } as const;
+/** ApplyConfigurationRequest.Mode values, re-exported for SDK users. */
+export { ApplyMode } from "../api/enums.js";
 
 /** A client for the first endpoint of a talosconfig context, with its mTLS material (talosctl's default). */
 export function clientFromContext(ctx: TalosContext, opts: { endpoint?: string; nodes?: string[]; node?: string } = {}): NodeClient {

@@ -1,12 +1,5 @@
+import { ApplyMode, applyModeName } from "../api/enums.js";
 import { ConfigParseError, describeError, InvalidInputError, UnimplementedError } from "../errors.js";
-
-/** ApplyConfigurationRequest.Mode numbers and the names talosctl prints for them. */
-export const ApplyMode = { REBOOT: 0, AUTO: 1, NO_REBOOT: 2, STAGED: 3, TRY: 4 } as const;
-const modeNames: Record<number, string> = { 0: "reboot", 1: "auto", 2: "no-reboot", 3: "staged", 4: "try" };
-
-export function applyModeName(mode: number): string {
-  return modeNames[mode] ?? String(mode);
-}
 
 export interface ApplyRequest {
   data?: Buffer;
