@@ -18,10 +18,15 @@ export interface LoadOptions {
 const v1alpha1Keys = ["machine", "cluster", "debug", "persist"];
 const machineTypes = new Set(["init", "controlplane", "worker", "join", ""]);
 
-/** Formats problems the way Go's multierror does, one per line. */
+/** Formats problems exactly as Go's go-multierror does (Talos's validation errors read this way). */
+export function multiError(problems: readonly string[]): string {
+  const n = problems.length;
+  return `${n} ${n === 1 ? "error" : "errors"} occurred:\n${problems.map((p) => `\t* ${p}`).join("\n")}\n\n`;
+}
+
+/** A parse error's message: a single problem as it is, several as multiError's list without its closing blank line. */
 export function formatProblems(problems: readonly string[]): string {
-  if (problems.length === 1) return problems[0];
-  return `${problems.length} errors occurred:\n` + problems.map((p) => `\t* ${p}`).join("\n");
+  return problems.length === 1 ? problems[0]! : multiError(problems).slice(0, -2);
 }
 
 export function parseError(problems: string[]): ConfigParseError {

@@ -1,4 +1,5 @@
 import { ApplyMode, applyModeName } from "../api/enums.js";
+import { multiError } from "../config/index.js";
 import { ConfigParseError, describeError, InvalidInputError, UnimplementedError } from "../errors.js";
 
 export interface ApplyRequest {
@@ -18,12 +19,6 @@ export interface ConfigChecker<C extends ParsedConfig> {
   parse(data: Buffer): C;
   /** Validates for this platform; every returned error names its field. */
   validate(config: C): { errors: string[]; warnings: string[] };
-}
-
-/** Formats several problems the way Talos (go-multierror) does. */
-export function multiError(problems: string[]): string {
-  if (problems.length === 1) return `1 error occurred:\n\t* ${problems[0]}\n\n`;
-  return `${problems.length} errors occurred:\n${problems.map((p) => `\t* ${p}`).join("\n")}\n\n`;
 }
 
 /**

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ConfigParseError } from "../../../agent/src/errors.js";
-import { loadConfig, parseProblems } from "../../../agent/src/config/index.js";
+import { formatProblems, loadConfig, multiError, parseProblems } from "../../../agent/src/config/index.js";
 import { fixture, otherKindFixtures, stabilityConfigs, yamlDocs } from "./fixtures.js";
 
 function problemsOf(text: string): string[] {
@@ -243,4 +243,11 @@ test("gzip-compressed configs load; a broken gzip stream is a parse error naming
   assert.equal(loadConfig(gzipSync(text)).v1alpha1()?.machine?.type, "worker");
   const truncated = gzipSync(text).subarray(0, 12);
   assert.throws(() => loadConfig(truncated), (err: unknown) => err instanceof ConfigParseError && /gzip-compressed but does not decompress/.test((err as Error).message));
+});
+
+test("multiError reads like go-multierror; a parse error's message is its single problem or that list without the closing blank line", () => {
+  assert.equal(multiError(["a"]), "1 error occurred:\n\t* a\n\n");
+  assert.equal(multiError(["a", "b"]), "2 errors occurred:\n\t* a\n\t* b\n\n");
+  assert.equal(formatProblems(["a"]), "a");
+  assert.equal(formatProblems(["a", "b"]), "2 errors occurred:\n\t* a\n\t* b");
 });
