@@ -150,11 +150,6 @@ export const TABLE_LOCAL = 255;
 export const IFA_F_PERMANENT = 0x80;
 export const IFA_F_NOPREFIXROUTE = 0x200;
 
-/** True for a plain ethernet device (what Talos calls "physical"). */
-export function isPhysicalLink(link: Pick<KernelLink, "type" | "kind">): boolean {
-  return link.type === ARPHRD_ETHER && link.kind === "";
-}
-
 /** The IPv4 network address of addr/prefixLen ("10.0.0.7", 24 -> "10.0.0.0"). */
 export function ipv4Network(addr: string, prefixLen: number): string {
   return intToIpv4((ipv4ToInt(addr) & ipv4PrefixMask(prefixLen)) >>> 0);
@@ -164,12 +159,6 @@ export function ipv4Network(addr: string, prefixLen: number): string {
 export function ipv4PrefixMask(prefixLen: number): number {
   // Shifting by 32 is a no-op in JS, so /0 needs its own case.
   return prefixLen === 0 ? 0 : (0xffffffff << (32 - prefixLen)) >>> 0;
-}
-
-export function ipv4Broadcast(addr: string, prefixLen: number): string {
-  const n = ipv4ToInt(addr);
-  const host = prefixLen === 32 ? 0 : 0xffffffff >>> prefixLen;
-  return intToIpv4((n | host) >>> 0);
 }
 
 export function ipv4ToInt(addr: string): number {

@@ -24,6 +24,7 @@ import { Dhcp4Client, type DhcpTransport, type LeaseEvent, type Timers } from ".
 import { DEFAULT_ROUTE_METRIC, leaseToOutput } from "../../network/dhcp4/lease.js";
 import { DhcpPort } from "../../network/dhcp4/udp.js";
 import { OperatorKernelApplier, type OperatorOutput } from "../../network/operator-output.js";
+import { isPhysical } from "./link-status.js";
 
 const log = logger("network-dhcp4-operator");
 
@@ -48,11 +49,6 @@ interface Running {
   /** Lease events are handled one at a time per link. */
   chain: Promise<void>;
   output?: OperatorOutput;
-}
-
-/** Talos's notion of a physical link. */
-export function isPhysical(spec: LinkStatusSpec): boolean {
-  return spec.type === "ether" && spec.kind === "";
 }
 
 export class Dhcp4OperatorController implements Controller {

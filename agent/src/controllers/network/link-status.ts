@@ -5,6 +5,11 @@ import { LinkStatusType, type LinkStatusSpec, NETWORK_NAMESPACE, netNames } from
 import type { KernelLink, NetKernel } from "../../sys/net.js";
 import { KernelTrigger } from "./kernel-watch.js";
 
+/** Talos's notion of a physical link: a plain ethernet device. */
+export function isPhysical(spec: Pick<LinkStatusSpec, "type" | "kind">): boolean {
+  return spec.type === "ether" && spec.kind === "";
+}
+
 /** Facts the kernel's link list does not carry (sysfs/ethtool); optional. */
 export interface LinkDetails {
   busPath?: string;

@@ -17,6 +17,7 @@ import {
 } from "../../resources/catalog/network.js";
 import type { Resource } from "../../resources/resource.js";
 import { ADDRESS_STATUS_CONTROLLER as addressStatusOwner } from "./address-status.js";
+import { isPhysical } from "./link-status.js";
 
 /** netip.Addr ordering: IPv4 before IPv6, then bytewise. */
 export function compareIp(a: string, b: string): number {
@@ -57,8 +58,7 @@ export function computeNodeAddresses(links: Resource<LinkStatusSpec>[], addresse
   for (const l of links) {
     const s = l.spec;
     const operUp = s.operationalState === "up" || s.operationalState === "unknown";
-    const physical = s.type === "ether" && s.kind === "";
-    if (operUp && (!physical || s.linkState)) up.add(s.index);
+    if (operUp && (!isPhysical(s) || s.linkState)) up.add(s.index);
   }
   let def: { prefix: string; link: string } | undefined;
   const current: string[] = [];
