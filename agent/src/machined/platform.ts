@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { InvalidInputError } from "../errors.js";
+import { InvalidInputError, SystemError } from "../errors.js";
 import { cmdlineArgs } from "../sys/cmdline.js";
 
 /** Where the node runs: decides install, config sources and validation mode. */
@@ -21,12 +21,16 @@ export function parseCmdline(cmdline: string): Map<string, string[]> {
   return args;
 }
 
+/** The kernel's arguments; a cmdline that cannot be read is an error (not an empty one that later reads as "no platform given"). */
 export function readCmdline(file = "/proc/cmdline"): Map<string, string[]> {
+  let text: string;
   try {
-    return parseCmdline(readFileSync(file, "utf8"));
-  } catch {
-    return new Map();
+    text = readFileSync(file, "utf8");
+  } catch (err) {
+    // The cause rides on the chain; describeError prints it after this message.
+    throw new SystemError(`could not read the kernel command line ${file}`, { file }, { cause: err });
   }
+  return parseCmdline(text);
 }
 
 /** `talos.platform=` (or env PLATFORM) names the platform; an unknown one fails boot, as on Talos. */

@@ -1,6 +1,10 @@
 import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { test } from "node:test";
-import { detectPlatform, parseCmdline } from "../../../agent/src/machined/platform.js";
+import { describeError, SystemError } from "../../../agent/src/errors.js";
+import { detectPlatform, parseCmdline, readCmdline } from "../../../agent/src/machined/platform.js";
 
 test("kernel arguments: repeated keys keep every value, bare words are empty, quoted values keep their blanks", () => {
   const args = parseCmdline('console=tty0 console=ttyS0 quiet talos.platform=metal talos.config="http://x/a b.yaml"\n');
@@ -13,4 +17,21 @@ test("kernel arguments: repeated keys keep every value, bare words are empty, qu
 test("an unknown or missing platform is refused", () => {
   assert.throws(() => detectPlatform(parseCmdline("talos.platform=mars"), {}), /unknown platform "mars"/);
   assert.throws(() => detectPlatform(parseCmdline(""), {}), /no platform given/);
+});
+
+test("readCmdline parses the file; one that cannot be read is an error naming the file and its cause", () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cmdline-"));
+  try {
+    const file = path.join(dir, "cmdline");
+    fs.writeFileSync(file, "quiet talos.platform=metal\n");
+    assert.deepEqual(readCmdline(file).get("talos.platform"), ["metal"]);
+    const missing = path.join(dir, "missing");
+    assert.throws(() => readCmdline(missing), (err: unknown) =>
+      err instanceof SystemError &&
+      err.message === `could not read the kernel command line ${missing}` &&
+      (err.cause as NodeJS.ErrnoException).code === "ENOENT" &&
+      /ENOENT/.test(describeError(err)));
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
