@@ -17,6 +17,14 @@ ip("addr", "add", "10.0.2.15/24", "dev", link); // QEMU user networking's fixed 
 ip("route", "add", "default", "via", "10.0.2.2");
 const debug = () => ["/proc/1/wchan", "/proc/1/status", "/proc/uptime"].map((f) => { try { return `${f}: ${fs.readFileSync(f, "utf8")}`; } catch (e) { return `${f}: ${e.message}`; } }).join("\n")
   + "\nfds: " + fs.readdirSync("/proc/1/fd").map((f) => { try { return f + "->" + fs.readlinkSync(`/proc/1/fd/${f}`); } catch { return f; } }).join(" ");
-http.createServer((req, res) => res.end(`basalt placeholder on ${link}\n${debug()}\n`)).listen(50000, () => {
+// GET /power/<reboot|poweroff|halt> asks init through its control FIFO; GET /exit/<code>
+// exits (init restarts it): both exercise init's protocol and supervision from the host.
+http.createServer((req, res) => {
+  const power = /^\/power\/(reboot|poweroff|halt)$/.exec(req.url ?? "");
+  const exit = /^\/exit\/(\d+)$/.exec(req.url ?? "");
+  if (power) { res.end(`requesting ${power[1]}\n`); fs.writeFileSync("/run/init/control", `${power[1]}\n`); return; }
+  if (exit) { res.end(`exiting ${exit[1]}\n`, () => process.exit(Number(exit[1]))); return; }
+  res.end(`basalt placeholder on ${link}\n${debug()}\n`);
+}).listen(50000, () => {
   console.log(`placeholder machined: kernel uptime ${up()} s: listening on :50000 (${link})`);
 });
