@@ -29,7 +29,7 @@ try {
   const atApi = lastKernelTimestamp(node.console());
   const rows: [string, string][] = [
     ["boot", boot === "iso" ? `iso (${firmware})` : "pxe"],
-    ["accel", process.env.BASALT_E2E_ACCEL ?? "auto"],
+    ["accel", node.accel()],
     ["qemu start -> API answering", `${apiSeconds.toFixed(1)} s`],
     ["kernel uptime: init started", initFigure(node.console(), "init started")],
     ["kernel uptime: switched root", initFigure(node.console(), "switched root")],

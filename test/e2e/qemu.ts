@@ -21,6 +21,8 @@ export interface BootedNode {
   apiPort: number;
   serialLog: string;
   startedAt: number;
+  /** The accelerator vm.sh chose ("kvm" or "tcg"; "" before it said). */
+  accel(): string;
   /** The node's console so far. */
   console(): string;
   /** A maintenance-mode client (TLS without verification, as talosctl --insecure). */
@@ -80,6 +82,7 @@ export async function bootNode(opts: BootOptions): Promise<BootedNode> {
     apiPort,
     serialLog,
     startedAt,
+    accel: () => /with (kvm|tcg)/.exec(stderr)?.[1] ?? "",
     console: () => (fs.existsSync(serialLog) ? fs.readFileSync(serialLog, "utf8") : "") + (child.exitCode !== null ? `\n[vm.sh exited ${child.exitCode}]\n${stderr}` : ""),
     client: () => {
       const c = new NodeClient({ endpoint: `127.0.0.1:${apiPort}`, credentials: { kind: "insecure" } });
