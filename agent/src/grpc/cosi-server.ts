@@ -3,7 +3,7 @@
 // policy (reference §4.4). Create/Update/Destroy are always refused, as on Talos.
 
 import type * as grpc from "@grpc/grpc-js";
-import { InvalidInputError, NotFoundError, PermissionDeniedError, UnimplementedError } from "../errors.js";
+import { describeError, InvalidInputError, NotFoundError, PermissionDeniedError, UnimplementedError } from "../errors.js";
 import { logger } from "../log.js";
 import {
   META_NAMESPACE,
@@ -202,7 +202,7 @@ export function cosiStateImpl(state: ResourceState, opts: CosiStateOptions): Ser
             w = toWire(e);
           } catch (err) {
             // A resource that cannot be encoded ends the watch with an ERRORED event, as a failing COSI watch does.
-            log.error("watch event encoding failed", { namespace, type, error: (err as Error).message });
+            log.error("watch event encoding failed", { namespace, type, error: describeError(err) });
             if (modern) send([{ resource: encode(tombstone(namespace, type)), event_type: EventType.ERRORED, error: (err as Error).message }]);
             ac.abort();
             call.end();

@@ -1,6 +1,6 @@
 import * as grpc from "@grpc/grpc-js";
 import { serviceDefinition } from "../api/index.js";
-import { UnimplementedError } from "../errors.js";
+import { describeError, UnimplementedError } from "../errors.js";
 import { logger } from "../log.js";
 import { toGrpcError } from "./status.js";
 
@@ -47,7 +47,7 @@ export function addService(server: grpc.Server, fullName: string, impl: ServiceI
         const result = own(call, callback);
         if (result instanceof Promise) result.catch((err: unknown) => fail(call, callback, err));
       } catch (err) {
-        log.debug("call refused", { path, error: (err as Error).message });
+        log.debug("call refused", { path, error: describeError(err) });
         fail(call, callback, err);
       }
     }) as grpc.UntypedHandleCall;

@@ -4,6 +4,7 @@
 // spec controllers; until then OperatorKernelApplier applies them directly and
 // removes whatever an operator no longer asks for.
 
+import { describeError } from "../errors.js";
 import { logger } from "../log.js";
 import type { AddressRequest, NetKernel, RouteRequest } from "../sys/net.js";
 
@@ -42,7 +43,7 @@ export class OperatorKernelApplier {
         await this.kernel.addRoute(r);
       } catch (err) {
         // One bad route (e.g. unreachable gateway) must not block the others.
-        log.warn("route not applied", { err, operator: id, dst: `${r.dst || "default"}/${r.dstLen}` });
+        log.warn("route not applied", { error: describeError(err), operator: id, dst: `${r.dst || "default"}/${r.dstLen}` });
       }
     }
     this.applied.set(id, { addresses: out.addresses, routes: out.routes });
@@ -53,7 +54,7 @@ export class OperatorKernelApplier {
     const prev = this.applied.get(id);
     if (!prev) return;
     this.applied.delete(id);
-    for (const r of prev.routes) await this.kernel.removeRoute(r).catch((err) => log.warn("route not removed", { err, operator: id }));
-    for (const a of prev.addresses) await this.kernel.removeAddress(a).catch((err) => log.warn("address not removed", { err, operator: id }));
+    for (const r of prev.routes) await this.kernel.removeRoute(r).catch((err) => log.warn("route not removed", { error: describeError(err), operator: id }));
+    for (const a of prev.addresses) await this.kernel.removeAddress(a).catch((err) => log.warn("address not removed", { error: describeError(err), operator: id }));
   }
 }

@@ -6,7 +6,7 @@
 
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { SystemError } from "../errors.js";
+import { describeError, SystemError } from "../errors.js";
 import { logger } from "../log.js";
 import {
   type AddressRequest,
@@ -314,7 +314,7 @@ export class IprouteNetKernel implements NetKernel {
         else if (line.trim() !== "") this.noteChange("link", "address", "route");
       }
     });
-    child.on("error", (err) => log.warn("ip monitor failed", { err }));
+    child.on("error", (err) => log.warn("ip monitor failed", { error: describeError(err) }));
     // Changes between a watcher's first listing and the monitor being ready would be
     // lost: report one round of "everything" once it has had time to start.
     setTimeout(() => {

@@ -19,6 +19,7 @@ import {
   type TimeServerSpecSpec,
 } from "../../resources/catalog/network.js";
 import type { NetKernel } from "../../sys/net.js";
+import { describeError } from "../../errors.js";
 import { logger } from "../../log.js";
 import { Dhcp4Client, type DhcpTransport, type LeaseEvent, type Timers } from "../../network/dhcp4/client.js";
 import { DEFAULT_ROUTE_METRIC, leaseToOutput } from "../../network/dhcp4/lease.js";
@@ -135,7 +136,7 @@ export class Dhcp4OperatorController implements Controller {
   }
 
   private async stopAll(): Promise<void> {
-    await Promise.all([...this.running.keys()].map((l) => this.stopClient(l, true).catch((err) => log.warn("DHCP stop failed", { err, link: l }))));
+    await Promise.all([...this.running.keys()].map((l) => this.stopClient(l, true).catch((err) => log.warn("DHCP stop failed", { error: describeError(err), link: l }))));
   }
 
   private async onLease(linkName: string, entry: Running, e: LeaseEvent): Promise<void> {

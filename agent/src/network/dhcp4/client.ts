@@ -3,6 +3,7 @@
 // exponential retransmission and a RELEASE on stop. Packets go through a
 // DhcpTransport and time through Timers, so tests drive it without sockets or waits.
 
+import { describeError } from "../../errors.js";
 import { logger } from "../../log.js";
 import {
   BOOTREQUEST,
@@ -150,7 +151,7 @@ export class Dhcp4Client {
       try {
         await this.opts.transport.send(encodeMessage(release), { broadcast: false, address: held.serverId });
       } catch (err) {
-        this.log.warn("DHCPRELEASE not sent", { err });
+        this.log.warn("DHCPRELEASE not sent", { error: describeError(err) });
       }
       this.current = undefined;
       await this.emit({ type: "released", lease: held });
@@ -196,7 +197,7 @@ export class Dhcp4Client {
     const send = () => {
       const m = this.message(MessageType.Request, { ciaddr: lease.address, broadcast: false });
       const dest = rebinding ? ({ broadcast: true } as const) : ({ broadcast: false, address: lease.serverId } as const);
-      this.opts.transport.send(encodeMessage(m), dest).catch((err) => this.log.warn("DHCPREQUEST not sent", { err }));
+      this.opts.transport.send(encodeMessage(m), dest).catch((err) => this.log.warn("DHCPREQUEST not sent", { error: describeError(err) }));
       // RFC 2131 §4.4.5: wait half the time left, but not less than the floor.
       const left = deadline - this.timers.now();
       const wait = Math.max(this.opts.renewRetransmitMinMs ?? 60_000, left / 2);
@@ -219,7 +220,7 @@ export class Dhcp4Client {
       const m = build();
       this.opts.transport
         .send(encodeMessage(m), { broadcast: true })
-        .catch((err) => this.log.warn("DHCP packet not sent", { err, type: MessageType[m.options.get(Option.MessageType)![0]!] }));
+        .catch((err) => this.log.warn("DHCP packet not sent", { error: describeError(err), type: MessageType[m.options.get(Option.MessageType)![0]!] }));
       // ±1 s randomization as RFC 2131 suggests, scaled down for short test delays.
       const jitter = (this.random() * 2 - 1) * Math.min(1000, delay / 4);
       this.retransmitTimer = this.timers.setTimeout(once, Math.max(0, delay + jitter));
@@ -234,7 +235,7 @@ export class Dhcp4Client {
     try {
       m = decodeMessage(packet);
     } catch (err) {
-      this.log.debug("ignoring malformed DHCP packet", { err });
+      this.log.debug("ignoring malformed DHCP packet", { error: describeError(err) });
       return;
     }
     if (m.op !== 2 || m.xid !== this.xid || m.chaddr.toLowerCase() !== this.opts.hardwareAddr.toLowerCase()) return;
@@ -273,7 +274,7 @@ export class Dhcp4Client {
     try {
       prefixLen = p.subnetMask ? maskToPrefixLen(p.subnetMask) : classfulPrefix(ack.yiaddr);
     } catch (err) {
-      this.log.warn("bad subnet mask, using the classful default", { err });
+      this.log.warn("bad subnet mask, using the classful default", { error: describeError(err) });
       prefixLen = classfulPrefix(ack.yiaddr);
     }
     const lease: Lease = {
@@ -359,7 +360,7 @@ export class Dhcp4Client {
     try {
       await this.opts.onEvent(event);
     } catch (err) {
-      this.log.error("lease event handler failed", { err, event: event.type });
+      this.log.error("lease event handler failed", { error: describeError(err), event: event.type });
     }
   }
 }

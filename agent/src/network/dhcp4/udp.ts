@@ -9,7 +9,7 @@
 // link. The kernel routes at send time, so the route is removed right after.
 
 import dgram from "node:dgram";
-import { SystemError } from "../../errors.js";
+import { describeError, SystemError } from "../../errors.js";
 import { logger } from "../../log.js";
 import { type NetKernel, SCOPE_LINK, TABLE_MAIN } from "../../sys/net.js";
 import type { DhcpTransport } from "./client.js";
@@ -65,7 +65,7 @@ export class DhcpPort {
       s.bind({ port: this.opts.clientPort ?? CLIENT_PORT, address: this.opts.bindAddress ?? "0.0.0.0", exclusive: false }, () => {
         s.setBroadcast(true);
         s.removeAllListeners("error");
-        s.on("error", (err) => log.warn("DHCP socket error", { err }));
+        s.on("error", (err) => log.warn("DHCP socket error", { error: describeError(err) }));
         s.on("message", (msg) => {
           for (const h of [...this.handlers]) h(msg);
         });
@@ -106,7 +106,7 @@ export class DhcpPort {
       try {
         await sendOn(s, packet, this.opts.serverPort ?? SERVER_PORT, "255.255.255.255");
       } finally {
-        await this.opts.kernel.removeRoute(route).catch((err) => log.warn("temporary broadcast route not removed", { err, link: linkName }));
+        await this.opts.kernel.removeRoute(route).catch((err) => log.warn("temporary broadcast route not removed", { error: describeError(err), link: linkName }));
       }
     };
     const next = this.lane.then(run);
