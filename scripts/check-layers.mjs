@@ -9,7 +9,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "a
 
 // Lowest first. A module may import from its own layer or any layer below it.
 const layers = [
-  ["errors.ts", "log.ts"],
+  ["errors.ts", "log.ts", "flags.ts"],
   ["sys"],
   ["api"],
   ["resources"],

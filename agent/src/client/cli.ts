@@ -6,6 +6,7 @@ import path from "node:path";
 import { parse as parseYaml } from "yaml";
 import { applyModeNames } from "../api/enums.js";
 import { InvalidInputError, NotFoundError } from "../errors.js";
+import { parseArgs, type FlagSpec } from "../flags.js";
 import { NodeClient, type ClientCredentials } from "./client.js";
 import { defaultTalosconfigPath, loadTalosconfig } from "./talosconfig.js";
 
@@ -24,33 +25,36 @@ interface Flags {
   positional: string[];
 }
 
-const globalValueFlags: Record<string, keyof Flags> = { "-e": "endpoints", "--endpoints": "endpoints", "-n": "nodes", "--nodes": "nodes" };
+/** talosctl's global flags; their keys have no dashes, so they cannot collide with a command's own. */
+const globalFlags: Readonly<Record<string, FlagSpec>> = {
+  "-e": { key: "endpoints", kind: "list" },
+  "--endpoints": { key: "endpoints", kind: "list" },
+  "-n": { key: "nodes", kind: "list" },
+  "--nodes": { key: "nodes", kind: "list" },
+  "-i": { key: "insecure", kind: "boolean" },
+  "--insecure": { key: "insecure", kind: "boolean" },
+  "--talosconfig": { key: "talosconfig", kind: "string" },
+  "--context": { key: "context", kind: "string" },
+};
 
-/** Parses talosctl's global flags plus the command's own (`valueFlags` take a value, others are booleans). */
+/** Parses talosctl's global flags plus the command's own (`valueFlags` take a value, others are booleans), keyed as spelled. */
 export function parseCallFlags(argv: string[], valueFlags: string[] = [], boolFlags: string[] = []): Flags {
-  const f: Flags = { endpoints: [], nodes: [], insecure: false, values: {}, positional: [] };
-  for (let i = 0; i < argv.length; i++) {
-    const raw = argv[i]!;
-    if (!raw.startsWith("-")) {
-      f.positional.push(raw);
-      continue;
-    }
-    const eq = raw.indexOf("=");
-    const name = eq > 0 ? raw.slice(0, eq) : raw;
-    const inline = eq > 0 ? raw.slice(eq + 1) : undefined;
-    const value = () => {
-      const v = inline ?? argv[++i];
-      if (v === undefined) throw new InvalidInputError(`flag ${name} needs a value`);
-      return v;
-    };
-    const list = globalValueFlags[name];
-    if (list) (f[list] as string[]).push(...value().split(",").map((s) => s.trim()).filter(Boolean));
-    else if (name === "--insecure" || name === "-i") f.insecure = inline === undefined ? true : inline !== "false";
-    else if (name === "--talosconfig") f.talosconfig = value();
-    else if (name === "--context") f.context = value();
-    else if (valueFlags.includes(name)) f.values[name] = value();
-    else if (boolFlags.includes(name)) f.values[name] = inline === undefined ? true : inline !== "false";
-    else throw new InvalidInputError(`unknown flag ${name}`);
+  const own: Record<string, FlagSpec> = {};
+  for (const name of valueFlags) own[name] = { key: name, kind: "string" };
+  for (const name of boolFlags) own[name] = { key: name, kind: "boolean" };
+  const { flags, positional } = parseArgs(argv, { ...own, ...globalFlags });
+  const f: Flags = {
+    endpoints: (flags["endpoints"] as string[] | undefined) ?? [],
+    nodes: (flags["nodes"] as string[] | undefined) ?? [],
+    insecure: flags["insecure"] === true,
+    values: {},
+    positional,
+  };
+  if (typeof flags["talosconfig"] === "string") f.talosconfig = flags["talosconfig"];
+  if (typeof flags["context"] === "string") f.context = flags["context"];
+  for (const name of Object.keys(own)) {
+    const v = flags[name];
+    if (typeof v === "string" || typeof v === "boolean") f.values[name] = v;
   }
   return f;
 }

@@ -14,6 +14,17 @@ test("talosctl global flags and command flags", () => {
   assert.throws(() => parseCallFlags(["-e"]), InvalidInputError);
 });
 
+test("global flags: short and long spellings, lists over repeats, a command cannot shadow them", () => {
+  const f = parseCallFlags(["-e", "a, b", "--endpoints=c", "--nodes", "n1", "-i=false", "--talosconfig=tc", "--context", "ctx", "-m", "staged"], ["-m", "-n"]);
+  assert.deepEqual(f.endpoints, ["a", "b", "c"]);
+  assert.deepEqual(f.nodes, ["n1"]);
+  assert.equal(f.insecure, false);
+  assert.equal(f.talosconfig, "tc");
+  assert.equal(f.context, "ctx");
+  assert.deepEqual(f.values, { "-m": "staged" });
+  assert.deepEqual(parseCallFlags(["-n", "x"], ["-n"]).nodes, ["x"]);
+});
+
 test("resource words resolve by id or alias, case-insensitively", () => {
   const defs = [
     { id: "addressstatuses.net.talos.dev", type: "AddressStatuses.net.talos.dev", displayType: "AddressStatus", defaultNamespace: "network", allAliases: ["addressstatuses", "address", "addresses", "as"] },
