@@ -47,6 +47,9 @@ while [ $# -gt 0 ]; do
 done
 say() { echo "vm: $*" >&2; }
 
+# A fresh machine gets its packages, Node 22 and npm dependencies first (idempotent).
+bash scripts/setup.sh >&2
+
 if [ ! -f "$out/metal-amd64.iso" ] || [ ! -f "$out/initramfs-amd64.xz" ] || [ ! -f "$out/vmlinuz-amd64" ]; then
   [ "$build" = 1 ] || { say "artifacts missing under $out (run npm run image)"; exit 1; }
   bash scripts/image.sh
