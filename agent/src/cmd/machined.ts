@@ -1,5 +1,5 @@
 import { logger, setLogFormat } from "../log.js";
-import { detectPlatform, readCmdline } from "../machined/platform.js";
+import { detectPlatform, type Platform, readCmdline } from "../machined/platform.js";
 import { sysfsBlock } from "../sys/block.js";
 import { nodePaths } from "../sys/paths.js";
 import { parseFlags } from "./flags.js";
@@ -9,7 +9,7 @@ import { networkDefinitions, networking } from "./networking.js";
 /** machined on a node: paths rooted at /, platform from the kernel command line, apid on :50000. */
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseFlags(argv, { "apid-listen": "string", "apid-in-process": "boolean" });
-  const platform = detectPlatform(readCmdline());
+  const platform = nodePlatform();
   // The node console shows human-readable lines (as Talos prints to the console).
   setLogFormat("console");
   logger("machined").info("starting", { platform: platform.name });
@@ -25,4 +25,12 @@ export async function main(argv: string[]): Promise<void> {
     startNetworking: networking(nodePaths, { node: platform.mode !== "container", waitForAddressMs: 30_000 }),
     extraDefinitions: networkDefinitions,
   });
+}
+
+/**
+ * env PLATFORM wins over the kernel command line, so when it is set the cmdline
+ * is not read at all (an unreadable /proc/cmdline then does not stop boot).
+ */
+export function nodePlatform(env: NodeJS.ProcessEnv = process.env, cmdline: () => Map<string, string[]> = readCmdline): Platform {
+  return detectPlatform(env["PLATFORM"] === undefined ? cmdline() : new Map(), env);
 }

@@ -3,6 +3,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
+import { nodePlatform } from "../../../agent/src/cmd/machined.js";
 import { describeError, SystemError } from "../../../agent/src/errors.js";
 import { detectPlatform, parseCmdline, readCmdline } from "../../../agent/src/machined/platform.js";
 
@@ -34,4 +35,13 @@ test("readCmdline parses the file; one that cannot be read is an error naming th
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("machined's platform: env PLATFORM alone is enough (the cmdline is not read); without it the cmdline is read and its error kept", () => {
+  const unreadable = () => {
+    throw new SystemError("could not read the kernel command line /proc/cmdline");
+  };
+  assert.deepEqual(nodePlatform({ PLATFORM: "metal" }, unreadable), { name: "metal", mode: "metal" });
+  assert.throws(() => nodePlatform({}, unreadable), /could not read the kernel command line/);
+  assert.deepEqual(nodePlatform({}, () => parseCmdline("talos.platform=nocloud")), { name: "nocloud", mode: "cloud" });
 });
