@@ -1,7 +1,7 @@
 // One boot of the built image in QEMU, measured: seconds from QEMU start to the
 // maintenance API answering storage.Disks, kernel uptime (from the console's
 // printk timestamps and init's own lines) at init start, machined start and API
-// answering, and the agent's resident memory once idle. Prints figures only.
+// answering, and the agent's memory once idle (PSS sum, RSS sum beside it). Prints figures only.
 import { bootNode, waitFor } from "../test/e2e/qemu.js";
 
 const arg = (name: string, dflt: string) => {
@@ -36,13 +36,15 @@ try {
     ["kernel uptime: machined started", initFigure(node.console(), "machined started")],
     ["kernel uptime: API answering (last console timestamp)", atApi !== undefined ? `${atApi.toFixed(2)} s` : "n/a"],
   ];
-  // init prints the agent's resident memory 60 s after machined starts.
+  // init prints the agent's memory 60 s after machined starts.
   const mem = await waitFor(node, "init's memory report", async () => {
-    const m = /agent resident memory (\d+) KiB in (\d+) node processes/.exec(node.console());
+    const m = /agent memory PSS (\d+) KiB \(RSS sum (\d+) KiB\) in (\d+) node processes/.exec(node.console());
     if (!m) throw new Error("not yet");
     return m;
   }, 240_000).catch(() => undefined);
-  rows.push(["agent resident memory at idle", mem ? `${(Number(mem[1]) / 1024).toFixed(1)} MiB in ${mem[2]} processes` : "n/a"]);
+  const mib = (kib: string) => `${(Number(kib) / 1024).toFixed(1)} MiB`;
+  rows.push(["agent memory at idle: PSS sum", mem ? `${mib(mem[1])} in ${mem[3]} processes` : "n/a"]);
+  rows.push(["agent memory at idle: RSS sum", mem ? `${mib(mem[2])} (shared pages once per process)` : "n/a"]);
   const width = Math.max(...rows.map(([k]) => k.length));
   for (const [k, v] of rows) console.log(`${k.padEnd(width)}  ${v}`);
 } finally {

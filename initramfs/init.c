@@ -411,16 +411,32 @@ static void machined_exited(int status) {
   start_machined();
 }
 
-// Resident memory of the agent (every process running NODE_BIN), for bench/: printed
+// Memory of the agent (every process running NODE_BIN), for bench/: printed
 // MEMORY_REPORT_AFTER seconds after the first machined start and every
-// MEMORY_REPORT_EVERY seconds after that.
+// MEMORY_REPORT_EVERY seconds after that. The main figure is the sum of PSS
+// (shared pages such as the node binary's split between the processes using
+// them); the sum of VmRSS, which counts those pages once per process, is beside it.
 #define MEMORY_REPORT_AFTER 60
 #define MEMORY_REPORT_EVERY 600
+
+// Adds the first "<key> N kB" line of a /proc/<pid>/ file to *kib; 1 if found.
+static int add_kib_field(const char *pid, const char *file, const char *key, long *kib) {
+  char path[300], line[160], fmt[48];
+  snprintf(path, sizeof path, "/proc/%s/%s", pid, file);
+  snprintf(fmt, sizeof fmt, "%s %%ld kB", key);
+  FILE *f = fopen(path, "r");
+  long v;
+  int found = 0;
+  while (f && !found && fgets(line, sizeof line, f))
+    if (sscanf(line, fmt, &v) == 1) { *kib += v; found = 1; }
+  if (f) fclose(f);
+  return found;
+}
 
 static void report_agent_memory(void) {
   DIR *proc = opendir("/proc");
   struct dirent *e;
-  long total_kib = 0;
+  long pss_kib = 0, rss_kib = 0;
   int count = 0;
   while (proc && (e = readdir(proc))) {
     if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
@@ -430,16 +446,16 @@ static void report_agent_memory(void) {
     if (n <= 0) continue;
     exe[n] = 0;
     if (strcmp(exe, NODE_BIN)) continue;
-    snprintf(path, sizeof path, "/proc/%s/status", e->d_name);
-    FILE *f = fopen(path, "r");
-    char line[128];
-    long kib;
-    while (f && fgets(line, sizeof line, f))
-      if (sscanf(line, "VmRSS: %ld kB", &kib) == 1) { total_kib += kib; count++; }
-    if (f) fclose(f);
+    long pss = 0, rss = 0;  // a process that exits between the two reads is left out
+    if (add_kib_field(e->d_name, "smaps_rollup", "Pss:", &pss) && add_kib_field(e->d_name, "status", "VmRSS:", &rss)) {
+      pss_kib += pss;
+      rss_kib += rss;
+      count++;
+    }
   }
   if (proc) closedir(proc);
-  say("kernel uptime %.3f s: agent resident memory %ld KiB in %d node processes", uptime(), total_kib, count);
+  say("kernel uptime %.3f s: agent memory PSS %ld KiB (RSS sum %ld KiB) in %d node processes", uptime(), pss_kib,
+      rss_kib, count);
 }
 
 static void supervise(void) {
