@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Prints Basalt's image and boot figures (no thresholds): artifact sizes, seconds
 # from QEMU start to the maintenance API answering, kernel uptime at init start,
-# at machined start and when the API answered, and the agent's resident memory at
-# idle (init reports it on the console). Builds the image when it is missing.
+# at machined start and when the API answered, and the agent's memory (PSS and RSS sums) at
+# idle (init reports it on the console); then the sandbox memory and RPC latency
+# benches (bench/memory.ts, bench/rpc-latency.ts). Builds the image when it is missing.
 # usage: bench/run.sh [--boot iso|pxe] [--firmware uefi|bios]   (default: iso, uefi)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,3 +15,7 @@ echo "== sizes (bytes)"
 column -t -s $'\t' _out/sizes.tsv
 echo "== boot"
 node dist/bench/boot.js "$@"
+echo "== memory (sandbox)"
+node dist/bench/memory.js
+echo "== rpc latency (sandbox)"
+node dist/bench/rpc-latency.js
