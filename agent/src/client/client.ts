@@ -1,4 +1,6 @@
 import * as grpc from "@grpc/grpc-js";
+import net from "node:net";
+import tls, { type PeerCertificate } from "node:tls";
 import { InvalidInputError } from "../errors.js";
 import { serviceDefinition } from "../api/index.js";
 import { tlsKeyPem as tlsKey } from "../pki/tls.js";
@@ -29,12 +31,38 @@ export function withPort(endpoint: string): string {
 }
 
 
-function channelCredentials(c: ClientCredentials): grpc.ChannelCredentials {
+/** The host of a host:port or [v6]:port address. */
+function hostOf(address: string): string {
+  const colon = address.lastIndexOf(":");
+  return address.slice(0, colon).replace(/^\[|\]$/g, "");
+}
+
+/**
+ * SNI name sent when the node is addressed by IP: Node refuses an IP as TLS
+ * ServerName (DEP0123) and grpc-js sends the target host unless overridden.
+ * It names nothing (RFC 2606 `.invalid`); the identity check below ignores it.
+ */
+export const ipEndpointServerName = "node.basalt.invalid";
+
+/**
+ * Channel credentials and options for `address`. With mTLS the chain is
+ * verified against the talosconfig CA (grpc-js/Node default), and the server
+ * certificate must name the endpoint (or `serverName`): an IP identity is
+ * checked against the certificate's IP SANs by our checkServerIdentity, since
+ * it cannot travel as the SNI name.
+ */
+export function tlsTarget(address: string, c: ClientCredentials): { creds: grpc.ChannelCredentials; options: grpc.ChannelOptions } {
+  const identity = (c.kind === "mtls" ? c.serverName : undefined) ?? hostOf(address);
+  const options: grpc.ChannelOptions = {};
+  if (net.isIP(identity)) options["grpc.ssl_target_name_override"] = ipEndpointServerName;
+  else if (c.kind === "mtls" && c.serverName) options["grpc.ssl_target_name_override"] = c.serverName;
   if (c.kind === "insecure") {
     // Maintenance mode: TLS without verifying the server, exactly as `talosctl --insecure`.
-    return grpc.credentials.createSsl(null, null, null, { rejectUnauthorized: false, checkServerIdentity: () => undefined });
+    return { creds: grpc.credentials.createSsl(null, null, null, { rejectUnauthorized: false, checkServerIdentity: () => undefined }), options };
   }
-  return grpc.credentials.createSsl(Buffer.from(c.ca), Buffer.from(tlsKey(c.key)), Buffer.from(c.crt));
+  // grpc-js calls this with the override name; the identity checked is always ours.
+  const checkServerIdentity = (_sni: string, cert: PeerCertificate) => tls.checkServerIdentity(identity, cert);
+  return { creds: grpc.credentials.createSsl(Buffer.from(c.ca), Buffer.from(tlsKey(c.key)), Buffer.from(c.crt), { checkServerIdentity }), options };
 }
 
 /** A typed client for the Talos-v1.7-compatible API, for our tests, benchmarks and users. */
@@ -47,11 +75,9 @@ export class NodeClient {
 
   constructor(private readonly opts: ClientOptions) {
     const address = withPort(opts.endpoint);
-    const creds = channelCredentials(opts.credentials);
-    const options: grpc.ChannelOptions = { "grpc.max_receive_message_length": 32 * 1024 * 1024 };
-    if (opts.credentials.kind === "mtls" && opts.credentials.serverName) {
-      options["grpc.ssl_target_name_override"] = opts.credentials.serverName;
-    }
+    const tlsOpts = tlsTarget(address, opts.credentials);
+    const creds = tlsOpts.creds;
+    const options: grpc.ChannelOptions = { ...tlsOpts.options, "grpc.max_receive_message_length": 32 * 1024 * 1024 };
     const make = (service: string) => {
       const Ctor = grpc.makeGenericClientConstructor(serviceDefinition(service), service);
       const c = new Ctor(address, creds, options);
