@@ -1,6 +1,5 @@
 import * as grpc from "@grpc/grpc-js";
 import { promises as fs } from "node:fs";
-import net from "node:net";
 import path from "node:path";
 import { ApplyMode } from "../api/enums.js";
 import { generateMaintenanceRoot, issueApiServerCert, issueMaintenanceServerCert } from "../controllers/secrets/issue.js";
@@ -28,6 +27,7 @@ import { ResourceState } from "../resources/state.js";
 import { runApid } from "../apid/apid.js";
 import { InProcessRunner } from "../services/inprocess-runner.js";
 import { ProcessRunner, type ProcessSpec } from "../services/process-runner.js";
+import { pollUntilReady, tcpProbe } from "../services/readiness.js";
 import { Supervisor } from "../services/supervisor.js";
 import { readFileIfExists, writeFileAtomic } from "../sys/atomic-file.js";
 import type { BlockSysfs } from "../sys/block.js";
@@ -183,8 +183,10 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   log.info("machined API listening", { socket: paths.machinedSocket });
 
   const apidService = (features: ConfigFacts | undefined) => {
-    const ready = (signal: AbortSignal) => untilListening(opts.apid.listen, signal);
-    const health = () => tcpProbe(opts.apid.listen);
+    // apid is ready, and healthy, when its TCP listener accepts connections; it binds once its
+    // certificate is published, however long that (or a loaded host) takes.
+    const health = () => tcpProbe(opts.apid.listen, "apid");
+    const ready = (signal: AbortSignal) => pollUntilReady(health, signal);
     const runner = opts.apid.inProcess
       ? new InProcessRunner({
           id: "apid",
@@ -223,7 +225,8 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   };
 
   let renewTimer: NodeJS.Timeout | undefined;
-  const publishApiCerts = async (next: ConfigFacts) => {
+  /** Publishes apid's API certificates; false when they could not be issued. */
+  const publishApiCerts = async (next: ConfigFacts): Promise<boolean> => {
     const { hostname: fallbackHost, fqdn } = nodeHostname(state);
     try {
       const serverCert = await issueApiServerCert(next.osCA, {
@@ -236,9 +239,11 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
         server: serverCert,
         acceptedCAs: [next.osCA.crt, ...next.acceptedCAs].map((crt) => ({ crt })),
       }));
+      return true;
     } catch (err) {
       // Workers get theirs from trustd (a later issue); apid then has nothing to serve with.
       log.error("issuing the API certificate failed", { error: describeError(err) });
+      return false;
     }
   };
 
@@ -260,7 +265,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     facts = next;
     state.modify<MachineConfigSpec>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, owners.config, () => text);
     state.modify<MachineTypeName>(CONFIG_NAMESPACE, MachineTypeType, MachineTypeId, owners.machineType, () => next.machineType);
-    await publishApiCerts(next);
+    const certsPublished = await publishApiCerts(next);
     if (!renewTimer) {
       // Talos re-issues the 24 h API certificate every 12 h.
       renewTimer = setInterval(() => void (facts && publishApiCerts(facts)), 12 * 3600_000);
@@ -279,8 +284,11 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     }
     if (rbacChanged) {
       // apid takes its features as flags (as Talos starts it with them); restart it to apply.
-      await supervisor.stop("apid");
-      await supervisor.start(apidService(next));
+      await supervisor.stop("apid", "machine.features changed (apid takes them as flags)");
+      const started = supervisor.start(apidService(next));
+      // Without certificates apid waits (Preparing) for them; applying must not wait with it.
+      if (certsPublished || state.get(SECRETS_NAMESPACE, ApiCertificatesType, ApiCertificatesId)) await started;
+      else started.catch((err: unknown) => log.error("starting apid failed", { error: describeError(err) }));
     }
   };
 
@@ -337,34 +345,3 @@ async function listenUnix(server: grpc.Server, socket: string): Promise<void> {
   await new Promise<void>((resolve, reject) => server.bindAsync(`unix:${socket}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
 }
 
-/** Polls apid's listener; gives up after ~20 s (e.g. no certificate to serve with), which fails the start. */
-async function untilListening(listen: string, signal: AbortSignal): Promise<void> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await tcpProbe(listen);
-    } catch (err) {
-      if (signal.aborted || attempt >= 200) throw err;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-}
-
-/** apid is healthy when its TCP listener accepts connections. */
-function tcpProbe(listen: string): Promise<void> {
-  const i = listen.lastIndexOf(":");
-  const host = listen.slice(0, i).replace(/^\[|\]$/g, "");
-  const port = Number(listen.slice(i + 1));
-  return new Promise((resolve, reject) => {
-    const sock = net.connect({ host: host === "0.0.0.0" || host === "" ? "127.0.0.1" : host === "::" ? "::1" : host, port });
-    sock.setTimeout(2000);
-    sock.once("connect", () => {
-      sock.destroy();
-      resolve();
-    });
-    sock.once("timeout", () => {
-      sock.destroy();
-      reject(new SystemError(`apid is not listening on ${listen}`));
-    });
-    sock.once("error", (err) => reject(new SystemError(`apid is not listening on ${listen}`, {}, { cause: err })));
-  });
-}

@@ -29,13 +29,21 @@ export class InProcessRunner implements ServiceRunner {
     let failed: ((err: unknown) => void) | undefined;
     const failedEarly = new Promise<never>((_, reject) => (failed = reject));
     failedEarly.catch(() => undefined);
+    // Set when the run ends; an end before start resolved is start's failure, not an exit to report too.
+    let ended: Error | undefined;
+    let started = false;
+    const end = (err: Error) => {
+      ended = err;
+      failed?.(err); // also ends a readiness wait
+    };
     this.running = this.spec.run(ac.signal).then(
       () => {
-        if (this.ac === ac) onExit(undefined);
+        end(new SystemError(`${this.spec.id} exited during start`));
+        if (this.ac === ac && started) onExit(undefined);
       },
       (err: unknown) => {
-        failed?.(err);
-        if (this.ac === ac) onExit(new SystemError(`${this.spec.id} failed: ${describeError(err)}`, {}, { cause: err }));
+        end(new SystemError(`${this.spec.id} failed: ${describeError(err)}`, {}, { cause: err }));
+        if (this.ac === ac && started) onExit(ended);
       },
     );
     if (this.spec.ready) {
@@ -50,6 +58,11 @@ export class InProcessRunner implements ServiceRunner {
         readyAc.abort();
       }
     }
+    if (ended) {
+      this.ac = undefined;
+      throw ended;
+    }
+    started = true;
   }
 
   async stop(): Promise<void> {

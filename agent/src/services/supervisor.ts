@@ -15,6 +15,10 @@ interface Entry {
   healthTimer: NodeJS.Timeout | undefined;
   /** Fires once the current run has lasted long enough to forget earlier failures. */
   stableTimer: NodeJS.Timeout | undefined;
+  /** Notes, while the service is still starting, that it is slow (not failed). */
+  slowTimer: NodeJS.Timeout | undefined;
+  /** When the current run was launched (ms since epoch), for the elapsed time in logs. */
+  launchedAt: number;
 }
 
 /**
@@ -22,7 +26,10 @@ interface Entry {
  * health, and reports every change to listeners (machined mirrors them into
  * Service resources and the Events stream). A run that stays up and healthy
  * for `stableRunMs` resets the backoff, so a crash after a long healthy run
- * is retried quickly again.
+ * is retried quickly again. Starting has no deadline: a slow start stays
+ * Preparing (logged every `slowStartNoticeMs`); only an exit is a failure.
+ * Every stop, failure and restart is logged with the service, the reason and
+ * the time since the run was launched.
  */
 export class Supervisor {
   private readonly entries = new Map<string, Entry>();
@@ -31,6 +38,7 @@ export class Supervisor {
   constructor(
     private readonly healthIntervalMs = 5000,
     private readonly stableRunMs = 60_000,
+    private readonly slowStartNoticeMs = 30_000,
   ) {}
 
   onChange(listener: ServiceListener): () => void {
@@ -45,7 +53,7 @@ export class Supervisor {
     record.setHealth(true, "");
     this.entries.set(id, {
       def: { id, runner: { start: async () => undefined, stop: async () => undefined }, restart: "never" },
-      record, wanted: true, restarts: 0, timer: undefined, healthTimer: undefined, stableTimer: undefined,
+      record, wanted: true, restarts: 0, timer: undefined, healthTimer: undefined, stableTimer: undefined, slowTimer: undefined, launchedAt: Date.now(),
     });
     this.emit(record);
   }
@@ -63,7 +71,7 @@ export class Supervisor {
     if (!entry) {
       entry = {
         def, record: new ServiceRecord(def.id), wanted: true, restarts: 0,
-        timer: undefined, healthTimer: undefined, stableTimer: undefined,
+        timer: undefined, healthTimer: undefined, stableTimer: undefined, slowTimer: undefined, launchedAt: Date.now(),
       };
       this.entries.set(def.id, entry);
     }
@@ -72,14 +80,17 @@ export class Supervisor {
     await this.launch(entry);
   }
 
-  async stop(id: string): Promise<void> {
+  /** Stops a service; `reason` is logged (why the supervisor ends it). */
+  async stop(id: string, reason = "stop requested"): Promise<void> {
     const entry = this.entries.get(id);
     if (!entry) return;
     entry.wanted = false;
     clearTimeout(entry.timer);
     clearInterval(entry.healthTimer);
     clearTimeout(entry.stableTimer);
+    clearInterval(entry.slowTimer);
     if (entry.record.state === "Running" || entry.record.state === "Preparing") {
+      log.info("stopping service", { service: id, reason, state: entry.record.state, elapsedMs: elapsed(entry) });
       entry.record.transition("Stopping", "Stopping service");
       this.emit(entry.record);
       await entry.def.runner.stop().catch((err) => log.warn("stop failed", { service: id, error: describeError(err) }));
@@ -92,22 +103,34 @@ export class Supervisor {
     }
   }
 
-  async stopAll(): Promise<void> {
-    for (const id of [...this.entries.keys()].reverse()) await this.stop(id);
+  async stopAll(reason = "shutting down"): Promise<void> {
+    for (const id of [...this.entries.keys()].reverse()) await this.stop(id, reason);
   }
 
   private async launch(entry: Entry): Promise<void> {
     const { def, record } = entry;
+    entry.launchedAt = Date.now();
     record.transition("Preparing", "Running pre state");
     this.emit(record);
+    clearInterval(entry.slowTimer);
+    entry.slowTimer = setInterval(() => {
+      log.info("service is still starting", { service: def.id, elapsedMs: elapsed(entry) });
+    }, this.slowStartNoticeMs);
+    entry.slowTimer.unref();
     try {
       await def.runner.start((err) => this.exited(entry, err));
     } catch (err) {
-      record.transition("Failed", `Failed to start: ${describeError(err)}`);
+      clearInterval(entry.slowTimer);
+      // Stopped (or replaced) while starting: stop() recorded the outcome; this is not a failure.
+      if (!entry.wanted || entry.def !== def) return;
+      const reason = describeError(err);
+      log.warn("service failed to start", { service: def.id, reason, elapsedMs: elapsed(entry) });
+      record.transition("Failed", `Failed to start: ${reason}`);
       this.emit(record);
-      this.scheduleRestart(entry);
+      this.scheduleRestart(entry, `failed to start: ${reason}`);
       return;
     }
+    clearInterval(entry.slowTimer);
     if (!entry.wanted || entry.def !== def) {
       // Stopped (or replaced) while starting: stop() already recorded the outcome; make sure it does not keep running.
       await def.runner.stop().catch((err) => log.warn("stop after start failed", { service: def.id, error: describeError(err) }));
@@ -125,8 +148,15 @@ export class Supervisor {
       clearInterval(entry.healthTimer);
       const probe = () => {
         def.runner.health!().then(
-          () => record.setHealth(true, ""),
-          (err: unknown) => record.setHealth(false, describeError(err)),
+          () => {
+            if (!record.health.unknown && !record.health.healthy) log.info("service health check passed again", { service: def.id, elapsedMs: elapsed(entry) });
+            record.setHealth(true, "");
+          },
+          (err: unknown) => {
+            // Reported, not acted on (as Talos): logged when it turns unhealthy, not on every probe.
+            if (record.health.unknown || record.health.healthy) log.warn("service health check failed", { service: def.id, reason: describeError(err), elapsedMs: elapsed(entry) });
+            record.setHealth(false, describeError(err));
+          },
         ).finally(() => this.emit(record));
       };
       probe();
@@ -142,17 +172,19 @@ export class Supervisor {
     clearInterval(entry.healthTimer);
     clearTimeout(entry.stableTimer);
     if (!entry.wanted) return;
-    const msg = err ? `Error running service: ${describeError(err)}` : "Service exited";
+    const reason = err ? describeError(err) : "exited with status 0";
+    const msg = err ? `Error running service: ${reason}` : "Service exited";
     entry.record.transition(err ? "Failed" : "Finished", msg);
     this.emit(entry.record);
-    log.warn("service exited", { service: entry.def.id, error: err ? describeError(err) : undefined });
-    if (entry.def.restart === "always") this.scheduleRestart(entry);
+    log.warn("service exited", { service: entry.def.id, reason, elapsedMs: elapsed(entry) });
+    if (entry.def.restart === "always") this.scheduleRestart(entry, `exited: ${reason}`);
   }
 
-  private scheduleRestart(entry: Entry): void {
+  private scheduleRestart(entry: Entry, reason: string): void {
     if (!entry.wanted) return;
     const delay = Math.min(500 * 2 ** entry.restarts, 30_000);
     entry.restarts++;
+    log.info("restarting service", { service: entry.def.id, reason, delayMs: delay, restarts: entry.restarts, elapsedMs: elapsed(entry) });
     entry.record.transition("Waiting", `Restarting service in ${delay} ms`);
     this.emit(entry.record);
     entry.timer = setTimeout(() => void this.launch(entry), delay);
@@ -163,4 +195,8 @@ export class Supervisor {
     const status = record.status();
     for (const l of this.listeners) l(status);
   }
+}
+
+function elapsed(entry: Entry): number {
+  return Date.now() - entry.launchedAt;
 }

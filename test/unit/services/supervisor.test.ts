@@ -159,3 +159,90 @@ test("a run that stays up healthily for stableRunMs resets the restart backoff; 
   assert.equal(await crashAndRestart(), 1000);
   await sup.stopAll();
 });
+
+/** Runs `fn` with the supervisor's log lines captured (JSON records). */
+async function captureLogs(fn: () => Promise<void>): Promise<Record<string, unknown>[]> {
+  const { setLogSink, setLogFormat } = await import("../../../agent/src/log.js");
+  const lines: Record<string, unknown>[] = [];
+  setLogFormat("json");
+  const previous = setLogSink((line) => lines.push(JSON.parse(line) as Record<string, unknown>));
+  try {
+    await fn();
+  } finally {
+    setLogSink(previous);
+  }
+  return lines.filter((l) => l["component"] === "supervisor");
+}
+
+test("every failure, restart and stop is logged with the service, the reason and the elapsed time", async (t) => {
+  t.mock.timers.enable({ apis: ["setTimeout"] });
+  const logs = await captureLogs(async () => {
+    const sup = new Supervisor(60_000);
+    const runner = fakeRunner();
+    await sup.start({ id: "apid", runner, restart: "always" });
+    runner.crash();
+    t.mock.timers.tick(500);
+    await new Promise((r) => setImmediate(r));
+    await sup.stop("apid", "configuration changed");
+    const bad = fakeRunner({ failStart: true });
+    await sup.start({ id: "bad", runner: bad, restart: "always" });
+    await sup.stopAll();
+  });
+  const pick = (msg: string) => logs.filter((l) => l["msg"] === msg).map((l) => [l["service"], l["reason"], typeof l["elapsedMs"]]);
+  assert.deepEqual(pick("service exited"), [["apid", "crashed", "number"]]);
+  assert.deepEqual(pick("restarting service"), [["apid", "exited: crashed", "number"], ["bad", "failed to start: cannot start", "number"]]);
+  assert.deepEqual(pick("service failed to start"), [["bad", "cannot start", "number"]]);
+  assert.deepEqual(pick("stopping service"), [["apid", "configuration changed", "number"]]);
+});
+
+test("a slow start is not a failure: the service stays Preparing (noted in the log), then runs without any restart", async (t) => {
+  t.mock.timers.enable({ apis: ["setTimeout", "setInterval"] });
+  const { InProcessRunner } = await import("../../../agent/src/services/inprocess-runner.js");
+  const { pollUntilReady } = await import("../../../agent/src/services/readiness.js");
+  let listening = false;
+  let runs = 0;
+  const runner = new InProcessRunner({
+    id: "apid",
+    run: (signal) => {
+      runs++;
+      return new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve()));
+    },
+    ready: (signal) => pollUntilReady(async () => { if (!listening) throw new Error("apid is not listening"); }, signal, 100),
+  });
+  const sup = new Supervisor(60_000, 60_000, 30_000);
+  let starting: Promise<void> | undefined;
+  const logs = await captureLogs(async () => {
+    starting = sup.start({ id: "apid", runner, restart: "always" });
+    // 350 s of a loaded host, probing every 100 ms.
+    for (let i = 0; i < 3500; i++) {
+      t.mock.timers.tick(100);
+      await new Promise((r) => setImmediate(r));
+    }
+    assert.equal(sup.get("apid")?.state, "Preparing");
+    listening = true;
+    t.mock.timers.tick(100);
+    await starting;
+  });
+  assert.equal(sup.get("apid")?.state, "Running");
+  assert.equal(runs, 1, "started once, never restarted");
+  assert.deepEqual(sup.get("apid")!.events.map((e) => e.state), ["Preparing", "Running"]);
+  assert.ok(logs.some((l) => l["msg"] === "service is still starting" && l["service"] === "apid"));
+  assert.deepEqual(logs.filter((l) => /restart|failed|exited/.test(String(l["msg"]))), []);
+  await sup.stopAll();
+});
+
+test("an in-process service stopped while still starting ends its readiness wait and is not restarted", async () => {
+  const { InProcessRunner } = await import("../../../agent/src/services/inprocess-runner.js");
+  const { pollUntilReady } = await import("../../../agent/src/services/readiness.js");
+  const sup = new Supervisor(60_000);
+  const runner = new InProcessRunner({
+    id: "apid",
+    run: (signal) => new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve())),
+    ready: (signal) => pollUntilReady(async () => { throw new Error("apid is not listening"); }, signal, 10),
+  });
+  const starting = sup.start({ id: "apid", runner, restart: "always" });
+  await new Promise((r) => setTimeout(r, 30));
+  await sup.stop("apid");
+  await starting;
+  assert.deepEqual(sup.get("apid")!.events.map((e) => e.state), ["Preparing", "Stopping", "Finished"]);
+});
