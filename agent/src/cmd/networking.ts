@@ -27,6 +27,7 @@ export function networking(paths: Paths, opts: { node: boolean; waitForAddressMs
     }
     runtime.start(signal);
     logger("machined").info("networking controllers started", { dhcp: opts.node });
-    if (opts.waitForAddressMs) await waitForNodeAddress(state, signal, opts.waitForAddressMs);
+    // With DHCP running, an IPv6 SLAAC address alone waits briefly for the DHCPv4 lease (machined still re-prints on change).
+    if (opts.waitForAddressMs) await waitForNodeAddress(state, signal, opts.waitForAddressMs, opts.node ? { ipv4GraceMs: 10_000 } : {});
   };
 }

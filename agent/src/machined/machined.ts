@@ -36,7 +36,7 @@ import { machinedGuard } from "./access.js";
 import { machineServiceImpl, storageServiceImpl } from "./apis.js";
 import { checkConfig, checkMaintenanceMode, maintenanceDryRunDetails, type ApplyRequest, type ConfigChecker, type ParsedConfig } from "./apply.js";
 import { configFacts, type ConfigFacts } from "./config-facts.js";
-import { maintenanceConsoleLines } from "./maintenance-console.js";
+import { maintenanceConsoleLines, reprintOnAddressChange } from "./maintenance-console.js";
 import { nodeAddresses, nodeHostname } from "./node-identity.js";
 import type { Platform } from "./platform.js";
 import { runSequence } from "./sequencer.js";
@@ -212,17 +212,29 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     const colon = opts.apid.listen.lastIndexOf(":");
     const port = Number(opts.apid.listen.slice(colon + 1));
     const listenHost = opts.apid.listen.slice(0, colon).replace(/^\[|\]$/g, "");
-    const addresses = nodeAddresses(state);
     // A listener bound to one address (the sandbox) is reachable only there.
-    const reachable = ["", "0.0.0.0", "::"].includes(listenHost) ? addresses : [listenHost];
+    const reachableNow = () => (["", "0.0.0.0", "::"].includes(listenHost) ? nodeAddresses(state) : [listenHost]);
+    const addresses = nodeAddresses(state);
+    const reachable = reachableNow();
     const server = await issueMaintenanceServerCert(root, { addresses: [...new Set([...addresses, ...reachable])], hostname: nodeHostname(state).hostname });
     // The CA's key stays in MaintenanceRootSecrets; only its certificate is handed on.
     state.modify<MaintenanceServiceCertsSpec>(SECRETS_NAMESPACE, MaintenanceServiceCertificatesType, MaintenanceServiceCertificatesId, owners.maintenanceCerts, () => ({
       ca: { crt: root.crt, key: "" },
       server,
     }));
-    for (const line of maintenanceConsoleLines({ addresses: reachable, port, fingerprint: spkiFingerprint(server.crt) })) consoleLog.info(line);
+    const fingerprint = spkiFingerprint(server.crt);
+    for (const line of maintenanceConsoleLines({ addresses: reachable, port, fingerprint })) consoleLog.info(line);
+    // Addresses that arrive later (the DHCPv4 lease after IPv6 SLAAC) are printed again, until a config is applied.
+    reprintOnAddressChange(state, maintenanceConsole.signal, {
+      printed: reachable,
+      reachable: reachableNow,
+      print: (now) => {
+        for (const line of maintenanceConsoleLines({ addresses: now, port, fingerprint })) consoleLog.info(line);
+      },
+    });
   };
+  const maintenanceConsole = new AbortController();
+  opts.signal.addEventListener("abort", () => maintenanceConsole.abort(), { once: true });
 
   let renewTimer: NodeJS.Timeout | undefined;
   /** Publishes apid's API certificates; false when they could not be issued. */
@@ -274,6 +286,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     }
     if (mode === "maintenance") {
       mode = "normal";
+      maintenanceConsole.abort();
       const maintenanceSecrets = [
         [MaintenanceServiceCertificatesType, MaintenanceServiceCertificatesId, owners.maintenanceCerts],
         [MaintenanceRootSecretsType, MaintenanceRootSecretsId, owners.maintenanceRoot],

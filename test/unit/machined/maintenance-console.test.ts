@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { maintenanceConsoleLines } from "../../../agent/src/machined/maintenance-console.js";
+import { maintenanceConsoleLines, reprintOnAddressChange } from "../../../agent/src/machined/maintenance-console.js";
+import { nodeAddresses, waitForNodeAddress } from "../../../agent/src/machined/node-identity.js";
+import { ResourceState } from "../../../agent/src/resources/state.js";
 
 test("console lines name the addresses, the wait and the fingerprint", () => {
   const lines = maintenanceConsoleLines({ addresses: ["10.0.0.5", "fd00::5"], port: 50000, fingerprint: "abc=" });
@@ -11,4 +13,48 @@ test("console lines name the addresses, the wait and the fingerprint", () => {
   assert.ok(lines.some((l) => l.includes("--cert-fingerprint 'abc='")));
   const other = maintenanceConsoleLines({ addresses: ["127.0.0.1"], port: 51000, fingerprint: "x" });
   assert.ok(other.some((l) => l.includes("--nodes 127.0.0.1:51000")));
+});
+
+const setAddresses = (state: ResourceState, id: string, addresses: string[]) =>
+  state.modify<{ addresses: string[] }>("network", "NodeAddresses.net.talos.dev", id, "network.NodeAddressController", () => ({ addresses }));
+
+test("the reachable addresses are printed again when they change (the DHCPv4 lease after SLAAC), not when unchanged, not after leaving maintenance", () => {
+  const state = new ResourceState();
+  setAddresses(state, "current", ["fec0::5054:ff:fe12:3456/64"]);
+  const printed: string[][] = [];
+  const ac = new AbortController();
+  reprintOnAddressChange(state, ac.signal, { printed: nodeAddresses(state), reachable: () => nodeAddresses(state), print: (a) => printed.push(a) });
+  assert.deepEqual(printed, [], "what is already on the console is not printed twice");
+  setAddresses(state, "current", ["10.0.2.15/24", "fec0::5054:ff:fe12:3456/64"]);
+  assert.deepEqual(printed, [["10.0.2.15", "fec0::5054:ff:fe12:3456"]]);
+  setAddresses(state, "default", ["10.0.2.15/24"]);
+  assert.equal(printed.length, 1, "an event that leaves the reachable list as printed prints nothing");
+  ac.abort();
+  setAddresses(state, "current", ["10.0.2.16/24"]);
+  assert.equal(printed.length, 1);
+});
+
+test("with a DHCPv4 operator running, an IPv6-only address list waits for the IPv4 lease (bounded); without one any address will do", async (t) => {
+  t.mock.timers.enable({ apis: ["setTimeout"] });
+  const settled = (p: Promise<void>) => {
+    let done = false;
+    void p.then(() => (done = true));
+    return async () => {
+      await new Promise((r) => setImmediate(r));
+      return done;
+    };
+  };
+  const state = new ResourceState();
+  const signal = new AbortController().signal;
+  setAddresses(state, "current", ["fec0::5054:ff:fe12:3456/64"]);
+  assert.equal(await settled(waitForNodeAddress(state, signal, 600_000))(), true, "no DHCP: the SLAAC address is enough");
+  const waiting = settled(waitForNodeAddress(state, signal, 600_000, { ipv4GraceMs: 300_000 }));
+  assert.equal(await waiting(), false, "IPv6 only: still waiting for the lease");
+  setAddresses(state, "current", ["10.0.2.15/24", "fec0::5054:ff:fe12:3456/64"]);
+  assert.equal(await waiting(), true, "the lease arrived");
+  setAddresses(state, "current", ["fec0::5054:ff:fe12:3456/64"]);
+  const noLease = settled(waitForNodeAddress(state, signal, 600_000, { ipv4GraceMs: 300_000 }));
+  assert.equal(await noLease(), false);
+  t.mock.timers.tick(300_000);
+  assert.equal(await noLease(), true, "no lease within the grace: maintenance starts with the IPv6 address");
 });
