@@ -11,90 +11,20 @@
 //   agent/src/cmd/machined-run.ts), as init starts it; to try levers:
 //   BENCH_NODE_FLAGS="--flag ..." replaces machined's node flags, BASALT_APID_NODE_FLAGS apid's,
 //   MALLOC_ARENA_MAX=<n> in the environment replaces the arena cap of both.
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync } from "node:fs";
-import net from "node:net";
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { NodeClient, type ClientCredentials } from "../agent/src/client/client.js";
 import { parseTalosconfig } from "../agent/src/client/talosconfig.js";
-import { agentEnv, agentNodeFlags } from "../agent/src/cmd/machined-run.js";
 import { generateConfigs } from "../agent/src/config/generate/index.js";
-
-const here = path.dirname(fileURLToPath(import.meta.url));
-const repo = path.resolve(here, "../..");
+import { entry, eventually, freePort, nodeFlags, sandboxEnv, sleep, startSandbox, useBundle } from "./sandbox.js";
 
 const arg = (name: string, dflt: string) => {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? (process.argv[i + 1] ?? dflt) : dflt;
 };
 const modeArg = arg("mode", "both");
-const useBundle = process.argv.includes("--bundle");
 const idleSeconds = Number(arg("idle-seconds", "15"));
-// machined is started as init starts it on a node: with the agent's node flags and environment.
-const nodeFlags = process.env["BENCH_NODE_FLAGS"] !== undefined ? process.env["BENCH_NODE_FLAGS"].split(/\s+/).filter(Boolean) : [...agentNodeFlags];
-const sandboxEnv: NodeJS.ProcessEnv = { ...agentEnv, ...process.env, BASALT_LOG_LEVEL: "warn" };
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-async function eventually<T>(fn: () => Promise<T>, attempts = 150): Promise<T> {
-  let last: unknown;
-  for (let i = 0; i < attempts; i++) {
-    try {
-      return await fn();
-    } catch (err) {
-      last = err;
-      await sleep(200);
-    }
-  }
-  throw last;
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function entry(): string[] {
-  if (!useBundle) return [path.join(repo, "dist/agent/src/cmd/sandbox.js")];
-  const bundle = process.env["BENCH_BUNDLE"] ? path.resolve(process.env["BENCH_BUNDLE"]) : path.join(repo, "_out/bundle/basalt.mjs");
-  if (!existsSync(bundle)) spawnSync(process.execPath, [path.join(repo, "scripts/bundle.mjs"), path.dirname(bundle)], { stdio: "inherit" });
-  return [bundle, "sandbox"];
-}
-
-function startSandbox(stateDir: string, port: number, inProcess: boolean): ChildProcess {
-  const args = [...nodeFlags, ...entry(), "--state-dir", stateDir, "--apid-listen", `127.0.0.1:${port}`];
-  if (inProcess) args.push("--apid-in-process");
-  const child = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "pipe"], env: sandboxEnv });
-  let err = "";
-  child.stderr!.on("data", (b: Buffer) => (err = (err + b.toString()).slice(-4000)));
-  child.once("exit", (code, signal) => {
-    if (code && !stopping.has(child)) process.stderr.write(`sandbox exited (${code ?? signal}):\n${err}\n`);
-  });
-  return child;
-}
-
-const stopping = new Set<ChildProcess>();
-async function stop(child: ChildProcess): Promise<void> {
-  stopping.add(child);
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  await new Promise<void>((resolve) => {
-    const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
-    child.once("exit", () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.kill("SIGTERM");
-  });
-}
-
 /** The process and its descendants (apid is machined's child). */
 function processTree(root: number): number[] {
   const out = [root];
@@ -198,7 +128,7 @@ async function measure(inProcess: boolean): Promise<{ rows: Mem[]; uniqueKiB: nu
   });
   const ctx = parseTalosconfig(generated.talosconfig);
   const admin: ClientCredentials = { kind: "mtls", ca: ctx.ca, crt: ctx.crt, key: ctx.key };
-  const child = startSandbox(stateDir, port, inProcess);
+  const sandbox = startSandbox(stateDir, port, inProcess);
   const clients: NodeClient[] = [];
   try {
     const insecure = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "insecure" } });
@@ -217,11 +147,11 @@ async function measure(inProcess: boolean): Promise<{ rows: Mem[]; uniqueKiB: nu
     for (const c of clients) c.close();
     clients.length = 0;
     await sleep(idleSeconds * 1000);
-    const pids = processTree(child.pid!);
+    const pids = processTree(sandbox.child.pid!);
     return { rows: pids.map(memoryOf), uniqueKiB: uniquePagesKiB(pids) };
   } finally {
     for (const c of clients) c.close();
-    await stop(child);
+    await sandbox.stop();
     rmSync(stateDir, { recursive: true, force: true });
   }
 }

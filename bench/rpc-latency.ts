@@ -10,20 +10,14 @@
 //   machined runs with the agent's node flags and environment (agentNodeFlags, agentEnv in
 //   agent/src/cmd/machined-run.ts), as init starts it; BENCH_NODE_FLAGS replaces machined's
 //   node flags, BASALT_APID_NODE_FLAGS apid's, MALLOC_ARENA_MAX the arena cap of both.
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import net from "node:net";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { fileURLToPath } from "node:url";
 import { NodeClient, type ClientCredentials } from "../agent/src/client/client.js";
 import { parseTalosconfig } from "../agent/src/client/talosconfig.js";
-import { agentEnv, agentNodeFlags } from "../agent/src/cmd/machined-run.js";
 import { generateConfigs } from "../agent/src/config/generate/index.js";
-
-const here = path.dirname(fileURLToPath(import.meta.url));
-const repo = path.resolve(here, "../..");
+import { entry, eventually, freePort, nodeFlags, sandboxEnv, startSandbox, useBundle } from "./sandbox.js";
 
 const arg = (name: string, dflt: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -33,70 +27,6 @@ const calls = Math.max(1, Math.min(5000, Number(arg("calls", "500"))));
 const concurrency = Math.max(1, Math.min(64, Number(arg("concurrency", "8"))));
 const fanout = Math.max(1, Math.min(16, Number(arg("fanout", "4"))));
 const inProcess = process.argv.includes("--apid-in-process");
-const useBundle = process.argv.includes("--bundle");
-// machined is started as init starts it on a node: with the agent's node flags and environment.
-const nodeFlags = process.env["BENCH_NODE_FLAGS"] !== undefined ? process.env["BENCH_NODE_FLAGS"].split(/\s+/).filter(Boolean) : [...agentNodeFlags];
-const sandboxEnv: NodeJS.ProcessEnv = { ...agentEnv, ...process.env, BASALT_LOG_LEVEL: "warn" };
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function eventually<T>(fn: () => Promise<T>, attempts = 150): Promise<T> {
-  let last: unknown;
-  for (let i = 0; i < attempts; i++) {
-    try {
-      return await fn();
-    } catch (err) {
-      last = err;
-      await sleep(200);
-    }
-  }
-  throw last;
-}
-
-function entry(): string[] {
-  if (!useBundle) return [path.join(repo, "dist/agent/src/cmd/sandbox.js")];
-  const bundle = process.env["BENCH_BUNDLE"] ? path.resolve(process.env["BENCH_BUNDLE"]) : path.join(repo, "_out/bundle/basalt.mjs");
-  if (!existsSync(bundle)) spawnSync(process.execPath, [path.join(repo, "scripts/bundle.mjs"), path.dirname(bundle)], { stdio: "inherit" });
-  return [bundle, "sandbox"];
-}
-
-let stopping = false;
-function startSandbox(stateDir: string, port: number): ChildProcess {
-  const args = [...nodeFlags, ...entry(), "--state-dir", stateDir, "--apid-listen", `127.0.0.1:${port}`];
-  if (inProcess) args.push("--apid-in-process");
-  const child = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "pipe"], env: sandboxEnv });
-  let err = "";
-  child.stderr!.on("data", (b: Buffer) => (err = (err + b.toString()).slice(-4000)));
-  child.once("exit", (code, signal) => {
-    if (!stopping) process.stderr.write(`sandbox exited early (${code ?? signal}):\n${err}\n`);
-  });
-  return child;
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  stopping = true;
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  await new Promise<void>((resolve) => {
-    const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
-    child.once("exit", () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.kill("SIGTERM");
-  });
-}
-
 /** The process and its descendants (apid is machined's child). */
 function processTree(root: number): number[] {
   const out = [root];
@@ -120,7 +50,7 @@ const ticksPerSecond = 100; // USER_HZ on Linux
  */
 function agentCpuSeconds(): number {
   let ticks = 0;
-  for (const pid of processTree(sandbox.pid!)) {
+  for (const pid of processTree(sandbox.child.pid!)) {
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
       const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
@@ -180,7 +110,7 @@ const endpoint = `127.0.0.1:${port}`;
 const generated = await generateConfigs({ clusterName: "bench", endpoint: "https://127.0.0.1:6443", installDisk: "", talosconfigEndpoints: [endpoint] });
 const ctx = parseTalosconfig(generated.talosconfig);
 const admin: ClientCredentials = { kind: "mtls", ca: ctx.ca, crt: ctx.crt, key: ctx.key };
-const sandbox = startSandbox(stateDir, port);
+const sandbox = startSandbox(stateDir, port, inProcess);
 const clients: NodeClient[] = [];
 try {
   console.log(
@@ -212,6 +142,6 @@ try {
   print();
 } finally {
   for (const c of clients) c.close();
-  await stop(sandbox);
+  await sandbox.stop();
   rmSync(stateDir, { recursive: true, force: true });
 }

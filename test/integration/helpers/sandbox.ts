@@ -46,12 +46,21 @@ function exited(child: ChildProcess): boolean {
   return child.exitCode !== null || child.signalCode !== null;
 }
 
+/** How the sandbox process is launched; the benches run it as init runs machined. */
+export interface SandboxLaunch {
+  /** node's arguments before the sandbox's own: node flags, then the entry script (and its subcommand). Default: dist's sandbox.js. */
+  nodeArgs?: string[];
+  /** The whole environment of the sandbox. Default: this process's, at log level info. */
+  env?: NodeJS.ProcessEnv;
+}
+
 /** Starts `basalt sandbox` on `127.0.0.1:<port>` with its state under `stateDir`. */
-export function startSandbox(stateDir: string, port: number, extraArgs: string[] = []): SandboxProcess {
+export function startSandbox(stateDir: string, port: number, extraArgs: string[] = [], launch: SandboxLaunch = {}): SandboxProcess {
   let out = "";
-  const child = spawn(process.execPath, [sandboxJs, "--state-dir", stateDir, "--apid-listen", `127.0.0.1:${port}`, ...extraArgs], {
+  const nodeArgs = launch.nodeArgs ?? [sandboxJs];
+  const child = spawn(process.execPath, [...nodeArgs, "--state-dir", stateDir, "--apid-listen", `127.0.0.1:${port}`, ...extraArgs], {
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, BASALT_LOG_LEVEL: "info" },
+    env: launch.env ?? { ...process.env, BASALT_LOG_LEVEL: "info" },
   });
   child.stdout!.on("data", (b: Buffer) => (out += b.toString()));
   child.stderr!.on("data", (b: Buffer) => (out += b.toString()));
