@@ -8,12 +8,12 @@
 #
 # Stages are cached under _out/cache, each keyed on what it is built from:
 #   base-<key>    mkosi's Debian tree (key: mkosi.conf)              ~1 min
-#   system-<key>  pruned tree + Node + rootfs/overlay -> rootfs.sqsh  ~1.5 min (zstd -19)
+#   system-<key>  pruned tree + Node + rootfs/overlay -> rootfs.sqsh  ~3 min (xz)
 # so a change to the agent alone rebuilds only the bundle, the small cpio and the ISO.
 #
 # Environment:
 #   BASALT_AGENT=placeholder   ship rootfs/placeholder-agent.mjs instead of the agent bundle
-#   BASALT_SQUASHFS_COMP=...   mksquashfs compressor options (default: zstd level 19, 1 MiB blocks;
+#   BASALT_SQUASHFS_COMP=...   mksquashfs compressor options (default: xz with the x86 BCJ filter, 1 MiB blocks;
 #                              rootfs/README.md has the xz/zstd measurements)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,7 +52,7 @@ fi
 kver=$(ls "$base/tree/usr/lib/modules" | head -1)
 
 # ---- 2. system tree and rootfs.sqsh ------------------------------------------
-comp=${BASALT_SQUASHFS_COMP:-"-comp zstd -Xcompression-level 19 -b 1M"}
+comp=${BASALT_SQUASHFS_COMP:-"-comp xz -Xbcj x86 -b 1M"}
 sys_key=$(hash_of <(echo "$base_key $NODE_VERSION $comp") rootfs/select-files.py <(cd rootfs/overlay && find . -printf "%M %p %l\n" | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat))
 system="$cache/system-$sys_key"
 if [ ! -f "$system/rootfs.sqsh" ]; then
