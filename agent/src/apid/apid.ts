@@ -33,10 +33,6 @@ interface PemPair {
   key?: Buffer;
 }
 
-const secretsNs = SECRETS_NAMESPACE;
-const apiCertsType = ApiCertificatesType;
-const maintenanceCertsType = MaintenanceServiceCertificatesType;
-
 /** Names and addresses by which callers may address this node in `node`/`nodes`. */
 function isSelf(target: string): boolean {
   const t = target.replace(/^\[|\]$/g, "").toLowerCase();
@@ -91,13 +87,13 @@ export async function runApid(opts: ApidOptions): Promise<void> {
     chain = chain.then(rebind).catch((err) => log.error("rebinding the api listener failed", { error: describeError(err) }));
   };
 
-  watchOne(cosi, apiCertsType, ApiCertificatesId, opts.signal, (spec) => {
+  watchOne(cosi, ApiCertificatesType, ApiCertificatesId, apiCertsDefinition.protoSpecType, opts.signal, (spec) => {
     apiCerts = spec
       ? { server: (spec["server"] ?? {}) as PemPair, acceptedCAs: ((spec["accepted_c_as"] ?? []) as { crt?: Buffer }[]).map((c) => c.crt?.toString() ?? "").filter(Boolean) }
       : undefined;
     schedule();
   });
-  watchOne(cosi, maintenanceCertsType, MaintenanceServiceCertificatesId, opts.signal, (spec) => {
+  watchOne(cosi, MaintenanceServiceCertificatesType, MaintenanceServiceCertificatesId, maintenanceServiceCertsDefinition.protoSpecType, opts.signal, (spec) => {
     maintenanceCert = spec ? ((spec["server"] ?? {}) as PemPair) : undefined;
     schedule();
   });
@@ -155,13 +151,19 @@ interface WatchClient {
 const DESTROYED = 2;
 
 /** Follows one resource over machined's COSI API, reconnecting until aborted. */
-function watchOne(client: WatchClient, type: string, id: string, signal: AbortSignal, onSpec: (spec: Record<string, unknown> | undefined) => void): void {
-  const specType = (type === apiCertsType ? apiCertsDefinition : maintenanceServiceCertsDefinition).protoSpecType;
+function watchOne(
+  client: WatchClient,
+  type: string,
+  id: string,
+  specType: string,
+  signal: AbortSignal,
+  onSpec: (spec: Record<string, unknown> | undefined) => void,
+): void {
   const start = () => {
     if (signal.aborted) return;
     const md = new grpc.Metadata();
     md.add(roleKey, "os:admin");
-    const stream = client.Watch({ namespace: secretsNs, type, id, options: {}, api_version: 1 }, md);
+    const stream = client.Watch({ namespace: SECRETS_NAMESPACE, type, id, options: {}, api_version: 1 }, md);
     const stop = () => stream.cancel();
     signal.addEventListener("abort", stop, { once: true });
     stream.on("data", (resp) => {

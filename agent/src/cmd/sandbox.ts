@@ -1,6 +1,7 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { describeError } from "../errors.js";
 import { logger } from "../log.js";
 import { sandboxPlatform } from "../machined/platform.js";
 import { sysfsBlock } from "../sys/block.js";
@@ -62,7 +63,7 @@ function runDirectly(): boolean {
 
 if (runDirectly()) {
   main(process.argv.slice(2)).catch((err: unknown) => {
-    process.stderr.write(`basalt sandbox: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(`basalt sandbox: ${describeError(err)}\n`);
     process.exit(1);
   });
 }
