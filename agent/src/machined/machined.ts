@@ -27,7 +27,7 @@ import { ResourceState } from "../resources/state.js";
 import { runApid } from "../apid/apid.js";
 import { InProcessRunner } from "../services/inprocess-runner.js";
 import { ProcessRunner, type ProcessSpec } from "../services/process-runner.js";
-import { pollUntilReady, tcpProbe } from "../services/readiness.js";
+import { pollUntilReady, splitListen, tcpProbe } from "../services/readiness.js";
 import { Supervisor } from "../services/supervisor.js";
 import { readFileIfExists, writeFileAtomic } from "../sys/atomic-file.js";
 import type { BlockSysfs } from "../sys/block.js";
@@ -209,9 +209,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   const publishMaintenance = async () => {
     const root = await generateMaintenanceRoot();
     state.modify<MaintenanceRootSpec>(SECRETS_NAMESPACE, MaintenanceRootSecretsType, MaintenanceRootSecretsId, owners.maintenanceRoot, () => ({ ca: root }));
-    const colon = opts.apid.listen.lastIndexOf(":");
-    const port = Number(opts.apid.listen.slice(colon + 1));
-    const listenHost = opts.apid.listen.slice(0, colon).replace(/^\[|\]$/g, "");
+    const { host: listenHost, port } = splitListen(opts.apid.listen);
     // A listener bound to one address (the sandbox) is reachable only there.
     const reachableNow = () => (["", "0.0.0.0", "::"].includes(listenHost) ? nodeAddresses(state) : [listenHost]);
     const addresses = nodeAddresses(state);

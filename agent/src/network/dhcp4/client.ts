@@ -15,6 +15,7 @@ import {
   decodeMessage,
   encodeMessage,
   ipToBuffer,
+  macToBuffer,
   maskToPrefixLen,
   parseOptions,
   u16Buffer,
@@ -321,7 +322,7 @@ export class Dhcp4Client {
   private message(type: MessageType, o: { ciaddr?: string; broadcast: boolean }): DhcpMessage {
     const options = new Map<number, Buffer>();
     options.set(Option.MessageType, Buffer.from([type]));
-    options.set(Option.ClientIdentifier, this.opts.clientId ?? Buffer.concat([Buffer.from([1]), Buffer.from(this.opts.hardwareAddr.split(":").map((h) => parseInt(h, 16)))]));
+    options.set(Option.ClientIdentifier, this.opts.clientId ?? Buffer.concat([Buffer.from([1]), macToBuffer(this.opts.hardwareAddr).subarray(0, 6)]));
     if (type !== MessageType.Release) {
       options.set(Option.ParameterRequestList, Buffer.from(requestedParams));
       options.set(Option.MaxMessageSize, u16Buffer(1500));
