@@ -23,6 +23,7 @@ ROOTS = [
     "linux-image-amd64", "kmod", "containerd", "runc", "xfsprogs", "dosfstools",
     "util-linux", "mount", "iproute2", "ca-certificates", "tzdata",
     "libc6", "libstdc++6", "libgcc-s1",  # the Node runtime links these
+    "grub2-common", "grub-pc-bin", "grub-efi-amd64-bin",  # install to disk: grub-install for BIOS and UEFI
 ]
 
 # Never entered while following dependencies (and so never copied).
@@ -61,6 +62,10 @@ EXCLUDED_PATHS = [
     # util-linux/kmod/iproute2 pieces that are shell scripts
     "/usr/lib/x86_64-linux-gnu/tc/q_atm.so",
     "/usr/sbin/lsmod*", "/usr/bin/lsmod", "/usr/sbin/ip-netns*", "/usr/sbin/routel", "/usr/bin/routel",
+    # GRUB: machined renders grub.cfg itself; the shell-script generators and tools a node never runs stay out
+    "/etc/grub.d/*", "/usr/sbin/grub-mkconfig", "/usr/sbin/update-grub*", "/usr/sbin/grub-reboot",
+    "/usr/sbin/grub-set-default", "/usr/bin/grub-mkrescue", "/usr/bin/grub-mount", "/usr/bin/grub-fstest",
+    "/usr/bin/grub-kbdcomp", "/usr/share/grub/*.pf2", "/usr/lib/grub/*/*.mod.sig",
 ]
 
 # Kernel module directories a server node does not need.
