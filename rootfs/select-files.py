@@ -66,6 +66,10 @@ EXCLUDED_PATHS = [
     "/etc/grub.d/*", "/usr/sbin/grub-mkconfig", "/usr/sbin/update-grub*", "/usr/sbin/grub-reboot",
     "/usr/sbin/grub-set-default", "/usr/bin/grub-mkrescue", "/usr/bin/grub-mount", "/usr/bin/grub-fstest",
     "/usr/bin/grub-kbdcomp", "/usr/share/grub/*.pf2", "/usr/lib/grub/*/*.mod.sig",
+    "/usr/lib/grub/x86_64-efi/monolithic/*", "/usr/sbin/grub-macbless", "/usr/sbin/grub-ofpathname",
+    "/usr/sbin/grub-sparc64-setup", "/usr/bin/grub-render-label", "/usr/bin/grub-file", "/usr/bin/grub-syslinux2cfg",
+    "/usr/bin/grub-mkstandalone", "/usr/bin/grub-mknetdir", "/usr/bin/grub-mkfont", "/usr/bin/grub-script-check",
+    "/usr/bin/grub-mkpasswd-pbkdf2", "/usr/bin/grub-mklayout", "/usr/bin/grub-glue-efi", "/usr/bin/grub-menulst2cfg",
 ]
 
 # Kernel module directories a server node does not need.
