@@ -23,7 +23,8 @@ ROOTS = [
     "linux-image-amd64", "kmod", "containerd", "runc", "xfsprogs", "dosfstools",
     "util-linux", "mount", "iproute2", "ca-certificates", "tzdata",
     "libc6", "libstdc++6", "libgcc-s1",  # the Node runtime links these
-    "grub2-common", "grub-pc-bin", "grub-efi-amd64-bin",  # install to disk: grub-install for BIOS and UEFI
+    "grub2-common", "grub-pc-bin", "grub-efi-amd64-bin",  # install to disk: grub-install (BIOS), grub-mkimage (UEFI)
+    "mtools",  # install to disk: the EFI loader is copied onto the EFI partition without mounting it
 ]
 
 # Never entered while following dependencies (and so never copied).

@@ -1,0 +1,46 @@
+import { readFileSync } from "node:fs";
+import { runTool } from "./exec.js";
+
+/** One line of /proc/self/mountinfo that machined cares about. */
+export interface MountEntry {
+  source: string;
+  target: string;
+  fstype: string;
+  options: string;
+}
+
+/** mount(8) and umount(8): the kernel's mount(2) behind util-linux, which also loads filesystem modules. */
+export interface Mounter {
+  mount(source: string, target: string, fstype: string, options?: string[]): Promise<void>;
+  unmount(target: string): Promise<void>;
+  list(): MountEntry[];
+}
+
+/** Decodes mountinfo's octal escapes (\040 for a space). */
+function unescape(s: string): string {
+  return s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+}
+
+export function parseMountinfo(text: string): MountEntry[] {
+  const out: MountEntry[] = [];
+  for (const line of text.split("\n")) {
+    const [left, right] = line.split(" - ");
+    if (!left || !right) continue;
+    const l = left.split(" ");
+    const r = right.split(" ");
+    out.push({ target: unescape(l[4] ?? ""), options: l[5] ?? "", fstype: r[0] ?? "", source: unescape(r[1] ?? "") });
+  }
+  return out;
+}
+
+export function systemMounter(mountinfo = "/proc/self/mountinfo"): Mounter {
+  return {
+    async mount(source, target, fstype, options = []) {
+      await runTool("mount", ["-t", fstype, ...(options.length ? ["-o", options.join(",")] : []), source, target]);
+    },
+    async unmount(target) {
+      await runTool("umount", [target]);
+    },
+    list: () => parseMountinfo(readFileSync(mountinfo, "utf8")),
+  };
+}
