@@ -1,5 +1,9 @@
 import path from "node:path";
+import { logger } from "../log.js";
 import { startMachined } from "../machined/machined.js";
+import type { ControllerRuntime } from "../resources/controller-runtime.js";
+import { systemMounter } from "../sys/mount.js";
+import type { Power, PowerAction } from "../sys/power.js";
 import type { Platform } from "../machined/platform.js";
 import type { ResourceDefinitionInput } from "../resources/definitions.js";
 import type { ResourceState } from "../resources/state.js";
@@ -16,37 +20,64 @@ export interface RunOptions {
   apidInProcess?: boolean;
   /** The command line that starts this program (node + entry script + any leading args). */
   self: { command: string; args: string[] };
-  startNetworking?: (state: ResourceState, signal: AbortSignal) => Promise<void>;
+  startNetworking?: (controllers: ControllerRuntime, state: ResourceState, signal: AbortSignal) => Promise<void>;
   extraDefinitions?: readonly ResourceDefinitionInput<never>[];
+  /** A node's power (init's FIFO); absent in the sandbox, where a reboot starts machined again in this process. */
+  power?: Power;
+  cmdline?: Map<string, string[]>;
 }
 
-/** Runs machined until SIGTERM/SIGINT, with apid as its supervised child. */
+/**
+ * Runs machined until SIGTERM/SIGINT, with apid as its supervised child. Without a
+ * node's power (the sandbox), a reboot ends this machined and starts the next boot
+ * in the same process; a power-off ends the process.
+ */
 export async function runMachinedProcess(opts: RunOptions): Promise<void> {
-  const ac = new AbortController();
-  for (const sig of ["SIGTERM", "SIGINT"] as const) process.once(sig, () => ac.abort());
-  const m = await startMachined({
-    paths: opts.paths,
-    platform: opts.platform,
-    block: opts.block,
-    configChecker: configChecker(opts.platform),
-    cosi: cosiFactory(),
-    apid: {
-      listen: opts.apidListen,
-      inProcess: opts.apidInProcess ?? false,
-      spec: (flags) => ({
-        id: "apid",
-        command: opts.self.command,
-        args: [...apidNodeFlags(), ...opts.self.args, "apid", "--listen", opts.apidListen, "--machined-socket", opts.paths.machinedSocket, ...flags],
-        env: apidEnv(),
-        stopTimeoutMs: 5000,
-        ipc: true,
-      }),
-    },
-    ...(opts.startNetworking ? { startNetworking: opts.startNetworking } : {}),
-    ...(opts.extraDefinitions ? { extraDefinitions: opts.extraDefinitions } : {}),
-    signal: ac.signal,
-  });
-  await m.done;
+  const stopped = new AbortController();
+  for (const sig of ["SIGTERM", "SIGINT"] as const) process.once(sig, () => stopped.abort());
+  for (let boot = 1; !stopped.signal.aborted; boot++) {
+    const ac = new AbortController();
+    stopped.signal.addEventListener("abort", () => ac.abort(), { once: true });
+    let next: PowerAction | undefined;
+    const sandboxPower: Power = {
+      request: async (action) => {
+        next = action;
+        ac.abort();
+      },
+      kexec: async () => {
+        next = "reboot";
+        ac.abort();
+      },
+    };
+    const m = await startMachined({
+      paths: opts.paths,
+      platform: opts.platform,
+      block: opts.block,
+      mounter: systemMounter(),
+      power: opts.power ?? sandboxPower,
+      cmdline: opts.cmdline ?? new Map(),
+      configChecker: configChecker(opts.platform),
+      cosi: cosiFactory(),
+      apid: {
+        listen: opts.apidListen,
+        inProcess: opts.apidInProcess ?? false,
+        spec: (flags) => ({
+          id: "apid",
+          command: opts.self.command,
+          args: [...apidNodeFlags(), ...opts.self.args, "apid", "--listen", opts.apidListen, "--machined-socket", opts.paths.machinedSocket, ...flags],
+          env: apidEnv(),
+          stopTimeoutMs: 5000,
+          ipc: true,
+        }),
+      },
+      ...(opts.startNetworking ? { startNetworking: opts.startNetworking } : {}),
+      ...(opts.extraDefinitions ? { extraDefinitions: opts.extraDefinitions } : {}),
+      signal: ac.signal,
+    });
+    await m.done;
+    if (next !== "reboot") break;
+    logger("machined").info("rebooting: starting the next boot in this process", { boot: boot + 1 });
+  }
 }
 
 /**

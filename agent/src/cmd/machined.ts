@@ -2,6 +2,7 @@ import { logger, setLogFormat } from "../log.js";
 import { detectPlatform, type Platform, readCmdline } from "../machined/platform.js";
 import { sysfsBlock } from "../sys/block.js";
 import { nodePaths } from "../sys/paths.js";
+import { initPower } from "../sys/power.js";
 import { parseFlags } from "./flags.js";
 import { runMachinedProcess } from "./machined-run.js";
 import { networkDefinitions, networking } from "./networking.js";
@@ -16,6 +17,8 @@ export async function main(argv: string[]): Promise<void> {
   await runMachinedProcess({
     paths: nodePaths,
     platform,
+    power: initPower(),
+    cmdline: platform.mode === "container" ? new Map() : readCmdline(),
     block: sysfsBlock(),
     apidListen: (flags["apid-listen"] as string | undefined) ?? "0.0.0.0:50000",
     apidInProcess: flags["apid-in-process"] === true,

@@ -6,7 +6,11 @@ import type { BlockSysfs } from "../sys/block.js";
 import type { Supervisor } from "../services/supervisor.js";
 import { serviceListResponse } from "./service-list.js";
 import { versionMessage } from "./version.js";
+import { InvalidInputError, UnimplementedError } from "../errors.js";
+import type { Mounter } from "../sys/mount.js";
 import type { ApplyRequest } from "./apply.js";
+import { mountStats, streamFile } from "./rpc/files.js";
+import type { ResetOptions } from "./sequences.js";
 import type { Platform } from "./platform.js";
 
 /** What the API handlers need from the running machine. */
@@ -20,7 +24,23 @@ export interface MachineApiContext {
   activeConfig(): string | undefined;
   /** Returns one machine.ApplyConfiguration message. */
   applyConfiguration(req: ApplyRequest, call: grpc.ServerUnaryCall<ApplyRequest, unknown>): Promise<Record<string, unknown>>;
+  mounter: Mounter;
+  /** The disk the system is installed on (e.g. /dev/vda). */
+  systemDisk(): string | undefined;
+  /** Start the lifecycle sequences once the reply has left; throw when another sequence may not be taken over. */
+  reboot(): void;
+  shutdown(): void;
+  reset(opts: ResetOptions): void;
 }
+
+interface ResetRequest {
+  graceful?: boolean;
+  reboot?: boolean;
+  system_partitions_to_wipe?: { label?: string; wipe?: boolean }[];
+  user_disks_to_wipe?: string[];
+}
+
+const wipeable = new Set(["STATE", "EPHEMERAL", "META"]);
 
 /** MachineService handlers; methods not listed answer Unimplemented (grpc/server.ts). */
 export function machineServiceImpl(ctx: MachineApiContext): ServiceImpl {
@@ -29,6 +49,23 @@ export function machineServiceImpl(ctx: MachineApiContext): ServiceImpl {
       messages: [versionMessage(ctx.platform, { maintenance: ctx.inMaintenance(), rbac: ctx.rbacEnabled() })],
     })),
     ServiceList: unaryHandler(async () => serviceListResponse(ctx.supervisor.list())),
+    Reboot: unaryHandler(async () => {
+      ctx.reboot();
+      return { messages: [{ actor_id: "" }] };
+    }),
+    Shutdown: unaryHandler(async () => {
+      ctx.shutdown();
+      return { messages: [{ actor_id: "" }] };
+    }),
+    Reset: unaryHandler(async (req: ResetRequest) => {
+      if (req.user_disks_to_wipe?.length) throw new UnimplementedError("wiping user disks is not supported yet");
+      const labels = (req.system_partitions_to_wipe ?? []).filter((p) => p.wipe !== false).map((p) => p.label ?? "");
+      for (const l of labels) if (!wipeable.has(l)) throw new InvalidInputError(`system partition ${JSON.stringify(l)} can't be wiped: only STATE, EPHEMERAL and META`, { label: l });
+      ctx.reset({ labels, reboot: req.reboot === true });
+      return { messages: [{ actor_id: "" }] };
+    }),
+    Read: async (call: grpc.ServerWritableStream<{ path?: string }, unknown>) => streamFile(call.request.path ?? "", call),
+    Mounts: unaryHandler(async () => mountStats(ctx.mounter.list())),
     ApplyConfiguration: unaryHandler(async (req: ApplyRequest, call) => ({
       messages: [await ctx.applyConfiguration(req, call as grpc.ServerUnaryCall<ApplyRequest, unknown>)],
     })),
@@ -46,8 +83,11 @@ export function machineServiceImpl(ctx: MachineApiContext): ServiceImpl {
 }
 
 /** StorageService handlers. */
-export function storageServiceImpl(ctx: Pick<MachineApiContext, "block">): ServiceImpl {
+export function storageServiceImpl(ctx: Pick<MachineApiContext, "block" | "systemDisk">): ServiceImpl {
   return {
-    Disks: unaryHandler(async () => ({ messages: [{ disks: listDisks(ctx.block) }] })),
+    Disks: unaryHandler(async () => {
+      const system = ctx.systemDisk()?.replace(/^\/dev\//, "");
+      return { messages: [{ disks: listDisks(ctx.block, system ? { systemDisk: system } : {}) }] };
+    }),
   };
 }

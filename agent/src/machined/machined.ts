@@ -2,14 +2,17 @@ import * as grpc from "@grpc/grpc-js";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { ApplyMode } from "../api/enums.js";
-import { generateMaintenanceRoot, issueApiServerCert, issueMaintenanceServerCert } from "../controllers/secrets/issue.js";
-import { describeError, SystemError } from "../errors.js";
+import type { ConfigBundle } from "../config/bundle.js";
+import { MachineTypeController } from "../controllers/config/machine-type.js";
+import { APIController } from "../controllers/secrets/api.js";
+import { generateMaintenanceRoot, issueMaintenanceServerCert } from "../controllers/secrets/issue.js";
+import { ConflictError, describeError } from "../errors.js";
 import { addService } from "../grpc/server.js";
 import { logger } from "../log.js";
 import { spkiFingerprint } from "../pki/index.js";
-import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType, MachineTypeId, MachineTypeType, type MachineConfigSpec, type MachineTypeName } from "../resources/catalog/config.js";
+import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType, type MachineConfigSpec } from "../resources/catalog/config.js";
 import { registerCatalog } from "../resources/catalog/index.js";
-import { MachineStatusId, MachineStatusType, RUNTIME_NAMESPACE, ServiceType, type MachineStage, type MachineStatusSpec, type ServiceSpec } from "../resources/catalog/runtime.js";
+import { MachineStatusId, MachineStatusType, MountStatusType, RUNTIME_NAMESPACE, ServiceType, type MachineStage, type MachineStatusSpec, type MountStatusSpec, type ServiceSpec } from "../resources/catalog/runtime.js";
 import {
   ApiCertificatesId,
   ApiCertificatesType,
@@ -18,10 +21,10 @@ import {
   MaintenanceServiceCertificatesId,
   MaintenanceServiceCertificatesType,
   SECRETS_NAMESPACE,
-  type APICertsSpec,
   type MaintenanceRootSpec,
   type MaintenanceServiceCertsSpec,
 } from "../resources/catalog/secrets.js";
+import { ControllerRuntime } from "../resources/controller-runtime.js";
 import type { ResourceDefinitionInput } from "../resources/definitions.js";
 import { ResourceState } from "../resources/state.js";
 import { runApid } from "../apid/apid.js";
@@ -29,17 +32,22 @@ import { InProcessRunner } from "../services/inprocess-runner.js";
 import { ProcessRunner, type ProcessSpec } from "../services/process-runner.js";
 import { pollUntilReady, splitListen, tcpProbe } from "../services/readiness.js";
 import { Supervisor } from "../services/supervisor.js";
-import { readFileIfExists, writeFileAtomic } from "../sys/atomic-file.js";
+import { findSystemDisk } from "../storage/system-disk.js";
 import type { BlockSysfs } from "../sys/block.js";
+import type { Mounter } from "../sys/mount.js";
 import type { Paths } from "../sys/paths.js";
+import type { Power } from "../sys/power.js";
 import { machinedGuard } from "./access.js";
 import { machineServiceImpl, storageServiceImpl } from "./apis.js";
-import { checkConfig, checkMaintenanceMode, maintenanceDryRunDetails, type ApplyRequest, type ConfigChecker, type ParsedConfig } from "./apply.js";
-import { configFacts, type ConfigFacts } from "./config-facts.js";
+import { checkConfig, checkMaintenanceMode, maintenanceDryRunDetails, type ApplyRequest, type ConfigChecker } from "./apply.js";
+import { planApply } from "./apply-plan.js";
 import { maintenanceConsoleLines, reprintOnAddressChange } from "./maintenance-console.js";
 import { nodeAddresses, nodeHostname } from "./node-identity.js";
 import type { Platform } from "./platform.js";
-import { runSequence } from "./sequencer.js";
+import { ownsDisks, type MachineRuntime } from "./runtime.js";
+import { bootSequence, initializeSequence, installSequence, rebootSequence, resetSequence, shutdownSequence, type ResetOptions } from "./sequences.js";
+import { runSequence, type Phase } from "./sequencer.js";
+import { saveConfig } from "./tasks/state.js";
 
 const log = logger("machined");
 const consoleLog = logger("maintenance");
@@ -51,16 +59,20 @@ export interface MachinedOptions {
   paths: Paths;
   platform: Platform;
   block: BlockSysfs;
+  mounter: Mounter;
+  power: Power;
+  /** Kernel arguments (empty in the sandbox). */
+  cmdline: Map<string, string[]>;
   /** Parses and validates configurations (config module). */
-  configChecker: ConfigChecker<ParsedConfig>;
+  configChecker: ConfigChecker<ConfigBundle>;
   cosi: CosiFactory;
   /**
    * How to run apid: the process spec given its extra feature flags, or in
    * this process (`inProcess`: one Node runtime less, see the memory figures).
    */
   apid: { listen: string; spec(flags: string[]): ProcessSpec; inProcess?: boolean };
-  /** Starts the networking controllers (DHCP on a node, observe-only in the sandbox). */
-  startNetworking?: (state: ResourceState, signal: AbortSignal) => Promise<void>;
+  /** Registers the networking controllers into machined's controller runtime (DHCP on a node, observe-only in the sandbox). */
+  startNetworking?: (controllers: ControllerRuntime, state: ResourceState, signal: AbortSignal) => Promise<void>;
   /** Definitions other modules own (e.g. networking's), registered with the catalog. */
   extraDefinitions?: readonly ResourceDefinitionInput<never>[];
   signal: AbortSignal;
@@ -73,20 +85,24 @@ export interface Machined {
   done: Promise<void>;
 }
 
+// Writers of types no controller owns: the sequencer's stage, the supervisor's mirror, the
+// maintenance service's throw-away certificates, the mount tasks' statuses.
 const owners = {
-  config: "config.MachineConfigController",
-  machineType: "config.MachineTypeController",
-  maintenanceRoot: "secrets.MaintenanceRootController",
-  maintenanceCerts: "secrets.MaintenanceCertSANsController",
-  apiCerts: "secrets.APIController",
-  services: "v1alpha1.ServiceController",
-  machineStatus: "runtime.MachineStatusController",
+  config: "v1alpha1.ConfigLoader",
+  services: "v1alpha1.ServiceRunner",
+  machineStatus: "v1alpha1.Sequencer",
+  maintenance: "v1alpha1.MaintenanceService",
+  mounts: "v1alpha1.MountTasks",
 };
 
+/** Sequences a lifecycle request may start, and what each may take over (reference §11). */
+const preempts: Record<string, string[]> = { reboot: ["boot", "initialize", "reboot"], reset: ["boot", "initialize"], shutdown: ["boot", "initialize"] };
+
 /**
- * machined: owns the resource store, serves the node API on its unix socket,
- * runs the boot sequence (config → maintenance when none → normal mode) and
- * supervises apid.
+ * machined: owns the resource store and the one controller runtime, serves the node
+ * API on its unix socket, and runs the sequences of sequences.ts: initialize (config
+ * from STATE, else maintenance mode), install (metal, not installed), boot, and the
+ * lifecycle ones (reboot, shutdown, reset) the API asks for.
  */
 export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   const { paths, platform } = opts;
@@ -100,78 +116,137 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   });
   supervisor.registerSelf("machined");
 
-  let mode: "maintenance" | "normal" = "maintenance";
-  let facts: ConfigFacts | undefined;
-  // Settled once the first complete config sent in maintenance has been applied; created up
-  // front so an apply that races the end of the maintenance setup is not lost.
-  let configArrived: (applied: Promise<void>) => void = () => undefined;
-  const appliedConfig = new Promise<void>((resolve, reject) => {
-    configArrived = resolve;
-    opts.signal.addEventListener("abort", () => reject(new SystemError("stopped while waiting for a configuration")), { once: true });
-  });
-  appliedConfig.catch(() => undefined);
-  // Maintenance applies are handled one at a time, and each queues its application in
-  // arrival order, so the stored file and the active config end up the same config.
-  let maintenanceLock: Promise<unknown> = Promise.resolve();
-  let handedOver = false;
-
+  let mode: "maintenance" | "normal" | "installing" = "maintenance";
+  let rbac = true;
   const setStage = (stage: MachineStage, ready: boolean) =>
     state.modify<MachineStatusSpec>(RUNTIME_NAMESPACE, MachineStatusType, MachineStatusId, owners.machineStatus, () => ({
       stage,
-      status: { ready, unmetConditions: [] },
+      status: { ready, unmetConditions: ready ? [] : [{ name: "sequence", reason: `${stage}` }] },
     }));
   setStage("booting", false);
+
+  // Every accepted configuration becomes the one this boot runs with; activating and
+  // saving read it when they run, so concurrent applies end with one config, stored and active.
+  let received: (text: string) => void = () => undefined;
+  const maintenanceConfig = new Promise<string>((resolve) => (received = resolve));
+  let maintenanceLock: Promise<unknown> = Promise.resolve();
+
+  const r: MachineRuntime = {
+    paths,
+    platform,
+    state,
+    supervisor,
+    block: opts.block,
+    mounter: opts.mounter,
+    power: opts.power,
+    cmdline: opts.cmdline,
+    systemDisk: undefined,
+    configText: undefined,
+    volumes: new Map(),
+    setStage,
+    maintenance: async () => {
+      setStage("maintenance", false);
+      await publishMaintenance();
+      await supervisor.start(apidService());
+      return maintenanceConfig;
+    },
+    activateConfig: (text) => activate(text),
+    publishMount: (v) =>
+      state.modify<MountStatusSpec>(RUNTIME_NAMESPACE, MountStatusType, v.name, owners.mounts, () => ({ source: v.source, target: v.target, filesystemType: v.fstype, encrypted: false })),
+    unpublishMount: (name) => {
+      if (state.get(RUNTIME_NAMESPACE, MountStatusType, name)) state.destroy(RUNTIME_NAMESPACE, MountStatusType, name, { owner: owners.mounts });
+    },
+  };
+
+  const controllers = new ControllerRuntime(state);
+  controllers.register(new MachineTypeController());
+  controllers.register(new APIController(() => ({ addresses: nodeAddresses(state), ...nodeHostname(state) })));
+
+  // One sequence at a time; lifecycle requests take over the ones Talos lets them.
+  let running: { name: string; abort: AbortController; done: Promise<void> } | undefined;
+  const runExclusive = async (name: string, phases: Phase[]): Promise<void> => {
+    if (running) {
+      if (!preempts[name]?.includes(running.name)) throw new ConflictError(`the ${running.name} sequence is running`, { running: running.name, requested: name });
+      log.info(`${name} takes over the running ${running.name} sequence`);
+      running.abort.abort();
+      await running.done.catch(() => undefined);
+    }
+    const abort = new AbortController();
+    opts.signal.addEventListener("abort", () => abort.abort(), { once: true });
+    const done = runSequence(name, phases, abort.signal);
+    running = { name, abort, done };
+    try {
+      await done;
+    } finally {
+      if (running?.done === done) running = undefined;
+    }
+  };
+
+  /** Starts a lifecycle sequence after the reply to the call that asked for it has left. */
+  let takenOver = false;
+  const lifecycle = (name: "reboot" | "shutdown" | "reset", stage: MachineStage, phases: () => Phase[]) => {
+    if (running && !preempts[name]?.includes(running.name)) throw new ConflictError(`the ${running.name} sequence is running`, { running: running.name, requested: name });
+    takenOver = true;
+    setImmediate(() => {
+      setStage(stage, false);
+      runExclusive(name, phases()).catch((err: unknown) => log.error(`${name} sequence failed`, { error: describeError(err) }));
+    });
+  };
 
   const applyConfiguration = async (req: ApplyRequest): Promise<Record<string, unknown>> => {
     const reqMode = req.mode ?? ApplyMode.REBOOT;
     const data = Buffer.from(req.data ?? Buffer.alloc(0));
+    if (mode === "installing") throw new ConflictError("the node is installing: apply the configuration again once it has rebooted");
     if (mode === "maintenance") {
       checkMaintenanceMode(reqMode);
       const run = maintenanceLock.then(async () => {
         const { config, warnings } = checkConfig(opts.configChecker, data);
         if (req.dry_run) return { warnings, mode: reqMode, mode_details: maintenanceDryRunDetails };
-        await writeFileAtomic(paths.configFile, data);
-        log.info("configuration received in maintenance mode and stored", { file: paths.configFile });
-        const text = data.toString("utf8");
-        if (handedOver) {
-          // Sent while the first complete config is being applied: applied right after it.
-          enterNormal(text, { afterReply: true }).catch((err: unknown) => log.error("applying a configuration failed", { error: describeError(err) }));
-        } else if (config.completeForBoot) {
-          // A config without a v1alpha1 document is kept but does not end maintenance (reference §2).
-          handedOver = true;
-          configArrived(enterNormal(text, { afterReply: true }));
+        // A config without a v1alpha1 document is kept but does not end maintenance (reference §2).
+        if (config.completeForBoot) {
+          r.configText = data.toString("utf8");
+          // Stored before the reply where there is somewhere to store it (STATE mounted, or the sandbox's
+          // state directory); a node that is not installed stores it on STATE during install.
+          if (!ownsDisks(r) || r.volumes.has("STATE")) await saveConfig(r);
+          received(r.configText);
+          log.info("configuration received in maintenance mode");
         }
         return { warnings };
       });
       maintenanceLock = run.catch(() => undefined);
       return run;
     }
-    const { warnings } = checkConfig(opts.configChecker, data);
-    if (req.dry_run) {
-      const current = (await readFileIfExists(paths.configFile))?.toString("utf8");
-      const what = reqMode === ApplyMode.STAGED ? "Staged configuration to be applied after a reboot" : "Applied configuration without a reboot";
-      const diff = current === data.toString("utf8") ? "No changes." : "The configuration differs from the current one.";
-      return { warnings, mode: reqMode, mode_details: `Dry run summary:\n${what} (skipped in dry-run).\n\nConfig diff:\n\n${diff}` };
+    const { config, warnings } = checkConfig(opts.configChecker, data);
+    const current = state.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec;
+    const plan = planApply({ current, next: config, mode: reqMode, dryRun: req.dry_run === true });
+    if (req.dry_run) return { warnings, mode: plan.mode, mode_details: plan.details };
+    const text = data.toString("utf8");
+    r.configText = text;
+    await saveConfig(r);
+    if (plan.action === "staged") return { warnings, mode: plan.mode, mode_details: plan.details };
+    if (plan.action === "reboot") {
+      lifecycle("reboot", "rebooting", () => rebootSequence(r));
+      return { warnings, mode: plan.mode, mode_details: plan.details };
     }
-    await writeFileAtomic(paths.configFile, data);
-    if (reqMode === ApplyMode.STAGED) {
-      return { warnings, mode: reqMode, mode_details: "Staged configuration to be applied after a reboot" };
-    }
-    await enterNormal(data.toString("utf8"));
-    // Rebooting to apply is a later issue: every accepted mode applies in place for now.
-    return { warnings, mode: reqMode, mode_details: "Applied configuration without a reboot" };
+    await activate(text);
+    return { warnings, mode: plan.mode, mode_details: plan.details };
   };
 
   const server = new grpc.Server({ "grpc.max_receive_message_length": 32 * 1024 * 1024, "grpc.max_send_message_length": 32 * 1024 * 1024 });
-  const guard = machinedGuard(() => mode === "maintenance");
+  const guard = machinedGuard(() => mode !== "normal");
   const ctx = {
     platform,
     supervisor,
     block: opts.block,
-    inMaintenance: () => mode === "maintenance",
-    rbacEnabled: () => facts?.rbac ?? true,
-    activeConfig: () => state.get<MachineConfigSpec>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec,
+    mounter: opts.mounter,
+    systemDisk: () => r.systemDisk?.disk,
+    inMaintenance: () => mode !== "normal",
+    rbacEnabled: () => rbac,
+    activeConfig: () => state.get<MachineConfigSpec>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.toYaml(),
     applyConfiguration,
+    reboot: () => lifecycle("reboot", "rebooting", () => rebootSequence(r)),
+    shutdown: () => lifecycle("shutdown", "shutting down", () => shutdownSequence(r)),
+    reset: (o: ResetOptions) => lifecycle("reset", "resetting", () => resetSequence(r, o)),
   };
   addService(server, "machine.MachineService", machineServiceImpl(ctx), guard);
   addService(server, "storage.StorageService", storageServiceImpl(ctx), guard);
@@ -182,45 +257,40 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   await listenUnix(server, paths.machinedSocket);
   log.info("machined API listening", { socket: paths.machinedSocket });
 
-  const apidService = (features: ConfigFacts | undefined) => {
+  const apidService = () => {
     // apid is ready, and healthy, when its TCP listener accepts connections; it binds once its
     // certificate is published, however long that (or a loaded host) takes.
     const health = () => tcpProbe(opts.apid.listen, "apid");
     const ready = (signal: AbortSignal) => pollUntilReady(health, signal);
+    const features = { rbac, checkExtKeyUsage: apidCheckExtKeyUsage };
     const runner = opts.apid.inProcess
       ? new InProcessRunner({
           id: "apid",
-          run: (signal) =>
-            runApid({
-              listen: opts.apid.listen,
-              machinedSocket: paths.machinedSocket,
-              enableRbac: features?.rbac ?? true,
-              checkExtKeyUsage: features?.apidCheckExtKeyUsage ?? false,
-              signal,
-            }),
+          run: (signal) => runApid({ listen: opts.apid.listen, machinedSocket: paths.machinedSocket, enableRbac: features.rbac, checkExtKeyUsage: features.checkExtKeyUsage, signal }),
           ready,
           health,
         })
-      : // Running once its listener accepts connections (it binds as soon as its certificate is published).
-        new ProcessRunner({ ...opts.apid.spec(features ? apidFlags(features) : []), ready, health });
+      : new ProcessRunner({ ...opts.apid.spec(mode === "maintenance" ? [] : [`--enable-rbac=${features.rbac}`, `--check-ext-key-usage=${features.checkExtKeyUsage}`]), ready, health });
     return { id: "apid", restart: "always" as const, runner };
   };
+  let apidCheckExtKeyUsage = false;
 
+  const maintenanceConsole = new AbortController();
+  opts.signal.addEventListener("abort", () => maintenanceConsole.abort(), { once: true });
   const publishMaintenance = async () => {
     const root = await generateMaintenanceRoot();
-    state.modify<MaintenanceRootSpec>(SECRETS_NAMESPACE, MaintenanceRootSecretsType, MaintenanceRootSecretsId, owners.maintenanceRoot, () => ({ ca: root }));
+    state.modify<MaintenanceRootSpec>(SECRETS_NAMESPACE, MaintenanceRootSecretsType, MaintenanceRootSecretsId, owners.maintenance, () => ({ ca: root }));
     const { host: listenHost, port } = splitListen(opts.apid.listen);
     // A listener bound to one address (the sandbox) is reachable only there.
     const reachableNow = () => (["", "0.0.0.0", "::"].includes(listenHost) ? nodeAddresses(state) : [listenHost]);
-    const addresses = nodeAddresses(state);
     const reachable = reachableNow();
-    const server = await issueMaintenanceServerCert(root, { addresses: [...new Set([...addresses, ...reachable])], hostname: nodeHostname(state).hostname });
+    const cert = await issueMaintenanceServerCert(root, { addresses: [...new Set([...nodeAddresses(state), ...reachable])], hostname: nodeHostname(state).hostname });
     // The CA's key stays in MaintenanceRootSecrets; only its certificate is handed on.
-    state.modify<MaintenanceServiceCertsSpec>(SECRETS_NAMESPACE, MaintenanceServiceCertificatesType, MaintenanceServiceCertificatesId, owners.maintenanceCerts, () => ({
+    state.modify<MaintenanceServiceCertsSpec>(SECRETS_NAMESPACE, MaintenanceServiceCertificatesType, MaintenanceServiceCertificatesId, owners.maintenance, () => ({
       ca: { crt: root.crt, key: "" },
-      server,
+      server: cert,
     }));
-    const fingerprint = spkiFingerprint(server.crt);
+    const fingerprint = spkiFingerprint(cert.crt);
     for (const line of maintenanceConsoleLines({ addresses: reachable, port, fingerprint })) consoleLog.info(line);
     // Addresses that arrive later (the DHCPv4 lease after IPv6 SLAAC) are printed again, until a config is applied.
     reprintOnAddressChange(state, maintenanceConsole.signal, {
@@ -231,112 +301,79 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       },
     });
   };
-  const maintenanceConsole = new AbortController();
-  opts.signal.addEventListener("abort", () => maintenanceConsole.abort(), { once: true });
-
-  let renewTimer: NodeJS.Timeout | undefined;
-  /** Publishes apid's API certificates; false when they could not be issued. */
-  const publishApiCerts = async (next: ConfigFacts): Promise<boolean> => {
-    const { hostname: fallbackHost, fqdn } = nodeHostname(state);
-    try {
-      const serverCert = await issueApiServerCert(next.osCA, {
-        addresses: nodeAddresses(state),
-        certSANs: next.certSANs,
-        hostname: next.hostname ?? fallbackHost,
-        fqdn: next.hostname ?? fqdn,
-      });
-      state.modify<APICertsSpec>(SECRETS_NAMESPACE, ApiCertificatesType, ApiCertificatesId, owners.apiCerts, () => ({
-        server: serverCert,
-        acceptedCAs: [next.osCA.crt, ...next.acceptedCAs].map((crt) => ({ crt })),
-      }));
-      return true;
-    } catch (err) {
-      // Workers get theirs from trustd (a later issue); apid then has nothing to serve with.
-      log.error("issuing the API certificate failed", { error: describeError(err) });
-      return false;
+  const leaveMaintenance = () => {
+    maintenanceConsole.abort();
+    for (const type of [MaintenanceServiceCertificatesType, MaintenanceRootSecretsType]) {
+      const id = type === MaintenanceRootSecretsType ? MaintenanceRootSecretsId : MaintenanceServiceCertificatesId;
+      if (state.get(SECRETS_NAMESPACE, type, id)) state.destroy(SECRETS_NAMESPACE, type, id, { owner: owners.maintenance });
     }
   };
 
-  // Applies run one at a time: each may restart apid and re-issue certificates.
-  let applying = Promise.resolve();
-  // afterReply: applying may restart apid, which carries the reply to the apply that sent
-  // `text`; let that reply leave first.
-  const enterNormal = (text: string, opts: { afterReply?: boolean } = {}): Promise<void> => {
-    const run = applying.then(async () => {
-      if (opts.afterReply) await new Promise((resolve) => setImmediate(resolve));
-      await applyConfigText(text);
+  // Activations run one at a time: each may restart apid.
+  let activating = Promise.resolve();
+  const activate = (text: string): Promise<void> => {
+    const run = activating.then(async () => {
+      // The reply to the apply that sent it travels through apid, which this may restart: let it leave first.
+      await new Promise((resolve) => setImmediate(resolve));
+      const bundle = opts.configChecker.parse(Buffer.from(text));
+      const features = bundle.v1alpha1WithDefaults()?.machine?.features;
+      const nextRbac = features?.rbac !== false;
+      const nextExtKeyUsage = features?.apidCheckExtKeyUsage === true;
+      const restartApid = mode !== "normal" || nextRbac !== rbac || nextExtKeyUsage !== apidCheckExtKeyUsage;
+      rbac = nextRbac;
+      apidCheckExtKeyUsage = nextExtKeyUsage;
+      state.modify<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, owners.config, () => bundle);
+      if (mode !== "normal") {
+        mode = "normal";
+        leaveMaintenance();
+      }
+      if (restartApid) {
+        // apid takes its features as flags (as Talos starts it with them); restart it to apply.
+        await supervisor.stop("apid", "machine.features changed (apid takes them as flags)");
+        const started = supervisor.start(apidService());
+        // Without certificates apid waits (Preparing) for them; activating must not wait with it.
+        if (state.get(SECRETS_NAMESPACE, ApiCertificatesType, ApiCertificatesId)) await started;
+        else started.catch((err: unknown) => log.error("starting apid failed", { error: describeError(err) }));
+      }
     });
-    applying = run.catch(() => undefined);
+    activating = run.catch(() => undefined);
     return run;
   };
-  const applyConfigText = async (text: string) => {
-    const next = configFacts(text);
-    const rbacChanged = facts === undefined || facts.rbac !== next.rbac || facts.apidCheckExtKeyUsage !== next.apidCheckExtKeyUsage;
-    facts = next;
-    state.modify<MachineConfigSpec>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, owners.config, () => text);
-    state.modify<MachineTypeName>(CONFIG_NAMESPACE, MachineTypeType, MachineTypeId, owners.machineType, () => next.machineType);
-    const certsPublished = await publishApiCerts(next);
-    if (!renewTimer) {
-      // Talos re-issues the 24 h API certificate every 12 h.
-      renewTimer = setInterval(() => void (facts && publishApiCerts(facts)), 12 * 3600_000);
-      renewTimer.unref();
-      opts.signal.addEventListener("abort", () => clearInterval(renewTimer), { once: true });
-    }
-    if (mode === "maintenance") {
-      mode = "normal";
-      maintenanceConsole.abort();
-      const maintenanceSecrets = [
-        [MaintenanceServiceCertificatesType, MaintenanceServiceCertificatesId, owners.maintenanceCerts],
-        [MaintenanceRootSecretsType, MaintenanceRootSecretsId, owners.maintenanceRoot],
-      ] as const;
-      for (const [type, id, owner] of maintenanceSecrets) {
-        if (state.get(SECRETS_NAMESPACE, type, id)) state.destroy(SECRETS_NAMESPACE, type, id, { owner });
-      }
-    }
-    if (rbacChanged) {
-      // apid takes its features as flags (as Talos starts it with them); restart it to apply.
-      await supervisor.stop("apid", "machine.features changed (apid takes them as flags)");
-      const started = supervisor.start(apidService(next));
-      // Without certificates apid waits (Preparing) for them; applying must not wait with it.
-      if (certsPublished || state.get(SECRETS_NAMESPACE, ApiCertificatesType, ApiCertificatesId)) await started;
-      else started.catch((err: unknown) => log.error("starting apid failed", { error: describeError(err) }));
-    }
+
+  const startAllServices = async () => {
+    // apid is started (and restarted on feature changes) by activation; the rest join here as they land.
+    if (!supervisor.list().some((s) => s.id === "apid" && s.state !== "Finished" && s.state !== "Failed")) await supervisor.start(apidService());
+    log.info("Basalt is ready for user interaction");
   };
 
+  const untilStopped = () => new Promise<void>((resolve) => (opts.signal.aborted ? resolve() : opts.signal.addEventListener("abort", () => resolve(), { once: true })));
   const done = (async () => {
     try {
-      await runSequence("initialize", [
-        { name: "config", tasks: [{ name: "loadConfig", run: async () => undefined }] },
-      ], opts.signal);
-      if (opts.startNetworking) await opts.startNetworking(state, opts.signal);
-      const stored = await readFileIfExists(paths.configFile);
-      let text: string | undefined;
-      if (stored) {
-        try {
-          if (checkConfig(opts.configChecker, stored).config.completeForBoot) text = stored.toString("utf8");
-          log.info("loaded stored configuration", { file: paths.configFile });
-        } catch (err) {
-          log.error("stored configuration is not usable; entering maintenance", { error: describeError(err) });
-        }
-      }
-      if (text === undefined) {
-        setStage("maintenance", false);
-        await publishMaintenance();
-        await supervisor.start(apidService(undefined));
-        await appliedConfig;
-        // Install to disk is a later issue: on metal we persist and leave maintenance without installing.
-        if (platform.mode === "metal") log.warn("install to disk is not implemented yet: booting from the stored configuration without installing");
-        setStage("booting", false);
+      controllers.start(opts.signal);
+      if (opts.startNetworking) await opts.startNetworking(controllers, state, opts.signal);
+      const installed = ownsDisks(r) && findSystemDisk(opts.block) !== undefined;
+      await runExclusive("initialize", initializeSequence(r, { installed }));
+      if (ownsDisks(r) && !r.systemDisk?.partitions.STATE) {
+        // A configuration arrived in maintenance mode on a node that is not installed: install, then kexec.
+        mode = "installing";
+        setStage("installing", false);
+        await runExclusive("install", installSequence(r));
       } else {
         setStage("booting", false);
-        await enterNormal(text);
+        await activate(r.configText!);
+        await runExclusive("boot", bootSequence(r, startAllServices));
+        setStage("running", true);
       }
-      await runSequence("boot", [{ name: "startEverything", tasks: [{ name: "startAllServices", run: async () => undefined }] }], opts.signal);
-      setStage("running", true);
-      log.info("node is ready for user interaction");
-      await new Promise<void>((resolve) => (opts.signal.aborted ? resolve() : opts.signal.addEventListener("abort", () => resolve(), { once: true })));
+      // What ends this boot (init's reboot or kexec, a lifecycle sequence, a signal) stops machined.
+      await untilStopped();
     } catch (err) {
-      if (!opts.signal.aborted) throw err;
+      if (opts.signal.aborted) return;
+      // A reboot, reset or shutdown took over the sequence that failed here; it ends the boot.
+      if (takenOver) {
+        await untilStopped();
+        return;
+      }
+      throw err;
     } finally {
       await supervisor.stopAll();
       await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
@@ -344,10 +381,6 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     }
   })();
   return { state, supervisor, done };
-}
-
-function apidFlags(f: ConfigFacts): string[] {
-  return [`--enable-rbac=${f.rbac}`, `--check-ext-key-usage=${f.apidCheckExtKeyUsage}`];
 }
 
 async function listenUnix(server: grpc.Server, socket: string): Promise<void> {

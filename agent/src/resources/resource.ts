@@ -112,6 +112,9 @@ function cloneAny(v: unknown): unknown {
   if (v instanceof Uint8Array) return new Uint8Array(v);
   if (Array.isArray(v)) return v.map(cloneAny);
   if (v instanceof Map) return new Map([...v].map(([k, x]) => [cloneAny(k), cloneAny(x)]));
+  // Instances of classes (e.g. the parsed ConfigBundle) are immutable values: shared, not copied, so their methods stay.
+  const proto: unknown = Object.getPrototypeOf(v);
+  if (proto !== Object.prototype && proto !== null) return v;
   const out: Record<string, unknown> = {};
   for (const [k, x] of Object.entries(v)) out[k] = cloneAny(x);
   return out;

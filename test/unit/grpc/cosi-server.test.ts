@@ -84,7 +84,7 @@ describe("cosi.resource.State server", () => {
     registerCatalog(state);
     state.create(newResource("runtime", ServiceType, "machined", { running: true, healthy: true, unknown: false }), { owner: "v1alpha1.ServiceController" });
     state.create(newResource("runtime", ServiceType, "apid", { running: true, healthy: false, unknown: true }, { labels: { role: "api" } }), { owner: "v1alpha1.ServiceController" });
-    state.create(newResource("config", MachineConfigType, "v1alpha1", "version: v1alpha1\n"), { owner: "config.AcquireController" });
+    state.create(newResource("config", MachineConfigType, "v1alpha1", { toYaml: () => "version: v1alpha1\n" }), { owner: "config.AcquireController" });
     server = new grpc.Server();
     addService(server, "cosi.resource.State", cosiStateImpl(state, { rolesOf: (call) => call.metadata.get("talos-role").map(String) }), () => {});
     const sock = path.join(dir, "cosi.sock");

@@ -118,9 +118,10 @@ describe("resource definitions", () => {
   });
 
   it("encodes catalog specs: machine config, machine type, machine status, OS root", () => {
-    const cfg = "version: v1alpha1\nmachine: {}\n";
-    assert.equal(yamlSpec(machineConfigDefinition, cfg), cfg);
-    assert.equal(decode("resource.config.MachineConfigSpec", encodeSpec(machineConfigDefinition, cfg)).yaml_marshalled!.toString(), cfg);
+    const text = "version: v1alpha1\nmachine: {}\n";
+    const cfg = { toYaml: () => text };
+    assert.equal(yamlSpec(machineConfigDefinition, cfg), text);
+    assert.equal(decode("resource.config.MachineConfigSpec", encodeSpec(machineConfigDefinition, cfg)).yaml_marshalled!.toString(), text);
     assert.equal(yamlSpec(machineTypeDefinition, "controlplane"), "controlplane\n");
     assert.equal(decode("resource.config.MachineTypeSpec", encodeSpec(machineTypeDefinition, "controlplane")).machine_type, 2);
 

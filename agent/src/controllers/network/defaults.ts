@@ -2,9 +2,11 @@
 // when nothing else says otherwise: hostname "talos-" + the default node address
 // (dots to dashes, colons dropped), resolvers 1.1.1.1 and 8.8.8.8, time server
 // time.cloudflare.com. Written to `network-config` with ids default/<what>.
-// Later the cmdline, platform and machine-config layers join these controllers.
+// The hostname also has the cmdline (talos.hostname=) and configuration (machine.network.hostname) layers.
 
+import type { ConfigBundle } from "../../config/bundle.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
+import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../resources/catalog/config.js";
 import {
   HostnameSpecType,
   type HostnameSpecSpec,
@@ -30,7 +32,10 @@ export function defaultHostname(defaultAddress: string): string {
 
 export class HostnameConfigController implements Controller {
   readonly name = "network.HostnameConfigController";
-  readonly inputs = [{ namespace: NETWORK_NAMESPACE, type: NodeAddressType, id: NodeAddressIds.default, kind: "weak" as const }];
+  readonly inputs = [
+    { namespace: NETWORK_NAMESPACE, type: NodeAddressType, id: NodeAddressIds.default, kind: "weak" as const },
+    { namespace: CONFIG_NAMESPACE, type: MachineConfigType, id: MachineConfigIds.active, kind: "weak" as const },
+  ];
   readonly outputs = [{ type: HostnameSpecType, kind: "shared" as const }];
 
   /** cmdline: `talos.hostname=` from the kernel command line (layer cmdline). */
@@ -43,6 +48,14 @@ export class HostnameConfigController implements Controller {
       const c = this.cmdline;
       ctx.modify<HostnameSpecSpec>(NETWORK_CONFIG_NAMESPACE, HostnameSpecType, "cmdline/hostname", () => ({ hostname: c.hostname, domainname: c.domainname, layer: "cmdline" }));
       keep.add("cmdline/hostname");
+    }
+    const configured = ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.v1alpha1()?.machine?.network?.hostname;
+    if (configured) {
+      // machine.network.hostname may carry the domain: "node1.example.org".
+      const dot = configured.indexOf(".");
+      const [hostname, domainname] = dot > 0 ? [configured.slice(0, dot), configured.slice(dot + 1)] : [configured, ""];
+      ctx.modify<HostnameSpecSpec>(NETWORK_CONFIG_NAMESPACE, HostnameSpecType, "configuration/hostname", () => ({ hostname, domainname, layer: "configuration" }));
+      keep.add("configuration/hostname");
     }
     if (def && def.spec.addresses.length === 1) {
       const hostname = defaultHostname(def.spec.addresses[0]!);

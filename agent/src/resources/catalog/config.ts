@@ -8,8 +8,13 @@ export const CONFIG_NAMESPACE = "config";
 export const MachineConfigType = "MachineConfigs.config.talos.dev";
 /** Ids Talos uses: the active config and the one received in maintenance mode. */
 export const MachineConfigIds = { active: "v1alpha1", maintenance: "maintenance" } as const;
-/** The raw multi-document configuration text, exactly as applied. */
-export type MachineConfigSpec = string;
+/**
+ * The parsed configuration (the config module's ConfigBundle, which this layer cannot
+ * import): served as the multi-document text it was applied as.
+ */
+export interface MachineConfigSpec {
+  toYaml(): string;
+}
 
 export const MachineTypeType = "MachineTypes.config.talos.dev";
 export const MachineTypeId = "machine-type";
@@ -23,9 +28,9 @@ export const machineConfigDefinition = defineResource<MachineConfigSpec>({
   defaultNamespace: CONFIG_NAMESPACE,
   sensitive: true,
   protoSpecType: "resource.config.MachineConfigSpec",
-  toProto: (text) => ({ yaml_marshalled: Buffer.from(text, "utf8") }),
+  toProto: (cfg) => ({ yaml_marshalled: Buffer.from(cfg.toYaml(), "utf8") }),
   // Talos serves the config bytes themselves as the YAML spec.
-  toYaml: (text) => text,
+  toYaml: (cfg) => cfg.toYaml(),
 });
 
 export const machineTypeDefinition = defineResource<MachineTypeSpec>({

@@ -1,0 +1,41 @@
+import type { MachineStage } from "../resources/catalog/runtime.js";
+import type { ResourceState } from "../resources/state.js";
+import type { Supervisor } from "../services/supervisor.js";
+import type { SystemDisk } from "../storage/system-disk.js";
+import type { MountedVolume } from "../storage/volumes.js";
+import type { BlockSysfs } from "../sys/block.js";
+import type { Mounter } from "../sys/mount.js";
+import type { Paths } from "../sys/paths.js";
+import type { Power } from "../sys/power.js";
+import type { Platform } from "./platform.js";
+
+/** What the sequences' tasks act on: the machine's parts and the facts one boot gathers. */
+export interface MachineRuntime {
+  readonly paths: Paths;
+  readonly platform: Platform;
+  readonly state: ResourceState;
+  readonly supervisor: Supervisor;
+  readonly block: BlockSysfs;
+  readonly mounter: Mounter;
+  readonly power: Power;
+  /** Kernel arguments, every value of each. */
+  readonly cmdline: Map<string, string[]>;
+  /** The disk the system is installed on (found at boot, or written by install). */
+  systemDisk: SystemDisk | undefined;
+  /** The configuration this boot runs with: loaded from STATE, or received in maintenance mode. */
+  configText: string | undefined;
+  /** Mounted system volumes, by name (STATE, EPHEMERAL). */
+  readonly volumes: Map<string, MountedVolume>;
+  setStage(stage: MachineStage, ready: boolean): void;
+  /** Serves maintenance mode until a complete configuration is applied; returns its text. */
+  maintenance(): Promise<string>;
+  /** Makes `text` the active configuration (MachineConfig, certificates, apid's features). */
+  activateConfig(text: string): Promise<void>;
+  publishMount(volume: MountedVolume): void;
+  unpublishMount(name: string): void;
+}
+
+/** True on platforms that own a disk (anything but the container/sandbox platform). */
+export function ownsDisks(r: Pick<MachineRuntime, "platform">): boolean {
+  return r.platform.mode !== "container";
+}

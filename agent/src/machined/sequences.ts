@@ -1,0 +1,92 @@
+// What happens at boot and at every lifecycle change, as data: each sequence is a
+// list of phases, each phase tasks run together, conditional phases only where
+// Talos has them (metal or container, installed or not). Reference §11.
+
+import type { Phase } from "./sequencer.js";
+import { ownsDisks, type MachineRuntime } from "./runtime.js";
+import { mountEphemeralPartition, mountOverlayFilesystems, setupVarDirectory, unmountEphemeralPartition, unmountOverlayFilesystems } from "./tasks/ephemeral.js";
+import { install } from "./tasks/install.js";
+import { kexecInstalled, reboot, shutdown } from "./tasks/power.js";
+import { stopAllServices } from "./tasks/services.js";
+import { loadConfig, mountStatePartition, removeStoredConfig, saveConfig, unmountStatePartition } from "./tasks/state.js";
+import { wipeRequest, wipeSystemDiskAtBoot, wipeSystemPartitions } from "./tasks/wipe.js";
+
+type TaskFn = (r: MachineRuntime) => Promise<void>;
+type Step = [name: string, ...tasks: [string, TaskFn][]] | false;
+
+function build(r: MachineRuntime, steps: Step[]): Phase[] {
+  return steps.filter((s): s is Exclude<Step, false> => s !== false).map(([name, ...tasks]) => ({
+    name,
+    tasks: tasks.map(([taskName, fn]) => ({ name: taskName, run: () => fn(r) })),
+  }));
+}
+
+/** Facts a sequence's shape depends on, read when it is built. */
+export interface SequenceFacts {
+  installed: boolean;
+}
+
+export function initializeSequence(r: MachineRuntime, f: SequenceFacts): Phase[] {
+  const metal = ownsDisks(r);
+  return build(r, [
+    metal && wipeRequest(r.cmdline) !== undefined && ["wipeDisks", ["wipeSystemDisk", wipeSystemDiskAtBoot]],
+    metal && f.installed && ["mountSystem", ["mountStatePartition", mountStatePartition]],
+    ["config", ["loadConfig", loadConfig]],
+  ]);
+}
+
+/** Runs once a configuration arrives on a metal node that is not installed; ends in a kexec (or reboot). */
+export function installSequence(r: MachineRuntime): Phase[] {
+  return build(r, [
+    ["install", ["install", install]],
+    ["mountState", ["mountStatePartition", mountStatePartition]],
+    ["saveConfig", ["saveConfig", saveConfig]],
+    ["unmountState", ["unmountStatePartition", unmountStatePartition]],
+    ["stopEverything", ["stopAllServices", stopAllServices]],
+    ["kexec", ["kexecPrepare", kexecInstalled]],
+  ]);
+}
+
+export function bootSequence(r: MachineRuntime, startAllServices: TaskFn): Phase[] {
+  const metal = ownsDisks(r);
+  return build(r, [
+    ["saveConfig", ["saveConfig", saveConfig]],
+    metal && ["ephemeral", ["mountEphemeralPartition", mountEphemeralPartition]],
+    metal && ["var", ["setupVarDirectory", setupVarDirectory]],
+    metal && ["overlay", ["mountOverlayFilesystems", mountOverlayFilesystems]],
+    ["startEverything", ["startAllServices", startAllServices]],
+  ]);
+}
+
+/** The phases every stopping sequence shares: services, then filesystems. */
+function stopAll(metal: boolean): Step[] {
+  return [
+    ["stopEverything", ["stopAllServices", stopAllServices]],
+    metal && ["umount", ["unmountOverlayFilesystems", unmountOverlayFilesystems]],
+    metal && ["unmountSystem", ["unmountEphemeralPartition", unmountEphemeralPartition], ["unmountStatePartition", unmountStatePartition]],
+  ];
+}
+
+export function rebootSequence(r: MachineRuntime): Phase[] {
+  return build(r, [...stopAll(ownsDisks(r)), ["reboot", ["reboot", reboot]]]);
+}
+
+export function shutdownSequence(r: MachineRuntime): Phase[] {
+  return build(r, [...stopAll(ownsDisks(r)), ["shutdown", ["shutdown", shutdown]]]);
+}
+
+export interface ResetOptions {
+  /** System partitions to wipe; empty: the whole system disk. */
+  labels: string[];
+  reboot: boolean;
+}
+
+export function resetSequence(r: MachineRuntime, opts: ResetOptions): Phase[] {
+  const metal = ownsDisks(r);
+  return build(r, [
+    ...stopAll(metal),
+    !metal && (opts.labels.length === 0 || opts.labels.includes("STATE")) && ["reset", ["resetSystemDisk", removeStoredConfig]],
+    metal && (opts.labels.length === 0 ? ["reset", ["resetSystemDisk", (rt) => wipeSystemPartitions(rt, [])]] : ["resetSpec", ["resetSystemDiskSpec", (rt) => wipeSystemPartitions(rt, opts.labels)]]),
+    opts.reboot ? ["reboot", ["reboot", reboot]] : ["shutdown", ["shutdown", shutdown]],
+  ]);
+}

@@ -1,0 +1,60 @@
+// EPHEMERAL at /var, Talos's directories in it, and the overlays that make a few
+// read-only root directories writable for Kubernetes and CNI.
+
+import { promises as fs } from "node:fs";
+import path from "node:path";
+import { NotFoundError } from "../../errors.js";
+import { logger } from "../../log.js";
+import { mountSystemVolume } from "../../storage/volumes.js";
+import type { MachineRuntime } from "../runtime.js";
+
+const log = logger("machined");
+
+/** Read-only root directories made writable with an overlay whose upper layer lives on EPHEMERAL. */
+export const overlayTargets = ["/etc/kubernetes", "/etc/cni", "/usr/libexec/kubernetes", "/opt"];
+
+const varDirectories: [string, number][] = [
+  ["log", 0o755], ["log/audit", 0o700], ["lib", 0o700], ["lib/etcd", 0o700], ["lib/kubelet", 0o700], ["lib/containerd", 0o000 | 0o711],
+  ["lib/cni", 0o700], ["run", 0o755], ["mnt", 0o755], ["system", 0o700], ["system/overlays", 0o700],
+];
+
+export async function mountEphemeralPartition(r: MachineRuntime): Promise<void> {
+  const dev = r.systemDisk?.partitions.EPHEMERAL;
+  if (!dev) throw new NotFoundError("the system disk has no EPHEMERAL partition", { disk: r.systemDisk?.disk });
+  const volume = await mountSystemVolume("EPHEMERAL", dev, r.paths.var, r.mounter, log);
+  r.volumes.set("EPHEMERAL", volume);
+  r.publishMount(volume);
+}
+
+export async function setupVarDirectory(r: MachineRuntime): Promise<void> {
+  for (const [dir, mode] of varDirectories) {
+    await fs.mkdir(path.join(r.paths.var, dir), { recursive: true, mode });
+  }
+}
+
+const overlayName = (target: string) => target.replace(/^\//, "").replaceAll("/", "-");
+
+export async function mountOverlayFilesystems(r: MachineRuntime): Promise<void> {
+  for (const target of overlayTargets) {
+    const lower = path.join(r.paths.root, target);
+    const base = path.join(r.paths.var, "system", "overlays", overlayName(target));
+    await fs.mkdir(`${base}-diff`, { recursive: true, mode: 0o755 });
+    await fs.mkdir(`${base}-workdir`, { recursive: true, mode: 0o755 });
+    await r.mounter.mount("overlay", lower, "overlay", [`lowerdir=${lower}`, `upperdir=${base}-diff`, `workdir=${base}-workdir`]);
+  }
+}
+
+export async function unmountOverlayFilesystems(r: MachineRuntime): Promise<void> {
+  for (const target of [...overlayTargets].reverse()) {
+    const mounted = r.mounter.list().some((m) => m.target === path.join(r.paths.root, target) && m.fstype === "overlay");
+    if (mounted) await r.mounter.unmount(path.join(r.paths.root, target));
+  }
+}
+
+export async function unmountEphemeralPartition(r: MachineRuntime): Promise<void> {
+  const volume = r.volumes.get("EPHEMERAL");
+  if (!volume) return;
+  await r.mounter.unmount(volume.target);
+  r.volumes.delete("EPHEMERAL");
+  r.unpublishMount("EPHEMERAL");
+}

@@ -1,0 +1,48 @@
+import path from "node:path";
+import { InvalidInputError } from "../../errors.js";
+import { logger } from "../../log.js";
+import { loadConfig as parseConfig } from "../../config/load.js";
+import { chooseInstallDisk } from "../../storage/disk-selector.js";
+import { listDisks } from "../../storage/disks.js";
+import { installToDisk, locateInstallSource } from "../../storage/install.js";
+import { findSystemDisk } from "../../storage/system-disk.js";
+import type { MachineRuntime } from "../runtime.js";
+import { contractTag } from "../version.js";
+
+const log = logger("install");
+
+/** Kernel arguments the installed system boots with: this boot's, less the one-shot ones. */
+export function installedCmdline(cmdline: Map<string, string[]>): string {
+  const drop = new Set(["BOOT_IMAGE", "initrd", "talos.experimental.wipe", "talos.config"]);
+  const args: string[] = [];
+  for (const [key, values] of cmdline) {
+    if (drop.has(key)) continue;
+    for (const v of values) args.push(v === "" ? key : `${key}=${v}`);
+  }
+  return args.join(" ");
+}
+
+export async function install(r: MachineRuntime): Promise<void> {
+  if (r.configText === undefined) throw new InvalidInputError("install needs a configuration");
+  const installCfg = parseConfig(Buffer.from(r.configText)).v1alpha1WithDefaults()?.machine?.install ?? {};
+  const disk = chooseInstallDisk(installCfg, listDisks(r.block));
+  const work = path.join(r.paths.system, "install");
+  const source = await locateInstallSource(r.mounter, path.join(work, "source"));
+  try {
+    log.info("installing", { disk, kernel: source.kernel });
+    await installToDisk({
+      disk,
+      source,
+      cmdline: [installedCmdline(r.cmdline), ...(installCfg.extraKernelArgs ?? [])].join(" "),
+      version: contractTag,
+      arch: process.arch === "arm64" ? "arm64" : "amd64",
+      workDir: work,
+      mounter: r.mounter,
+      log,
+    });
+  } finally {
+    await source.release().catch((err: unknown) => log.warn("unmounting the installation source failed", { error: String(err) }));
+  }
+  r.systemDisk = findSystemDisk(r.block);
+  log.info("install to disk done", { disk, partitions: r.systemDisk?.partitions });
+}

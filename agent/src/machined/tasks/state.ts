@@ -1,0 +1,53 @@
+// STATE: where the configuration lives on an installed node (reference §7.5).
+
+import { rm } from "node:fs/promises";
+import { NotFoundError, SystemError } from "../../errors.js";
+import { logger } from "../../log.js";
+import { findSystemDisk } from "../../storage/system-disk.js";
+import { mountSystemVolume } from "../../storage/volumes.js";
+import { readFileIfExists, writeFileAtomic } from "../../sys/atomic-file.js";
+import type { MachineRuntime } from "../runtime.js";
+
+const log = logger("machined");
+
+export async function mountStatePartition(r: MachineRuntime): Promise<void> {
+  r.systemDisk ??= findSystemDisk(r.block);
+  const dev = r.systemDisk?.partitions.STATE;
+  if (!dev) throw new NotFoundError("the system disk has no STATE partition", { disk: r.systemDisk?.disk });
+  const volume = await mountSystemVolume("STATE", dev, r.paths.state, r.mounter, log);
+  r.volumes.set("STATE", volume);
+  r.publishMount(volume);
+}
+
+export async function unmountStatePartition(r: MachineRuntime): Promise<void> {
+  const volume = r.volumes.get("STATE");
+  if (!volume) return;
+  await r.mounter.unmount(volume.target);
+  r.volumes.delete("STATE");
+  r.unpublishMount("STATE");
+}
+
+/**
+ * The configuration: STATE's config.yaml (or the sandbox's state directory); without
+ * a complete one, maintenance mode until one is applied.
+ */
+export async function loadConfig(r: MachineRuntime): Promise<void> {
+  const stored = await readFileIfExists(r.paths.configFile);
+  if (stored) {
+    r.configText = stored.toString("utf8");
+    log.info("loaded stored configuration", { file: r.paths.configFile });
+    return;
+  }
+  r.configText = await r.maintenance();
+}
+
+/** Writes the configuration to STATE: atomic and synced, so a power loss leaves the old or the new file. */
+export async function saveConfig(r: MachineRuntime): Promise<void> {
+  if (r.configText === undefined) throw new SystemError("no configuration to save");
+  await writeFileAtomic(r.paths.configFile, r.configText);
+}
+
+/** Container platform reset: the stored configuration goes, so the next start is in maintenance mode. */
+export async function removeStoredConfig(r: MachineRuntime): Promise<void> {
+  await rm(r.paths.configFile, { force: true });
+}
