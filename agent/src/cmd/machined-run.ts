@@ -16,6 +16,8 @@ export interface RunOptions {
   platform: Platform;
   block: BlockSysfs;
   apidListen: string;
+  /** Where trustd listens on a control-plane node. */
+  trustdListen: string;
   /** Run apid inside machined's process instead of as a child process. */
   apidInProcess?: boolean;
   /** The command line that starts this program (node + entry script + any leading args). */
@@ -65,6 +67,16 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
           id: "apid",
           command: opts.self.command,
           args: [...apidNodeFlags(), ...opts.self.args, "apid", "--listen", opts.apidListen, "--machined-socket", opts.paths.machinedSocket, ...flags],
+          env: apidEnv(),
+          stopTimeoutMs: 5000,
+          ipc: true,
+        }),
+      },
+      trustd: {
+        listen: opts.trustdListen,
+        spec: () => ({
+          command: opts.self.command,
+          args: [...apidNodeFlags(), ...opts.self.args, "trustd", "--listen", opts.trustdListen, "--runtime-socket", opts.paths.machinedSocket],
           env: apidEnv(),
           stopTimeoutMs: 5000,
           ipc: true,

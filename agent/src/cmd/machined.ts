@@ -21,6 +21,7 @@ export async function main(argv: string[]): Promise<void> {
     cmdline: platform.mode === "container" ? new Map() : readCmdline(),
     block: sysfsBlock(),
     apidListen: (flags["apid-listen"] as string | undefined) ?? "0.0.0.0:50000",
+    trustdListen: "0.0.0.0:50001",
     apidInProcess: flags["apid-in-process"] === true,
     // One multi-call program: re-run this same entry (bundle or dist main.js) as `apid`.
     self: { command: process.execPath, args: [process.argv[1]!] },

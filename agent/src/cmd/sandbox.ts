@@ -24,10 +24,10 @@ export async function main(argv: string[]): Promise<void> {
   mkdirSync(stateDir, { recursive: true });
   const paths = pathsAt(stateDir);
   const endpoint = apidListen.replace(/^0\.0\.0\.0:/, "127.0.0.1:");
-  log.info("sandbox starting", { stateDir, apidListen, trustdListen, note: "trustd is not started yet" });
+  log.info("sandbox starting", { stateDir, apidListen, trustdListen });
   process.stderr.write(
     [
-      `Basalt sandbox: machined + apid, state in ${stateDir}`,
+      `Basalt sandbox: machined + apid (+ trustd on ${trustdListen} with a control-plane config), state in ${stateDir}`,
       `  maintenance mode (no config yet), no credentials:`,
       `    talosctl -n ${endpoint} disks --insecure`,
       `    talosctl -n ${endpoint} apply-config --insecure -f controlplane.yaml`,
@@ -47,6 +47,7 @@ export async function main(argv: string[]): Promise<void> {
     platform: sandboxPlatform,
     block: sysfsBlock(),
     apidListen,
+    trustdListen,
     apidInProcess: flags["apid-in-process"] === true,
     self: { command: process.execPath, args: [entry] },
     // Observe the host's links and addresses (no DHCP, no resolv.conf), as Talos in a container.

@@ -4,7 +4,8 @@ import path from "node:path";
 import { ApplyMode } from "../api/enums.js";
 import type { ConfigBundle } from "../config/bundle.js";
 import { MachineTypeController } from "../controllers/config/machine-type.js";
-import { APIController } from "../controllers/secrets/api.js";
+import { isControlPlane } from "../controllers/secrets/api.js";
+import { secretsControllers } from "../controllers/secrets/index.js";
 import { generateMaintenanceRoot, issueMaintenanceServerCert } from "../controllers/secrets/issue.js";
 import { ConflictError, describeError } from "../errors.js";
 import { addService } from "../grpc/server.js";
@@ -32,6 +33,8 @@ import { InProcessRunner } from "../services/inprocess-runner.js";
 import { ProcessRunner, type ProcessSpec } from "../services/process-runner.js";
 import { pollUntilReady, splitListen, tcpProbe } from "../services/readiness.js";
 import { Supervisor } from "../services/supervisor.js";
+import { trustdService } from "../services/definitions/trustd.js";
+import { callTrustd } from "../trustd/client.js";
 import { findSystemDisk } from "../storage/system-disk.js";
 import type { BlockSysfs } from "../sys/block.js";
 import type { Mounter } from "../sys/mount.js";
@@ -71,6 +74,8 @@ export interface MachinedOptions {
    * this process (`inProcess`: one Node runtime less, see the memory figures).
    */
   apid: { listen: string; spec(flags: string[]): ProcessSpec; inProcess?: boolean };
+  /** How to run trustd on a control-plane node (the process, its listen address). */
+  trustd?: { listen: string; spec(): Omit<ProcessSpec, "id"> };
   /** Registers the networking controllers into machined's controller runtime (DHCP on a node, observe-only in the sandbox). */
   startNetworking?: (controllers: ControllerRuntime, state: ResourceState, signal: AbortSignal) => Promise<void>;
   /** Definitions other modules own (e.g. networking's), registered with the catalog. */
@@ -160,7 +165,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
 
   const controllers = new ControllerRuntime(state);
   controllers.register(new MachineTypeController());
-  controllers.register(new APIController(() => ({ addresses: nodeAddresses(state), ...nodeHostname(state) })));
+  for (const c of secretsControllers({ fallback: () => ({ addresses: nodeAddresses(state), ...nodeHostname(state) }), callTrustd })) controllers.register(c);
 
   // One sequence at a time; lifecycle requests take over the ones Talos lets them.
   let running: { name: string; abort: AbortController; done: Promise<void> } | undefined;
@@ -343,6 +348,11 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   const startAllServices = async () => {
     // apid is started (and restarted on feature changes) by activation; the rest join here as they land.
     if (!supervisor.list().some((s) => s.id === "apid" && s.state !== "Finished" && s.state !== "Failed")) await supervisor.start(apidService());
+    // trustd binds once its certificate is published: starting it must not wait for that.
+    const machineType = state.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.machineType;
+    if (opts.trustd && isControlPlane(machineType)) {
+      supervisor.start(trustdService({ listen: opts.trustd.listen, process: opts.trustd.spec() })).catch((err: unknown) => log.error("starting trustd failed", { error: describeError(err) }));
+    }
     log.info("Basalt is ready for user interaction");
   };
 

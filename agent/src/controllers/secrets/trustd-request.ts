@@ -1,0 +1,72 @@
+import { SystemError } from "../../errors.js";
+
+export interface TrustdRequest {
+  token: string;
+  /** OS CA certificate(s) that trustd's server certificate must chain to. */
+  caPem: string;
+  csrPem: string;
+}
+
+/** One Certificate call to trustd at `endpoint` (host:port), ended when `signal` aborts. */
+export type TrustdAttempt = (endpoint: string, req: TrustdRequest, signal: AbortSignal) => Promise<{ ca: string; crt: string }>;
+
+export interface RetryPolicy {
+  /** Whole request, as Talos's remote generator: 1 min. */
+  totalMs: number;
+  /** Each attempt: 10 s. */
+  attemptMs: number;
+  /** First delay between attempts, doubled after each (1 s). */
+  firstDelayMs: number;
+}
+
+export const trustdRetry: RetryPolicy = { totalMs: 60_000, attemptMs: 10_000, firstDelayMs: 1000 };
+
+export interface RequestDeps {
+  attempt: TrustdAttempt;
+  policy?: RetryPolicy;
+  now?: () => number;
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Called after every failed attempt (the controller says what the node waits for). */
+  onFailure?: (endpoint: string, err: unknown) => void;
+}
+
+const realSleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+
+/**
+ * Asks trustd to sign `req.csrPem`: endpoints in turn (round robin), each attempt
+ * bounded by `attemptMs`, exponential backoff between attempts, until one answers
+ * or `totalMs` has passed (then a SystemError carrying the last failure).
+ */
+export async function requestCertificate(endpoints: readonly string[], req: TrustdRequest, signal: AbortSignal, deps: RequestDeps): Promise<{ ca: string; crt: string; endpoint: string }> {
+  if (endpoints.length === 0) throw new SystemError("no control-plane endpoint to request a certificate from");
+  const policy = deps.policy ?? trustdRetry;
+  const now = deps.now ?? Date.now;
+  const sleep = deps.sleep ?? realSleep;
+  const deadline = now() + policy.totalMs;
+  let delay = policy.firstDelayMs;
+  let lastError: unknown;
+  for (let i = 0; !signal.aborted; i++) {
+    const endpoint = endpoints[i % endpoints.length]!;
+    const attempt = AbortSignal.any([signal, AbortSignal.timeout(Math.min(policy.attemptMs, Math.max(0, deadline - now())))]);
+    try {
+      return { ...(await deps.attempt(endpoint, req, attempt)), endpoint };
+    } catch (err) {
+      lastError = err;
+      deps.onFailure?.(endpoint, err);
+    }
+    const left = deadline - now();
+    if (left <= 0) break;
+    await sleep(Math.min(delay, left), signal);
+    delay *= 2;
+  }
+  throw new SystemError(`no certificate from trustd at ${endpoints.join(", ")}`, { endpoints }, { cause: lastError ?? "aborted" });
+}
