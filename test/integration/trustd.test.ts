@@ -88,7 +88,10 @@ async function stopNode(node: Node): Promise<void> {
 async function until(what: string, check: () => boolean, ms: number): Promise<void> {
   const end = Date.now() + ms;
   while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > end) {
+      const tails = Object.entries(nodes).map(([name, n]) => `--- ${name}:\n${n.out.split("\n").slice(-30).join("\n")}`);
+      throw new Error(`timed out waiting for ${what}\n${tails.join("\n")}`);
+    }
     await new Promise((r) => setTimeout(r, 200));
   }
 }
@@ -106,7 +109,6 @@ before(async () => {
 
 after(async () => {
   for (const c of clients) c.close();
-  if (process.env["TRUSTD_TEST_DUMP"]) for (const [k, n] of Object.entries(nodes)) writeFileSync(`${process.env["TRUSTD_TEST_DUMP"]}.${k}`, n.out);
   await Promise.all([stopNode(nodes.worker), stopNode(nodes.cp)]);
   if (skip) return;
   for (const n of Object.values(nodes)) execFileSync("ip", ["netns", "del", n.ns], { stdio: "ignore" });

@@ -56,12 +56,18 @@ export async function requestCertificate(endpoints: readonly string[], req: Trus
   let lastError: unknown;
   for (let i = 0; !signal.aborted; i++) {
     const endpoint = endpoints[i % endpoints.length]!;
-    const attempt = AbortSignal.any([signal, AbortSignal.timeout(Math.min(policy.attemptMs, Math.max(0, deadline - now())))]);
+    const attempt = new AbortController();
+    const stop = () => attempt.abort();
+    signal.addEventListener("abort", stop, { once: true });
+    const timer = setTimeout(stop, Math.min(policy.attemptMs, Math.max(0, deadline - now())));
     try {
-      return { ...(await deps.attempt(endpoint, req, attempt)), endpoint };
+      return { ...(await deps.attempt(endpoint, req, attempt.signal)), endpoint };
     } catch (err) {
       lastError = err;
       deps.onFailure?.(endpoint, err);
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", stop);
     }
     const left = deadline - now();
     if (left <= 0) break;
