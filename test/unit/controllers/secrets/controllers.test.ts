@@ -57,7 +57,8 @@ function node(t: TestContext, configYaml: string, attempt: TrustdAttempt = async
 }
 
 async function until<T>(what: string, get: () => T | undefined): Promise<T> {
-  for (let i = 0; i < 500; i++) {
+  // Bounded by attempts, generously: other work may share the CPU.
+  for (let i = 0; i < 2000; i++) {
     const v = get();
     if (v !== undefined) return v;
     await new Promise((r) => setTimeout(r, 10));
