@@ -32,6 +32,7 @@ import { InProcessRunner } from "../services/inprocess-runner.js";
 import { ProcessRunner, type ProcessSpec } from "../services/process-runner.js";
 import { pollUntilReady, splitListen, tcpProbe } from "../services/readiness.js";
 import { Supervisor } from "../services/supervisor.js";
+import { installComplete } from "../storage/install.js";
 import { findSystemDisk } from "../storage/system-disk.js";
 import type { BlockSysfs } from "../sys/block.js";
 import type { Mounter } from "../sys/mount.js";
@@ -96,6 +97,8 @@ const owners = {
 };
 
 /** Sequences a lifecycle request may start, and what each may take over (reference §11). */
+const replyGraceMs = 1000;
+
 const preempts: Record<string, string[]> = { reboot: ["boot", "initialize", "reboot"], reset: ["boot", "initialize"], shutdown: ["boot", "initialize"] };
 
 /**
@@ -187,10 +190,11 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   const lifecycle = (name: "reboot" | "shutdown" | "reset", stage: MachineStage, phases: () => Phase[]) => {
     if (running && !preempts[name]?.includes(running.name)) throw new ConflictError(`the ${running.name} sequence is running`, { running: running.name, requested: name });
     takenOver = true;
-    setImmediate(() => {
+    // The reply travels back through apid, which the sequence stops: give it a moment to leave.
+    setTimeout(() => {
       setStage(stage, false);
       runExclusive(name, phases()).catch((err: unknown) => log.error(`${name} sequence failed`, { error: describeError(err) }));
-    });
+    }, replyGraceMs);
   };
 
   const applyConfiguration = async (req: ApplyRequest): Promise<Record<string, unknown>> => {
@@ -351,9 +355,11 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     try {
       controllers.start(opts.signal);
       if (opts.startNetworking) await opts.startNetworking(controllers, state, opts.signal);
-      const installed = ownsDisks(r) && findSystemDisk(opts.block) !== undefined;
+      const found = ownsDisks(r) ? findSystemDisk(opts.block) : undefined;
+      const installed = found !== undefined && (await installComplete(found.partitions.BOOT, opts.mounter, path.join(paths.system, "boot")));
+      if (found && !installed) log.warn("the system disk's install did not finish: it will be installed again", { disk: found.disk });
       await runExclusive("initialize", initializeSequence(r, { installed }));
-      if (ownsDisks(r) && !r.systemDisk?.partitions.STATE) {
+      if (ownsDisks(r) && !installed) {
         // A configuration arrived in maintenance mode on a node that is not installed: install, then kexec.
         mode = "installing";
         setStage("installing", false);
