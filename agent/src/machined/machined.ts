@@ -12,7 +12,20 @@ import { logger } from "../log.js";
 import { spkiFingerprint } from "../pki/index.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType, type MachineConfigSpec } from "../resources/catalog/config.js";
 import { registerCatalog } from "../resources/catalog/index.js";
-import { MachineStatusId, MachineStatusType, MountStatusType, RUNTIME_NAMESPACE, ServiceType, type MachineStage, type MachineStatusSpec, type MountStatusSpec, type ServiceSpec } from "../resources/catalog/runtime.js";
+import {
+  MachineStatusId,
+  MachineStatusType,
+  MetaKeyType,
+  metaKeyId,
+  MountStatusType,
+  RUNTIME_NAMESPACE,
+  ServiceType,
+  type MachineStage,
+  type MachineStatusSpec,
+  type MetaKeySpec,
+  type MountStatusSpec,
+  type ServiceSpec,
+} from "../resources/catalog/runtime.js";
 import {
   ApiCertificatesId,
   ApiCertificatesType,
@@ -94,6 +107,7 @@ const owners = {
   machineStatus: "v1alpha1.Sequencer",
   maintenance: "v1alpha1.MaintenanceService",
   mounts: "v1alpha1.MountTasks",
+  meta: "v1alpha1.MetaStore",
 };
 
 /** Sequences a lifecycle request may start, and what each may take over (reference §11). */
@@ -145,6 +159,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     cmdline: opts.cmdline,
     systemDisk: undefined,
     configText: undefined,
+    meta: undefined,
     volumes: new Map(),
     setStage,
     maintenance: async () => {
@@ -156,6 +171,13 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     activateConfig: (text) => activate(text),
     publishMount: (v) =>
       state.modify<MountStatusSpec>(RUNTIME_NAMESPACE, MountStatusType, v.name, owners.mounts, () => ({ source: v.source, target: v.target, filesystemType: v.fstype, encrypted: false })),
+    publishMeta: () => {
+      const keys = r.meta?.keys() ?? new Map<number, string>();
+      for (const [tag, value] of keys) state.modify<MetaKeySpec>(RUNTIME_NAMESPACE, MetaKeyType, metaKeyId(tag), owners.meta, () => ({ value }));
+      for (const res of state.list(RUNTIME_NAMESPACE, MetaKeyType)) {
+        if (![...keys.keys()].some((tag) => metaKeyId(tag) === res.metadata.id)) state.destroy(RUNTIME_NAMESPACE, MetaKeyType, res.metadata.id, { owner: owners.meta });
+      }
+    },
     unpublishMount: (name) => {
       if (state.get(RUNTIME_NAMESPACE, MountStatusType, name)) state.destroy(RUNTIME_NAMESPACE, MountStatusType, name, { owner: owners.mounts });
     },
@@ -251,6 +273,10 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     reboot: () => lifecycle("reboot", "rebooting", () => rebootSequence(r)),
     shutdown: () => lifecycle("shutdown", "shutting down", () => shutdownSequence(r)),
     reset: (o: ResetOptions) => lifecycle("reset", "resetting", () => resetSequence(r, o)),
+    meta: () => {
+      if (!r.meta) throw new ConflictError("META is not available: the node is not installed");
+      return { store: r.meta, published: () => r.publishMeta() };
+    },
   };
   addService(server, "machine.MachineService", machineServiceImpl(ctx), guard);
   addService(server, "storage.StorageService", storageServiceImpl(ctx), guard);
