@@ -219,6 +219,17 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     }, replyGraceMs);
   };
 
+  /**
+   * A configuration without the OS CA's key (a worker's) needs its API certificate from
+   * trustd, which is not served yet: accepting it would leave the node with no API at
+   * all, on this boot and every later one, so it is refused before anything is stored.
+   */
+  const refuseUnreachable = (config: ConfigBundle) => {
+    if (config.completeForBoot && !config.v1alpha1()?.machine?.ca?.key) {
+      throw new ConflictError("this configuration has no machine.ca.key (a worker's): its API certificate must come from trustd, which this version does not serve yet, so the node would be left unreachable", { machineType: config.machineType });
+    }
+  };
+
   const applyConfiguration = async (req: ApplyRequest): Promise<Record<string, unknown>> => {
     const reqMode = req.mode ?? ApplyMode.REBOOT;
     const data = Buffer.from(req.data ?? Buffer.alloc(0));
@@ -227,6 +238,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       checkMaintenanceMode(reqMode);
       const run = maintenanceLock.then(async () => {
         const { config, warnings } = checkConfig(opts.configChecker, data);
+        refuseUnreachable(config);
         if (req.dry_run) return { warnings, mode: reqMode, mode_details: maintenanceDryRunDetails };
         // A config without a v1alpha1 document is kept but does not end maintenance (reference §2).
         if (config.completeForBoot) {
@@ -243,6 +255,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       return run;
     }
     const { config, warnings } = checkConfig(opts.configChecker, data);
+    refuseUnreachable(config);
     const current = state.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec;
     const plan = planApply({ current, next: config, mode: reqMode, dryRun: req.dry_run === true });
     if (req.dry_run) return { warnings, mode: plan.mode, mode_details: plan.details };
