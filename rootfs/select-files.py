@@ -163,7 +163,18 @@ def package_files(base, name):
     return []
 
 
+# Kept although a glob above excludes their directory: mtools converts FAT short names through
+# glibc's iconv with code page 850 (install writes the EFI loader with mcopy).
+KEPT_PATHS = [
+    "/usr/lib/x86_64-linux-gnu/gconv/IBM850.so", "/usr/lib/x86_64-linux-gnu/gconv/gconv-modules",
+    "/usr/lib/x86_64-linux-gnu/gconv/gconv-modules.cache", "/usr/lib/x86_64-linux-gnu/gconv/gconv-modules.d",
+    "/usr/lib/x86_64-linux-gnu/gconv/gconv-modules.d/*",
+]
+
+
 def path_excluded(path):
+    if any(fnmatch.fnmatch(path, g) or path == g for g in KEPT_PATHS):
+        return False
     if any(fnmatch.fnmatch(path, g) or path == g.rstrip("/*") for g in EXCLUDED_PATHS):
         return True
     m = re.match(r"^/(?:usr/)?lib/modules/[^/]+/kernel/(.*)$", path)

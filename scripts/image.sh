@@ -53,7 +53,8 @@ kver=$(ls "$base/tree/usr/lib/modules" | head -1)
 
 # ---- 2. system tree and rootfs.sqsh ------------------------------------------
 comp=${BASALT_SQUASHFS_COMP:-"-comp xz -Xbcj x86 -b 1M"}
-sys_key=$(hash_of <(echo "$base_key $NODE_VERSION $comp") rootfs/select-files.py <(cd rootfs/overlay && find . -printf "%M %p %l\n" | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat))
+mount_points="dev proc sys run system tmp var usr/lib/basalt usr/libexec/kubernetes etc/kubernetes etc/cni opt/cni/bin"
+sys_key=$(hash_of <(echo "$base_key $NODE_VERSION $comp $mount_points") rootfs/select-files.py <(cd rootfs/overlay && find . -printf "%M %p %l\n" | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat))
 system="$cache/system-$sys_key"
 if [ ! -f "$system/rootfs.sqsh" ]; then
   say "assembling the system tree (key $sys_key)"
@@ -66,7 +67,7 @@ if [ ! -f "$system/rootfs.sqsh" ]; then
   chmod 0755 "$tree/usr/bin/node"
   cp -a rootfs/overlay/. "$tree/"
   # Mount points init and machined use; the agent bundle is bind-mounted on usr/lib/basalt.
-  for d in dev proc sys run system tmp var usr/lib/basalt etc/kubernetes etc/cni opt/cni/bin; do mkdir -p "$tree/$d"; done
+  for d in $mount_points; do mkdir -p "$tree/$d"; done
   depmod -b "$tree" "$kver"
   say "making rootfs.sqsh ($comp)"
   # shellcheck disable=SC2086

@@ -4,12 +4,13 @@
 # forwarding the API ports to 127.0.0.1. Builds the image first when it is missing.
 #
 # usage: scripts/vm.sh [options]
-#   --boot iso|pxe          what to boot (default iso)
+#   --boot iso|pxe|disk     what to boot (default iso; disk: no CD, the installed disk only)
 #   --firmware uefi|bios    firmware for ISO boots (default uefi: OVMF; bios: SeaBIOS)
 #   --api-port N            host port forwarded to the node's 50000 (default 50000, env BASALT_VM_API_PORT)
 #   --trustd-port N         host port forwarded to the node's 50001 (default 50001, env BASALT_VM_TRUSTD_PORT)
 #   --disk FILE             disk image (default _out/vm-disk.qcow2; created blank, 10 GiB)
 #   --fresh-disk            recreate the disk blank
+#   --reboot                let a guest reboot restart the VM (default: QEMU exits, -no-reboot)
 #   --serial FILE           write the console to FILE instead of the terminal (no monitor)
 #   --accel auto|kvm|tcg    auto (default) uses KVM only when a probe boot proves it works
 #   --memory MiB --cpus N   guest size (default 2048 MiB, 2 vCPUs)
@@ -22,7 +23,7 @@ cd "$(dirname "$0")/.."
 out=_out
 cache=_out/cache
 
-boot=iso firmware=uefi serial="" accel=auto memory=2048 cpus=2 build=1 fresh=0 restrict=on
+boot=iso firmware=uefi serial="" accel=auto memory=2048 cpus=2 build=1 fresh=0 restrict=on reboot=0
 api_port=${BASALT_VM_API_PORT:-50000}
 trustd_port=${BASALT_VM_TRUSTD_PORT:-50001}
 disk="$out/vm-disk.qcow2"
@@ -34,6 +35,7 @@ while [ $# -gt 0 ]; do
     --trustd-port) trustd_port=$2; shift ;;
     --disk) disk=$2; shift ;;
     --fresh-disk) fresh=1 ;;
+    --reboot) reboot=1 ;;
     --serial) serial=$2; shift ;;
     --accel) accel=$2; shift ;;
     --memory) memory=$2; shift ;;
@@ -89,14 +91,15 @@ if [ "$fresh" = 1 ] || [ ! -f "$disk" ]; then
   qemu-img create -q -f qcow2 "$disk" 10G
 fi
 
-args=(-machine q35 "${accel_args[@]}" -m "$memory" -smp "$cpus" -no-reboot
+args=(-machine q35 "${accel_args[@]}" -m "$memory" -smp "$cpus"
   -drive "file=$disk,if=none,id=disk0,format=qcow2" -device "virtio-blk-pci,drive=disk0,bootindex=2"
   -netdev "user,id=net0,restrict=$restrict,hostfwd=tcp:127.0.0.1:${api_port}-:50000,hostfwd=tcp:127.0.0.1:${trustd_port}-:50001"
   -device virtio-net-pci,netdev=net0
   -device virtio-rng-pci)
+[ "$reboot" = 1 ] || args+=(-no-reboot)
 case "$boot" in
-  iso)
-    args+=(-drive "file=$out/metal-amd64.iso,if=none,id=cd0,media=cdrom,readonly=on" -device "ide-cd,drive=cd0,bootindex=1")
+  iso|disk)
+    [ "$boot" = iso ] && args+=(-drive "file=$out/metal-amd64.iso,if=none,id=cd0,media=cdrom,readonly=on" -device "ide-cd,drive=cd0,bootindex=1")
     if [ "$firmware" = uefi ]; then
       vars="$cache/OVMF_VARS.$$.fd"
       mkdir -p "$cache" && cp /usr/share/OVMF/OVMF_VARS_4M.fd "$vars"
@@ -109,7 +112,7 @@ case "$boot" in
     fi ;;
   pxe)
     args+=(-kernel "$out/vmlinuz-amd64" -initrd "$out/initramfs-amd64.xz" -append "$(cat "$out/cmdline-amd64.txt")") ;;
-  *) say "--boot must be iso or pxe"; exit 2 ;;
+  *) say "--boot must be iso, pxe or disk"; exit 2 ;;
 esac
 if [ -n "$serial" ]; then
   args+=(-display none -serial "file:$serial" -monitor none)

@@ -13,8 +13,13 @@ const outDir = path.join(repoRoot, "_out", "e2e");
 
 export interface BootOptions {
   name: string;
-  boot: "iso" | "pxe";
+  /** disk: no CD attached, the installed disk only. */
+  boot: "iso" | "pxe" | "disk";
   firmware?: "uefi" | "bios";
+  /** The disk image's name; boots that share it see one machine's disk across reboots. Default: `name`. */
+  disk?: string;
+  /** Start from a blank disk (default true); false keeps what an earlier boot left. */
+  freshDisk?: boolean;
 }
 
 export interface BootedNode {
@@ -27,7 +32,12 @@ export interface BootedNode {
   console(): string;
   /** A maintenance-mode client (TLS without verification, as talosctl --insecure). */
   client(): NodeClient;
-  stop(): Promise<void>;
+  /** A client over mutual TLS with a talosconfig context's material. */
+  mtlsClient(creds: { ca: string; crt: string; key: string }): NodeClient;
+  /** Resolves when QEMU has exited (a guest reboot or power-off ends it: -no-reboot). */
+  exited: Promise<void>;
+  /** Kills QEMU; the disk stays unless `removeDisk`. */
+  stop(opts?: { removeDisk?: boolean }): Promise<void>;
 }
 
 const running = new Set<ChildProcess>();
@@ -64,10 +74,11 @@ export async function bootNode(opts: BootOptions): Promise<BootedNode> {
   const trustdPort = await freePort();
   const serialLog = path.join(outDir, `${opts.name}.console.log`);
   fs.rmSync(serialLog, { force: true });
+  const disk = path.join(outDir, `${opts.disk ?? opts.name}.qcow2`);
   const args = [
     "scripts/vm.sh", "--no-build", "--boot", opts.boot, "--firmware", opts.firmware ?? "uefi",
     "--api-port", String(apiPort), "--trustd-port", String(trustdPort),
-    "--disk", path.join(outDir, `${opts.name}.qcow2`), "--fresh-disk",
+    "--disk", disk, ...(opts.freshDisk === false ? [] : ["--fresh-disk"]),
     "--serial", serialLog, "--cpus", process.env.BASALT_E2E_CPUS ?? "1",
     "--accel", process.env.BASALT_E2E_ACCEL ?? "auto",
   ];
@@ -78,23 +89,25 @@ export async function bootNode(opts: BootOptions): Promise<BootedNode> {
   child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const clients: NodeClient[] = [];
+  const track = (c: NodeClient) => {
+    clients.push(c);
+    return c;
+  };
   return {
     apiPort,
     serialLog,
     startedAt,
     accel: () => /with (kvm|tcg)/.exec(stderr)?.[1] ?? "",
     console: () => (fs.existsSync(serialLog) ? fs.readFileSync(serialLog, "utf8") : "") + (child.exitCode !== null ? `\n[vm.sh exited ${child.exitCode}]\n${stderr}` : ""),
-    client: () => {
-      const c = new NodeClient({ endpoint: `127.0.0.1:${apiPort}`, credentials: { kind: "insecure" } });
-      clients.push(c);
-      return c;
-    },
-    stop: async () => {
+    client: () => track(new NodeClient({ endpoint: `127.0.0.1:${apiPort}`, credentials: { kind: "insecure" } })),
+    mtlsClient: (c) => track(new NodeClient({ endpoint: `127.0.0.1:${apiPort}`, credentials: { kind: "mtls", ...c } })),
+    exited,
+    stop: async (stopOpts = {}) => {
       clients.forEach((c) => c.close());
       killGroup(child);
       await Promise.race([exited, sleep(5000)]);
       running.delete(child);
-      fs.rmSync(path.join(outDir, `${opts.name}.qcow2`), { force: true });
+      if (stopOpts.removeDisk ?? opts.freshDisk !== false) fs.rmSync(disk, { force: true });
     },
   };
 }

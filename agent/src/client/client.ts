@@ -139,6 +139,28 @@ export class NodeClient {
   resourceList(namespace: string, type: string) {
     return this.collect(this.cosi, "List", { namespace, type });
   }
+  reboot() {
+    return this.unary(this.machine, "Reboot", {});
+  }
+  shutdown(force = false) {
+    return this.unary(this.machine, "Shutdown", { force });
+  }
+  /** Reset; `wipe` names system partitions (STATE, EPHEMERAL), none for the whole system disk. */
+  reset(opts: { wipe?: string[]; reboot?: boolean; graceful?: boolean } = {}) {
+    return this.unary(this.machine, "Reset", {
+      graceful: opts.graceful ?? true,
+      reboot: opts.reboot ?? false,
+      system_partitions_to_wipe: (opts.wipe ?? []).map((label) => ({ label, wipe: true })),
+    });
+  }
+  mounts() {
+    return this.unary(this.machine, "Mounts");
+  }
+  /** A file's bytes from the node (talosctl read). */
+  async read(path: string): Promise<Buffer> {
+    const chunks = await this.collect<{ bytes?: Buffer }>(this.machine, "Read", { path });
+    return Buffer.concat(chunks.map((c) => c.bytes ?? Buffer.alloc(0)));
+  }
   generateConfiguration(request: object) {
     return this.unary(this.machine, "GenerateConfiguration", request);
   }

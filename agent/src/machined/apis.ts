@@ -6,9 +6,11 @@ import type { BlockSysfs } from "../sys/block.js";
 import type { Supervisor } from "../services/supervisor.js";
 import { serviceListResponse } from "./service-list.js";
 import { versionMessage } from "./version.js";
-import { InvalidInputError, UnimplementedError } from "../errors.js";
+import { InvalidInputError, NotFoundError, UnimplementedError } from "../errors.js";
+import type { MetaStore } from "../storage/meta.js";
 import type { Mounter } from "../sys/mount.js";
 import type { ApplyRequest } from "./apply.js";
+import { streamDmesg } from "./rpc/dmesg.js";
 import { mountStats, streamFile } from "./rpc/files.js";
 import type { ResetOptions } from "./sequences.js";
 import type { Platform } from "./platform.js";
@@ -31,6 +33,8 @@ export interface MachineApiContext {
   reboot(): void;
   shutdown(): void;
   reset(opts: ResetOptions): void;
+  /** The open META store (throws when there is none) and how to republish its keys. */
+  meta(): { store: MetaStore; published(): void };
 }
 
 interface ResetRequest {
@@ -66,6 +70,19 @@ export function machineServiceImpl(ctx: MachineApiContext): ServiceImpl {
     }),
     Read: async (call: grpc.ServerWritableStream<{ path?: string }, unknown>) => streamFile(call.request.path ?? "", call),
     Mounts: unaryHandler(async () => mountStats(ctx.mounter.list())),
+    Dmesg: async (call: grpc.ServerWritableStream<{ follow?: boolean; tail?: boolean }, unknown>) => streamDmesg(call),
+    MetaWrite: unaryHandler(async (req: { key?: number; value?: Buffer }) => {
+      const meta = ctx.meta();
+      await meta.store.set(req.key ?? 0, Buffer.from(req.value ?? Buffer.alloc(0)).toString("utf8"));
+      meta.published();
+      return { messages: [{}] };
+    }),
+    MetaDelete: unaryHandler(async (req: { key?: number }) => {
+      const meta = ctx.meta();
+      if (!(await meta.store.delete(req.key ?? 0))) throw new NotFoundError(`META key 0x${(req.key ?? 0).toString(16)} not found`, { key: req.key });
+      meta.published();
+      return { messages: [{}] };
+    }),
     ApplyConfiguration: unaryHandler(async (req: ApplyRequest, call) => ({
       messages: [await ctx.applyConfiguration(req, call as grpc.ServerUnaryCall<ApplyRequest, unknown>)],
     })),

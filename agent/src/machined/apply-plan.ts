@@ -51,14 +51,22 @@ export function configDiff(before: string, after: string): string {
   // Longest common subsequence table, from the end.
   const lcs = Array.from({ length: a.length + 1 }, () => new Array<number>(b.length + 1).fill(0));
   for (let i = a.length - 1; i >= 0; i--) for (let j = b.length - 1; j >= 0; j--) lcs[i]![j] = a[i] === b[j] ? lcs[i + 1]![j + 1]! + 1 : Math.max(lcs[i + 1]![j]!, lcs[i]![j + 1]!);
-  const lines = ["--- a", "+++ b"];
+  const ops: string[] = [];
   let i = 0;
   let j = 0;
   while (i < a.length || j < b.length) {
-    if (i < a.length && j < b.length && a[i] === b[j]) lines.push(` ${a[i++]}`), j++;
-    else if (j < b.length && (i >= a.length || lcs[i]![j + 1]! >= lcs[i + 1]![j]!)) lines.push(`+${b[j++]}`);
-    else lines.push(`-${a[i++]}`);
+    if (i < a.length && j < b.length && a[i] === b[j]) ops.push(` ${a[i++]}`), j++;
+    else if (i < a.length && (j >= b.length || lcs[i + 1]![j]! >= lcs[i]![j + 1]!)) ops.push(`-${a[i++]}`);
+    else ops.push(`+${b[j++]}`);
   }
+  // Changed lines with three lines of context around them, as a unified diff shows them.
+  const near = ops.map((_, k) => ops.slice(Math.max(0, k - 3), k + 4).some((o) => !o.startsWith(" ")));
+  const lines = ["--- a", "+++ b"];
+  ops.forEach((o, k) => {
+    if (!near[k]) return;
+    if (k > 0 && !near[k - 1]) lines.push("@@");
+    lines.push(o);
+  });
   return lines.join("\n");
 }
 

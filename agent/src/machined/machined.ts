@@ -13,7 +13,20 @@ import { logger } from "../log.js";
 import { spkiFingerprint } from "../pki/index.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType, type MachineConfigSpec } from "../resources/catalog/config.js";
 import { registerCatalog } from "../resources/catalog/index.js";
-import { MachineStatusId, MachineStatusType, MountStatusType, RUNTIME_NAMESPACE, ServiceType, type MachineStage, type MachineStatusSpec, type MountStatusSpec, type ServiceSpec } from "../resources/catalog/runtime.js";
+import {
+  MachineStatusId,
+  MachineStatusType,
+  MetaKeyType,
+  metaKeyId,
+  MountStatusType,
+  RUNTIME_NAMESPACE,
+  ServiceType,
+  type MachineStage,
+  type MachineStatusSpec,
+  type MetaKeySpec,
+  type MountStatusSpec,
+  type ServiceSpec,
+} from "../resources/catalog/runtime.js";
 import {
   ApiCertificatesId,
   ApiCertificatesType,
@@ -35,6 +48,7 @@ import { pollUntilReady, splitListen, tcpProbe } from "../services/readiness.js"
 import { Supervisor } from "../services/supervisor.js";
 import { trustdService } from "../services/definitions/trustd.js";
 import { callTrustd } from "../trustd/client.js";
+import { installComplete } from "../storage/install.js";
 import { findSystemDisk } from "../storage/system-disk.js";
 import type { BlockSysfs } from "../sys/block.js";
 import type { Mounter } from "../sys/mount.js";
@@ -98,9 +112,12 @@ const owners = {
   machineStatus: "v1alpha1.Sequencer",
   maintenance: "v1alpha1.MaintenanceService",
   mounts: "v1alpha1.MountTasks",
+  meta: "v1alpha1.MetaStore",
 };
 
 /** Sequences a lifecycle request may start, and what each may take over (reference §11). */
+const replyGraceMs = 1000;
+
 const preempts: Record<string, string[]> = { reboot: ["boot", "initialize", "reboot"], reset: ["boot", "initialize"], shutdown: ["boot", "initialize"] };
 
 /**
@@ -147,6 +164,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     cmdline: opts.cmdline,
     systemDisk: undefined,
     configText: undefined,
+    meta: undefined,
     volumes: new Map(),
     setStage,
     maintenance: async () => {
@@ -158,6 +176,13 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     activateConfig: (text) => activate(text),
     publishMount: (v) =>
       state.modify<MountStatusSpec>(RUNTIME_NAMESPACE, MountStatusType, v.name, owners.mounts, () => ({ source: v.source, target: v.target, filesystemType: v.fstype, encrypted: false })),
+    publishMeta: () => {
+      const keys = r.meta?.keys() ?? new Map<number, string>();
+      for (const [tag, value] of keys) state.modify<MetaKeySpec>(RUNTIME_NAMESPACE, MetaKeyType, metaKeyId(tag), owners.meta, () => ({ value }));
+      for (const res of state.list(RUNTIME_NAMESPACE, MetaKeyType)) {
+        if (![...keys.keys()].some((tag) => metaKeyId(tag) === res.metadata.id)) state.destroy(RUNTIME_NAMESPACE, MetaKeyType, res.metadata.id, { owner: owners.meta });
+      }
+    },
     unpublishMount: (name) => {
       if (state.get(RUNTIME_NAMESPACE, MountStatusType, name)) state.destroy(RUNTIME_NAMESPACE, MountStatusType, name, { owner: owners.mounts });
     },
@@ -192,10 +217,11 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   const lifecycle = (name: "reboot" | "shutdown" | "reset", stage: MachineStage, phases: () => Phase[]) => {
     if (running && !preempts[name]?.includes(running.name)) throw new ConflictError(`the ${running.name} sequence is running`, { running: running.name, requested: name });
     takenOver = true;
-    setImmediate(() => {
+    // The reply travels back through apid, which the sequence stops: give it a moment to leave.
+    setTimeout(() => {
       setStage(stage, false);
       runExclusive(name, phases()).catch((err: unknown) => log.error(`${name} sequence failed`, { error: describeError(err) }));
-    });
+    }, replyGraceMs);
   };
 
   const applyConfiguration = async (req: ApplyRequest): Promise<Record<string, unknown>> => {
@@ -252,6 +278,10 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     reboot: () => lifecycle("reboot", "rebooting", () => rebootSequence(r)),
     shutdown: () => lifecycle("shutdown", "shutting down", () => shutdownSequence(r)),
     reset: (o: ResetOptions) => lifecycle("reset", "resetting", () => resetSequence(r, o)),
+    meta: () => {
+      if (!r.meta) throw new ConflictError("META is not available: the node is not installed");
+      return { store: r.meta, published: () => r.publishMeta() };
+    },
   };
   addService(server, "machine.MachineService", machineServiceImpl(ctx), guard);
   addService(server, "storage.StorageService", storageServiceImpl(ctx), guard);
@@ -361,9 +391,11 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     try {
       controllers.start(opts.signal);
       if (opts.startNetworking) await opts.startNetworking(controllers, state, opts.signal);
-      const installed = ownsDisks(r) && findSystemDisk(opts.block) !== undefined;
+      const found = ownsDisks(r) ? findSystemDisk(opts.block) : undefined;
+      const installed = found !== undefined && (await installComplete(found.partitions.BOOT, opts.mounter, path.join(paths.system, "boot")));
+      if (found && !installed) log.warn("the system disk's install did not finish: it will be installed again", { disk: found.disk });
       await runExclusive("initialize", initializeSequence(r, { installed }));
-      if (ownsDisks(r) && !r.systemDisk?.partitions.STATE) {
+      if (ownsDisks(r) && !installed) {
         // A configuration arrived in maintenance mode on a node that is not installed: install, then kexec.
         mode = "installing";
         setStage("installing", false);

@@ -1,6 +1,7 @@
 import type { MachineStage } from "../resources/catalog/runtime.js";
 import type { ResourceState } from "../resources/state.js";
 import type { Supervisor } from "../services/supervisor.js";
+import type { MetaStore } from "../storage/meta.js";
 import type { SystemDisk } from "../storage/system-disk.js";
 import type { MountedVolume } from "../storage/volumes.js";
 import type { BlockSysfs } from "../sys/block.js";
@@ -24,6 +25,8 @@ export interface MachineRuntime {
   systemDisk: SystemDisk | undefined;
   /** The configuration this boot runs with: loaded from STATE, or received in maintenance mode. */
   configText: string | undefined;
+  /** The META store, once the system disk's META partition is open. */
+  meta: MetaStore | undefined;
   /** Mounted system volumes, by name (STATE, EPHEMERAL). */
   readonly volumes: Map<string, MountedVolume>;
   setStage(stage: MachineStage, ready: boolean): void;
@@ -33,6 +36,8 @@ export interface MachineRuntime {
   activateConfig(text: string): Promise<void>;
   publishMount(volume: MountedVolume): void;
   unpublishMount(name: string): void;
+  /** Mirrors META's keys into MetaKeys resources. */
+  publishMeta(): void;
 }
 
 /** True on platforms that own a disk (anything but the container/sandbox platform). */

@@ -1,7 +1,10 @@
-import { describeError } from "../errors.js";
+import { BasaltError, describeError } from "../errors.js";
 import { logger } from "../log.js";
 
 const log = logger("sequencer");
+
+/** A running sequence stopped because another one took over. */
+export class SequenceAbortedError extends BasaltError {}
 
 export interface Task {
   name: string;
@@ -30,6 +33,8 @@ export async function runSequence(name: string, phases: Phase[], signal: AbortSi
   listener?.({ sequence: name, action: "start" });
   try {
     for (const [i, phase] of phases.entries()) {
+      // Another sequence took over (a reboot during boot): stop before the next phase.
+      if (signal.aborted) throw new SequenceAbortedError(`${name} sequence was taken over`, { sequence: name, phase: phase.name });
       const phaseStart = process.hrtime.bigint();
       const phaseLog = seqLog.child({ phase: phase.name });
       const phaseLabel = `phase ${phase.name} (${i + 1}/${phases.length})`;

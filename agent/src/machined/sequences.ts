@@ -6,6 +6,7 @@ import type { Phase } from "./sequencer.js";
 import { ownsDisks, type MachineRuntime } from "./runtime.js";
 import { mountEphemeralPartition, mountOverlayFilesystems, setupVarDirectory, unmountEphemeralPartition, unmountOverlayFilesystems } from "./tasks/ephemeral.js";
 import { install } from "./tasks/install.js";
+import { reloadMeta } from "./tasks/meta.js";
 import { kexecInstalled, reboot, shutdown } from "./tasks/power.js";
 import { stopAllServices } from "./tasks/services.js";
 import { loadConfig, mountStatePartition, removeStoredConfig, saveConfig, unmountStatePartition } from "./tasks/state.js";
@@ -30,6 +31,7 @@ export function initializeSequence(r: MachineRuntime, f: SequenceFacts): Phase[]
   const metal = ownsDisks(r);
   return build(r, [
     metal && wipeRequest(r.cmdline) !== undefined && ["wipeDisks", ["wipeSystemDisk", wipeSystemDiskAtBoot]],
+    metal && f.installed && ["meta", ["reloadMeta", reloadMeta]],
     metal && f.installed && ["mountSystem", ["mountStatePartition", mountStatePartition]],
     ["config", ["loadConfig", loadConfig]],
   ]);
@@ -39,6 +41,7 @@ export function initializeSequence(r: MachineRuntime, f: SequenceFacts): Phase[]
 export function installSequence(r: MachineRuntime): Phase[] {
   return build(r, [
     ["install", ["install", install]],
+    ["meta", ["reloadMeta", reloadMeta]],
     ["mountState", ["mountStatePartition", mountStatePartition]],
     ["saveConfig", ["saveConfig", saveConfig]],
     ["unmountState", ["unmountStatePartition", unmountStatePartition]],

@@ -135,3 +135,26 @@ export async function installToDisk(opts: InstallOptions): Promise<InstalledDisk
   }
   return { disk: opts.disk, partitions };
 }
+
+/**
+ * Whether an install on this disk finished: grub.cfg is written last, so a disk whose
+ * install was cut short (power loss) has none and is installed again.
+ */
+export async function installComplete(boot: string | undefined, mounter: Mounter, mountDir: string): Promise<boolean> {
+  if (!boot) return false;
+  await fs.mkdir(mountDir, { recursive: true });
+  try {
+    await mounter.mount(boot, mountDir, "xfs", ["ro"]);
+  } catch {
+    return false;
+  }
+  try {
+    await fs.access(path.join(mountDir, "grub", "grub.cfg"));
+    await fs.access(path.join(mountDir, "A", "initramfs.xz"));
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await mounter.unmount(mountDir);
+  }
+}

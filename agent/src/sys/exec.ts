@@ -5,9 +5,10 @@ import { SystemError } from "../errors.js";
  * Runs a system tool (util-linux, xfsprogs, dosfstools, grub) and returns its
  * stdout; a non-zero exit is a SystemError carrying the tool's stderr.
  */
-export function runTool(command: string, args: readonly string[], opts: { timeoutMs?: number } = {}): Promise<string> {
+export function runTool(command: string, args: readonly string[], opts: { timeoutMs?: number; env?: Record<string, string> } = {}): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(command, [...args], { timeout: opts.timeoutMs ?? 120_000, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
+    const env = opts.env ? { ...process.env, ...opts.env } : process.env;
+    execFile(command, [...args], { timeout: opts.timeoutMs ?? 120_000, maxBuffer: 16 * 1024 * 1024, env }, (err, stdout, stderr) => {
       if (err) {
         const detail = String(stderr).trim().split("\n").slice(-5).join("; ") || err.message;
         reject(new SystemError(`${command} ${args.join(" ")}: ${detail}`, { command, args: [...args] }, { cause: err }));

@@ -38,3 +38,14 @@ test("a failing task fails the sequence, later phases do not run, the failure is
   assert.equal(failed?.["error"], "disk missing");
   assert.equal(failed?.["sequence"], "install");
 });
+
+test("a sequence that is taken over stops before its next phase", async () => {
+  const ac = new AbortController();
+  const ran: string[] = [];
+  const phases = [
+    { name: "one", tasks: [{ name: "first", run: async () => { ran.push("first"); ac.abort(); } }] },
+    { name: "two", tasks: [{ name: "second", run: async () => void ran.push("second") }] },
+  ];
+  await assert.rejects(runSequence("boot", phases, ac.signal), /boot sequence was taken over/);
+  assert.deepEqual(ran, ["first"]);
+});

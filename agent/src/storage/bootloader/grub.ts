@@ -92,8 +92,10 @@ export async function installGrub(opts: GrubInstall): Promise<void> {
   const image = path.join(opts.workDir, loader);
   await fs.writeFile(early, `search --no-floppy --fs-uuid --set=root ${opts.bootUuid}\nset prefix=($root)/grub\n`);
   await runTool("grub-mkimage", ["-O", target, "-o", image, "-c", early, "-p", "/grub", "-d", path.join(lib, target), ...efiModules]);
-  await runTool("mmd", ["-D", "s", "-i", opts.efiPartition, "::/EFI", "::/EFI/BOOT"]).catch(() => undefined); // already there on a reinstall
-  await runTool("mcopy", ["-o", "-i", opts.efiPartition, image, `::/EFI/BOOT/${loader}`]);
+  // MTOOLS_SKIP_CHECK: mtools compares the FAT's geometry fields with a floppy's and refuses a partition otherwise.
+  const env = { MTOOLS_SKIP_CHECK: "1" };
+  await runTool("mmd", ["-D", "s", "-i", opts.efiPartition, "::/EFI", "::/EFI/BOOT"], { env }).catch(() => undefined); // already there on a reinstall
+  await runTool("mcopy", ["-o", "-i", opts.efiPartition, image, `::/EFI/BOOT/${loader}`], { env });
   await fs.rm(image, { force: true });
   await fs.rm(early, { force: true });
 }

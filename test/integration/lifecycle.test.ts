@@ -1,0 +1,115 @@
+// The node lifecycle on the sandbox platform (container mode: no disk), through the
+// real sandbox process: apply modes on a running node, Read, Mounts and Dmesg, Reboot
+// (the next boot starts in the same process with the stored config), Reset back to
+// maintenance mode.
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, test } from "node:test";
+import * as grpc from "@grpc/grpc-js";
+import { ApplyMode } from "../../agent/src/api/enums.js";
+import { NodeClient } from "../../agent/src/client/client.js";
+import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
+import { generateConfigs } from "../../agent/src/config/generate/index.js";
+import { eventually, freePort, startSandbox, type SandboxProcess } from "./helpers/sandbox.js";
+
+const stateDir = mkdtempSync(path.join(os.tmpdir(), "basalt-lifecycle-"));
+const configFile = path.join(stateDir, "system", "state", "config.yaml");
+let sandbox: SandboxProcess;
+let port = 0;
+let config = "";
+let creds: { ca: string; crt: string; key: string };
+const clients: NodeClient[] = [];
+const insecure = () => track(new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "insecure" } }));
+const admin = () => track(new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "mtls", ...creds } }));
+function track(c: NodeClient) {
+  clients.push(c);
+  return c;
+}
+type Reply = { messages: { mode_details: string; mode: number }[] };
+
+before(async () => {
+  port = await freePort();
+  const generated = await generateConfigs({ clusterName: "lifecycle", endpoint: "https://127.0.0.1:6443", installDisk: "" });
+  config = generated.controlplane;
+  creds = parseTalosconfig(generated.talosconfig);
+  sandbox = startSandbox(stateDir, port, ["--apid-in-process"]);
+  const c = insecure();
+  await eventually(() => c.disks());
+  await c.applyConfiguration(config);
+  const a = admin();
+  await eventually(() => a.version());
+});
+
+after(async () => {
+  for (const c of clients) c.close();
+  await sandbox.stop();
+  rmSync(stateDir, { recursive: true, force: true });
+});
+
+test("apply modes on a running node: dry run diff, no-reboot live change, refusal naming the field, staged", async () => {
+  const c = admin();
+  const withHostname = config.replace(/^(\s+)network: \{\}$/m, "$1network:\n$1    hostname: lifecycle-node");
+  const dry = (await c.applyConfiguration(withHostname, { mode: ApplyMode.NO_REBOOT, dryRun: true })) as Reply;
+  assert.match(dry.messages[0]!.mode_details, /^Dry run summary:\nApplied configuration without a reboot \(skipped in dry-run\)\.\n\nConfig diff:\n\n--- a\n\+\+\+ b\n/);
+  assert.match(dry.messages[0]!.mode_details, /\+        hostname: lifecycle-node/);
+  assert.equal(readFileSync(configFile, "utf8"), config, "a dry run stores nothing");
+
+  const live = (await c.applyConfiguration(withHostname, { mode: ApplyMode.NO_REBOOT })) as Reply;
+  assert.equal(live.messages[0]!.mode_details, "Applied configuration without a reboot");
+  await eventually(async () => {
+    const res = (await c.resourceGet("network", "HostnameStatuses.net.talos.dev", "hostname")) as { resource: { spec: { yaml_spec: string } } };
+    assert.match(res.resource.spec.yaml_spec, /hostname: lifecycle-node/);
+  });
+
+  const withEnv = withHostname.replace(/^machine:\n/m, "machine:\n    env:\n        A: b\n");
+  await assert.rejects(c.applyConfiguration(withEnv, { mode: ApplyMode.NO_REBOOT }), (err: grpc.ServiceError) => {
+    assert.equal(err.code, grpc.status.INVALID_ARGUMENT);
+    assert.match(err.details, /can't be applied in immediate mode\ndiff: \.machine\.env/);
+    return true;
+  });
+  assert.equal(readFileSync(configFile, "utf8"), withHostname, "a refused apply stores nothing");
+
+  const staged = (await c.applyConfiguration(withEnv, { mode: ApplyMode.STAGED })) as Reply;
+  assert.equal(staged.messages[0]!.mode_details, "Staged configuration to be applied after a reboot");
+  assert.equal(readFileSync(configFile, "utf8"), withEnv, "staged: stored for the next boot");
+  const active = (await c.resourceGet("config", "MachineConfigs.config.talos.dev", "v1alpha1")) as { resource: { spec: { yaml_spec: string } } };
+  assert.equal(active.resource.spec.yaml_spec, withHostname, "staged: not active yet");
+  config = withEnv;
+});
+
+test("Read, Mounts and Dmesg", async () => {
+  const c = admin();
+  assert.equal((await c.read(configFile)).toString(), config);
+  await assert.rejects(c.read(path.join(stateDir, "missing")), (err: grpc.ServiceError) => err.code === grpc.status.NOT_FOUND);
+  await assert.rejects(c.read(stateDir), (err: grpc.ServiceError) => err.code === grpc.status.INVALID_ARGUMENT && /is a directory/.test(err.details));
+  const mounts = (await c.mounts()) as { messages: { stats: { mounted_on: string }[] }[] };
+  assert.ok(mounts.messages[0]!.stats.some((m) => m.mounted_on === "/"));
+  const kmsg = await c.collect<{ bytes: Buffer }>(c.machine, "Dmesg", { follow: false, tail: false });
+  assert.ok(kmsg.length > 0, "the kernel log has records");
+  assert.match(kmsg[0]!.bytes.toString(), /^\w+: +\w+: \[\d{4}-\d\d-\d\dT[\d:.]+Z\]: /);
+});
+
+test("Reboot starts the next boot with the stored (staged) configuration", async () => {
+  const c = admin();
+  await c.reboot();
+  await eventually(async () => assert.match(sandbox.output(), /starting the next boot in this process/));
+  const next = admin();
+  await eventually(async () => {
+    const active = (await next.resourceGet("config", "MachineConfigs.config.talos.dev", "v1alpha1")) as { resource: { spec: { yaml_spec: string } } };
+    assert.equal(active.resource.spec.yaml_spec, config, "the staged config is active after the reboot");
+  });
+  assert.match(sandbox.output(), /reboot sequence: done|task reboot \(1\/1\)/);
+});
+
+test("Reset wipes the stored configuration and returns to maintenance mode", async () => {
+  const c = admin();
+  await c.reset({ wipe: ["STATE"], reboot: true });
+  const m = insecure();
+  await eventually(async () => {
+    await m.disks();
+    await assert.rejects(m.version(), /not implemented in maintenance mode/);
+  });
+  assert.throws(() => readFileSync(configFile), /ENOENT/);
+});
