@@ -6,7 +6,6 @@ import type { ConfigBundle } from "../config/bundle.js";
 import { MachineTypeController } from "../controllers/config/machine-type.js";
 import { isControlPlane } from "../controllers/secrets/api.js";
 import { secretsControllers } from "../controllers/secrets/index.js";
-import { generateMaintenanceRoot, issueMaintenanceServerCert } from "../controllers/secrets/issue.js";
 import { ConflictError, describeError } from "../errors.js";
 import { addService } from "../grpc/server.js";
 import { logger } from "../log.js";
@@ -30,12 +29,9 @@ import {
 import {
   ApiCertificatesId,
   ApiCertificatesType,
-  MaintenanceRootSecretsId,
-  MaintenanceRootSecretsType,
   MaintenanceServiceCertificatesId,
   MaintenanceServiceCertificatesType,
   SECRETS_NAMESPACE,
-  type MaintenanceRootSpec,
   type MaintenanceServiceCertsSpec,
 } from "../resources/catalog/secrets.js";
 import { ControllerRuntime } from "../resources/controller-runtime.js";
@@ -104,13 +100,11 @@ export interface Machined {
   done: Promise<void>;
 }
 
-// Writers of types no controller owns: the sequencer's stage, the supervisor's mirror, the
-// maintenance service's throw-away certificates, the mount tasks' statuses.
+// Writers of types no controller owns: the sequencer's stage, the supervisor's mirror, the mount tasks' statuses.
 const owners = {
   config: "v1alpha1.ConfigLoader",
   services: "v1alpha1.ServiceRunner",
   machineStatus: "v1alpha1.Sequencer",
-  maintenance: "v1alpha1.MaintenanceService",
   mounts: "v1alpha1.MountTasks",
   meta: "v1alpha1.MetaStore",
 };
@@ -169,7 +163,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     setStage,
     maintenance: async () => {
       setStage("maintenance", false);
-      await publishMaintenance();
+      await announceMaintenance();
       await supervisor.start(apidService());
       return maintenanceConfig;
     },
@@ -190,7 +184,14 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
 
   const controllers = new ControllerRuntime(state);
   controllers.register(new MachineTypeController());
-  for (const c of secretsControllers({ fallback: () => ({ addresses: nodeAddresses(state), ...nodeHostname(state) }), callTrustd })) controllers.register(c);
+  const apidHost = splitListen(opts.apid.listen).host;
+  for (const c of secretsControllers({
+    fallback: () => ({ addresses: nodeAddresses(state), ...nodeHostname(state) }),
+    maintenanceListenAddresses: ["", "0.0.0.0", "::"].includes(apidHost) ? [] : [apidHost],
+    callTrustd,
+  })) {
+    controllers.register(c);
+  }
 
   // One sequence at a time; lifecycle requests take over the ones Talos lets them.
   let running: { name: string; abort: AbortController; done: Promise<void> } | undefined;
@@ -312,20 +313,15 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
 
   const maintenanceConsole = new AbortController();
   opts.signal.addEventListener("abort", () => maintenanceConsole.abort(), { once: true });
-  const publishMaintenance = async () => {
-    const root = await generateMaintenanceRoot();
-    state.modify<MaintenanceRootSpec>(SECRETS_NAMESPACE, MaintenanceRootSecretsType, MaintenanceRootSecretsId, owners.maintenance, () => ({ ca: root }));
+  /** Prints where the maintenance API is reached once its certificate is published (by the secrets controllers). */
+  const announceMaintenance = async () => {
+    const cert = await published<MaintenanceServiceCertsSpec>(state, SECRETS_NAMESPACE, MaintenanceServiceCertificatesType, MaintenanceServiceCertificatesId, maintenanceConsole.signal);
+    if (!cert) return;
     const { host: listenHost, port } = splitListen(opts.apid.listen);
     // A listener bound to one address (the sandbox) is reachable only there.
     const reachableNow = () => (["", "0.0.0.0", "::"].includes(listenHost) ? nodeAddresses(state) : [listenHost]);
     const reachable = reachableNow();
-    const cert = await issueMaintenanceServerCert(root, { addresses: [...new Set([...nodeAddresses(state), ...reachable])], hostname: nodeHostname(state).hostname });
-    // The CA's key stays in MaintenanceRootSecrets; only its certificate is handed on.
-    state.modify<MaintenanceServiceCertsSpec>(SECRETS_NAMESPACE, MaintenanceServiceCertificatesType, MaintenanceServiceCertificatesId, owners.maintenance, () => ({
-      ca: { crt: root.crt, key: "" },
-      server: cert,
-    }));
-    const fingerprint = spkiFingerprint(cert.crt);
+    const fingerprint = spkiFingerprint(cert.server.crt);
     for (const line of maintenanceConsoleLines({ addresses: reachable, port, fingerprint })) consoleLog.info(line);
     // Addresses that arrive later (the DHCPv4 lease after IPv6 SLAAC) are printed again, until a config is applied.
     reprintOnAddressChange(state, maintenanceConsole.signal, {
@@ -336,13 +332,8 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       },
     });
   };
-  const leaveMaintenance = () => {
-    maintenanceConsole.abort();
-    for (const type of [MaintenanceServiceCertificatesType, MaintenanceRootSecretsType]) {
-      const id = type === MaintenanceRootSecretsType ? MaintenanceRootSecretsId : MaintenanceServiceCertificatesId;
-      if (state.get(SECRETS_NAMESPACE, type, id)) state.destroy(SECRETS_NAMESPACE, type, id, { owner: owners.maintenance });
-    }
-  };
+  // The maintenance certificates go with the maintenance stage (secrets controllers); the console stops re-printing.
+  const leaveMaintenance = () => maintenanceConsole.abort();
 
   // Activations run one at a time: each may restart apid.
   let activating = Promise.resolve();
@@ -423,6 +414,23 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     }
   })();
   return { state, supervisor, done };
+}
+
+/** The spec of a resource once it exists; undefined when `signal` aborts first. */
+function published<S>(state: ResourceState, namespace: string, type: string, id: string, signal: AbortSignal): Promise<S | undefined> {
+  return new Promise((resolve) => {
+    const ac = new AbortController();
+    const done = (spec: S | undefined) => {
+      ac.abort();
+      signal.removeEventListener("abort", stop);
+      resolve(spec);
+    };
+    const stop = () => done(undefined);
+    signal.addEventListener("abort", stop, { once: true });
+    state.watch<S>({ namespace, type, id }, { signal: ac.signal }, (ev) => {
+      if (ev.type !== "destroyed" && ev.resource.spec !== undefined) done(ev.resource.spec);
+    });
+  });
 }
 
 async function listenUnix(server: grpc.Server, socket: string): Promise<void> {

@@ -2,22 +2,12 @@ import { createCSR, generateSelfSignedCA, issueCertificate, loadCertificateAndKe
 import type { PemCertAndKey as PemPair } from "../../resources/codec.js";
 import type { CertSANSpec } from "../../resources/catalog/secrets.js";
 
-const maintenanceCommonName = "maintenance-service.talos.dev";
 const impersonatorRole = "os:impersonator";
 
 /** A fresh throw-away maintenance CA (Ed25519), generated at every boot. */
 export async function generateMaintenanceRoot(): Promise<PemPair> {
   const ca = await generateSelfSignedCA({ organizations: ["talos"] });
   return { crt: ca.certPem, key: ca.keyPem };
-}
-
-/** The maintenance listener's server certificate (reference §2): serverAuth, 24 h. */
-export async function issueMaintenanceServerCert(root: PemPair, opts: { addresses: string[]; hostname?: string }): Promise<PemPair> {
-  return issueServerCert(root, {
-    fqdn: maintenanceCommonName,
-    ips: unique([...opts.addresses, "127.0.0.1", "::1"]),
-    dnsNames: opts.hostname ? [opts.hostname] : [],
-  });
 }
 
 /**
