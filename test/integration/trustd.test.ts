@@ -8,7 +8,7 @@ import * as grpc from "@grpc/grpc-js";
 import assert from "node:assert/strict";
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
@@ -63,11 +63,11 @@ function addNamespace(node: Node, address: string, i: number): void {
 }
 
 /** A sandbox in `node`'s namespace whose state directory already holds `config` (as if applied before). */
-function startNode(node: Node, name: string, config: string, address: string): void {
+function startNode(node: Node, name: string, config: string, address: string, extraArgs: string[] = []): void {
   const stateDir = path.join(root, name);
   mkdirSync(path.join(stateDir, "system", "state"), { recursive: true });
   writeFileSync(path.join(stateDir, "system", "state", "config.yaml"), config);
-  const args = ["netns", "exec", node.ns, process.execPath, sandboxJs, "--state-dir", stateDir, "--apid-listen", `${address}:50000`, "--trustd-listen", `${address}:50001`];
+  const args = ["netns", "exec", node.ns, process.execPath, sandboxJs, "--state-dir", stateDir, "--apid-listen", `${address}:50000`, "--trustd-listen", `${address}:50001`, ...extraArgs];
   const child = spawn("ip", args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, BASALT_LOG_LEVEL: "info" } });
   child.stdout!.on("data", (b: Buffer) => (node.out += b.toString()));
   child.stderr!.on("data", (b: Buffer) => (node.out += b.toString()));
@@ -96,9 +96,27 @@ async function until(what: string, check: () => boolean, ms: number): Promise<vo
   }
 }
 
+/** Real uid and gid of the `trustd` process (from /proc). */
+function trustdIds(): { uid: string; gid: string } | undefined {
+  for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
+    let cmdline = "";
+    try {
+      cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+    } catch {
+      continue; // gone meanwhile
+    }
+    if (!cmdline.split("\0").includes("trustd") || !cmdline.includes(`${CP}:50001`)) continue;
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    return { uid: /^Uid:\s+(\d+)/m.exec(status)![1]!, gid: /^Gid:\s+(\d+)/m.exec(status)![1]! };
+  }
+  return undefined;
+}
+
 before(async () => {
   if (skip) return;
   root = mkdtempSync(path.join(os.tmpdir(), "basalt-trustd-"));
+  // trustd runs as uid 51 on the control plane and must reach its runtime socket below here.
+  chmodSync(root, 0o755);
   generated = await generateConfigs({ clusterName: "trustd", endpoint: `https://${CP}:6443`, installDisk: "", talosconfigEndpoints: [WORKER] });
   ip("link", "add", bridge, "type", "bridge");
   ip("addr", "add", `${HOST}/24`, "dev", bridge);
@@ -121,7 +139,7 @@ test("a worker waits for trustd, gets its certificate from the control plane, th
   await until("the worker to say it waits for trustd", () => nodes.worker.out.includes(`waiting for a certificate from trustd at ${CP}:50001`), 60_000);
   assert.doesNotMatch(nodes.worker.out, /api listener ready.*mtls/);
 
-  startNode(nodes.cp, "cp", generated.controlplane, CP);
+  startNode(nodes.cp, "cp", generated.controlplane, CP, ["--trustd-user", "51:51"]);
   await until("the worker's certificate", () => nodes.worker.out.includes("API certificate received from trustd"), 120_000);
 
   const ctx = parseTalosconfig(generated.talosconfig);
@@ -134,6 +152,8 @@ test("a worker waits for trustd, gets its certificate from the control plane, th
 
 test("trustd refuses a wrong or missing token as Talos does, and a garbage CSR with InvalidArgument", { skip, timeout: 60_000 }, async () => {
   await until("trustd on the control plane", () => nodes.cp.out.includes("trustd listening"), 30_000);
+  // trustd runs unprivileged (uid/gid 51, as Talos runs it).
+  assert.deepEqual(trustdIds(), { uid: "51", gid: "51" });
   const ctx = parseTalosconfig(generated.talosconfig);
   const { csrPem } = await createCSR({ commonName: "intruder", ipAddresses: [HOST] });
   const call = (token: string, csr: string) => callTrustd(`${CP}:50001`, { token, caPem: ctx.ca, csrPem: csr }, AbortSignal.timeout(10_000));

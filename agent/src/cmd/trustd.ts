@@ -14,5 +14,5 @@ export async function main(argv: string[]): Promise<void> {
   }
   const listen = (flags["listen"] as string | undefined) ?? "0.0.0.0:50001";
   logger("trustd").info("starting", { listen });
-  await runTrustd({ listen, runtimeSocket: (flags["runtime-socket"] as string | undefined) ?? nodePaths.machinedSocket, signal: ac.signal });
+  await runTrustd({ listen, runtimeSocket: (flags["runtime-socket"] as string | undefined) ?? nodePaths.trustdRuntimeSocket, signal: ac.signal });
 }

@@ -44,6 +44,7 @@ import { pollUntilReady, splitListen, tcpProbe } from "../services/readiness.js"
 import { Supervisor } from "../services/supervisor.js";
 import { trustdService } from "../services/definitions/trustd.js";
 import { callTrustd } from "../trustd/client.js";
+import { serveTrustdRuntime } from "../trustd/runtime-socket.js";
 import { installComplete } from "../storage/install.js";
 import { findSystemDisk } from "../storage/system-disk.js";
 import type { BlockSysfs } from "../sys/block.js";
@@ -84,8 +85,11 @@ export interface MachinedOptions {
    * this process (`inProcess`: one Node runtime less, see the memory figures).
    */
   apid: { listen: string; spec(flags: string[]): ProcessSpec; inProcess?: boolean };
-  /** How to run trustd on a control-plane node (the process, its listen address). */
-  trustd?: { listen: string; spec(): Omit<ProcessSpec, "id"> };
+  /**
+   * How to run trustd on a control-plane node (the process, its listen address), and the user
+   * owning its runtime socket (the user it runs as; unset when it runs as us).
+   */
+  trustd?: { listen: string; spec(): Omit<ProcessSpec, "id">; user?: { uid: number; gid: number } };
   /** Registers the networking controllers into machined's controller runtime (DHCP on a node, observe-only in the sandbox). */
   startNetworking?: (controllers: ControllerRuntime, state: ResourceState, signal: AbortSignal) => Promise<void>;
   /** Definitions other modules own (e.g. networking's), registered with the catalog. */
@@ -292,6 +296,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   addService(server, "cosi.resource.State", opts.cosi(state) as never, guard);
   await listenUnix(server, paths.machinedSocket);
   log.info("machined API listening", { socket: paths.machinedSocket });
+  const trustdRuntime = opts.trustd ? await serveTrustdRuntime(state, paths.trustdRuntimeSocket, opts.trustd.user) : undefined;
 
   const apidService = () => {
     // apid is ready, and healthy, when its TCP listener accepts connections; it binds once its
@@ -410,6 +415,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     } finally {
       await supervisor.stopAll();
       await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
+      await trustdRuntime?.close();
       await fs.rm(paths.machinedSocket, { force: true });
     }
   })();

@@ -21,7 +21,7 @@ const log = logger("trustd");
 export interface TrustdOptions {
   /** host:port, 0.0.0.0:50001 on a node. */
   listen: string;
-  /** machined's socket, where the secrets are watched. */
+  /** machined's trustd runtime socket, where its secrets are watched (read-only, filtered). */
   runtimeSocket: string;
   signal: AbortSignal;
 }
