@@ -52,7 +52,7 @@ test("apply modes on a running node: dry run diff, no-reboot live change, refusa
   const c = admin();
   const withHostname = config.replace(/^(\s+)network: \{\}$/m, "$1network:\n$1    hostname: lifecycle-node");
   const dry = (await c.applyConfiguration(withHostname, { mode: ApplyMode.NO_REBOOT, dryRun: true })) as Reply;
-  assert.match(dry.messages[0]!.mode_details, /^Dry run summary:\nApplied configuration without a reboot \(skipped in dry-run\)\.\n\nConfig diff:\n\n--- a\n\+\+\+ b\n/);
+  assert.match(dry.messages[0]!.mode_details, /^Dry run summary:\nApplied configuration without a reboot \(skipped in dry-run\)\.\nConfig diff:\n--- a\n\+\+\+ b\n/);
   assert.match(dry.messages[0]!.mode_details, /\+        hostname: lifecycle-node/);
   assert.equal(readFileSync(configFile, "utf8"), config, "a dry run stores nothing");
 
@@ -72,11 +72,26 @@ test("apply modes on a running node: dry run diff, no-reboot live change, refusa
   assert.equal(readFileSync(configFile, "utf8"), withHostname, "a refused apply stores nothing");
 
   const staged = (await c.applyConfiguration(withEnv, { mode: ApplyMode.STAGED })) as Reply;
-  assert.equal(staged.messages[0]!.mode_details, "Staged configuration to be applied after a reboot");
+  assert.equal(staged.messages[0]!.mode_details, "Staged configuration to be applied after the next reboot");
   assert.equal(readFileSync(configFile, "utf8"), withEnv, "staged: stored for the next boot");
   const active = (await c.resourceGet("config", "MachineConfigs.config.talos.dev", "v1alpha1")) as { resource: { spec: { yaml_spec: string } } };
   assert.equal(active.resource.spec.yaml_spec, withHostname, "staged: not active yet");
   config = withEnv;
+});
+
+test("try mode applies live and reverts after its timeout unless another apply comes", async () => {
+  const c = admin();
+  const hostnameOf = async () => ((await c.resourceGet("network", "HostnameStatuses.net.talos.dev", "hostname")) as { resource: { spec: { yaml_spec: string } } }).resource.spec.yaml_spec;
+  const active = async () => ((await c.resourceGet("config", "MachineConfigs.config.talos.dev", "v1alpha1")) as { resource: { spec: { yaml_spec: string } } }).resource.spec.yaml_spec;
+  const before = await active();
+  const tried = before.replace(/hostname: lifecycle-node/, "hostname: tried-node");
+  assert.notEqual(tried, before);
+  const reply = (await c.unary(c.machine, "ApplyConfiguration", { data: Buffer.from(tried), mode: ApplyMode.TRY, try_mode_timeout: { seconds: 3 } })) as Reply;
+  assert.equal(reply.messages[0]!.mode_details, "Applied configuration without a reboot\nThe config is applied in 'try' mode and will be automatically reverted back in 3s");
+  await eventually(async () => assert.match(await hostnameOf(), /hostname: tried-node/));
+  assert.notEqual(readFileSync(configFile, "utf8"), tried, "a tried config is not stored");
+  await eventually(async () => assert.equal(await active(), before, "reverted after the timeout"));
+  await eventually(async () => assert.match(await hostnameOf(), /hostname: lifecycle-node/));
 });
 
 test("Read, Mounts and Dmesg", async () => {

@@ -1,4 +1,5 @@
 import type * as grpc from "@grpc/grpc-js";
+import { randomUUID } from "node:crypto";
 import { generateMachineConfig, MachineTypeEnum, secretsBundleFromConfig, type GenerateConfigurationRequestLike } from "../config/generate/index.js";
 import { unaryHandler, type ServiceImpl } from "../grpc/server.js";
 import { listDisks } from "../storage/disks.js";
@@ -55,18 +56,18 @@ export function machineServiceImpl(ctx: MachineApiContext): ServiceImpl {
     ServiceList: unaryHandler(async () => serviceListResponse(ctx.supervisor.list())),
     Reboot: unaryHandler(async () => {
       ctx.reboot();
-      return { messages: [{ actor_id: "" }] };
+      return { messages: [{ actor_id: randomUUID() }] };
     }),
     Shutdown: unaryHandler(async () => {
       ctx.shutdown();
-      return { messages: [{ actor_id: "" }] };
+      return { messages: [{ actor_id: randomUUID() }] };
     }),
     Reset: unaryHandler(async (req: ResetRequest) => {
       if (req.user_disks_to_wipe?.length) throw new UnimplementedError("wiping user disks is not supported yet");
       const labels = (req.system_partitions_to_wipe ?? []).filter((p) => p.wipe !== false).map((p) => p.label ?? "");
       for (const l of labels) if (!wipeable.has(l)) throw new InvalidInputError(`system partition ${JSON.stringify(l)} can't be wiped: only STATE, EPHEMERAL and META`, { label: l });
       ctx.reset({ labels, reboot: req.reboot === true });
-      return { messages: [{ actor_id: "" }] };
+      return { messages: [{ actor_id: randomUUID() }] };
     }),
     Read: async (call: grpc.ServerWritableStream<{ path?: string }, unknown>) => streamFile(call.request.path ?? "", call),
     Mounts: unaryHandler(async () => mountStats(ctx.mounter.list())),

@@ -54,7 +54,7 @@ import type { Power } from "../sys/power.js";
 import { machinedGuard } from "./access.js";
 import { machineServiceImpl, storageServiceImpl } from "./apis.js";
 import { checkConfig, checkMaintenanceMode, maintenanceDryRunDetails, type ApplyRequest, type ConfigChecker } from "./apply.js";
-import { planApply } from "./apply-plan.js";
+import { defaultTryTimeoutMs, planApply } from "./apply-plan.js";
 import { maintenanceConsoleLines, reprintOnAddressChange } from "./maintenance-console.js";
 import { nodeAddresses, nodeHostname } from "./node-identity.js";
 import type { Platform } from "./platform.js";
@@ -229,6 +229,9 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     }, replyGraceMs);
   };
 
+  let tryRevert: NodeJS.Timeout | undefined;
+  opts.signal.addEventListener("abort", () => clearTimeout(tryRevert), { once: true });
+
   const applyConfiguration = async (req: ApplyRequest): Promise<Record<string, unknown>> => {
     const reqMode = req.mode ?? ApplyMode.REBOOT;
     const data = Buffer.from(req.data ?? Buffer.alloc(0));
@@ -254,9 +257,25 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     }
     const { config, warnings } = checkConfig(opts.configChecker, data);
     const current = state.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec;
-    const plan = planApply({ current, next: config, mode: reqMode, dryRun: req.dry_run === true });
-    if (req.dry_run) return { warnings, mode: plan.mode, mode_details: plan.details };
+    const t = req.try_mode_timeout;
+    const tryTimeoutMs = t && (t.seconds || t.nanos) ? (t.seconds ?? 0) * 1000 + (t.nanos ?? 0) / 1e6 : defaultTryTimeoutMs;
+    // Any apply but another try confirms (or ends) a config being tried.
+    if (reqMode !== ApplyMode.TRY) clearTimeout(tryRevert);
+    const plan = planApply({ current, next: config, mode: reqMode, dryRun: req.dry_run === true, tryTimeoutMs });
+    if (req.dry_run) return { mode: plan.mode, mode_details: plan.details };
     const text = data.toString("utf8");
+    if (plan.action === "try") {
+      // A tried config is neither stored nor this boot's config: a reboot, or the timeout, goes back to the active one.
+      const previous = current!.toYaml();
+      clearTimeout(tryRevert);
+      await activate(text);
+      tryRevert = setTimeout(() => {
+        log.info("try mode timed out: reverting to the previous configuration");
+        activate(previous).catch((err: unknown) => log.error("reverting the tried configuration failed", { error: describeError(err) }));
+      }, tryTimeoutMs);
+      tryRevert.unref();
+      return { warnings, mode: plan.mode, mode_details: plan.details };
+    }
     r.configText = text;
     await saveConfig(r);
     if (plan.action === "staged") return { warnings, mode: plan.mode, mode_details: plan.details };
