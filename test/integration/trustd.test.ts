@@ -18,6 +18,7 @@ import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
 import { generateConfigs, type GeneratedConfigs } from "../../agent/src/config/generate/index.js";
 import { createCSR } from "../../agent/src/pki/index.js";
 import { callTrustd } from "../../agent/src/trustd/client.js";
+import { canRunNetns, ip } from "./helpers/netns.js";
 import { eventually } from "./helpers/sandbox.js";
 
 const sandboxJs = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../agent/src/cmd/sandbox.js");
@@ -25,18 +26,6 @@ const SUBNET = "10.213.9";
 const CP = `${SUBNET}.1`;
 const WORKER = `${SUBNET}.2`;
 const HOST = `${SUBNET}.254`;
-
-function canRunNetns(): string | undefined {
-  if (process.getuid?.() !== 0) return "needs root to create network namespaces";
-  try {
-    execFileSync("ip", ["netns", "list"], { stdio: "ignore" });
-  } catch {
-    return "`ip netns` is not available";
-  }
-  return undefined;
-}
-
-const ip = (...args: string[]) => execFileSync("ip", args, { encoding: "utf8" });
 
 interface Node {
   ns: string;

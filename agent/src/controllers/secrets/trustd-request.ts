@@ -1,3 +1,4 @@
+import { setTimeout as delay } from "node:timers/promises";
 import { SystemError } from "../../errors.js";
 
 export interface TrustdRequest {
@@ -30,16 +31,8 @@ export interface RequestDeps {
   onFailure?: (endpoint: string, err: unknown) => void;
 }
 
-const realSleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
+// An aborted wait just ends early: the loop checks the signal.
+const realSleep = (ms: number, signal: AbortSignal) => delay(ms, undefined, { signal }).catch(() => undefined);
 
 /**
  * Asks trustd to sign `req.csrPem`: endpoints in turn (round robin), each attempt
@@ -52,7 +45,7 @@ export async function requestCertificate(endpoints: readonly string[], req: Trus
   const now = deps.now ?? Date.now;
   const sleep = deps.sleep ?? realSleep;
   const deadline = now() + policy.totalMs;
-  let delay = policy.firstDelayMs;
+  let backoff = policy.firstDelayMs;
   let lastError: unknown;
   for (let i = 0; !signal.aborted; i++) {
     const endpoint = endpoints[i % endpoints.length]!;
@@ -71,8 +64,8 @@ export async function requestCertificate(endpoints: readonly string[], req: Trus
     }
     const left = deadline - now();
     if (left <= 0) break;
-    await sleep(Math.min(delay, left), signal);
-    delay *= 2;
+    await sleep(Math.min(backoff, left), signal);
+    backoff *= 2;
   }
   throw new SystemError(`no certificate from trustd at ${endpoints.join(", ")}`, { endpoints }, { cause: lastError ?? "aborted" });
 }

@@ -26,6 +26,7 @@ import {
 } from "../../../../agent/src/resources/catalog/secrets.js";
 import { ControllerRuntime } from "../../../../agent/src/resources/controller-runtime.js";
 import { ResourceState } from "../../../../agent/src/resources/state.js";
+import { until } from "./wait.js";
 import { signWorkerCSR } from "../../../../agent/src/trustd/sign.js";
 
 let generated: GeneratedConfigs | undefined;
@@ -56,15 +57,6 @@ function node(t: TestContext, configYaml: string, attempt: TrustdAttempt = async
   return { state, setAddresses };
 }
 
-async function until<T>(what: string, get: () => T | undefined): Promise<T> {
-  // Bounded by attempts, generously: other work may share the CPU.
-  for (let i = 0; i < 2000; i++) {
-    const v = get();
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  return assert.fail(`timed out waiting for ${what}`);
-}
 
 const api = (state: ResourceState) => state.get<APICertsSpec>(SECRETS_NAMESPACE, ApiCertificatesType, ApiCertificatesId)?.spec;
 

@@ -16,15 +16,8 @@ import {
 } from "../../../../agent/src/resources/catalog/secrets.js";
 import { ControllerRuntime } from "../../../../agent/src/resources/controller-runtime.js";
 import { ResourceState } from "../../../../agent/src/resources/state.js";
+import { until } from "./wait.js";
 
-async function until<T>(what: string, get: () => T | undefined): Promise<T> {
-  for (let i = 0; i < 2000; i++) {
-    const v = get();
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  return assert.fail(`timed out waiting for ${what}`);
-}
 
 test("maintenance certificates exist only while the node is in maintenance, and follow its addresses", async (t) => {
   const state = new ResourceState();
