@@ -28,6 +28,7 @@ import { ControllerRuntime } from "../../../../agent/src/resources/controller-ru
 import { ResourceState } from "../../../../agent/src/resources/state.js";
 import { until } from "./wait.js";
 import { signWorkerCSR } from "../../../../agent/src/trustd/sign.js";
+import { generateSelfSignedCA } from "../../../../agent/src/pki/index.js";
 
 let generated: GeneratedConfigs | undefined;
 async function configs(): Promise<GeneratedConfigs> {
@@ -141,4 +142,34 @@ test("an unchanged input set is not re-requested before half-life", async (t) =>
   await new Promise((r) => setTimeout(r, 100));
   assert.equal(calls, 1);
   assert.equal(api(state)!.server.crt, first.server.crt);
+});
+
+test("accepted CAs follow machine.acceptedCAs, and an OS CA rotation re-issues from the new CA", async (t) => {
+  const cfg = await configs();
+  const b64 = (pem: string) => Buffer.from(pem).toString("base64");
+  const next = await generateSelfSignedCA({ organizations: ["talos"] });
+  const oldCrt = Buffer.from(loadConfig(cfg.controlplane).v1alpha1()!.machine!.ca!.crt!, "base64").toString();
+  // Step 1 of a rotation: the new CA is accepted beside the current one.
+  const withAccepted = cfg.controlplane.replace(/^machine:\n/m, `machine:\n    acceptedCAs:\n        - crt: ${b64(next.certPem)}\n`);
+  const { state } = node(t, withAccepted);
+  const first = await until("ApiCertificates", () => api(state));
+  assert.deepEqual(first.acceptedCAs.map((c) => c.crt), [next.certPem, oldCrt]);
+  assert.ok(new X509Certificate(first.server.crt).verify(new X509Certificate(oldCrt).publicKey));
+
+  // Step 2: the new CA issues, the old one is still accepted.
+  const rotated = loadConfig(withAccepted);
+  const machine = rotated.v1alpha1()!.machine!;
+  const swapped = withAccepted.replace(machine.ca!.crt!, b64(next.certPem)).replace(machine.ca!.key!, b64(next.keyPem)).replace(b64(next.certPem) + "\n", b64(oldCrt) + "\n");
+  state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test.ConfigLoader", () => loadConfig(swapped));
+  const second = await until("certificates from the new CA", () => {
+    const c = api(state);
+    return c && c.server.crt !== first.server.crt ? c : undefined;
+  });
+  assert.ok(new X509Certificate(second.server.crt).verify(new X509Certificate(next.certPem).publicKey));
+  assert.deepEqual(second.acceptedCAs.map((c) => c.crt).sort(), [next.certPem, oldCrt].sort());
+  const trustd = await until("trustd certificate from the new CA", () => {
+    const c = state.get<TrustdCertsSpec>(SECRETS_NAMESPACE, TrustdCertificatesType, TrustdCertificatesId)?.spec;
+    return c && new X509Certificate(c.server.crt).verify(new X509Certificate(next.certPem).publicKey) ? c : undefined;
+  });
+  assert.equal(trustd.acceptedCAs.length, 2);
 });
