@@ -139,7 +139,8 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   let mode: "maintenance" | "normal" | "installing" = "maintenance";
   let rbac = true;
   const setStage = (stage: MachineStage, ready: boolean) => {
-    const spec: MachineStatusSpec = { stage, status: { ready, unmetConditions: ready ? [] : [{ name: "sequence", reason: `${stage}` }] } };
+    // Talos's unmet conditions (time, network, services) need the controllers that judge them: none are claimed yet.
+    const spec: MachineStatusSpec = { stage, status: { ready, unmetConditions: [] } };
     const before = state.get<MachineStatusSpec>(RUNTIME_NAMESPACE, MachineStatusType, MachineStatusId)?.spec;
     state.modify<MachineStatusSpec>(RUNTIME_NAMESPACE, MachineStatusType, MachineStatusId, owners.machineStatus, () => spec);
     if (before?.stage !== stage || before.status.ready !== ready) events.machineStatus(spec);
@@ -172,7 +173,6 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       await supervisor.start(apidService());
       return maintenanceConfig;
     },
-    activateConfig: (text) => activate(text),
     publishMount: (v) =>
       state.modify<MountStatusSpec>(RUNTIME_NAMESPACE, MountStatusType, v.name, owners.mounts, () => ({ source: v.source, target: v.target, filesystemType: v.fstype, encrypted: false })),
     publishMeta: () => {
