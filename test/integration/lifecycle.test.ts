@@ -20,7 +20,6 @@ const configFile = path.join(stateDir, "system", "state", "config.yaml");
 let sandbox: SandboxProcess;
 let port = 0;
 let config = "";
-let workerConfig = "";
 let creds: { ca: string; crt: string; key: string };
 const clients: NodeClient[] = [];
 const insecure = () => track(new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "insecure" } }));
@@ -35,7 +34,6 @@ before(async () => {
   port = await freePort();
   const generated = await generateConfigs({ clusterName: "lifecycle", endpoint: "https://127.0.0.1:6443", installDisk: "" });
   config = generated.controlplane;
-  workerConfig = generated.worker;
   creds = parseTalosconfig(generated.talosconfig);
   sandbox = startSandbox(stateDir, port, ["--apid-in-process"]);
   const c = insecure();
@@ -149,15 +147,4 @@ test("Reset wipes the stored configuration and returns to maintenance mode", asy
     await assert.rejects(m.version(), /not implemented in maintenance mode/);
   });
   assert.throws(() => readFileSync(configFile), /ENOENT/);
-});
-
-test("a worker configuration is refused while trustd is not served: it would leave the node unreachable", async () => {
-  const m = insecure();
-  await assert.rejects(m.applyConfiguration(workerConfig), (err: grpc.ServiceError) => {
-    assert.equal(err.code, grpc.status.FAILED_PRECONDITION);
-    assert.match(err.details, /no machine\.ca\.key .*trustd/);
-    return true;
-  });
-  assert.throws(() => readFileSync(configFile), /ENOENT/, "nothing stored");
-  await m.disks();
 });
