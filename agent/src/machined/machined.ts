@@ -297,7 +297,6 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     platform,
     supervisor,
     block: opts.block,
-    mounter: opts.mounter,
     systemDisk: () => r.systemDisk?.disk,
     inMaintenance: () => mode !== "normal",
     rbacEnabled: () => rbac,
