@@ -1,7 +1,7 @@
 // The kernel log device: /dev/kmsg records ("<prefix>,<seq>,<usec>,<flags>[,...];<text>\n[ KEY=value\n]...",
 // Documentation/ABI/testing/dev-kmsg), read without ever blocking in read(2).
 
-import { constants, promises as fs } from "node:fs";
+import { constants, promises as fs, type promises } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { InvalidInputError } from "../errors.js";
 
@@ -74,43 +74,46 @@ export interface KmsgReadOptions {
   /** Skip what is buffered now: only records logged from now on. */
   fromTail: boolean;
   signal: AbortSignal;
-  file?: string;
   pollMs?: number;
 }
 
+/** Opens the kernel log for non-blocking reads; the caller closes it. */
+export function openKmsg(file = "/dev/kmsg"): Promise<promises.FileHandle> {
+  return fs.open(file, constants.O_RDONLY | constants.O_NONBLOCK);
+}
+
 /**
- * Reads the kernel log. Non-blocking reads with a short poll while following, so a
- * cancelled reader never leaves a libuv thread blocked in read(2).
+ * Reads the kernel log from a handle openKmsg gave. Non-blocking reads with a short poll
+ * while following, so a cancelled reader never leaves a libuv thread blocked in read(2).
+ * A failed read ends the log with an error packet, as Talos's reader ends it.
  */
-export async function* readKmsg(opts: KmsgReadOptions): AsyncGenerator<KmsgPacket> {
-  const fh = await fs.open(opts.file ?? "/dev/kmsg", constants.O_RDONLY | constants.O_NONBLOCK);
+export async function* readKmsg(fh: promises.FileHandle, opts: KmsgReadOptions): AsyncGenerator<KmsgPacket> {
   const buf = Buffer.alloc(8192);
   let skipping = opts.fromTail;
-  try {
-    while (!opts.signal.aborted) {
-      let n: number;
-      try {
-        n = (await fh.read(buf, 0, buf.length, null)).bytesRead;
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        if (code === "EPIPE") continue; // records were overwritten before we read them; the next read resumes
-        if (code !== "EAGAIN") throw err;
-        n = 0;
+  while (!opts.signal.aborted) {
+    let n: number;
+    try {
+      n = (await fh.read(buf, 0, buf.length, null)).bytesRead;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === "EPIPE") continue; // records were overwritten before we read them; the next read resumes
+      if (code !== "EAGAIN") {
+        yield { error: `error reading from kmsg: ${(err as Error).message}` };
+        return;
       }
-      if (n === 0) {
-        skipping = false;
-        if (!opts.follow) return;
-        await sleep(opts.pollMs ?? 250, undefined, { signal: opts.signal }).catch(() => undefined);
-        continue;
-      }
-      if (skipping) continue;
-      try {
-        yield { record: parseKmsgRecord(buf.subarray(0, n)) };
-      } catch (err) {
-        yield { error: (err as Error).message };
-      }
+      n = 0;
     }
-  } finally {
-    await fh.close();
+    if (n === 0) {
+      skipping = false;
+      if (!opts.follow) return;
+      await sleep(opts.pollMs ?? 250, undefined, { signal: opts.signal }).catch(() => undefined);
+      continue;
+    }
+    if (skipping) continue;
+    try {
+      yield { record: parseKmsgRecord(buf.subarray(0, n)) };
+    } catch (err) {
+      yield { error: (err as Error).message };
+    }
   }
 }

@@ -5,7 +5,9 @@
 
 import type * as grpc from "@grpc/grpc-js";
 import { readFileSync } from "node:fs";
-import { readKmsg, type KmsgRecord } from "../../sys/kmsg.js";
+import { SystemError } from "../../errors.js";
+import { openKmsg, readKmsg, type KmsgRecord } from "../../sys/kmsg.js";
+import { pathErrorText } from "./errno.js";
 import { cancellation, send } from "./stream.js";
 
 // Talos's names by index: local0 follows authpriv at 11 (not syslog's 16), so the same records read the same.
@@ -38,17 +40,20 @@ export function formatKmsg(rec: KmsgRecord, bootNs: bigint): string {
 }
 
 /** Streams the kernel log until it is read (or, with follow, until the client cancels). */
-export async function streamDmesg(call: grpc.ServerWritableStream<DmesgRequest, unknown>, kmsgFile?: string): Promise<void> {
-  const { signal, dispose } = cancellation(call);
+export async function streamDmesg(call: grpc.ServerWritableStream<DmesgRequest, unknown>, kmsgFile = "/dev/kmsg"): Promise<void> {
   const boot = bootTimeNs();
+  const fh = await openKmsg(kmsgFile).catch((err: unknown) => {
+    throw new SystemError(`error opening /dev/kmsg reader: ${pathErrorText("open", kmsgFile, err)}`, { file: kmsgFile });
+  });
+  const { signal, dispose } = cancellation(call);
   try {
-    const packets = readKmsg({ follow: call.request.follow === true, fromTail: call.request.tail === true, signal, ...(kmsgFile ? { file: kmsgFile } : {}) });
-    for await (const p of packets) {
+    for await (const p of readKmsg(fh, { follow: call.request.follow === true, fromTail: call.request.tail === true, signal })) {
       const message = "record" in p ? { bytes: Buffer.from(formatKmsg(p.record, boot)) } : { metadata: { error: p.error } };
       if (!(await send(call, message))) return;
     }
   } finally {
     dispose();
+    await fh.close();
   }
   if (!call.cancelled) call.end();
 }

@@ -1,8 +1,15 @@
 import assert from "node:assert/strict";
-import { test } from "node:test";
-import { InvalidInputError } from "../../../../agent/src/errors.js";
-import { bootTimeNs, formatKmsg, rfc3339Nano } from "../../../../agent/src/machined/rpc/dmesg.js";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, test } from "node:test";
+import { InvalidInputError, SystemError } from "../../../../agent/src/errors.js";
+import { bootTimeNs, formatKmsg, rfc3339Nano, streamDmesg, type DmesgRequest } from "../../../../agent/src/machined/rpc/dmesg.js";
 import { parseKmsgRecord, unescapeKmsg } from "../../../../agent/src/sys/kmsg.js";
+import { FakeCall } from "./fake-call.js";
+
+const dir = mkdtempSync(path.join(os.tmpdir(), "basalt-dmesg-"));
+after(() => rmSync(dir, { recursive: true, force: true }));
 
 test("a /dev/kmsg record: priority and facility from the prefix, sequence, clock, text with its KEY=value lines", () => {
   const rec = parseKmsgRecord(Buffer.from("7,160,424069,-;pci_root PNP0A03:00: host bridge window\n SUBSYSTEM=acpi\n DEVICE=+acpi:PNP0A03:00\n"));
@@ -41,4 +48,44 @@ test("the line talosctl prints: facility, priority padded to 7, time from boot +
   const warn = parseKmsgRecord(Buffer.from("12,1,0,-;x"));
   assert.equal(formatKmsg(warn, boot), "user: warning: [2023-11-14T22:13:20.5Z]: x");
   assert.equal(formatKmsg(parseKmsgRecord(Buffer.from("91,1,0,-;x")), boot).split(":")[0], "local0", "facility 11 reads as Talos names it");
+});
+
+// A regular file stands in for /dev/kmsg: one read returns it whole, as one record.
+test("streamDmesg sends a record as one line, a malformed record as metadata.error, and ends without follow", async () => {
+  const good = path.join(dir, "good");
+  writeFileSync(good, "6,1,2000000,-;hello\n");
+  const call = new FakeCall<DmesgRequest>({});
+  await streamDmesg(call.asStream(), good);
+  assert.equal(call.written.length, 1);
+  assert.match(String((call.written[0] as { bytes: Buffer }).bytes), /^kern:    info: \[\d{4}-[\d-]+T[\d:.]+Z\]: hello\n$/);
+  assert.ok(call.ended);
+  assert.equal(call.leftover(), 0);
+
+  const bad = path.join(dir, "bad");
+  writeFileSync(bad, "garbage");
+  const badCall = new FakeCall<DmesgRequest>({});
+  await streamDmesg(badCall.asStream(), bad);
+  assert.deepEqual(badCall.written, [{ metadata: { error: "kernel message should contain a prefix" } }]);
+
+  const tail = new FakeCall<DmesgRequest>({ tail: true });
+  await streamDmesg(tail.asStream(), good);
+  assert.deepEqual(tail.written, [], "tail skips what is buffered");
+});
+
+test("streamDmesg: a log that cannot be opened is refused in Talos's words", async () => {
+  const call = new FakeCall<DmesgRequest>({});
+  const missing = path.join(dir, "missing");
+  await assert.rejects(streamDmesg(call.asStream(), missing), (e: Error) => e instanceof SystemError && e.message === `error opening /dev/kmsg reader: open ${missing}: no such file or directory`);
+  assert.equal(call.leftover(), 0);
+});
+
+test("streamDmesg follow ends when the client cancels, with no listener left", async () => {
+  const good = path.join(dir, "follow");
+  writeFileSync(good, "6,1,0,-;x\n");
+  const call = new FakeCall<DmesgRequest>({ follow: true });
+  call.onWrite = () => setTimeout(() => call.cancel(), 50);
+  await streamDmesg(call.asStream(), good);
+  assert.equal(call.written.length, 1);
+  assert.equal(call.ended, false);
+  assert.equal(call.leftover(), 0);
 });
