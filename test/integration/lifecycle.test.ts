@@ -9,6 +9,7 @@ import path from "node:path";
 import { after, before, test } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import { ApplyMode } from "../../agent/src/api/enums.js";
+import { decode } from "../../agent/src/api/index.js";
 import { NodeClient } from "../../agent/src/client/client.js";
 import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
 import { generateConfigs } from "../../agent/src/config/generate/index.js";
@@ -106,9 +107,24 @@ test("Read, Mounts and Dmesg", async () => {
   assert.match(kmsg[0]!.bytes.toString(), /^\w+: +\w+: \[\d{4}-\d\d-\d\dT[\d:.]+Z\]: /);
 });
 
-test("Reboot starts the next boot with the stored (staged) configuration", async () => {
+type EventMsg = { data: { type_url: string; value: Buffer }; actor_id: string; id: string };
+const decodeEvent = (e: EventMsg) => ({ type: e.data.type_url, actor: e.actor_id, payload: decode(e.data.type_url.replace("talos/runtime/", ""), e.data.value) });
+
+test("Reboot starts the next boot with the stored (staged) configuration; Events tell what happened", async () => {
   const c = admin();
-  await c.reboot();
+  const seen: EventMsg[] = [];
+  const stream = c.machine.Events({ tail_events: 0 }, c.metadata()) as grpc.ClientReadableStream<EventMsg>;
+  stream.on("data", (e: EventMsg) => seen.push(e));
+  stream.on("error", () => undefined); // the stream ends when this boot's machined stops
+  const reply = (await c.reboot()) as { messages: { actor_id: string }[] };
+  const actor = reply.messages[0]!.actor_id;
+  assert.match(actor, /^[0-9a-f-]{36}$/);
+  await eventually(async () => {
+    const events = seen.map(decodeEvent);
+    assert.ok(events.some((e) => e.type === "talos/runtime/machine.TaskEvent" && e.actor === actor && e.payload["task"] === "stopAllServices"), "stopAllServices under the reboot's actor id");
+    assert.ok(events.some((e) => e.type === "talos/runtime/machine.MachineStatusEvent" && e.payload["stage"] === 5), "stage rebooting");
+  });
+  stream.cancel();
   await eventually(async () => assert.match(sandbox.output(), /starting the next boot in this process/));
   const next = admin();
   await eventually(async () => {
@@ -116,6 +132,10 @@ test("Reboot starts the next boot with the stored (staged) configuration", async
     assert.equal(active.resource.spec.yaml_spec, config, "the staged config is active after the reboot");
   });
   assert.match(sandbox.output(), /reboot sequence: done|task reboot \(1\/1\)/);
+  // What a --wait tracker looks for once the node is back: the whole history of the new boot.
+  const all = (await next.collectUntil<EventMsg>(next.machine, "Events", { tail_events: -1 }, (e) => decodeEvent(e).payload["stage"] === 4)).map(decodeEvent);
+  const running = all.find((e) => e.type === "talos/runtime/machine.MachineStatusEvent" && e.payload["stage"] === 4);
+  assert.deepEqual((running?.payload["status"] as { ready: boolean }).ready, true);
 });
 
 test("Reset wipes the stored configuration and returns to maintenance mode", async () => {

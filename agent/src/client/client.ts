@@ -117,6 +117,23 @@ export class NodeClient {
     });
   }
 
+  /** Reads a server stream until `until` matches a message (that message included), then cancels it. */
+  collectUntil<Res = Record<string, unknown>>(client: Untyped, method: string, request: object, until: (m: Res) => boolean, deadlineMs = 30_000): Promise<Res[]> {
+    return new Promise((resolve, reject) => {
+      const out: Res[] = [];
+      const stream: grpc.ClientReadableStream<Res> = client[method](request, this.metadata(), { deadline: Date.now() + deadlineMs });
+      stream.on("data", (m: Res) => {
+        out.push(m);
+        if (until(m)) {
+          stream.cancel();
+          resolve(out);
+        }
+      });
+      stream.on("error", (err) => ((err as grpc.ServiceError).code === grpc.status.CANCELLED ? undefined : reject(err)));
+      stream.on("end", () => resolve(out));
+    });
+  }
+
   version() {
     return this.unary(this.machine, "Version");
   }
@@ -163,6 +180,17 @@ export class NodeClient {
   }
   generateConfiguration(request: object) {
     return this.unary(this.machine, "GenerateConfiguration", request);
+  }
+  /** A directory listing (talosctl ls): one machine.FileInfo per entry. */
+  list(request: { root: string; recurse?: boolean; recursion_depth?: number; types?: number[] }) {
+    return this.collect(this.machine, "List", request);
+  }
+  /** A talosconfig (and its parts) for `roles`, valid for `crtTtlSeconds` (talosctl config new). */
+  generateClientConfiguration(roles: string[], crtTtlSeconds: number) {
+    return this.unary<{ messages: { ca: Buffer; crt: Buffer; key: Buffer; talosconfig: Buffer }[] }>(this.machine, "GenerateClientConfiguration", {
+      roles,
+      crt_ttl: { seconds: crtTtlSeconds },
+    });
   }
 
   close(): void {

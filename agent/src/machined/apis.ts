@@ -9,10 +9,15 @@ import { serviceListResponse } from "./service-list.js";
 import { versionMessage } from "./version.js";
 import { InvalidInputError, NotFoundError, UnimplementedError } from "../errors.js";
 import type { MetaStore } from "../storage/meta.js";
-import type { Mounter } from "../sys/mount.js";
 import type { ApplyRequest } from "./apply.js";
-import { streamDmesg } from "./rpc/dmesg.js";
-import { mountStats, streamFile } from "./rpc/files.js";
+import type { EventBus } from "./events.js";
+import type { ConfigBundle } from "../config/bundle.js";
+import { streamDmesg, type DmesgRequest } from "./rpc/dmesg.js";
+import { streamEvents, type EventsRequest } from "./rpc/events.js";
+import { generateClientConfiguration } from "./rpc/generate-client-config.js";
+import { streamList, type ListRequest } from "./rpc/list.js";
+import { mountStats } from "./rpc/mounts.js";
+import { streamFile, type ReadRequest } from "./rpc/read.js";
 import type { ResetOptions } from "./sequences.js";
 import type { Platform } from "./platform.js";
 
@@ -23,17 +28,17 @@ export interface MachineApiContext {
   block: BlockSysfs;
   inMaintenance(): boolean;
   rbacEnabled(): boolean;
-  /** The active configuration text (normal mode). */
-  activeConfig(): string | undefined;
+  /** The active configuration (normal mode). */
+  activeConfig(): ConfigBundle | undefined;
   /** Returns one machine.ApplyConfiguration message. */
   applyConfiguration(req: ApplyRequest, call: grpc.ServerUnaryCall<ApplyRequest, unknown>): Promise<Record<string, unknown>>;
-  mounter: Mounter;
   /** The disk the system is installed on (e.g. /dev/vda). */
   systemDisk(): string | undefined;
   /** Start the lifecycle sequences once the reply has left; throw when another sequence may not be taken over. */
-  reboot(): void;
-  shutdown(): void;
-  reset(opts: ResetOptions): void;
+  reboot(actorId: string): void;
+  shutdown(actorId: string): void;
+  reset(opts: ResetOptions, actorId: string): void;
+  events: EventBus;
   /** The open META store (throws when there is none) and how to republish its keys. */
   meta(): { store: MetaStore; published(): void };
 }
@@ -55,23 +60,29 @@ export function machineServiceImpl(ctx: MachineApiContext): ServiceImpl {
     })),
     ServiceList: unaryHandler(async () => serviceListResponse(ctx.supervisor.list())),
     Reboot: unaryHandler(async () => {
-      ctx.reboot();
-      return { messages: [{ actor_id: randomUUID() }] };
+      const actorId = randomUUID();
+      ctx.reboot(actorId);
+      return { messages: [{ actor_id: actorId }] };
     }),
     Shutdown: unaryHandler(async () => {
-      ctx.shutdown();
-      return { messages: [{ actor_id: randomUUID() }] };
+      const actorId = randomUUID();
+      ctx.shutdown(actorId);
+      return { messages: [{ actor_id: actorId }] };
     }),
     Reset: unaryHandler(async (req: ResetRequest) => {
       if (req.user_disks_to_wipe?.length) throw new UnimplementedError("wiping user disks is not supported yet");
       const labels = (req.system_partitions_to_wipe ?? []).filter((p) => p.wipe !== false).map((p) => p.label ?? "");
       for (const l of labels) if (!wipeable.has(l)) throw new InvalidInputError(`system partition ${JSON.stringify(l)} can't be wiped: only STATE, EPHEMERAL and META`, { label: l });
-      ctx.reset({ labels, reboot: req.reboot === true });
-      return { messages: [{ actor_id: randomUUID() }] };
+      const actorId = randomUUID();
+      ctx.reset({ labels, reboot: req.reboot === true }, actorId);
+      return { messages: [{ actor_id: actorId }] };
     }),
-    Read: async (call: grpc.ServerWritableStream<{ path?: string }, unknown>) => streamFile(call.request.path ?? "", call),
-    Mounts: unaryHandler(async () => mountStats(ctx.mounter.list())),
-    Dmesg: async (call: grpc.ServerWritableStream<{ follow?: boolean; tail?: boolean }, unknown>) => streamDmesg(call),
+    Read: async (call: grpc.ServerWritableStream<ReadRequest, unknown>) => streamFile(call),
+    List: async (call: grpc.ServerWritableStream<ListRequest, unknown>) => streamList(call),
+    Mounts: unaryHandler(async () => mountStats()),
+    Events: async (call: grpc.ServerWritableStream<EventsRequest, unknown>) => streamEvents(ctx.events, call),
+    Dmesg: async (call: grpc.ServerWritableStream<DmesgRequest, unknown>) => streamDmesg(call),
+    GenerateClientConfiguration: unaryHandler(generateClientConfiguration(ctx)),
     MetaWrite: unaryHandler(async (req: { key?: number; value?: Buffer }) => {
       const meta = ctx.meta();
       await meta.store.set(req.key ?? 0, Buffer.from(req.value ?? Buffer.alloc(0)).toString("utf8"));
@@ -94,7 +105,7 @@ export function machineServiceImpl(ctx: MachineApiContext): ServiceImpl {
       }
       // Normal mode: configs joining this node's cluster (its own secrets); maintenance: a new cluster.
       const active = ctx.inMaintenance() ? undefined : ctx.activeConfig();
-      const out = await generateMachineConfig(req, active ? { secrets: secretsBundleFromConfig(active) } : {});
+      const out = await generateMachineConfig(req, active ? { secrets: secretsBundleFromConfig(active.toYaml()) } : {});
       return { messages: [{ data: out.data.map((d) => Buffer.from(d)), talosconfig: Buffer.from(out.talosconfig) }] };
     }),
   };

@@ -1,6 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { promises as fs } from "node:fs";
 import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { ApplyMode } from "../api/enums.js";
 import type { ConfigBundle } from "../config/bundle.js";
 import { MachineTypeController } from "../controllers/config/machine-type.js";
@@ -10,7 +11,7 @@ import { ConflictError, describeError } from "../errors.js";
 import { addService } from "../grpc/server.js";
 import { logger } from "../log.js";
 import { spkiFingerprint } from "../pki/index.js";
-import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType, type MachineConfigSpec } from "../resources/catalog/config.js";
+import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../resources/catalog/config.js";
 import { registerCatalog } from "../resources/catalog/index.js";
 import {
   MachineStatusId,
@@ -57,6 +58,7 @@ import { checkConfig, checkMaintenanceMode, maintenanceDryRunDetails, type Apply
 import { defaultTryTimeoutMs, planApply } from "./apply-plan.js";
 import { maintenanceConsoleLines, reprintOnAddressChange } from "./maintenance-console.js";
 import { nodeAddresses, nodeHostname } from "./node-identity.js";
+import { EventBus } from "./events.js";
 import type { Platform } from "./platform.js";
 import { ownsDisks, type MachineRuntime } from "./runtime.js";
 import { bootSequence, initializeSequence, installSequence, rebootSequence, resetSequence, shutdownSequence, type ResetOptions } from "./sequences.js";
@@ -136,13 +138,16 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   });
   supervisor.registerSelf("machined");
 
+  const events = new EventBus();
   let mode: "maintenance" | "normal" | "installing" = "maintenance";
   let rbac = true;
-  const setStage = (stage: MachineStage, ready: boolean) =>
-    state.modify<MachineStatusSpec>(RUNTIME_NAMESPACE, MachineStatusType, MachineStatusId, owners.machineStatus, () => ({
-      stage,
-      status: { ready, unmetConditions: ready ? [] : [{ name: "sequence", reason: `${stage}` }] },
-    }));
+  const setStage = (stage: MachineStage, ready: boolean) => {
+    // Talos's unmet conditions (time, network, services) need the controllers that judge them: none are claimed yet.
+    const spec: MachineStatusSpec = { stage, status: { ready, unmetConditions: [] } };
+    const before = state.get<MachineStatusSpec>(RUNTIME_NAMESPACE, MachineStatusType, MachineStatusId)?.spec;
+    state.modify<MachineStatusSpec>(RUNTIME_NAMESPACE, MachineStatusType, MachineStatusId, owners.machineStatus, () => spec);
+    if (before?.stage !== stage || before.status.ready !== ready) events.machineStatus(spec);
+  };
   setStage("booting", false);
 
   // Every accepted configuration becomes the one this boot runs with; activating and
@@ -171,7 +176,6 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       await supervisor.start(apidService());
       return maintenanceConfig;
     },
-    activateConfig: (text) => activate(text),
     publishMount: (v) =>
       state.modify<MountStatusSpec>(RUNTIME_NAMESPACE, MountStatusType, v.name, owners.mounts, () => ({ source: v.source, target: v.target, filesystemType: v.fstype, encrypted: false })),
     publishMeta: () => {
@@ -199,7 +203,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
 
   // One sequence at a time; lifecycle requests take over the ones Talos lets them.
   let running: { name: string; abort: AbortController; done: Promise<void> } | undefined;
-  const runExclusive = async (name: string, phases: Phase[]): Promise<void> => {
+  const runExclusive = async (name: string, phases: Phase[], actorId = ""): Promise<void> => {
     if (running) {
       if (!preempts[name]?.includes(running.name)) throw new ConflictError(`the ${running.name} sequence is running`, { running: running.name, requested: name });
       log.info(`${name} takes over the running ${running.name} sequence`);
@@ -208,7 +212,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     }
     const abort = new AbortController();
     opts.signal.addEventListener("abort", () => abort.abort(), { once: true });
-    const done = runSequence(name, phases, abort.signal);
+    const done = runSequence(name, phases, abort.signal, events.sequenceListener(actorId));
     running = { name, abort, done };
     try {
       await done;
@@ -219,13 +223,13 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
 
   /** Starts a lifecycle sequence after the reply to the call that asked for it has left. */
   let takenOver = false;
-  const lifecycle = (name: "reboot" | "shutdown" | "reset", stage: MachineStage, phases: () => Phase[]) => {
+  const lifecycle = (name: "reboot" | "shutdown" | "reset", stage: MachineStage, phases: () => Phase[], actorId = "") => {
     if (running && !preempts[name]?.includes(running.name)) throw new ConflictError(`the ${running.name} sequence is running`, { running: running.name, requested: name });
     takenOver = true;
     // The reply travels back through apid, which the sequence stops: give it a moment to leave.
     setTimeout(() => {
       setStage(stage, false);
-      runExclusive(name, phases()).catch((err: unknown) => log.error(`${name} sequence failed`, { error: describeError(err) }));
+      runExclusive(name, phases(), actorId).catch((err: unknown) => log.error(`${name} sequence failed`, { error: describeError(err) }));
     }, replyGraceMs);
   };
 
@@ -293,15 +297,15 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     platform,
     supervisor,
     block: opts.block,
-    mounter: opts.mounter,
     systemDisk: () => r.systemDisk?.disk,
     inMaintenance: () => mode !== "normal",
     rbacEnabled: () => rbac,
-    activeConfig: () => state.get<MachineConfigSpec>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.toYaml(),
+    activeConfig: () => state.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec,
     applyConfiguration,
-    reboot: () => lifecycle("reboot", "rebooting", () => rebootSequence(r)),
-    shutdown: () => lifecycle("shutdown", "shutting down", () => shutdownSequence(r)),
-    reset: (o: ResetOptions) => lifecycle("reset", "resetting", () => resetSequence(r, o)),
+    reboot: (actorId: string) => lifecycle("reboot", "rebooting", () => rebootSequence(r), actorId),
+    shutdown: (actorId: string) => lifecycle("shutdown", "shutting down", () => shutdownSequence(r), actorId),
+    reset: (o: ResetOptions, actorId: string) => lifecycle("reset", "resetting", () => resetSequence(r, o), actorId),
+    events,
     meta: () => {
       if (!r.meta) throw new ConflictError("META is not available: the node is not installed");
       return { store: r.meta, published: () => r.publishMeta() };
@@ -433,7 +437,9 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       throw err;
     } finally {
       await supervisor.stopAll();
-      await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
+      // Open streams (Events, Dmesg --follow) never end by themselves: give calls a moment, then cut them.
+      await Promise.race([new Promise<void>((resolve) => server.tryShutdown(() => resolve())), sleep(2000)]);
+      server.forceShutdown();
       await trustdRuntime?.close();
       await fs.rm(paths.machinedSocket, { force: true });
     }
