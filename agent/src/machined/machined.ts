@@ -197,12 +197,15 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       await running.done.catch(() => undefined);
     }
     const abort = new AbortController();
-    opts.signal.addEventListener("abort", () => abort.abort(), { once: true });
+    const stop = () => abort.abort();
+    opts.signal.addEventListener("abort", stop, { once: true });
     const done = runSequence(name, phases, abort.signal);
     running = { name, abort, done };
     try {
       await done;
     } finally {
+      // One listener per sequence on the daemon's signal: remove it, or every apply leaves one behind.
+      opts.signal.removeEventListener("abort", stop);
       if (running?.done === done) running = undefined;
     }
   };
