@@ -82,6 +82,11 @@ function organizations(cert: PeerCertificate): string[] {
   return Array.isArray(o) ? o : [o];
 }
 
+/** A caller on apid's unix socket: the socket's permissions are the authentication; roles come from `talos-role`. */
+export function socketCaller(call: SurfaceCall): Caller {
+  return { roles: normalizeRoles(call.metadata.get(roleKey).map(String)) };
+}
+
 /**
  * Roles of a caller: in maintenance everyone is a reader (machined applies the
  * maintenance rules); with mTLS the roles are the client certificate's O values,

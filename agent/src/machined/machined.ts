@@ -312,7 +312,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     const runner = opts.apid.inProcess
       ? new InProcessRunner({
           id: "apid",
-          run: (signal) => runApid({ listen: opts.apid.listen, machinedSocket: paths.machinedSocket, enableRbac: features.rbac, checkExtKeyUsage: features.checkExtKeyUsage, signal }),
+          run: (signal) => runApid({ listen: opts.apid.listen, machinedSocket: paths.machinedSocket, apidSocket: paths.apidSocket, enableRbac: features.rbac, checkExtKeyUsage: features.checkExtKeyUsage, signal }),
           ready,
           health,
         })
