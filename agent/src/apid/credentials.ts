@@ -3,7 +3,7 @@ import { X509Certificate } from "node:crypto";
 import type { PeerCertificate } from "node:tls";
 import { roleKey } from "../grpc/metadata.js";
 import { tlsKeyPem } from "../pki/tls.js";
-import { allRoles, normalizeRoles, Role } from "../grpc/roles.js";
+import { allRoles, isAuthorized, normalizeRoles, Role } from "../grpc/roles.js";
 import type { SurfaceCall } from "../grpc/server.js";
 import type { Caller } from "./proxy.js";
 
@@ -109,5 +109,11 @@ export function authenticate(mode: ListenerMode, call: SurfaceCall): Caller {
     const asserted = normalizeRoles(call.metadata.get(roleKey).map(String));
     if (asserted.length > 0) roles = asserted;
   }
+  // Refused at the door too, so a call this caller may not make is never forwarded to other nodes.
+  if (!isAuthorized(call.getPath(), roles)) throw permissionDenied("not authorized");
   return { roles };
+}
+
+function permissionDenied(details: string): grpc.ServiceError {
+  return Object.assign(new Error(details), { code: grpc.status.PERMISSION_DENIED, details, metadata: new grpc.Metadata() });
 }
