@@ -5,89 +5,18 @@
 // refused certificates, all through real processes and real TLS.
 import * as grpc from "@grpc/grpc-js";
 import assert from "node:assert/strict";
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { after, before, test } from "node:test";
-import { fileURLToPath } from "node:url";
 import { NodeClient, type ClientOptions } from "../../agent/src/client/client.js";
-import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
-import { generateConfigs, type GeneratedConfigs } from "../../agent/src/config/generate/index.js";
 import { issueClientCredentials } from "../../agent/src/config/generate/talosconfig.js";
 import { generateSelfSignedCA, issueCertificate, loadCertificateAndKey } from "../../agent/src/pki/index.js";
 import { eventually } from "./helpers/sandbox.js";
+import { clusterUnsupported, startCluster, type Cluster, type Member } from "./multinode-cluster.js";
 
-const sandboxJs = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../agent/src/cmd/sandbox.js");
-const SUBNET = "10.214.7";
-const tag = randomBytes(3).toString("hex");
-const bridge = `bmb${tag}`;
-
-interface Member {
-  name: string;
-  hostname: string;
-  address: string;
-  kind: "controlplane" | "worker";
-  ns: string;
-  out: string;
-  child?: ChildProcess;
-}
-
-const members: Member[] = [
-  { name: "cp1", hostname: "basalt-cp-1", address: `${SUBNET}.1`, kind: "controlplane", ns: `bm-1-${tag}`, out: "" },
-  { name: "cp2", hostname: "basalt-cp-2", address: `${SUBNET}.2`, kind: "controlplane", ns: `bm-2-${tag}`, out: "" },
-  { name: "worker", hostname: "basalt-worker-3", address: `${SUBNET}.3`, kind: "worker", ns: `bm-3-${tag}`, out: "" },
-];
-const [cp1, cp2, worker] = members as [Member, Member, Member];
-
-function unsupported(): string | undefined {
-  if (process.getuid?.() !== 0) return "needs root for network namespaces";
-  try {
-    execFileSync("ip", ["netns", "list"], { stdio: "ignore" });
-  } catch {
-    return "`ip netns` is not available";
-  }
-  return undefined;
-}
-const skip = unsupported();
-const ip = (...args: string[]) => execFileSync("ip", args, { encoding: "utf8" });
-
-let root = "";
-let generated: GeneratedConfigs;
-let admin: { ca: string; crt: string; key: string };
+const skip = clusterUnsupported();
+let cluster: Cluster;
+let cp1: Member, cp2: Member, worker: Member, members: Member[];
+let admin: Cluster["admin"];
 const clients: NodeClient[] = [];
-
-/** The generated config of `m`'s kind with its hostname set (machine.network is `{}` as `gen config` writes it). */
-function configFor(m: Member): string {
-  const base = m.kind === "controlplane" ? generated.controlplane : generated.worker;
-  const patched = base.replace(/^ {4}network: \{\}$/m, `    network:\n        hostname: ${m.hostname}`);
-  assert.notEqual(patched, base, "machine.network found in the generated config");
-  return patched;
-}
-
-function start(m: Member): void {
-  const stateDir = path.join(root, m.name);
-  mkdirSync(path.join(stateDir, "system", "state"), { recursive: true });
-  // As if applied before: the node boots straight into its configuration.
-  writeFileSync(path.join(stateDir, "system", "state", "config.yaml"), configFor(m));
-  const args = ["netns", "exec", m.ns, process.execPath, sandboxJs, "--state-dir", stateDir, "--apid-listen", `${m.address}:50000`, "--trustd-listen", `${m.address}:50001`];
-  const child = spawn("ip", args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, BASALT_LOG_LEVEL: "info" } });
-  child.stdout!.on("data", (b: Buffer) => (m.out += b.toString()));
-  child.stderr!.on("data", (b: Buffer) => (m.out += b.toString()));
-  process.once("exit", () => child.kill("SIGKILL"));
-  m.child = child;
-}
-
-async function stop(m: Member): Promise<void> {
-  const child = m.child;
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  const gone = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
-  await gone;
-  clearTimeout(timer);
-}
 
 function client(endpoint: string, creds: { ca: string; crt: string; key: string }, route: Pick<ClientOptions, "node" | "nodes"> = {}): NodeClient {
   const c = new NodeClient({ endpoint, credentials: { kind: "mtls", ...creds }, ...route });
@@ -95,31 +24,20 @@ function client(endpoint: string, creds: { ca: string; crt: string; key: string 
   return c;
 }
 
-const logTails = () => members.map((m) => `--- ${m.name}:\n${m.out.split("\n").slice(-25).join("\n")}`).join("\n");
-
 interface Tagged {
   metadata?: { hostname?: string; error?: string } | null;
 }
 
 before(async () => {
   if (skip) return;
-  root = mkdtempSync(path.join(os.tmpdir(), "basalt-multinode-"));
-  chmodSync(root, 0o755);
-  generated = await generateConfigs({ clusterName: "multinode", endpoint: `https://${cp1.address}:6443`, installDisk: "" });
-  const ctx = parseTalosconfig(generated.talosconfig);
-  admin = { ca: ctx.ca, crt: ctx.crt, key: ctx.key };
-  ip("link", "add", bridge, "type", "bridge");
-  ip("addr", "add", `${SUBNET}.254/24`, "dev", bridge);
-  ip("link", "set", bridge, "up");
-  members.forEach((m, i) => {
-    ip("netns", "add", m.ns);
-    ip("-n", m.ns, "link", "set", "lo", "up");
-    ip("link", "add", `bmv${tag}${i}`, "type", "veth", "peer", "name", "eth0", "netns", m.ns);
-    ip("link", "set", `bmv${tag}${i}`, "master", bridge, "up");
-    ip("-n", m.ns, "addr", "add", `${m.address}/24`, "dev", "eth0");
-    ip("-n", m.ns, "link", "set", "eth0", "up");
-  });
-  for (const m of members) start(m);
+  cluster = await startCluster("10.214.7", [
+    { name: "cp1", hostname: "basalt-cp-1", kind: "controlplane" },
+    { name: "cp2", hostname: "basalt-cp-2", kind: "controlplane" },
+    { name: "worker", hostname: "basalt-worker-3", kind: "worker" },
+  ]);
+  members = cluster.members;
+  [cp1, cp2, worker] = members as [Member, Member, Member];
+  admin = cluster.admin;
   // Every node serves mTLS with its configured hostname (the worker once trustd signed its certificate).
   for (const m of members) {
     const c = client(`${m.address}:50000`, admin);
@@ -127,18 +45,14 @@ before(async () => {
       const hostname = (await c.resourceGet("network", "HostnameStatuses.net.talos.dev", "hostname")) as { resource: { spec: { yaml_spec: string } } };
       assert.match(hostname.resource.spec.yaml_spec, new RegExp(`hostname: ${m.hostname}`));
     }, 600).catch((err: Error) => {
-      throw new Error(`${m.name} did not come up: ${err.message}\n${logTails()}`);
+      throw new Error(`${m.name} did not come up: ${err.message}\n${cluster.logTails()}`);
     });
   }
 });
 
 after(async () => {
   for (const c of clients) c.close();
-  await Promise.all(members.map(stop));
-  if (skip) return;
-  for (const m of members) execFileSync("ip", ["netns", "del", m.ns], { stdio: "ignore" });
-  execFileSync("ip", ["link", "del", bridge], { stdio: "ignore" });
-  rmSync(root, { recursive: true, force: true });
+  await cluster?.close();
 });
 
 test("Version fanned out to all three nodes: one message per node, tagged with the target", { skip, timeout: 60_000 }, async () => {
@@ -179,7 +93,7 @@ test("a streamed call fanned out to two nodes interleaves both nodes' messages",
 });
 
 test("a reader certificate reads, fanned out too, but cannot reboot or read the machine config", { skip, timeout: 60_000 }, async () => {
-  const reader = await issueClientCredentials(generated.secrets, { roles: ["os:reader"] });
+  const reader = await issueClientCredentials(cluster.generated.secrets, { roles: ["os:reader"] });
   const creds = { ca: reader.caPem, crt: reader.certPem, key: reader.keyPem };
   const all = client(`${cp1.address}:50000`, creds, { nodes: [cp1.address, cp2.address] });
   assert.equal(((await all.version()) as { messages: Tagged[] }).messages.length, 2);
@@ -193,8 +107,8 @@ test("a reader certificate reads, fanned out too, but cannot reboot or read the 
 test("certificates from another CA, expired ones and ones without client auth are refused", { skip, timeout: 60_000 }, async () => {
   const otherCA = await generateSelfSignedCA({ organizations: ["talos"] });
   const foreign = await issueCertificate(otherCA, { organizations: ["os:admin"], extKeyUsage: ["clientAuth"], lifetimeMs: 3600_000 });
-  const expired = await issueClientCredentials(generated.secrets, { lifetimeMs: 3600_000, now: new Date(Date.now() - 48 * 3600_000) });
-  const osCA = await loadCertificateAndKey(generated.secrets.certs.os.crt, generated.secrets.certs.os.key);
+  const expired = await issueClientCredentials(cluster.generated.secrets, { lifetimeMs: 3600_000, now: new Date(Date.now() - 48 * 3600_000) });
+  const osCA = await loadCertificateAndKey(cluster.generated.secrets.certs.os.crt, cluster.generated.secrets.certs.os.key);
   const serverOnly = await issueCertificate(osCA, { organizations: ["os:admin"], extKeyUsage: ["serverAuth"], lifetimeMs: 3600_000 });
   const refused = (e: grpc.ServiceError) => e.code === grpc.status.UNAVAILABLE || e.code === grpc.status.UNAUTHENTICATED;
   for (const [what, crt, key] of [
@@ -207,7 +121,7 @@ test("certificates from another CA, expired ones and ones without client auth ar
 });
 
 test("with one node stopped, a fan-out answers for the other two and an error entry for it within the per-target deadline", { skip, timeout: 90_000 }, async () => {
-  await stop(cp2);
+  await cluster.stop(cp2);
   const targets = members.map((m) => m.address);
   const all = client(`${cp1.address}:50000`, admin, { nodes: targets });
   const started = Date.now();
