@@ -111,7 +111,13 @@ export async function runApid(opts: ApidOptions): Promise<void> {
     self.update({ addresses: addressesFromProto(spec?.["addresses"]) });
   });
 
-  const socketServer = opts.apidSocket ? await listenSocket(opts.apidSocket, buildProxyServer({ ...proxyBase, authenticate: socketCaller })) : undefined;
+  // The socket is a convenience beside :50000: apid (unprivileged) still serves the network when its directory is not writable.
+  const socketServer = opts.apidSocket
+    ? await listenSocket(opts.apidSocket, buildProxyServer({ ...proxyBase, authenticate: socketCaller })).catch((err: unknown) => {
+        log.error("api socket not served", { socket: opts.apidSocket, error: describeError(err) });
+        return undefined;
+      })
+    : undefined;
 
   await new Promise<void>((resolve) => opts.signal.addEventListener("abort", () => resolve(), { once: true }));
   await chain;
@@ -127,8 +133,9 @@ function listenHost(listen: string): string {
 }
 
 /**
- * Serves the proxy on apid's unix socket. The directory is apid's own (mode 0750, as
- * Talos's /system/run/apid); a stale socket from an earlier run is replaced.
+ * Serves the proxy on apid's unix socket. The directory is apid's own (mode 0750; on a
+ * node machined creates it owned by apid's user, since /system/run is root's); a stale
+ * socket from an earlier run is replaced.
  */
 async function listenSocket(socket: string, server: grpc.Server): Promise<grpc.Server> {
   await mkdir(path.dirname(socket), { recursive: true, mode: 0o750 });

@@ -141,3 +141,12 @@ test("renewed server certificates are swapped in without re-binding", async () =
   assert.equal(await ping(otherCA), "pong");
   await assert.rejects(ping(ca));
 });
+
+test("a caller on apid's unix socket holds the roles in its talos-role metadata, none without", async () => {
+  const { socketCaller } = await import("../../../agent/src/apid/credentials.js");
+  const md = new grpc.Metadata();
+  md.add("talos-role", "os:reader");
+  md.add("talos-role", "os:operator");
+  assert.deepEqual(socketCaller({ metadata: md } as never).roles, ["os:reader", "os:operator"]);
+  assert.deepEqual(socketCaller({ metadata: new grpc.Metadata() } as never).roles, []);
+});
