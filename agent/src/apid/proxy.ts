@@ -113,8 +113,7 @@ function forwardedMetadata(call: SurfaceCall, caller: Caller, leg: Leg): grpc.Me
 }
 
 function hostOfCall(call: SurfaceCall): string {
-  const host = (call as Partial<{ getHost(): string }>).getHost?.();
-  return host || "unknown";
+  return call.getHost() || "unknown";
 }
 
 /** A backend failure as the status apid reports (message bounded, so it always fits a trailer). */
@@ -148,7 +147,7 @@ async function bounded<T>(fns: (() => Promise<T>)[], limit: number): Promise<T[]
 }
 
 function deadlineOf(call: SurfaceCall, capMs?: number): grpc.Deadline {
-  const own = (call as Partial<{ getDeadline(): grpc.Deadline }>).getDeadline?.() ?? Infinity;
+  const own = call.getDeadline();
   const ownMs = own instanceof Date ? own.getTime() : own;
   return capMs === undefined ? ownMs : Math.min(ownMs, Date.now() + capMs);
 }

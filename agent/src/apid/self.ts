@@ -70,6 +70,7 @@ function interfaceAddresses(): string[] {
 
 /** Addresses of a NodeAddressSpec as decoded from its proto (`common.NetIPPrefix` bytes). */
 export function addressesFromProto(wire: unknown): string[] {
+  // The decoder yields plain objects; NetIPPrefix's shape is fixed by common.proto.
   const list = Array.isArray(wire) ? (wire as { ip?: Uint8Array }[]) : [];
   const out: string[] = [];
   for (const p of list) {

@@ -147,6 +147,7 @@ test("a caller on apid's unix socket holds the roles in its talos-role metadata,
   const md = new grpc.Metadata();
   md.add("talos-role", "os:reader");
   md.add("talos-role", "os:operator");
+  // socketCaller reads only the metadata of the call.
   assert.deepEqual(socketCaller({ metadata: md } as never).roles, ["os:reader", "os:operator"]);
   assert.deepEqual(socketCaller({ metadata: new grpc.Metadata() } as never).roles, []);
 });
