@@ -15,6 +15,9 @@ echo "== sizes (bytes)"
 column -t -s $'\t' _out/sizes.tsv
 echo "== boot"
 node dist/bench/boot.js "$@"
+echo "== boot beside the baseline (../shared/baseline, same QEMU arguments, alternately)"
+[ -f _out/baseline/baseline.iso ] || bash ../shared/baseline/build.sh _out/baseline >/dev/null
+node dist/bench/boot-vs-baseline.js
 echo "== memory (sandbox)"
 node dist/bench/memory.js
 echo "== rpc latency (sandbox)"

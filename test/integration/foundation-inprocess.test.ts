@@ -28,11 +28,14 @@ test("apid in machined's process: maintenance, apply, mTLS", async () => {
     const admin = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "mtls", ca: ctx.ca, crt: ctx.crt, key: ctx.key } });
     clients.push(admin);
     await eventually(() => admin.version());
-    const services = (await admin.serviceList()) as { messages: { services: { id: string; state: string }[] }[] };
-    assert.deepEqual(
-      services.messages[0]!.services.map((s) => [s.id, s.state]),
-      [["apid", "Running"], ["machined", "Running"]],
-    );
+    // A control plane also runs trustd, which starts once its certificate is published.
+    await eventually(async () => {
+      const services = (await admin.serviceList()) as { messages: { services: { id: string; state: string }[] }[] };
+      assert.deepEqual(
+        services.messages[0]!.services.map((s) => [s.id, s.state]),
+        [["apid", "Running"], ["machined", "Running"], ["trustd", "Running"]],
+      );
+    });
   } finally {
     for (const c of clients) c.close();
     await sandbox.stop();

@@ -9,6 +9,7 @@ import path from "node:path";
 import { after, before, test } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import { ApplyMode } from "../../agent/src/api/enums.js";
+import { decode } from "../../agent/src/api/index.js";
 import { NodeClient } from "../../agent/src/client/client.js";
 import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
 import { generateConfigs } from "../../agent/src/config/generate/index.js";
@@ -19,7 +20,6 @@ const configFile = path.join(stateDir, "system", "state", "config.yaml");
 let sandbox: SandboxProcess;
 let port = 0;
 let config = "";
-let workerConfig = "";
 let creds: { ca: string; crt: string; key: string };
 const clients: NodeClient[] = [];
 const insecure = () => track(new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "insecure" } }));
@@ -34,7 +34,6 @@ before(async () => {
   port = await freePort();
   const generated = await generateConfigs({ clusterName: "lifecycle", endpoint: "https://127.0.0.1:6443", installDisk: "" });
   config = generated.controlplane;
-  workerConfig = generated.worker;
   creds = parseTalosconfig(generated.talosconfig);
   sandbox = startSandbox(stateDir, port, ["--apid-in-process"]);
   const c = insecure();
@@ -54,7 +53,7 @@ test("apply modes on a running node: dry run diff, no-reboot live change, refusa
   const c = admin();
   const withHostname = config.replace(/^(\s+)network: \{\}$/m, "$1network:\n$1    hostname: lifecycle-node");
   const dry = (await c.applyConfiguration(withHostname, { mode: ApplyMode.NO_REBOOT, dryRun: true })) as Reply;
-  assert.match(dry.messages[0]!.mode_details, /^Dry run summary:\nApplied configuration without a reboot \(skipped in dry-run\)\.\n\nConfig diff:\n\n--- a\n\+\+\+ b\n/);
+  assert.match(dry.messages[0]!.mode_details, /^Dry run summary:\nApplied configuration without a reboot \(skipped in dry-run\)\.\nConfig diff:\n--- a\n\+\+\+ b\n/);
   assert.match(dry.messages[0]!.mode_details, /\+        hostname: lifecycle-node/);
   assert.equal(readFileSync(configFile, "utf8"), config, "a dry run stores nothing");
 
@@ -74,11 +73,26 @@ test("apply modes on a running node: dry run diff, no-reboot live change, refusa
   assert.equal(readFileSync(configFile, "utf8"), withHostname, "a refused apply stores nothing");
 
   const staged = (await c.applyConfiguration(withEnv, { mode: ApplyMode.STAGED })) as Reply;
-  assert.equal(staged.messages[0]!.mode_details, "Staged configuration to be applied after a reboot");
+  assert.equal(staged.messages[0]!.mode_details, "Staged configuration to be applied after the next reboot");
   assert.equal(readFileSync(configFile, "utf8"), withEnv, "staged: stored for the next boot");
   const active = (await c.resourceGet("config", "MachineConfigs.config.talos.dev", "v1alpha1")) as { resource: { spec: { yaml_spec: string } } };
   assert.equal(active.resource.spec.yaml_spec, withHostname, "staged: not active yet");
   config = withEnv;
+});
+
+test("try mode applies live and reverts after its timeout unless another apply comes", async () => {
+  const c = admin();
+  const hostnameOf = async () => ((await c.resourceGet("network", "HostnameStatuses.net.talos.dev", "hostname")) as { resource: { spec: { yaml_spec: string } } }).resource.spec.yaml_spec;
+  const active = async () => ((await c.resourceGet("config", "MachineConfigs.config.talos.dev", "v1alpha1")) as { resource: { spec: { yaml_spec: string } } }).resource.spec.yaml_spec;
+  const before = await active();
+  const tried = before.replace(/hostname: lifecycle-node/, "hostname: tried-node");
+  assert.notEqual(tried, before);
+  const reply = (await c.unary(c.machine, "ApplyConfiguration", { data: Buffer.from(tried), mode: ApplyMode.TRY, try_mode_timeout: { seconds: 3 } })) as Reply;
+  assert.equal(reply.messages[0]!.mode_details, "Applied configuration without a reboot\nThe config is applied in 'try' mode and will be automatically reverted back in 3s");
+  await eventually(async () => assert.match(await hostnameOf(), /hostname: tried-node/));
+  assert.notEqual(readFileSync(configFile, "utf8"), tried, "a tried config is not stored");
+  await eventually(async () => assert.equal(await active(), before, "reverted after the timeout"));
+  await eventually(async () => assert.match(await hostnameOf(), /hostname: lifecycle-node/));
 });
 
 test("Read, Mounts and Dmesg", async () => {
@@ -93,9 +107,24 @@ test("Read, Mounts and Dmesg", async () => {
   assert.match(kmsg[0]!.bytes.toString(), /^\w+: +\w+: \[\d{4}-\d\d-\d\dT[\d:.]+Z\]: /);
 });
 
-test("Reboot starts the next boot with the stored (staged) configuration", async () => {
+type EventMsg = { data: { type_url: string; value: Buffer }; actor_id: string; id: string };
+const decodeEvent = (e: EventMsg) => ({ type: e.data.type_url, actor: e.actor_id, payload: decode(e.data.type_url.replace("talos/runtime/", ""), e.data.value) });
+
+test("Reboot starts the next boot with the stored (staged) configuration; Events tell what happened", async () => {
   const c = admin();
-  await c.reboot();
+  const seen: EventMsg[] = [];
+  const stream = c.machine.Events({ tail_events: 0 }, c.metadata()) as grpc.ClientReadableStream<EventMsg>;
+  stream.on("data", (e: EventMsg) => seen.push(e));
+  stream.on("error", () => undefined); // the stream ends when this boot's machined stops
+  const reply = (await c.reboot()) as { messages: { actor_id: string }[] };
+  const actor = reply.messages[0]!.actor_id;
+  assert.match(actor, /^[0-9a-f-]{36}$/);
+  await eventually(async () => {
+    const events = seen.map(decodeEvent);
+    assert.ok(events.some((e) => e.type === "talos/runtime/machine.TaskEvent" && e.actor === actor && e.payload["task"] === "stopAllServices"), "stopAllServices under the reboot's actor id");
+    assert.ok(events.some((e) => e.type === "talos/runtime/machine.MachineStatusEvent" && e.payload["stage"] === 5), "stage rebooting");
+  });
+  stream.cancel();
   await eventually(async () => assert.match(sandbox.output(), /starting the next boot in this process/));
   const next = admin();
   await eventually(async () => {
@@ -103,6 +132,10 @@ test("Reboot starts the next boot with the stored (staged) configuration", async
     assert.equal(active.resource.spec.yaml_spec, config, "the staged config is active after the reboot");
   });
   assert.match(sandbox.output(), /reboot sequence: done|task reboot \(1\/1\)/);
+  // What a --wait tracker looks for once the node is back: the whole history of the new boot.
+  const all = (await next.collectUntil<EventMsg>(next.machine, "Events", { tail_events: -1 }, (e) => decodeEvent(e).payload["stage"] === 4)).map(decodeEvent);
+  const running = all.find((e) => e.type === "talos/runtime/machine.MachineStatusEvent" && e.payload["stage"] === 4);
+  assert.deepEqual((running?.payload["status"] as { ready: boolean }).ready, true);
 });
 
 test("Reset wipes the stored configuration and returns to maintenance mode", async () => {
@@ -114,15 +147,4 @@ test("Reset wipes the stored configuration and returns to maintenance mode", asy
     await assert.rejects(m.version(), /not implemented in maintenance mode/);
   });
   assert.throws(() => readFileSync(configFile), /ENOENT/);
-});
-
-test("a worker configuration is refused while trustd is not served: it would leave the node unreachable", async () => {
-  const m = insecure();
-  await assert.rejects(m.applyConfiguration(workerConfig), (err: grpc.ServiceError) => {
-    assert.equal(err.code, grpc.status.FAILED_PRECONDITION);
-    assert.match(err.details, /no machine\.ca\.key .*trustd/);
-    return true;
-  });
-  assert.throws(() => readFileSync(configFile), /ENOENT/, "nothing stored");
-  await m.disks();
 });

@@ -10,6 +10,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
 import { generateConfigs, type GeneratedConfigs } from "../../agent/src/config/generate/index.js";
+import { canRunNetns, ip } from "./helpers/netns.js";
 
 const sandboxJs = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../agent/src/cmd/sandbox.js");
 
@@ -39,17 +40,7 @@ export interface Cluster {
 }
 
 /** Why a cluster cannot be started here, or undefined when it can. */
-export function clusterUnsupported(): string | undefined {
-  if (process.getuid?.() !== 0) return "needs root for network namespaces";
-  try {
-    execFileSync("ip", ["netns", "list"], { stdio: "ignore" });
-  } catch {
-    return "`ip netns` is not available";
-  }
-  return undefined;
-}
-
-const ip = (...args: string[]) => execFileSync("ip", args, { encoding: "utf8" });
+export const clusterUnsupported = canRunNetns;
 
 /** The generated config of the member's kind with its hostname set (`gen config` writes machine.network as `{}`). */
 function configFor(generated: GeneratedConfigs, m: MemberSpec): string {

@@ -5,7 +5,7 @@
 // releases the lease on SIGTERM.
 
 import assert from "node:assert/strict";
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
@@ -19,6 +19,7 @@ import { registerDefinitions } from "../../agent/src/resources/definitions.js";
 import { ResourceState } from "../../agent/src/resources/state.js";
 import { IprouteNetKernel } from "../../agent/src/sys/net-iproute.js";
 import { pathsAt } from "../../agent/src/sys/paths.js";
+import { canRunNetns, ip } from "./helpers/netns.js";
 
 const SUBNET = "10.213.7";
 const TYPES = {
@@ -65,20 +66,6 @@ async function runNode(links: string[], root: string): Promise<void> {
     setTimeout(() => process.exit(0), 1500).unref();
   });
   await new Promise<void>((resolve) => ac.signal.addEventListener("abort", () => resolve(), { once: true }));
-}
-
-function canRunNetns(): string | undefined {
-  if (process.getuid?.() !== 0) return "needs root to create network namespaces";
-  try {
-    execFileSync("ip", ["netns", "list"], { stdio: "ignore" });
-  } catch {
-    return "`ip netns` is not available";
-  }
-  return undefined;
-}
-
-function ip(...args: string[]): string {
-  return execFileSync("ip", args, { encoding: "utf8" });
 }
 
 type Snapshot = Record<string, Record<string, Record<string, unknown>>>;

@@ -71,6 +71,23 @@ export class NodeClient {
     });
   }
 
+  /** Reads a server stream until `until` matches a message (that message included), then cancels it. */
+  collectUntil<Res = Record<string, unknown>>(client: Untyped, method: string, request: object, until: (m: Res) => boolean, deadlineMs = 30_000): Promise<Res[]> {
+    return new Promise((resolve, reject) => {
+      const out: Res[] = [];
+      const stream: grpc.ClientReadableStream<Res> = client[method](request, this.metadata(), { deadline: Date.now() + deadlineMs });
+      stream.on("data", (m: Res) => {
+        out.push(m);
+        if (until(m)) {
+          stream.cancel();
+          resolve(out);
+        }
+      });
+      stream.on("error", (err) => ((err as grpc.ServiceError).code === grpc.status.CANCELLED ? undefined : reject(err)));
+      stream.on("end", () => resolve(out));
+    });
+  }
+
   version() {
     return this.unary(this.machine, "Version");
   }

@@ -16,6 +16,10 @@ export interface RunOptions {
   platform: Platform;
   block: BlockSysfs;
   apidListen: string;
+  /** Where trustd listens on a control-plane node. */
+  trustdListen: string;
+  /** Run trustd as this user (a node: Talos's uid/gid 51); unset, it runs as we do (the sandbox). */
+  trustdUser?: { uid: number; gid: number };
   /** Run apid inside machined's process instead of as a child process. */
   apidInProcess?: boolean;
   /** The command line that starts this program (node + entry script + any leading args). */
@@ -69,6 +73,18 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
           stopTimeoutMs: 5000,
           ipc: true,
         }),
+      },
+      trustd: {
+        listen: opts.trustdListen,
+        spec: () => ({
+          command: opts.self.command,
+          args: [...apidNodeFlags(), ...opts.self.args, "trustd", "--listen", opts.trustdListen, "--runtime-socket", opts.paths.trustdRuntimeSocket],
+          env: apidEnv(),
+          stopTimeoutMs: 5000,
+          ipc: true,
+          ...(opts.trustdUser ? { user: opts.trustdUser } : {}),
+        }),
+        ...(opts.trustdUser ? { user: opts.trustdUser } : {}),
       },
       ...(opts.startNetworking ? { startNetworking: opts.startNetworking } : {}),
       ...(opts.extraDefinitions ? { extraDefinitions: opts.extraDefinitions } : {}),

@@ -3,6 +3,7 @@ import { detectPlatform, type Platform, readCmdline } from "../machined/platform
 import { sysfsBlock } from "../sys/block.js";
 import { nodePaths } from "../sys/paths.js";
 import { initPower } from "../sys/power.js";
+import { trustdUser } from "../services/definitions/trustd.js";
 import { parseFlags } from "./flags.js";
 import { runMachinedProcess } from "./machined-run.js";
 import { networkDefinitions, networking } from "./networking.js";
@@ -21,6 +22,9 @@ export async function main(argv: string[]): Promise<void> {
     cmdline: platform.mode === "container" ? new Map() : readCmdline(),
     block: sysfsBlock(),
     apidListen: (flags["apid-listen"] as string | undefined) ?? "0.0.0.0:50000",
+    trustdListen: "0.0.0.0:50001",
+    // Unprivileged as on Talos; only root can hand trustd its own user.
+    ...(process.getuid?.() === 0 ? { trustdUser: trustdUser } : {}),
     apidInProcess: flags["apid-in-process"] === true,
     // One multi-call program: re-run this same entry (bundle or dist main.js) as `apid`.
     self: { command: process.execPath, args: [process.argv[1]!] },

@@ -6,6 +6,7 @@ import { describeError } from "../errors.js";
 const commands: Record<string, () => Promise<{ main(argv: string[]): Promise<void> }>> = {
   machined: () => import("./machined.js"),
   apid: () => import("./apid.js"),
+  trustd: () => import("./trustd.js"),
   sandbox: () => import("./sandbox.js"),
   ctl: () => import("./ctl.js"),
 };

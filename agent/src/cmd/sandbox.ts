@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { describeError } from "../errors.js";
+import { describeError, InvalidInputError } from "../errors.js";
 import { logger } from "../log.js";
 import { sandboxPlatform } from "../machined/platform.js";
 import { sysfsBlock } from "../sys/block.js";
@@ -17,17 +17,17 @@ const log = logger("sandbox");
  * under a scratch directory, platform "container" (no install, as Talos in a container).
  */
 export async function main(argv: string[]): Promise<void> {
-  const { flags } = parseFlags(argv, { "state-dir": "string", "apid-listen": "string", "trustd-listen": "string", "apid-in-process": "boolean" });
+  const { flags } = parseFlags(argv, { "state-dir": "string", "apid-listen": "string", "trustd-listen": "string", "trustd-user": "string", "apid-in-process": "boolean" });
   const stateDir = path.resolve((flags["state-dir"] as string | undefined) ?? path.join("_out", "sandbox"));
   const apidListen = (flags["apid-listen"] as string | undefined) ?? "127.0.0.1:50000";
   const trustdListen = (flags["trustd-listen"] as string | undefined) ?? "127.0.0.1:50001";
   mkdirSync(stateDir, { recursive: true });
   const paths = pathsAt(stateDir);
   const endpoint = apidListen.replace(/^0\.0\.0\.0:/, "127.0.0.1:");
-  log.info("sandbox starting", { stateDir, apidListen, trustdListen, note: "trustd is not started yet" });
+  log.info("sandbox starting", { stateDir, apidListen, trustdListen });
   process.stderr.write(
     [
-      `Basalt sandbox: machined + apid, state in ${stateDir}`,
+      `Basalt sandbox: machined + apid (+ trustd on ${trustdListen} with a control-plane config), state in ${stateDir}`,
       `  maintenance mode (no config yet), no credentials:`,
       `    talosctl -n ${endpoint} disks --insecure`,
       `    talosctl -n ${endpoint} apply-config --insecure -f controlplane.yaml`,
@@ -47,12 +47,21 @@ export async function main(argv: string[]): Promise<void> {
     platform: sandboxPlatform,
     block: sysfsBlock(),
     apidListen,
+    trustdListen,
     apidInProcess: flags["apid-in-process"] === true,
+    // `--trustd-user 51:51` (as root): trustd unprivileged as on a node; the state directory must be traversable for it.
+    ...(typeof flags["trustd-user"] === "string" ? { trustdUser: parseUser(flags["trustd-user"]) } : {}),
     self: { command: process.execPath, args: [entry] },
     // Observe the host's links and addresses (no DHCP, no resolv.conf), as Talos in a container.
     startNetworking: networking(paths, { node: false }),
     extraDefinitions: networkDefinitions,
   });
+}
+
+function parseUser(value: string): { uid: number; gid: number } {
+  const [uid, gid = uid] = value.split(":").map(Number);
+  if (!Number.isInteger(uid) || !Number.isInteger(gid)) throw new InvalidInputError(`--trustd-user wants uid[:gid], got ${JSON.stringify(value)}`);
+  return { uid: uid!, gid: gid! };
 }
 
 /** Started as `node dist/agent/src/cmd/sandbox.js` (npm start), not through main.js or a bundle holding this module. */

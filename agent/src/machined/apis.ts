@@ -1,4 +1,5 @@
 import type * as grpc from "@grpc/grpc-js";
+import { randomUUID } from "node:crypto";
 import { generateMachineConfig, MachineTypeEnum, secretsBundleFromConfig, type GenerateConfigurationRequestLike } from "../config/generate/index.js";
 import { unaryHandler, type ServiceImpl } from "../grpc/server.js";
 import { listDisks } from "../storage/disks.js";
@@ -10,7 +11,9 @@ import { InvalidInputError, NotFoundError, UnimplementedError } from "../errors.
 import type { MetaStore } from "../storage/meta.js";
 import type { Mounter } from "../sys/mount.js";
 import type { ApplyRequest } from "./apply.js";
+import type { EventBus } from "./events.js";
 import { streamDmesg } from "./rpc/dmesg.js";
+import { streamEvents, type EventsRequest } from "./rpc/events.js";
 import { mountStats, streamFile } from "./rpc/files.js";
 import type { ResetOptions } from "./sequences.js";
 import type { Platform } from "./platform.js";
@@ -30,9 +33,10 @@ export interface MachineApiContext {
   /** The disk the system is installed on (e.g. /dev/vda). */
   systemDisk(): string | undefined;
   /** Start the lifecycle sequences once the reply has left; throw when another sequence may not be taken over. */
-  reboot(): void;
-  shutdown(): void;
-  reset(opts: ResetOptions): void;
+  reboot(actorId: string): void;
+  shutdown(actorId: string): void;
+  reset(opts: ResetOptions, actorId: string): void;
+  events: EventBus;
   /** The open META store (throws when there is none) and how to republish its keys. */
   meta(): { store: MetaStore; published(): void };
 }
@@ -54,22 +58,26 @@ export function machineServiceImpl(ctx: MachineApiContext): ServiceImpl {
     })),
     ServiceList: unaryHandler(async () => serviceListResponse(ctx.supervisor.list())),
     Reboot: unaryHandler(async () => {
-      ctx.reboot();
-      return { messages: [{ actor_id: "" }] };
+      const actorId = randomUUID();
+      ctx.reboot(actorId);
+      return { messages: [{ actor_id: actorId }] };
     }),
     Shutdown: unaryHandler(async () => {
-      ctx.shutdown();
-      return { messages: [{ actor_id: "" }] };
+      const actorId = randomUUID();
+      ctx.shutdown(actorId);
+      return { messages: [{ actor_id: actorId }] };
     }),
     Reset: unaryHandler(async (req: ResetRequest) => {
       if (req.user_disks_to_wipe?.length) throw new UnimplementedError("wiping user disks is not supported yet");
       const labels = (req.system_partitions_to_wipe ?? []).filter((p) => p.wipe !== false).map((p) => p.label ?? "");
       for (const l of labels) if (!wipeable.has(l)) throw new InvalidInputError(`system partition ${JSON.stringify(l)} can't be wiped: only STATE, EPHEMERAL and META`, { label: l });
-      ctx.reset({ labels, reboot: req.reboot === true });
-      return { messages: [{ actor_id: "" }] };
+      const actorId = randomUUID();
+      ctx.reset({ labels, reboot: req.reboot === true }, actorId);
+      return { messages: [{ actor_id: actorId }] };
     }),
     Read: async (call: grpc.ServerWritableStream<{ path?: string }, unknown>) => streamFile(call.request.path ?? "", call),
     Mounts: unaryHandler(async () => mountStats(ctx.mounter.list())),
+    Events: async (call: grpc.ServerWritableStream<EventsRequest, unknown>) => streamEvents(ctx.events, call),
     Dmesg: async (call: grpc.ServerWritableStream<{ follow?: boolean; tail?: boolean }, unknown>) => streamDmesg(call),
     MetaWrite: unaryHandler(async (req: { key?: number; value?: Buffer }) => {
       const meta = ctx.meta();

@@ -1,12 +1,13 @@
-// What ApplyConfiguration does on a running node, mode by mode, as Talos v1.7 decides
+// What ApplyConfiguration does on a running node, mode by mode, as Talos v1.7.6 decides
 // it: which changes apply without a reboot (its CanApplyImmediate list), the reply's
-// mode_details texts, and the dry-run diff.
+// mode_details texts, and the dry-run summary. Talos's diff is Go's cmp.Diff of its
+// structs; ours is a unified diff of the YAML documents.
 
 import { ApplyMode } from "../api/enums.js";
 import type { ConfigBundle } from "../config/bundle.js";
-import { InvalidInputError, UnimplementedError } from "../errors.js";
+import { InvalidInputError } from "../errors.js";
 
-export type ApplyAction = "reboot" | "live" | "staged";
+export type ApplyAction = "reboot" | "live" | "staged" | "try";
 
 export interface ApplyPlan {
   action: ApplyAction;
@@ -15,8 +16,16 @@ export interface ApplyPlan {
   details: string;
 }
 
-/** v1alpha1 keys whose changes apply without a reboot (Talos v1.7 CanApplyImmediate). */
-const immediateMachineKeys = new Set(["time", "certSANs", "network", "sysctls", "logging", "controlPlane", "kubelet", "kernel"]);
+/** v1alpha1 keys whose changes apply without a reboot (Talos v1.7.6 CanApplyImmediate). */
+const immediateTopKeys = new Set(["debug", "cluster"]);
+const immediateMachineKeys = new Set([
+  "ca", "acceptedCAs", "time", "certSANs", "install", "network", "sysfs", "sysctls", "logging", "controlPlane", "kubelet", "kernel",
+  "registries", "pods", "seccompProfiles", "nodeLabels", "nodeTaints",
+]);
+const immediateFeatureKeys = new Set(["kubernetesTalosAPIAccess", "kubePrism", "hostDNS"]);
+
+/** Talos's default try_mode_timeout (constants.ConfigTryTimeout). */
+export const defaultTryTimeoutMs = 60_000;
 
 type Json = unknown;
 const isObject = (v: Json): v is Record<string, Json> => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -32,15 +41,30 @@ function changedPaths(a: Json, b: Json, at: string, out: string[]): void {
 /** Paths of v1alpha1 fields changed between the configs that need a reboot to take effect. */
 export function fieldsNeedingReboot(current: ConfigBundle | undefined, next: ConfigBundle): string[] {
   const a = (current?.v1alpha1() ?? {}) as Record<string, Json>;
-  const b = next.v1alpha1() as Record<string, Json> | undefined ?? {};
+  const b = (next.v1alpha1() ?? {}) as Record<string, Json>;
   const changed: string[] = [];
-  changedPaths({ ...a, cluster: undefined, machine: undefined }, { ...b, cluster: undefined, machine: undefined }, "", changed);
-  const ma = isObject(a["machine"]) ? a["machine"] : {};
-  const mb = isObject(b["machine"]) ? b["machine"] : {};
-  for (const k of new Set([...Object.keys(ma), ...Object.keys(mb)])) {
-    if (!immediateMachineKeys.has(k)) changedPaths(ma[k], mb[k], `.machine.${k}`, changed);
-  }
+  const compare = (x: Record<string, Json>, y: Record<string, Json>, at: string, allowed: Set<string>, nested?: Record<string, Set<string>>) => {
+    for (const k of new Set([...Object.keys(x), ...Object.keys(y)])) {
+      if (allowed.has(k)) continue;
+      const sub = nested?.[k];
+      if (sub) compare(isObject(x[k]) ? x[k] : {}, isObject(y[k]) ? y[k] : {}, `${at}.${k}`, sub);
+      else changedPaths(x[k], y[k], `${at}.${k}`, changed);
+    }
+  };
+  compare({ ...a, machine: undefined }, { ...b, machine: undefined }, "", immediateTopKeys);
+  compare(isObject(a["machine"]) ? a["machine"] : {}, isObject(b["machine"]) ? b["machine"] : {}, ".machine", immediateMachineKeys, { features: immediateFeatureKeys });
   return changed;
+}
+
+/** A Go duration string for whole seconds: 1m0s, 30s, 1h0m0s. */
+export function goDuration(ms: number): string {
+  const total = Math.round(ms / 1000);
+  const h = Math.floor(total / 3600);
+  const m = Math.floor((total % 3600) / 60);
+  const sec = total % 60;
+  if (h > 0) return `${h}h${m}m${sec}s`;
+  if (m > 0) return `${m}m${sec}s`;
+  return `${sec}s`;
 }
 
 /** A unified diff of two texts (line based, as talosctl shows the config diff). */
@@ -73,10 +97,10 @@ export function configDiff(before: string, after: string): string {
 const details = {
   reboot: "Applied configuration with a reboot",
   live: "Applied configuration without a reboot",
-  staged: "Staged configuration to be applied after a reboot",
+  staged: "Staged configuration to be applied after the next reboot",
 };
 
-export function planApply(opts: { current: ConfigBundle | undefined; next: ConfigBundle; mode: number; dryRun: boolean }): ApplyPlan {
+export function planApply(opts: { current: ConfigBundle | undefined; next: ConfigBundle; mode: number; dryRun: boolean; tryTimeoutMs?: number }): ApplyPlan {
   const needReboot = fieldsNeedingReboot(opts.current, opts.next);
   const refusal = `this config change can't be applied in immediate mode\ndiff: ${needReboot.join(", ")}`;
   let plan: ApplyPlan;
@@ -88,17 +112,21 @@ export function planApply(opts: { current: ConfigBundle | undefined; next: Confi
       plan = { action: "staged", mode: ApplyMode.STAGED, details: details.staged };
       break;
     case ApplyMode.NO_REBOOT:
+    case ApplyMode.TRY:
       if (needReboot.length > 0) throw new InvalidInputError(refusal, { fields: needReboot });
-      plan = { action: "live", mode: ApplyMode.NO_REBOOT, details: details.live };
+      plan = opts.mode === ApplyMode.TRY
+        ? { action: "try", mode: ApplyMode.TRY, details: `${details.live}\nThe config is applied in 'try' mode and will be automatically reverted back in ${goDuration(opts.tryTimeoutMs ?? defaultTryTimeoutMs)}` }
+        : { action: "live", mode: ApplyMode.NO_REBOOT, details: details.live };
       break;
     case ApplyMode.AUTO:
       plan = needReboot.length > 0 ? { action: "reboot", mode: ApplyMode.REBOOT, details: `${details.reboot}: ${refusal}` } : { action: "live", mode: ApplyMode.NO_REBOOT, details: details.live };
       break;
     default:
-      // TRY needs the revert timer, which is not built yet: say so rather than apply for good.
-      throw new UnimplementedError("apply configuration --mode='try' is not supported yet");
+      throw new InvalidInputError(`incorrect mode '${opts.mode}' specified for the apply config call`);
   }
   if (!opts.dryRun) return plan;
+  // Talos's summary names the action without the try-mode note or AUTO's reason.
+  const summary = plan.action === "try" ? details.live : plan.action === "reboot" ? details.reboot : plan.details;
   const diff = configDiff(opts.current?.toYaml() ?? "", opts.next.toYaml());
-  return { ...plan, details: `Dry run summary:\n${plan.details} (skipped in dry-run).\n\nConfig diff:\n\n${diff}` };
+  return { ...plan, details: `Dry run summary:\n${summary} (skipped in dry-run).\nConfig diff:\n${diff}` };
 }

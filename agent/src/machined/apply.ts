@@ -6,6 +6,8 @@ export interface ApplyRequest {
   data?: Buffer;
   mode?: number;
   dry_run?: boolean;
+  /** google.protobuf.Duration */
+  try_mode_timeout?: { seconds?: number; nanos?: number };
 }
 
 /** What a parsed configuration must offer machined (a subset of the config module's ConfigBundle). */

@@ -1,11 +1,12 @@
 import * as grpc from "@grpc/grpc-js";
 import { promises as fs } from "node:fs";
 import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { ApplyMode } from "../api/enums.js";
 import type { ConfigBundle } from "../config/bundle.js";
 import { MachineTypeController } from "../controllers/config/machine-type.js";
-import { APIController } from "../controllers/secrets/api.js";
-import { generateMaintenanceRoot, issueMaintenanceServerCert } from "../controllers/secrets/issue.js";
+import { isControlPlane } from "../controllers/secrets/api.js";
+import { secretsControllers } from "../controllers/secrets/index.js";
 import { ConflictError, describeError } from "../errors.js";
 import { addService } from "../grpc/server.js";
 import { logger } from "../log.js";
@@ -29,12 +30,9 @@ import {
 import {
   ApiCertificatesId,
   ApiCertificatesType,
-  MaintenanceRootSecretsId,
-  MaintenanceRootSecretsType,
   MaintenanceServiceCertificatesId,
   MaintenanceServiceCertificatesType,
   SECRETS_NAMESPACE,
-  type MaintenanceRootSpec,
   type MaintenanceServiceCertsSpec,
 } from "../resources/catalog/secrets.js";
 import { ControllerRuntime } from "../resources/controller-runtime.js";
@@ -45,6 +43,9 @@ import { InProcessRunner } from "../services/inprocess-runner.js";
 import { ProcessRunner, type ProcessSpec } from "../services/process-runner.js";
 import { pollUntilReady, splitListen, tcpProbe } from "../services/readiness.js";
 import { Supervisor } from "../services/supervisor.js";
+import { trustdService } from "../services/definitions/trustd.js";
+import { callTrustd } from "../trustd/client.js";
+import { serveTrustdRuntime } from "../trustd/runtime-socket.js";
 import { installComplete } from "../storage/install.js";
 import { findSystemDisk } from "../storage/system-disk.js";
 import type { BlockSysfs } from "../sys/block.js";
@@ -54,9 +55,10 @@ import type { Power } from "../sys/power.js";
 import { machinedGuard } from "./access.js";
 import { machineServiceImpl, storageServiceImpl } from "./apis.js";
 import { checkConfig, checkMaintenanceMode, maintenanceDryRunDetails, type ApplyRequest, type ConfigChecker } from "./apply.js";
-import { planApply } from "./apply-plan.js";
+import { defaultTryTimeoutMs, planApply } from "./apply-plan.js";
 import { maintenanceConsoleLines, reprintOnAddressChange } from "./maintenance-console.js";
 import { nodeAddresses, nodeHostname } from "./node-identity.js";
+import { EventBus } from "./events.js";
 import type { Platform } from "./platform.js";
 import { ownsDisks, type MachineRuntime } from "./runtime.js";
 import { bootSequence, initializeSequence, installSequence, rebootSequence, resetSequence, shutdownSequence, type ResetOptions } from "./sequences.js";
@@ -85,6 +87,11 @@ export interface MachinedOptions {
    * this process (`inProcess`: one Node runtime less, see the memory figures).
    */
   apid: { listen: string; spec(flags: string[]): ProcessSpec; inProcess?: boolean };
+  /**
+   * How to run trustd on a control-plane node (the process, its listen address), and the user
+   * owning its runtime socket (the user it runs as; unset when it runs as us).
+   */
+  trustd?: { listen: string; spec(): Omit<ProcessSpec, "id">; user?: { uid: number; gid: number } };
   /** Registers the networking controllers into machined's controller runtime (DHCP on a node, observe-only in the sandbox). */
   startNetworking?: (controllers: ControllerRuntime, state: ResourceState, signal: AbortSignal) => Promise<void>;
   /** Definitions other modules own (e.g. networking's), registered with the catalog. */
@@ -99,13 +106,11 @@ export interface Machined {
   done: Promise<void>;
 }
 
-// Writers of types no controller owns: the sequencer's stage, the supervisor's mirror, the
-// maintenance service's throw-away certificates, the mount tasks' statuses.
+// Writers of types no controller owns: the sequencer's stage, the supervisor's mirror, the mount tasks' statuses.
 const owners = {
   config: "v1alpha1.ConfigLoader",
   services: "v1alpha1.ServiceRunner",
   machineStatus: "v1alpha1.Sequencer",
-  maintenance: "v1alpha1.MaintenanceService",
   mounts: "v1alpha1.MountTasks",
   meta: "v1alpha1.MetaStore",
 };
@@ -133,13 +138,16 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   });
   supervisor.registerSelf("machined");
 
+  const events = new EventBus();
   let mode: "maintenance" | "normal" | "installing" = "maintenance";
   let rbac = true;
-  const setStage = (stage: MachineStage, ready: boolean) =>
-    state.modify<MachineStatusSpec>(RUNTIME_NAMESPACE, MachineStatusType, MachineStatusId, owners.machineStatus, () => ({
-      stage,
-      status: { ready, unmetConditions: ready ? [] : [{ name: "sequence", reason: `${stage}` }] },
-    }));
+  const setStage = (stage: MachineStage, ready: boolean) => {
+    // Talos's unmet conditions (time, network, services) need the controllers that judge them: none are claimed yet.
+    const spec: MachineStatusSpec = { stage, status: { ready, unmetConditions: [] } };
+    const before = state.get<MachineStatusSpec>(RUNTIME_NAMESPACE, MachineStatusType, MachineStatusId)?.spec;
+    state.modify<MachineStatusSpec>(RUNTIME_NAMESPACE, MachineStatusType, MachineStatusId, owners.machineStatus, () => spec);
+    if (before?.stage !== stage || before.status.ready !== ready) events.machineStatus(spec);
+  };
   setStage("booting", false);
 
   // Every accepted configuration becomes the one this boot runs with; activating and
@@ -164,11 +172,10 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     setStage,
     maintenance: async () => {
       setStage("maintenance", false);
-      await publishMaintenance();
+      await announceMaintenance();
       await supervisor.start(apidService());
       return maintenanceConfig;
     },
-    activateConfig: (text) => activate(text),
     publishMount: (v) =>
       state.modify<MountStatusSpec>(RUNTIME_NAMESPACE, MountStatusType, v.name, owners.mounts, () => ({ source: v.source, target: v.target, filesystemType: v.fstype, encrypted: false })),
     publishMeta: () => {
@@ -185,11 +192,18 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
 
   const controllers = new ControllerRuntime(state);
   controllers.register(new MachineTypeController());
-  controllers.register(new APIController(() => ({ addresses: nodeAddresses(state), ...nodeHostname(state) })));
+  const apidHost = splitListen(opts.apid.listen).host;
+  for (const c of secretsControllers({
+    fallback: () => ({ addresses: nodeAddresses(state), ...nodeHostname(state) }),
+    maintenanceListenAddresses: ["", "0.0.0.0", "::"].includes(apidHost) ? [] : [apidHost],
+    callTrustd,
+  })) {
+    controllers.register(c);
+  }
 
   // One sequence at a time; lifecycle requests take over the ones Talos lets them.
   let running: { name: string; abort: AbortController; done: Promise<void> } | undefined;
-  const runExclusive = async (name: string, phases: Phase[]): Promise<void> => {
+  const runExclusive = async (name: string, phases: Phase[], actorId = ""): Promise<void> => {
     if (running) {
       if (!preempts[name]?.includes(running.name)) throw new ConflictError(`the ${running.name} sequence is running`, { running: running.name, requested: name });
       log.info(`${name} takes over the running ${running.name} sequence`);
@@ -199,7 +213,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     const abort = new AbortController();
     const stop = () => abort.abort();
     opts.signal.addEventListener("abort", stop, { once: true });
-    const done = runSequence(name, phases, abort.signal);
+    const done = runSequence(name, phases, abort.signal, events.sequenceListener(actorId));
     running = { name, abort, done };
     try {
       await done;
@@ -212,26 +226,18 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
 
   /** Starts a lifecycle sequence after the reply to the call that asked for it has left. */
   let takenOver = false;
-  const lifecycle = (name: "reboot" | "shutdown" | "reset", stage: MachineStage, phases: () => Phase[]) => {
+  const lifecycle = (name: "reboot" | "shutdown" | "reset", stage: MachineStage, phases: () => Phase[], actorId = "") => {
     if (running && !preempts[name]?.includes(running.name)) throw new ConflictError(`the ${running.name} sequence is running`, { running: running.name, requested: name });
     takenOver = true;
     // The reply travels back through apid, which the sequence stops: give it a moment to leave.
     setTimeout(() => {
       setStage(stage, false);
-      runExclusive(name, phases()).catch((err: unknown) => log.error(`${name} sequence failed`, { error: describeError(err) }));
+      runExclusive(name, phases(), actorId).catch((err: unknown) => log.error(`${name} sequence failed`, { error: describeError(err) }));
     }, replyGraceMs);
   };
 
-  /**
-   * A configuration without the OS CA's key (a worker's) needs its API certificate from
-   * trustd, which is not served yet: accepting it would leave the node with no API at
-   * all, on this boot and every later one, so it is refused before anything is stored.
-   */
-  const refuseUnreachable = (config: ConfigBundle) => {
-    if (config.completeForBoot && !config.v1alpha1()?.machine?.ca?.key) {
-      throw new ConflictError("this configuration has no machine.ca.key (a worker's): its API certificate must come from trustd, which this version does not serve yet, so the node would be left unreachable", { machineType: config.machineType });
-    }
-  };
+  let tryRevert: NodeJS.Timeout | undefined;
+  opts.signal.addEventListener("abort", () => clearTimeout(tryRevert), { once: true });
 
   const applyConfiguration = async (req: ApplyRequest): Promise<Record<string, unknown>> => {
     const reqMode = req.mode ?? ApplyMode.REBOOT;
@@ -241,7 +247,6 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       checkMaintenanceMode(reqMode);
       const run = maintenanceLock.then(async () => {
         const { config, warnings } = checkConfig(opts.configChecker, data);
-        refuseUnreachable(config);
         if (req.dry_run) return { warnings, mode: reqMode, mode_details: maintenanceDryRunDetails };
         // A config without a v1alpha1 document is kept but does not end maintenance (reference §2).
         if (config.completeForBoot) {
@@ -258,11 +263,26 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       return run;
     }
     const { config, warnings } = checkConfig(opts.configChecker, data);
-    refuseUnreachable(config);
     const current = state.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec;
-    const plan = planApply({ current, next: config, mode: reqMode, dryRun: req.dry_run === true });
-    if (req.dry_run) return { warnings, mode: plan.mode, mode_details: plan.details };
+    const t = req.try_mode_timeout;
+    const tryTimeoutMs = t && (t.seconds || t.nanos) ? (t.seconds ?? 0) * 1000 + (t.nanos ?? 0) / 1e6 : defaultTryTimeoutMs;
+    // Any apply but another try confirms (or ends) a config being tried.
+    if (reqMode !== ApplyMode.TRY) clearTimeout(tryRevert);
+    const plan = planApply({ current, next: config, mode: reqMode, dryRun: req.dry_run === true, tryTimeoutMs });
+    if (req.dry_run) return { mode: plan.mode, mode_details: plan.details };
     const text = data.toString("utf8");
+    if (plan.action === "try") {
+      // A tried config is neither stored nor this boot's config: a reboot, or the timeout, goes back to the active one.
+      const previous = current!.toYaml();
+      clearTimeout(tryRevert);
+      await activate(text);
+      tryRevert = setTimeout(() => {
+        log.info("try mode timed out: reverting to the previous configuration");
+        activate(previous).catch((err: unknown) => log.error("reverting the tried configuration failed", { error: describeError(err) }));
+      }, tryTimeoutMs);
+      tryRevert.unref();
+      return { warnings, mode: plan.mode, mode_details: plan.details };
+    }
     r.configText = text;
     await saveConfig(r);
     if (plan.action === "staged") return { warnings, mode: plan.mode, mode_details: plan.details };
@@ -286,9 +306,10 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     rbacEnabled: () => rbac,
     activeConfig: () => state.get<MachineConfigSpec>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.toYaml(),
     applyConfiguration,
-    reboot: () => lifecycle("reboot", "rebooting", () => rebootSequence(r)),
-    shutdown: () => lifecycle("shutdown", "shutting down", () => shutdownSequence(r)),
-    reset: (o: ResetOptions) => lifecycle("reset", "resetting", () => resetSequence(r, o)),
+    reboot: (actorId: string) => lifecycle("reboot", "rebooting", () => rebootSequence(r), actorId),
+    shutdown: (actorId: string) => lifecycle("shutdown", "shutting down", () => shutdownSequence(r), actorId),
+    reset: (o: ResetOptions, actorId: string) => lifecycle("reset", "resetting", () => resetSequence(r, o), actorId),
+    events,
     meta: () => {
       if (!r.meta) throw new ConflictError("META is not available: the node is not installed");
       return { store: r.meta, published: () => r.publishMeta() };
@@ -302,6 +323,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   addService(server, "cosi.resource.State", opts.cosi(state) as never, guard);
   await listenUnix(server, paths.machinedSocket);
   log.info("machined API listening", { socket: paths.machinedSocket });
+  const trustdRuntime = opts.trustd ? await serveTrustdRuntime(state, paths.trustdRuntimeSocket, opts.trustd.user) : undefined;
 
   const apidService = () => {
     // apid is ready, and healthy, when its TCP listener accepts connections; it binds once its
@@ -323,20 +345,15 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
 
   const maintenanceConsole = new AbortController();
   opts.signal.addEventListener("abort", () => maintenanceConsole.abort(), { once: true });
-  const publishMaintenance = async () => {
-    const root = await generateMaintenanceRoot();
-    state.modify<MaintenanceRootSpec>(SECRETS_NAMESPACE, MaintenanceRootSecretsType, MaintenanceRootSecretsId, owners.maintenance, () => ({ ca: root }));
+  /** Prints where the maintenance API is reached once its certificate is published (by the secrets controllers). */
+  const announceMaintenance = async () => {
+    const cert = await published<MaintenanceServiceCertsSpec>(state, SECRETS_NAMESPACE, MaintenanceServiceCertificatesType, MaintenanceServiceCertificatesId, maintenanceConsole.signal);
+    if (!cert) return;
     const { host: listenHost, port } = splitListen(opts.apid.listen);
     // A listener bound to one address (the sandbox) is reachable only there.
     const reachableNow = () => (["", "0.0.0.0", "::"].includes(listenHost) ? nodeAddresses(state) : [listenHost]);
     const reachable = reachableNow();
-    const cert = await issueMaintenanceServerCert(root, { addresses: [...new Set([...nodeAddresses(state), ...reachable])], hostname: nodeHostname(state).hostname });
-    // The CA's key stays in MaintenanceRootSecrets; only its certificate is handed on.
-    state.modify<MaintenanceServiceCertsSpec>(SECRETS_NAMESPACE, MaintenanceServiceCertificatesType, MaintenanceServiceCertificatesId, owners.maintenance, () => ({
-      ca: { crt: root.crt, key: "" },
-      server: cert,
-    }));
-    const fingerprint = spkiFingerprint(cert.crt);
+    const fingerprint = spkiFingerprint(cert.server.crt);
     for (const line of maintenanceConsoleLines({ addresses: reachable, port, fingerprint })) consoleLog.info(line);
     // Addresses that arrive later (the DHCPv4 lease after IPv6 SLAAC) are printed again, until a config is applied.
     reprintOnAddressChange(state, maintenanceConsole.signal, {
@@ -347,13 +364,8 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       },
     });
   };
-  const leaveMaintenance = () => {
-    maintenanceConsole.abort();
-    for (const type of [MaintenanceServiceCertificatesType, MaintenanceRootSecretsType]) {
-      const id = type === MaintenanceRootSecretsType ? MaintenanceRootSecretsId : MaintenanceServiceCertificatesId;
-      if (state.get(SECRETS_NAMESPACE, type, id)) state.destroy(SECRETS_NAMESPACE, type, id, { owner: owners.maintenance });
-    }
-  };
+  // The maintenance certificates go with the maintenance stage (secrets controllers); the console stops re-printing.
+  const leaveMaintenance = () => maintenanceConsole.abort();
 
   // Activations run one at a time: each may restart apid.
   let activating = Promise.resolve();
@@ -389,6 +401,11 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   const startAllServices = async () => {
     // apid is started (and restarted on feature changes) by activation; the rest join here as they land.
     if (!supervisor.list().some((s) => s.id === "apid" && s.state !== "Finished" && s.state !== "Failed")) await supervisor.start(apidService());
+    // trustd binds once its certificate is published: starting it must not wait for that.
+    const machineType = state.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.machineType;
+    if (opts.trustd && isControlPlane(machineType)) {
+      supervisor.start(trustdService({ listen: opts.trustd.listen, process: opts.trustd.spec() })).catch((err: unknown) => log.error("starting trustd failed", { error: describeError(err) }));
+    }
     log.info("Basalt is ready for user interaction");
   };
 
@@ -424,11 +441,31 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       throw err;
     } finally {
       await supervisor.stopAll();
-      await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
+      // Open streams (Events, Dmesg --follow) never end by themselves: give calls a moment, then cut them.
+      await Promise.race([new Promise<void>((resolve) => server.tryShutdown(() => resolve())), sleep(2000)]);
+      server.forceShutdown();
+      await trustdRuntime?.close();
       await fs.rm(paths.machinedSocket, { force: true });
     }
   })();
   return { state, supervisor, done };
+}
+
+/** The spec of a resource once it exists; undefined when `signal` aborts first. */
+function published<S>(state: ResourceState, namespace: string, type: string, id: string, signal: AbortSignal): Promise<S | undefined> {
+  return new Promise((resolve) => {
+    const ac = new AbortController();
+    const done = (spec: S | undefined) => {
+      ac.abort();
+      signal.removeEventListener("abort", stop);
+      resolve(spec);
+    };
+    const stop = () => done(undefined);
+    signal.addEventListener("abort", stop, { once: true });
+    state.watch<S>({ namespace, type, id }, { signal: ac.signal }, (ev) => {
+      if (ev.type !== "destroyed" && ev.resource.spec !== undefined) done(ev.resource.spec);
+    });
+  });
 }
 
 async function listenUnix(server: grpc.Server, socket: string): Promise<void> {

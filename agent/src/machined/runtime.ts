@@ -32,8 +32,6 @@ export interface MachineRuntime {
   setStage(stage: MachineStage, ready: boolean): void;
   /** Serves maintenance mode until a complete configuration is applied; returns its text. */
   maintenance(): Promise<string>;
-  /** Makes `text` the active configuration (MachineConfig, certificates, apid's features). */
-  activateConfig(text: string): Promise<void>;
   publishMount(volume: MountedVolume): void;
   unpublishMount(name: string): void;
   /** Mirrors META's keys into MetaKeys resources. */

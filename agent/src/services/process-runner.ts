@@ -14,6 +14,8 @@ export interface ProcessSpec {
   stopTimeoutMs?: number;
   /** Open an IPC channel: the child sees it close when we die, and can exit instead of lingering. */
   ipc?: boolean;
+  /** Run as this unprivileged user (e.g. trustd as 51, as Talos); needs us to be root. */
+  user?: { uid: number; gid: number };
 }
 
 /** Runs a service as a child process; its output is forwarded line by line to our log. */
@@ -34,6 +36,7 @@ export class ProcessRunner implements ServiceRunner {
   async start(onExit: (err: Error | undefined) => void): Promise<void> {
     const child = spawn(this.spec.command, this.spec.args, {
       env: this.spec.env ?? process.env,
+      ...(this.spec.user ? { uid: this.spec.user.uid, gid: this.spec.user.gid } : {}),
       stdio: this.spec.ipc ? ["ignore", "inherit", "inherit", "ipc"] : ["ignore", "inherit", "inherit"],
     });
     this.child = child;

@@ -2,20 +2,12 @@
 // disks: every field given must match; model, serial, modalias, busPath and name
 // are glob patterns; size is "4GB", ">= 1TB", "<= 2TB" or a byte count.
 
+import type { InstallDiskSelector } from "../config/types/v1alpha1.js";
 import { InvalidInputError } from "../errors.js";
 import { DiskType, type DiskInfo } from "./disks.js";
 
-export interface DiskSelector {
-  size?: string | number;
-  name?: string;
-  model?: string;
-  serial?: string;
-  modalias?: string;
-  uuid?: string;
-  wwid?: string;
-  type?: "ssd" | "hdd" | "nvme" | "sd";
-  busPath?: string;
-}
+/** machine.install.diskSelector, as the config module types it. */
+export type DiskSelector = InstallDiskSelector;
 
 const units: Record<string, number> = { "": 1, b: 1, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12, pb: 1e15, kib: 2 ** 10, mib: 2 ** 20, gib: 2 ** 30, tib: 2 ** 40, pib: 2 ** 50 };
 

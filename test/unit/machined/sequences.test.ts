@@ -13,11 +13,12 @@ const shape = (phases: Phase[]) => phases.map((p) => `${p.name}[${p.tasks.map((t
 const noop = async () => undefined;
 
 test("initialize: STATE is mounted only on an installed metal node; wipe only when the kernel asks", () => {
-  assert.deepEqual(shape(initializeSequence(runtime("metal"), { installed: true })), ["mountSystem[mountStatePartition]", "config[loadConfig]"]);
+  assert.deepEqual(shape(initializeSequence(runtime("metal"), { installed: true })), ["meta[reloadMeta]", "mountSystem[mountStatePartition]", "config[loadConfig]"]);
   assert.deepEqual(shape(initializeSequence(runtime("metal"), { installed: false })), ["config[loadConfig]"]);
   assert.deepEqual(shape(initializeSequence(runtime("container"), { installed: false })), ["config[loadConfig]"]);
   assert.deepEqual(shape(initializeSequence(runtime("metal", { "talos.experimental.wipe": "system:EPHEMERAL,STATE" }), { installed: true })), [
     "wipeDisks[wipeSystemDisk]",
+    "meta[reloadMeta]",
     "mountSystem[mountStatePartition]",
     "config[loadConfig]",
   ]);
@@ -26,6 +27,7 @@ test("initialize: STATE is mounted only on an installed metal node; wipe only wh
 test("install ends in kexec after saving the config to STATE", () => {
   assert.deepEqual(shape(installSequence(runtime("metal"))), [
     "install[install]",
+    "meta[reloadMeta]",
     "mountState[mountStatePartition]",
     "saveConfig[saveConfig]",
     "unmountState[unmountStatePartition]",

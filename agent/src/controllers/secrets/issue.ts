@@ -1,8 +1,8 @@
-import { generateSelfSignedCA, issueCertificate, loadCertificateAndKey, serverCertLifetimeMs, splitSANs } from "../../pki/index.js";
-import { InvalidInputError } from "../../errors.js";
+import { createCSR, generateSelfSignedCA, issueCertificate, loadCertificateAndKey, serverCertLifetimeMs, type KeyUsageName } from "../../pki/index.js";
 import type { PemCertAndKey as PemPair } from "../../resources/codec.js";
+import type { CertSANSpec } from "../../resources/catalog/secrets.js";
 
-const maintenanceCommonName = "maintenance-service.talos.dev";
+const impersonatorRole = "os:impersonator";
 
 /** A fresh throw-away maintenance CA (Ed25519), generated at every boot. */
 export async function generateMaintenanceRoot(): Promise<PemPair> {
@@ -10,40 +10,41 @@ export async function generateMaintenanceRoot(): Promise<PemPair> {
   return { crt: ca.certPem, key: ca.keyPem };
 }
 
-/** The maintenance listener's server certificate (reference §2): serverAuth, 24 h. */
-export async function issueMaintenanceServerCert(root: PemPair, opts: { addresses: string[]; hostname?: string }): Promise<PemPair> {
-  const ca = await loadCertificateAndKey(root.crt, root.key);
-  const cert = await issueCertificate(ca, {
-    commonName: maintenanceCommonName,
-    ipAddresses: unique([...opts.addresses, "127.0.0.1", "::1"]),
-    dnsNames: opts.hostname ? [opts.hostname] : [],
-    extKeyUsage: ["serverAuth"],
-    lifetimeMs: serverCertLifetimeMs,
-  });
-  return { crt: cert.certPem, key: cert.keyPem };
-}
-
 /**
- * apid's server certificate from the OS CA (reference §3): CN = FQDN, SANs =
- * certSANs + node addresses + hostname + FQDN + loopback names, serverAuth, 24 h.
+ * A server certificate for `sans` from `ca` (reference §3): CN = FQDN, the SANs
+ * given, serverAuth, 24 h; trustd's also carries keyEncipherment, as Talos issues it.
  */
-export async function issueApiServerCert(
-  osCA: PemPair,
-  opts: { addresses: string[]; certSANs: string[]; hostname: string; fqdn: string },
-): Promise<PemPair> {
-  if (!osCA.key) throw new InvalidInputError("machine.ca has no key: the API certificate must be requested from trustd");
-  const ca = await loadCertificateAndKey(osCA.crt, osCA.key);
-  const sans = splitSANs(opts.certSANs);
-  const cert = await issueCertificate(ca, {
-    commonName: opts.fqdn,
-    ipAddresses: unique([...sans.ipAddresses, ...opts.addresses, "127.0.0.1", "::1"]),
-    dnsNames: unique([...sans.dnsNames, opts.hostname, opts.fqdn, "localhost"]),
+export async function issueServerCert(ca: PemPair, sans: CertSANSpec, keyUsage: KeyUsageName[] = ["digitalSignature"]): Promise<PemPair> {
+  const authority = await loadCertificateAndKey(ca.crt, ca.key);
+  const cert = await issueCertificate(authority, {
+    commonName: sans.fqdn,
+    ipAddresses: sans.ips,
+    dnsNames: sans.dnsNames,
     extKeyUsage: ["serverAuth"],
+    keyUsage,
     lifetimeMs: serverCertLifetimeMs,
   });
   return { crt: cert.certPem, key: cert.keyPem };
 }
 
-function unique(values: string[]): string[] {
+/** apid's client certificate for forwarding (control plane): CN = FQDN, O = os:impersonator, clientAuth, 24 h. */
+export async function issueImpersonatorClientCert(ca: PemPair, fqdn: string): Promise<PemPair> {
+  const authority = await loadCertificateAndKey(ca.crt, ca.key);
+  const cert = await issueCertificate(authority, {
+    commonName: fqdn,
+    organizations: [impersonatorRole],
+    extKeyUsage: ["clientAuth"],
+    lifetimeMs: serverCertLifetimeMs,
+  });
+  return { crt: cert.certPem, key: cert.keyPem };
+}
+
+/** A worker's request for its apid server certificate: an Ed25519 key and a CSR naming `sans`. */
+export async function createServerCSR(sans: CertSANSpec): Promise<{ csrPem: string; keyPem: string }> {
+  const { csrPem, keyPem } = await createCSR({ commonName: sans.fqdn, dnsNames: sans.dnsNames, ipAddresses: sans.ips });
+  return { csrPem, keyPem };
+}
+
+export function unique(values: readonly string[]): string[] {
   return [...new Set(values.filter((v) => v !== ""))];
 }

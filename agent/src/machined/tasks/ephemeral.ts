@@ -3,12 +3,8 @@
 
 import { promises as fs } from "node:fs";
 import path from "node:path";
-import { NotFoundError } from "../../errors.js";
-import { logger } from "../../log.js";
-import { mountSystemVolume } from "../../storage/volumes.js";
 import type { MachineRuntime } from "../runtime.js";
-
-const log = logger("machined");
+import { mountVolume, unmountVolume } from "./volume.js";
 
 /** Read-only root directories made writable with an overlay whose upper layer lives on EPHEMERAL. */
 export const overlayTargets = ["/etc/kubernetes", "/etc/cni", "/usr/libexec/kubernetes", "/opt"];
@@ -19,11 +15,7 @@ const varDirectories: [string, number][] = [
 ];
 
 export async function mountEphemeralPartition(r: MachineRuntime): Promise<void> {
-  const dev = r.systemDisk?.partitions.EPHEMERAL;
-  if (!dev) throw new NotFoundError("the system disk has no EPHEMERAL partition", { disk: r.systemDisk?.disk });
-  const volume = await mountSystemVolume("EPHEMERAL", dev, r.paths.var, r.mounter, log);
-  r.volumes.set("EPHEMERAL", volume);
-  r.publishMount(volume);
+  await mountVolume(r, "EPHEMERAL", r.paths.var);
 }
 
 export async function setupVarDirectory(r: MachineRuntime): Promise<void> {
@@ -52,9 +44,5 @@ export async function unmountOverlayFilesystems(r: MachineRuntime): Promise<void
 }
 
 export async function unmountEphemeralPartition(r: MachineRuntime): Promise<void> {
-  const volume = r.volumes.get("EPHEMERAL");
-  if (!volume) return;
-  await r.mounter.unmount(volume.target);
-  r.volumes.delete("EPHEMERAL");
-  r.unpublishMount("EPHEMERAL");
+  await unmountVolume(r, "EPHEMERAL");
 }

@@ -1,30 +1,22 @@
 // STATE: where the configuration lives on an installed node (reference §7.5).
 
 import { rm } from "node:fs/promises";
-import { NotFoundError, SystemError } from "../../errors.js";
+import { SystemError } from "../../errors.js";
 import { logger } from "../../log.js";
 import { findSystemDisk } from "../../storage/system-disk.js";
-import { mountSystemVolume } from "../../storage/volumes.js";
 import { readFileIfExists, writeFileAtomic } from "../../sys/atomic-file.js";
 import type { MachineRuntime } from "../runtime.js";
+import { mountVolume, unmountVolume } from "./volume.js";
 
 const log = logger("machined");
 
 export async function mountStatePartition(r: MachineRuntime): Promise<void> {
   r.systemDisk ??= findSystemDisk(r.block);
-  const dev = r.systemDisk?.partitions.STATE;
-  if (!dev) throw new NotFoundError("the system disk has no STATE partition", { disk: r.systemDisk?.disk });
-  const volume = await mountSystemVolume("STATE", dev, r.paths.state, r.mounter, log);
-  r.volumes.set("STATE", volume);
-  r.publishMount(volume);
+  await mountVolume(r, "STATE", r.paths.state);
 }
 
 export async function unmountStatePartition(r: MachineRuntime): Promise<void> {
-  const volume = r.volumes.get("STATE");
-  if (!volume) return;
-  await r.mounter.unmount(volume.target);
-  r.volumes.delete("STATE");
-  r.unpublishMount("STATE");
+  await unmountVolume(r, "STATE");
 }
 
 /**

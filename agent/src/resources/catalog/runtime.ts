@@ -43,7 +43,7 @@ export interface MachineStatusSpec {
   stage: MachineStage;
   status: { ready: boolean; unmetConditions: { name: string; reason: string }[] };
 }
-const machineStages: Record<MachineStage, number> = {
+export const machineStages: Record<MachineStage, number> = {
   unknown: 0,
   booting: 1,
   installing: 2,

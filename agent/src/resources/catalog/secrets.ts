@@ -123,8 +123,9 @@ export const trustdCertsDefinition = defineResource<TrustdCertsSpec>({
   toYaml: (s) => marshalGoYaml({ server: pemCertAndKeyYaml(s.server), acceptedCAs: s.acceptedCAs.map(certYaml) }),
 });
 
-// --- CertSANs.secrets.talos.dev (ids "api", "k8s") ---
+// --- CertSANs.secrets.talos.dev (ids "api", "maintenance"; Talos also has "k8s") ---
 export const CertSANType = "CertSANs.secrets.talos.dev";
+export const CertSANIds = { api: "api", maintenance: "maintenance" } as const;
 export interface CertSANSpec {
   ips: string[];
   dnsNames: string[];
