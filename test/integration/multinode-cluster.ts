@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url";
 import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
 import { generateConfigs, type GeneratedConfigs } from "../../agent/src/config/generate/index.js";
 import { canRunNetns, ip } from "./helpers/netns.js";
+import { stopProcess } from "./helpers/sandbox.js";
 
 const sandboxJs = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../agent/src/cmd/sandbox.js");
 
@@ -86,15 +87,7 @@ export async function startCluster(subnet: string, specs: MemberSpec[]): Promise
     m.child = child;
   }
 
-  const stop = async (m: Member): Promise<void> => {
-    const child = m.child;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const gone = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-    child.kill("SIGTERM");
-    const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
-    await gone;
-    clearTimeout(timer);
-  };
+  const stop = async (m: Member): Promise<void> => (m.child ? stopProcess(m.child) : undefined);
 
   return {
     members,
