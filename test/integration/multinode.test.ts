@@ -86,10 +86,25 @@ test("-n naming the node itself by IP, hostname and IP:port is served locally (t
 
 test("a streamed call fanned out to two nodes interleaves both nodes' messages", { skip, timeout: 60_000 }, async () => {
   const two = client(`${cp1.address}:50000`, admin, { nodes: [cp1.address, cp2.address] });
-  const messages = await two.collect<Tagged & { bytes?: Buffer }>(two.machine, "Dmesg", { follow: false, tail: false });
-  const hosts = new Set(messages.map((m) => m.metadata?.hostname));
-  assert.deepEqual([...hosts].sort(), [cp1.address, cp2.address].sort());
-  assert.ok(messages.every((m) => !m.metadata?.error), messages.find((m) => m.metadata?.error)?.metadata?.error);
+  const once = await two.collect<Tagged & { bytes?: Buffer }>(two.machine, "Dmesg", { follow: false, tail: false });
+  assert.deepEqual([...new Set(once.map((m) => m.metadata?.hostname))].sort(), [cp1.address, cp2.address].sort());
+  assert.ok(once.every((m) => !m.metadata?.error), once.find((m) => m.metadata?.error)?.metadata?.error);
+  // Followed streams never end: messages of both nodes arriving on one open stream are interleaved by construction.
+  const seen = new Set<string>();
+  const stream: grpc.ClientReadableStream<Tagged> = two.machine.Dmesg({ follow: true, tail: false }, two.metadata());
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`only ${[...seen].join(", ")} streamed within 20 s`)), 20_000);
+    stream.on("data", (m: Tagged) => {
+      if (m.metadata?.error) return reject(new Error(m.metadata.error));
+      seen.add(m.metadata?.hostname ?? "");
+      if (seen.has(cp1.address) && seen.has(cp2.address)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    stream.on("error", (e: grpc.ServiceError) => e.code !== grpc.status.CANCELLED && reject(e));
+    stream.on("end", () => reject(new Error("a followed stream ended")));
+  }).finally(() => stream.cancel());
 });
 
 test("a reader certificate reads, fanned out too, but cannot reboot or read the machine config", { skip, timeout: 60_000 }, async () => {
