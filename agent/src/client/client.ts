@@ -135,6 +135,17 @@ export class NodeClient {
   generateConfiguration(request: object) {
     return this.unary(this.machine, "GenerateConfiguration", request);
   }
+  /** A directory listing (talosctl ls): one machine.FileInfo per entry. */
+  list(request: { root: string; recurse?: boolean; recursion_depth?: number; types?: number[] }) {
+    return this.collect(this.machine, "List", request);
+  }
+  /** A talosconfig (and its parts) for `roles`, valid for `crtTtlSeconds` (talosctl config new). */
+  generateClientConfiguration(roles: string[], crtTtlSeconds: number) {
+    return this.unary<{ messages: { ca: Buffer; crt: Buffer; key: Buffer; talosconfig: Buffer }[] }>(this.machine, "GenerateClientConfiguration", {
+      roles,
+      crt_ttl: { seconds: crtTtlSeconds },
+    });
+  }
 
   close(): void {
     for (const c of this.clients) c.close();

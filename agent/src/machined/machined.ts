@@ -11,7 +11,7 @@ import { ConflictError, describeError } from "../errors.js";
 import { addService } from "../grpc/server.js";
 import { logger } from "../log.js";
 import { spkiFingerprint } from "../pki/index.js";
-import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType, type MachineConfigSpec } from "../resources/catalog/config.js";
+import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../resources/catalog/config.js";
 import { registerCatalog } from "../resources/catalog/index.js";
 import {
   MachineStatusId,
@@ -300,11 +300,10 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     platform,
     supervisor,
     block: opts.block,
-    mounter: opts.mounter,
     systemDisk: () => r.systemDisk?.disk,
     inMaintenance: () => mode !== "normal",
     rbacEnabled: () => rbac,
-    activeConfig: () => state.get<MachineConfigSpec>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.toYaml(),
+    activeConfig: () => state.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec,
     applyConfiguration,
     reboot: (actorId: string) => lifecycle("reboot", "rebooting", () => rebootSequence(r), actorId),
     shutdown: (actorId: string) => lifecycle("shutdown", "shutting down", () => shutdownSequence(r), actorId),
