@@ -19,7 +19,7 @@ import { generateConfigs, type GeneratedConfigs } from "../../agent/src/config/g
 import { createCSR } from "../../agent/src/pki/index.js";
 import { callTrustd } from "../../agent/src/trustd/client.js";
 import { canRunNetns, ip } from "./helpers/netns.js";
-import { eventually } from "./helpers/sandbox.js";
+import { eventually, stopProcess } from "./helpers/sandbox.js";
 
 const sandboxJs = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../agent/src/cmd/sandbox.js");
 const SUBNET = "10.213.9";
@@ -65,13 +65,7 @@ function startNode(node: Node, name: string, config: string, address: string, ex
 }
 
 async function stopNode(node: Node): Promise<void> {
-  const child = node.child;
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  const gone = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
-  await gone;
-  clearTimeout(timer);
+  if (node.child) await stopProcess(node.child);
 }
 
 async function until(what: string, check: () => boolean, ms: number): Promise<void> {
