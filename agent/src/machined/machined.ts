@@ -62,7 +62,7 @@ import { EventBus } from "./events.js";
 import type { Platform } from "./platform.js";
 import { ownsDisks, type MachineRuntime } from "./runtime.js";
 import { bootSequence, initializeSequence, installSequence, rebootSequence, resetSequence, shutdownSequence, type ResetOptions } from "./sequences.js";
-import { runSequence, type Phase } from "./sequencer.js";
+import { runSequence, SequenceAbortedError, type Phase } from "./sequencer.js";
 import { saveConfig } from "./tasks/state.js";
 
 const log = logger("machined");
@@ -174,7 +174,12 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       setStage("maintenance", false);
       await announceMaintenance();
       await supervisor.start(apidService());
-      return maintenanceConfig;
+      // A stop (SIGTERM) while waiting for a configuration ends the wait, so machined can stop.
+      return new Promise<string>((resolve, reject) => {
+        maintenanceConfig.then(resolve, reject);
+        if (opts.signal.aborted) reject(new SequenceAbortedError("stopped while waiting for a configuration"));
+        opts.signal.addEventListener("abort", () => reject(new SequenceAbortedError("stopped while waiting for a configuration")), { once: true });
+      });
     },
     publishMount: (v) =>
       state.modify<MountStatusSpec>(RUNTIME_NAMESPACE, MountStatusType, v.name, owners.mounts, () => ({ source: v.source, target: v.target, filesystemType: v.fstype, encrypted: false })),
