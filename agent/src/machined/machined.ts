@@ -210,12 +210,15 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       await running.done.catch(() => undefined);
     }
     const abort = new AbortController();
-    opts.signal.addEventListener("abort", () => abort.abort(), { once: true });
+    const stop = () => abort.abort();
+    opts.signal.addEventListener("abort", stop, { once: true });
     const done = runSequence(name, phases, abort.signal, events.sequenceListener(actorId));
     running = { name, abort, done };
     try {
       await done;
     } finally {
+      // One listener per sequence on the daemon's signal: remove it, or every apply leaves one behind.
+      opts.signal.removeEventListener("abort", stop);
       if (running?.done === done) running = undefined;
     }
   };
@@ -329,7 +332,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     const runner = opts.apid.inProcess
       ? new InProcessRunner({
           id: "apid",
-          run: (signal) => runApid({ listen: opts.apid.listen, machinedSocket: paths.machinedSocket, enableRbac: features.rbac, checkExtKeyUsage: features.checkExtKeyUsage, signal }),
+          run: (signal) => runApid({ listen: opts.apid.listen, machinedSocket: paths.machinedSocket, apidSocket: paths.apidSocket, enableRbac: features.rbac, checkExtKeyUsage: features.checkExtKeyUsage, signal }),
           ready,
           health,
         })
