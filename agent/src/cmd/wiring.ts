@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { loadConfig } from "../config/load.js";
 import { validateConfig } from "../config/validate.js";
 import type { ConfigBundle } from "../config/bundle.js";
-import type { ConfigChecker } from "../machined/apply.js";
+import type { ConfigChecker } from "../machined/apply/index.js";
 import { cosiStateImpl } from "../grpc/cosi-server.js";
 import { callRoles } from "../machined/access.js";
 import type { CosiFactory } from "../machined/machined.js";

@@ -9,7 +9,7 @@ import { serviceListResponse } from "./service-list.js";
 import { versionMessage } from "./version.js";
 import { InvalidInputError, NotFoundError, UnimplementedError } from "../errors.js";
 import type { MetaStore } from "../storage/meta.js";
-import type { ApplyRequest } from "./apply.js";
+import type { ApplyRequest } from "./apply/index.js";
 import type { EventBus } from "./events.js";
 import type { ConfigBundle } from "../config/bundle.js";
 import { streamDmesg, type DmesgRequest } from "./rpc/dmesg.js";

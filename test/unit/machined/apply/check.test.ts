@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ConfigParseError, InvalidInputError, UnimplementedError } from "../../../agent/src/errors.js";
-import { checkConfig, checkMaintenanceMode, type ConfigChecker, type ParsedConfig } from "../../../agent/src/machined/apply.js";
+import { ConfigParseError, InvalidInputError, UnimplementedError } from "../../../../agent/src/errors.js";
+import { checkConfig, checkMaintenanceMode, type ConfigChecker, type ParsedConfig } from "../../../../agent/src/machined/apply/check.js";
 
 const checker = (validate: string[]): ConfigChecker<ParsedConfig> => ({
   parse: (data) => {

@@ -1,6 +1,6 @@
-import { ApplyMode, applyModeName } from "../api/enums.js";
-import { multiError } from "../config/index.js";
-import { ConfigParseError, describeError, InvalidInputError, UnimplementedError } from "../errors.js";
+import { ApplyMode, applyModeName } from "../../api/enums.js";
+import { multiError } from "../../config/index.js";
+import { ConfigParseError, describeError, InvalidInputError, UnimplementedError } from "../../errors.js";
 
 export interface ApplyRequest {
   data?: Buffer;
