@@ -8,7 +8,8 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { logger } from "../../agent/src/log.js";
 import type { GptTable } from "../../agent/src/storage/gpt.js";
-import { installToDisk } from "../../agent/src/storage/install.js";
+import { installToDisk, locateInstallSource } from "../../agent/src/storage/install.js";
+import { NotFoundError } from "../../agent/src/errors.js";
 import { MetaStore } from "../../agent/src/storage/meta.js";
 import { mountSystemVolume, wipeVolume } from "../../agent/src/storage/volumes.js";
 import { openBlockTarget } from "../../agent/src/sys/blockdev.js";
@@ -138,6 +139,16 @@ describe("install to disk", { skip: canRun ? false : "needs root, loop devices, 
     await mounter.unmount(target);
   });
 
+  const MiB = 1024 * 1024;
+  // A filesystem made inside the image at a byte offset, through a loop device of that range.
+  const mkfsAt = (file: string, offsetMiB: number, sizeMiB: number, mkfs: string[]) => {
+    const loop = sh("losetup", ["-f", "--show", "-o", String(offsetMiB * MiB), "--sizelimit", String(sizeMiB * MiB), file]).trim();
+    try {
+      sh(mkfs[0]!, [...mkfs.slice(1), loop]);
+    } finally {
+      sh("losetup", ["-d", loop]);
+    }
+  };
   const leftovers: [string, (file: string) => void][] = [
     ["an MBR table with an ext4 partition", (file) => {
       execFileSync("sfdisk", ["-q", "-X", "dos", file], { input: ",2G,83\n,,83\n" });
@@ -149,6 +160,15 @@ describe("install to disk", { skip: canRun ? false : "needs root, loop devices, 
       fs.writeSync(fd, Buffer.alloc(512, 0x55), 0, 512, 512);
       fs.closeSync(fd);
     }],
+    // STATE starts at 1103 MiB and EPHEMERAL at 1203 MiB: an old install's filesystems there must not survive.
+    ["another Linux: a GPT with vfat and xfs filesystems where STATE and EPHEMERAL now start", (file) => {
+      execFileSync("sfdisk", ["-q", "-X", "gpt", file], { input: "start=1103MiB,size=100MiB,type=uefi\nstart=1203MiB,size=1024MiB\n" });
+      mkfsAt(file, 1103, 100, ["mkfs.vfat", "-F", "32", "-n", "OLDESP"]);
+      mkfsAt(file, 1203, 1024, ["mkfs.xfs", "-q", "-f", "-L", "OLDROOT"]);
+    }],
+    ["a whole-disk xfs filesystem (no partition table)", (file) => {
+      sh("mkfs.xfs", ["-q", "-f", "-L", "WHOLE", file]);
+    }],
     ["another OS: an ISO image written to the whole disk", (file) => {
       const fd = fs.openSync(file, "r+");
       const pvd = Buffer.alloc(2048);
@@ -158,15 +178,35 @@ describe("install to disk", { skip: canRun ? false : "needs root, loop devices, 
       fs.closeSync(fd);
     }],
   ];
+  // The kinds of signature wipefs finds, each once (it lists every copy: FAT32's backup boot sectors, GPT's backup header).
+  const signatures = (dev: string) => [...new Set(sh("wipefs", ["-n", "-O", "TYPE", "--noheadings", dev]).split("\n").map((t) => t.trim()).filter(Boolean))].sort();
   for (const [what, prepare] of leftovers) {
     it(`installs over ${what}`, async () => {
       const disk = loopDisk(what.replace(/\W+/g, "-"), prepare);
       const installed = await install(disk);
-      assert.deepEqual(dump(disk).partitiontable.partitions.map((p) => p.name), ["EFI", "BIOS", "BOOT", "META", "STATE", "EPHEMERAL"]);
-      assert.equal(sh("wipefs", ["-n", "-O", "TYPE", "--noheadings", disk]).trim().split("\n").filter(Boolean).every((t) => ["gpt", "PMBR"].includes(t.trim())), true, "only our table on the disk itself");
-      assert.throws(() => sh("blkid", ["-p", installed.partitions.STATE]), "no leftover signature where STATE now starts");
+      const dumped = sh("sfdisk", ["--dump", disk]);
+      assert.deepEqual([...dumped.matchAll(/name="([^"]+)"/g)].map((m) => m[1]), ["EFI", "BIOS", "BOOT", "META", "STATE", "EPHEMERAL"]);
+      assert.deepEqual(signatures(disk), ["PMBR", "gpt"], "only our table on the disk itself");
+      assert.match(sh("sfdisk", ["--verify", disk]), /No errors detected/, "both GPT copies and the protective MBR are sound");
+      assert.deepEqual(signatures(installed.partitions.EFI), ["vfat"]);
+      assert.deepEqual(signatures(installed.partitions.BOOT), ["xfs"]);
+      for (const blank of [installed.partitions.META, installed.partitions.STATE, installed.partitions.EPHEMERAL]) {
+        assert.deepEqual(signatures(blank), [], `no leftover signature on ${blank}`);
+      }
+      assert.equal(sh("blkid", ["-p", "-o", "value", "-s", "LABEL", installed.partitions.BOOT]).trim(), "BOOT");
     });
   }
+
+  it("locateInstallSource says clearly when no boot medium is attached", { skip: (() => {
+    try {
+      sh("blkid", ["-L", "BASALT"]);
+      return "a BASALT medium is attached to this host";
+    } catch {
+      return false;
+    }
+  })() }, async () => {
+    await assert.rejects(locateInstallSource(mounter, path.join(work, "medium")), (e: unknown) => e instanceof NotFoundError && /no boot medium labelled BASALT/.test(e.message));
+  });
 
   it("installs over a half-written earlier install", async () => {
     const disk = loopDisk("half-written");

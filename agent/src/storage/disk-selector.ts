@@ -1,6 +1,7 @@
-// machine.install.disk / diskSelector → the device to install to, as Talos matches
-// disks: every field given must match; model, serial, modalias, busPath and name
-// are glob patterns; size is "4GB", ">= 1TB", "<= 2TB" or a byte count.
+// machine.install.disk / diskSelector → the device to install to, as Talos v1.7
+// matches disks: every field given must match; string fields are patterns where
+// `*` stands for any run of characters; size is "4GB", ">= 1TB", "<= 2TB" or a
+// byte count, compared exactly when no operator is given.
 
 import type { InstallDiskSelector } from "../config/types/v1alpha1.js";
 import { InvalidInputError } from "../errors.js";
@@ -9,50 +10,84 @@ import { DiskType, type DiskInfo } from "./disks.js";
 /** machine.install.diskSelector, as the config module types it. */
 export type DiskSelector = InstallDiskSelector;
 
-const units: Record<string, number> = { "": 1, b: 1, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12, pb: 1e15, kib: 2 ** 10, mib: 2 ** 20, gib: 2 ** 30, tib: 2 ** 40, pib: 2 ** 50 };
+// Units as go-humanize parses them: decimal for "kb"/"k", binary for "kib"/"ki".
+const units: Record<string, number> = {
+  "": 1, b: 1,
+  kb: 1e3, k: 1e3, mb: 1e6, m: 1e6, gb: 1e9, g: 1e9, tb: 1e12, t: 1e12, pb: 1e15, p: 1e15, eb: 1e18, e: 1e18,
+  kib: 2 ** 10, ki: 2 ** 10, mib: 2 ** 20, mi: 2 ** 20, gib: 2 ** 30, gi: 2 ** 30, tib: 2 ** 40, ti: 2 ** 40, pib: 2 ** 50, pi: 2 ** 50, eib: 2 ** 60, ei: 2 ** 60,
+};
 
-/** A size matcher: exact sizes compare as Talos does, within the unit's rounding. */
+/** A byte count with an optional unit ("10GB", "1.5 TiB", "1,000"). */
+export function parseByteSize(text: string): number {
+  const s = text.trim();
+  const digits = /^[\d.,]*/.exec(s)![0];
+  const value = Number(digits.replace(/,/g, ""));
+  if (digits === "" || !Number.isFinite(value)) throw new InvalidInputError(`failed to parse disk size ${text}: invalid number ${JSON.stringify(digits)}`, { size: text });
+  const unit = s.slice(digits.length).trim().toLowerCase();
+  const multiplier = units[unit];
+  if (multiplier === undefined) throw new InvalidInputError(`failed to parse disk size ${text}: unhandled size name: ${unit}`, { size: text });
+  return Math.floor(value * multiplier);
+}
+
+/** A size condition: an operator (>=, <=, >, <, ==, or none for equality) and a size. */
 export function sizeMatcher(spec: string | number): (bytes: number) => boolean {
   if (typeof spec === "number") return (b) => b === spec;
-  const m = /^\s*(>=|<=|>|<|==)?\s*([\d.]+)\s*([a-zA-Z]*)\s*$/.exec(spec);
-  const unit = m ? units[m[3]!.toLowerCase()] : undefined;
-  if (!m || unit === undefined) throw new InvalidInputError(`invalid disk size selector ${JSON.stringify(spec)}`);
-  const want = Number(m[2]) * unit;
+  const m = /^\s*(>=|<=|>|<|==)?\s*(.*)$/s.exec(spec)!;
+  const want = parseByteSize(m[2]!);
   switch (m[1]) {
     case ">=": return (b) => b >= want;
     case "<=": return (b) => b <= want;
     case ">": return (b) => b > want;
     case "<": return (b) => b < want;
-    default: return (b) => Math.round(b / unit) === Number(m[2]);
+    default: return (b) => b === want;
   }
 }
 
-function glob(pattern: string): (value: string) => boolean {
-  const re = new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".")}$`);
-  return (v) => re.test(v);
+/** Talos's disk patterns: `*` matches any run of characters, everything else is literal. */
+export function globMatch(pattern: string, value: string): boolean {
+  if (pattern === "*") return true;
+  const parts = pattern.split("*");
+  if (parts.length === 1) return pattern === value;
+  const first = parts[0]!;
+  const last = parts[parts.length - 1]!;
+  if (!value.startsWith(first) || value.length < first.length + last.length) return false;
+  let at = first.length;
+  for (const middle of parts.slice(1, -1)) {
+    const found = value.indexOf(middle, at);
+    if (found < 0) return false;
+    at = found + middle.length;
+  }
+  return value.length - last.length >= at && value.endsWith(last);
 }
 
 const typeNumbers = { ssd: DiskType.SSD, hdd: DiskType.HDD, nvme: DiskType.NVME, sd: DiskType.SD } as const;
 
 export function matchesSelector(disk: DiskInfo, s: DiskSelector): boolean {
-  const checks: boolean[] = [];
-  if (s.size !== undefined) checks.push(sizeMatcher(s.size)(disk.size));
-  if (s.name) checks.push(glob(s.name)(disk.name));
-  if (s.model) checks.push(glob(s.model)(disk.model));
-  if (s.serial) checks.push(glob(s.serial)(disk.serial));
-  if (s.modalias) checks.push(glob(s.modalias)(disk.modalias));
-  if (s.busPath) checks.push(glob(s.busPath)(disk.bus_path));
-  if (s.uuid) checks.push(disk.uuid === s.uuid);
-  if (s.wwid) checks.push(disk.wwid === s.wwid);
-  if (s.type) checks.push(disk.type === typeNumbers[s.type]);
-  return checks.every(Boolean);
+  const patterns: [string | undefined, string][] = [
+    [s.uuid, disk.uuid],
+    [s.wwid, disk.wwid],
+    [s.model, disk.model],
+    [s.name, disk.name],
+    [s.serial, disk.serial],
+    [s.modalias, disk.modalias],
+    [s.busPath, disk.bus_path],
+  ];
+  if (s.size !== undefined && !sizeMatcher(s.size)(disk.size)) return false;
+  if (patterns.some(([pattern, value]) => pattern && !globMatch(pattern, value))) return false;
+  if (s.type && disk.type !== typeNumbers[s.type]) return false;
+  return true;
 }
 
-/** The install disk: the path given, else the first disk the selector matches (read-only and CD drives excluded). */
+// Talos's disk search leaves out optical drives and SCSI generic nodes (virtual devices are never listed).
+const notInstallable = ["sr", "sg"];
+
+/** The install disk: the first disk the selector matches, else the path given, which must exist. */
 export function chooseInstallDisk(install: { disk?: string; diskSelector?: DiskSelector }, disks: readonly DiskInfo[]): string {
-  if (install.diskSelector) {
-    const match = disks.find((d) => !d.readonly && !d.device_name.startsWith("/dev/sr") && matchesSelector(d, install.diskSelector!));
-    if (!match) throw new InvalidInputError("no disk found matching provided parameters", { selector: install.diskSelector });
+  const selector = install.diskSelector;
+  // As Talos: a selector with no field set selects nothing, and the disk path applies.
+  if (selector && Object.values(selector).some((v) => v !== undefined && v !== "")) {
+    const match = disks.find((d) => !notInstallable.some((p) => d.device_name.startsWith(`/dev/${p}`)) && matchesSelector(d, selector));
+    if (!match) throw new InvalidInputError("no disk found matching provided parameters", { selector });
     return match.device_name;
   }
   if (!install.disk) throw new InvalidInputError("an install disk is required in \"metal\" mode");

@@ -130,12 +130,14 @@ export class MetaStore {
   private constructor(
     private readonly dev: BlockTarget,
     private values: MetaValues,
+    /** What was wrong with the stored copies when opened (empty when both were sound), for the console. */
+    readonly problems: readonly string[],
   ) {}
 
   /** Opens META; a corrupt or blank store is reported and rebuilt, never fatal. */
   static async open(dev: BlockTarget): Promise<MetaStore> {
     const { values, problems } = await readMeta(dev);
-    const store = new MetaStore(dev, values);
+    const store = new MetaStore(dev, values, problems);
     if (problems.length > 0) {
       log.warn("META rebuilt", { problems, keys: values.size });
       await writeMeta(dev, values);

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
 import { runTool } from "./exec.js";
 
 /** One line of /proc/self/mountinfo that machined cares about. */
@@ -33,13 +34,34 @@ export function parseMountinfo(text: string): MountEntry[] {
   return out;
 }
 
+// How mount(8) and umount(8) word EBUSY.
+const busy = /already mounted or mount point busy|target is busy/;
+
+/**
+ * Runs a mount tool, retrying every 100 ms for 5 s while the kernel answers EBUSY, as
+ * Talos's mount points do: a device just released (unmounted, mkfs'd, probed by udev)
+ * can stay claimed for a moment.
+ */
+async function retryBusy(command: string, args: string[]): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    try {
+      await runTool(command, args);
+      return;
+    } catch (err) {
+      if (!(err instanceof Error) || !busy.test(err.message) || Date.now() > deadline) throw err;
+      await sleep(100);
+    }
+  }
+}
+
 export function systemMounter(mountinfo = "/proc/self/mountinfo"): Mounter {
   return {
     async mount(source, target, fstype, options = []) {
-      await runTool("mount", ["-t", fstype, ...(options.length ? ["-o", options.join(",")] : []), source, target]);
+      await retryBusy("mount", ["-t", fstype, ...(options.length ? ["-o", options.join(",")] : []), source, target]);
     },
     async unmount(target) {
-      await runTool("umount", [target]);
+      await retryBusy("umount", [target]);
     },
     list: () => parseMountinfo(readFileSync(mountinfo, "utf8")),
   };

@@ -59,6 +59,14 @@ describe("GPT writer", () => {
     // sfdisk --verify checks both headers, both entry arrays and the protective MBR.
     const verify = execFileSync("sfdisk", ["--verify", file], { encoding: "utf8" });
     assert.match(verify, /No errors detected/);
+    const dumped = execFileSync("sfdisk", ["--dump", file], { encoding: "utf8" });
+    assert.match(dumped, /^label: gpt$/m);
+    assert.match(dumped, new RegExp(`^label-id: ${table.diskGuid}$`, "m"));
+    assert.match(dumped, /type=21686148-6449-6E6F-744E-656564454649, uuid=[0-9A-F-]{36}, name="BIOS", attrs="LegacyBIOSBootable"$/m);
+    assert.match(dumped, /^first-lba: 34$/m);
+    const probed = execFileSync("blkid", ["-p", "-o", "export", file], { encoding: "utf8" });
+    assert.match(probed, /^PTTYPE=gpt$/m);
+    assert.match(probed, new RegExp(`^PTUUID=${table.diskGuid.toLowerCase()}$`, "m"));
     const mbr = Buffer.alloc(512);
     const fd = fs.openSync(file, "r");
     fs.readSync(fd, mbr, 0, 512, 0);
@@ -77,6 +85,9 @@ describe("GPT writer", () => {
     assert.deepEqual(await readGpt(dev), table, "falls back to the backup header");
     await dev.write(dev.sizeBytes - 512 + 20, Buffer.from([1, 2, 3]));
     assert.equal(await readGpt(dev), undefined, "neither copy valid");
+    await writeGpt(dev, table);
+    await dev.write(2 * 512, Buffer.from([9])); // a primary entry array that does not match its CRC
+    assert.deepEqual(await readGpt(dev), table, "entries checked against the header's CRC");
     await dev.close();
   });
 

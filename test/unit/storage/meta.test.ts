@@ -3,8 +3,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
-import { openBlockTarget } from "../../../agent/src/sys/blockdev.js";
-import { decodeMetaBlock, encodeLegacyAdv, encodeMetaBlock, metaBlockSize, MetaStore, MetaTag, readMeta } from "../../../agent/src/storage/meta.js";
+import { openBlockTarget, type BlockTarget } from "../../../agent/src/sys/blockdev.js";
+import { decodeMetaBlock, encodeLegacyAdv, encodeMetaBlock, metaBlockSize, MetaStore, MetaTag, readMeta, writeMeta } from "../../../agent/src/storage/meta.js";
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "basalt-meta-"));
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -50,6 +50,7 @@ describe("META", () => {
     assert.deepEqual(load.problems, ["META copy 1 is corrupt or blank"]);
     const reopened = await MetaStore.open(dev);
     assert.equal(reopened.get(MetaTag.userReserved2), "value");
+    assert.deepEqual(reopened.problems, ["META copy 1 is corrupt or blank"]);
     assert.deepEqual((await readMeta(dev)).problems, [], "a corrupt copy is rebuilt on open");
     assert.equal(await reopened.delete(MetaTag.userReserved2), true);
     assert.equal(await reopened.delete(MetaTag.userReserved2), false);
@@ -61,8 +62,29 @@ describe("META", () => {
     await dev.write(0, Buffer.alloc(2 * metaBlockSize, 0xab));
     const store = await MetaStore.open(dev);
     assert.equal(store.keys().size, 0);
-    assert.deepEqual((await readMeta(dev)).problems, []);
+    assert.deepEqual(store.problems, ["META copy 1 is corrupt or blank", "META copy 2 is corrupt or blank"], "reported, not thrown");
+    assert.deepEqual((await readMeta(dev)).problems, [], "rebuilt as an empty, valid store");
+    const legacy = await dev.read(dev.sizeBytes - 1024, 1024);
+    assert.equal(legacy.readUInt32LE(0), 0x5a2d2fa5, "legacy ADV written at the partition's last KiB");
+    assert.equal(legacy.readUInt32LE(512), 0x5a2d2fa5, "in two copies");
     await dev.close();
+  });
+
+  it("writes copy 1 and syncs it before touching copy 2", async () => {
+    const ops: string[] = [];
+    const data = Buffer.alloc(1024 * 1024);
+    const fake: BlockTarget = {
+      path: "fake", sizeBytes: data.length, sectorSize: 512,
+      read: async (o, l) => Buffer.from(data.subarray(o, o + l)),
+      write: async (o, d) => {
+        ops.push(`write ${o}`);
+        Buffer.from(d).copy(data, o);
+      },
+      sync: async () => void ops.push("sync"),
+      close: async () => undefined,
+    };
+    await writeMeta(fake, new Map([[MetaTag.userReserved1, Buffer.from("v")]]));
+    assert.deepEqual(ops, ["write 0", "sync", `write ${metaBlockSize}`, `write ${data.length - 1024}`, "sync"]);
   });
 
   it("refuses values that do not fit, keeping what was stored", async () => {

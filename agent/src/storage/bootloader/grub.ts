@@ -24,8 +24,13 @@ export function entryTitle(label: BootLabel, version: string): string {
   return `${label} - Basalt ${version}`;
 }
 
-function entry(title: string, label: BootLabel, cmdline: string): string {
-  return [`menuentry "${title}" {`, `  set gfxmode=auto`, `  set gfxpayload=text`, `  linux /${label}/vmlinuz ${cmdline}`, `  initrd /${label}/initramfs.xz`, `}`].join("\n");
+/** Escapes what GRUB's shell-like parser would otherwise interpret in a kernel command line. */
+export function grubQuote(s: string): string {
+  return s.replace(/[\\{}&$|;<>"]/g, (c) => `\\${c}`);
+}
+
+function entry(title: string, label: BootLabel, cmdline: string, extra = ""): string {
+  return [`menuentry "${title}" {`, `  set gfxmode=auto`, `  set gfxpayload=text`, `  linux /${label}/vmlinuz ${grubQuote(cmdline)}${extra}`, `  initrd /${label}/initramfs.xz`, `}`].join("\n");
 }
 
 export function renderGrubConfig(c: GrubConfig): string {
@@ -39,9 +44,9 @@ export function renderGrubConfig(c: GrubConfig): string {
     "terminal_input console serial",
     "terminal_output console serial",
     "",
-    entry(entryTitle(c.current, c.version), c.current, c.cmdline),
-    ...(c.fallback ? [entry(entryTitle(c.fallback, c.version), c.fallback, c.cmdline)] : []),
-    entry(resetEntryTitle, c.current, `${c.cmdline} ${wipeArgument}`),
+    // Entries in label order whichever is the default, as Talos writes them.
+    ...[c.current, ...(c.fallback ? [c.fallback] : [])].sort().map((label) => entry(entryTitle(label, c.version), label, c.cmdline)),
+    entry(resetEntryTitle, c.current, c.cmdline, ` ${wipeArgument}`),
     "",
   ];
   return lines.join("\n");
