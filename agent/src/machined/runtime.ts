@@ -29,13 +29,14 @@ export interface MachineRuntime {
   meta: MetaStore | undefined;
   /** Mounted system volumes, by name (STATE, EPHEMERAL). */
   readonly volumes: Map<string, MountedVolume>;
-  setStage(stage: MachineStage, ready: boolean): void;
+  /** The stage MachineStatus reports (its controller judges readiness). */
+  setStage(stage: MachineStage): void;
   /** Serves maintenance mode until a complete configuration is applied; returns its text. */
   maintenance(): Promise<string>;
-  publishMount(volume: MountedVolume): void;
-  unpublishMount(name: string): void;
-  /** Mirrors META's keys into MetaKeys resources. */
-  publishMeta(): void;
+  /** `volumes` changed: MountStatus resources follow. */
+  mountsChanged(): void;
+  /** META's keys changed: MetaKeys resources follow. */
+  metaChanged(): void;
 }
 
 /** True on platforms that own a disk (anything but the container/sandbox platform). */
