@@ -9,17 +9,13 @@ import { isControlPlane } from "../controllers/secrets/api.js";
 import { ConflictError, describeError } from "../errors.js";
 import { addService } from "../grpc/server.js";
 import { logger } from "../log.js";
-import { spkiFingerprint } from "../pki/index.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType, type MachineConfigSpec } from "../resources/catalog/config.js";
 import { registerCatalog } from "../resources/catalog/index.js";
 import { MachineStatusId, MachineStatusType, RUNTIME_NAMESPACE, type MachineStage, type MachineStatusSpec } from "../resources/catalog/runtime.js";
 import {
   ApiCertificatesId,
   ApiCertificatesType,
-  MaintenanceServiceCertificatesId,
-  MaintenanceServiceCertificatesType,
   SECRETS_NAMESPACE,
-  type MaintenanceServiceCertsSpec,
 } from "../resources/catalog/secrets.js";
 import { ControllerRuntime, type Controller } from "../resources/controller-runtime.js";
 import type { ResourceDefinitionInput } from "../resources/definitions.js";
@@ -43,17 +39,18 @@ import { machinedGuard } from "./access.js";
 import { machineServiceImpl, storageServiceImpl } from "./apis.js";
 import { checkConfig, checkMaintenanceMode, maintenanceDryRunDetails, type ApplyRequest, type ConfigChecker } from "./apply.js";
 import { defaultTryTimeoutMs, planApply } from "./apply-plan.js";
-import { maintenanceConsoleLines, reprintOnAddressChange } from "./maintenance-console.js";
+import { announceMaintenance } from "./maintenance-console.js";
+import { published } from "./published.js";
 import { nodeAddresses, nodeHostname } from "./node-identity.js";
 import { EventBus } from "./events.js";
 import type { Platform } from "./platform.js";
 import { ownsDisks, type MachineRuntime } from "./runtime.js";
 import { bootSequence, initializeSequence, installSequence, rebootSequence, resetSequence, shutdownSequence, type ResetOptions } from "./sequences.js";
-import { runSequence, type Phase } from "./sequencer.js";
+import type { Phase } from "./sequencer.js";
+import { SequenceRunner } from "./sequence-runner.js";
 import { saveConfig } from "./tasks/state.js";
 
 const log = logger("machined");
-const consoleLog = logger("maintenance");
 
 /** The COSI State handlers (from grpc/cosi-server.ts), injected to keep this module testable. */
 export type CosiFactory = (state: ResourceState) => Record<string, (...args: never[]) => unknown>;
@@ -95,11 +92,6 @@ export interface Machined {
   /** Resolves when machined has stopped. */
   done: Promise<void>;
 }
-
-/** Sequences a lifecycle request may start, and what each may take over (reference §11). */
-const replyGraceMs = 1000;
-
-const preempts: Record<string, string[]> = { reboot: ["boot", "initialize", "reboot"], reset: ["boot", "initialize"], shutdown: ["boot", "initialize"] };
 
 /**
  * machined: owns the resource store and the one controller runtime, serves the node
@@ -155,7 +147,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     setStage,
     maintenance: async () => {
       setStage("maintenance");
-      await announceMaintenance();
+      await announceMaintenance(state, opts.apid.listen, maintenanceConsole.signal);
       await supervisor.start(apidService());
       return maintenanceConfig;
     },
@@ -186,36 +178,16 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   }
 
   // One sequence at a time; lifecycle requests take over the ones Talos lets them.
-  let running: { name: string; abort: AbortController; done: Promise<void> } | undefined;
-  const runExclusive = async (name: string, phases: Phase[], actorId = ""): Promise<void> => {
-    if (running) {
-      if (!preempts[name]?.includes(running.name)) throw new ConflictError(`the ${running.name} sequence is running`, { running: running.name, requested: name });
-      log.info(`${name} takes over the running ${running.name} sequence`);
-      running.abort.abort();
-      await running.done.catch(() => undefined);
-    }
-    const abort = new AbortController();
-    opts.signal.addEventListener("abort", () => abort.abort(), { once: true });
-    const done = runSequence(name, phases, abort.signal, events.sequenceListener(actorId));
-    running = { name, abort, done };
-    try {
-      await done;
-    } finally {
-      if (running?.done === done) running = undefined;
-    }
-  };
-
-  /** Starts a lifecycle sequence after the reply to the call that asked for it has left. */
-  let takenOver = false;
-  const lifecycle = (name: "reboot" | "shutdown" | "reset", next: MachineStage, phases: () => Phase[], actorId = "") => {
-    if (running && !preempts[name]?.includes(running.name)) throw new ConflictError(`the ${running.name} sequence is running`, { running: running.name, requested: name });
-    takenOver = true;
-    // The reply travels back through apid, which the sequence stops: give it a moment to leave.
-    setTimeout(() => {
-      setStage(next);
-      runExclusive(name, phases(), actorId).catch((err: unknown) => log.error(`${name} sequence failed`, { error: describeError(err) }));
-    }, replyGraceMs);
-  };
+  const sequences = new SequenceRunner((actorId) => events.sequenceListener(actorId), opts.signal);
+  const lifecycle = (name: "reboot" | "shutdown" | "reset", next: MachineStage, phases: () => Phase[], actorId = "") =>
+    sequences.request(
+      name,
+      () => {
+        setStage(next);
+        return phases();
+      },
+      actorId,
+    );
 
   let tryRevert: NodeJS.Timeout | undefined;
   opts.signal.addEventListener("abort", () => clearTimeout(tryRevert), { once: true });
@@ -318,25 +290,6 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
 
   const maintenanceConsole = new AbortController();
   opts.signal.addEventListener("abort", () => maintenanceConsole.abort(), { once: true });
-  /** Prints where the maintenance API is reached once its certificate is published (by the secrets controllers). */
-  const announceMaintenance = async () => {
-    const cert = await published<MaintenanceServiceCertsSpec>(state, SECRETS_NAMESPACE, MaintenanceServiceCertificatesType, MaintenanceServiceCertificatesId, maintenanceConsole.signal);
-    if (!cert) return;
-    const { host: listenHost, port } = splitListen(opts.apid.listen);
-    // A listener bound to one address (the sandbox) is reachable only there.
-    const reachableNow = () => (["", "0.0.0.0", "::"].includes(listenHost) ? nodeAddresses(state) : [listenHost]);
-    const reachable = reachableNow();
-    const fingerprint = spkiFingerprint(cert.server.crt);
-    for (const line of maintenanceConsoleLines({ addresses: reachable, port, fingerprint })) consoleLog.info(line);
-    // Addresses that arrive later (the DHCPv4 lease after IPv6 SLAAC) are printed again, until a config is applied.
-    reprintOnAddressChange(state, maintenanceConsole.signal, {
-      printed: reachable,
-      reachable: reachableNow,
-      print: (now) => {
-        for (const line of maintenanceConsoleLines({ addresses: now, port, fingerprint })) consoleLog.info(line);
-      },
-    });
-  };
   // The maintenance certificates go with the maintenance stage (secrets controllers); the console stops re-printing.
   const leaveMaintenance = () => maintenanceConsole.abort();
 
@@ -392,16 +345,16 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       const found = ownsDisks(r) ? findSystemDisk(opts.block) : undefined;
       const installed = found !== undefined && (await installComplete(found.partitions.BOOT, opts.mounter, path.join(paths.system, "boot")));
       if (found && !installed) log.warn("the system disk's install did not finish: it will be installed again", { disk: found.disk });
-      await runExclusive("initialize", initializeSequence(r, { installed }));
+      await sequences.run("initialize", initializeSequence(r, { installed }));
       if (ownsDisks(r) && !installed) {
         // A configuration arrived in maintenance mode on a node that is not installed: install, then kexec.
         mode = "installing";
         setStage("installing");
-        await runExclusive("install", installSequence(r));
+        await sequences.run("install", installSequence(r));
       } else {
         setStage("booting");
         await activate(r.configText!);
-        await runExclusive("boot", bootSequence(r, startAllServices));
+        await sequences.run("boot", bootSequence(r, startAllServices));
         setStage("running");
       }
       // What ends this boot (init's reboot or kexec, a lifecycle sequence, a signal) stops machined.
@@ -409,7 +362,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     } catch (err) {
       if (opts.signal.aborted) return;
       // A reboot, reset or shutdown took over the sequence that failed here; it ends the boot.
-      if (takenOver) {
+      if (sequences.lifecycleRequested) {
         await untilStopped();
         return;
       }
@@ -424,23 +377,6 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     }
   })();
   return { state, supervisor, done };
-}
-
-/** The spec of a resource once it exists (and satisfies `holds`); undefined when `signal` aborts first. */
-function published<S>(state: ResourceState, namespace: string, type: string, id: string, signal: AbortSignal, holds: (spec: S) => boolean = () => true): Promise<S | undefined> {
-  return new Promise((resolve) => {
-    const ac = new AbortController();
-    const done = (spec: S | undefined) => {
-      ac.abort();
-      signal.removeEventListener("abort", stop);
-      resolve(spec);
-    };
-    const stop = () => done(undefined);
-    signal.addEventListener("abort", stop, { once: true });
-    state.watch<S>({ namespace, type, id }, { signal: ac.signal }, (ev) => {
-      if (ev.type !== "destroyed" && ev.resource.spec !== undefined && holds(ev.resource.spec)) done(ev.resource.spec);
-    });
-  });
 }
 
 async function listenUnix(server: grpc.Server, socket: string): Promise<void> {
