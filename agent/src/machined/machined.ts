@@ -151,6 +151,12 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       await supervisor.start(apidService());
       return maintenanceConfig;
     },
+    services: () => {
+      // apid first: activation has usually started it already (and restarts it on feature changes).
+      const machineType = activeConfig.get()?.machineType;
+      const trustd = opts.trustd && isControlPlane(machineType) ? [trustdService({ listen: opts.trustd.listen, process: opts.trustd.spec() })] : [];
+      return [apidService(), ...trustd];
+    },
     mountsChanged: () => volumes.set(new Map(r.volumes)),
     metaChanged: () => metaKeys.set(r.meta?.keys() ?? new Map()),
   };
@@ -326,17 +332,6 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     return run;
   };
 
-  const startAllServices = async () => {
-    // apid is started (and restarted on feature changes) by activation; the rest join here as they land.
-    if (!supervisor.list().some((s) => s.id === "apid" && s.state !== "Finished" && s.state !== "Failed")) await supervisor.start(apidService());
-    // trustd binds once its certificate is published: starting it must not wait for that.
-    const machineType = state.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.machineType;
-    if (opts.trustd && isControlPlane(machineType)) {
-      supervisor.start(trustdService({ listen: opts.trustd.listen, process: opts.trustd.spec() })).catch((err: unknown) => log.error("starting trustd failed", { error: describeError(err) }));
-    }
-    log.info("Basalt is ready for user interaction");
-  };
-
   const untilStopped = () => new Promise<void>((resolve) => (opts.signal.aborted ? resolve() : opts.signal.addEventListener("abort", () => resolve(), { once: true })));
   const done = (async () => {
     try {
@@ -354,7 +349,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       } else {
         setStage("booting");
         await activate(r.configText!);
-        await sequences.run("boot", bootSequence(r, startAllServices));
+        await sequences.run("boot", bootSequence(r));
         setStage("running");
       }
       // What ends this boot (init's reboot or kexec, a lifecycle sequence, a signal) stops machined.

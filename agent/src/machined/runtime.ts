@@ -1,5 +1,6 @@
 import type { MachineStage } from "../resources/catalog/runtime.js";
 import type { ResourceState } from "../resources/state.js";
+import type { ServiceDefinition } from "../services/service.js";
 import type { Supervisor } from "../services/supervisor.js";
 import type { MetaStore } from "../storage/meta.js";
 import type { SystemDisk } from "../storage/system-disk.js";
@@ -33,6 +34,8 @@ export interface MachineRuntime {
   setStage(stage: MachineStage): void;
   /** Serves maintenance mode until a complete configuration is applied; returns its text. */
   maintenance(): Promise<string>;
+  /** The services this node runs with its configuration (apid; trustd on a control plane), in start order. */
+  services(): ServiceDefinition[];
   /** `volumes` changed: MountStatus resources follow. */
   mountsChanged(): void;
   /** META's keys changed: MetaKeys resources follow. */
