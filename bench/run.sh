@@ -22,3 +22,5 @@ echo "== memory (sandbox)"
 node dist/bench/memory.js
 echo "== rpc latency (sandbox)"
 node dist/bench/rpc-latency.js
+echo "== apid fan-out latency (3 sandboxes in network namespaces)"
+node dist/bench/fanout.js

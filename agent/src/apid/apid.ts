@@ -1,9 +1,11 @@
 import * as grpc from "@grpc/grpc-js";
-import os from "node:os";
+import { chmod, mkdir, rm } from "node:fs/promises";
+import path from "node:path";
 import { allMethods, decode, serviceDefinition } from "../api/index.js";
 import { describeError } from "../errors.js";
 import { roleKey } from "../grpc/metadata.js";
 import { logger } from "../log.js";
+import { hostnameStatusDefinition, HostnameStatusId, HostnameStatusType, NETWORK_NAMESPACE, nodeAddressDefinition, NodeAddressIds, NodeAddressType } from "../resources/catalog/network.js";
 import {
   apiCertsDefinition,
   ApiCertificatesId,
@@ -13,8 +15,10 @@ import {
   MaintenanceServiceCertificatesType,
   SECRETS_NAMESPACE,
 } from "../resources/catalog/secrets.js";
-import { authenticate, liveServerCredentials, type ListenerMode, type LiveServerCredentials } from "./credentials.js";
-import { buildProxyServer } from "./proxy.js";
+import { RemoteBackends } from "./backends.js";
+import { authenticate, liveServerCredentials, socketCaller, type ListenerMode, type LiveServerCredentials } from "./credentials.js";
+import { buildProxyServer, type Backends, type ProxiedMethod } from "./proxy.js";
+import { addressesFromProto, SelfNames } from "./self.js";
 
 const log = logger("apid");
 
@@ -25,22 +29,16 @@ export interface ApidOptions {
   enableRbac: boolean;
   /** machine.features.apidCheckExtKeyUsage: client certificates must be clientAuth-only. */
   checkExtKeyUsage: boolean;
+  /** apid's own unix socket (no TLS; roles from `talos-role`); none when undefined. */
+  apidSocket?: string;
+  /** Deadline for one node of a fan-out. */
+  perTargetTimeoutMs?: number;
   signal: AbortSignal;
 }
 
 interface PemPair {
   crt?: Buffer;
   key?: Buffer;
-}
-
-/** Names and addresses by which callers may address this node in `node`/`nodes`. */
-function isSelf(target: string): boolean {
-  const t = target.replace(/^\[|\]$/g, "").toLowerCase();
-  if (t === "localhost" || t === os.hostname().toLowerCase()) return true;
-  for (const addrs of Object.values(os.networkInterfaces())) {
-    for (const a of addrs ?? []) if (a.address.toLowerCase() === t) return true;
-  }
-  return false;
 }
 
 /**
@@ -51,10 +49,16 @@ function isSelf(target: string): boolean {
  */
 export async function runApid(opts: ApidOptions): Promise<void> {
   const target = `unix:${opts.machinedSocket}`;
-  const local = new grpc.Client(target, grpc.credentials.createInsecure());
+  // Large replies and status messages are machined's to bound; the channel reconnects by itself if it drops.
+  const local = new grpc.Client(target, grpc.credentials.createInsecure(), { "grpc.max_receive_message_length": 32 * 1024 * 1024, "grpc.max_send_message_length": 32 * 1024 * 1024 });
   const State = grpc.makeGenericClientConstructor(serviceDefinition("cosi.resource.State"), "State");
   const cosi = new State(target, grpc.credentials.createInsecure()) as unknown as WatchClient;
-  const methods = allMethods().map((m) => ({ path: m.path, requestStream: m.requestStream, responseStream: m.responseStream }));
+  const methods: ProxiedMethod[] = allMethods().map((m) => ({ path: m.path, requestStream: m.requestStream, responseStream: m.responseStream }));
+  const remotes = new RemoteBackends();
+  const backends: Backends = { local, get canForward() { return remotes.canForward; }, client: (t) => remotes.client(t) };
+  const self = new SelfNames(listenHost(opts.listen));
+  const isSelf = (t: string) => self.isSelf(t);
+  const proxyBase = { methods, backends, isSelf, perTargetTimeoutMs: opts.perTargetTimeoutMs };
 
   let current: { server: grpc.Server; key: string; creds: LiveServerCredentials } | undefined;
   let apiCerts: { server: PemPair; acceptedCAs: string[] } | undefined;
@@ -74,7 +78,7 @@ export async function runApid(opts: ApidOptions): Promise<void> {
     if (old) await shutdown(old.server);
     if (!mode) return;
     const creds = liveServerCredentials(mode);
-    const server = buildProxyServer({ methods, local, isSelf, authenticate: (call) => authenticate(mode, call as never) });
+    const server = buildProxyServer({ ...proxyBase, authenticate: (call) => authenticate(mode, call) });
     await new Promise<void>((resolve, reject) =>
       server.bindAsync(opts.listen, creds.credentials, (err) => (err ? reject(err) : resolve())),
     );
@@ -87,22 +91,59 @@ export async function runApid(opts: ApidOptions): Promise<void> {
     chain = chain.then(rebind).catch((err) => log.error("rebinding the api listener failed", { error: describeError(err) }));
   };
 
-  watchOne(cosi, ApiCertificatesType, ApiCertificatesId, apiCertsDefinition.protoSpecType, opts.signal, (spec) => {
+  watchOne(cosi, SECRETS_NAMESPACE, ApiCertificatesType, ApiCertificatesId, apiCertsDefinition.protoSpecType, opts.signal, (spec) => {
     apiCerts = spec
       ? { server: (spec["server"] ?? {}) as PemPair, acceptedCAs: ((spec["accepted_c_as"] ?? []) as { crt?: Buffer }[]).map((c) => c.crt?.toString() ?? "").filter(Boolean) }
       : undefined;
+    // The client certificate (control plane only) is what lets this apid forward to other nodes.
+    const client = (spec?.["client"] ?? {}) as PemPair;
+    remotes.setIdentity(apiCerts && client.crt?.length && client.key?.length ? { crt: client.crt.toString(), key: client.key.toString(), acceptedCAs: apiCerts.acceptedCAs } : undefined);
     schedule();
   });
-  watchOne(cosi, MaintenanceServiceCertificatesType, MaintenanceServiceCertificatesId, maintenanceServiceCertsDefinition.protoSpecType, opts.signal, (spec) => {
+  watchOne(cosi, SECRETS_NAMESPACE, MaintenanceServiceCertificatesType, MaintenanceServiceCertificatesId, maintenanceServiceCertsDefinition.protoSpecType, opts.signal, (spec) => {
     maintenanceCert = spec ? ((spec["server"] ?? {}) as PemPair) : undefined;
     schedule();
   });
+  watchOne(cosi, NETWORK_NAMESPACE, HostnameStatusType, HostnameStatusId, hostnameStatusDefinition.protoSpecType, opts.signal, (spec) => {
+    self.update({ hostname: String(spec?.["hostname"] ?? ""), domainname: String(spec?.["domainname"] ?? "") });
+  });
+  watchOne(cosi, NETWORK_NAMESPACE, NodeAddressType, NodeAddressIds.current, nodeAddressDefinition.protoSpecType, opts.signal, (spec) => {
+    self.update({ addresses: addressesFromProto(spec?.["addresses"]) });
+  });
+
+  // The socket is a convenience beside :50000: apid (unprivileged) still serves the network when its directory is not writable.
+  const socketServer = opts.apidSocket
+    ? await listenSocket(opts.apidSocket, buildProxyServer({ ...proxyBase, authenticate: socketCaller })).catch((err: unknown) => {
+        log.error("api socket not served", { socket: opts.apidSocket, error: describeError(err) });
+        return undefined;
+      })
+    : undefined;
 
   await new Promise<void>((resolve) => opts.signal.addEventListener("abort", () => resolve(), { once: true }));
   await chain;
   if (current) await shutdown(current.server);
+  if (socketServer) await shutdown(socketServer);
+  remotes.close();
   local.close();
   (cosi as unknown as grpc.Client).close();
+}
+
+function listenHost(listen: string): string {
+  return listen.slice(0, listen.lastIndexOf(":")).replace(/^\[|\]$/g, "");
+}
+
+/**
+ * Serves the proxy on apid's unix socket. The directory is apid's own (mode 0750; on a
+ * node machined creates it owned by apid's user, since /system/run is root's); a stale
+ * socket from an earlier run is replaced.
+ */
+async function listenSocket(socket: string, server: grpc.Server): Promise<grpc.Server> {
+  await mkdir(path.dirname(socket), { recursive: true, mode: 0o750 });
+  await rm(socket, { force: true });
+  await new Promise<void>((resolve, reject) => server.bindAsync(`unix:${socket}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+  await chmod(socket, 0o660);
+  log.info("api socket listening", { socket });
+  return server;
 }
 
 function chooseMode(
@@ -153,6 +194,7 @@ const DESTROYED = 2;
 /** Follows one resource over machined's COSI API, reconnecting until aborted. */
 function watchOne(
   client: WatchClient,
+  namespace: string,
   type: string,
   id: string,
   specType: string,
@@ -163,7 +205,7 @@ function watchOne(
     if (signal.aborted) return;
     const md = new grpc.Metadata();
     md.add(roleKey, "os:admin");
-    const stream = client.Watch({ namespace: SECRETS_NAMESPACE, type, id, options: {}, api_version: 1 }, md);
+    const stream = client.Watch({ namespace, type, id, options: {}, api_version: 1 }, md);
     const stop = () => stream.cancel();
     signal.addEventListener("abort", stop, { once: true });
     stream.on("data", (resp) => {
@@ -172,11 +214,17 @@ function watchOne(
         else if (ev.resource?.spec?.proto_spec) onSpec(decode(specType, ev.resource.spec.proto_spec) as Record<string, unknown>);
       }
     });
-    stream.on("error", (err: grpc.ServiceError) => {
+    // A watch ends by an error (machined restarting, the connection dropping) or, rarely, cleanly: either way it is started again.
+    let ended = false;
+    const restart = (err?: grpc.ServiceError) => {
+      if (ended) return;
+      ended = true;
       signal.removeEventListener("abort", stop);
-      if (err.code !== grpc.status.CANCELLED) log.warn("certificate watch failed; retrying", { type, error: err.details });
+      if (err && err.code !== grpc.status.CANCELLED) log.warn("resource watch failed; retrying", { type, error: err.details });
       setTimeout(start, 1000).unref();
-    });
+    };
+    stream.on("error", restart);
+    stream.on("end", () => restart());
   };
   start();
 }

@@ -3,7 +3,7 @@ import { X509Certificate } from "node:crypto";
 import type { PeerCertificate } from "node:tls";
 import { roleKey } from "../grpc/metadata.js";
 import { tlsKeyPem } from "../pki/tls.js";
-import { allRoles, normalizeRoles, Role } from "../grpc/roles.js";
+import { allRoles, isAuthorized, normalizeRoles, Role } from "../grpc/roles.js";
 import type { SurfaceCall } from "../grpc/server.js";
 import type { Caller } from "./proxy.js";
 
@@ -82,6 +82,11 @@ function organizations(cert: PeerCertificate): string[] {
   return Array.isArray(o) ? o : [o];
 }
 
+/** A caller on apid's unix socket: the socket's permissions are the authentication; roles come from `talos-role`. */
+export function socketCaller(call: SurfaceCall): Caller {
+  return { roles: normalizeRoles(call.metadata.get(roleKey).map(String)) };
+}
+
 /**
  * Roles of a caller: in maintenance everyone is a reader (machined applies the
  * maintenance rules); with mTLS the roles are the client certificate's O values,
@@ -104,5 +109,11 @@ export function authenticate(mode: ListenerMode, call: SurfaceCall): Caller {
     const asserted = normalizeRoles(call.metadata.get(roleKey).map(String));
     if (asserted.length > 0) roles = asserted;
   }
+  // Refused at the door too, so a call this caller may not make is never forwarded to other nodes.
+  if (!isAuthorized(call.getPath(), roles)) throw permissionDenied("not authorized");
   return { roles };
+}
+
+function permissionDenied(details: string): grpc.ServiceError {
+  return Object.assign(new Error(details), { code: grpc.status.PERMISSION_DENIED, details, metadata: new grpc.Metadata() });
 }

@@ -2,6 +2,7 @@ import * as grpc from "@grpc/grpc-js";
 import type { SurfaceCall } from "../grpc/server.js";
 import { describeError } from "../errors.js";
 import { listenerKey, roleKey } from "../grpc/metadata.js";
+import { boundedStatusMessage } from "../grpc/status.js";
 import { encodeMetadataMessage, failedNodeReply, tagStreamMessage, tagUnaryReply } from "../grpc/aggregate.js";
 
 export interface ProxiedMethod {
@@ -10,80 +11,145 @@ export interface ProxiedMethod {
   responseStream: boolean;
 }
 
-/** Who the caller is, as apid decided from its certificate (or maintenance mode). */
+/** Who the caller is, as apid decided from its certificate (or maintenance mode, or its socket). */
 export interface Caller {
   roles: string[];
   /** Came in on the maintenance listener (machined then applies maintenance rules). */
   maintenance?: boolean;
 }
 
+/** Where calls go: machined's socket, and other nodes' apid. */
+export interface Backends {
+  local: grpc.Client;
+  /** Whether this apid holds a client certificate to forward with (workers do not). */
+  readonly canForward: boolean;
+  /** The channel to another node's apid; undefined when this apid cannot forward. */
+  client(target: string): grpc.Client | undefined;
+}
+
 export interface ProxyOptions {
   methods: ProxiedMethod[];
-  /** A client bound to machined's socket. */
-  local: grpc.Client;
+  backends: Backends;
   /** Authenticates a call from its transport; throws a grpc-shaped error to refuse. */
   authenticate(call: SurfaceCall): Caller;
   /** Addresses and names that mean "this node" in `node`/`nodes` metadata. */
   isSelf(target: string): boolean;
+  /** How long one node of a fan-out may take (unary) or take to connect (streams). Default 10 s. */
+  perTargetTimeoutMs?: number;
+  /** Nodes of one fan-out called at the same time. Default 16. */
+  maxConcurrentTargets?: number;
 }
 
 const identity = (b: Buffer): Buffer => b;
 
+/** A destination of one call: machined, or another node's apid; `tag` is the hostname appended in a fan-out. */
+interface Leg {
+  client: grpc.Client;
+  remote: boolean;
+  tag?: string;
+}
+
 type Route =
-  | { kind: "local" }
-  | { kind: "fanout"; targets: string[] }
+  | { kind: "one"; leg: Leg }
+  | { kind: "many"; legs: Leg[] }
   | { kind: "error"; error: Partial<grpc.StatusObject> };
 
 // Metadata that must not be forwarded: transport headers and the routing keys we consume.
-const dropKeys = new Set(["nodes", "node", roleKey, listenerKey, ":authority", "content-type", "user-agent", "te", "grpc-timeout", "grpc-accept-encoding", "accept-encoding", "grpc-encoding"]);
+const dropKeys = new Set(["nodes", "node", "proxyfrom", roleKey, listenerKey, ":authority", "content-type", "user-agent", "te", "grpc-timeout", "grpc-accept-encoding", "accept-encoding", "grpc-encoding"]);
 
-function route(path: string, md: grpc.Metadata, isSelf: (t: string) => boolean): Route {
-  if (md.get("proxyfrom").length > 0) return { kind: "local" };
+const refused = (code: grpc.status, details: string): Route => ({ kind: "error", error: { code, details } });
+
+function values(md: grpc.Metadata, key: string): string[] {
   // grpc-js joins repeated header values with ", "; a node name never holds a comma.
-  const node = md.get("node").flatMap((v) => String(v).split(",")).map((s) => s.trim()).filter(Boolean);
-  const nodes = md.get("nodes").flatMap((v) => String(v).split(",")).map((s) => s.trim()).filter(Boolean);
-  if (node.length > 1) {
-    return { kind: "error", error: { code: grpc.status.INVALID_ARGUMENT, details: "node metadata must be single-valued" } };
-  }
+  return md.get(key).flatMap((v) => String(v).split(",")).map((s) => s.trim()).filter(Boolean);
+}
+
+/** The director (reference §3): which backends serve this call. */
+export function route(path: string, md: grpc.Metadata, opts: Pick<ProxyOptions, "backends" | "isSelf">): Route {
+  const { backends, isSelf } = opts;
+  const local: Leg = { client: backends.local, remote: false };
+  if (md.get("proxyfrom").length > 0) return { kind: "one", leg: local };
+  const node = values(md, "node");
+  const nodes = values(md, "nodes");
+  if (node.length > 1) return refused(grpc.status.INVALID_ARGUMENT, "node metadata must be single-valued");
+  // A node that cannot forward serves a call naming only itself as if it named nothing.
+  if (!backends.canForward && nodes.length === 1 && isSelf(nodes[0]!)) return { kind: "one", leg: local };
   if (nodes.length > 0) {
-    if (path.startsWith("/cosi.")) {
-      return { kind: "error", error: { code: grpc.status.INVALID_ARGUMENT, details: "one-2-many proxying is not supported for COSI methods" } };
+    if (path.startsWith("/cosi.")) return refused(grpc.status.INVALID_ARGUMENT, "one-2-many proxying is not supported for COSI methods");
+    const legs: Leg[] = [];
+    for (const t of nodes) {
+      // This node answers from machined directly rather than through its own TLS listener: same reply, one hop less.
+      if (isSelf(t)) {
+        legs.push({ ...local, tag: t });
+        continue;
+      }
+      const client = backends.client(t);
+      if (!client) return refused(grpc.status.PERMISSION_DENIED, "no request forwarding");
+      legs.push({ client, remote: true, tag: t });
     }
-    if (nodes.every(isSelf)) return { kind: "fanout", targets: nodes };
-    return remoteUnsupported(nodes.filter((n) => !isSelf(n)));
+    return { kind: "many", legs };
   }
   if (node.length === 1) {
-    if (isSelf(node[0]!)) return { kind: "local" };
-    return remoteUnsupported(node);
+    if (isSelf(node[0]!)) return { kind: "one", leg: local };
+    const client = backends.client(node[0]!);
+    if (!client) return refused(grpc.status.PERMISSION_DENIED, "no request forwarding");
+    return { kind: "one", leg: { client, remote: true } };
   }
-  return { kind: "local" };
+  return { kind: "one", leg: local };
 }
 
-function remoteUnsupported(targets: string[]): Route {
-  // Proxying to other nodes' apid needs trustd-issued client certificates (a later issue).
-  return {
-    kind: "error",
-    error: { code: grpc.status.UNAVAILABLE, details: `proxying to other nodes is not supported yet: ${targets.join(", ")}` },
-  };
-}
-
-function forwardedMetadata(md: grpc.Metadata, caller: Caller): grpc.Metadata {
+/** Metadata sent to a backend: the caller's, without routing keys, with the caller's roles (and `proxyfrom` to another apid). */
+function forwardedMetadata(call: SurfaceCall, caller: Caller, leg: Leg): grpc.Metadata {
+  const md = call.metadata;
   const out = new grpc.Metadata();
   for (const k of Object.keys(md.getMap())) {
     if (dropKeys.has(k) || k.startsWith("grpc-")) continue;
     for (const value of md.get(k)) out.add(k, value);
   }
   for (const r of caller.roles) out.add(roleKey, r);
-  if (caller.maintenance) out.set(listenerKey, "maintenance");
+  if (leg.remote) out.set("proxyfrom", hostOfCall(call));
+  else if (caller.maintenance) out.set(listenerKey, "maintenance");
   return out;
 }
 
-function asStatus(err: unknown): Partial<grpc.StatusObject> {
+function hostOfCall(call: SurfaceCall): string {
+  return call.getHost() || "unknown";
+}
+
+/** A backend failure as the status apid reports (message bounded, so it always fits a trailer). */
+function asStatus(err: unknown): grpc.StatusObject {
   const e = err as Partial<grpc.ServiceError>;
   if (typeof e?.code === "number") {
-    return { code: e.code, details: e.details ?? e.message ?? "", metadata: e.metadata ?? new grpc.Metadata() };
+    return { code: e.code, details: boundedStatusMessage(e.details ?? e.message ?? ""), metadata: e.metadata ?? new grpc.Metadata() };
   }
-  return { code: grpc.status.INTERNAL, details: describeError(err) };
+  return { code: grpc.status.INTERNAL, details: boundedStatusMessage(describeError(err)), metadata: new grpc.Metadata() };
+}
+
+const asError = (st: Partial<grpc.StatusObject>): grpc.ServiceError =>
+  Object.assign(new Error(st.details ?? ""), { code: st.code ?? grpc.status.UNKNOWN, details: st.details ?? "", metadata: st.metadata ?? new grpc.Metadata() });
+
+function failedNode(tag: string, st: grpc.StatusObject) {
+  return { hostname: tag, error: st.details, status: { code: st.code, message: st.details } };
+}
+
+/** Runs `fns` with at most `limit` of them in flight at once, keeping the order of results. */
+async function bounded<T>(fns: (() => Promise<T>)[], limit: number): Promise<T[]> {
+  const out: T[] = new Array(fns.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < fns.length) {
+      const i = next++;
+      out[i] = await fns[i]!();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, fns.length) }, worker));
+  return out;
+}
+
+function deadlineOf(call: SurfaceCall, capMs?: number): grpc.Deadline {
+  const own = call.getDeadline();
+  const ownMs = own instanceof Date ? own.getTime() : own;
+  return capMs === undefined ? ownMs : Math.min(ownMs, Date.now() + capMs);
 }
 
 /**
@@ -109,83 +175,123 @@ export function buildProxyServer(opts: ProxyOptions): grpc.Server {
   return server;
 }
 
-function admit(call: SurfaceCall, m: ProxiedMethod, opts: ProxyOptions):
-  | { caller: Caller; route: Route }
-  | { error: Partial<grpc.StatusObject> } {
+function admit(call: SurfaceCall, m: ProxiedMethod, opts: ProxyOptions): { caller: Caller; route: Route } | { error: Partial<grpc.StatusObject> } {
   let caller: Caller;
   try {
     caller = opts.authenticate(call);
   } catch (err) {
     return { error: asStatus(err) };
   }
-  return { caller, route: route(m.path, call.metadata, opts.isSelf) };
+  return { caller, route: route(m.path, call.metadata, opts) };
 }
 
 function unary(m: ProxiedMethod, opts: ProxyOptions): grpc.handleUnaryCall<Buffer, Buffer> {
+  const perTarget = opts.perTargetTimeoutMs ?? 10_000;
   return (call, callback) => {
     const a = admit(call, m, opts);
-    if ("error" in a) return callback(a.error as grpc.ServiceError);
-    if (a.route.kind === "error") return callback(a.route.error as grpc.ServiceError);
-    const md = forwardedMetadata(call.metadata, a.caller);
-    const once = () =>
+    if ("error" in a) return callback(asError(a.error));
+    if (a.route.kind === "error") return callback(asError(a.route.error));
+    const caller = a.caller;
+    const cancels = new Set<() => void>();
+    call.on("cancelled", () => {
+      for (const c of cancels) c();
+    });
+    const send = (leg: Leg, deadline: grpc.Deadline) =>
       new Promise<Buffer>((resolve, reject) => {
-        const c = opts.local.makeUnaryRequest(m.path, identity, identity, call.request, md, (err, resp) =>
-          err ? reject(err) : resolve(resp ?? Buffer.alloc(0)),
-        );
-        call.on("cancelled", () => c.cancel());
+        const c = leg.client.makeUnaryRequest(m.path, identity, identity, call.request, forwardedMetadata(call, caller, leg), { deadline }, (err, resp) => {
+          cancels.delete(cancel);
+          if (err) reject(err);
+          else resolve(resp ?? Buffer.alloc(0));
+        });
+        const cancel = () => c.cancel();
+        cancels.add(cancel);
       });
-    if (a.route.kind === "local") {
-      once().then((resp) => callback(null, resp), (err) => callback(asStatus(err) as grpc.ServiceError));
+    if (a.route.kind === "one") {
+      send(a.route.leg, deadlineOf(call)).then((resp) => callback(null, resp), (err) => callback(asError(asStatus(err))));
       return;
     }
-    const targets = a.route.targets;
-    Promise.all(
-      targets.map((t) =>
-        once().then(
-          (resp) => tagUnaryReply(resp, t),
-          (err) => {
-            const st = asStatus(err);
-            return failedNodeReply({ hostname: t, error: st.details ?? "", status: { code: st.code ?? 2, message: st.details ?? "" } });
-          },
-        ),
+    const legs = a.route.legs;
+    const perLeg = legs.map((leg) => () =>
+      send(leg, deadlineOf(call, perTarget)).then(
+        (resp) => tagUnaryReply(resp, leg.tag!),
+        // A failing node contributes an error entry beside the others' answers.
+        (err) => failedNodeReply(failedNode(leg.tag!, asStatus(err))),
       ),
-    ).then((parts) => callback(null, Buffer.concat(parts)), (err) => callback(asStatus(err) as grpc.ServiceError));
+    );
+    bounded(perLeg, opts.maxConcurrentTargets ?? 16).then(
+      (parts) => callback(null, Buffer.concat(parts)),
+      (err) => callback(asError(asStatus(err))),
+    );
   };
 }
 
-function relayStream(
-  upstream: grpc.ClientReadableStream<Buffer>,
-  down: grpc.ServerWritableStream<Buffer, Buffer> | grpc.ServerDuplexStream<Buffer, Buffer>,
-  tag: string | undefined,
-  onDone: (status: Partial<grpc.StatusObject> | undefined) => void,
-): void {
-  upstream.on("data", (b: Buffer) => down.write(tag === undefined ? b : tagStreamMessage(b, tag)));
-  upstream.on("error", (err) => onDone(asStatus(err)));
-  upstream.on("status", (st: grpc.StatusObject) => {
-    if (st.code === grpc.status.OK) onDone(undefined);
+type Downstream = grpc.ServerWritableStream<Buffer, Buffer> | grpc.ServerDuplexStream<Buffer, Buffer>;
+
+/**
+ * Relays one backend stream into the caller's stream, pausing the backend while
+ * the caller is slow. Ends with the backend's status (undefined = OK).
+ */
+function relayStream(up: grpc.ClientReadableStream<Buffer>, down: Downstream, tag: string | undefined, onDone: (st: grpc.StatusObject | undefined) => void): void {
+  let done = false;
+  const finish = (st: grpc.StatusObject | undefined) => {
+    if (done) return;
+    done = true;
+    down.removeListener("cancelled", cancel);
+    onDone(st);
+  };
+  const cancel = () => up.cancel();
+  up.on("data", (b: Buffer) => {
+    if (!down.write(tag === undefined ? b : tagStreamMessage(b, tag))) {
+      up.pause();
+      down.once("drain", () => up.resume());
+    }
   });
-  down.on("cancelled", () => upstream.cancel());
+  up.on("error", (err) => finish(asStatus(err)));
+  up.on("status", (st: grpc.StatusObject) => {
+    if (st.code === grpc.status.OK) finish(undefined);
+  });
+  down.on("cancelled", cancel);
+}
+
+/** Resolves once a remote channel is connected, or rejects after `timeoutMs`: a dead node must not hold a stream fan-out. */
+function connected(leg: Leg, timeoutMs: number): Promise<void> {
+  if (!leg.remote) return Promise.resolve();
+  return new Promise((resolve, reject) =>
+    leg.client.waitForReady(Date.now() + timeoutMs, (err) =>
+      err ? reject(Object.assign(err, { code: grpc.status.UNAVAILABLE, details: `connection to ${leg.tag ?? "node"} not ready: ${err.message}` })) : resolve(),
+    ),
+  );
 }
 
 function serverStream(m: ProxiedMethod, opts: ProxyOptions): grpc.handleServerStreamingCall<Buffer, Buffer> {
+  const perTarget = opts.perTargetTimeoutMs ?? 10_000;
   return (call) => {
     const a = admit(call, m, opts);
-    const fail = (st: Partial<grpc.StatusObject>) => call.emit("error", st);
+    const fail = (st: Partial<grpc.StatusObject>) => call.emit("error", asError(st));
     if ("error" in a) return fail(a.error);
     if (a.route.kind === "error") return fail(a.route.error);
-    const md = forwardedMetadata(call.metadata, a.caller);
-    const targets = a.route.kind === "fanout" ? a.route.targets : [undefined];
-    let pending = targets.length;
-    for (const t of targets) {
-      const up = opts.local.makeServerStreamRequest(m.path, identity, identity, call.request, md);
-      relayStream(up, call, t, (st) => {
-        if (st && t === undefined) return fail(st);
-        if (st && t !== undefined) {
-          // A failing node in a fan-out contributes one error message instead of failing the call.
-          call.write(encodeMetadataMessage({ hostname: t, error: st.details ?? "", status: { code: st.code ?? 2, message: st.details ?? "" } }));
-        }
-        if (--pending === 0) call.end();
-      });
+    const caller = a.caller;
+    const open = (leg: Leg) => leg.client.makeServerStreamRequest(m.path, identity, identity, call.request, forwardedMetadata(call, caller, leg), { deadline: deadlineOf(call) });
+    if (a.route.kind === "one") {
+      const leg = a.route.leg;
+      relayStream(open(leg), call, undefined, (st) => (st ? fail(st) : call.end()));
+      return;
+    }
+    const legs = a.route.legs;
+    let pending = legs.length;
+    const legDone = (leg: Leg, st: grpc.StatusObject | undefined) => {
+      // A failing node contributes one error message instead of failing the call.
+      if (st && !call.cancelled) call.write(encodeMetadataMessage(failedNode(leg.tag!, st)));
+      if (--pending === 0 && !call.cancelled) call.end();
+    };
+    for (const leg of legs) {
+      connected(leg, perTarget).then(
+        () => {
+          if (call.cancelled) return legDone(leg, undefined);
+          relayStream(open(leg), call, leg.tag, (st) => legDone(leg, st));
+        },
+        (err) => legDone(leg, asStatus(err)),
+      );
     }
   };
 }
@@ -193,13 +299,14 @@ function serverStream(m: ProxiedMethod, opts: ProxyOptions): grpc.handleServerSt
 function clientStream(m: ProxiedMethod, opts: ProxyOptions): grpc.handleClientStreamingCall<Buffer, Buffer> {
   return (call, callback) => {
     const a = admit(call, m, opts);
-    if ("error" in a) return callback(a.error as grpc.ServiceError);
-    if (a.route.kind !== "local") {
-      const err = a.route.kind === "error" ? a.route.error : { code: grpc.status.INVALID_ARGUMENT, details: "client streaming methods are proxied one-to-one only" };
-      return callback(err as grpc.ServiceError);
+    if ("error" in a) return callback(asError(a.error));
+    if (a.route.kind !== "one") {
+      // Client-streaming calls (EtcdRecover) are proxied one-to-one only.
+      return callback(asError(a.route.kind === "error" ? a.route.error : { code: grpc.status.INVALID_ARGUMENT, details: "client streaming methods are proxied one-to-one only" }));
     }
-    const up = opts.local.makeClientStreamRequest(m.path, identity, identity, forwardedMetadata(call.metadata, a.caller), (err, resp) =>
-      err ? callback(asStatus(err) as grpc.ServiceError) : callback(null, resp ?? Buffer.alloc(0)),
+    const leg = a.route.leg;
+    const up = leg.client.makeClientStreamRequest(m.path, identity, identity, forwardedMetadata(call, a.caller, leg), { deadline: deadlineOf(call) }, (err, resp) =>
+      err ? callback(asError(asStatus(err))) : callback(null, resp ?? Buffer.alloc(0)),
     );
     call.on("data", (b: Buffer) => up.write(b));
     call.on("end", () => up.end());
@@ -210,12 +317,13 @@ function clientStream(m: ProxiedMethod, opts: ProxyOptions): grpc.handleClientSt
 function bidi(m: ProxiedMethod, opts: ProxyOptions): grpc.handleBidiStreamingCall<Buffer, Buffer> {
   return (call) => {
     const a = admit(call, m, opts);
-    const fail = (st: Partial<grpc.StatusObject>) => call.emit("error", st);
+    const fail = (st: Partial<grpc.StatusObject>) => call.emit("error", asError(st));
     if ("error" in a) return fail(a.error);
-    if (a.route.kind !== "local") {
+    if (a.route.kind !== "one") {
       return fail(a.route.kind === "error" ? a.route.error : { code: grpc.status.INVALID_ARGUMENT, details: "bidirectional methods are proxied one-to-one only" });
     }
-    const up = opts.local.makeBidiStreamRequest(m.path, identity, identity, forwardedMetadata(call.metadata, a.caller));
+    const leg = a.route.leg;
+    const up = leg.client.makeBidiStreamRequest(m.path, identity, identity, forwardedMetadata(call, a.caller, leg), { deadline: deadlineOf(call) });
     call.on("data", (b: Buffer) => up.write(b));
     call.on("end", () => up.end());
     relayStream(up, call, undefined, (st) => (st ? fail(st) : call.end()));

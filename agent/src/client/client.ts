@@ -1,15 +1,10 @@
 import * as grpc from "@grpc/grpc-js";
-import net from "node:net";
-import tls, { type PeerCertificate } from "node:tls";
 import { InvalidInputError } from "../errors.js";
 import { serviceDefinition } from "../api/index.js";
-import { tlsKeyPem as tlsKey } from "../pki/tls.js";
+import { type ClientCredentials, tlsTarget, withPort } from "../grpc/tls-target.js";
 import type { TalosContext } from "./talosconfig.js";
 
-/** How to reach a node: the maintenance (insecure) listener, or mTLS with a talosconfig's material. */
-export type ClientCredentials =
-  | { kind: "insecure" }
-  | { kind: "mtls"; ca: string; crt: string; key: string; serverName?: string };
+export { type ClientCredentials, ipEndpointServerName, tlsTarget, withPort } from "../grpc/tls-target.js";
 
 export interface ClientOptions {
   endpoint: string; // host or host:port; port 50000 is added when missing
@@ -23,47 +18,6 @@ export interface ClientOptions {
 // grpc-js generic clients index methods by name; the typed wrappers below give them shapes.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- generic client methods are untyped by construction
 type Untyped = any;
-
-export function withPort(endpoint: string): string {
-  if (/^\[.*\]:\d+$/.test(endpoint) || /^[^:\[\]]+:\d+$/.test(endpoint)) return endpoint;
-  if (endpoint.includes(":") && !endpoint.startsWith("[")) return `[${endpoint}]:50000`;
-  return `${endpoint}:50000`;
-}
-
-
-/** The host of a host:port or [v6]:port address. */
-function hostOf(address: string): string {
-  const colon = address.lastIndexOf(":");
-  return address.slice(0, colon).replace(/^\[|\]$/g, "");
-}
-
-/**
- * SNI name sent when the node is addressed by IP: Node refuses an IP as TLS
- * ServerName (DEP0123) and grpc-js sends the target host unless overridden.
- * It names nothing (RFC 2606 `.invalid`); the identity check below ignores it.
- */
-export const ipEndpointServerName = "node.basalt.invalid";
-
-/**
- * Channel credentials and options for `address`. With mTLS the chain is
- * verified against the talosconfig CA (grpc-js/Node default), and the server
- * certificate must name the endpoint (or `serverName`): an IP identity is
- * checked against the certificate's IP SANs by our checkServerIdentity, since
- * it cannot travel as the SNI name.
- */
-export function tlsTarget(address: string, c: ClientCredentials): { creds: grpc.ChannelCredentials; options: grpc.ChannelOptions } {
-  const identity = (c.kind === "mtls" ? c.serverName : undefined) ?? hostOf(address);
-  const options: grpc.ChannelOptions = {};
-  if (net.isIP(identity)) options["grpc.ssl_target_name_override"] = ipEndpointServerName;
-  else if (c.kind === "mtls" && c.serverName) options["grpc.ssl_target_name_override"] = c.serverName;
-  if (c.kind === "insecure") {
-    // Maintenance mode: TLS without verifying the server, exactly as `talosctl --insecure`.
-    return { creds: grpc.credentials.createSsl(null, null, null, { rejectUnauthorized: false, checkServerIdentity: () => undefined }), options };
-  }
-  // grpc-js calls this with the override name; the identity checked is always ours.
-  const checkServerIdentity = (_sni: string, cert: PeerCertificate) => tls.checkServerIdentity(identity, cert);
-  return { creds: grpc.credentials.createSsl(Buffer.from(c.ca), Buffer.from(tlsKey(c.key)), Buffer.from(c.crt), { checkServerIdentity }), options };
-}
 
 /** A typed client for the Talos-v1.7-compatible API, for our tests, benchmarks and users. */
 export class NodeClient {
@@ -180,6 +134,17 @@ export class NodeClient {
   }
   generateConfiguration(request: object) {
     return this.unary(this.machine, "GenerateConfiguration", request);
+  }
+  /** A directory listing (talosctl ls): one machine.FileInfo per entry. */
+  list(request: { root: string; recurse?: boolean; recursion_depth?: number; types?: number[] }) {
+    return this.collect(this.machine, "List", request);
+  }
+  /** A talosconfig (and its parts) for `roles`, valid for `crtTtlSeconds` (talosctl config new). */
+  generateClientConfiguration(roles: string[], crtTtlSeconds: number) {
+    return this.unary<{ messages: { ca: Buffer; crt: Buffer; key: Buffer; talosconfig: Buffer }[] }>(this.machine, "GenerateClientConfiguration", {
+      roles,
+      crt_ttl: { seconds: crtTtlSeconds },
+    });
   }
 
   close(): void {

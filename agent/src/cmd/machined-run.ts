@@ -66,7 +66,7 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
         spec: (flags) => ({
           id: "apid",
           command: opts.self.command,
-          args: [...apidNodeFlags(), ...opts.self.args, "apid", "--listen", opts.apidListen, "--machined-socket", opts.paths.machinedSocket, ...flags],
+          args: [...apidNodeFlags(), ...opts.self.args, "apid", "--listen", opts.apidListen, "--machined-socket", opts.paths.machinedSocket, "--apid-socket", opts.paths.apidSocket, ...flags],
           env: apidEnv(),
           stopTimeoutMs: 5000,
           ipc: true,

@@ -100,9 +100,30 @@ function labelQueries(wire: WireLabelQuery[] | undefined): LabelQuery[] {
   }));
 }
 
+// Syntax JavaScript accepts but Go's RE2 (what Talos compiles id queries with) refuses:
+// lookarounds, backreferences and repeat counts over 1000. Each pattern skips escaped characters.
+const lookaround = /(?:^|[^\\])(?:\\\\)*(\(\?<?[=!])/;
+const backreference = /(?:^|[^\\])(?:\\\\)*(\\(?:[1-9]|k<))/;
+const repeat = /\{(\d+)(?:,(\d*))?\}/g;
+
+/** Refuses an id regexp Talos could not compile, with Go's wording. */
+function checkIdRegexp(regexp: string): void {
+  const refuse = (why: string): never => {
+    throw new InvalidInputError(`invalid id query regexp ${JSON.stringify(regexp)}: error parsing regexp: ${why}`);
+  };
+  const look = lookaround.exec(regexp);
+  if (look) refuse(`invalid or unsupported Perl syntax: \`${look[1]}\``);
+  const back = backreference.exec(regexp);
+  if (back) refuse(`invalid escape sequence: \`${back[1]}\``);
+  for (const m of regexp.matchAll(repeat)) {
+    if (Number(m[1]) > 1000 || Number(m[2] || 0) > 1000) refuse(`invalid repeat count: \`${m[0]}\``);
+  }
+}
+
 /** Builds the filter of a list/watch request (label queries AND id regexp). */
 function resourceFilter(labelQuery: WireLabelQuery[] | undefined, idRegexp: string | undefined): (r: Resource) => boolean {
   const queries = labelQueries(labelQuery);
+  checkIdRegexp(idRegexp ?? "");
   const idRe = compileIdQuery(idRegexp ?? "");
   return (r) => (idRe === undefined || idRe.test(r.metadata.id)) && matchesLabelQueries(r.metadata.labels, queries);
 }

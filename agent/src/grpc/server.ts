@@ -7,7 +7,7 @@ import { toGrpcError } from "./status.js";
 const log = logger("grpc");
 
 /** What every server-side call offers (grpc-js does not export its ServerSurfaceCall type). */
-export type SurfaceCall = Pick<grpc.ServerUnaryCall<unknown, unknown>, "metadata" | "getPeer" | "getAuthContext" | "getPath" | "cancelled">;
+export type SurfaceCall = Pick<grpc.ServerUnaryCall<unknown, unknown>, "metadata" | "getPeer" | "getAuthContext" | "getPath" | "getDeadline" | "getHost" | "cancelled">;
 
 /** Decides, before a handler runs, whether a call may proceed; throws one of our errors to refuse. */
 export type CallGuard = (path: string, call: SurfaceCall) => void;

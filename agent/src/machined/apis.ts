@@ -9,12 +9,15 @@ import { serviceListResponse } from "./service-list.js";
 import { versionMessage } from "./version.js";
 import { InvalidInputError, NotFoundError, UnimplementedError } from "../errors.js";
 import type { MetaStore } from "../storage/meta.js";
-import type { Mounter } from "../sys/mount.js";
 import type { ApplyRequest } from "./apply.js";
 import type { EventBus } from "./events.js";
-import { streamDmesg } from "./rpc/dmesg.js";
+import type { ConfigBundle } from "../config/bundle.js";
+import { streamDmesg, type DmesgRequest } from "./rpc/dmesg.js";
 import { streamEvents, type EventsRequest } from "./rpc/events.js";
-import { mountStats, streamFile } from "./rpc/files.js";
+import { generateClientConfiguration } from "./rpc/generate-client-config.js";
+import { streamList, type ListRequest } from "./rpc/list.js";
+import { mountStats } from "./rpc/mounts.js";
+import { streamFile, type ReadRequest } from "./rpc/read.js";
 import type { ResetOptions } from "./sequences.js";
 import type { Platform } from "./platform.js";
 
@@ -25,11 +28,10 @@ export interface MachineApiContext {
   block: BlockSysfs;
   inMaintenance(): boolean;
   rbacEnabled(): boolean;
-  /** The active configuration text (normal mode). */
-  activeConfig(): string | undefined;
+  /** The active configuration (normal mode). */
+  activeConfig(): ConfigBundle | undefined;
   /** Returns one machine.ApplyConfiguration message. */
   applyConfiguration(req: ApplyRequest, call: grpc.ServerUnaryCall<ApplyRequest, unknown>): Promise<Record<string, unknown>>;
-  mounter: Mounter;
   /** The disk the system is installed on (e.g. /dev/vda). */
   systemDisk(): string | undefined;
   /** Start the lifecycle sequences once the reply has left; throw when another sequence may not be taken over. */
@@ -75,10 +77,12 @@ export function machineServiceImpl(ctx: MachineApiContext): ServiceImpl {
       ctx.reset({ labels, reboot: req.reboot === true }, actorId);
       return { messages: [{ actor_id: actorId }] };
     }),
-    Read: async (call: grpc.ServerWritableStream<{ path?: string }, unknown>) => streamFile(call.request.path ?? "", call),
-    Mounts: unaryHandler(async () => mountStats(ctx.mounter.list())),
+    Read: async (call: grpc.ServerWritableStream<ReadRequest, unknown>) => streamFile(call),
+    List: async (call: grpc.ServerWritableStream<ListRequest, unknown>) => streamList(call),
+    Mounts: unaryHandler(async () => mountStats()),
     Events: async (call: grpc.ServerWritableStream<EventsRequest, unknown>) => streamEvents(ctx.events, call),
-    Dmesg: async (call: grpc.ServerWritableStream<{ follow?: boolean; tail?: boolean }, unknown>) => streamDmesg(call),
+    Dmesg: async (call: grpc.ServerWritableStream<DmesgRequest, unknown>) => streamDmesg(call),
+    GenerateClientConfiguration: unaryHandler(generateClientConfiguration(ctx)),
     MetaWrite: unaryHandler(async (req: { key?: number; value?: Buffer }) => {
       const meta = ctx.meta();
       await meta.store.set(req.key ?? 0, Buffer.from(req.value ?? Buffer.alloc(0)).toString("utf8"));
@@ -101,7 +105,7 @@ export function machineServiceImpl(ctx: MachineApiContext): ServiceImpl {
       }
       // Normal mode: configs joining this node's cluster (its own secrets); maintenance: a new cluster.
       const active = ctx.inMaintenance() ? undefined : ctx.activeConfig();
-      const out = await generateMachineConfig(req, active ? { secrets: secretsBundleFromConfig(active) } : {});
+      const out = await generateMachineConfig(req, active ? { secrets: secretsBundleFromConfig(active.toYaml()) } : {});
       return { messages: [{ data: out.data.map((d) => Buffer.from(d)), talosconfig: Buffer.from(out.talosconfig) }] };
     }),
   };

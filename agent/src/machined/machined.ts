@@ -9,7 +9,7 @@ import { isControlPlane } from "../controllers/secrets/api.js";
 import { ConflictError, describeError } from "../errors.js";
 import { addService } from "../grpc/server.js";
 import { logger } from "../log.js";
-import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType, type MachineConfigSpec } from "../resources/catalog/config.js";
+import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../resources/catalog/config.js";
 import { registerCatalog } from "../resources/catalog/index.js";
 import { MachineStatusId, MachineStatusType, RUNTIME_NAMESPACE, type MachineStage, type MachineStatusSpec } from "../resources/catalog/runtime.js";
 import {
@@ -259,11 +259,10 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     platform,
     supervisor,
     block: opts.block,
-    mounter: opts.mounter,
     systemDisk: () => r.systemDisk?.disk,
     inMaintenance: () => mode !== "normal",
     rbacEnabled: () => rbac,
-    activeConfig: () => state.get<MachineConfigSpec>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.toYaml(),
+    activeConfig: () => state.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec,
     applyConfiguration,
     reboot: (actorId: string) => lifecycle("reboot", "rebooting", () => rebootSequence(r), actorId),
     shutdown: (actorId: string) => lifecycle("shutdown", "shutting down", () => shutdownSequence(r), actorId),
@@ -288,7 +287,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     const features = { rbac, checkExtKeyUsage: apidCheckExtKeyUsage };
     const maintenance = mode === "maintenance";
     const run = opts.apid.inProcess
-      ? { inProcess: (signal: AbortSignal) => runApid({ listen: opts.apid.listen, machinedSocket: paths.machinedSocket, enableRbac: features.rbac, checkExtKeyUsage: features.checkExtKeyUsage, signal }) }
+      ? { inProcess: (signal: AbortSignal) => runApid({ listen: opts.apid.listen, machinedSocket: paths.machinedSocket, apidSocket: paths.apidSocket, enableRbac: features.rbac, checkExtKeyUsage: features.checkExtKeyUsage, signal }) }
       : { process: opts.apid.spec(maintenance ? [] : [`--enable-rbac=${features.rbac}`, `--check-ext-key-usage=${features.checkExtKeyUsage}`]) };
     return apidDefinition({ state, listen: opts.apid.listen, maintenance, run });
   };

@@ -1,57 +1,119 @@
-import { constants, promises as fs } from "node:fs";
-import { setTimeout as sleep } from "node:timers/promises";
+// The kernel log device: /dev/kmsg records ("<prefix>,<seq>,<usec>,<flags>[,...];<text>\n[ KEY=value\n]...",
+// Documentation/ABI/testing/dev-kmsg), read without ever blocking in read(2).
 
-/** One /dev/kmsg record: "<prefix>,<seq>,<usec>,<flags>;<message>". */
+import { constants, promises as fs, type promises } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
+import { InvalidInputError } from "../errors.js";
+
 export interface KmsgRecord {
   facility: number;
   priority: number;
   seq: number;
   /** Microseconds since boot. */
   usec: number;
+  /** Everything after ";" with the kernel's \xNN escapes decoded (trailing newline and KEY=value lines kept, as Talos keeps them). */
   message: string;
 }
 
-export function parseKmsgRecord(line: string): KmsgRecord | undefined {
-  const semi = line.indexOf(";");
-  if (semi < 0) return undefined;
-  const [prefix = "", seq = "", usec = ""] = line.slice(0, semi).split(",");
-  const pri = Number(prefix);
-  if (!Number.isInteger(pri)) return undefined;
-  // Continuation lines (" KEY=value") after the first newline are dictionary data, not the message.
-  const message = line.slice(semi + 1).split("\n")[0]!;
-  return { facility: pri >> 3, priority: pri & 7, seq: Number(seq), usec: Number(usec), message };
+/** The kernel escapes non-printable bytes as \xNN and "\" as "\\"; other escapes are dropped. */
+export function unescapeKmsg(text: Buffer): Buffer {
+  const out: number[] = [];
+  const hex = (c: number | undefined) => {
+    if (c === undefined) return -1;
+    const ch = String.fromCharCode(c);
+    return /[0-9a-fA-F]/.test(ch) ? parseInt(ch, 16) : -1;
+  };
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (c !== 0x5c) {
+      out.push(c);
+      continue;
+    }
+    const next = text[i + 1];
+    if (next === 0x5c) {
+      out.push(0x5c);
+      i += 1;
+    } else if (next === 0x78) {
+      const hi = hex(text[i + 2]);
+      const lo = hi < 0 ? -1 : hex(text[i + 3]);
+      if (lo >= 0) out.push(hi * 16 + lo);
+      i += hi < 0 ? 2 : 3;
+    } else {
+      i += 1;
+    }
+  }
+  return Buffer.from(out);
+}
+
+/** Parses one record; the errors read as Talos's kmsg reader words them. */
+export function parseKmsgRecord(raw: Buffer): KmsgRecord {
+  const semi = raw.indexOf(0x3b);
+  if (semi < 0) throw new InvalidInputError("kernel message should contain a prefix");
+  const fields = raw.subarray(0, semi).toString("latin1").split(",");
+  if (fields.length < 3) throw new InvalidInputError(`message metdata should have at least 3 parts, got ${fields.length}`);
+  const int = (s: string, what: string) => {
+    if (!/^[+-]?\d+$/.test(s)) throw new InvalidInputError(`${what}: strconv.ParseInt: parsing ${JSON.stringify(s)}: invalid syntax`);
+    return Number(s);
+  };
+  const pri = int(fields[0]!, "error parsing priority");
+  return {
+    facility: pri >> 3,
+    priority: pri & 7,
+    seq: int(fields[1]!, "error parsing sequence"),
+    usec: int(fields[2]!, "errors parsing clock from boot"),
+    message: unescapeKmsg(raw.subarray(semi + 1)).toString("utf8"),
+  };
+}
+
+/** A record, or the reason one could not be parsed (sent on as an error entry, not ending the stream). */
+export type KmsgPacket = { record: KmsgRecord } | { error: string };
+
+export interface KmsgReadOptions {
+  /** Keep reading new records as they arrive, until the signal fires. */
+  follow: boolean;
+  /** Skip what is buffered now: only records logged from now on. */
+  fromTail: boolean;
+  signal: AbortSignal;
+  pollMs?: number;
+}
+
+/** Opens the kernel log for non-blocking reads; the caller closes it. */
+export function openKmsg(file = "/dev/kmsg"): Promise<promises.FileHandle> {
+  return fs.open(file, constants.O_RDONLY | constants.O_NONBLOCK);
 }
 
 /**
- * Reads the kernel log: every buffered record, then (follow) new ones as they come.
- * Non-blocking reads with a short poll, so a cancelled reader never leaves a thread
- * blocked in read(2).
+ * Reads the kernel log from a handle openKmsg gave. Non-blocking reads with a short poll
+ * while following, so a cancelled reader never leaves a libuv thread blocked in read(2).
+ * A failed read ends the log with an error packet, as Talos's reader ends it.
  */
-export async function* readKmsg(opts: { follow: boolean; skipExisting: boolean; signal: AbortSignal; file?: string; pollMs?: number }): AsyncGenerator<KmsgRecord> {
-  const fh = await fs.open(opts.file ?? "/dev/kmsg", constants.O_RDONLY | constants.O_NONBLOCK);
+export async function* readKmsg(fh: promises.FileHandle, opts: KmsgReadOptions): AsyncGenerator<KmsgPacket> {
   const buf = Buffer.alloc(8192);
-  let draining = opts.skipExisting;
-  try {
-    while (!opts.signal.aborted) {
-      let n: number;
-      try {
-        n = (await fh.read(buf, 0, buf.length, null)).bytesRead;
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        if (code === "EPIPE") continue; // records were overwritten before we read them
-        if (code !== "EAGAIN") throw err;
-        n = -1;
+  let skipping = opts.fromTail;
+  while (!opts.signal.aborted) {
+    let n: number;
+    try {
+      n = (await fh.read(buf, 0, buf.length, null)).bytesRead;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === "EPIPE") continue; // records were overwritten before we read them; the next read resumes
+      if (code !== "EAGAIN") {
+        yield { error: `error reading from kmsg: ${(err as Error).message}` };
+        return;
       }
-      if (n <= 0) {
-        draining = false;
-        if (!opts.follow) return;
-        await sleep(opts.pollMs ?? 250, undefined, { signal: opts.signal }).catch(() => undefined);
-        continue;
-      }
-      const rec = parseKmsgRecord(buf.subarray(0, n).toString("utf8"));
-      if (rec && !draining) yield rec;
+      n = 0;
     }
-  } finally {
-    await fh.close();
+    if (n === 0) {
+      skipping = false;
+      if (!opts.follow) return;
+      await sleep(opts.pollMs ?? 250, undefined, { signal: opts.signal }).catch(() => undefined);
+      continue;
+    }
+    if (skipping) continue;
+    try {
+      yield { record: parseKmsgRecord(buf.subarray(0, n)) };
+    } catch (err) {
+      yield { error: (err as Error).message };
+    }
   }
 }

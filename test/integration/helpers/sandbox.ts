@@ -46,6 +46,16 @@ function exited(child: ChildProcess): boolean {
   return child.exitCode !== null || child.signalCode !== null;
 }
 
+/** SIGTERM, then SIGKILL if `child` has not exited after `graceMs`; resolves once it is gone. */
+export async function stopProcess(child: ChildProcess, graceMs = 10_000): Promise<void> {
+  if (exited(child)) return;
+  const gone = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+  await gone;
+  clearTimeout(timer);
+}
+
 /** How the sandbox process is launched; the benches run it as init runs machined. */
 export interface SandboxLaunch {
   /** node's arguments before the sandbox's own: node flags, then the entry script (and its subcommand). Default: dist's sandbox.js. */
@@ -72,13 +82,6 @@ export function startSandbox(stateDir: string, port: number, extraArgs: string[]
   return {
     child,
     output: () => out,
-    async stop(graceMs = 10_000) {
-      if (!exited(child)) {
-        child.kill("SIGTERM");
-        const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
-        await gone;
-        clearTimeout(timer);
-      }
-    },
+    stop: (graceMs = 10_000) => stopProcess(child, graceMs),
   };
 }

@@ -18,39 +18,50 @@ after(() => {
   for (const s of servers) s.forceShutdown();
 });
 
-/** Starts a server whose one method answers with the caller's roles (or the refusal). */
-async function serve(mode: Omit<ListenerMode & { kind: "mtls" }, "serverCert" | "serverKey" | "acceptedCAs" | "kind">): Promise<number> {
+/** Like serve: Version and Reboot answer with the caller's roles. */
+const registerAll = (mode: Parameters<typeof serve>[0]) => serve(mode, ["/machine.MachineService/Version", "/machine.MachineService/Reboot"]);
+
+/** Starts a server whose methods answer with the caller's roles (or the refusal). */
+async function serve(mode: Omit<ListenerMode & { kind: "mtls" }, "serverCert" | "serverKey" | "acceptedCAs" | "kind">, paths = ["/machine.MachineService/Version"]): Promise<number> {
   const server = new grpc.Server();
   servers.push(server);
   const cert = await issueCertificate(ca, { commonName: "node", ipAddresses: ["127.0.0.1"], extKeyUsage: ["serverAuth"], lifetimeMs: 3600_000 });
   const full: ListenerMode = { kind: "mtls", serverCert: cert.certPem, serverKey: cert.keyPem, acceptedCAs: [ca.certPem], ...mode };
-  server.register(
-    "/t.T/Roles",
-    (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
-      try {
-        cb(null, Buffer.from(authenticate(full, call).roles.join(",")));
-      } catch (err) {
-        cb(err as grpc.ServiceError);
-      }
-    },
-    identity,
-    identity,
-    "unary",
-  );
+  for (const p of paths) {
+    server.register(
+      p,
+      (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+        try {
+          cb(null, Buffer.from(authenticate(full, call).roles.join(",")));
+        } catch (err) {
+          cb(err as grpc.ServiceError);
+        }
+      },
+      identity,
+      identity,
+      "unary",
+    );
+  }
   return new Promise((resolve, reject) =>
     server.bindAsync("127.0.0.1:0", serverCredentials(full), (err, port) => (err ? reject(err) : resolve(port))),
   );
 }
 
-async function call(port: number, roles: string[], eku: ExtKeyUsageName[], md: Record<string, string> = {}): Promise<string> {
-  const leaf = await issueCertificate(ca, { organizations: roles, extKeyUsage: eku, lifetimeMs: 3600_000 });
+async function call(
+  port: number,
+  roles: string[],
+  eku: ExtKeyUsageName[],
+  md: Record<string, string> = {},
+  leafOpts: { issuer?: CertificateAuthority; now?: Date; method?: string } = {},
+): Promise<string> {
+  const leaf = await issueCertificate(leafOpts.issuer ?? ca, { organizations: roles, extKeyUsage: eku, lifetimeMs: 3600_000, ...(leafOpts.now ? { now: leafOpts.now } : {}) });
   const creds = grpc.credentials.createSsl(Buffer.from(ca.certPem), Buffer.from(tlsKeyPem(leaf.keyPem)), Buffer.from(leaf.certPem));
   const client = new grpc.Client(`127.0.0.1:${port}`, creds);
   const meta = new grpc.Metadata();
   for (const [k, v] of Object.entries(md)) meta.add(k, v);
   try {
     return await new Promise((resolve, reject) =>
-      client.makeUnaryRequest("/t.T/Roles", identity, identity, Buffer.alloc(0), meta, (err, res) => (err ? reject(err) : resolve(res!.toString()))),
+      client.makeUnaryRequest(leafOpts.method ?? "/machine.MachineService/Version", identity, identity, Buffer.alloc(0), meta, (err, res) => (err ? reject(err) : resolve(res!.toString()))),
     );
   } finally {
     client.close();
@@ -79,6 +90,30 @@ test("an impersonator's talos-role metadata replaces its roles; RBAC off grants 
   assert.match(await call(open, ["os:reader"], ["clientAuth"]), /os:admin/);
 });
 
+test("expired certificates and certificates from another CA are refused in the handshake", async () => {
+  const port = await serve({ checkExtKeyUsage: true, enableRbac: true });
+  const twoYearsAgo = new Date(Date.now() - 2 * 365 * 24 * 3600_000);
+  await assert.rejects(call(port, ["os:admin"], ["clientAuth"], {}, { now: twoYearsAgo }), (e: grpc.ServiceError) => e.code === grpc.status.UNAVAILABLE);
+  const other = await generateSelfSignedCA({ organizations: ["talos"] });
+  await assert.rejects(call(port, ["os:admin"], ["clientAuth"], {}, { issuer: other }), (e: grpc.ServiceError) => e.code === grpc.status.UNAVAILABLE);
+  // The same listener still serves a valid certificate.
+  assert.equal(await call(port, ["os:admin"], ["clientAuth"]), "os:admin");
+});
+
+test("a method the caller's roles do not allow is refused at apid with Talos's message", async () => {
+  const port = await registerAll({ checkExtKeyUsage: true, enableRbac: true });
+  const reboot = "/machine.MachineService/Reboot";
+  await assert.rejects(
+    call(port, ["os:reader"], ["clientAuth"], {}, { method: reboot }),
+    (e: grpc.ServiceError) => e.code === grpc.status.PERMISSION_DENIED && e.details === "not authorized",
+  );
+  assert.equal(await call(port, ["os:operator"], ["clientAuth"], {}, { method: reboot }), "os:operator");
+  // An impersonator's asserted roles are what is checked.
+  await assert.rejects(call(port, ["os:impersonator"], ["clientAuth"], { "talos-role": "os:reader" }, { method: reboot }), (e: grpc.ServiceError) => e.code === grpc.status.PERMISSION_DENIED);
+  const open = await registerAll({ checkExtKeyUsage: true, enableRbac: false });
+  assert.match(await call(open, ["os:reader"], ["clientAuth"], {}, { method: reboot }), /os:admin/);
+});
+
 test("renewed server certificates are swapped in without re-binding", async () => {
   const { liveServerCredentials } = await import("../../../agent/src/apid/credentials.js");
   const issue = async (issuer: CertificateAuthority) =>
@@ -105,4 +140,14 @@ test("renewed server certificates are swapped in without re-binding", async () =
   live.update({ kind: "maintenance", serverCert: second.certPem, serverKey: second.keyPem });
   assert.equal(await ping(otherCA), "pong");
   await assert.rejects(ping(ca));
+});
+
+test("a caller on apid's unix socket holds the roles in its talos-role metadata, none without", async () => {
+  const { socketCaller } = await import("../../../agent/src/apid/credentials.js");
+  const md = new grpc.Metadata();
+  md.add("talos-role", "os:reader");
+  md.add("talos-role", "os:operator");
+  // socketCaller reads only the metadata of the call.
+  assert.deepEqual(socketCaller({ metadata: md } as never).roles, ["os:reader", "os:operator"]);
+  assert.deepEqual(socketCaller({ metadata: new grpc.Metadata() } as never).roles, []);
 });

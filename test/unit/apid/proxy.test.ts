@@ -1,5 +1,6 @@
-// apid's raw relay in front of a fake machined: role injection, listener tag,
-// routing by node/nodes metadata and one-to-many aggregation.
+// apid's raw relay in front of fake backends (a fake machined on a unix socket,
+// fake remote apids on TCP): role injection, listener tag, the director's routing
+// by node/nodes metadata, one-to-many aggregation, per-target deadlines, streams.
 import * as grpc from "@grpc/grpc-js";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -7,86 +8,216 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
 import { allMethods, decode, encode } from "../../../agent/src/api/index.js";
-import { buildProxyServer, type Caller } from "../../../agent/src/apid/proxy.js";
+import { buildProxyServer, type Backends, type Caller } from "../../../agent/src/apid/proxy.js";
 
 const identity = (b: Buffer) => b;
 const dir = mkdtempSync(path.join(os.tmpdir(), "basalt-proxy-"));
 const socket = path.join(dir, "machine.sock");
-let backend: grpc.Server;
+const servers: grpc.Server[] = [];
+const clients: grpc.Client[] = [];
 let proxy: grpc.Server;
-let local: grpc.Client;
 let port = 0;
 let caller: Caller = { roles: ["os:reader"] };
-const seen: grpc.Metadata[] = [];
+let canForward = true;
+const seen: { who: string; md: grpc.Metadata }[] = [];
+const remotes = new Map<string, grpc.Client>();
 
-before(async () => {
-  backend = new grpc.Server();
-  // Version answers with the roles it was given, in the tag, so the test can see them.
-  backend.register(
+/** A fake backend: Version answers with who it is and the roles/proxyfrom it got; Dmesg streams 3 chunks 30 ms apart. */
+async function fakeBackend(who: string, address: string, opts: { silent?: boolean } = {}): Promise<string> {
+  const server = new grpc.Server();
+  servers.push(server);
+  server.register(
     "/machine.MachineService/Version",
     (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
-      seen.push(call.metadata);
-      cb(null, encode("machine.VersionResponse", { messages: [{ version: { tag: call.metadata.get("talos-role").join(",") } }] }));
+      seen.push({ who, md: call.metadata });
+      if (opts.silent) return; // never answers: the per-target deadline must end it
+      const tag = `${who}|${call.metadata.get("talos-role").join(",")}|${call.metadata.get("proxyfrom").join(",")}`;
+      cb(null, encode("machine.VersionResponse", { messages: [{ version: { tag } }] }));
     },
     identity,
     identity,
     "unary",
   );
-  await new Promise<void>((resolve, reject) =>
-    backend.bindAsync(`unix:${socket}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())),
+  server.register(
+    "/machine.MachineService/Dmesg",
+    (call: grpc.ServerWritableStream<Buffer, Buffer>) => {
+      let n = 0;
+      const t = setInterval(() => {
+        call.write(encode("common.Data", { bytes: Buffer.from(`${who}-${n}`) }));
+        if (++n === 3) {
+          clearInterval(t);
+          call.end();
+        }
+      }, 30);
+      call.on("cancelled", () => clearInterval(t));
+    },
+    identity,
+    identity,
+    "serverStream",
   );
-  local = new grpc.Client(`unix:${socket}`, grpc.credentials.createInsecure());
+  const bound = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
+  return address.startsWith("unix:") ? address : `127.0.0.1:${bound}`;
+}
+
+function client(address: string): grpc.Client {
+  const c = new grpc.Client(address, grpc.credentials.createInsecure());
+  clients.push(c);
+  return c;
+}
+
+before(async () => {
+  const local = client(await fakeBackend("local", `unix:${socket}`));
+  remotes.set("10.0.0.2", client(await fakeBackend("node2", "127.0.0.1:0")));
+  remotes.set("10.0.0.3", client(await fakeBackend("node3", "127.0.0.1:0")));
+  remotes.set("10.0.0.9", client(await fakeBackend("silent", "127.0.0.1:0", { silent: true })));
+  // Nothing listens there: the connection is refused.
+  remotes.set("10.0.0.4", client("127.0.0.1:1"));
+  const backends: Backends = {
+    local,
+    get canForward() {
+      return canForward;
+    },
+    client: (t) => (canForward ? remotes.get(t.replace(/:\d+$/, "")) : undefined),
+  };
   proxy = buildProxyServer({
     methods: allMethods().map((m) => ({ path: m.path, requestStream: m.requestStream, responseStream: m.responseStream })),
-    local,
+    backends,
     authenticate: () => caller,
-    isSelf: (t) => t === "127.0.0.1" || t === "self",
+    isSelf: (t) => ["127.0.0.1", "127.0.0.1:50000", "self"].includes(t),
+    perTargetTimeoutMs: 500,
+    maxConcurrentTargets: 2,
   });
+  servers.push(proxy);
   port = await new Promise((resolve, reject) =>
     proxy.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
   );
 });
 
 after(() => {
-  proxy.forceShutdown();
-  backend.forceShutdown();
-  local.close();
+  for (const c of clients) c.close();
+  for (const s of servers) s.forceShutdown();
   rmSync(dir, { recursive: true, force: true });
 });
 
-function version(md: Record<string, string[]> = {}, path = "/machine.MachineService/Version"): Promise<{ messages: { metadata: { hostname: string } | null; version: { tag: string } | null }[] }> {
-  const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+interface VersionReply {
+  messages: { metadata: { hostname: string; error: string; status: { code: number } | null } | null; version: { tag: string } | null }[];
+}
+
+function metadataOf(md: Record<string, string[]>): grpc.Metadata {
   const meta = new grpc.Metadata();
   for (const [k, vs] of Object.entries(md)) for (const v of vs) meta.add(k, v);
+  return meta;
+}
+
+function version(md: Record<string, string[]> = {}, method = "/machine.MachineService/Version"): Promise<VersionReply> {
+  const c = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
   return new Promise((resolve, reject) =>
-    client.makeUnaryRequest(path, identity, identity, Buffer.alloc(0), meta, (err, res) => {
-      client.close();
+    c.makeUnaryRequest(method, identity, identity, Buffer.alloc(0), metadataOf(md), (err, res) => {
+      c.close();
       if (err) reject(err);
       else resolve(decode("machine.VersionResponse", res!) as never);
     }),
   );
 }
 
+function dmesg(md: Record<string, string[]>): Promise<{ metadata: { hostname: string; error: string } | null; bytes: Buffer }[]> {
+  const c = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+  return new Promise((resolve, reject) => {
+    const out: { metadata: { hostname: string; error: string } | null; bytes: Buffer }[] = [];
+    const s = c.makeServerStreamRequest("/machine.MachineService/Dmesg", identity, identity, Buffer.alloc(0), metadataOf(md));
+    s.on("data", (b: Buffer) => out.push(decode("common.Data", b) as never));
+    s.on("error", (e) => (c.close(), reject(e)));
+    s.on("end", () => (c.close(), resolve(out)));
+  });
+}
+
 test("relays bytes to machined with the caller's roles; client-sent roles and listener tags are dropped", async () => {
+  canForward = true;
   caller = { roles: ["os:reader"] };
   const r = await version({ "talos-role": ["os:admin"], "basalt-listener": ["maintenance"] });
-  assert.equal(r.messages[0]!.version!.tag, "os:reader");
+  assert.equal(r.messages[0]!.version!.tag, "local|os:reader|");
   assert.equal(r.messages[0]!.metadata, null, "one-to-one replies are not tagged");
-  assert.deepEqual(seen.at(-1)!.get("basalt-listener"), []);
+  assert.deepEqual(seen.at(-1)!.md.get("basalt-listener"), []);
   caller = { roles: ["os:reader"], maintenance: true };
   await version();
-  assert.deepEqual(seen.at(-1)!.get("basalt-listener"), ["maintenance"]);
+  assert.deepEqual(seen.at(-1)!.md.get("basalt-listener"), ["maintenance"]);
 });
 
-test("nodes metadata fans out and tags each reply with its target", async () => {
+test("node naming this node (by name, IP or IP:port) is served locally; another node one-to-one with proxyfrom and the caller's roles", async () => {
+  caller = { roles: ["os:operator"] };
+  for (const self of ["self", "127.0.0.1", "127.0.0.1:50000"]) {
+    const r = await version({ node: [self] });
+    assert.equal(r.messages[0]!.version!.tag, "local|os:operator|", self);
+  }
+  const r = await version({ node: ["10.0.0.2"] });
+  assert.equal(r.messages.length, 1);
+  assert.match(r.messages[0]!.version!.tag, /^node2\|os:operator\|.+/, "proxyfrom set, roles forwarded");
+  assert.equal(r.messages[0]!.metadata, null, "one-to-one: nothing appended");
+  const md = seen.at(-1)!.md;
+  assert.deepEqual([md.get("node"), md.get("nodes")], [[], []], "routing keys are not forwarded");
+});
+
+test("nodes fans out: one message per target tagged with the target string, this node included", async () => {
   caller = { roles: ["os:admin"] };
-  const r = await version({ nodes: ["127.0.0.1,self"] });
-  assert.deepEqual(r.messages.map((m) => m.metadata!.hostname), ["127.0.0.1", "self"]);
-  assert.deepEqual(r.messages.map((m) => m.version!.tag), ["os:admin", "os:admin"]);
+  const r = await version({ nodes: ["127.0.0.1,10.0.0.2", "10.0.0.3"] });
+  assert.deepEqual(r.messages.map((m) => m.metadata!.hostname), ["127.0.0.1", "10.0.0.2", "10.0.0.3"]);
+  assert.deepEqual(r.messages.map((m) => m.version!.tag.split("|")[0]), ["local", "node2", "node3"]);
+  assert.ok(r.messages.every((m) => m.version!.tag.split("|")[1] === "os:admin"));
+});
+
+test("a failed or silent node is an error entry beside the others' answers, within the per-target deadline", async () => {
+  caller = { roles: ["os:admin"] };
+  const started = Date.now();
+  const r = await version({ nodes: ["10.0.0.2", "10.0.0.4", "10.0.0.9", "10.0.0.3"] });
+  const took = Date.now() - started;
+  assert.deepEqual(r.messages.map((m) => m.metadata!.hostname), ["10.0.0.2", "10.0.0.4", "10.0.0.9", "10.0.0.3"]);
+  assert.equal(r.messages[0]!.version!.tag.split("|")[0], "node2");
+  assert.equal(r.messages[3]!.version!.tag.split("|")[0], "node3");
+  assert.equal(r.messages[1]!.metadata!.status!.code, grpc.status.UNAVAILABLE);
+  assert.ok(r.messages[1]!.metadata!.error.length > 0);
+  assert.equal(r.messages[2]!.metadata!.status!.code, grpc.status.DEADLINE_EXCEEDED);
+  assert.equal(r.messages[2]!.version, null);
+  assert.ok(took < 2000, `answered in ${took} ms (per-target deadline 500 ms)`);
+});
+
+test("streamed replies of a fan-out are interleaved and tagged; a failed node is one error message", async () => {
+  caller = { roles: ["os:reader"] };
+  const msgs = await dmesg({ nodes: ["10.0.0.2", "10.0.0.3", "10.0.0.4"] });
+  const data = msgs.filter((m) => !m.metadata?.error);
+  assert.equal(data.length, 6);
+  for (const m of data) assert.equal(m.bytes.toString().startsWith("node2") ? "10.0.0.2" : "10.0.0.3", m.metadata!.hostname);
+  const order = data.map((m) => m.metadata!.hostname);
+  // Interleaved as they arrive, not one node's stream after the other's.
+  assert.notDeepEqual(order, [...order].sort());
+  const failed = msgs.filter((m) => m.metadata?.error);
+  assert.deepEqual(failed.map((m) => m.metadata!.hostname), ["10.0.0.4"]);
+});
+
+test("without a client certificate: only this node may be named; forwarding is refused as Talos refuses it", async () => {
+  canForward = false;
+  try {
+    caller = { roles: ["os:admin"] };
+    const r = await version({ nodes: ["self"] });
+    assert.equal(r.messages[0]!.metadata, null, "a sole self target is served as if no target was named");
+    await assert.rejects(version({ nodes: ["10.0.0.2"] }), (e: grpc.ServiceError) => e.code === grpc.status.PERMISSION_DENIED && e.details === "no request forwarding");
+    await assert.rejects(version({ node: ["10.0.0.2"] }), (e: grpc.ServiceError) => e.code === grpc.status.PERMISSION_DENIED && e.details === "no request forwarding");
+  } finally {
+    canForward = true;
+  }
 });
 
 test("routing errors as Talos answers them", async () => {
-  await assert.rejects(version({ node: ["a", "b"] }), (e: grpc.ServiceError) => e.code === grpc.status.INVALID_ARGUMENT && /single-valued/.test(e.details));
-  await assert.rejects(version({ nodes: ["self"] }, "/cosi.resource.State/Get"), (e: grpc.ServiceError) => e.code === grpc.status.INVALID_ARGUMENT && /one-2-many/.test(e.details));
-  await assert.rejects(version({ node: ["10.9.9.9"] }), (e: grpc.ServiceError) => e.code !== grpc.status.OK);
+  await assert.rejects(version({ node: ["a", "b"] }), (e: grpc.ServiceError) => e.code === grpc.status.INVALID_ARGUMENT && e.details === "node metadata must be single-valued");
+  await assert.rejects(
+    version({ nodes: ["self"] }, "/cosi.resource.State/Get"),
+    (e: grpc.ServiceError) => e.code === grpc.status.INVALID_ARGUMENT && e.details === "one-2-many proxying is not supported for COSI methods",
+  );
+});
+
+test("proxyfrom makes the call local whatever node/nodes say", async () => {
+  caller = { roles: ["os:reader"] };
+  const r = await version({ proxyfrom: ["10.0.0.1"], nodes: ["10.0.0.2"] });
+  assert.equal(r.messages[0]!.version!.tag, "local|os:reader|", "proxyfrom is consumed, not passed to machined");
 });

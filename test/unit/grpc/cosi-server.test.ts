@@ -163,6 +163,25 @@ describe("cosi.resource.State server", () => {
     );
   });
 
+  it("an invalid id regexp answers INVALID_ARGUMENT on List and Watch", async () => {
+    // JS syntax errors, and JS-valid syntax that Go's RE2 (Talos) refuses.
+    for (const regexp of ["(", "[a-", "a(?P<x>b)", "(?=m)", "ma(?!x)", "(a)\\1", "a{1001}", "a{2,5000}"]) {
+      await assert.rejects(
+        collect("List", { namespace: "runtime", type: ServiceType, options: { id_query: { regexp } } }),
+        (err: grpc.ServiceError) => err.code === grpc.status.INVALID_ARGUMENT && err.details.includes("regexp"),
+        regexp,
+      );
+      await assert.rejects(
+        collect("Watch", { namespace: "runtime", type: ServiceType, options: { id_query: { regexp } }, api_version: 1 }),
+        (err: grpc.ServiceError) => err.code === grpc.status.INVALID_ARGUMENT,
+        regexp,
+      );
+    }
+    // Escaped lookalikes and a repeat of 1000 are fine.
+    const ok = await collect("List", { namespace: "runtime", type: ServiceType, options: { id_query: { regexp: "^m\\(?=|^mach{0,1000}" } } });
+    assert.deepEqual(ok.map((m) => (m.resource as WireRes).metadata.id), ["machined"]);
+  });
+
   it("lists resource definitions that decode as ResourceDefinitionSpec, and namespaces", async () => {
     const rds = await collect("List", { namespace: "meta", type: "ResourceDefinitions.meta.cosi.dev" });
     const mc = rds.map((m) => m.resource as WireRes).find((r) => r.metadata.id === "machineconfigs.config.talos.dev")!;

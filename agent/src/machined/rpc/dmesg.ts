@@ -1,37 +1,59 @@
-// Dmesg: the kernel log, formatted as Talos formats each record for talosctl dmesg.
+// MachineService.Dmesg (talosctl dmesg): each kernel record as one common.Data in
+// Talos's layout "<facility>: <priority, width 7>: [<RFC 3339 time, ns>]: <text>".
+// `tail` skips what is buffered (only new records), `follow` keeps streaming; a record
+// that cannot be parsed is sent as an entry with metadata.error.
 
 import type * as grpc from "@grpc/grpc-js";
 import { readFileSync } from "node:fs";
-import { readKmsg, type KmsgRecord } from "../../sys/kmsg.js";
+import { SystemError } from "../../errors.js";
+import { openKmsg, readKmsg, type KmsgRecord } from "../../sys/kmsg.js";
+import { pathErrorText } from "./errno.js";
+import { cancellation, send } from "./stream.js";
 
-const facilities = ["kern", "user", "mail", "daemon", "auth", "syslog", "lpr", "news", "uucp", "cron", "authpriv", "ftp"];
+// Talos's names by index: local0 follows authpriv at 11 (not syslog's 16), so the same records read the same.
+const facilities = ["kern", "user", "mail", "daemon", "auth", "syslog", "lpr", "news", "uucp", "cron", "authpriv", ...Array.from({ length: 8 }, (_, i) => `local${i}`)];
 const priorities = ["emerg", "alert", "crit", "err", "warning", "notice", "info", "debug"];
 
-/** When the machine booted, for the records' wall-clock time. */
-export function bootTimeMs(uptimeFile = "/proc/uptime"): number {
-  return Date.now() - Number(readFileSync(uptimeFile, "utf8").split(" ")[0]) * 1000;
+export interface DmesgRequest {
+  follow?: boolean;
+  tail?: boolean;
 }
 
-/** "<facility>: <priority, padded to 7>: [<RFC 3339 time>]: <message>" */
-export function formatKmsg(rec: KmsgRecord, bootMs: number): string {
-  const facility = facilities[rec.facility] ?? `local${rec.facility - 16}`;
-  const priority = (priorities[rec.priority] ?? String(rec.priority)).padStart(7);
-  const at = new Date(bootMs + rec.usec / 1000).toISOString();
-  return `${facility}: ${priority}: [${at}]: ${rec.message}`;
+/** Boot time in nanoseconds since the epoch: now minus the whole seconds of uptime, as Talos takes it from sysinfo(2). */
+export function bootTimeNs(uptimeText = readFileSync("/proc/uptime", "utf8"), nowMs = Date.now()): bigint {
+  const uptimeSeconds = Math.floor(Number(uptimeText.split(" ")[0]));
+  return BigInt(nowMs) * 1_000_000n - BigInt(uptimeSeconds) * 1_000_000_000n;
 }
 
-export async function streamDmesg(call: grpc.ServerWritableStream<{ follow?: boolean; tail?: boolean }, unknown>, file?: string): Promise<void> {
-  const ac = new AbortController();
-  const cancel = () => ac.abort();
-  call.once("cancelled", cancel);
-  const boot = bootTimeMs();
+/** Go's time.RFC3339Nano in UTC: fraction to nanoseconds with trailing zeros (and a bare dot) dropped. */
+export function rfc3339Nano(ns: bigint): string {
+  const ms = ns / 1_000_000n;
+  const base = new Date(Number(ms)).toISOString().slice(0, 19);
+  const fraction = (((ns % 1_000_000_000n) + 1_000_000_000n) % 1_000_000_000n).toString().padStart(9, "0").replace(/0+$/, "");
+  return `${base}${fraction ? "." + fraction : ""}Z`;
+}
+
+export function formatKmsg(rec: KmsgRecord, bootNs: bigint): string {
+  const facility = facilities[rec.facility] ?? String(rec.facility);
+  const priority = priorities[rec.priority]!.padStart(7);
+  return `${facility}: ${priority}: [${rfc3339Nano(bootNs + BigInt(rec.usec) * 1000n)}]: ${rec.message}`;
+}
+
+/** Streams the kernel log until it is read (or, with follow, until the client cancels). */
+export async function streamDmesg(call: grpc.ServerWritableStream<DmesgRequest, unknown>, kmsgFile = "/dev/kmsg"): Promise<void> {
+  const boot = bootTimeNs();
+  const fh = await openKmsg(kmsgFile).catch((err: unknown) => {
+    throw new SystemError(`error opening /dev/kmsg reader: ${pathErrorText("open", kmsgFile, err)}`, { file: kmsgFile });
+  });
+  const { signal, dispose } = cancellation(call);
   try {
-    // tail: only what arrives from now on (with follow, as talosctl's --tail means it).
-    for await (const rec of readKmsg({ follow: call.request.follow === true, skipExisting: call.request.tail === true, signal: ac.signal, ...(file ? { file } : {}) })) {
-      if (!call.write({ bytes: Buffer.from(formatKmsg(rec, boot)) })) await new Promise((resolve) => call.once("drain", resolve));
+    for await (const p of readKmsg(fh, { follow: call.request.follow === true, fromTail: call.request.tail === true, signal })) {
+      const message = "record" in p ? { bytes: Buffer.from(formatKmsg(p.record, boot)) } : { metadata: { error: p.error } };
+      if (!(await send(call, message))) return;
     }
   } finally {
-    call.off("cancelled", cancel);
+    dispose();
+    await fh.close();
   }
-  call.end();
+  if (!call.cancelled) call.end();
 }
