@@ -133,9 +133,11 @@ test("Reboot starts the next boot with the stored (staged) configuration; Events
   });
   assert.match(sandbox.output(), /reboot sequence: done|task reboot \(1\/1\)/);
   // What a --wait tracker looks for once the node is back: the whole history of the new boot.
-  const all = (await next.collectUntil<EventMsg>(next.machine, "Events", { tail_events: -1 }, (e) => decodeEvent(e).payload["stage"] === 4)).map(decodeEvent);
-  const running = all.find((e) => e.type === "talos/runtime/machine.MachineStatusEvent" && e.payload["stage"] === 4);
-  assert.deepEqual((running?.payload["status"] as { ready: boolean }).ready, true);
+  // (running may first be reported with unmet conditions, as Talos does, then ready once they are met).
+  const isReady = (e: ReturnType<typeof decodeEvent>) => e.payload["stage"] === 4 && (e.payload["status"] as { ready?: boolean } | undefined)?.ready === true;
+  const all = (await next.collectUntil<EventMsg>(next.machine, "Events", { tail_events: -1 }, (e) => isReady(decodeEvent(e)))).map(decodeEvent);
+  const running = all.find((e) => e.type === "talos/runtime/machine.MachineStatusEvent" && isReady(e));
+  assert.deepEqual((running?.payload["status"] as { unmet_conditions?: unknown[] }).unmet_conditions ?? [], []);
 });
 
 test("Reset wipes the stored configuration and returns to maintenance mode", async () => {

@@ -1,12 +1,10 @@
 import path from "node:path";
 import { logger } from "../log.js";
-import { startMachined } from "../machined/machined.js";
-import type { ControllerRuntime } from "../resources/controller-runtime.js";
+import { startMachined, type MachinedOptions } from "../machined/machined.js";
 import { systemMounter } from "../sys/mount.js";
 import type { Power, PowerAction } from "../sys/power.js";
 import type { Platform } from "../machined/platform.js";
 import type { ResourceDefinitionInput } from "../resources/definitions.js";
-import type { ResourceState } from "../resources/state.js";
 import type { BlockSysfs } from "../sys/block.js";
 import type { Paths } from "../sys/paths.js";
 import { configChecker, cosiFactory } from "./wiring.js";
@@ -24,7 +22,7 @@ export interface RunOptions {
   apidInProcess?: boolean;
   /** The command line that starts this program (node + entry script + any leading args). */
   self: { command: string; args: string[] };
-  startNetworking?: (controllers: ControllerRuntime, state: ResourceState, signal: AbortSignal) => Promise<void>;
+  networking?: MachinedOptions["networking"];
   extraDefinitions?: readonly ResourceDefinitionInput<never>[];
   /** A node's power (init's FIFO); absent in the sandbox, where a reboot starts machined again in this process. */
   power?: Power;
@@ -86,7 +84,7 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
         }),
         ...(opts.trustdUser ? { user: opts.trustdUser } : {}),
       },
-      ...(opts.startNetworking ? { startNetworking: opts.startNetworking } : {}),
+      ...(opts.networking ? { networking: opts.networking } : {}),
       ...(opts.extraDefinitions ? { extraDefinitions: opts.extraDefinitions } : {}),
       signal: ac.signal,
     });

@@ -53,7 +53,7 @@ export async function main(argv: string[]): Promise<void> {
     ...(typeof flags["trustd-user"] === "string" ? { trustdUser: parseUser(flags["trustd-user"]) } : {}),
     self: { command: process.execPath, args: [entry] },
     // Observe the host's links and addresses (no DHCP, no resolv.conf), as Talos in a container.
-    startNetworking: networking(paths, { node: false }),
+    networking: networking(paths, { node: false }),
     extraDefinitions: networkDefinitions,
   });
 }

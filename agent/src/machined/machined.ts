@@ -4,46 +4,29 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ApplyMode } from "../api/enums.js";
 import type { ConfigBundle } from "../config/bundle.js";
-import { MachineTypeController } from "../controllers/config/machine-type.js";
+import { machinedControllers, Observed } from "../controllers/index.js";
 import { isControlPlane } from "../controllers/secrets/api.js";
-import { secretsControllers } from "../controllers/secrets/index.js";
 import { ConflictError, describeError } from "../errors.js";
 import { addService } from "../grpc/server.js";
 import { logger } from "../log.js";
-import { spkiFingerprint } from "../pki/index.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../resources/catalog/config.js";
 import { registerCatalog } from "../resources/catalog/index.js";
-import {
-  MachineStatusId,
-  MachineStatusType,
-  MetaKeyType,
-  metaKeyId,
-  MountStatusType,
-  RUNTIME_NAMESPACE,
-  ServiceType,
-  type MachineStage,
-  type MachineStatusSpec,
-  type MetaKeySpec,
-  type MountStatusSpec,
-  type ServiceSpec,
-} from "../resources/catalog/runtime.js";
+import { MachineStatusId, MachineStatusType, RUNTIME_NAMESPACE, type MachineStage, type MachineStatusSpec } from "../resources/catalog/runtime.js";
 import {
   ApiCertificatesId,
   ApiCertificatesType,
-  MaintenanceServiceCertificatesId,
-  MaintenanceServiceCertificatesType,
   SECRETS_NAMESPACE,
-  type MaintenanceServiceCertsSpec,
 } from "../resources/catalog/secrets.js";
-import { ControllerRuntime } from "../resources/controller-runtime.js";
+import { ControllerRuntime, type Controller } from "../resources/controller-runtime.js";
 import type { ResourceDefinitionInput } from "../resources/definitions.js";
 import { ResourceState } from "../resources/state.js";
 import { runApid } from "../apid/apid.js";
-import { InProcessRunner } from "../services/inprocess-runner.js";
-import { ProcessRunner, type ProcessSpec } from "../services/process-runner.js";
-import { pollUntilReady, splitListen, tcpProbe } from "../services/readiness.js";
+import type { ProcessSpec } from "../services/process-runner.js";
+import { splitListen } from "../services/readiness.js";
 import { Supervisor } from "../services/supervisor.js";
+import { apidService as apidDefinition } from "../services/definitions/apid.js";
 import { trustdService } from "../services/definitions/trustd.js";
+import type { MountedVolume } from "../storage/volumes.js";
 import { callTrustd } from "../trustd/client.js";
 import { serveTrustdRuntime } from "../trustd/runtime-socket.js";
 import { installComplete } from "../storage/install.js";
@@ -55,17 +38,18 @@ import type { Power } from "../sys/power.js";
 import { machinedGuard } from "./access.js";
 import { machineServiceImpl, storageServiceImpl } from "./apis.js";
 import { checkConfig, checkMaintenanceMode, defaultTryTimeoutMs, maintenanceDryRunDetails, planApply, type ApplyRequest, type ConfigChecker } from "./apply/index.js";
-import { maintenanceConsoleLines, reprintOnAddressChange } from "./maintenance-console.js";
+import { announceMaintenance } from "./maintenance-console.js";
+import { published } from "./published.js";
 import { nodeAddresses, nodeHostname } from "./node-identity.js";
 import { EventBus } from "./events.js";
 import type { Platform } from "./platform.js";
 import { ownsDisks, type MachineRuntime } from "./runtime.js";
 import { bootSequence, initializeSequence, installSequence, rebootSequence, resetSequence, shutdownSequence, type ResetOptions } from "./sequences.js";
-import { runSequence, SequenceAbortedError, type Phase } from "./sequencer.js";
+import { SequenceAbortedError, type Phase } from "./sequencer.js";
+import { SequenceRunner } from "./sequence-runner.js";
 import { saveConfig } from "./tasks/state.js";
 
 const log = logger("machined");
-const consoleLog = logger("maintenance");
 
 /** The COSI State handlers (from grpc/cosi-server.ts), injected to keep this module testable. */
 export type CosiFactory = (state: ResourceState) => Record<string, (...args: never[]) => unknown>;
@@ -91,8 +75,11 @@ export interface MachinedOptions {
    * owning its runtime socket (the user it runs as; unset when it runs as us).
    */
   trustd?: { listen: string; spec(): Omit<ProcessSpec, "id">; user?: { uid: number; gid: number } };
-  /** Registers the networking controllers into machined's controller runtime (DHCP on a node, observe-only in the sandbox). */
-  startNetworking?: (controllers: ControllerRuntime, state: ResourceState, signal: AbortSignal) => Promise<void>;
+  /**
+   * The networking controllers (DHCP on a node, observe-only in the sandbox), registered in machined's one list,
+   * and what to wait for once they run (an address to print in maintenance mode).
+   */
+  networking?: { controllers: Controller[]; ready?(state: ResourceState, signal: AbortSignal): Promise<void> };
   /** Definitions other modules own (e.g. networking's), registered with the catalog. */
   extraDefinitions?: readonly ResourceDefinitionInput<never>[];
   signal: AbortSignal;
@@ -104,20 +91,6 @@ export interface Machined {
   /** Resolves when machined has stopped. */
   done: Promise<void>;
 }
-
-// Writers of types no controller owns: the sequencer's stage, the supervisor's mirror, the mount tasks' statuses.
-const owners = {
-  config: "v1alpha1.ConfigLoader",
-  services: "v1alpha1.ServiceRunner",
-  machineStatus: "v1alpha1.Sequencer",
-  mounts: "v1alpha1.MountTasks",
-  meta: "v1alpha1.MetaStore",
-};
-
-/** Sequences a lifecycle request may start, and what each may take over (reference §11). */
-const replyGraceMs = 1000;
-
-const preempts: Record<string, string[]> = { reboot: ["boot", "initialize", "reboot"], reset: ["boot", "initialize"], shutdown: ["boot", "initialize"] };
 
 /**
  * machined: owns the resource store and the one controller runtime, serves the node
@@ -131,23 +104,25 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   registerCatalog(state, opts.extraDefinitions ?? []);
 
   const supervisor = new Supervisor();
-  supervisor.onChange((s) => {
-    const spec: ServiceSpec = { running: s.state === "Running", healthy: s.health.healthy, unknown: s.health.unknown };
-    state.modify<ServiceSpec>(RUNTIME_NAMESPACE, ServiceType, s.id, owners.services, () => spec);
-  });
   supervisor.registerSelf("machined");
 
+  // What only machined knows, reported to the controllers that publish it (the one writer of each type).
+  const stage = new Observed<MachineStage>("booting");
+  const activeConfig = new Observed<ConfigBundle | undefined>(undefined);
+  const volumes = new Observed<ReadonlyMap<string, MountedVolume>>(new Map());
+  const metaKeys = new Observed<ReadonlyMap<number, string>>(new Map());
+
   const events = new EventBus();
+  // Every change of stage or readiness is a MachineStatusEvent (talosctl's --wait trackers follow them).
+  state.watch<MachineStatusSpec>({ namespace: RUNTIME_NAMESPACE, type: MachineStatusType, id: MachineStatusId }, { signal: opts.signal }, (ev) => {
+    if (ev.type === "destroyed") return;
+    const before = ev.old?.spec;
+    const spec = ev.resource.spec;
+    if (before?.stage !== spec.stage || before.status.ready !== spec.status.ready) events.machineStatus(spec);
+  });
   let mode: "maintenance" | "normal" | "installing" = "maintenance";
   let rbac = true;
-  const setStage = (stage: MachineStage, ready: boolean) => {
-    // Talos's unmet conditions (time, network, services) need the controllers that judge them: none are claimed yet.
-    const spec: MachineStatusSpec = { stage, status: { ready, unmetConditions: [] } };
-    const before = state.get<MachineStatusSpec>(RUNTIME_NAMESPACE, MachineStatusType, MachineStatusId)?.spec;
-    state.modify<MachineStatusSpec>(RUNTIME_NAMESPACE, MachineStatusType, MachineStatusId, owners.machineStatus, () => spec);
-    if (before?.stage !== stage || before.status.ready !== ready) events.machineStatus(spec);
-  };
-  setStage("booting", false);
+  const setStage = (next: MachineStage) => stage.set(next);
 
   // Every accepted configuration becomes the one this boot runs with; activating and
   // saving read it when they run, so concurrent applies end with one config, stored and active.
@@ -170,8 +145,8 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     volumes: new Map(),
     setStage,
     maintenance: async () => {
-      setStage("maintenance", false);
-      await announceMaintenance();
+      setStage("maintenance");
+      await announceMaintenance(state, opts.apid.listen, maintenanceConsole.signal);
       await supervisor.start(apidService());
       // A stop (SIGTERM) while waiting for a configuration ends the wait, so machined can stop.
       return new Promise<string>((resolve, reject) => {
@@ -180,65 +155,49 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
         opts.signal.addEventListener("abort", () => reject(new SequenceAbortedError("stopped while waiting for a configuration")), { once: true });
       });
     },
-    publishMount: (v) =>
-      state.modify<MountStatusSpec>(RUNTIME_NAMESPACE, MountStatusType, v.name, owners.mounts, () => ({ source: v.source, target: v.target, filesystemType: v.fstype, encrypted: false })),
-    publishMeta: () => {
-      const keys = r.meta?.keys() ?? new Map<number, string>();
-      for (const [tag, value] of keys) state.modify<MetaKeySpec>(RUNTIME_NAMESPACE, MetaKeyType, metaKeyId(tag), owners.meta, () => ({ value }));
-      for (const res of state.list(RUNTIME_NAMESPACE, MetaKeyType)) {
-        if (![...keys.keys()].some((tag) => metaKeyId(tag) === res.metadata.id)) state.destroy(RUNTIME_NAMESPACE, MetaKeyType, res.metadata.id, { owner: owners.meta });
-      }
+    services: () => {
+      // apid first: activation has usually started it already (and restarts it on feature changes).
+      const machineType = activeConfig.get()?.machineType;
+      const trustd = opts.trustd && isControlPlane(machineType) ? [trustdService({ listen: opts.trustd.listen, process: opts.trustd.spec() })] : [];
+      return [apidService(), ...trustd];
     },
-    unpublishMount: (name) => {
-      if (state.get(RUNTIME_NAMESPACE, MountStatusType, name)) state.destroy(RUNTIME_NAMESPACE, MountStatusType, name, { owner: owners.mounts });
-    },
+    mountsChanged: () => volumes.set(new Map(r.volumes)),
+    metaChanged: () => metaKeys.set(r.meta?.keys() ?? new Map()),
   };
 
   const controllers = new ControllerRuntime(state);
-  controllers.register(new MachineTypeController());
   const apidHost = splitListen(opts.apid.listen).host;
-  for (const c of secretsControllers({
-    fallback: () => ({ addresses: nodeAddresses(state), ...nodeHostname(state) }),
-    maintenanceListenAddresses: ["", "0.0.0.0", "::"].includes(apidHost) ? [] : [apidHost],
-    callTrustd,
+  const runsTrustd = (t: Parameters<typeof isControlPlane>[0]) => opts.trustd !== undefined && isControlPlane(t);
+  for (const c of machinedControllers({
+    sources: {
+      activeConfig,
+      stage,
+      volumes,
+      metaKeys,
+      services: { list: () => supervisor.list(), onChange: (l) => supervisor.onChange(l) },
+      requiredServices: (t) => (runsTrustd(t) ? ["apid", "machined", "trustd"] : ["apid", "machined"]),
+    },
+    secrets: {
+      fallback: () => ({ addresses: nodeAddresses(state), ...nodeHostname(state) }),
+      maintenanceListenAddresses: ["", "0.0.0.0", "::"].includes(apidHost) ? [] : [apidHost],
+      callTrustd,
+    },
+    network: opts.networking?.controllers ?? [],
   })) {
     controllers.register(c);
   }
 
   // One sequence at a time; lifecycle requests take over the ones Talos lets them.
-  let running: { name: string; abort: AbortController; done: Promise<void> } | undefined;
-  const runExclusive = async (name: string, phases: Phase[], actorId = ""): Promise<void> => {
-    if (running) {
-      if (!preempts[name]?.includes(running.name)) throw new ConflictError(`the ${running.name} sequence is running`, { running: running.name, requested: name });
-      log.info(`${name} takes over the running ${running.name} sequence`);
-      running.abort.abort();
-      await running.done.catch(() => undefined);
-    }
-    const abort = new AbortController();
-    const stop = () => abort.abort();
-    opts.signal.addEventListener("abort", stop, { once: true });
-    const done = runSequence(name, phases, abort.signal, events.sequenceListener(actorId));
-    running = { name, abort, done };
-    try {
-      await done;
-    } finally {
-      // One listener per sequence on the daemon's signal: remove it, or every apply leaves one behind.
-      opts.signal.removeEventListener("abort", stop);
-      if (running?.done === done) running = undefined;
-    }
-  };
-
-  /** Starts a lifecycle sequence after the reply to the call that asked for it has left. */
-  let takenOver = false;
-  const lifecycle = (name: "reboot" | "shutdown" | "reset", stage: MachineStage, phases: () => Phase[], actorId = "") => {
-    if (running && !preempts[name]?.includes(running.name)) throw new ConflictError(`the ${running.name} sequence is running`, { running: running.name, requested: name });
-    takenOver = true;
-    // The reply travels back through apid, which the sequence stops: give it a moment to leave.
-    setTimeout(() => {
-      setStage(stage, false);
-      runExclusive(name, phases(), actorId).catch((err: unknown) => log.error(`${name} sequence failed`, { error: describeError(err) }));
-    }, replyGraceMs);
-  };
+  const sequences = new SequenceRunner((actorId) => events.sequenceListener(actorId), opts.signal);
+  const lifecycle = (name: "reboot" | "shutdown" | "reset", next: MachineStage, phases: () => Phase[], actorId = "") =>
+    sequences.request(
+      name,
+      () => {
+        setStage(next);
+        return phases();
+      },
+      actorId,
+    );
 
   let tryRevert: NodeJS.Timeout | undefined;
   opts.signal.addEventListener("abort", () => clearTimeout(tryRevert), { once: true });
@@ -315,7 +274,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     events,
     meta: () => {
       if (!r.meta) throw new ConflictError("META is not available: the node is not installed");
-      return { store: r.meta, published: () => r.publishMeta() };
+      return { store: r.meta, published: () => r.metaChanged() };
     },
   };
   addService(server, "machine.MachineService", machineServiceImpl(ctx), guard);
@@ -329,44 +288,17 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   const trustdRuntime = opts.trustd ? await serveTrustdRuntime(state, paths.trustdRuntimeSocket, opts.trustd.user) : undefined;
 
   const apidService = () => {
-    // apid is ready, and healthy, when its TCP listener accepts connections; it binds once its
-    // certificate is published, however long that (or a loaded host) takes.
-    const health = () => tcpProbe(opts.apid.listen, "apid");
-    const ready = (signal: AbortSignal) => pollUntilReady(health, signal);
     const features = { rbac, checkExtKeyUsage: apidCheckExtKeyUsage };
-    const runner = opts.apid.inProcess
-      ? new InProcessRunner({
-          id: "apid",
-          run: (signal) => runApid({ listen: opts.apid.listen, machinedSocket: paths.machinedSocket, apidSocket: paths.apidSocket, enableRbac: features.rbac, checkExtKeyUsage: features.checkExtKeyUsage, signal }),
-          ready,
-          health,
-        })
-      : new ProcessRunner({ ...opts.apid.spec(mode === "maintenance" ? [] : [`--enable-rbac=${features.rbac}`, `--check-ext-key-usage=${features.checkExtKeyUsage}`]), ready, health });
-    return { id: "apid", restart: "always" as const, runner };
+    const maintenance = mode === "maintenance";
+    const run = opts.apid.inProcess
+      ? { inProcess: (signal: AbortSignal) => runApid({ listen: opts.apid.listen, machinedSocket: paths.machinedSocket, apidSocket: paths.apidSocket, enableRbac: features.rbac, checkExtKeyUsage: features.checkExtKeyUsage, signal }) }
+      : { process: opts.apid.spec(maintenance ? [] : [`--enable-rbac=${features.rbac}`, `--check-ext-key-usage=${features.checkExtKeyUsage}`]) };
+    return apidDefinition({ state, listen: opts.apid.listen, maintenance, run });
   };
   let apidCheckExtKeyUsage = false;
 
   const maintenanceConsole = new AbortController();
   opts.signal.addEventListener("abort", () => maintenanceConsole.abort(), { once: true });
-  /** Prints where the maintenance API is reached once its certificate is published (by the secrets controllers). */
-  const announceMaintenance = async () => {
-    const cert = await published<MaintenanceServiceCertsSpec>(state, SECRETS_NAMESPACE, MaintenanceServiceCertificatesType, MaintenanceServiceCertificatesId, maintenanceConsole.signal);
-    if (!cert) return;
-    const { host: listenHost, port } = splitListen(opts.apid.listen);
-    // A listener bound to one address (the sandbox) is reachable only there.
-    const reachableNow = () => (["", "0.0.0.0", "::"].includes(listenHost) ? nodeAddresses(state) : [listenHost]);
-    const reachable = reachableNow();
-    const fingerprint = spkiFingerprint(cert.server.crt);
-    for (const line of maintenanceConsoleLines({ addresses: reachable, port, fingerprint })) consoleLog.info(line);
-    // Addresses that arrive later (the DHCPv4 lease after IPv6 SLAAC) are printed again, until a config is applied.
-    reprintOnAddressChange(state, maintenanceConsole.signal, {
-      printed: reachable,
-      reachable: reachableNow,
-      print: (now) => {
-        for (const line of maintenanceConsoleLines({ addresses: now, port, fingerprint })) consoleLog.info(line);
-      },
-    });
-  };
   // The maintenance certificates go with the maintenance stage (secrets controllers); the console stops re-printing.
   const leaveMaintenance = () => maintenanceConsole.abort();
 
@@ -383,7 +315,9 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       const restartApid = mode !== "normal" || nextRbac !== rbac || nextExtKeyUsage !== apidCheckExtKeyUsage;
       rbac = nextRbac;
       apidCheckExtKeyUsage = nextExtKeyUsage;
-      state.modify<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, owners.config, () => bundle);
+      activeConfig.set(bundle);
+      // Its controller publishes it (an unchanged config is not written again): what follows reads the resource.
+      await published<ConfigBundle>(state, CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, opts.signal, (spec) => spec.toYaml() === text);
       if (mode !== "normal") {
         mode = "normal";
         leaveMaintenance();
@@ -401,43 +335,32 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     return run;
   };
 
-  const startAllServices = async () => {
-    // apid is started (and restarted on feature changes) by activation; the rest join here as they land.
-    if (!supervisor.list().some((s) => s.id === "apid" && s.state !== "Finished" && s.state !== "Failed")) await supervisor.start(apidService());
-    // trustd binds once its certificate is published: starting it must not wait for that.
-    const machineType = state.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.machineType;
-    if (opts.trustd && isControlPlane(machineType)) {
-      supervisor.start(trustdService({ listen: opts.trustd.listen, process: opts.trustd.spec() })).catch((err: unknown) => log.error("starting trustd failed", { error: describeError(err) }));
-    }
-    log.info("Basalt is ready for user interaction");
-  };
-
   const untilStopped = () => new Promise<void>((resolve) => (opts.signal.aborted ? resolve() : opts.signal.addEventListener("abort", () => resolve(), { once: true })));
   const done = (async () => {
     try {
       controllers.start(opts.signal);
-      if (opts.startNetworking) await opts.startNetworking(controllers, state, opts.signal);
+      await opts.networking?.ready?.(state, opts.signal);
       const found = ownsDisks(r) ? findSystemDisk(opts.block) : undefined;
       const installed = found !== undefined && (await installComplete(found.partitions.BOOT, opts.mounter, path.join(paths.system, "boot")));
       if (found && !installed) log.warn("the system disk's install did not finish: it will be installed again", { disk: found.disk });
-      await runExclusive("initialize", initializeSequence(r, { installed }));
+      await sequences.run("initialize", initializeSequence(r, { installed }));
       if (ownsDisks(r) && !installed) {
         // A configuration arrived in maintenance mode on a node that is not installed: install, then kexec.
         mode = "installing";
-        setStage("installing", false);
-        await runExclusive("install", installSequence(r));
+        setStage("installing");
+        await sequences.run("install", installSequence(r));
       } else {
-        setStage("booting", false);
+        setStage("booting");
         await activate(r.configText!);
-        await runExclusive("boot", bootSequence(r, startAllServices));
-        setStage("running", true);
+        await sequences.run("boot", bootSequence(r));
+        setStage("running");
       }
       // What ends this boot (init's reboot or kexec, a lifecycle sequence, a signal) stops machined.
       await untilStopped();
     } catch (err) {
       if (opts.signal.aborted) return;
       // A reboot, reset or shutdown took over the sequence that failed here; it ends the boot.
-      if (takenOver) {
+      if (sequences.lifecycleRequested) {
         await untilStopped();
         return;
       }
@@ -452,23 +375,6 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     }
   })();
   return { state, supervisor, done };
-}
-
-/** The spec of a resource once it exists; undefined when `signal` aborts first. */
-function published<S>(state: ResourceState, namespace: string, type: string, id: string, signal: AbortSignal): Promise<S | undefined> {
-  return new Promise((resolve) => {
-    const ac = new AbortController();
-    const done = (spec: S | undefined) => {
-      ac.abort();
-      signal.removeEventListener("abort", stop);
-      resolve(spec);
-    };
-    const stop = () => done(undefined);
-    signal.addEventListener("abort", stop, { once: true });
-    state.watch<S>({ namespace, type, id }, { signal: ac.signal }, (ev) => {
-      if (ev.type !== "destroyed" && ev.resource.spec !== undefined) done(ev.resource.spec);
-    });
-  });
 }
 
 async function listenUnix(server: grpc.Server, socket: string): Promise<void> {

@@ -2,7 +2,20 @@
 // reached, that it waits for a configuration, and the certificate fingerprint
 // to pin with `talosctl --cert-fingerprint`.
 
+import { logger } from "../log.js";
+import { spkiFingerprint } from "../pki/index.js";
+import {
+  MaintenanceServiceCertificatesId,
+  MaintenanceServiceCertificatesType,
+  SECRETS_NAMESPACE,
+  type MaintenanceServiceCertsSpec,
+} from "../resources/catalog/secrets.js";
 import type { ResourceState } from "../resources/state.js";
+import { splitListen } from "../services/readiness.js";
+import { nodeAddresses } from "./node-identity.js";
+import { published } from "./published.js";
+
+const consoleLog = logger("maintenance");
 
 export function maintenanceConsoleLines(opts: { addresses: string[]; port: number; fingerprint: string }): string[] {
   const target = (a: string) => (a.includes(":") ? `[${a}]` : a);
@@ -49,4 +62,24 @@ export function reprintOnAddressChange(
 
 function sameList(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+/**
+ * Prints where the maintenance API (apid listening on `listen`) is reached once its certificate is
+ * published by the secrets controllers, and again when the node's addresses change, until `signal` aborts.
+ */
+export async function announceMaintenance(state: ResourceState, listen: string, signal: AbortSignal): Promise<void> {
+  const cert = await published<MaintenanceServiceCertsSpec>(state, SECRETS_NAMESPACE, MaintenanceServiceCertificatesType, MaintenanceServiceCertificatesId, signal);
+  if (!cert) return;
+  const { host: listenHost, port } = splitListen(listen);
+  // A listener bound to one address (the sandbox) is reachable only there.
+  const reachableNow = () => (["", "0.0.0.0", "::"].includes(listenHost) ? nodeAddresses(state) : [listenHost]);
+  const reachable = reachableNow();
+  const fingerprint = spkiFingerprint(cert.server.crt);
+  const print = (addresses: string[]) => {
+    for (const line of maintenanceConsoleLines({ addresses, port, fingerprint })) consoleLog.info(line);
+  };
+  print(reachable);
+  // Addresses that arrive later (the DHCPv4 lease after IPv6 SLAAC) are printed again, until a config is applied.
+  reprintOnAddressChange(state, signal, { printed: reachable, reachable: reachableNow, print });
 }

@@ -1,5 +1,6 @@
 import type { MachineStage } from "../resources/catalog/runtime.js";
 import type { ResourceState } from "../resources/state.js";
+import type { ServiceDefinition } from "../services/service.js";
 import type { Supervisor } from "../services/supervisor.js";
 import type { MetaStore } from "../storage/meta.js";
 import type { SystemDisk } from "../storage/system-disk.js";
@@ -29,13 +30,16 @@ export interface MachineRuntime {
   meta: MetaStore | undefined;
   /** Mounted system volumes, by name (STATE, EPHEMERAL). */
   readonly volumes: Map<string, MountedVolume>;
-  setStage(stage: MachineStage, ready: boolean): void;
+  /** The stage MachineStatus reports (its controller judges readiness). */
+  setStage(stage: MachineStage): void;
   /** Serves maintenance mode until a complete configuration is applied; returns its text. */
   maintenance(): Promise<string>;
-  publishMount(volume: MountedVolume): void;
-  unpublishMount(name: string): void;
-  /** Mirrors META's keys into MetaKeys resources. */
-  publishMeta(): void;
+  /** The services this node runs with its configuration (apid; trustd on a control plane), in start order. */
+  services(): ServiceDefinition[];
+  /** `volumes` changed: MountStatus resources follow. */
+  mountsChanged(): void;
+  /** META's keys changed: MetaKeys resources follow. */
+  metaChanged(): void;
 }
 
 /** True on platforms that own a disk (anything but the container/sandbox platform). */

@@ -8,7 +8,7 @@ import { mountEphemeralPartition, mountOverlayFilesystems, setupVarDirectory, un
 import { install } from "./tasks/install.js";
 import { reloadMeta } from "./tasks/meta.js";
 import { kexecInstalled, reboot, shutdown } from "./tasks/power.js";
-import { stopAllServices } from "./tasks/services.js";
+import { startAllServices, stopAllServices } from "./tasks/services.js";
 import { loadConfig, mountStatePartition, removeStoredConfig, saveConfig, unmountStatePartition } from "./tasks/state.js";
 import { wipeRequest, wipeSystemDiskAtBoot, wipeSystemPartitions } from "./tasks/wipe.js";
 
@@ -50,7 +50,7 @@ export function installSequence(r: MachineRuntime): Phase[] {
   ]);
 }
 
-export function bootSequence(r: MachineRuntime, startAllServices: TaskFn): Phase[] {
+export function bootSequence(r: MachineRuntime): Phase[] {
   const metal = ownsDisks(r);
   return build(r, [
     ["saveConfig", ["saveConfig", saveConfig]],

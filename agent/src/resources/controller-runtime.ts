@@ -30,6 +30,11 @@ export interface Controller {
   inputs: readonly ControllerInput[];
   outputs: readonly ControllerOutput[];
   reconcile(ctx: ControllerContext): Promise<void>;
+  /**
+   * Inputs that are not resources (what machined's sequencer and supervisor report, as Talos's
+   * controllers take channels): the controller calls `trigger` whenever they change.
+   */
+  watchSources?(trigger: () => void, signal: AbortSignal): void;
 }
 
 /** What a reconcile sees: reads of anything, writes of its own outputs only. */
@@ -196,6 +201,7 @@ export class ControllerRuntime {
       const target = input.id === undefined ? { namespace: input.namespace, type: input.type } : { namespace: input.namespace, type: input.type, id: input.id };
       this.state.watch(target, { signal }, () => this.trigger(slot));
     }
+    slot.controller.watchSources?.(() => this.trigger(slot), signal);
     this.trigger(slot);
   }
 

@@ -33,11 +33,29 @@ export interface ServiceRunner {
   health?(): Promise<void>;
 }
 
+/** Something a service waits for before it starts (Talos's service conditions). */
+export interface Condition {
+  /** What is awaited, for the service's Waiting event: e.g. `resource secrets/ApiCertificates(api) to exist`. */
+  readonly description: string;
+  /** Resolves once the condition holds; rejects with the signal's reason when it aborts first. */
+  wait(signal: AbortSignal): Promise<void>;
+}
+
 export interface ServiceDefinition {
   id: string;
+  /** Services that must be Running before this one starts. */
+  dependsOn?: string[];
+  /** Conditions that must hold before this one starts. */
+  conditions?: Condition[];
+  /** Runs after the wait, before the runner starts (a failure is a failed start). */
+  pre?(): Promise<void>;
+  /** Runs once the service has stopped. */
+  post?(): Promise<void>;
   runner: ServiceRunner;
   /** Restart after an unexpected exit, with backoff. */
   restart: "always" | "never";
+  /** The user and group it runs as (its runner starts it so); unset: as machined. */
+  user?: { uid: number; gid: number };
 }
 
 const maxEvents = 32;

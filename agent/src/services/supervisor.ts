@@ -19,6 +19,8 @@ interface Entry {
   slowTimer: NodeJS.Timeout | undefined;
   /** When the current run was launched (ms since epoch), for the elapsed time in logs. */
   launchedAt: number;
+  /** Ends the wait for dependencies and conditions (a stop while Waiting to start). */
+  waitAbort: AbortController | undefined;
 }
 
 /**
@@ -53,7 +55,7 @@ export class Supervisor {
     record.setHealth(true, "");
     this.entries.set(id, {
       def: { id, runner: { start: async () => undefined, stop: async () => undefined }, restart: "never" },
-      record, wanted: true, restarts: 0, timer: undefined, healthTimer: undefined, stableTimer: undefined, slowTimer: undefined, launchedAt: Date.now(),
+      record, wanted: true, restarts: 0, timer: undefined, healthTimer: undefined, stableTimer: undefined, slowTimer: undefined, launchedAt: Date.now(), waitAbort: undefined,
     });
     this.emit(record);
   }
@@ -71,7 +73,7 @@ export class Supervisor {
     if (!entry) {
       entry = {
         def, record: new ServiceRecord(def.id), wanted: true, restarts: 0,
-        timer: undefined, healthTimer: undefined, stableTimer: undefined, slowTimer: undefined, launchedAt: Date.now(),
+        timer: undefined, healthTimer: undefined, stableTimer: undefined, slowTimer: undefined, launchedAt: Date.now(), waitAbort: undefined,
       };
       this.entries.set(def.id, entry);
     }
@@ -85,6 +87,8 @@ export class Supervisor {
     const entry = this.entries.get(id);
     if (!entry) return;
     entry.wanted = false;
+    const waitingToStart = entry.waitAbort !== undefined;
+    entry.waitAbort?.abort();
     clearTimeout(entry.timer);
     clearInterval(entry.healthTimer);
     clearTimeout(entry.stableTimer);
@@ -94,21 +98,76 @@ export class Supervisor {
       entry.record.transition("Stopping", "Stopping service");
       this.emit(entry.record);
       await entry.def.runner.stop().catch((err) => log.warn("stop failed", { service: id, error: describeError(err) }));
+      await this.post(entry.def);
       entry.record.transition("Finished", "Service finished successfully");
       this.emit(entry.record);
     } else if (entry.record.state === "Waiting") {
-      // The pending restart was cancelled above; do not keep announcing it.
-      entry.record.transition("Finished", "Service stopped before its restart");
+      // The pending restart (or the wait to start) was cancelled above; do not keep announcing it.
+      entry.record.transition("Finished", waitingToStart ? "Service stopped before it started" : "Service stopped before its restart");
       this.emit(entry.record);
     }
   }
 
+  /** Stops every service, each after the services that depend on it (the latest started first among the rest). */
   async stopAll(reason = "shutting down"): Promise<void> {
-    for (const id of [...this.entries.keys()].reverse()) await this.stop(id, reason);
+    const remaining = [...this.entries.keys()].reverse();
+    while (remaining.length > 0) {
+      const i = Math.max(0, remaining.findIndex((id) => !remaining.some((other) => this.entries.get(other)!.def.dependsOn?.includes(id))));
+      const [id] = remaining.splice(i, 1);
+      await this.stop(id!, reason);
+    }
+  }
+
+  /** Waits (state Waiting) until the service's dependencies run and its conditions hold; false when it should not start. */
+  private async prerequisites(entry: Entry, def: ServiceDefinition): Promise<boolean> {
+    const deps = def.dependsOn ?? [];
+    const conditions = def.conditions ?? [];
+    const awaited = [...deps.map((d) => `service "${d}" to be "up"`), ...conditions.map((c) => c.description)];
+    entry.record.transition("Waiting", `Waiting for ${awaited.join(", ")}`);
+    this.emit(entry.record);
+    const ac = new AbortController();
+    entry.waitAbort = ac;
+    try {
+      await Promise.all([...deps.map((d) => this.untilRunning(d, ac.signal)), ...conditions.map((c) => c.wait(ac.signal))]);
+      return entry.wanted && entry.def === def;
+    } catch (err) {
+      if (ac.signal.aborted) return false;
+      const reason = describeError(err);
+      log.warn("service condition failed", { service: def.id, reason });
+      entry.record.transition("Failed", `Condition failed: ${reason}`);
+      this.emit(entry.record);
+      this.scheduleRestart(entry, `condition failed: ${reason}`);
+      return false;
+    } finally {
+      if (entry.waitAbort === ac) entry.waitAbort = undefined;
+    }
+  }
+
+  private untilRunning(id: string, signal: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        if (this.entries.get(id)?.record.state !== "Running") return;
+        off();
+        resolve();
+      };
+      const off = this.onChange(check);
+      signal.addEventListener("abort", () => {
+        off();
+        reject(signal.reason);
+      }, { once: true });
+      check();
+    });
+  }
+
+  private async post(def: ServiceDefinition): Promise<void> {
+    await def.post?.().catch((err: unknown) => log.warn("post step failed", { service: def.id, error: describeError(err) }));
   }
 
   private async launch(entry: Entry): Promise<void> {
     const { def, record } = entry;
+    // Without prerequisites the service turns Preparing at once (no await before it).
+    const waits = (def.dependsOn?.length ?? 0) + (def.conditions?.length ?? 0) > 0;
+    if (waits && !(await this.prerequisites(entry, def))) return;
     entry.launchedAt = Date.now();
     record.transition("Preparing", "Running pre state");
     this.emit(record);
@@ -118,6 +177,7 @@ export class Supervisor {
     }, this.slowStartNoticeMs);
     entry.slowTimer.unref();
     try {
+      await def.pre?.();
       await def.runner.start((err) => this.exited(entry, err));
     } catch (err) {
       clearInterval(entry.slowTimer);
@@ -177,6 +237,7 @@ export class Supervisor {
     entry.record.transition(err ? "Failed" : "Finished", msg);
     this.emit(entry.record);
     log.warn("service exited", { service: entry.def.id, reason, elapsedMs: elapsed(entry) });
+    void this.post(entry.def);
     if (entry.def.restart === "always") this.scheduleRestart(entry, `exited: ${reason}`);
   }
 

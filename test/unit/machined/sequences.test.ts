@@ -10,7 +10,6 @@ function runtime(mode: "metal" | "container", cmdline: Record<string, string> = 
 }
 
 const shape = (phases: Phase[]) => phases.map((p) => `${p.name}[${p.tasks.map((t) => t.name).join(",")}]`);
-const noop = async () => undefined;
 
 test("initialize: STATE is mounted only on an installed metal node; wipe only when the kernel asks", () => {
   assert.deepEqual(shape(initializeSequence(runtime("metal"), { installed: true })), ["meta[reloadMeta]", "mountSystem[mountStatePartition]", "config[loadConfig]"]);
@@ -37,14 +36,14 @@ test("install ends in kexec after saving the config to STATE", () => {
 });
 
 test("boot mounts EPHEMERAL and the overlays on metal only", () => {
-  assert.deepEqual(shape(bootSequence(runtime("metal"), noop)), [
+  assert.deepEqual(shape(bootSequence(runtime("metal"))), [
     "saveConfig[saveConfig]",
     "ephemeral[mountEphemeralPartition]",
     "var[setupVarDirectory]",
     "overlay[mountOverlayFilesystems]",
     "startEverything[startAllServices]",
   ]);
-  assert.deepEqual(shape(bootSequence(runtime("container"), noop)), ["saveConfig[saveConfig]", "startEverything[startAllServices]"]);
+  assert.deepEqual(shape(bootSequence(runtime("container"))), ["saveConfig[saveConfig]", "startEverything[startAllServices]"]);
 });
 
 test("reboot and reset stop services, unmount, then wipe and reboot or power off", () => {

@@ -16,5 +16,5 @@ export async function reloadMeta(r: MachineRuntime): Promise<void> {
   }
   await r.meta?.close();
   r.meta = await MetaStore.open(await openBlockTarget(dev));
-  r.publishMeta();
+  r.metaChanged();
 }

@@ -11,7 +11,7 @@ export async function mountVolume(r: MachineRuntime, name: VolumeName, target: s
   if (!dev) throw new NotFoundError(`the system disk has no ${name} partition`, { disk: r.systemDisk?.disk });
   const volume = await mountSystemVolume(name, dev, target, r.mounter, log);
   r.volumes.set(name, volume);
-  r.publishMount(volume);
+  r.mountsChanged();
 }
 
 export async function unmountVolume(r: MachineRuntime, name: VolumeName): Promise<void> {
@@ -19,5 +19,5 @@ export async function unmountVolume(r: MachineRuntime, name: VolumeName): Promis
   if (!volume) return;
   await r.mounter.unmount(volume.target);
   r.volumes.delete(name);
-  r.unpublishMount(name);
+  r.mountsChanged();
 }

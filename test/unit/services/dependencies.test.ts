@@ -1,0 +1,111 @@
+import assert from "node:assert/strict";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { test } from "node:test";
+import { registerCatalog } from "../../../agent/src/resources/catalog/index.js";
+import { networkDefinitions, NETWORK_NAMESPACE, NetworkStatusId, NetworkStatusType } from "../../../agent/src/resources/catalog/network.js";
+import { SECRETS_NAMESPACE, ApiCertificatesType, ApiCertificatesId } from "../../../agent/src/resources/catalog/secrets.js";
+import { ResourceState } from "../../../agent/src/resources/state.js";
+import { allOf, networkReady, pathExists, resourceExists, timeSynced } from "../../../agent/src/services/conditions.js";
+import type { Condition, ServiceRunner } from "../../../agent/src/services/service.js";
+import { Supervisor } from "../../../agent/src/services/supervisor.js";
+
+function runner(log: string[], id: string): ServiceRunner {
+  return { start: async () => void log.push(`start ${id}`), stop: async () => void log.push(`stop ${id}`) };
+}
+
+/** A condition the test makes hold. */
+function gate(): Condition & { open(): void } {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return {
+    description: "the gate",
+    open,
+    wait: (signal) => Promise.race([opened, new Promise<never>((_, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true }))]),
+  };
+}
+
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+test("a service waits (state Waiting, Talos's wording) until its dependencies run and its conditions hold", async () => {
+  const sup = new Supervisor(60_000);
+  const log: string[] = [];
+  const g = gate();
+  const apid = sup.start({ id: "apid", dependsOn: ["containerd"], conditions: [g], runner: runner(log, "apid"), restart: "never" });
+  await tick();
+  assert.equal(sup.get("apid")?.state, "Waiting");
+  assert.equal(sup.get("apid")?.events.at(-1)?.msg, 'Waiting for service "containerd" to be "up", the gate');
+  await sup.start({ id: "containerd", runner: runner(log, "containerd"), restart: "never" });
+  await tick();
+  assert.equal(sup.get("apid")?.state, "Waiting", "the condition does not hold yet");
+  g.open();
+  await apid;
+  assert.equal(sup.get("apid")?.state, "Running");
+  assert.deepEqual(log, ["start containerd", "start apid"]);
+});
+
+test("stopAll stops dependents before what they depend on; pre runs before the start, post after the stop", async () => {
+  const sup = new Supervisor(60_000);
+  const log: string[] = [];
+  await sup.start({ id: "containerd", runner: runner(log, "containerd"), restart: "never" });
+  await sup.start({ id: "apid", dependsOn: ["containerd"], runner: runner(log, "apid"), restart: "never", pre: async () => void log.push("pre apid"), post: async () => void log.push("post apid") });
+  await sup.start({ id: "udevd", runner: runner(log, "udevd"), restart: "never" });
+  // Latest first (udevd), except that containerd waits for apid, which depends on it.
+  await sup.stopAll();
+  assert.deepEqual(log, ["start containerd", "pre apid", "start apid", "start udevd", "stop udevd", "stop apid", "post apid", "stop containerd"]);
+});
+
+test("a service stopped while it waits never starts", async () => {
+  const sup = new Supervisor(60_000);
+  const log: string[] = [];
+  const starting = sup.start({ id: "apid", conditions: [gate()], runner: runner(log, "apid"), restart: "never" });
+  await tick();
+  await sup.stop("apid");
+  await starting;
+  assert.equal(sup.get("apid")?.state, "Finished");
+  assert.equal(sup.get("apid")?.events.at(-1)?.msg, "Service stopped before it started");
+  assert.deepEqual(log, []);
+});
+
+test("conditions: resourceExists (with a predicate), networkReady, timeSynced, pathExists, allOf", async (t) => {
+  const state = new ResourceState();
+  registerCatalog(state, networkDefinitions);
+  const ac = new AbortController();
+  t.after(() => ac.abort());
+  const held = (c: Condition) => {
+    let done = false;
+    c.wait(ac.signal).then(() => (done = true), () => undefined);
+    return () => done;
+  };
+  const cert = held(resourceExists(state, SECRETS_NAMESPACE, ApiCertificatesType, ApiCertificatesId));
+  const net = held(networkReady(state, "address", "hostname"));
+  const time = held(timeSynced(state));
+  await tick();
+  assert.deepEqual([cert(), net(), time()], [false, false, false]);
+  state.modify(SECRETS_NAMESPACE, ApiCertificatesType, ApiCertificatesId, "test", () => ({}) as never);
+  state.modify(NETWORK_NAMESPACE, NetworkStatusType, NetworkStatusId, "test", () => ({ addressReady: true, connectivityReady: false, hostnameReady: false, etcFilesReady: false }));
+  await tick();
+  assert.deepEqual([cert(), net(), time()], [true, false, false]);
+  state.modify(NETWORK_NAMESPACE, NetworkStatusType, NetworkStatusId, "test", () => ({ addressReady: true, connectivityReady: false, hostnameReady: true, etcFilesReady: false }));
+  state.modify("runtime", "TimeStatuses.v1alpha1.talos.dev", "node", "test", () => ({ synced: true, epoch: 0, syncDisabled: false }));
+  await tick();
+  assert.deepEqual([cert(), net(), time()], [true, true, true]);
+
+  const dir = await mkdtemp(path.join(tmpdir(), "cond-"));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const file = path.join(dir, "ready");
+  const both = allOf(pathExists(file, 10), timeSynced(state));
+  assert.equal(both.description, `path ${file} to exist, time sync`);
+  const bothHeld = held(both);
+  await new Promise((r) => setTimeout(r, 30));
+  assert.equal(bothHeld(), false);
+  await writeFile(file, "");
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(bothHeld(), true);
+
+  const stop = new AbortController();
+  const pending = resourceExists(state, "x", ApiCertificatesType, "nope").wait(stop.signal);
+  stop.abort(new Error("stopped"));
+  await assert.rejects(pending, /stopped/);
+});
