@@ -13,6 +13,8 @@ const outDir = path.join(repoRoot, "_out", "e2e");
 
 export interface BootOptions {
   name: string;
+  /** Which image (default amd64; arm64 boots in qemu-system-aarch64 under TCG). */
+  arch?: "amd64" | "arm64";
   /** disk: no CD attached, the installed disk only. */
   boot: "iso" | "pxe" | "disk";
   firmware?: "uefi" | "bios";
@@ -64,8 +66,8 @@ export async function freePort(): Promise<number> {
   });
 }
 
-export function artifactsPresent(): boolean {
-  return ["metal-amd64.iso", "initramfs-amd64.xz", "vmlinuz-amd64"].every((f) => fs.existsSync(path.join(repoRoot, "_out", f)));
+export function artifactsPresent(arch: "amd64" | "arm64" = "amd64"): boolean {
+  return [`metal-${arch}.iso`, `initramfs-${arch}.xz`, `vmlinuz-${arch}`].every((f) => fs.existsSync(path.join(repoRoot, "_out", f)));
 }
 
 export async function bootNode(opts: BootOptions): Promise<BootedNode> {
@@ -76,7 +78,7 @@ export async function bootNode(opts: BootOptions): Promise<BootedNode> {
   fs.rmSync(serialLog, { force: true });
   const disk = path.join(outDir, `${opts.disk ?? opts.name}.qcow2`);
   const args = [
-    "scripts/vm.sh", "--no-build", "--boot", opts.boot, "--firmware", opts.firmware ?? "uefi",
+    "scripts/vm.sh", "--no-build", "--arch", opts.arch ?? "amd64", "--boot", opts.boot, "--firmware", opts.firmware ?? "uefi",
     "--api-port", String(apiPort), "--trustd-port", String(trustdPort),
     "--disk", disk, ...(opts.freshDisk === false ? [] : ["--fresh-disk"]),
     "--serial", serialLog, "--cpus", process.env.BASALT_E2E_CPUS ?? "1",
