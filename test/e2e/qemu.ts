@@ -1,6 +1,7 @@
 // Boots a built Basalt image in QEMU through scripts/vm.sh for end-to-end tests:
 // free host ports for the API forwards, a fresh blank disk, the console in a log
 // file, and a kill of the whole process group when the test ends (or the runner exits).
+import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
@@ -129,4 +130,37 @@ export async function waitFor<T>(node: BootedNode, what: string, probe: () => Pr
   }
   const tail = node.console().split("\n").slice(-40).join("\n");
   throw new Error(`${what} not reached: ${last instanceof Error ? last.message : String(last)}\n--- console tail ---\n${tail}`);
+}
+
+const TEN_GIB = 10 * 1024 * 1024 * 1024;
+interface Disk {
+  device_name: string;
+  size: number;
+}
+export interface ListedResource {
+  resource: { metadata: { namespace: string; type: string; id: string }; spec: { yaml_spec: string } };
+}
+
+/**
+ * Waits for the maintenance API and checks what every fresh boot shows through it: storage.Disks lists the
+ * blank 10 GiB virtio disk /dev/vda, and COSI's AddressStatuses the DHCP lease 10.0.2.15/24 (which may land
+ * a moment after the listener is up). Returns the listed addresses.
+ */
+export async function expectMaintenanceApi(node: BootedNode, bootTimeoutMs: number, diagnostic: (msg: string) => void): Promise<ListedResource[]> {
+  const client = node.client();
+  const disks = await waitFor(node, "maintenance API (storage.Disks)", async () => {
+    const reply = await client.unary<{ messages: { disks: Disk[] }[] }>(client.storage, "Disks", {}, 10_000);
+    return reply.messages.flatMap((m) => m.disks);
+  }, bootTimeoutMs);
+  diagnostic(`API answered ${((Date.now() - node.startedAt) / 1000).toFixed(1)} s after QEMU start`);
+  const vda = disks.find((d) => d.device_name === "/dev/vda");
+  assert.ok(vda, `no /dev/vda among ${JSON.stringify(disks.map((d) => d.device_name))}`);
+  assert.equal(Number(vda.size), TEN_GIB);
+  return waitFor(node, "a DHCP address in AddressStatuses", async () => {
+    const listed = await client.collect<ListedResource>(client.cosi, "List", { namespace: "network", type: "AddressStatuses.net.talos.dev" }, 10_000);
+    if (!listed.some((r) => /address: 10\.0\.2\.15\/24/.test(r.resource.spec.yaml_spec))) {
+      throw new Error(`addresses: ${listed.map((r) => r.resource.metadata.id).join(", ")}`);
+    }
+    return listed;
+  }, 120_000);
 }
