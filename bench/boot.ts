@@ -1,4 +1,4 @@
-// One boot of the built image in QEMU, measured: seconds from QEMU start to the
+// One boot of the built image in QEMU (--arch amd64|arm64, --boot iso|pxe, --firmware uefi|bios), measured: seconds from QEMU start to the
 // maintenance API answering storage.Disks, kernel uptime (from the console's
 // printk timestamps and init's own lines) at init start, machined start and API
 // answering, and the agent's memory once idle (PSS sum, RSS sum beside it). Prints figures only.
@@ -8,8 +8,10 @@ const arg = (name: string, dflt: string) => {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? (process.argv[i + 1] ?? dflt) : dflt;
 };
+const arch = arg("arch", "amd64") as "amd64" | "arm64";
 const boot = arg("boot", "iso") as "iso" | "pxe";
-const firmware = arg("firmware", "uefi") as "uefi" | "bios";
+// arm64 boots UEFI only.
+const firmware = arch === "arm64" ? "uefi" : (arg("firmware", "uefi") as "uefi" | "bios");
 
 function lastKernelTimestamp(text: string): number | undefined {
   const all = [...text.matchAll(/^\[\s*(\d+\.\d+)\]/gm)];
@@ -21,14 +23,14 @@ function initFigure(text: string, what: string): string {
   return m ? `${Number(m[1]).toFixed(2)} s` : "n/a";
 }
 
-const node = await bootNode({ name: `bench-${boot}`, boot, firmware });
+const node = await bootNode({ name: `bench-${arch}-${boot}`, arch, boot, firmware });
 try {
   const client = node.client();
   await waitFor(node, "maintenance API", () => client.unary(client.storage, "Disks", {}, 10_000), 600_000);
   const apiSeconds = (Date.now() - node.startedAt) / 1000;
   const atApi = lastKernelTimestamp(node.console());
   const rows: [string, string][] = [
-    ["boot", boot === "iso" ? `iso (${firmware})` : "pxe"],
+    ["boot", `${arch} ${boot === "iso" ? `iso (${firmware})` : "pxe"}`],
     ["accel", node.accel()],
     ["qemu start -> API answering", `${apiSeconds.toFixed(1)} s`],
     ["kernel uptime: init started", initFigure(node.console(), "init started")],

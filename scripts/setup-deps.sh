@@ -11,3 +11,6 @@ apt_packages+=(grub-common grub-pc-bin grub-efi-amd64-bin xorriso mtools dosfsto
 # install to disk: the storage integration test installs onto a loop device
 apt_packages+=(grub2-common xfsprogs)
 apt_packages+=(qemu-system-x86 qemu-utils ovmf seabios)
+# arm64 image (scripts/image.sh --arch arm64, test/e2e/arm64.test.ts): cross compiler for init, QEMU and its
+# UEFI firmware; GRUB's arm64 modules come from Debian's arm64 packages (rootfs/foreign-tree.sh adds the architecture)
+apt_packages+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross binutils-aarch64-linux-gnu qemu-system-arm qemu-efi-aarch64)

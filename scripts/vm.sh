@@ -4,6 +4,7 @@
 # forwarding the API ports to 127.0.0.1. Builds the image first when it is missing.
 #
 # usage: scripts/vm.sh [options]
+#   --arch amd64|arm64      which image (default amd64; arm64 runs qemu-system-aarch64 -machine virt under TCG, UEFI only)
 #   --boot iso|pxe|disk     what to boot (default iso; disk: no CD, the installed disk only)
 #   --firmware uefi|bios    firmware for ISO boots (default uefi: OVMF; bios: SeaBIOS)
 #   --api-port N            host port forwarded to the node's 50000 (default 50000, env BASALT_VM_API_PORT)
@@ -23,12 +24,13 @@ cd "$(dirname "$0")/.."
 out=_out
 cache=_out/cache
 
-boot=iso firmware=uefi serial="" accel=auto memory=2048 cpus=2 build=1 fresh=0 restrict=on reboot=0
+arch=amd64 boot=iso firmware=uefi serial="" accel=auto memory=2048 cpus=2 build=1 fresh=0 restrict=on reboot=0
 api_port=${BASALT_VM_API_PORT:-50000}
 trustd_port=${BASALT_VM_TRUSTD_PORT:-50001}
 disk="$out/vm-disk.qcow2"
 while [ $# -gt 0 ]; do
   case "$1" in
+    --arch) arch=$2; shift ;;
     --boot) boot=$2; shift ;;
     --firmware) firmware=$2; shift ;;
     --api-port) api_port=$2; shift ;;
@@ -42,7 +44,7 @@ while [ $# -gt 0 ]; do
     --cpus) cpus=$2; shift ;;
     --no-build) build=0 ;;
     --net-open) restrict=off ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "vm.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -52,9 +54,9 @@ say() { echo "vm: $*" >&2; }
 # A fresh machine gets its packages, Node 22 and npm dependencies first (idempotent).
 bash scripts/setup.sh >&2
 
-if [ ! -f "$out/metal-amd64.iso" ] || [ ! -f "$out/initramfs-amd64.xz" ] || [ ! -f "$out/vmlinuz-amd64" ]; then
-  [ "$build" = 1 ] || { say "artifacts missing under $out (run npm run image)"; exit 1; }
-  bash scripts/image.sh
+if [ ! -f "$out/metal-$arch.iso" ] || [ ! -f "$out/initramfs-$arch.xz" ] || [ ! -f "$out/vmlinuz-$arch" ]; then
+  [ "$build" = 1 ] || { say "artifacts missing under $out (run npm run image -- --arch $arch)"; exit 1; }
+  bash scripts/image.sh --arch "$arch"
 fi
 
 # KVM only where a probe boot proves it: some hosts expose a /dev/kvm whose guests hang.
@@ -79,11 +81,18 @@ kvm_works() {
   find "$cache" -maxdepth 1 -name 'kvm-probe.*-*' ! -name "kvm-probe.$boot_id" -delete
   [ "$(cat "$verdict")" = ok ]
 }
-case "$accel" in
-  kvm) accel_args=(-accel kvm -cpu host) ;;
-  tcg) accel_args=(-accel tcg -cpu max) ;;
-  auto) if kvm_works; then accel_args=(-accel kvm -cpu host); else accel_args=(-accel tcg -cpu max); fi ;;
-  *) say "--accel must be auto, kvm or tcg"; exit 2 ;;
+case "$arch/$accel" in
+  # No KVM for another architecture; cortex-a57 emulates faster under TCG than max (no pointer authentication).
+  arm64/*) accel_args=(-accel tcg -cpu cortex-a57) ;;
+  amd64/kvm) accel_args=(-accel kvm -cpu host) ;;
+  amd64/tcg) accel_args=(-accel tcg -cpu max) ;;
+  amd64/auto) if kvm_works; then accel_args=(-accel kvm -cpu host); else accel_args=(-accel tcg -cpu max); fi ;;
+  *) say "--arch must be amd64 or arm64, --accel auto, kvm or tcg"; exit 2 ;;
+esac
+# amd64: q35 with an IDE CD and OVMF; arm64: virt with a virtio-scsi CD and AAVMF (no BIOS).
+case "$arch" in
+  amd64) qemu=qemu-system-x86_64 machine=q35 cd_dev=ide-cd code_fd=/usr/share/OVMF/OVMF_CODE_4M.fd vars_fd=/usr/share/OVMF/OVMF_VARS_4M.fd ;;
+  arm64) qemu=qemu-system-aarch64 machine=virt cd_dev=scsi-cd code_fd=/usr/share/AAVMF/AAVMF_CODE.fd vars_fd=/usr/share/AAVMF/AAVMF_VARS.fd ;;
 esac
 
 if [ "$fresh" = 1 ] || [ ! -f "$disk" ]; then
@@ -91,7 +100,7 @@ if [ "$fresh" = 1 ] || [ ! -f "$disk" ]; then
   qemu-img create -q -f qcow2 "$disk" 10G
 fi
 
-args=(-machine q35 "${accel_args[@]}" -m "$memory" -smp "$cpus"
+args=(-machine "$machine" "${accel_args[@]}" -m "$memory" -smp "$cpus"
   -drive "file=$disk,if=none,id=disk0,format=qcow2" -device "virtio-blk-pci,drive=disk0,bootindex=2"
   -netdev "user,id=net0,restrict=$restrict,hostfwd=tcp:127.0.0.1:${api_port}-:50000,hostfwd=tcp:127.0.0.1:${trustd_port}-:50001"
   -device virtio-net-pci,netdev=net0
@@ -99,19 +108,20 @@ args=(-machine q35 "${accel_args[@]}" -m "$memory" -smp "$cpus"
 [ "$reboot" = 1 ] || args+=(-no-reboot)
 case "$boot" in
   iso|disk)
-    [ "$boot" = iso ] && args+=(-drive "file=$out/metal-amd64.iso,if=none,id=cd0,media=cdrom,readonly=on" -device "ide-cd,drive=cd0,bootindex=1")
+    [ "$arch" = arm64 ] && args+=(-device virtio-scsi-pci,id=scsi0)
+    [ "$boot" = iso ] && args+=(-drive "file=$out/metal-$arch.iso,if=none,id=cd0,media=cdrom,readonly=on" -device "$cd_dev,drive=cd0,bootindex=1")
     if [ "$firmware" = uefi ]; then
       vars="$cache/OVMF_VARS.$$.fd"
-      mkdir -p "$cache" && cp /usr/share/OVMF/OVMF_VARS_4M.fd "$vars"
+      mkdir -p "$cache" && cp "$vars_fd" "$vars"
       # QEMU holds the file open; it is removed now so no copy outlives the VM.
-      args+=(-drive "if=pflash,format=raw,unit=0,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd"
+      args+=(-drive "if=pflash,format=raw,unit=0,readonly=on,file=$code_fd"
         -drive "if=pflash,format=raw,unit=1,file=$vars")
       (sleep 5; rm -f "$vars") &
-    elif [ "$firmware" != bios ]; then
-      say "--firmware must be uefi or bios"; exit 2
+    elif [ "$firmware" != bios ] || [ "$arch" = arm64 ]; then
+      say "--firmware must be uefi or bios (arm64: uefi)"; exit 2
     fi ;;
   pxe)
-    args+=(-kernel "$out/vmlinuz-amd64" -initrd "$out/initramfs-amd64.xz" -append "$(cat "$out/cmdline-amd64.txt")") ;;
+    args+=(-kernel "$out/vmlinuz-$arch" -initrd "$out/initramfs-$arch.xz" -append "$(cat "$out/cmdline-$arch.txt")") ;;
   *) say "--boot must be iso, pxe or disk"; exit 2 ;;
 esac
 if [ -n "$serial" ]; then
@@ -121,7 +131,7 @@ else
 fi
 
 cat >&2 <<EOF
-vm: booting $boot$( [ "$boot" = iso ] && echo " ($firmware)") with ${accel_args[1]}, disk $disk
+vm: booting $arch $boot$( [ "$boot" = iso ] && echo " ($firmware)") with ${accel_args[1]}, disk $disk
 vm: the node's API is forwarded to 127.0.0.1:$api_port (trustd 127.0.0.1:$trustd_port). Once it is in maintenance mode:
 vm:   talosctl disks --insecure -n 127.0.0.1:$api_port
 vm:   talosctl get addresses --insecure -n 127.0.0.1:$api_port
@@ -129,4 +139,4 @@ vm:   talosctl apply-config --insecure -n 127.0.0.1:$api_port --file controlplan
 vm: or with our own client (same flags): node _out/bundle/basalt.mjs ctl disks --insecure -n 127.0.0.1:$api_port
 vm: console: Ctrl-A X quits QEMU, Ctrl-A C toggles the QEMU monitor.
 EOF
-exec qemu-system-x86_64 "${args[@]}"
+exec "$qemu" "${args[@]}"

@@ -1,6 +1,7 @@
 // Boots a built Basalt image in QEMU through scripts/vm.sh for end-to-end tests:
 // free host ports for the API forwards, a fresh blank disk, the console in a log
 // file, and a kill of the whole process group when the test ends (or the runner exits).
+import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
@@ -13,6 +14,8 @@ const outDir = path.join(repoRoot, "_out", "e2e");
 
 export interface BootOptions {
   name: string;
+  /** Which image (default amd64; arm64 boots in qemu-system-aarch64 under TCG). */
+  arch?: "amd64" | "arm64";
   /** disk: no CD attached, the installed disk only. */
   boot: "iso" | "pxe" | "disk";
   firmware?: "uefi" | "bios";
@@ -64,8 +67,8 @@ export async function freePort(): Promise<number> {
   });
 }
 
-export function artifactsPresent(): boolean {
-  return ["metal-amd64.iso", "initramfs-amd64.xz", "vmlinuz-amd64"].every((f) => fs.existsSync(path.join(repoRoot, "_out", f)));
+export function artifactsPresent(arch: "amd64" | "arm64" = "amd64"): boolean {
+  return [`metal-${arch}.iso`, `initramfs-${arch}.xz`, `vmlinuz-${arch}`].every((f) => fs.existsSync(path.join(repoRoot, "_out", f)));
 }
 
 export async function bootNode(opts: BootOptions): Promise<BootedNode> {
@@ -76,7 +79,7 @@ export async function bootNode(opts: BootOptions): Promise<BootedNode> {
   fs.rmSync(serialLog, { force: true });
   const disk = path.join(outDir, `${opts.disk ?? opts.name}.qcow2`);
   const args = [
-    "scripts/vm.sh", "--no-build", "--boot", opts.boot, "--firmware", opts.firmware ?? "uefi",
+    "scripts/vm.sh", "--no-build", "--arch", opts.arch ?? "amd64", "--boot", opts.boot, "--firmware", opts.firmware ?? "uefi",
     "--api-port", String(apiPort), "--trustd-port", String(trustdPort),
     "--disk", disk, ...(opts.freshDisk === false ? [] : ["--fresh-disk"]),
     "--serial", serialLog, "--cpus", process.env.BASALT_E2E_CPUS ?? "1",
@@ -127,4 +130,37 @@ export async function waitFor<T>(node: BootedNode, what: string, probe: () => Pr
   }
   const tail = node.console().split("\n").slice(-40).join("\n");
   throw new Error(`${what} not reached: ${last instanceof Error ? last.message : String(last)}\n--- console tail ---\n${tail}`);
+}
+
+const TEN_GIB = 10 * 1024 * 1024 * 1024;
+interface Disk {
+  device_name: string;
+  size: number;
+}
+export interface ListedResource {
+  resource: { metadata: { namespace: string; type: string; id: string }; spec: { yaml_spec: string } };
+}
+
+/**
+ * Waits for the maintenance API and checks what every fresh boot shows through it: storage.Disks lists the
+ * blank 10 GiB virtio disk /dev/vda, and COSI's AddressStatuses the DHCP lease 10.0.2.15/24 (which may land
+ * a moment after the listener is up). Returns the listed addresses.
+ */
+export async function expectMaintenanceApi(node: BootedNode, bootTimeoutMs: number, diagnostic: (msg: string) => void): Promise<ListedResource[]> {
+  const client = node.client();
+  const disks = await waitFor(node, "maintenance API (storage.Disks)", async () => {
+    const reply = await client.unary<{ messages: { disks: Disk[] }[] }>(client.storage, "Disks", {}, 10_000);
+    return reply.messages.flatMap((m) => m.disks);
+  }, bootTimeoutMs);
+  diagnostic(`API answered ${((Date.now() - node.startedAt) / 1000).toFixed(1)} s after QEMU start`);
+  const vda = disks.find((d) => d.device_name === "/dev/vda");
+  assert.ok(vda, `no /dev/vda among ${JSON.stringify(disks.map((d) => d.device_name))}`);
+  assert.equal(Number(vda.size), TEN_GIB);
+  return waitFor(node, "a DHCP address in AddressStatuses", async () => {
+    const listed = await client.collect<ListedResource>(client.cosi, "List", { namespace: "network", type: "AddressStatuses.net.talos.dev" }, 10_000);
+    if (!listed.some((r) => /address: 10\.0\.2\.15\/24/.test(r.resource.spec.yaml_spec))) {
+      throw new Error(`addresses: ${listed.map((r) => r.resource.metadata.id).join(", ")}`);
+    }
+    return listed;
+  }, 120_000);
 }
