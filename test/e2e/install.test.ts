@@ -57,6 +57,15 @@ test("install journey: maintenance → install → mTLS → reboot → cold boot
     const mounts = ((await c.mounts()) as MountsReply).messages[0]!.stats;
     assert.ok(mounts.some((m) => m.mounted_on === "/var" && m.filesystem === "/dev/vda6"), "EPHEMERAL at /var");
     assert.ok(mounts.some((m) => m.mounted_on === "/system/state" && m.filesystem === "/dev/vda5"), "STATE at /system/state");
+    // apid runs unprivileged, as on Talos: uid/gid 50 (found by its command line under /proc).
+    const procs = (await c.collect<{ name: string }>(c.machine, "List", { root: "/proc", recurse: false })).map((f) => f.name).filter((n) => /^\/proc\/\d+$/.test(n));
+    let apidStatus = "";
+    for (const p of procs) {
+      const cmdline = await c.read(`${p}/cmdline`).catch(() => Buffer.alloc(0));
+      if (cmdline.toString().split("\0").includes("apid")) apidStatus = (await c.read(`${p}/status`)).toString();
+    }
+    assert.match(apidStatus, /^Uid:\s+50\s/m, "apid's uid");
+    assert.match(apidStatus, /^Gid:\s+50\s/m, "apid's gid");
     const state = (await c.resourceGet("runtime", "MountStatuses.runtime.talos.dev", "STATE")) as ResourceReply;
     assert.match(state.resource.spec.yaml_spec, /target: \/system\/state/);
   });

@@ -18,6 +18,8 @@ export interface RunOptions {
   trustdListen: string;
   /** Run trustd as this user (a node: Talos's uid/gid 51); unset, it runs as we do (the sandbox). */
   trustdUser?: { uid: number; gid: number };
+  /** Run apid as this user (a node: Talos's uid/gid 50); unset, it runs as we do (the sandbox). */
+  apidUser?: { uid: number; gid: number };
   /** Run apid inside machined's process instead of as a child process. */
   apidInProcess?: boolean;
   /** The command line that starts this program (node + entry script + any leading args). */
@@ -70,7 +72,9 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
           env: apidEnv(),
           stopTimeoutMs: 5000,
           ipc: true,
+          ...(opts.apidUser ? { user: opts.apidUser } : {}),
         }),
+        ...(opts.apidUser ? { user: opts.apidUser } : {}),
       },
       trustd: {
         listen: opts.trustdListen,

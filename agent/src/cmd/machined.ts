@@ -24,7 +24,7 @@ export async function main(argv: string[]): Promise<void> {
     apidListen: (flags["apid-listen"] as string | undefined) ?? "0.0.0.0:50000",
     trustdListen: "0.0.0.0:50001",
     // Unprivileged as on Talos; only root can hand trustd its own user.
-    ...(process.getuid?.() === 0 ? { trustdUser: trustdUser } : {}),
+    ...(process.getuid?.() === 0 ? { trustdUser: trustdUser, apidUser: { uid: 50, gid: 50 } } : {}),
     apidInProcess: flags["apid-in-process"] === true,
     // One multi-call program: re-run this same entry (bundle or dist main.js) as `apid`.
     self: { command: process.execPath, args: [process.argv[1]!] },

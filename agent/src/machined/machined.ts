@@ -69,7 +69,7 @@ export interface MachinedOptions {
    * How to run apid: the process spec given its extra feature flags, or in
    * this process (`inProcess`: one Node runtime less, see the memory figures).
    */
-  apid: { listen: string; spec(flags: string[]): ProcessSpec; inProcess?: boolean };
+  apid: { listen: string; spec(flags: string[]): ProcessSpec; inProcess?: boolean; user?: { uid: number; gid: number } };
   /**
    * How to run trustd on a control-plane node (the process, its listen address), and the user
    * owning its runtime socket (the user it runs as; unset when it runs as us).
@@ -284,6 +284,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   }
   addService(server, "cosi.resource.State", opts.cosi(state) as never, guard);
   await listenUnix(server, paths.machinedSocket);
+  if (opts.apid.user && !opts.apid.inProcess) await openSocketsTo(opts.apid.user, paths);
   log.info("machined API listening", { socket: paths.machinedSocket });
   const trustdRuntime = opts.trustd ? await serveTrustdRuntime(state, paths.trustdRuntimeSocket, opts.trustd.user) : undefined;
 
@@ -375,6 +376,17 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     }
   })();
   return { state, supervisor, done };
+}
+
+/**
+ * apid runs unprivileged (uid/gid 50, as on Talos): machined's socket is its to connect to (the
+ * directory 0771, the socket owned by apid's user), and apid's own socket directory is apid's.
+ */
+async function openSocketsTo(user: { uid: number; gid: number }, paths: Paths): Promise<void> {
+  await fs.chmod(path.dirname(paths.machinedSocket), 0o771);
+  await fs.chown(paths.machinedSocket, user.uid, user.gid);
+  await fs.mkdir(path.dirname(paths.apidSocket), { recursive: true, mode: 0o750 });
+  await fs.chown(path.dirname(paths.apidSocket), user.uid, user.gid);
 }
 
 async function listenUnix(server: grpc.Server, socket: string): Promise<void> {
