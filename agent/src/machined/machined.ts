@@ -37,7 +37,7 @@ import type { Paths } from "../sys/paths.js";
 import type { Power } from "../sys/power.js";
 import { machinedGuard } from "./access.js";
 import { machineServiceImpl, storageServiceImpl } from "./apis.js";
-import { checkConfig, checkMaintenanceMode, defaultTryTimeoutMs, maintenanceDryRunDetails, planApply, type ApplyRequest, type ConfigChecker } from "./apply/index.js";
+import { checkConfig, checkMaintenanceMode, maintenanceDryRunDetails, planApply, TryModeTimer, tryTimeoutMs, type ApplyRequest, type ConfigChecker } from "./apply/index.js";
 import { announceMaintenance } from "./maintenance-console.js";
 import { published } from "./published.js";
 import { nodeAddresses, nodeHostname } from "./node-identity.js";
@@ -199,8 +199,10 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       actorId,
     );
 
-  let tryRevert: NodeJS.Timeout | undefined;
-  opts.signal.addEventListener("abort", () => clearTimeout(tryRevert), { once: true });
+  const tryTimer = new TryModeTimer((previous) => {
+    log.info("try mode timed out: reverting to the previous configuration");
+    activate(previous.toYaml()).catch((err: unknown) => log.error("reverting the tried configuration failed", { error: describeError(err) }));
+  }, opts.signal);
 
   const applyConfiguration = async (req: ApplyRequest): Promise<Record<string, unknown>> => {
     const reqMode = req.mode ?? ApplyMode.REBOOT;
@@ -227,23 +229,17 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     }
     const { config, warnings } = checkConfig(opts.configChecker, data);
     const current = state.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec;
-    const t = req.try_mode_timeout;
-    const tryTimeoutMs = t && (t.seconds || t.nanos) ? (t.seconds ?? 0) * 1000 + (t.nanos ?? 0) / 1e6 : defaultTryTimeoutMs;
+    const timeoutMs = tryTimeoutMs(req.try_mode_timeout);
     // Any apply but another try confirms (or ends) a config being tried.
-    if (reqMode !== ApplyMode.TRY) clearTimeout(tryRevert);
-    const plan = planApply({ current, next: config, mode: reqMode, dryRun: req.dry_run === true, tryTimeoutMs });
+    if (reqMode !== ApplyMode.TRY) tryTimer.cancel();
+    const plan = planApply({ current, next: config, mode: reqMode, dryRun: req.dry_run === true, tryTimeoutMs: timeoutMs });
     if (req.dry_run) return { mode: plan.mode, mode_details: plan.details };
     const text = data.toString("utf8");
     if (plan.action === "try") {
       // A tried config is neither stored nor this boot's config: a reboot, or the timeout, goes back to the active one.
-      const previous = current!.toYaml();
-      clearTimeout(tryRevert);
+      tryTimer.cancel();
       await activate(text);
-      tryRevert = setTimeout(() => {
-        log.info("try mode timed out: reverting to the previous configuration");
-        activate(previous).catch((err: unknown) => log.error("reverting the tried configuration failed", { error: describeError(err) }));
-      }, tryTimeoutMs);
-      tryRevert.unref();
+      tryTimer.start(current!, timeoutMs);
       return { warnings, mode: plan.mode, mode_details: plan.details };
     }
     r.configText = text;
