@@ -362,7 +362,9 @@ static void kexec_request(char *args) {
   int ifd = initrd && strcmp(initrd, "-") ? open(initrd, O_RDONLY | O_CLOEXEC) : -1;
   unsigned long flags = ifd < 0 ? 4 /* KEXEC_FILE_NO_INITRAMFS */ : 0;
   if (kfd < 0 || syscall(SYS_kexec_file_load, kfd, ifd, strlen(cmdline) + 1, cmdline, flags) < 0) {
-    say("kexec load of %s failed: %s", kernel ? kernel : "(none)", strerror(errno));
+    // Debian's arm64 kernel has kexec_load only, which needs a userspace loader we do not carry.
+    if (errno == ENOSYS) say("this kernel cannot kexec (no kexec_file_load): rebooting through the firmware");
+    else say("kexec load of %s failed: %s", kernel ? kernel : "(none)", strerror(errno));
     final_action(ACT_REBOOT, "kexec load failed");
   }
   final_action(ACT_KEXEC, "requested by machined");

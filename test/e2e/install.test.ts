@@ -9,7 +9,7 @@ import { ApplyMode } from "../../agent/src/api/enums.js";
 import type { NodeClient } from "../../agent/src/client/client.js";
 import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
 import { generateConfigs } from "../../agent/src/config/generate/index.js";
-import { artifactsPresent, bootNode, waitFor, type BootedNode } from "./qemu.js";
+import { artifactsPresent, bootNode, systemPartitionNames, waitFor, type BootedNode } from "./qemu.js";
 
 const bootMs = 600_000;
 const disk = "install-journey";
@@ -47,13 +47,7 @@ test("install journey: maintenance → install → mTLS → reboot → cold boot
 
   await t.test("six partitions with Talos's names, STATE and EPHEMERAL mounted", async () => {
     const c = admin();
-    const partitions = (await c.read("/proc/partitions")).toString();
-    const names: string[] = [];
-    for (let i = 1; i <= 6; i++) {
-      assert.match(partitions, new RegExp(`vda${i}\\n`));
-      names.push(/^PARTNAME=(.*)$/m.exec((await c.read(`/sys/class/block/vda${i}/uevent`)).toString())?.[1] ?? "");
-    }
-    assert.deepEqual(names, ["EFI", "BIOS", "BOOT", "META", "STATE", "EPHEMERAL"]);
+    assert.deepEqual(await systemPartitionNames(c, "vda"), ["EFI", "BIOS", "BOOT", "META", "STATE", "EPHEMERAL"]);
     const mounts = ((await c.mounts()) as MountsReply).messages[0]!.stats;
     assert.ok(mounts.some((m) => m.mounted_on === "/var" && m.filesystem === "/dev/vda6"), "EPHEMERAL at /var");
     assert.ok(mounts.some((m) => m.mounted_on === "/system/state" && m.filesystem === "/dev/vda5"), "STATE at /system/state");

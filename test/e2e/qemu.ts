@@ -132,6 +132,17 @@ export async function waitFor<T>(node: BootedNode, what: string, probe: () => Pr
   throw new Error(`${what} not reached: ${last instanceof Error ? last.message : String(last)}\n--- console tail ---\n${tail}`);
 }
 
+/** The GPT names of the disk's first six partitions, as the node's kernel reports them (Read of sysfs over the API). */
+export async function systemPartitionNames(c: NodeClient, disk: string): Promise<string[]> {
+  const partitions = (await c.read("/proc/partitions")).toString();
+  const names: string[] = [];
+  for (let i = 1; i <= 6; i++) {
+    assert.match(partitions, new RegExp(`${disk}${i}\\n`));
+    names.push(/^PARTNAME=(.*)$/m.exec((await c.read(`/sys/class/block/${disk}${i}/uevent`)).toString())?.[1] ?? "");
+  }
+  return names;
+}
+
 const TEN_GIB = 10 * 1024 * 1024 * 1024;
 interface Disk {
   device_name: string;

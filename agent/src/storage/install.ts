@@ -128,7 +128,7 @@ export async function installToDisk(opts: InstallOptions): Promise<InstalledDisk
     await copyFileSynced(opts.source.kernel, path.join(bootDir, "A", "vmlinuz"));
     await copyFileSynced(opts.source.initramfs, path.join(bootDir, "A", "initramfs.xz"));
     await installGrub({ disk: opts.disk, bootDir, bootUuid, efiPartition: partitions.EFI, workDir: opts.workDir, arch: opts.arch });
-    await writeFileAtomic(path.join(bootDir, "grub", "grub.cfg"), renderGrubConfig({ current: "A", version: opts.version, cmdline: opts.cmdline }), 0o644);
+    await writeFileAtomic(path.join(bootDir, "grub", "grub.cfg"), renderGrubConfig({ current: "A", version: opts.version, cmdline: opts.cmdline, serialTerminal: opts.arch === "amd64" }), 0o644);
     log.info("bootloader installed", { disk: opts.disk, arch: opts.arch });
   } finally {
     await opts.mounter.unmount(bootDir);

@@ -21,7 +21,7 @@ describe("grub.cfg", () => {
   });
 
   it("boots the current label by default, falls back to the other, and offers the reset entry", () => {
-    const cfg = renderGrubConfig({ current: "B", fallback: "A", version: "v0.2.0", cmdline: "talos.platform=metal console=ttyS0" });
+    const cfg = renderGrubConfig({ current: "B", fallback: "A", version: "v0.2.0", cmdline: "talos.platform=metal console=ttyS0", serialTerminal: true });
     assert.match(cfg, /^set default="B - Basalt v0.2.0"\nset fallback="A - Basalt v0.2.0"\nset timeout=3\n/);
     assert.match(cfg, /terminal_input console serial\nterminal_output console serial\n/);
     const titles = [...cfg.matchAll(/menuentry "([^"]+)"/g)].map((m) => m[1]);
@@ -31,9 +31,15 @@ describe("grub.cfg", () => {
   });
 
   it("has no fallback on a first install", () => {
-    const cfg = renderGrubConfig({ current: "A", version: "v0.1.0", cmdline: "x=1" });
+    const cfg = renderGrubConfig({ current: "A", version: "v0.1.0", cmdline: "x=1", serialTerminal: true });
     assert.doesNotMatch(cfg, /fallback/);
     assert.equal([...cfg.matchAll(/menuentry /g)].length, 2);
+  });
+
+  it("leaves the serial port out where the firmware's console already is one (arm64)", () => {
+    const cfg = renderGrubConfig({ current: "A", version: "v0.1.0", cmdline: "console=ttyAMA0", serialTerminal: false });
+    assert.doesNotMatch(cfg, /serial/);
+    assert.match(cfg, /insmod all_video\nterminal_input console\nterminal_output console\n/);
   });
 
   it("quotes what GRUB's parser would interpret", () => {
@@ -42,7 +48,7 @@ describe("grub.cfg", () => {
 
   it("is valid GRUB script", { skip: hasTool("grub-script-check") ? false : "grub-script-check not installed" }, () => {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "basalt-grub-")), "grub.cfg");
-    fs.writeFileSync(file, renderGrubConfig({ current: "A", fallback: "B", version: "v1", cmdline: "talos.config=http://x/?a=1&b=$2 console=ttyS0" }));
+    fs.writeFileSync(file, renderGrubConfig({ current: "A", fallback: "B", version: "v1", cmdline: "talos.config=http://x/?a=1&b=$2 console=ttyS0", serialTerminal: true }));
     execFileSync("grub-script-check", [file]);
     fs.rmSync(path.dirname(file), { recursive: true });
   });

@@ -15,6 +15,11 @@ export interface GrubConfig {
   fallback?: BootLabel;
   version: string;
   cmdline: string;
+  /**
+   * Also use the first serial port (BIOS/UEFI PCs). UEFI on arm64 already puts its
+   * console on the serial line and GRUB there finds no com0 (it prints an error).
+   */
+  serialTerminal: boolean;
 }
 
 export const resetEntryTitle = "Reset Basalt installation and return to maintenance mode";
@@ -40,9 +45,9 @@ export function renderGrubConfig(c: GrubConfig): string {
     "set timeout=3",
     "",
     "insmod all_video",
-    "serial --unit=0 --speed=115200",
-    "terminal_input console serial",
-    "terminal_output console serial",
+    ...(c.serialTerminal
+      ? ["serial --unit=0 --speed=115200", "terminal_input console serial", "terminal_output console serial"]
+      : ["terminal_input console", "terminal_output console"]),
     "",
     // Entries in label order whichever is the default, as Talos writes them.
     ...[c.current, ...(c.fallback ? [c.fallback] : [])].sort().map((label) => entry(entryTitle(label, c.version), label, c.cmdline)),
