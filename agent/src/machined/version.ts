@@ -1,10 +1,11 @@
 import os from "node:os";
 
-// The API contract we speak is Talos v1.7's; talosctl compares major.minor for
-// its skew warning, so the tag keeps 1.7 and names Basalt in the pre-release.
+// The API contract we speak is Talos v1.7.6's. talosctl warns when the server's tag
+// sorts before its own by semver; a pre-release suffix would (1.7.6-x < 1.7.6), build
+// metadata is ignored, so Basalt is named there.
 export const productName = "Basalt";
 export const basaltVersion = "0.1.0";
-export const contractTag = `v1.7.6-basalt.${basaltVersion}`;
+export const contractTag = `v1.7.6+basalt.${basaltVersion}`;
 
 /** machine.VersionInfo */
 export function versionInfo() {
