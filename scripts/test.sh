@@ -7,4 +7,7 @@ bash scripts/setup.sh
 export PATH="$PWD/_out/tools/node22/bin:$PATH"
 echo "test: node $(node --version)"
 npm test
+echo "test: setup, unit and integration tests took ${SECONDS} s"
+e2e_start=$SECONDS
 npm run test:e2e
+echo "test: image builds and e2e boots took $((SECONDS - e2e_start)) s; all ${SECONDS} s"
