@@ -132,7 +132,7 @@ test("apply-config leaves maintenance; mTLS with roles; other CAs refused", asyn
 
   const adminClient = client(admin);
   const version = (await eventually(() => adminClient.version())) as { messages: { version: { tag: string }; features: { rbac: boolean } }[] };
-  assert.match(version.messages[0]!.version.tag, /^v1\.7\.\d+-basalt/);
+  assert.match(version.messages[0]!.version.tag, /^v1\.7\.\d+\+basalt\./);
   assert.equal(version.messages[0]!.features.rbac, true);
 
   const services = (await adminClient.serviceList()) as { messages: { services: { id: string; state: string }[] }[] };
