@@ -4,6 +4,7 @@
 import * as grpc from "@grpc/grpc-js";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
@@ -38,6 +39,27 @@ test("a 5000-document apply of unknown kinds gets a cut error and the node keeps
     assert.doesNotMatch(sandbox.output(), /MaxListenersExceededWarning/);
     assert.doesNotMatch(sandbox.output(), /Connection dropped|resource watch failed/);
   } finally {
+    client.close();
+    await sandbox.stop();
+    rmSync(stateDir, { recursive: true, force: true });
+  }
+});
+
+test("apid whose port is taken at start keeps trying and serves once the port is free", { timeout: 120_000 }, async () => {
+  const stateDir = mkdtempSync(path.join(os.tmpdir(), "basalt-busy-port-"));
+  const port = await freePort();
+  // What once held :50000 on a node: a socket of the readiness probe connected to itself.
+  const holder = net.createServer();
+  await new Promise<void>((resolve) => holder.listen(port, "127.0.0.1", resolve));
+  const sandbox = startSandbox(stateDir, port);
+  const client = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "insecure" } });
+  try {
+    await eventually(() => (/binding the api listener failed, retrying/.test(sandbox.output()) ? Promise.resolve() : Promise.reject(new Error("no bind failure yet"))));
+    await new Promise<void>((resolve) => holder.close(() => resolve()));
+    await eventually(() => client.disks());
+    assert.match(sandbox.output(), /api listener ready/);
+  } finally {
+    holder.close();
     client.close();
     await sandbox.stop();
     rmSync(stateDir, { recursive: true, force: true });

@@ -21,6 +21,7 @@ import { buildProxyServer, type Backends, type ProxiedMethod } from "./proxy.js"
 import { addressesFromProto, SelfNames } from "./self.js";
 
 const log = logger("apid");
+const bindRetryMs = 1000;
 
 export interface ApidOptions {
   listen: string; // host:port
@@ -79,17 +80,29 @@ export async function runApid(opts: ApidOptions): Promise<void> {
     if (!mode) return;
     const creds = liveServerCredentials(mode);
     const server = buildProxyServer({ ...proxyBase, authenticate: (call) => authenticate(mode, call) });
-    await new Promise<void>((resolve, reject) =>
-      server.bindAsync(opts.listen, creds.credentials, (err) => (err ? reject(err) : resolve())),
-    );
+    try {
+      await new Promise<void>((resolve, reject) =>
+        server.bindAsync(opts.listen, creds.credentials, (err) => (err ? reject(err) : resolve())),
+      );
+    } catch (err) {
+      server.forceShutdown();
+      throw err;
+    }
     current = { server, key, creds };
     log.info("api listener ready", { listen: opts.listen, mode: mode.kind });
   };
 
+  // A failed bind is retried until it succeeds: without its listener the node cannot be reached at all.
   let chain = Promise.resolve();
+  let retry: NodeJS.Timeout | undefined;
   const schedule = () => {
-    chain = chain.then(rebind).catch((err) => log.error("rebinding the api listener failed", { error: describeError(err) }));
+    clearTimeout(retry);
+    chain = chain.then(rebind).catch((err: unknown) => {
+      log.error("binding the api listener failed, retrying in 1 s", { listen: opts.listen, error: describeError(err) });
+      if (!opts.signal.aborted) retry = setTimeout(schedule, bindRetryMs);
+    });
   };
+  opts.signal.addEventListener("abort", () => clearTimeout(retry), { once: true });
 
   watchOne(cosi, SECRETS_NAMESPACE, ApiCertificatesType, ApiCertificatesId, apiCertsDefinition.protoSpecType, opts.signal, (spec) => {
     apiCerts = spec

@@ -41,8 +41,12 @@ export function tcpProbe(listen: string, what = "service"): Promise<void> {
     const sock = net.connect({ host: host === "0.0.0.0" || host === "" ? "127.0.0.1" : host === "::" ? "::1" : host, port });
     sock.setTimeout(2000);
     sock.once("connect", () => {
+      // With nothing listening, a loopback connect whose ephemeral port happens to be the
+      // probed one connects to itself (TCP simultaneous open): that is no listener.
+      const self = sock.localPort === sock.remotePort && sock.localAddress === sock.remoteAddress;
       sock.destroy();
-      resolve();
+      if (self) reject(new SystemError(`${what} is not listening on ${listen} (the probe connected to itself)`));
+      else resolve();
     });
     sock.once("timeout", () => {
       sock.destroy();
