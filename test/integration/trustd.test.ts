@@ -117,12 +117,23 @@ after(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-test("a worker waits for trustd, gets its certificate from the control plane, then serves mTLS", { skip, timeout: 180_000 }, async () => {
+test("a worker waits for trustd (whose port is busy at first), gets its certificate from the control plane, then serves mTLS", { skip, timeout: 180_000 }, async () => {
   startNode(nodes.worker, "worker", generated.worker, WORKER);
   await until("the worker to say it waits for trustd", () => nodes.worker.out.includes(`waiting for a certificate from trustd at ${CP}:50001`), 60_000);
   assert.doesNotMatch(nodes.worker.out, /api listener ready.*mtls/);
 
-  startNode(nodes.cp, "cp", generated.controlplane, CP, ["--trustd-user", "51:51"]);
+  // The control plane's :50001 is taken when its trustd starts: trustd keeps trying and serves once it is free.
+  const holder = spawn("ip", ["netns", "exec", nodes.cp.ns, process.execPath, "-e", `require("node:net").createServer().listen(50001, "${CP}", () => console.log("holding"))`], { stdio: ["ignore", "pipe", "inherit"] });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      holder.stdout!.once("data", () => resolve());
+      holder.once("exit", (code) => reject(new Error(`port holder exited (${code})`)));
+    });
+    startNode(nodes.cp, "cp", generated.controlplane, CP, ["--trustd-user", "51:51"]);
+    await until("trustd to fail its bind", () => nodes.cp.out.includes("serving trustd failed, retrying in 1 s"), 120_000);
+  } finally {
+    await stopProcess(holder);
+  }
   await until("the worker's certificate", () => nodes.worker.out.includes("API certificate received from trustd"), 120_000);
 
   const ctx = parseTalosconfig(generated.talosconfig);

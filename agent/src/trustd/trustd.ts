@@ -70,16 +70,34 @@ export async function runTrustd(opts: TrustdOptions): Promise<void> {
     const creds = liveServerCredentials(mode);
     const grpcServer = new grpc.Server();
     addService(grpcServer, "securityapi.SecurityService", securityServiceImpl(() => root, log), tokenGuard(() => root, log));
-    await new Promise<void>((resolve, reject) => grpcServer.bindAsync(opts.listen, creds.credentials, (err) => (err ? reject(err) : resolve())));
+    try {
+      await new Promise<void>((resolve, reject) => grpcServer.bindAsync(opts.listen, creds.credentials, (err) => (err ? reject(err) : resolve())));
+    } catch (err) {
+      grpcServer.forceShutdown();
+      throw err;
+    }
     listener = { server: grpcServer, creds };
     log.info("trustd listening", { listen: opts.listen });
   };
+
+  // A failed bind is retried with the newest certificate until it succeeds: workers depend on this listener.
+  let retry: NodeJS.Timeout | undefined;
+  let latest: PemWire | undefined;
+  const schedule = () => {
+    clearTimeout(retry);
+    binding = binding.then(() => (latest ? serve(latest) : undefined)).catch((err: unknown) => {
+      log.error("serving trustd failed, retrying in 1 s", { listen: opts.listen, error: describeError(err) });
+      if (!opts.signal.aborted) retry = setTimeout(schedule, 1000);
+    });
+  };
+  opts.signal.addEventListener("abort", () => clearTimeout(retry), { once: true });
 
   watchResource(runtime.client, { namespace: SECRETS_NAMESPACE, type: TrustdCertificatesType, id: TrustdCertificatesId, specType: trustdCertsDefinition.protoSpecType }, opts.signal, log, (spec) => {
     const server = spec?.["server"] as PemWire | undefined;
     // A destroyed certificate keeps the last one serving, as Talos's provider ignores destroy events.
     if (!server?.crt?.length || !server.key?.length) return;
-    binding = binding.then(() => serve(server)).catch((err: unknown) => log.error("serving trustd failed", { error: describeError(err) }));
+    latest = server;
+    schedule();
   });
 
   await new Promise<void>((resolve) => (opts.signal.aborted ? resolve() : opts.signal.addEventListener("abort", () => resolve(), { once: true })));
