@@ -4,6 +4,7 @@ import path from "node:path";
 import { allMethods, decode, serviceDefinition } from "../api/index.js";
 import { describeError } from "../errors.js";
 import { roleKey } from "../grpc/metadata.js";
+import { bindServer } from "../grpc/server.js";
 import { logger } from "../log.js";
 import { hostnameStatusDefinition, HostnameStatusId, HostnameStatusType, NETWORK_NAMESPACE, nodeAddressDefinition, NodeAddressIds, NodeAddressType } from "../resources/catalog/network.js";
 import {
@@ -80,14 +81,7 @@ export async function runApid(opts: ApidOptions): Promise<void> {
     if (!mode) return;
     const creds = liveServerCredentials(mode);
     const server = buildProxyServer({ ...proxyBase, authenticate: (call) => authenticate(mode, call) });
-    try {
-      await new Promise<void>((resolve, reject) =>
-        server.bindAsync(opts.listen, creds.credentials, (err) => (err ? reject(err) : resolve())),
-      );
-    } catch (err) {
-      server.forceShutdown();
-      throw err;
-    }
+    await bindServer(server, opts.listen, creds.credentials);
     current = { server, key, creds };
     log.info("api listener ready", { listen: opts.listen, mode: mode.kind });
   };
@@ -153,7 +147,7 @@ function listenHost(listen: string): string {
 async function listenSocket(socket: string, server: grpc.Server): Promise<grpc.Server> {
   await mkdir(path.dirname(socket), { recursive: true, mode: 0o750 });
   await rm(socket, { force: true });
-  await new Promise<void>((resolve, reject) => server.bindAsync(`unix:${socket}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+  await bindServer(server, `unix:${socket}`, grpc.ServerCredentials.createInsecure());
   await chmod(socket, 0o660);
   log.info("api socket listening", { socket });
   return server;

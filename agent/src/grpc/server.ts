@@ -17,6 +17,16 @@ export type CallGuard = (path: string, call: SurfaceCall) => void;
 export type AnyHandler = (...args: any[]) => unknown;
 export type ServiceImpl = Record<string, AnyHandler>;
 
+/** Binds `server` to `address` (host:port or unix:path); a failed bind leaves no half-made server behind. */
+export async function bindServer(server: grpc.Server, address: string, credentials: grpc.ServerCredentials): Promise<void> {
+  try {
+    await new Promise<void>((resolve, reject) => server.bindAsync(address, credentials, (err) => (err ? reject(err) : resolve())));
+  } catch (err) {
+    server.forceShutdown();
+    throw err;
+  }
+}
+
 function methodName(path: string): string {
   return path.slice(path.lastIndexOf("/") + 1);
 }

@@ -7,7 +7,7 @@ import type { ConfigBundle } from "../config/bundle.js";
 import { machinedControllers, Observed } from "../controllers/index.js";
 import { isControlPlane } from "../controllers/secrets/api.js";
 import { ConflictError, describeError } from "../errors.js";
-import { addService } from "../grpc/server.js";
+import { addService, bindServer } from "../grpc/server.js";
 import { logger } from "../log.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../resources/catalog/config.js";
 import { registerCatalog } from "../resources/catalog/index.js";
@@ -388,6 +388,6 @@ async function openSocketsTo(user: { uid: number; gid: number }, paths: Paths): 
 async function listenUnix(server: grpc.Server, socket: string): Promise<void> {
   await fs.mkdir(path.dirname(socket), { recursive: true, mode: 0o771 });
   await fs.rm(socket, { force: true });
-  await new Promise<void>((resolve, reject) => server.bindAsync(`unix:${socket}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+  await bindServer(server, `unix:${socket}`, grpc.ServerCredentials.createInsecure());
 }
 

@@ -3,7 +3,7 @@ import { chown, chmod, mkdir, rm } from "node:fs/promises";
 import path from "node:path";
 import { PermissionDeniedError } from "../errors.js";
 import { cosiStateImpl } from "../grpc/cosi-server.js";
-import { addService, type SurfaceCall } from "../grpc/server.js";
+import { addService, bindServer, type SurfaceCall } from "../grpc/server.js";
 import { Role } from "../grpc/roles.js";
 import { OSRootSecretsId, OSRootSecretsType, SECRETS_NAMESPACE, TrustdCertificatesId, TrustdCertificatesType } from "../resources/catalog/secrets.js";
 import type { ResourceState } from "../resources/state.js";
@@ -37,7 +37,7 @@ export async function serveTrustdRuntime(state: ResourceState, socket: string, o
   addService(server, "cosi.resource.State", cosiStateImpl(state, { rolesOf: () => [Role.admin] }), trustdFilter);
   await mkdir(path.dirname(socket), { recursive: true, mode: 0o750 });
   await rm(socket, { force: true });
-  await new Promise<void>((resolve, reject) => server.bindAsync(`unix:${socket}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+  await bindServer(server, `unix:${socket}`, grpc.ServerCredentials.createInsecure());
   await chmod(socket, 0o600);
   if (owner) {
     await chown(path.dirname(socket), owner.uid, owner.gid);

@@ -1,7 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { liveServerCredentials, type LiveServerCredentials } from "../apid/credentials.js";
 import { describeError } from "../errors.js";
-import { addService } from "../grpc/server.js";
+import { addService, bindServer } from "../grpc/server.js";
 import { logger } from "../log.js";
 import {
   osRootDefinition,
@@ -70,12 +70,7 @@ export async function runTrustd(opts: TrustdOptions): Promise<void> {
     const creds = liveServerCredentials(mode);
     const grpcServer = new grpc.Server();
     addService(grpcServer, "securityapi.SecurityService", securityServiceImpl(() => root, log), tokenGuard(() => root, log));
-    try {
-      await new Promise<void>((resolve, reject) => grpcServer.bindAsync(opts.listen, creds.credentials, (err) => (err ? reject(err) : resolve())));
-    } catch (err) {
-      grpcServer.forceShutdown();
-      throw err;
-    }
+    await bindServer(grpcServer, opts.listen, creds.credentials);
     listener = { server: grpcServer, creds };
     log.info("trustd listening", { listen: opts.listen });
   };
