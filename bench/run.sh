@@ -2,8 +2,8 @@
 # Prints Basalt's image and boot figures (no thresholds): artifact sizes (amd64 and arm64 side by side), seconds
 # from QEMU start to the maintenance API answering, kernel uptime at init start,
 # at machined start and when the API answered, and the agent's memory (PSS and RSS sums) at
-# idle (init reports it on the console); then the sandbox memory and RPC latency
-# benches (bench/memory.ts, bench/rpc-latency.ts). The boot figures are measured for amd64, then
+# idle (init reports it on the console); then the sandbox memory, RPC latency and streamed
+# throughput benches (bench/memory.ts, bench/rpc-latency.ts, bench/stream-throughput.ts). The boot figures are measured for amd64, then
 # arm64 (qemu-system-aarch64 under TCG, UEFI). Builds the images when they are missing.
 # usage: bench/run.sh [--boot iso|pxe] [--firmware uefi|bios]   (default: iso, uefi; arm64: uefi)
 set -euo pipefail
@@ -26,5 +26,7 @@ echo "== memory (sandbox)"
 node dist/bench/memory.js
 echo "== rpc latency (sandbox)"
 node dist/bench/rpc-latency.js
+echo "== streamed throughput through apid beside machined's socket (sandbox)"
+node dist/bench/stream-throughput.js | column -t -s $'\t'
 echo "== apid fan-out latency (3 sandboxes in network namespaces)"
 node dist/bench/fanout.js

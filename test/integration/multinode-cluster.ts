@@ -24,6 +24,8 @@ export interface MemberSpec {
 export interface Member extends MemberSpec {
   address: string;
   ns: string;
+  /** The member's state directory (machined's socket is under it). */
+  stateDir: string;
   /** Everything the member's sandbox printed. */
   out: string;
   child?: ChildProcess;
@@ -58,7 +60,7 @@ export async function startCluster(subnet: string, specs: MemberSpec[]): Promise
   const root = mkdtempSync(path.join(os.tmpdir(), "basalt-cluster-"));
   // Services running unprivileged must reach their sockets below here.
   chmodSync(root, 0o755);
-  const members: Member[] = specs.map((s, i) => ({ ...s, address: `${subnet}.${i + 1}`, ns: `bm-${i + 1}-${tag}`, out: "" }));
+  const members: Member[] = specs.map((s, i) => ({ ...s, address: `${subnet}.${i + 1}`, ns: `bm-${i + 1}-${tag}`, stateDir: path.join(root, s.name), out: "" }));
   const generated = await generateConfigs({ clusterName: "multinode", endpoint: `https://${members[0]!.address}:6443`, installDisk: "" });
   const ctx = parseTalosconfig(generated.talosconfig);
 
@@ -75,7 +77,7 @@ export async function startCluster(subnet: string, specs: MemberSpec[]): Promise
   });
 
   for (const m of members) {
-    const stateDir = path.join(root, m.name);
+    const stateDir = m.stateDir;
     mkdirSync(path.join(stateDir, "system", "state"), { recursive: true });
     // As if applied before: the node boots straight into its configuration.
     writeFileSync(path.join(stateDir, "system", "state", "config.yaml"), configFor(generated, m));

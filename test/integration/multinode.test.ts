@@ -5,11 +5,16 @@
 // refused certificates, all through real processes and real TLS.
 import * as grpc from "@grpc/grpc-js";
 import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { after, before, test } from "node:test";
 import { NodeClient, type ClientOptions } from "../../agent/src/client/client.js";
 import { issueClientCredentials } from "../../agent/src/config/generate/talosconfig.js";
 import { generateSelfSignedCA, issueCertificate, loadCertificateAndKey } from "../../agent/src/pki/index.js";
 import { eventually } from "./helpers/sandbox.js";
+import { readSlowly } from "./helpers/slow-reader.js";
 import { clusterUnsupported, startCluster, type Cluster, type Member } from "./multinode-cluster.js";
 
 const skip = clusterUnsupported();
@@ -105,6 +110,40 @@ test("a streamed call fanned out to two nodes interleaves both nodes' messages",
     stream.on("error", (e: grpc.ServiceError) => e.code !== grpc.status.CANCELLED && reject(e));
     stream.on("end", () => reject(new Error("a followed stream ended")));
   }).finally(() => stream.cancel());
+});
+
+test("streams fanned out to all three nodes, read slowly: each node's share exactly as its machined's socket sends it", { skip, timeout: 120_000 }, async () => {
+  const tree = mkdtempSync(path.join(os.tmpdir(), "basalt-fanout-"));
+  try {
+    for (let f = 0; f < 400; f++) writeFileSync(path.join(tree, `f${f}`), "y".repeat(f));
+    const file = path.join(tree, "blob");
+    const blob = randomBytes(3 * 1024 * 1024);
+    writeFileSync(file, blob);
+    const all = client(`${cp1.address}:50000`, admin, { nodes: members.map((m) => m.address) });
+    type Entry = Tagged & { name?: string; size?: number; bytes?: Buffer };
+    const byNode = (msgs: Entry[]) => {
+      assert.ok(msgs.every((m) => !m.metadata?.error), msgs.find((m) => m.metadata?.error)?.metadata?.error);
+      const out = new Map<string, Entry[]>();
+      for (const m of msgs) out.set(m.metadata!.hostname!, [...(out.get(m.metadata!.hostname!) ?? []), m]);
+      return out;
+    };
+    for (let round = 0; round < 3; round++) {
+      const listed = byNode(await readSlowly<Entry>(all, all.machine, "List", { root: tree, recurse: true }, { every: 25, ms: 3 }));
+      const read = byNode(await readSlowly<Entry>(all, all.machine, "Read", { path: file }, { every: 3, ms: 5 }));
+      for (const m of members) {
+        const socket = new NodeClient({ endpoint: `unix:${path.join(m.stateDir, "system", "run", "machined", "machine.sock")}`, credentials: { kind: "socket", roles: ["os:admin"] } });
+        clients.push(socket);
+        const truth = await socket.collect<Entry>(socket.machine, "List", { root: tree, recurse: true });
+        assert.equal(truth.length, 402);
+        assert.deepEqual(listed.get(m.address)?.map((e) => [e.name, e.size]), truth.map((e) => [e.name, e.size]), `${m.name} round ${round}: List`);
+        const chunks = read.get(m.address) ?? [];
+        assert.equal(chunks.length, (await socket.collect<Entry>(socket.machine, "Read", { path: file })).length, `${m.name} round ${round}: Read messages`);
+        assert.ok(Buffer.concat(chunks.map((c) => c.bytes!)).equals(blob), `${m.name} round ${round}: Read bytes`);
+      }
+    }
+  } finally {
+    rmSync(tree, { recursive: true, force: true });
+  }
 });
 
 test("a reader certificate reads, fanned out too, but cannot reboot or read the machine config", { skip, timeout: 60_000 }, async () => {

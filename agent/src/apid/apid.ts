@@ -1,9 +1,9 @@
 import * as grpc from "@grpc/grpc-js";
 import { chmod, mkdir, rm } from "node:fs/promises";
 import path from "node:path";
-import { allMethods, decode, serviceDefinition } from "../api/index.js";
+import { allMethods } from "../api/index.js";
 import { describeError } from "../errors.js";
-import { roleKey } from "../grpc/metadata.js";
+import { runtimeClient, watchResource } from "../grpc/resource-watch.js";
 import { bindServer } from "../grpc/server.js";
 import { logger } from "../log.js";
 import { hostnameStatusDefinition, HostnameStatusId, HostnameStatusType, NETWORK_NAMESPACE, nodeAddressDefinition, NodeAddressIds, NodeAddressType } from "../resources/catalog/network.js";
@@ -53,8 +53,7 @@ export async function runApid(opts: ApidOptions): Promise<void> {
   const target = `unix:${opts.machinedSocket}`;
   // Large replies and status messages are machined's to bound; the channel reconnects by itself if it drops.
   const local = new grpc.Client(target, grpc.credentials.createInsecure(), { "grpc.max_receive_message_length": 32 * 1024 * 1024, "grpc.max_send_message_length": 32 * 1024 * 1024 });
-  const State = grpc.makeGenericClientConstructor(serviceDefinition("cosi.resource.State"), "State");
-  const cosi = new State(target, grpc.credentials.createInsecure()) as unknown as WatchClient;
+  const cosi = runtimeClient(opts.machinedSocket);
   const methods: ProxiedMethod[] = allMethods().map((m) => ({ path: m.path, requestStream: m.requestStream, responseStream: m.responseStream }));
   const remotes = new RemoteBackends();
   const backends: Backends = { local, get canForward() { return remotes.canForward; }, client: (t) => remotes.client(t) };
@@ -98,7 +97,7 @@ export async function runApid(opts: ApidOptions): Promise<void> {
   };
   opts.signal.addEventListener("abort", () => clearTimeout(retry), { once: true });
 
-  watchOne(cosi, SECRETS_NAMESPACE, ApiCertificatesType, ApiCertificatesId, apiCertsDefinition.protoSpecType, opts.signal, (spec) => {
+  watchResource(cosi.client, { namespace: SECRETS_NAMESPACE, type: ApiCertificatesType, id: ApiCertificatesId, specType: apiCertsDefinition.protoSpecType }, opts.signal, log, (spec) => {
     apiCerts = spec
       ? { server: (spec["server"] ?? {}) as PemPair, acceptedCAs: ((spec["accepted_c_as"] ?? []) as { crt?: Buffer }[]).map((c) => c.crt?.toString() ?? "").filter(Boolean) }
       : undefined;
@@ -107,14 +106,14 @@ export async function runApid(opts: ApidOptions): Promise<void> {
     remotes.setIdentity(apiCerts && client.crt?.length && client.key?.length ? { crt: client.crt.toString(), key: client.key.toString(), acceptedCAs: apiCerts.acceptedCAs } : undefined);
     schedule();
   });
-  watchOne(cosi, SECRETS_NAMESPACE, MaintenanceServiceCertificatesType, MaintenanceServiceCertificatesId, maintenanceServiceCertsDefinition.protoSpecType, opts.signal, (spec) => {
+  watchResource(cosi.client, { namespace: SECRETS_NAMESPACE, type: MaintenanceServiceCertificatesType, id: MaintenanceServiceCertificatesId, specType: maintenanceServiceCertsDefinition.protoSpecType }, opts.signal, log, (spec) => {
     maintenanceCert = spec ? ((spec["server"] ?? {}) as PemPair) : undefined;
     schedule();
   });
-  watchOne(cosi, NETWORK_NAMESPACE, HostnameStatusType, HostnameStatusId, hostnameStatusDefinition.protoSpecType, opts.signal, (spec) => {
+  watchResource(cosi.client, { namespace: NETWORK_NAMESPACE, type: HostnameStatusType, id: HostnameStatusId, specType: hostnameStatusDefinition.protoSpecType }, opts.signal, log, (spec) => {
     self.update({ hostname: String(spec?.["hostname"] ?? ""), domainname: String(spec?.["domainname"] ?? "") });
   });
-  watchOne(cosi, NETWORK_NAMESPACE, NodeAddressType, NodeAddressIds.current, nodeAddressDefinition.protoSpecType, opts.signal, (spec) => {
+  watchResource(cosi.client, { namespace: NETWORK_NAMESPACE, type: NodeAddressType, id: NodeAddressIds.current, specType: nodeAddressDefinition.protoSpecType }, opts.signal, log, (spec) => {
     self.update({ addresses: addressesFromProto(spec?.["addresses"]) });
   });
 
@@ -132,7 +131,7 @@ export async function runApid(opts: ApidOptions): Promise<void> {
   if (socketServer) await shutdown(socketServer);
   remotes.close();
   local.close();
-  (cosi as unknown as grpc.Client).close();
+  cosi.close();
 }
 
 function listenHost(listen: string): string {
@@ -188,50 +187,3 @@ async function shutdown(server: grpc.Server): Promise<void> {
   });
 }
 
-interface WatchEvent {
-  resource?: { metadata?: { id?: string }; spec?: { proto_spec?: Buffer } };
-  event_type?: number;
-}
-interface WatchClient {
-  Watch(req: object, md: grpc.Metadata): grpc.ClientReadableStream<{ event: WatchEvent[] }>;
-}
-
-const DESTROYED = 2;
-
-/** Follows one resource over machined's COSI API, reconnecting until aborted. */
-function watchOne(
-  client: WatchClient,
-  namespace: string,
-  type: string,
-  id: string,
-  specType: string,
-  signal: AbortSignal,
-  onSpec: (spec: Record<string, unknown> | undefined) => void,
-): void {
-  const start = () => {
-    if (signal.aborted) return;
-    const md = new grpc.Metadata();
-    md.add(roleKey, "os:admin");
-    const stream = client.Watch({ namespace, type, id, options: {}, api_version: 1 }, md);
-    const stop = () => stream.cancel();
-    signal.addEventListener("abort", stop, { once: true });
-    stream.on("data", (resp) => {
-      for (const ev of resp.event ?? []) {
-        if (ev.event_type === DESTROYED) onSpec(undefined);
-        else if (ev.resource?.spec?.proto_spec) onSpec(decode(specType, ev.resource.spec.proto_spec) as Record<string, unknown>);
-      }
-    });
-    // A watch ends by an error (machined restarting, the connection dropping) or, rarely, cleanly: either way it is started again.
-    let ended = false;
-    const restart = (err?: grpc.ServiceError) => {
-      if (ended) return;
-      ended = true;
-      signal.removeEventListener("abort", stop);
-      if (err && err.code !== grpc.status.CANCELLED) log.warn("resource watch failed; retrying", { type, error: err.details });
-      setTimeout(start, 1000).unref();
-    };
-    stream.on("error", restart);
-    stream.on("end", () => restart());
-  };
-  start();
-}

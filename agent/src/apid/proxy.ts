@@ -3,6 +3,7 @@ import type { SurfaceCall } from "../grpc/server.js";
 import { describeError } from "../errors.js";
 import { listenerKey, roleKey } from "../grpc/metadata.js";
 import { boundedStatusMessage } from "../grpc/status.js";
+import { whenStreamOver } from "../grpc/stream-outcome.js";
 import { encodeMetadataMessage, failedNodeReply, tagStreamMessage, tagUnaryReply } from "../grpc/aggregate.js";
 
 export interface ProxiedMethod {
@@ -229,16 +230,10 @@ type Downstream = grpc.ServerWritableStream<Buffer, Buffer> | grpc.ServerDuplexS
 
 /**
  * Relays one backend stream into the caller's stream, pausing the backend while
- * the caller is slow. Ends with the backend's status (undefined = OK).
+ * the caller is slow. Ends with the backend's status (undefined = OK) once every
+ * message has been passed on.
  */
 function relayStream(up: grpc.ClientReadableStream<Buffer>, down: Downstream, tag: string | undefined, onDone: (st: grpc.StatusObject | undefined) => void): void {
-  let done = false;
-  const finish = (st: grpc.StatusObject | undefined) => {
-    if (done) return;
-    done = true;
-    down.removeListener("cancelled", cancel);
-    onDone(st);
-  };
   const cancel = () => up.cancel();
   up.on("data", (b: Buffer) => {
     if (!down.write(tag === undefined ? b : tagStreamMessage(b, tag))) {
@@ -246,11 +241,23 @@ function relayStream(up: grpc.ClientReadableStream<Buffer>, down: Downstream, ta
       down.once("drain", () => up.resume());
     }
   });
-  up.on("error", (err) => finish(asStatus(err)));
-  up.on("status", (st: grpc.StatusObject) => {
-    if (st.code === grpc.status.OK) finish(undefined);
+  whenStreamOver(up, (st) => {
+    down.removeListener("cancelled", cancel);
+    onDone(st.code === grpc.status.OK ? undefined : asStatus(st));
   });
   down.on("cancelled", cancel);
+}
+
+/** Passes a caller's request stream on to the backend, holding the caller back while the backend is slow. */
+function relayRequests(down: grpc.ServerReadableStream<Buffer, Buffer> | grpc.ServerDuplexStream<Buffer, Buffer>, up: grpc.ClientWritableStream<Buffer> | grpc.ClientDuplexStream<Buffer, Buffer>): void {
+  down.on("data", (b: Buffer) => {
+    if (!up.write(b)) {
+      down.pause();
+      up.once("drain", () => down.resume());
+    }
+  });
+  down.on("end", () => up.end());
+  down.on("cancelled", () => up.cancel());
 }
 
 /** Resolves once a remote channel is connected, or rejects after `timeoutMs`: a dead node must not hold a stream fan-out. */
@@ -308,9 +315,7 @@ function clientStream(m: ProxiedMethod, opts: ProxyOptions): grpc.handleClientSt
     const up = leg.client.makeClientStreamRequest(m.path, identity, identity, forwardedMetadata(call, a.caller, leg), { deadline: deadlineOf(call) }, (err, resp) =>
       err ? callback(asError(asStatus(err))) : callback(null, resp ?? Buffer.alloc(0)),
     );
-    call.on("data", (b: Buffer) => up.write(b));
-    call.on("end", () => up.end());
-    call.on("cancelled", () => up.cancel());
+    relayRequests(call, up);
   };
 }
 
@@ -324,8 +329,7 @@ function bidi(m: ProxiedMethod, opts: ProxyOptions): grpc.handleBidiStreamingCal
     }
     const leg = a.route.leg;
     const up = leg.client.makeBidiStreamRequest(m.path, identity, identity, forwardedMetadata(call, a.caller, leg), { deadline: deadlineOf(call) });
-    call.on("data", (b: Buffer) => up.write(b));
-    call.on("end", () => up.end());
+    relayRequests(call, up);
     relayStream(up, call, undefined, (st) => (st ? fail(st) : call.end()));
   };
 }

@@ -1,14 +1,24 @@
 import * as grpc from "@grpc/grpc-js";
 import { InvalidInputError } from "../errors.js";
 import { serviceDefinition } from "../api/index.js";
+import { roleKey } from "../grpc/metadata.js";
 import { type ClientCredentials, tlsTarget, withPort } from "../grpc/tls-target.js";
 import type { TalosContext } from "./talosconfig.js";
 
 export { type ClientCredentials, ipEndpointServerName, tlsTarget, withPort } from "../grpc/tls-target.js";
 
+/**
+ * machined's own socket (`unix:<path>`), as apid reaches it: no TLS, and the roles
+ * travel as apid asserts them. For comparing a reply through apid with its source.
+ */
+export interface SocketCredentials {
+  kind: "socket";
+  roles: string[];
+}
+
 export interface ClientOptions {
-  endpoint: string; // host or host:port; port 50000 is added when missing
-  credentials: ClientCredentials;
+  endpoint: string; // host or host:port (port 50000 is added when missing), or unix:<path> with socket credentials
+  credentials: ClientCredentials | SocketCredentials;
   /** `nodes` metadata for one-to-many proxying (talosctl -n). */
   nodes?: string[];
   /** `node` metadata for one-to-one proxying (COSI calls, trackers). */
@@ -28,8 +38,9 @@ export class NodeClient {
   private readonly clients: grpc.Client[] = [];
 
   constructor(private readonly opts: ClientOptions) {
-    const address = withPort(opts.endpoint);
-    const tlsOpts = tlsTarget(address, opts.credentials);
+    const c = opts.credentials;
+    const address = c.kind === "socket" ? opts.endpoint : withPort(opts.endpoint);
+    const tlsOpts = c.kind === "socket" ? { creds: grpc.credentials.createInsecure(), options: {} } : tlsTarget(address, c);
     const creds = tlsOpts.creds;
     const options: grpc.ChannelOptions = { ...tlsOpts.options, "grpc.max_receive_message_length": 32 * 1024 * 1024 };
     const make = (service: string) => {
@@ -48,6 +59,7 @@ export class NodeClient {
     const md = new grpc.Metadata();
     if (this.opts.nodes?.length) md.set("nodes", this.opts.nodes.join(","));
     if (this.opts.node) md.set("node", this.opts.node);
+    if (this.opts.credentials.kind === "socket") for (const r of this.opts.credentials.roles) md.add(roleKey, r);
     return md;
   }
 

@@ -13,7 +13,7 @@ import {
   TrustdCertificatesType,
   type OSRootSpec,
 } from "../resources/catalog/secrets.js";
-import { runtimeClient, watchResource } from "./runtime-watch.js";
+import { runtimeClient, watchResource } from "../grpc/resource-watch.js";
 import { securityServiceImpl, tokenGuard } from "./service.js";
 
 const log = logger("trustd");

@@ -55,6 +55,14 @@ async function fakeBackend(who: string, address: string, opts: { silent?: boolea
     identity,
     "serverStream",
   );
+  // A burst written at once, then the status: what a fast machined does with a slow caller.
+  const burst = (count: number, fail?: grpc.StatusObject) => (call: grpc.ServerWritableStream<Buffer, Buffer>) => {
+    for (let n = 0; n < count; n++) call.write(encode("common.Data", { bytes: Buffer.from(`${who}-${n}`) }));
+    if (fail) call.emit("error", fail);
+    else call.end();
+  };
+  server.register("/machine.MachineService/Read", burst(3000), identity, identity, "serverStream");
+  server.register("/machine.MachineService/List", burst(300, { code: grpc.status.NOT_FOUND, details: "gone mid-way", metadata: new grpc.Metadata() }), identity, identity, "serverStream");
   const bound = await new Promise<number>((resolve, reject) =>
     server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
   );
@@ -206,6 +214,53 @@ test("without a client certificate: only this node may be named; forwarding is r
   } finally {
     canForward = true;
   }
+});
+
+/** Reads a server stream through the proxy, pausing 2 ms after every 50 messages; the messages and the final status. */
+function slowStream(method: string, md: Record<string, string[]> = {}): Promise<{ bytes: string[]; status: grpc.StatusObject }> {
+  const c = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+  return new Promise((resolve) => {
+    const bytes: string[] = [];
+    const s = c.makeServerStreamRequest(method, identity, identity, Buffer.alloc(0), metadataOf(md));
+    s.on("data", (b: Buffer) => {
+      const m = decode("common.Data", b) as { bytes: Buffer; metadata: { hostname: string } | null };
+      bytes.push(`${m.metadata?.hostname ?? ""}:${m.bytes.toString()}`);
+      if (bytes.length % 50 === 0) {
+        s.pause();
+        setTimeout(() => s.resume(), 2);
+      }
+    });
+    // Over once both the status and the end of the messages have come, in whichever order.
+    let status: grpc.StatusObject | undefined;
+    let ended = false;
+    const over = () => {
+      if (!status || !ended) return;
+      c.close();
+      resolve({ bytes, status });
+    };
+    s.on("error", () => {});
+    s.on("status", (st: grpc.StatusObject) => ((status = st), over()));
+    s.on("end", () => ((ended = true), over()));
+  });
+}
+
+test("a burst of messages reaches a slow caller whole, in order, then the backend's status (one-to-one and fanned out)", async () => {
+  const local = Array.from({ length: 3000 }, (_, n) => `:local-${n}`);
+  for (let i = 0; i < 3; i++) {
+    const one = await slowStream("/machine.MachineService/Read");
+    assert.equal(one.status.code, grpc.status.OK);
+    assert.deepEqual(one.bytes, local);
+  }
+  const failing = await slowStream("/machine.MachineService/List");
+  assert.deepEqual([failing.status.code, failing.status.details], [grpc.status.NOT_FOUND, "gone mid-way"]);
+  assert.deepEqual(failing.bytes, local.slice(0, 300), "every message sent before the failure");
+
+  const fanned = await slowStream("/machine.MachineService/Read", { nodes: ["self", "10.0.0.2"] });
+  assert.equal(fanned.status.code, grpc.status.OK);
+  for (const [tag, who] of [["self", "local"], ["10.0.0.2", "node2"]]) {
+    assert.deepEqual(fanned.bytes.filter((b) => b.startsWith(`${tag}:`)), Array.from({ length: 3000 }, (_, n) => `${tag}:${who}-${n}`), tag);
+  }
+  assert.equal(fanned.bytes.length, 6000);
 });
 
 test("routing errors as Talos answers them", async () => {

@@ -9,7 +9,7 @@ import { registerCatalog } from "../../../agent/src/resources/catalog/index.js";
 import { ApiCertificatesId, ApiCertificatesType, OSRootSecretsId, OSRootSecretsType, SECRETS_NAMESPACE, TrustdCertificatesId, TrustdCertificatesType } from "../../../agent/src/resources/catalog/secrets.js";
 import { ResourceState } from "../../../agent/src/resources/state.js";
 import { serveTrustdRuntime } from "../../../agent/src/trustd/runtime-socket.js";
-import { runtimeClient } from "../../../agent/src/trustd/runtime-watch.js";
+import { runtimeClient } from "../../../agent/src/grpc/resource-watch.js";
 
 const pem = (label: string) => `-----BEGIN ${label}-----\nAAAA\n-----END ${label}-----\n`;
 

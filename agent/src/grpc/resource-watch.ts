@@ -1,6 +1,10 @@
+// Following one resource over machined's COSI API (apid its certificates and names,
+// trustd its secrets), watched again whenever the watch ends, until aborted.
+
 import * as grpc from "@grpc/grpc-js";
 import { decode, serviceDefinition } from "../api/index.js";
-import { roleKey } from "../grpc/metadata.js";
+import { roleKey } from "./metadata.js";
+import { whenStreamOver } from "./stream-outcome.js";
 import type { Logger } from "../log.js";
 
 interface WatchEvent {
@@ -48,9 +52,11 @@ export function watchResource(client: WatchClient, target: WatchTarget, signal: 
         else if (ev.resource?.spec?.proto_spec) onSpec(decode(target.specType, ev.resource.spec.proto_spec));
       }
     });
-    stream.on("error", (err: grpc.ServiceError) => {
+    // A watch machined ends, with an error or not (a buffer overrun ends it with OK), is opened again.
+    whenStreamOver(stream, (st) => {
       signal.removeEventListener("abort", stop);
-      if (err.code !== grpc.status.CANCELLED) log.warn("resource watch failed; retrying", { type: target.type, error: err.details });
+      if (signal.aborted) return;
+      log.warn("resource watch ended; watching again", { type: target.type, code: st.code, error: st.details });
       setTimeout(start, 1000).unref();
     });
   };
