@@ -25,6 +25,7 @@ export class NodeClient {
   readonly storage: Untyped;
   readonly cosi: Untyped;
   readonly time: Untyped;
+  readonly inspect: Untyped;
   private readonly clients: grpc.Client[] = [];
 
   constructor(private readonly opts: ClientOptions) {
@@ -42,6 +43,7 @@ export class NodeClient {
     this.storage = make("storage.StorageService");
     this.cosi = make("cosi.resource.State");
     this.time = make("time.TimeService");
+    this.inspect = make("inspect.InspectService");
   }
 
   metadata(): grpc.Metadata {

@@ -36,7 +36,7 @@ import type { Mounter } from "../sys/mount.js";
 import type { Paths } from "../sys/paths.js";
 import type { Power } from "../sys/power.js";
 import { machinedGuard } from "./access.js";
-import { machineServiceImpl, storageServiceImpl } from "./apis.js";
+import { inspectServiceImpl, machineServiceImpl, storageServiceImpl } from "./apis.js";
 import { checkConfig, checkMaintenanceMode, maintenanceDryRunDetails, planApply, TryModeTimer, tryTimeoutMs, type ApplyRequest, type ConfigChecker } from "./apply/index.js";
 import { announceMaintenance } from "./maintenance-console.js";
 import { published } from "./published.js";
@@ -275,7 +275,8 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   };
   addService(server, "machine.MachineService", machineServiceImpl(ctx), guard);
   addService(server, "storage.StorageService", storageServiceImpl(ctx), guard);
-  for (const name of ["time.TimeService", "cluster.ClusterService", "inspect.InspectService", "securityapi.SecurityService"]) {
+  addService(server, "inspect.InspectService", inspectServiceImpl({ controllerDependencies: () => controllers.dependencies() }), guard);
+  for (const name of ["time.TimeService", "cluster.ClusterService", "securityapi.SecurityService"]) {
     addService(server, name, {}, guard);
   }
   addService(server, "cosi.resource.State", opts.cosi(state) as never, guard);
