@@ -2,7 +2,7 @@
 // with sysctl.d(5)'s separator rule (a first separator "." swaps dots and slashes, a
 // first "/" keeps both), as Talos maps its keys.
 
-import { promises as fs } from "node:fs";
+import { constants, promises as fs } from "node:fs";
 import path from "node:path";
 
 const prefixes = ["proc.sys", "sys"] as const;
@@ -36,7 +36,8 @@ export function kernelParamsAt(root = "/"): KernelParams {
   const file = (key: string) => path.join(root, paramPath(key));
   return {
     read: (key) => fs.readFile(file(key), "utf8"),
-    write: (key, value) => fs.writeFile(file(key), value),
+    // Never created: a parameter the kernel does not have is ENOENT, as writing into /proc/sys is.
+    write: (key, value) => fs.writeFile(file(key), value, { flag: constants.O_WRONLY | constants.O_TRUNC }),
     remove: (key) => fs.rm(file(key)),
   };
 }
