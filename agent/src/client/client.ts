@@ -35,6 +35,7 @@ export class NodeClient {
   readonly storage: Untyped;
   readonly cosi: Untyped;
   readonly time: Untyped;
+  readonly inspect: Untyped;
   private readonly clients: grpc.Client[] = [];
 
   constructor(private readonly opts: ClientOptions) {
@@ -53,6 +54,7 @@ export class NodeClient {
     this.storage = make("storage.StorageService");
     this.cosi = make("cosi.resource.State");
     this.time = make("time.TimeService");
+    this.inspect = make("inspect.InspectService");
   }
 
   metadata(): grpc.Metadata {

@@ -29,6 +29,8 @@ export interface RunOptions {
   /** A node's power (init's FIFO); absent in the sandbox, where a reboot starts machined again in this process. */
   power?: Power;
   cmdline?: Map<string, string[]>;
+  kernelParams: MachinedOptions["kernelParams"];
+  smbios?: MachinedOptions["smbios"];
 }
 
 /**
@@ -90,6 +92,8 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
       },
       ...(opts.networking ? { networking: opts.networking } : {}),
       ...(opts.extraDefinitions ? { extraDefinitions: opts.extraDefinitions } : {}),
+      kernelParams: opts.kernelParams,
+      ...(opts.smbios ? { smbios: opts.smbios } : {}),
       signal: ac.signal,
     });
     await m.done;

@@ -2,6 +2,8 @@ import { logger, setLogFormat } from "../log.js";
 import { detectPlatform, type Platform, readCmdline } from "../machined/platform.js";
 import { sysfsBlock } from "../sys/block.js";
 import { nodePaths } from "../sys/paths.js";
+import { kernelParamsAt } from "../sys/kernel-params.js";
+import { sysfsSmbios } from "../sys/smbios.js";
 import { initPower } from "../sys/power.js";
 import { trustdUser } from "../services/definitions/trustd.js";
 import { parseFlags } from "./flags.js";
@@ -31,6 +33,9 @@ export async function main(argv: string[]): Promise<void> {
     // On a node: DHCP on the first link; wait (bounded) for an address before maintenance prints where to connect.
     networking: networking(nodePaths, { node: platform.mode !== "container", waitForAddressMs: 30_000 }),
     extraDefinitions: networkDefinitions,
+    kernelParams: kernelParamsAt("/"),
+    // In a container the host's firmware is not ours to report (Talos reads none there).
+    ...(platform.mode === "container" ? {} : { smbios: sysfsSmbios() }),
   });
 }
 

@@ -6,6 +6,7 @@ import { logger } from "../log.js";
 import { sandboxPlatform } from "../machined/platform.js";
 import { sysfsBlock } from "../sys/block.js";
 import { pathsAt } from "../sys/paths.js";
+import { kernelParamsOverlay } from "../sys/kernel-params.js";
 import { parseFlags } from "./flags.js";
 import { entryScript, runMachinedProcess } from "./machined-run.js";
 import { networkDefinitions, networking } from "./networking.js";
@@ -55,6 +56,8 @@ export async function main(argv: string[]): Promise<void> {
     // Observe the host's links and addresses (no DHCP, no resolv.conf), as Talos in a container.
     networking: networking(paths, { node: false }),
     extraDefinitions: networkDefinitions,
+    // Kernel parameters are written under the state directory, never to the host's kernel.
+    kernelParams: kernelParamsOverlay(path.join(stateDir, "kernel-params")),
   });
 }
 

@@ -5,6 +5,12 @@ import type { ConfigBundle } from "../config/bundle.js";
 import type { Controller } from "../resources/controller-runtime.js";
 import type { MachineStage } from "../resources/catalog/runtime.js";
 import type { MountedVolume } from "../storage/volumes.js";
+import type { KernelParams } from "../sys/kernel-params.js";
+import type { SmbiosReader } from "../sys/smbios.js";
+import { SystemInfoController } from "./hardware/system-info.js";
+import { KernelParamConfigController } from "./runtime/kernel-param-config.js";
+import { KernelParamDefaultsController } from "./runtime/kernel-param-defaults.js";
+import { KernelParamSpecController } from "./runtime/kernel-param-spec.js";
 import { MachineConfigController } from "./config/machine-config.js";
 import { MachineTypeController } from "./config/machine-type.js";
 import { MachineStatusController, type RequiredServices } from "./runtime/machine-status.js";
@@ -29,6 +35,10 @@ export interface ControllersOptions {
   secrets: SecretsOptions;
   /** The networking controllers (DHCP on a node, observe-only in the sandbox), built by the caller. */
   network: Controller[];
+  /** The kernel's parameters (sysctls, sysfs); `container`: the sandbox, with Talos's container-mode defaults. */
+  kernelParams: { params: KernelParams; container: boolean };
+  /** The firmware's SMBIOS table; absent in the sandbox (as Talos reads none in a container). */
+  smbios?: SmbiosReader;
 }
 
 export function machinedControllers(opts: ControllersOptions): Controller[] {
@@ -42,6 +52,10 @@ export function machinedControllers(opts: ControllersOptions): Controller[] {
     new MountStatusController(s.volumes),
     new MetaKeysController(s.metaKeys),
     ...secretsControllers(opts.secrets),
+    new KernelParamConfigController(),
+    new KernelParamDefaultsController(opts.kernelParams.params, opts.kernelParams.container),
+    new KernelParamSpecController(opts.kernelParams.params),
+    ...(opts.smbios ? [new SystemInfoController(opts.smbios)] : []),
   ];
 }
 

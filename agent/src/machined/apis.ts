@@ -20,6 +20,12 @@ import { mountStats } from "./rpc/mounts.js";
 import { streamFile, type ReadRequest } from "./rpc/read.js";
 import type { ResetOptions } from "./sequences.js";
 import type { Platform } from "./platform.js";
+import { streamCopy, type CopyRequest } from "./rpc/copy.js";
+import { streamDiskUsage, type DiskUsageRequest } from "./rpc/disk-usage.js";
+import { cpuInfo, diskStats, hostname, loadAvg, memory, networkDeviceStats, systemStat } from "./rpc/monitoring.js";
+import { netstat, type NetstatRequest } from "./rpc/netstat.js";
+import { processes } from "./rpc/processes.js";
+import { dependencyEdgeTypeNumbers, type DependencyEdge } from "../resources/controller-runtime.js";
 
 /** What the API handlers need from the running machine. */
 export interface MachineApiContext {
@@ -82,6 +88,17 @@ export function machineServiceImpl(ctx: MachineApiContext): ServiceImpl {
     Mounts: unaryHandler(async () => mountStats()),
     Events: async (call: grpc.ServerWritableStream<EventsRequest, unknown>) => streamEvents(ctx.events, call),
     Dmesg: async (call: grpc.ServerWritableStream<DmesgRequest, unknown>) => streamDmesg(call),
+    Memory: unaryHandler(() => memory()),
+    CPUInfo: unaryHandler(() => cpuInfo()),
+    LoadAvg: unaryHandler(() => loadAvg()),
+    SystemStat: unaryHandler(() => systemStat()),
+    NetworkDeviceStats: unaryHandler(() => networkDeviceStats()),
+    DiskStats: unaryHandler(() => diskStats()),
+    Hostname: unaryHandler(() => hostname()),
+    Processes: unaryHandler(() => processes()),
+    Netstat: unaryHandler((req: NetstatRequest) => netstat(req)),
+    DiskUsage: async (call: grpc.ServerWritableStream<DiskUsageRequest, unknown>) => streamDiskUsage(call),
+    Copy: async (call: grpc.ServerWritableStream<CopyRequest, unknown>) => streamCopy(call),
     GenerateClientConfiguration: unaryHandler(generateClientConfiguration(ctx)),
     MetaWrite: unaryHandler(async (req: { key?: number; value?: Buffer }) => {
       const meta = ctx.meta();
@@ -118,5 +135,24 @@ export function storageServiceImpl(ctx: Pick<MachineApiContext, "block" | "syste
       const system = ctx.systemDisk()?.replace(/^\/dev\//, "");
       return { messages: [{ disks: listDisks(ctx.block, system ? { systemDisk: system } : {}) }] };
     }),
+  };
+}
+
+/** InspectService: machined's controller graph, from the inputs and outputs each controller declares. */
+export function inspectServiceImpl(ctx: { controllerDependencies(): DependencyEdge[] }): ServiceImpl {
+  return {
+    ControllerRuntimeDependencies: unaryHandler(async () => ({
+      messages: [
+        {
+          edges: ctx.controllerDependencies().map((e) => ({
+            controller_name: e.controllerName,
+            edge_type: dependencyEdgeTypeNumbers[e.edgeType],
+            resource_namespace: e.namespace,
+            resource_type: e.type,
+            resource_id: e.id ?? "",
+          })),
+        },
+      ],
+    })),
   };
 }

@@ -35,8 +35,10 @@ import type { BlockSysfs } from "../sys/block.js";
 import type { Mounter } from "../sys/mount.js";
 import type { Paths } from "../sys/paths.js";
 import type { Power } from "../sys/power.js";
+import type { KernelParams } from "../sys/kernel-params.js";
+import type { SmbiosReader } from "../sys/smbios.js";
 import { machinedGuard } from "./access.js";
-import { machineServiceImpl, storageServiceImpl } from "./apis.js";
+import { inspectServiceImpl, machineServiceImpl, storageServiceImpl } from "./apis.js";
 import { checkConfig, checkMaintenanceMode, maintenanceDryRunDetails, planApply, TryModeTimer, tryTimeoutMs, type ApplyRequest, type ConfigChecker } from "./apply/index.js";
 import { announceMaintenance } from "./maintenance-console.js";
 import { published } from "./published.js";
@@ -82,6 +84,9 @@ export interface MachinedOptions {
   networking?: { controllers: Controller[]; ready?(state: ResourceState, signal: AbortSignal): Promise<void> };
   /** Definitions other modules own (e.g. networking's), registered with the catalog. */
   extraDefinitions?: readonly ResourceDefinitionInput<never>[];
+  /** Where kernel parameters are applied (the sandbox: an overlay that leaves the host alone). */
+  kernelParams: KernelParams;
+  smbios?: SmbiosReader;
   signal: AbortSignal;
 }
 
@@ -183,6 +188,8 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       callTrustd,
     },
     network: opts.networking?.controllers ?? [],
+    kernelParams: { params: opts.kernelParams, container: platform.mode === "container" },
+    ...(opts.smbios ? { smbios: opts.smbios } : {}),
   })) {
     controllers.register(c);
   }
@@ -275,7 +282,8 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   };
   addService(server, "machine.MachineService", machineServiceImpl(ctx), guard);
   addService(server, "storage.StorageService", storageServiceImpl(ctx), guard);
-  for (const name of ["time.TimeService", "cluster.ClusterService", "inspect.InspectService", "securityapi.SecurityService"]) {
+  addService(server, "inspect.InspectService", inspectServiceImpl({ controllerDependencies: () => controllers.dependencies() }), guard);
+  for (const name of ["time.TimeService", "cluster.ClusterService", "securityapi.SecurityService"]) {
     addService(server, name, {}, guard);
   }
   addService(server, "cosi.resource.State", opts.cosi(state) as never, guard);

@@ -95,38 +95,10 @@ export const nodenameDefinition = defineResource<NodenameSpec>({
   toProto: autoProto("talos.resource.definitions.k8s.NodenameSpec"),
 });
 
-// --- SystemInformations.hardware.talos.dev (id "systeminformation") ---
-export const SystemInformationType = "SystemInformations.hardware.talos.dev";
-export interface SystemInformationSpec {
-  manufacturer: string;
-  productName: string;
-  version: string;
-  serialnumber: string;
-  uuid: string;
-  wakeUpType: string;
-  skuNumber: string;
-}
-export const systemInformationDefinition = defineResource<SystemInformationSpec>({
-  type: SystemInformationType,
-  defaultNamespace: "hardware",
-  printColumns: [
-    { name: "Manufacturer", jsonPath: "{.manufacturer}" },
-    { name: "ProductName", jsonPath: "{.productName}" },
-    { name: "Version", jsonPath: "{.version}" },
-    { name: "SerialNumber", jsonPath: "{.serialnumber}" },
-    { name: "UUID", jsonPath: "{.uuid}" },
-    { name: "WakeUpType", jsonPath: "{.wakeUpType}" },
-    { name: "SKUNumber", jsonPath: "{.skuNumber}" },
-  ],
-  protoSpecType: "talos.resource.definitions.hardware.SystemInformationSpec",
-  toProto: autoProto("talos.resource.definitions.hardware.SystemInformationSpec"),
-});
-
 export const clusterDefinitions: readonly ResourceDefinition<never>[] = [
   memberDefinition,
   infoDefinition,
   identityDefinition,
   etcdMemberDefinition,
   nodenameDefinition,
-  systemInformationDefinition,
 ];

@@ -6,6 +6,8 @@ import { defineResource, registerDefinitions, registerNamespaces, type ResourceD
 import type { ResourceState } from "../state.js";
 import { clusterDefinitions } from "./cluster.js";
 import { configDefinitions } from "./config.js";
+import { hardwareDefinitions } from "./hardware.js";
+import { kernelParamDefinitions } from "./kernel-params.js";
 import { namespaces } from "./meta.js";
 import { runtimeDefinitions } from "./runtime.js";
 import { secretsDefinitions } from "./secrets.js";
@@ -15,6 +17,8 @@ export const catalogDefinitions: readonly ResourceDefinition<never>[] = [
   ...runtimeDefinitions,
   ...secretsDefinitions,
   ...clusterDefinitions,
+  ...hardwareDefinitions,
+  ...kernelParamDefinitions,
 ];
 
 /**

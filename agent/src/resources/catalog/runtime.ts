@@ -211,7 +211,7 @@ export const timeStatusDefinition = defineResource<TimeStatusSpec>({
   toProto: autoProto("talos.resource.definitions.time.StatusSpec"),
 });
 
-// --- KernelParamStatuses.runtime.talos.dev (id = sysctl path like "net.ipv4.ip_forward") ---
+// --- KernelParamStatuses.runtime.talos.dev (id = the parameter's key, e.g. "proc.sys.net.ipv4.ip_forward", "sys.kernel.mm...") ---
 export const KernelParamStatusType = "KernelParamStatuses.runtime.talos.dev";
 export interface KernelParamStatusSpec {
   current: string;

@@ -61,10 +61,12 @@ test("the one registration list registers into one runtime: every output type ha
     },
     secrets: { fallback: () => ({ addresses: [], hostname: "h", fqdn: "h" }), maintenanceListenAddresses: [], callTrustd: async () => { throw new Error("unused"); } },
     network: [],
+    kernelParams: { params: { read: async () => "", write: async () => undefined, remove: async () => undefined }, container: false },
+    smbios: { read: async () => undefined },
   });
   for (const c of list) runtime.register(c);
   const names = list.map((c) => c.name);
-  for (const n of ["config.MachineConfigController", "config.MachineTypeController", "runtime.MachineStatusController", "v1alpha1.ServiceController", "runtime.MountStatusController", "runtime.MetaKeysController", "secrets.APIController"]) {
+  for (const n of ["config.MachineConfigController", "config.MachineTypeController", "runtime.MachineStatusController", "v1alpha1.ServiceController", "runtime.MountStatusController", "runtime.MetaKeysController", "secrets.APIController", "runtime.KernelParamConfigController", "runtime.KernelParamDefaultsController", "runtime.KernelParamSpecController", "hardware.SystemInfoController"]) {
     assert.ok(names.includes(n), n);
   }
   const writers = runtime.dependencies().filter((e) => e.edgeType === "outputExclusive");

@@ -1,0 +1,62 @@
+import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
+import { KernelParamDefaultSpecType, type KernelParamSpecSpec } from "../../resources/catalog/kernel-params.js";
+import { RUNTIME_NAMESPACE } from "../../resources/catalog/runtime.js";
+import type { KernelParams } from "../../sys/kernel-params.js";
+
+type Param = [key: string, value: string];
+
+/** The Kernel Self Protection Project settings Talos enforces on a machine (not in a container). */
+export const ksppParams: readonly Param[] = [
+  ["proc.sys.kernel.kptr_restrict", "1"],
+  ["proc.sys.kernel.dmesg_restrict", "1"],
+  ["proc.sys.kernel.perf_event_paranoid", "3"],
+  ["proc.sys.kernel.yama.ptrace_scope", "1"],
+  ["proc.sys.user.max_user_namespaces", "0"],
+  ["proc.sys.kernel.unprivileged_bpf_disabled", "1"],
+  ["proc.sys.net.core.bpf_jit_harden", "2"],
+];
+
+/** Talos v1.7's defaults, in its order; `container`: the sandbox, which like Talos in a container leaves the bridge and KSPP settings alone. */
+export function defaultKernelParams(opts: { container: boolean; ipv6: boolean }): Param[] {
+  const out: Param[] = [["proc.sys.net.ipv4.ip_forward", "1"]];
+  if (!opts.container) out.push(["proc.sys.net.bridge.bridge-nf-call-iptables", "1"], ["proc.sys.net.bridge.bridge-nf-call-ip6tables", "1"]);
+  if (opts.ipv6) out.push(["proc.sys.net.ipv6.conf.default.forwarding", "1"], ["proc.sys.net.ipv6.conf.default.accept_ra", "2"]);
+  out.push(
+    ["proc.sys.net.ipv4.tcp_keepalive_time", "600"],
+    ["proc.sys.net.ipv4.tcp_keepalive_intvl", "60"],
+    ["proc.sys.kernel.panic", "10"],
+    ["proc.sys.kernel.pid_max", "262144"],
+    ["proc.sys.vm.overcommit_memory", "1"],
+    ["proc.sys.fs.inotify.max_user_instances", "8192"],
+    ["proc.sys.fs.aio-max-nr", "1048576"],
+  );
+  if (!opts.container) out.push(...ksppParams);
+  return out;
+}
+
+/**
+ * KernelParamDefaultSpecs: Talos's defaults, written once. Unlike Talos they are marked
+ * ignoreErrors, so a parameter this kernel lacks (bridge settings before br_netfilter
+ * loads, Yama) shows as unsupported instead of failing the whole set on every retry.
+ */
+export class KernelParamDefaultsController implements Controller {
+  readonly name = "runtime.KernelParamDefaultsController";
+  readonly inputs = [];
+  readonly outputs = [{ type: KernelParamDefaultSpecType, kind: "shared" as const }];
+
+  constructor(
+    private readonly params: KernelParams,
+    private readonly container: boolean,
+  ) {}
+
+  async reconcile(ctx: ControllerContext): Promise<void> {
+    // IPv6 defaults only where the kernel has IPv6 (its sysctl directory exists), as Talos decides.
+    const ipv6 = await this.params.read("proc.sys.net.ipv6.conf.default.accept_ra").then(
+      () => true,
+      (err: NodeJS.ErrnoException) => err.code !== "ENOENT",
+    );
+    for (const [key, value] of defaultKernelParams({ container: this.container, ipv6 })) {
+      ctx.modify<KernelParamSpecSpec>(RUNTIME_NAMESPACE, KernelParamDefaultSpecType, key, () => ({ value, ignoreErrors: true }));
+    }
+  }
+}
