@@ -6,6 +6,7 @@ import type { Power, PowerAction } from "../sys/power.js";
 import type { Platform } from "../machined/platform.js";
 import type { ResourceDefinitionInput } from "../resources/definitions.js";
 import type { BlockSysfs } from "../sys/block.js";
+import type { Cgroups } from "../sys/cgroups.js";
 import type { Paths } from "../sys/paths.js";
 import { configChecker, cosiFactory } from "./wiring.js";
 
@@ -29,6 +30,10 @@ export interface RunOptions {
   /** A node's power (init's FIFO); absent in the sandbox, where a reboot starts machined again in this process. */
   power?: Power;
   cmdline?: Map<string, string[]>;
+  /** Talos's cgroups (a node); unset in the sandbox. */
+  cgroups?: Cgroups;
+  /** Print the services' logs on stderr too (the sandbox). */
+  echoServiceLogs?: boolean;
 }
 
 /**
@@ -90,6 +95,8 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
       },
       ...(opts.networking ? { networking: opts.networking } : {}),
       ...(opts.extraDefinitions ? { extraDefinitions: opts.extraDefinitions } : {}),
+      ...(opts.cgroups ? { cgroups: opts.cgroups } : {}),
+      echoServiceLogs: opts.echoServiceLogs === true,
       signal: ac.signal,
     });
     await m.done;

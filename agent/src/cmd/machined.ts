@@ -1,6 +1,7 @@
 import { logger, setLogFormat } from "../log.js";
 import { detectPlatform, type Platform, readCmdline } from "../machined/platform.js";
 import { sysfsBlock } from "../sys/block.js";
+import { cgroupfs } from "../sys/cgroups.js";
 import { nodePaths } from "../sys/paths.js";
 import { initPower } from "../sys/power.js";
 import { trustdUser } from "../services/definitions/trustd.js";
@@ -31,6 +32,8 @@ export async function main(argv: string[]): Promise<void> {
     // On a node: DHCP on the first link; wait (bounded) for an address before maintenance prints where to connect.
     networking: networking(nodePaths, { node: platform.mode !== "container", waitForAddressMs: 30_000 }),
     extraDefinitions: networkDefinitions,
+    // In a container the cgroups are the container runtime's.
+    ...(platform.mode !== "container" ? { cgroups: cgroupfs() } : {}),
   });
 }
 

@@ -55,6 +55,8 @@ export async function main(argv: string[]): Promise<void> {
     // Observe the host's links and addresses (no DHCP, no resolv.conf), as Talos in a container.
     networking: networking(paths, { node: false }),
     extraDefinitions: networkDefinitions,
+    // A developer watches one terminal: the services' logs (also in `logs <id>`) join machined's there.
+    echoServiceLogs: true,
   });
 }
 
