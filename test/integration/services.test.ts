@@ -3,6 +3,7 @@
 // ServiceStateEvents on Events in order, and service logs (tail, follow, unknown ids).
 import * as grpc from "@grpc/grpc-js";
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -160,8 +161,24 @@ test("Logs: the tail and a follow return exactly the lines the service printed (
   const machined = await logs("machined", 2);
   assert.match(machined, /^\d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d\.\d{6} \[basalt\] .*\n\d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d\.\d{6} \[basalt\] .*\n$/);
   const containers = (await c.unary(c.machine, "LogsContainers")) as { messages: { ids: string[] }[] };
-  assert.deepEqual(containers.messages[0]!.ids, ["apid", "machined", "trustd"]);
+  assert.deepEqual(containers.messages[0]!.ids, ["apid", "machined", "syslogd", "trustd"]);
   const err = await c.collect(c.machine, "Logs", { namespace: "system", id: "nosuchservice", tail_lines: -1 }).then(() => assert.fail("expected an error"), (e: grpc.ServiceError) => e);
   assert.equal(err.code, grpc.status.UNKNOWN);
   assert.equal(err.details, 'log "nosuchservice" was not registered');
+});
+
+test("syslogd: RFC3164 and RFC5424 messages sent to its socket read back with Logs syslogd, as Talos's JSON", async () => {
+  const socket = path.join(stateDir, "dev", "log");
+  await eventually(async () => assert.equal((await services()).get("syslogd")?.state, "Running"));
+  // util-linux's logger, as a program on the node would log.
+  execFileSync("logger", ["-u", socket, "--rfc3164", "-i", "-t", "basalt-test", "-p", "daemon.warning", "--", "hello from 3164"]);
+  execFileSync("logger", ["-u", socket, "--rfc5424=notq", "-t", "basalt-app", "-p", "local0.info", "--msgid", "ID47", "--", "hello from 5424"]);
+  const read = async () => (await logs("syslogd", -1)).split("\n").filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+  await eventually(async () => assert.equal((await read()).length, 2));
+  const [bsd, ietf] = await read();
+  assert.deepEqual(Object.keys(bsd!), ["content", "facility", "hostname", "priority", "severity", "tag", "timestamp"]);
+  assert.deepEqual([bsd!["content"], bsd!["tag"], bsd!["hostname"], bsd!["priority"], bsd!["facility"], bsd!["severity"]], ["hello from 3164", "basalt-test", os.hostname(), 28, 3, 4]);
+  assert.match(String(bsd!["timestamp"]), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+  assert.deepEqual(Object.keys(ietf!), ["app_name", "facility", "hostname", "message", "msg_id", "priority", "proc_id", "severity", "structured_data", "timestamp", "version"]);
+  assert.deepEqual([ietf!["message"], ietf!["app_name"], ietf!["msg_id"], ietf!["priority"], ietf!["facility"], ietf!["severity"], ietf!["version"], ietf!["hostname"]], ["hello from 5424", "basalt-app", "ID47", 134, 16, 6, 1, os.hostname()]);
 });

@@ -97,6 +97,8 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
       ...(opts.extraDefinitions ? { extraDefinitions: opts.extraDefinitions } : {}),
       ...(opts.cgroups ? { cgroups: opts.cgroups } : {}),
       echoServiceLogs: opts.echoServiceLogs === true,
+      // Built beside the entry script (scripts/build-native.sh).
+      syslogRelay: path.join(path.dirname(opts.self.args.at(-1) ?? "."), "syslog-relay"),
       signal: ac.signal,
     });
     await m.done;

@@ -28,6 +28,7 @@ import { Supervisor } from "../services/supervisor.js";
 import { ServiceLogs } from "../services/logs.js";
 import { apidService as apidDefinition } from "../services/definitions/apid.js";
 import { trustdService } from "../services/definitions/trustd.js";
+import { syslogdService } from "../services/definitions/syslogd.js";
 import type { MountedVolume } from "../storage/volumes.js";
 import { callTrustd } from "../trustd/client.js";
 import { serveTrustdRuntime } from "../trustd/runtime-socket.js";
@@ -89,6 +90,8 @@ export interface MachinedOptions {
   cgroups?: Cgroups;
   /** Also print every service's log lines on our stderr (the sandbox; a node's console shows machined's alone). */
   echoServiceLogs?: boolean;
+  /** The relay program syslogd's socket comes from (agent/native/syslog-relay.c); unset: no syslogd. */
+  syslogRelay?: string;
   signal: AbortSignal;
 }
 
@@ -299,6 +302,10 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   await listenUnix(server, paths.machinedSocket);
   // Healthy when its API socket accepts a connection (as Talos checks machined).
   supervisor.registerSelf("machined", () => unixProbe(paths.machinedSocket));
+  // Early services (Talos's earlyServices phase): they run in maintenance mode too.
+  if (opts.syslogRelay) {
+    supervisor.start(syslogdService({ relay: opts.syslogRelay, socket: paths.syslogSocket })).catch((err: unknown) => log.error("starting syslogd failed", { error: describeError(err) }));
+  }
   if (opts.apid.user && !opts.apid.inProcess) await openSocketsTo(opts.apid.user, paths);
   log.info("machined API listening", { socket: paths.machinedSocket });
   const trustdRuntime = opts.trustd ? await serveTrustdRuntime(state, paths.trustdRuntimeSocket, opts.trustd.user) : undefined;

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { SystemError } from "../errors.js";
 import { logger } from "../log.js";
+import type { LogWriter } from "./logs.js";
 import type { RunContext, ServiceRunner } from "./service.js";
 
 export interface ProcessSpec {
@@ -16,6 +17,8 @@ export interface ProcessSpec {
   ipc?: boolean;
   /** Run as this unprivileged user (e.g. trustd as 51, as Talos); needs us to be root. */
   user?: { uid: number; gid: number };
+  /** Turns what the process writes on stdout into log lines (syslogd's framed datagrams); unset: the bytes as they come. */
+  decodeStdout?: (output: LogWriter) => (chunk: Buffer) => void;
 }
 
 /**
@@ -49,7 +52,8 @@ export class ProcessRunner implements ServiceRunner {
     if (ctx) {
       for (const stream of [child.stdout, child.stderr]) {
         const output = ctx.openOutput();
-        stream?.on("data", (chunk: Buffer) => output.write(chunk));
+        const decode = stream === child.stdout && this.spec.decodeStdout ? this.spec.decodeStdout(output) : (chunk: Buffer) => output.write(chunk);
+        stream?.on("data", decode);
         stream?.once("end", () => output.flush());
       }
     }
