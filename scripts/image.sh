@@ -123,6 +123,8 @@ if [ "${BASALT_AGENT:-}" = placeholder ]; then
 else
   say "agent: bundling agent/src/cmd/main.ts"
   node scripts/bundle.mjs "$agent" >&2
+  CC="$cc" bash scripts/build-native.sh "$agent"
+  "$strip_tool" "$agent/syslog-relay"
 fi
 
 # ---- 4. initramfs ------------------------------------------------------------

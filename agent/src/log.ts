@@ -23,6 +23,15 @@ export function setLogSink(next: LogSink): LogSink {
   return previous;
 }
 
+/** Also receives every line, as `2006/01/02 15:04:05.000000 [basalt] component: msg {fields}` (machined's own service log). */
+export type LogTap = (line: string) => void;
+const taps = new Set<LogTap>();
+
+export function addLogTap(tap: LogTap): () => void {
+  taps.add(tap);
+  return () => taps.delete(tap);
+}
+
 export function setLogLevel(level: LogLevel): void {
   minLevel = level;
 }
@@ -56,14 +65,21 @@ export class Logger {
     if (fields) {
       for (const [k, v] of Object.entries(fields)) record[k] = v instanceof Error ? errorText(v) : v;
     }
-    if (format === "json") {
-      sink(JSON.stringify(record));
-      return;
-    }
     const { ts: _ts, level: _level, component, msg: _msg, ...rest } = record;
     const extra = Object.keys(rest).length > 0 ? " " + JSON.stringify(rest) : "";
-    sink(`[basalt] ${String(component)}: ${msg}${extra}`);
+    const human = `[basalt] ${String(component)}: ${msg}${extra}`;
+    sink(format === "json" ? JSON.stringify(record) : human);
+    if (taps.size > 0) {
+      const line = `${goTime(new Date())} ${human}`;
+      for (const tap of taps) tap(line);
+    }
   }
+}
+
+/** Go's 2006/01/02 15:04:05.000000 (Talos's machined log), in UTC. */
+function goTime(d: Date): string {
+  const p = (n: number, w = 2) => String(n).padStart(w, "0");
+  return `${d.getUTCFullYear()}/${p(d.getUTCMonth() + 1)}/${p(d.getUTCDate())} ${p(d.getUTCHours())}:${p(d.getUTCMinutes())}:${p(d.getUTCSeconds())}.${p(d.getUTCMilliseconds(), 3)}000`;
 }
 
 function errorText(err: Error): string {

@@ -6,6 +6,7 @@ import type { Power, PowerAction } from "../sys/power.js";
 import type { Platform } from "../machined/platform.js";
 import type { ResourceDefinitionInput } from "../resources/definitions.js";
 import type { BlockSysfs } from "../sys/block.js";
+import type { Cgroups } from "../sys/cgroups.js";
 import type { Paths } from "../sys/paths.js";
 import { configChecker, cosiFactory } from "./wiring.js";
 
@@ -31,6 +32,10 @@ export interface RunOptions {
   cmdline?: Map<string, string[]>;
   kernelParams: MachinedOptions["kernelParams"];
   smbios?: MachinedOptions["smbios"];
+  /** Talos's cgroups (a node); unset in the sandbox. */
+  cgroups?: Cgroups;
+  /** Print the services' logs on stderr too (the sandbox). */
+  echoServiceLogs?: boolean;
 }
 
 /**
@@ -94,6 +99,10 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
       ...(opts.extraDefinitions ? { extraDefinitions: opts.extraDefinitions } : {}),
       kernelParams: opts.kernelParams,
       ...(opts.smbios ? { smbios: opts.smbios } : {}),
+      ...(opts.cgroups ? { cgroups: opts.cgroups } : {}),
+      echoServiceLogs: opts.echoServiceLogs === true,
+      // Built beside the entry script (scripts/build-native.sh).
+      syslogRelay: path.join(path.dirname(opts.self.args.at(-1) ?? "."), "syslog-relay"),
       signal: ac.signal,
     });
     await m.done;

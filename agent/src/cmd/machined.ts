@@ -1,6 +1,7 @@
 import { logger, setLogFormat } from "../log.js";
 import { detectPlatform, type Platform, readCmdline } from "../machined/platform.js";
 import { sysfsBlock } from "../sys/block.js";
+import { cgroupfs } from "../sys/cgroups.js";
 import { nodePaths } from "../sys/paths.js";
 import { kernelParamsAt } from "../sys/kernel-params.js";
 import { sysfsSmbios } from "../sys/smbios.js";
@@ -36,6 +37,8 @@ export async function main(argv: string[]): Promise<void> {
     kernelParams: kernelParamsAt("/"),
     // In a container the host's firmware is not ours to report (Talos reads none there).
     ...(platform.mode === "container" ? {} : { smbios: sysfsSmbios() }),
+    // In a container the cgroups are the container runtime's.
+    ...(platform.mode !== "container" ? { cgroups: cgroupfs() } : {}),
   });
 }
 

@@ -58,6 +58,8 @@ export async function main(argv: string[]): Promise<void> {
     extraDefinitions: networkDefinitions,
     // Kernel parameters are written under the state directory, never to the host's kernel.
     kernelParams: kernelParamsOverlay(path.join(stateDir, "kernel-params")),
+    // A developer watches one terminal: the services' logs (also in `logs <id>`) join machined's there.
+    echoServiceLogs: true,
   });
 }
 

@@ -14,6 +14,7 @@ import type { EventBus } from "./events.js";
 import type { ConfigBundle } from "../config/bundle.js";
 import { streamDmesg, type DmesgRequest } from "./rpc/dmesg.js";
 import { streamEvents, type EventsRequest } from "./rpc/events.js";
+import { logsContainers, streamLogs, type LogsRequest } from "./rpc/logs.js";
 import { generateClientConfiguration } from "./rpc/generate-client-config.js";
 import { streamList, type ListRequest } from "./rpc/list.js";
 import { mountStats } from "./rpc/mounts.js";
@@ -65,6 +66,20 @@ export function machineServiceImpl(ctx: MachineApiContext): ServiceImpl {
       messages: [versionMessage(ctx.platform, { maintenance: ctx.inMaintenance(), rbac: ctx.rbacEnabled() })],
     })),
     ServiceList: unaryHandler(async () => serviceListResponse(ctx.supervisor.list())),
+    ServiceStart: unaryHandler(async (req: { id?: string }) => {
+      ctx.supervisor.apiStart(req.id ?? "");
+      return { messages: [{ resp: `Service ${JSON.stringify(req.id ?? "")} started` }] };
+    }),
+    ServiceStop: unaryHandler(async (req: { id?: string }) => {
+      await ctx.supervisor.apiStop(req.id ?? "");
+      return { messages: [{ resp: `Service ${JSON.stringify(req.id ?? "")} stopped` }] };
+    }),
+    ServiceRestart: unaryHandler(async (req: { id?: string }) => {
+      await ctx.supervisor.apiRestart(req.id ?? "");
+      return { messages: [{ resp: `Service ${JSON.stringify(req.id ?? "")} restarted` }] };
+    }),
+    Logs: async (call: grpc.ServerWritableStream<LogsRequest, unknown>) => streamLogs(ctx.supervisor.logs, call),
+    LogsContainers: unaryHandler(async () => logsContainers(ctx.supervisor.logs)),
     Reboot: unaryHandler(async () => {
       const actorId = randomUUID();
       ctx.reboot(actorId);

@@ -6,7 +6,14 @@
 import { randomBytes } from "node:crypto";
 import { encode } from "../api/index.js";
 import { machineStages, type MachineStatusSpec } from "../resources/catalog/runtime.js";
+import type { ServiceEvent, ServiceState, ServiceStatus } from "../services/service.js";
+import { timestamp } from "../resources/wire.js";
 import type { SequenceListener } from "./sequencer.js";
+
+/** machine.ServiceStateEvent.Action by state (Talos's events.ServiceState order). */
+const serviceActions: Record<ServiceState, number> = {
+  Initialized: 0, Preparing: 1, Waiting: 2, Running: 3, Stopping: 4, Finished: 5, Failed: 6, Skipped: 7, Starting: 8,
+};
 
 export interface MachineEvent {
   id: string;
@@ -70,6 +77,17 @@ export class EventBus {
       // SequenceEvent.Action: NOOP 0, START 1, STOP 2.
       else this.publish("machine.SequenceEvent", { sequence: e.sequence, action: action + 1, ...(e.error ? { error: { message: e.error } } : {}) }, actorId);
     };
+  }
+
+  /** One ServiceStateEvent per service event; health is known only on a health event's (as Talos's). */
+  serviceState(status: ServiceStatus, event: ServiceEvent): void {
+    const h = event.health;
+    this.publish("machine.ServiceStateEvent", {
+      service: status.id,
+      action: serviceActions[event.state],
+      message: event.msg,
+      health: h ? { unknown: h.unknown, healthy: h.healthy, last_message: h.lastMessage, last_change: h.lastChange && timestamp(h.lastChange) } : { unknown: true },
+    });
   }
 
   machineStatus(spec: MachineStatusSpec): void {

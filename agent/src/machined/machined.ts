@@ -1,14 +1,15 @@
 import * as grpc from "@grpc/grpc-js";
 import { promises as fs } from "node:fs";
+import net from "node:net";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ApplyMode } from "../api/enums.js";
 import type { ConfigBundle } from "../config/bundle.js";
 import { machinedControllers, Observed } from "../controllers/index.js";
 import { isControlPlane } from "../controllers/secrets/api.js";
-import { ConflictError, describeError } from "../errors.js";
+import { ConflictError, describeError, SystemError } from "../errors.js";
 import { addService, bindServer } from "../grpc/server.js";
-import { logger } from "../log.js";
+import { addLogTap, logger } from "../log.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../resources/catalog/config.js";
 import { registerCatalog } from "../resources/catalog/index.js";
 import { MachineStatusId, MachineStatusType, RUNTIME_NAMESPACE, type MachineStage, type MachineStatusSpec } from "../resources/catalog/runtime.js";
@@ -24,14 +25,17 @@ import { runApid } from "../apid/apid.js";
 import type { ProcessSpec } from "../services/process-runner.js";
 import { splitListen } from "../services/readiness.js";
 import { Supervisor } from "../services/supervisor.js";
+import { ServiceLogs } from "../services/logs.js";
 import { apidService as apidDefinition } from "../services/definitions/apid.js";
 import { trustdService } from "../services/definitions/trustd.js";
+import { syslogdService } from "../services/definitions/syslogd.js";
 import type { MountedVolume } from "../storage/volumes.js";
 import { callTrustd } from "../trustd/client.js";
 import { serveTrustdRuntime } from "../trustd/runtime-socket.js";
 import { installComplete } from "../storage/install.js";
 import { findSystemDisk } from "../storage/system-disk.js";
 import type { BlockSysfs } from "../sys/block.js";
+import { noCgroups, type Cgroups } from "../sys/cgroups.js";
 import type { Mounter } from "../sys/mount.js";
 import type { Paths } from "../sys/paths.js";
 import type { Power } from "../sys/power.js";
@@ -87,6 +91,12 @@ export interface MachinedOptions {
   /** Where kernel parameters are applied (the sandbox: an overlay that leaves the host alone). */
   kernelParams: KernelParams;
   smbios?: SmbiosReader;
+  /** Talos's cgroups (a node); unset: none of our own (the sandbox). */
+  cgroups?: Cgroups;
+  /** Also print every service's log lines on our stderr (the sandbox; a node's console shows machined's alone). */
+  echoServiceLogs?: boolean;
+  /** The relay program syslogd's socket comes from (agent/native/syslog-relay.c); unset: no syslogd. */
+  syslogRelay?: string;
   signal: AbortSignal;
 }
 
@@ -108,8 +118,17 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   const state = new ResourceState();
   registerCatalog(state, opts.extraDefinitions ?? []);
 
-  const supervisor = new Supervisor();
-  supervisor.registerSelf("machined");
+  const cgroups = opts.cgroups ?? noCgroups;
+  try {
+    cgroups.setup(process.pid);
+  } catch (err) {
+    log.error("creating the cgroups failed: services run in the root group", { error: describeError(err) });
+  }
+  const echo = opts.echoServiceLogs ? (id: string, line: Buffer) => void (id !== "machined" && process.stderr.write(line)) : undefined;
+  const supervisor = new Supervisor(undefined, undefined, undefined, { cgroups, logs: new ServiceLogs(undefined, echo) });
+  // machined's own log is a service log too (`talosctl logs machined`).
+  const machinedLog = supervisor.logs.writer("machined");
+  const untap = addLogTap((line) => machinedLog.write(line + "\n"));
 
   // What only machined knows, reported to the controllers that publish it (the one writer of each type).
   const stage = new Observed<MachineStage>("booting");
@@ -118,6 +137,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   const metaKeys = new Observed<ReadonlyMap<number, string>>(new Map());
 
   const events = new EventBus();
+  supervisor.onChange((status, event) => events.serviceState(status, event));
   // Every change of stage or readiness is a MachineStatusEvent (talosctl's --wait trackers follow them).
   state.watch<MachineStatusSpec>({ namespace: RUNTIME_NAMESPACE, type: MachineStatusType, id: MachineStatusId }, { signal: opts.signal }, (ev) => {
     if (ev.type === "destroyed") return;
@@ -288,6 +308,12 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   }
   addService(server, "cosi.resource.State", opts.cosi(state) as never, guard);
   await listenUnix(server, paths.machinedSocket);
+  // Healthy when its API socket accepts a connection (as Talos checks machined).
+  supervisor.registerSelf("machined", () => unixProbe(paths.machinedSocket));
+  // Early services (Talos's earlyServices phase): they run in maintenance mode too.
+  if (opts.syslogRelay) {
+    supervisor.start(syslogdService({ relay: opts.syslogRelay, socket: paths.syslogSocket })).catch((err: unknown) => log.error("starting syslogd failed", { error: describeError(err) }));
+  }
   if (opts.apid.user && !opts.apid.inProcess) await openSocketsTo(opts.apid.user, paths);
   log.info("machined API listening", { socket: paths.machinedSocket });
   const trustdRuntime = opts.trustd ? await serveTrustdRuntime(state, paths.trustdRuntimeSocket, opts.trustd.user) : undefined;
@@ -372,6 +398,8 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       throw err;
     } finally {
       await supervisor.stopAll();
+      await supervisor.logs.closeFiles();
+      untap();
       // Open streams (Events, Dmesg --follow) never end by themselves: give calls a moment, then cut them.
       await Promise.race([new Promise<void>((resolve) => server.tryShutdown(() => resolve())), sleep(2000)]);
       server.forceShutdown();
@@ -391,6 +419,17 @@ async function openSocketsTo(user: { uid: number; gid: number }, paths: Paths): 
   await fs.chown(paths.machinedSocket, user.uid, user.gid);
   await fs.mkdir(path.dirname(paths.apidSocket), { recursive: true, mode: 0o750 });
   await fs.chown(path.dirname(paths.apidSocket), user.uid, user.gid);
+}
+
+function unixProbe(socket: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const conn = net.connect(socket);
+    conn.once("connect", () => {
+      conn.destroy();
+      resolve();
+    });
+    conn.once("error", (err) => reject(new SystemError(`machined's socket ${socket} does not answer`, { socket }, { cause: err })));
+  });
 }
 
 async function listenUnix(server: grpc.Server, socket: string): Promise<void> {

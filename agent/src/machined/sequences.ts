@@ -4,6 +4,7 @@
 
 import type { Phase } from "./sequencer.js";
 import { ownsDisks, type MachineRuntime } from "./runtime.js";
+import { closeServiceLogFiles, spillServiceLogs } from "./tasks/logs.js";
 import { mountEphemeralPartition, mountOverlayFilesystems, setupVarDirectory, unmountEphemeralPartition, unmountOverlayFilesystems } from "./tasks/ephemeral.js";
 import { install } from "./tasks/install.js";
 import { reloadMeta } from "./tasks/meta.js";
@@ -57,6 +58,7 @@ export function bootSequence(r: MachineRuntime): Phase[] {
     metal && ["ephemeral", ["mountEphemeralPartition", mountEphemeralPartition]],
     metal && ["var", ["setupVarDirectory", setupVarDirectory]],
     metal && ["overlay", ["mountOverlayFilesystems", mountOverlayFilesystems]],
+    ["logs", ["spillServiceLogs", spillServiceLogs]],
     ["startEverything", ["startAllServices", startAllServices]],
   ]);
 }
@@ -64,7 +66,7 @@ export function bootSequence(r: MachineRuntime): Phase[] {
 /** The phases every stopping sequence shares: services, then filesystems. */
 function stopAll(metal: boolean): Step[] {
   return [
-    ["stopEverything", ["stopAllServices", stopAllServices]],
+    ["stopEverything", ["stopAllServices", stopAllServices], ["closeServiceLogFiles", closeServiceLogFiles]],
     metal && ["umount", ["unmountOverlayFilesystems", unmountOverlayFilesystems]],
     metal && ["unmountSystem", ["unmountEphemeralPartition", unmountEphemeralPartition], ["unmountStatePartition", unmountStatePartition]],
   ];

@@ -23,7 +23,7 @@ export class InProcessRunner implements ServiceRunner {
 
   readonly health?: () => Promise<void>;
 
-  async start(onExit: (err: Error | undefined) => void): Promise<void> {
+  async start(onExit: (err: Error | undefined) => void): Promise<string> {
     const ac = new AbortController();
     this.ac = ac;
     let failed: ((err: unknown) => void) | undefined;
@@ -63,6 +63,7 @@ export class InProcessRunner implements ServiceRunner {
       throw ended;
     }
     started = true;
+    return "Service started as goroutine";
   }
 
   async stop(): Promise<void> {

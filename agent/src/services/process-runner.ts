@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { SystemError } from "../errors.js";
 import { logger } from "../log.js";
-import type { ServiceRunner } from "./service.js";
+import type { LogWriter } from "./logs.js";
+import type { RunContext, ServiceRunner } from "./service.js";
 
 export interface ProcessSpec {
   id: string;
@@ -16,9 +17,14 @@ export interface ProcessSpec {
   ipc?: boolean;
   /** Run as this unprivileged user (e.g. trustd as 51, as Talos); needs us to be root. */
   user?: { uid: number; gid: number };
+  /** Turns what the process writes on stdout into log lines (syslogd's framed datagrams); unset: the bytes as they come. */
+  decodeStdout?: (output: LogWriter) => (chunk: Buffer) => void;
 }
 
-/** Runs a service as a child process; its output is forwarded line by line to our log. */
+/**
+ * Runs a service as a child process: its stdout and stderr go to the service's log, and the
+ * process into the service's cgroup (from the supervisor's RunContext).
+ */
 export class ProcessRunner implements ServiceRunner {
   private child: ChildProcess | undefined;
   private readonly log;
@@ -33,13 +39,24 @@ export class ProcessRunner implements ServiceRunner {
     return this.child?.pid;
   }
 
-  async start(onExit: (err: Error | undefined) => void): Promise<void> {
+  async start(onExit: (err: Error | undefined) => void, ctx?: RunContext): Promise<string> {
+    // Without a supervisor's context (a caller of its own), the output joins ours.
+    const out = ctx ? "pipe" : "inherit";
     const child = spawn(this.spec.command, this.spec.args, {
       env: this.spec.env ?? process.env,
       ...(this.spec.user ? { uid: this.spec.user.uid, gid: this.spec.user.gid } : {}),
-      stdio: this.spec.ipc ? ["ignore", "inherit", "inherit", "ipc"] : ["ignore", "inherit", "inherit"],
+      stdio: this.spec.ipc ? ["ignore", out, out, "ipc"] : ["ignore", out, out],
     });
     this.child = child;
+    if (ctx && child.pid !== undefined) ctx.placeProcess(child.pid);
+    if (ctx) {
+      for (const stream of [child.stdout, child.stderr]) {
+        const output = ctx.openOutput();
+        const decode = stream === child.stdout && this.spec.decodeStdout ? this.spec.decodeStdout(output) : (chunk: Buffer) => output.write(chunk);
+        stream?.on("data", decode);
+        stream?.once("end", () => output.flush());
+      }
+    }
     const ac = new AbortController();
     const exited = new Promise<never>((_, reject) => {
       child.once("error", (err) => reject(new SystemError(`starting ${this.spec.id} failed`, {}, { cause: err })));
@@ -60,6 +77,12 @@ export class ProcessRunner implements ServiceRunner {
       onExit(code === 0 ? undefined : new SystemError(`${this.spec.id} exited`, { code, signal }));
     });
     this.log.debug("process started", { pid: child.pid });
+    return `Process ${this.describe()} started with PID ${child.pid}`;
+  }
+
+  /** As Talos names a process runner: Process(["/path", "arg", ...]). */
+  describe(): string {
+    return `Process(${JSON.stringify([this.spec.command, ...this.spec.args])})`;
   }
 
   async stop(): Promise<void> {

@@ -1,19 +1,23 @@
 // Service model with Talos's states and event history, independent of how a
 // service runs (process, container, or in-process).
 
-export type ServiceState = "Initialized" | "Waiting" | "Preparing" | "Pre" | "Running" | "Stopping" | "Finished" | "Failed" | "Skipped";
+import type { LogWriter } from "./logs.js";
 
-export interface ServiceEvent {
-  msg: string;
-  state: ServiceState;
-  ts: Date;
-}
+export type ServiceState = "Initialized" | "Starting" | "Waiting" | "Preparing" | "Running" | "Stopping" | "Finished" | "Failed" | "Skipped";
 
 export interface ServiceHealth {
   unknown: boolean;
   healthy: boolean;
   lastMessage: string;
   lastChange: Date | undefined;
+}
+
+export interface ServiceEvent {
+  msg: string;
+  state: ServiceState;
+  ts: Date;
+  /** Set on a health change's event (Talos's events carry health only then). */
+  health?: ServiceHealth;
 }
 
 export interface ServiceStatus {
@@ -23,10 +27,24 @@ export interface ServiceStatus {
   health: ServiceHealth;
 }
 
+/** What the supervisor hands a runner for one run of its service. */
+export interface RunContext {
+  /** A writer into the service's log, one per output stream (each keeps its own unfinished line). */
+  openOutput(): LogWriter;
+  /** Puts a started process into the service's cgroup with its OOM score adjustment (runners that start processes call it). */
+  placeProcess(pid: number): void;
+  /** The service's cgroup (e.g. /system/apid), for runners that create the group themselves (a container's spec). */
+  cgroup: string;
+  oomScoreAdj: number | undefined;
+}
+
 /** What the supervisor needs from something it runs. */
 export interface ServiceRunner {
-  /** Starts the service; resolves once it runs. `onExit` fires when it stops by itself. */
-  start(onExit: (err: Error | undefined) => void): Promise<void>;
+  /**
+   * Starts the service; resolves once it runs, optionally with the message of its Running event
+   * (e.g. the PID). `onExit` fires when it stops by itself. `ctx` is always given by the supervisor.
+   */
+  start(onExit: (err: Error | undefined) => void, ctx?: RunContext): Promise<string | void>;
   /** Stops the service and resolves once it has stopped. */
   stop(): Promise<void>;
   /** Optional health probe; rejects when unhealthy. */
@@ -41,6 +59,9 @@ export interface Condition {
   wait(signal: AbortSignal): Promise<void>;
 }
 
+/** Talos's restart policies: always (Forever), never (Once), untilSuccess. */
+export type RestartPolicy = "always" | "never" | "untilSuccess";
+
 export interface ServiceDefinition {
   id: string;
   /** Services that must be Running before this one starts. */
@@ -52,13 +73,20 @@ export interface ServiceDefinition {
   /** Runs once the service has stopped. */
   post?(): Promise<void>;
   runner: ServiceRunner;
-  /** Restart after an unexpected exit, with backoff. */
-  restart: "always" | "never";
+  /** What happens after the service exits by itself (restarts back off exponentially). */
+  restart: RestartPolicy;
   /** The user and group it runs as (its runner starts it so); unset: as machined. */
   user?: { uid: number; gid: number };
+  /** Its cgroup, as Talos names them (e.g. /podruntime/runtime); unset: /system/<id>. */
+  cgroup?: string;
+  /** Its processes' oom_score_adj (Talos: apid and trustd -998, containerd -999). */
+  oomScoreAdj?: number;
+  /** What ServiceStart/ServiceStop/ServiceRestart may do to it (Talos allows them per service; none by default). */
+  api?: { start?: boolean; stop?: boolean; restart?: boolean };
 }
 
-const maxEvents = 32;
+/** Talos keeps this many events per service. */
+export const maxServiceEvents = 64;
 
 /** Tracks one service's state transitions and keeps the last events, as ServiceList reports them. */
 export class ServiceRecord {
@@ -68,18 +96,31 @@ export class ServiceRecord {
 
   constructor(readonly id: string) {}
 
-  transition(state: ServiceState, msg: string): void {
+  transition(state: ServiceState, msg: string): ServiceEvent {
     this.state = state;
-    this.events.push({ msg, state, ts: new Date() });
-    if (this.events.length > maxEvents) this.events.splice(0, this.events.length - maxEvents);
+    return this.push({ msg, state, ts: new Date() });
   }
 
-  setHealth(healthy: boolean, message: string): void {
-    if (!this.health.unknown && this.health.healthy === healthy && this.health.lastMessage === message) return;
+  /** Records a health result; returns the health event when it changed anything (as Talos, only while Running). */
+  setHealth(healthy: boolean, message: string): ServiceEvent | undefined {
+    if (!this.health.unknown && this.health.healthy === healthy && this.health.lastMessage === message) return undefined;
     this.health = { unknown: false, healthy, lastMessage: message, lastChange: new Date() };
+    if (this.state !== "Running") return undefined;
+    return this.push({ msg: healthy ? "Health check successful" : `Health check failed: ${message}`, state: this.state, ts: new Date(), health: { ...this.health } });
+  }
+
+  /** Forgets the last run's health (a new run is unknown until probed). */
+  resetHealth(): void {
+    this.health = { unknown: true, healthy: false, lastMessage: "", lastChange: undefined };
   }
 
   status(): ServiceStatus {
     return { id: this.id, state: this.state, events: [...this.events], health: { ...this.health } };
+  }
+
+  private push(event: ServiceEvent): ServiceEvent {
+    this.events.push(event);
+    if (this.events.length > maxServiceEvents) this.events.splice(0, this.events.length - maxServiceEvents);
+    return event;
   }
 }

@@ -1,10 +1,16 @@
-import { describeError } from "../errors.js";
+import { BasaltError, describeError } from "../errors.js";
 import { logger } from "../log.js";
-import { ServiceRecord, type ServiceDefinition, type ServiceStatus } from "./service.js";
+import { noCgroups, type Cgroups } from "../sys/cgroups.js";
+import { ServiceLogs } from "./logs.js";
+import { ServiceRecord, type RunContext, type ServiceDefinition, type ServiceEvent, type ServiceState, type ServiceStatus } from "./service.js";
 
 const log = logger("supervisor");
 
-export type ServiceListener = (status: ServiceStatus) => void;
+/** Called on every recorded event (a state transition or a health change) with the service's status after it. */
+export type ServiceListener = (status: ServiceStatus, event: ServiceEvent) => void;
+
+/** Talos's plain errors of the service API (gRPC Unknown): an unknown id, an operation the service does not allow. */
+export class ServiceOperationError extends BasaltError {}
 
 interface Entry {
   def: ServiceDefinition;
@@ -23,41 +29,58 @@ interface Entry {
   waitAbort: AbortController | undefined;
 }
 
+/** States in which a service is not running and nothing will start it again by itself. */
+const ended: ReadonlySet<ServiceState> = new Set(["Initialized", "Finished", "Failed", "Skipped"]);
+
+export interface SupervisorIo {
+  /** Where each service's output goes (one log per service id). */
+  logs?: ServiceLogs;
+  /** Where each service's processes go. */
+  cgroups?: Cgroups;
+}
+
 /**
- * Runs services, restarts them with capped exponential backoff, polls their
- * health, and reports every change to listeners (machined mirrors them into
- * Service resources and the Events stream). A run that stays up and healthy
- * for `stableRunMs` resets the backoff, so a crash after a long healthy run
- * is retried quickly again. Starting has no deadline: a slow start stays
- * Preparing (logged every `slowStartNoticeMs`); only an exit is a failure.
- * Every stop, failure and restart is logged with the service, the reason and
- * the time since the run was launched.
+ * Runs services through Talos's states (Starting, Waiting, Preparing, Running, Stopping,
+ * Finished, Failed, Skipped), restarts them per their policy with capped exponential backoff,
+ * polls their health, and reports every event to listeners (machined mirrors them into Service
+ * resources and the Events stream, the console logs them). A run that stays up and healthy
+ * for `stableRunMs` resets the backoff, so a crash after a long healthy run is retried quickly
+ * again. Starting has no deadline: a slow start stays Preparing (logged every
+ * `slowStartNoticeMs`); only an exit is a failure.
  */
 export class Supervisor {
   private readonly entries = new Map<string, Entry>();
   private readonly listeners = new Set<ServiceListener>();
+  readonly logs: ServiceLogs;
+  private readonly cgroups: Cgroups;
 
   constructor(
     private readonly healthIntervalMs = 5000,
     private readonly stableRunMs = 60_000,
     private readonly slowStartNoticeMs = 30_000,
-  ) {}
+    io: SupervisorIo = {},
+  ) {
+    this.logs = io.logs ?? new ServiceLogs();
+    this.cgroups = io.cgroups ?? noCgroups;
+  }
 
   onChange(listener: ServiceListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
 
-  /** Registers a service that is always Running because it is this process (machined itself). */
-  registerSelf(id: string): void {
-    const record = new ServiceRecord(id);
-    record.transition("Running", "Service started as goroutine");
-    record.setHealth(true, "");
-    this.entries.set(id, {
-      def: { id, runner: { start: async () => undefined, stop: async () => undefined }, restart: "never" },
-      record, wanted: true, restarts: 0, timer: undefined, healthTimer: undefined, stableTimer: undefined, slowTimer: undefined, launchedAt: Date.now(), waitAbort: undefined,
-    });
-    this.emit(record);
+  /**
+   * Registers the service that is this process (machined), with the events Talos's goroutine
+   * runner records for it; `health` probes it (Talos: its API socket answers).
+   */
+  registerSelf(id: string, health?: () => Promise<void>): void {
+    const entry = this.newEntry({ id, runner: { start: async () => undefined, stop: async () => undefined, ...(health ? { health } : {}) }, restart: "never" });
+    this.entries.set(id, entry);
+    this.record(entry, "Starting", "Starting service");
+    this.record(entry, "Preparing", "Running pre state");
+    this.record(entry, "Preparing", "Creating service runner");
+    this.record(entry, "Running", "Service started as goroutine");
+    this.watchHealth(entry, entry.def);
   }
 
   list(): ServiceStatus[] {
@@ -68,18 +91,17 @@ export class Supervisor {
     return this.entries.get(id)?.record.status();
   }
 
+  /** Starts a service (or starts it again with a new definition); resolves once it runs or its start has failed. */
   async start(def: ServiceDefinition): Promise<void> {
     let entry = this.entries.get(def.id);
     if (!entry) {
-      entry = {
-        def, record: new ServiceRecord(def.id), wanted: true, restarts: 0,
-        timer: undefined, healthTimer: undefined, stableTimer: undefined, slowTimer: undefined, launchedAt: Date.now(), waitAbort: undefined,
-      };
+      entry = this.newEntry(def);
       this.entries.set(def.id, entry);
     }
     entry.def = def;
     entry.wanted = true;
-    await this.launch(entry);
+    entry.restarts = 0;
+    await this.launch(entry, false);
   }
 
   /** Stops a service; `reason` is logged (why the supervisor ends it). */
@@ -93,18 +115,17 @@ export class Supervisor {
     clearInterval(entry.healthTimer);
     clearTimeout(entry.stableTimer);
     clearInterval(entry.slowTimer);
-    if (entry.record.state === "Running" || entry.record.state === "Preparing") {
-      log.info("stopping service", { service: id, reason, state: entry.record.state, elapsedMs: elapsed(entry) });
-      entry.record.transition("Stopping", "Stopping service");
-      this.emit(entry.record);
+    const state = entry.record.state;
+    if (state === "Running" || state === "Preparing") {
+      log.info("stopping service", { service: id, reason, state, elapsedMs: elapsed(entry) });
+      this.record(entry, "Stopping", "Stopping service");
       await entry.def.runner.stop().catch((err) => log.warn("stop failed", { service: id, error: describeError(err) }));
       await this.post(entry.def);
-      entry.record.transition("Finished", "Service finished successfully");
-      this.emit(entry.record);
-    } else if (entry.record.state === "Waiting") {
+      this.record(entry, "Finished", "Service finished successfully");
+    } else if (state === "Waiting" || state === "Starting") {
       // The pending restart (or the wait to start) was cancelled above; do not keep announcing it.
-      entry.record.transition("Finished", waitingToStart ? "Service stopped before it started" : "Service stopped before its restart");
-      this.emit(entry.record);
+      this.record(entry, "Stopping", waitingToStart ? "Aborting wait to start" : "Aborting restart sequence");
+      this.record(entry, "Finished", "Service finished successfully");
     }
   }
 
@@ -118,13 +139,55 @@ export class Supervisor {
     }
   }
 
+  /** ServiceStart: starts a service that is not running, when it allows it (Talos's APIStart). Returns once it is on its way. */
+  apiStart(id: string): void {
+    const entry = this.defined(id);
+    if (this.running(entry)) return;
+    if (!entry.def.api?.start) throw new ServiceOperationError(`service ${JSON.stringify(id)} doesn't support start operation via API`, { id });
+    this.start(entry.def).catch((err: unknown) => log.error("starting service failed", { service: id, error: describeError(err) }));
+  }
+
+  /** ServiceStop: stops a running service, when it allows it (Talos's APIStop). */
+  async apiStop(id: string): Promise<void> {
+    const entry = this.defined(id);
+    if (!this.running(entry)) return;
+    if (!entry.def.api?.stop) throw new ServiceOperationError(`service ${JSON.stringify(id)} doesn't support stop operation via API`, { id });
+    await this.stop(id, "stopped through the API");
+  }
+
+  /** ServiceRestart: stops and starts a running service (a stopped one is started), when it allows it (Talos's APIRestart). */
+  async apiRestart(id: string): Promise<void> {
+    const entry = this.defined(id);
+    if (!this.running(entry)) return this.apiStart(id);
+    if (!entry.def.api?.restart) throw new ServiceOperationError(`service ${JSON.stringify(id)} doesn't support restart operation via API`, { id });
+    await this.stop(id, "restarted through the API");
+    this.start(entry.def).catch((err: unknown) => log.error("starting service failed", { service: id, error: describeError(err) }));
+  }
+
+  private defined(id: string): Entry {
+    const entry = this.entries.get(id);
+    if (!entry) throw new ServiceOperationError(`service ${JSON.stringify(id)} not defined`, { id });
+    return entry;
+  }
+
+  /** Talos's "running": its run has not ended (it may be waiting, starting, or between restarts). */
+  private running(entry: Entry): boolean {
+    return entry.wanted && !ended.has(entry.record.state);
+  }
+
+  private newEntry(def: ServiceDefinition): Entry {
+    return {
+      def, record: new ServiceRecord(def.id), wanted: true, restarts: 0,
+      timer: undefined, healthTimer: undefined, stableTimer: undefined, slowTimer: undefined, launchedAt: Date.now(), waitAbort: undefined,
+    };
+  }
+
   /** Waits (state Waiting) until the service's dependencies run and its conditions hold; false when it should not start. */
   private async prerequisites(entry: Entry, def: ServiceDefinition): Promise<boolean> {
     const deps = def.dependsOn ?? [];
     const conditions = def.conditions ?? [];
-    const awaited = [...deps.map((d) => `service "${d}" to be "up"`), ...conditions.map((c) => c.description)];
-    entry.record.transition("Waiting", `Waiting for ${awaited.join(", ")}`);
-    this.emit(entry.record);
+    const awaited = [...deps.map((d) => `service ${JSON.stringify(d)} to be "up"`), ...conditions.map((c) => c.description)];
+    this.record(entry, "Waiting", `Waiting for ${awaited.join(", ")}`);
     const ac = new AbortController();
     entry.waitAbort = ac;
     try {
@@ -132,11 +195,7 @@ export class Supervisor {
       return entry.wanted && entry.def === def;
     } catch (err) {
       if (ac.signal.aborted) return false;
-      const reason = describeError(err);
-      log.warn("service condition failed", { service: def.id, reason });
-      entry.record.transition("Failed", `Condition failed: ${reason}`);
-      this.emit(entry.record);
-      this.scheduleRestart(entry, `condition failed: ${reason}`);
+      this.failed(entry, `Condition failed: ${describeError(err)}`);
       return false;
     } finally {
       if (entry.waitAbort === ac) entry.waitAbort = undefined;
@@ -163,31 +222,62 @@ export class Supervisor {
     await def.post?.().catch((err: unknown) => log.warn("post step failed", { service: def.id, error: describeError(err) }));
   }
 
-  private async launch(entry: Entry): Promise<void> {
+  private runContext(def: ServiceDefinition): RunContext {
+    const cgroup = def.cgroup ?? `/system/${def.id}`;
+    return {
+      openOutput: () => this.logs.writer(def.id),
+      cgroup,
+      oomScoreAdj: def.oomScoreAdj,
+      placeProcess: (pid) => {
+        try {
+          this.cgroups.place(pid, cgroup, def.oomScoreAdj);
+        } catch (err) {
+          // The service runs either way; only its accounting and protection are missing.
+          log.warn("placing a service process in its cgroup failed", { service: def.id, pid, cgroup, error: describeError(err) });
+        }
+      },
+    };
+  }
+
+  /** One run: Starting, the wait (Waiting), Preparing, the runner's start, Running. A restart skips Starting, as Talos's restarter does. */
+  private async launch(entry: Entry, restart: boolean): Promise<void> {
     const { def, record } = entry;
-    // Without prerequisites the service turns Preparing at once (no await before it).
-    const waits = (def.dependsOn?.length ?? 0) + (def.conditions?.length ?? 0) > 0;
-    if (waits && !(await this.prerequisites(entry, def))) return;
+    if (!restart) {
+      this.record(entry, "Starting", "Starting service");
+      const waits = (def.dependsOn?.length ?? 0) + (def.conditions?.length ?? 0) > 0;
+      if (waits && !(await this.prerequisites(entry, def))) return;
+    }
     entry.launchedAt = Date.now();
-    record.transition("Preparing", "Running pre state");
-    this.emit(record);
+    record.resetHealth();
+    if (!restart) this.record(entry, "Preparing", "Running pre state");
     clearInterval(entry.slowTimer);
     entry.slowTimer = setInterval(() => {
       log.info("service is still starting", { service: def.id, elapsedMs: elapsed(entry) });
     }, this.slowStartNoticeMs);
     entry.slowTimer.unref();
+    let runningMessage: string | void;
     try {
-      await def.pre?.();
-      await def.runner.start((err) => this.exited(entry, err));
+      if (!restart) {
+        try {
+          await def.pre?.();
+        } catch (err) {
+          throw new ServiceOperationError(`failed to run pre stage: ${describeError(err)}`, {}, { cause: err });
+        }
+        // Stopped (or replaced) during the pre stage: stop() recorded the outcome.
+        if (!entry.wanted || entry.def !== def) {
+          clearInterval(entry.slowTimer);
+          return;
+        }
+        this.record(entry, "Preparing", "Creating service runner");
+      }
+      runningMessage = await def.runner.start((err) => this.exited(entry, def, err), this.runContext(def));
     } catch (err) {
       clearInterval(entry.slowTimer);
       // Stopped (or replaced) while starting: stop() recorded the outcome; this is not a failure.
       if (!entry.wanted || entry.def !== def) return;
       const reason = describeError(err);
       log.warn("service failed to start", { service: def.id, reason, elapsedMs: elapsed(entry) });
-      record.transition("Failed", `Failed to start: ${reason}`);
-      this.emit(record);
-      this.scheduleRestart(entry, `failed to start: ${reason}`);
+      this.ended(entry, def, err instanceof Error ? err : new Error(reason));
       return;
     }
     clearInterval(entry.slowTimer);
@@ -196,65 +286,96 @@ export class Supervisor {
       await def.runner.stop().catch((err) => log.warn("stop after start failed", { service: def.id, error: describeError(err) }));
       return;
     }
-    record.transition("Running", "Service started");
-    this.emit(record);
+    this.record(entry, "Running", runningMessage || "Service started");
     clearTimeout(entry.stableTimer);
     entry.stableTimer = setTimeout(() => {
       // A run that is still failing its health check has not proven anything.
       if (record.state === "Running" && record.health.healthy) entry.restarts = 0;
     }, this.stableRunMs);
     entry.stableTimer.unref();
-    if (def.runner.health) {
-      clearInterval(entry.healthTimer);
-      const probe = () => {
-        def.runner.health!().then(
-          () => {
-            if (!record.health.unknown && !record.health.healthy) log.info("service health check passed again", { service: def.id, elapsedMs: elapsed(entry) });
-            record.setHealth(true, "");
-          },
-          (err: unknown) => {
-            // Reported, not acted on (as Talos): logged when it turns unhealthy, not on every probe.
-            if (record.health.unknown || record.health.healthy) log.warn("service health check failed", { service: def.id, reason: describeError(err), elapsedMs: elapsed(entry) });
-            record.setHealth(false, describeError(err));
-          },
-        ).finally(() => this.emit(record));
-      };
-      probe();
-      entry.healthTimer = setInterval(probe, this.healthIntervalMs);
-      entry.healthTimer.unref();
-    } else {
-      record.setHealth(true, "");
-      this.emit(record);
-    }
+    this.watchHealth(entry, def);
   }
 
-  private exited(entry: Entry, err: Error | undefined): void {
+  private watchHealth(entry: Entry, def: ServiceDefinition): void {
+    const { record } = entry;
+    clearInterval(entry.healthTimer);
+    if (!def.runner.health) {
+      this.healthChanged(entry, record.setHealth(true, ""));
+      return;
+    }
+    const probe = () => {
+      def.runner.health!().then(
+        () => this.healthChanged(entry, record.setHealth(true, "")),
+        (err: unknown) => this.healthChanged(entry, record.setHealth(false, describeError(err))),
+      );
+    };
+    probe();
+    entry.healthTimer = setInterval(probe, this.healthIntervalMs);
+    entry.healthTimer.unref();
+  }
+
+  private healthChanged(entry: Entry, event: ServiceEvent | undefined): void {
+    if (!event) return;
+    // Reported, not acted on (as Talos).
+    this.announce(entry, event);
+  }
+
+  private exited(entry: Entry, def: ServiceDefinition, err: Error | undefined): void {
     clearInterval(entry.healthTimer);
     clearTimeout(entry.stableTimer);
-    if (!entry.wanted) return;
-    const reason = err ? describeError(err) : "exited with status 0";
-    const msg = err ? `Error running service: ${reason}` : "Service exited";
-    entry.record.transition(err ? "Failed" : "Finished", msg);
-    this.emit(entry.record);
-    log.warn("service exited", { service: entry.def.id, reason, elapsedMs: elapsed(entry) });
-    void this.post(entry.def);
-    if (entry.def.restart === "always") this.scheduleRestart(entry, `exited: ${reason}`);
+    if (!entry.wanted || entry.def !== def) return;
+    log.warn("service exited", { service: def.id, reason: err ? describeError(err) : "exited with status 0", elapsedMs: elapsed(entry) });
+    this.ended(entry, def, err);
   }
 
-  private scheduleRestart(entry: Entry, reason: string): void {
+  /** After a run ended by itself (or failed to start): restart, finish or fail per the service's policy. */
+  private ended(entry: Entry, def: ServiceDefinition, err: Error | undefined): void {
+    void this.post(def);
+    const reason = err ? describeError(err) : "";
+    const restart = def.restart === "always" || (def.restart === "untilSuccess" && err !== undefined);
+    if (!restart) {
+      if (err) this.failed(entry, `Failed running service: ${reason}`);
+      else this.record(entry, "Finished", "Service finished successfully");
+      return;
+    }
+    const msg =
+      def.restart === "untilSuccess"
+        ? `Error running ${def.id}, going to restart until it succeeds: ${reason}`
+        : err
+          ? `Error running ${def.id}, going to restart forever: ${reason}`
+          : `Runner ${def.id} exited without error, going to restart it`;
+    this.scheduleRestart(entry, msg);
+  }
+
+  private failed(entry: Entry, msg: string): void {
+    log.warn("service failed", { service: entry.def.id, reason: msg });
+    this.record(entry, "Failed", msg);
+    // A failed condition is retried like a failed run, unless the service never restarts.
+    if (entry.def.restart !== "never" && msg.startsWith("Condition failed")) this.scheduleRestart(entry, msg, false);
+  }
+
+  private scheduleRestart(entry: Entry, msg: string, restart = true): void {
     if (!entry.wanted) return;
     const delay = Math.min(500 * 2 ** entry.restarts, 30_000);
     entry.restarts++;
-    log.info("restarting service", { service: entry.def.id, reason, delayMs: delay, restarts: entry.restarts, elapsedMs: elapsed(entry) });
-    entry.record.transition("Waiting", `Restarting service in ${delay} ms`);
-    this.emit(entry.record);
-    entry.timer = setTimeout(() => void this.launch(entry), delay);
+    log.info("restarting service", { service: entry.def.id, reason: msg, delayMs: delay, restarts: entry.restarts, elapsedMs: elapsed(entry) });
+    this.record(entry, "Waiting", `${msg} (restarting in ${delay} ms)`);
+    const def = entry.def;
+    entry.timer = setTimeout(() => {
+      if (entry.wanted && entry.def === def) void this.launch(entry, restart);
+    }, delay);
     entry.timer.unref();
   }
 
-  private emit(record: ServiceRecord): void {
-    const status = record.status();
-    for (const l of this.listeners) l(status);
+  private record(entry: Entry, state: ServiceState, msg: string): void {
+    this.announce(entry, entry.record.transition(state, msg));
+  }
+
+  private announce(entry: Entry, event: ServiceEvent): void {
+    const status = entry.record.status();
+    // The console line Talos prints for every service event.
+    log.info(`service[${status.id}](${status.state}): ${event.msg}`);
+    for (const l of this.listeners) l(status, event);
   }
 }
 

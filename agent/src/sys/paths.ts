@@ -19,6 +19,8 @@ export interface Paths {
   readonly proc: string;
   readonly sys: string;
   readonly dev: string;
+  /** syslogd's datagram socket (/dev/log on a node). */
+  readonly syslogSocket: string;
 }
 
 export function pathsAt(root: string): Paths {
@@ -37,6 +39,7 @@ export function pathsAt(root: string): Paths {
     proc: "/proc",
     sys: "/sys",
     dev: "/dev",
+    syslogSocket: at("dev", "log"),
   };
 }
 

@@ -41,19 +41,20 @@ test("boot mounts EPHEMERAL and the overlays on metal only", () => {
     "ephemeral[mountEphemeralPartition]",
     "var[setupVarDirectory]",
     "overlay[mountOverlayFilesystems]",
+    "logs[spillServiceLogs]",
     "startEverything[startAllServices]",
   ]);
-  assert.deepEqual(shape(bootSequence(runtime("container"))), ["saveConfig[saveConfig]", "startEverything[startAllServices]"]);
+  assert.deepEqual(shape(bootSequence(runtime("container"))), ["saveConfig[saveConfig]", "logs[spillServiceLogs]", "startEverything[startAllServices]"]);
 });
 
 test("reboot and reset stop services, unmount, then wipe and reboot or power off", () => {
   assert.deepEqual(shape(rebootSequence(runtime("metal"))), [
-    "stopEverything[stopAllServices]",
+    "stopEverything[stopAllServices,closeServiceLogFiles]",
     "umount[unmountOverlayFilesystems]",
     "unmountSystem[unmountEphemeralPartition,unmountStatePartition]",
     "reboot[reboot]",
   ]);
   assert.deepEqual(shape(resetSequence(runtime("metal"), { labels: ["STATE", "EPHEMERAL"], reboot: true })).slice(-2), ["resetSpec[resetSystemDiskSpec]", "reboot[reboot]"]);
   assert.deepEqual(shape(resetSequence(runtime("metal"), { labels: [], reboot: false })).slice(-2), ["reset[resetSystemDisk]", "shutdown[shutdown]"]);
-  assert.deepEqual(shape(resetSequence(runtime("container"), { labels: ["STATE"], reboot: true })), ["stopEverything[stopAllServices]", "reset[resetSystemDisk]", "reboot[reboot]"]);
+  assert.deepEqual(shape(resetSequence(runtime("container"), { labels: ["STATE"], reboot: true })), ["stopEverything[stopAllServices,closeServiceLogFiles]", "reset[resetSystemDisk]", "reboot[reboot]"]);
 });

@@ -31,10 +31,18 @@ test("a started service is Running and healthy; stop finishes it", async () => {
   await sup.stop("apid");
   assert.equal(sup.get("apid")?.state, "Finished");
   assert.equal(runner.stops, 1);
-  assert.deepEqual(sup.get("apid")?.events.map((e) => e.state), ["Preparing", "Running", "Stopping", "Finished"]);
+  assert.deepEqual(sup.get("apid")?.events.map((e) => [e.state, e.msg]), [
+    ["Starting", "Starting service"],
+    ["Preparing", "Running pre state"],
+    ["Preparing", "Creating service runner"],
+    ["Running", "Service started"],
+    ["Running", "Health check successful"],
+    ["Stopping", "Stopping service"],
+    ["Finished", "Service finished successfully"],
+  ]);
 });
 
-test("a crash with restart=always goes Failed then Waiting; health failures are reported", async () => {
+test("a crash with restart=always goes Waiting with Talos's message; health failures are reported", async () => {
   const sup = new Supervisor(60_000);
   const runner = fakeRunner({ unhealthy: "not listening" });
   const seen: string[] = [];
@@ -43,11 +51,11 @@ test("a crash with restart=always goes Failed then Waiting; health failures are 
   await new Promise((r) => setImmediate(r));
   assert.equal(sup.get("svc")?.health.healthy, false);
   assert.equal(sup.get("svc")?.health.lastMessage, "not listening");
+  assert.equal(sup.get("svc")!.events.at(-1)!.msg, "Health check failed: not listening");
   runner.crash();
-  const states = sup.get("svc")!.events.map((e) => e.state);
-  assert.deepEqual(states.slice(-2), ["Failed", "Waiting"]);
+  assert.deepEqual(sup.get("svc")!.events.at(-1), { ...sup.get("svc")!.events.at(-1)!, state: "Waiting", msg: "Error running svc, going to restart forever: crashed (restarting in 500 ms)" });
   await sup.stopAll();
-  assert.ok(seen.length > 0);
+  assert.deepEqual(seen.slice(-3), ["Waiting:false", "Stopping:false", "Finished:false"]);
 });
 
 test("registerSelf lists machined as Running; list is sorted by id", async () => {
@@ -58,7 +66,7 @@ test("registerSelf lists machined as Running; list is sorted by id", async () =>
   await sup.stopAll();
 });
 
-test("a service that cannot start is Failed and retried", async (t) => {
+test("a service that cannot start is retried after the backoff (restart=always)", async (t) => {
   t.mock.timers.enable({ apis: ["setTimeout"] });
   const sup = new Supervisor(60_000);
   const runner = fakeRunner({ failStart: true });
@@ -70,7 +78,7 @@ test("a service that cannot start is Failed and retried", async (t) => {
   };
   await sup.start({ id: "bad", runner, restart: "always" });
   const states = sup.get("bad")!.events.map((e) => e.state);
-  assert.deepEqual(states, ["Preparing", "Failed", "Waiting"]);
+  assert.deepEqual(states, ["Starting", "Preparing", "Preparing", "Waiting"]);
   assert.equal(starts, 1);
   t.mock.timers.tick(500); // the first backoff step
   await new Promise((r) => setImmediate(r));
@@ -102,9 +110,8 @@ test("an in-process service runs until stopped; its failure is reported and rest
   assert.equal(sup.get("apid")?.state, "Running");
   fail!(new Error("listener died"));
   await new Promise((r) => setImmediate(r));
-  const states = sup.get("apid")!.events.map((e) => e.state);
-  assert.deepEqual(states.slice(-2), ["Failed", "Waiting"]);
-  assert.match(sup.get("apid")!.events.at(-2)!.msg, /listener died/);
+  assert.equal(sup.get("apid")!.events.at(-1)!.state, "Waiting");
+  assert.match(sup.get("apid")!.events.at(-1)!.msg, /^Error running apid, going to restart forever: .*listener died/);
   await sup.stopAll();
   const stopping = new InProcessRunner({ id: "x", run: (signal) => new Promise<void>((resolve) => signal.addEventListener("abort", () => { aborted = true; resolve(); })) });
   await stopping.start(() => undefined);
@@ -128,11 +135,12 @@ test("a service stopped while it is still starting does not turn Running and is 
   };
   const starting = sup.start({ id: "slow", runner, restart: "always" });
   assert.equal(sup.get("slow")?.state, "Preparing");
+  while (!started) await new Promise((r) => setImmediate(r)); // the runner is starting
   await sup.stop("slow");
   started!();
   await starting;
   assert.equal(sup.get("slow")?.state, "Finished");
-  assert.deepEqual(sup.get("slow")!.events.map((e) => e.state), ["Preparing", "Stopping", "Finished"]);
+  assert.deepEqual(sup.get("slow")!.events.map((e) => e.state), ["Starting", "Preparing", "Preparing", "Stopping", "Finished"]);
   assert.equal(stops, 2, "the runner that finished starting after stop() is stopped again");
   assert.equal(probes, 0, "no health polling for a stopped service");
 });
@@ -143,9 +151,10 @@ test("a run that stays up healthily for stableRunMs resets the restart backoff; 
   const runner = fakeRunner();
   await sup.start({ id: "svc", runner, restart: "always" });
   const lastWaiting = () => sup.get("svc")!.events.filter((e) => e.state === "Waiting").at(-1)?.msg;
+  // restarting in N ms
   const crashAndRestart = async () => {
     runner.crash();
-    const delay = Number(/in (\d+) ms/.exec(lastWaiting() ?? "")?.[1]);
+    const delay = Number(/restarting in (\d+) ms/.exec(lastWaiting() ?? "")?.[1]);
     t.mock.timers.tick(delay);
     await new Promise((r) => setImmediate(r));
     assert.equal(sup.get("svc")?.state, "Running");
@@ -190,7 +199,7 @@ test("every failure, restart and stop is logged with the service, the reason and
   });
   const pick = (msg: string) => logs.filter((l) => l["msg"] === msg).map((l) => [l["service"], l["reason"], typeof l["elapsedMs"]]);
   assert.deepEqual(pick("service exited"), [["apid", "crashed", "number"]]);
-  assert.deepEqual(pick("restarting service"), [["apid", "exited: crashed", "number"], ["bad", "failed to start: cannot start", "number"]]);
+  assert.deepEqual(pick("restarting service"), [["apid", "Error running apid, going to restart forever: crashed", "number"], ["bad", "Error running bad, going to restart forever: cannot start", "number"]]);
   assert.deepEqual(pick("service failed to start"), [["bad", "cannot start", "number"]]);
   assert.deepEqual(pick("stopping service"), [["apid", "configuration changed", "number"]]);
 });
@@ -225,9 +234,9 @@ test("a slow start is not a failure: the service stays Preparing (noted in the l
   });
   assert.equal(sup.get("apid")?.state, "Running");
   assert.equal(runs, 1, "started once, never restarted");
-  assert.deepEqual(sup.get("apid")!.events.map((e) => e.state), ["Preparing", "Running"]);
+  assert.deepEqual(sup.get("apid")!.events.map((e) => e.state), ["Starting", "Preparing", "Preparing", "Running", "Running"]);
   assert.ok(logs.some((l) => l["msg"] === "service is still starting" && l["service"] === "apid"));
-  assert.deepEqual(logs.filter((l) => /restart|failed|exited/.test(String(l["msg"]))), []);
+  assert.deepEqual(logs.filter((l) => /restart|failed|exited/i.test(String(l["msg"]))), []);
   await sup.stopAll();
 });
 
@@ -244,5 +253,5 @@ test("an in-process service stopped while still starting ends its readiness wait
   await new Promise((r) => setTimeout(r, 30));
   await sup.stop("apid");
   await starting;
-  assert.deepEqual(sup.get("apid")!.events.map((e) => e.state), ["Preparing", "Stopping", "Finished"]);
+  assert.deepEqual(sup.get("apid")!.events.map((e) => e.state), ["Starting", "Preparing", "Preparing", "Stopping", "Finished"]);
 });

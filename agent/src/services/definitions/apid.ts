@@ -36,5 +36,5 @@ export function apidService(opts: ApidServiceOptions): ServiceDefinition {
     "inProcess" in opts.run
       ? new InProcessRunner({ id: "apid", run: opts.run.inProcess, ready, health })
       : new ProcessRunner({ ...opts.run.process, id: "apid", ready, health });
-  return { id: "apid", dependsOn: [], conditions: [certificate], runner, restart: "always" };
+  return { id: "apid", dependsOn: [], conditions: [certificate], runner, restart: "always", oomScoreAdj: -998 };
 }

@@ -21,5 +21,6 @@ export const trustdUser = { uid: 51, gid: 51 };
 export function trustdService(opts: TrustdServiceOptions): ServiceDefinition {
   const health = () => tcpProbe(opts.listen, "trustd");
   const runner = new ProcessRunner({ ...opts.process, id: "trustd", ready: (signal) => pollUntilReady(health, signal), health });
-  return { id: "trustd", restart: "always", runner };
+  // Talos refuses ServiceStart/Stop/Restart for trustd; here it allows them (its clients retry, nothing is lost), so a user can restart it.
+  return { id: "trustd", restart: "always", runner, oomScoreAdj: -998, api: { start: true, stop: true, restart: true } };
 }
