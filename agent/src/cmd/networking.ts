@@ -1,7 +1,7 @@
 import { networkControllers } from "../controllers/network/index.js";
 import { waitForNodeAddress } from "../machined/node-identity.js";
 import type { MachinedOptions } from "../machined/machined.js";
-import { IprouteNetKernel } from "../sys/net-iproute.js";
+import { NetlinkNetKernel } from "../sys/net-netlink.js";
 import type { Paths } from "../sys/paths.js";
 
 export { networkDefinitions } from "../controllers/network/index.js";
@@ -15,7 +15,7 @@ export function networking(paths: Paths, opts: { node: boolean; waitForAddressMs
   const waitMs = opts.waitForAddressMs;
   return {
     controllers: networkControllers({
-      kernel: new IprouteNetKernel(),
+      kernel: new NetlinkNetKernel(),
       paths,
       dhcp: opts.node,
       writeResolvConf: opts.node,
