@@ -44,7 +44,7 @@ async function runNode(links: string[], root: string): Promise<void> {
   registerDefinitions(state, networkDefinitions);
   const runtime = new ControllerRuntime(state);
   const kernel = new NetlinkNetKernel();
-  for (const c of networkControllers({ kernel, paths: pathsAt(root), dhcpOptions: { links } })) runtime.register(c);
+  for (const c of networkControllers({ kernel, paths: pathsAt(root), cmdline: links.map((l) => `ip=${l}:dhcp`).join(" ") })) runtime.register(c);
   const ac = new AbortController();
   runtime.start(ac.signal);
   let timer: NodeJS.Timeout | undefined;
