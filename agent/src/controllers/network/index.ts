@@ -54,8 +54,8 @@ export function networkControllers(opts: NetworkControllersOptions): Controller[
     new RouteStatusController(opts.kernel),
     new NodeAddressController(),
     new HostnameConfigController(cmdline.hostname ? { hostname: cmdline.hostname, domainname: cmdline.domainname ?? "" } : undefined),
-    new ResolverConfigController(),
-    new TimeServerConfigController(),
+    new ResolverConfigController(cmdline.dnsServers),
+    new TimeServerConfigController(cmdline.timeServers),
     new HostnameStatusController(
       opts.setKernelHostname
         ? async (hostname, domainname) => {
