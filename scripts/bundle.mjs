@@ -4,12 +4,15 @@
 // proto loader finds an `api` directory next to the bundle).
 //
 // usage: node scripts/bundle.mjs [outdir]     (default _out/bundle)
-// Output: <outdir>/basalt.mjs, <outdir>/api/**, <outdir>/meta.json (esbuild metafile).
+// Output: <outdir>/basalt.mjs, <outdir>/api/**, <outdir>/meta.json (esbuild metafile),
+// <outdir>/native/netlink-{x64,arm64}.node (the rtnetlink addon's prebuilds; the bundle
+// loads the one of the running architecture).
 import { build } from "esbuild";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
+const nativeArchs = ["x64", "arm64"];
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const outdir = path.resolve(repo, process.argv[2] ?? "_out/bundle");
 
@@ -31,6 +34,7 @@ const result = await build({
   logLevel: "warning",
   // Dependencies written for CommonJS call require(); give the ESM bundle one.
   banner: { js: 'import { createRequire as __basaltCreateRequire } from "node:module"; const require = __basaltCreateRequire(import.meta.url);' },
+  plugins: [netlinkAddon()],
 });
 fs.writeFileSync(path.join(outdir, "meta.json"), JSON.stringify(result.metafile));
 
@@ -39,5 +43,30 @@ fs.cpSync(path.join(repo, "agent/api"), path.join(outdir, "api"), {
   filter: (src) => fs.statSync(src).isDirectory() || src.endsWith(".proto"),
 });
 
+const netlinkDir = path.join(repo, "node_modules/netlink");
+fs.mkdirSync(path.join(outdir, "native"));
+for (const arch of nativeArchs) {
+  fs.copyFileSync(path.join(netlinkDir, "prebuilds", `linux-${arch}`, "node.napi.node"), path.join(outdir, "native", `netlink-${arch}.node`));
+}
+
 const size = fs.statSync(path.join(outdir, "basalt.mjs")).size;
 console.log(`bundle: ${path.relative(repo, outdir)}/basalt.mjs ${(size / 1024).toFixed(0)} KiB`);
+
+/**
+ * netlink finds its addon with node-gyp-build(__dirname), which means nothing inside
+ * a bundle: load native/netlink-<arch>.node beside basalt.mjs instead (the banner's
+ * require resolves relative to the bundle; a variable keeps esbuild from globbing it).
+ */
+function netlinkAddon() {
+  return {
+    name: "netlink-addon",
+    setup(b) {
+      b.onLoad({ filter: /node_modules[\\/]netlink[\\/]dist[\\/]raw\.js$/ }, async (args) => {
+        const text = await fs.promises.readFile(args.path, "utf8");
+        const call = "require('node-gyp-build')(__dirname + '/..')";
+        if (!text.includes(call)) throw new Error(`netlink raw.js no longer loads its addon with ${call}`);
+        return { contents: text.replace(call, "require(__basaltNetlinkAddon)").replace('"use strict";', '"use strict";\nconst __basaltNetlinkAddon = "./native/netlink-" + process.arch + ".node";'), loader: "js" };
+      });
+    },
+  };
+}

@@ -1,5 +1,5 @@
 // DHCP end to end: a real dnsmasq in one network namespace, our DHCP client and
-// network controllers (real iproute2 kernel backend) in another, joined by a veth
+// network controllers (the rtnetlink kernel backend) in another, joined by a veth
 // pair. This file is also the entry the client namespace runs (BASALT_NET_NODE=1):
 // it prints a JSON snapshot of the network resources once the lease is in, and
 // releases the lease on SIGTERM.
@@ -17,7 +17,7 @@ import { networkDefinitions } from "../../agent/src/resources/catalog/network.js
 import { ControllerRuntime } from "../../agent/src/resources/controller-runtime.js";
 import { registerDefinitions } from "../../agent/src/resources/definitions.js";
 import { ResourceState } from "../../agent/src/resources/state.js";
-import { IprouteNetKernel } from "../../agent/src/sys/net-iproute.js";
+import { NetlinkNetKernel } from "../../agent/src/sys/net-netlink.js";
 import { pathsAt } from "../../agent/src/sys/paths.js";
 import { canRunNetns, ip } from "./helpers/netns.js";
 
@@ -43,8 +43,8 @@ async function runNode(links: string[], root: string): Promise<void> {
   const state = new ResourceState();
   registerDefinitions(state, networkDefinitions);
   const runtime = new ControllerRuntime(state);
-  const kernel = new IprouteNetKernel();
-  for (const c of networkControllers({ kernel, paths: pathsAt(root), dhcpOptions: { links } })) runtime.register(c);
+  const kernel = new NetlinkNetKernel();
+  for (const c of networkControllers({ kernel, paths: pathsAt(root), cmdline: links.map((l) => `ip=${l}:dhcp`).join(" ") })) runtime.register(c);
   const ac = new AbortController();
   runtime.start(ac.signal);
   let timer: NodeJS.Timeout | undefined;

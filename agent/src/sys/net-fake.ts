@@ -2,7 +2,7 @@
 // kernel's for the cases we use (link up/down with carrier, connected and local
 // routes for new IPv4 addresses, replace semantics), and every call is recorded.
 
-import { NotFoundError } from "../errors.js";
+import { AlreadyExistsError, NotFoundError } from "../errors.js";
 import {
   type AddressRequest,
   ARPHRD_ETHER,
@@ -17,6 +17,7 @@ import {
   type KernelAddress,
   type KernelLink,
   type KernelRoute,
+  type LinkCreateRequest,
   type NetChange,
   type NetKernel,
   OPER_DOWN,
@@ -75,6 +76,7 @@ export class FakeNetKernel implements NetKernel {
       slaveKind: "",
       masterIndex: 0,
       linkIndex: 0,
+      vlanId: 0,
       queueDisc: "noop",
       carrier: init.carrier ?? true,
     };
@@ -114,6 +116,36 @@ export class FakeNetKernel implements NetKernel {
   async setLinkMtu(name: string, mtu: number): Promise<void> {
     this.calls.push(`setLinkMtu ${name} ${mtu}`);
     this.link(name).mtu = mtu;
+    this.emit("link");
+  }
+
+  async createLink(req: LinkCreateRequest): Promise<void> {
+    this.calls.push(`createLink ${req.kind} ${req.name}`);
+    if (this.links.some((l) => l.name === req.name)) throw new AlreadyExistsError(`link ${req.name} exists`, { link: req.name });
+    const link = this.addLink({ name: req.name, kind: req.kind });
+    if (req.kind === "vlan") {
+      link.linkIndex = this.link(req.parentName).index;
+      link.vlanId = req.vlanId;
+    }
+  }
+
+  async deleteLink(name: string): Promise<void> {
+    this.calls.push(`deleteLink ${name}`);
+    const link = this.links.find((l) => l.name === name);
+    if (!link) return;
+    this.links.splice(this.links.indexOf(link), 1);
+    this.addresses = this.addresses.filter((a) => a.linkIndex !== link.index);
+    this.routes = this.routes.filter((r) => r.outLinkIndex !== link.index);
+    for (const l of this.links) if (l.masterIndex === link.index) l.masterIndex = 0;
+    this.emit("link", "address", "route");
+  }
+
+  async setLinkMaster(name: string, master: string | undefined): Promise<void> {
+    this.calls.push(`setLinkMaster ${name} ${master ?? "none"}`);
+    const link = this.link(name);
+    const m = master === undefined ? undefined : this.link(master);
+    link.masterIndex = m?.index ?? 0;
+    link.slaveKind = m?.kind ?? "";
     this.emit("link");
   }
 
@@ -226,7 +258,7 @@ function sameRoute(a: Pick<KernelRoute, "family" | "table" | "dst" | "dstLen" | 
   return a.family === b.family && a.table === b.table && a.dst === b.dst && a.dstLen === b.dstLen && a.priority === b.priority;
 }
 
-/** Routes of different links or gateways coexist (like the iproute backend's append). */
+/** Routes of different links or gateways coexist (like the rtnetlink backend, which creates beside them). */
 function sameRouteOnLink(a: KernelRoute, b: KernelRoute): boolean {
   return sameRoute(a, b) && a.gateway === b.gateway && a.outLinkName === b.outLinkName;
 }

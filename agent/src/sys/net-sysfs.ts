@@ -1,4 +1,4 @@
-// Link facts the rtnetlink/iproute2 view lacks, read from sysfs: driver, bus path,
+// Link facts rtnetlink does not report, read from sysfs: driver, bus path,
 // PCI vendor:device, speed and duplex. Every field is best effort (virtual links
 // have no device; speed is -1 while the link is down).
 

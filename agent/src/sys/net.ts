@@ -1,7 +1,7 @@
 // The narrow kernel networking interface: links, addresses, routes and change
 // notifications, in the kernel's own numeric vocabulary (ARPHRD_*, IFF_*, IF_OPER_*,
-// RT_SCOPE_*, RTN_*, RTPROT_*, table ids), so that any backend (iproute2 today,
-// rtnetlink later) fills it the same way. Mapping to Talos names lives above sys.
+// RT_SCOPE_*, RTN_*, RTPROT_*, table ids), so that the rtnetlink backend and the test
+// fake fill it the same way. Mapping to Talos names lives above sys.
 
 import { InvalidInputError } from "../errors.js";
 
@@ -31,6 +31,8 @@ export interface KernelLink {
   masterIndex: number;
   /** Parent (vlan) or peer (veth) index; 0 when none. */
   linkIndex: number;
+  /** 802.1Q id of a vlan link; 0 otherwise. */
+  vlanId: number;
   queueDisc: string;
   /** Carrier present (IFF_LOWER_UP). */
   carrier: boolean;
@@ -84,7 +86,51 @@ export interface AddressRequest {
   /** Lifetimes in seconds; omitted: forever. */
   validLifetime?: number;
   preferredLifetime?: number;
+  /** IFA_F_* bits to set (e.g. IFA_F_NOPREFIXROUTE); omitted: none. */
+  flags?: number;
 }
+
+/** Bond options (the kernel's IFLA_BOND_* attributes); omitted ones keep the kernel default. */
+export interface BondOptions {
+  /** BOND_MODE_*: 0 balance-rr, 1 active-backup, 2 balance-xor, 3 broadcast, 4 802.3ad, 5 balance-tlb, 6 balance-alb. */
+  mode: number;
+  miimon?: number;
+  updelay?: number;
+  downdelay?: number;
+  useCarrier?: boolean;
+  arpInterval?: number;
+  arpIpTargets?: string[];
+  arpValidate?: number;
+  arpAllTargets?: number;
+  /** Primary member's name (active-backup, tlb, alb). */
+  primary?: string;
+  primaryReselect?: number;
+  failOverMac?: number;
+  xmitHashPolicy?: number;
+  resendIgmp?: number;
+  numPeerNotif?: number;
+  allSlavesActive?: number;
+  minLinks?: number;
+  lpInterval?: number;
+  packetsPerSlave?: number;
+  lacpRate?: number;
+  adSelect?: number;
+  adActorSysPrio?: number;
+  adUserPortKey?: number;
+  tlbDynamicLb?: number;
+}
+
+export interface BridgeOptions {
+  stp?: boolean;
+  vlanFiltering?: boolean;
+}
+
+/** A logical link to create: the kinds Talos's config can declare. */
+export type LinkCreateRequest =
+  | { kind: "dummy"; name: string }
+  | { kind: "vlan"; name: string; parentName: string; vlanId: number; /** 0x8100 (802.1Q, default) or 0x88a8 (802.1ad). */ protocol?: number }
+  | { kind: "bond"; name: string; bond: BondOptions }
+  | { kind: "bridge"; name: string; bridge: BridgeOptions };
 
 export interface RouteRequest {
   family: IpFamily;
@@ -108,6 +154,12 @@ export interface NetKernel {
   listRoutes(): Promise<KernelRoute[]>;
   setLinkUp(name: string, up: boolean): Promise<void>;
   setLinkMtu(name: string, mtu: number): Promise<void>;
+  /** Creates a logical link (down, as the kernel makes it). */
+  createLink(req: LinkCreateRequest): Promise<void>;
+  /** Deletes a link; absent already is not an error. */
+  deleteLink(name: string): Promise<void>;
+  /** Enslaves a link to a bond or bridge, or frees it (master undefined). */
+  setLinkMaster(name: string, master: string | undefined): Promise<void>;
   /** Adds or refreshes (replace semantics) an address. */
   addAddress(req: AddressRequest): Promise<void>;
   /** Removes an address; absent already is not an error. */

@@ -49,7 +49,7 @@ test("kernel numbers map to Talos names and back", () => {
 test("LinkStatus: YAML like Talos and proto with enum numbers", () => {
   const spec = linkStatusSpec({
     index: 2, name: "eth0", type: 1, flags: 0x11043, mtu: 1500, hardwareAddr: "52:54:00:12:34:56", broadcastAddr: "ff:ff:ff:ff:ff:ff",
-    permanentAddr: "52:54:00:12:34:56", operState: 6, kind: "", slaveKind: "", masterIndex: 0, linkIndex: 0, queueDisc: "pfifo_fast", carrier: true,
+    permanentAddr: "52:54:00:12:34:56", operState: 6, kind: "", slaveKind: "", masterIndex: 0, linkIndex: 0, vlanId: 0, queueDisc: "pfifo_fast", carrier: true,
   }, { driver: "virtio_net", busPath: "0000:00:03.0" });
   assert.equal(
     yamlSpec(linkStatusDefinition, spec),

@@ -80,8 +80,14 @@ test("with no config: DHCP on the physical link, statuses published, resolv.conf
   assert.ok(kernel.calls.includes("setLinkUp lo true"), "so is the loopback");
   assert.ok(!kernel.calls.some((c) => c.startsWith("setLinkUp veth9")), "virtual links are left alone");
   assert.deepEqual([...new Set(served)], ["eth0"]);
-  assert.ok(kernel.addresses.some((a) => a.linkName === "eth0" && a.address === "10.1.0.50" && a.prefixLen === 24));
-  assert.ok(kernel.routes.some((r) => r.dstLen === 0 && r.gateway === "10.1.0.1" && r.priority === 1024 && r.outLinkName === "eth0"));
+  await waitFor("the lease applied by the spec controllers", () =>
+    kernel.addresses.some((a) => a.linkName === "eth0" && a.address === "10.1.0.50" && a.prefixLen === 24) &&
+    kernel.routes.some((r) => r.dstLen === 0 && r.gateway === "10.1.0.1" && r.priority === 1024 && r.outLinkName === "eth0"),
+  );
+  assert.deepEqual(
+    state.get("network-config", "AddressSpecs.net.talos.dev", "dhcp4/eth0/eth0/10.1.0.50/24")?.spec,
+    { address: "10.1.0.50/24", linkName: "eth0", family: "inet4", scope: "global", flags: "permanent", layer: "operator" },
+  );
 
   await waitFor("address and route statuses", () =>
     state.get("network", "AddressStatuses.net.talos.dev", "eth0/10.1.0.50/24") !== undefined &&
@@ -114,7 +120,8 @@ test("with no config: DHCP on the physical link, statuses published, resolv.conf
   // Cable pulled: the operator stops, its address and contributions go, defaults return.
   kernel.setCarrier("eth0", false);
   await waitFor("defaults after link down", () => spec<{ dnsServers: string[] }>("ResolverStatuses.net.talos.dev", "resolvers")?.dnsServers.join() === "1.1.1.1,8.8.8.8");
-  assert.equal(kernel.addresses.some((a) => a.address === "10.1.0.50"), false);
+  // The operator's specs go; the spec controller then removes the address from the kernel.
+  await waitFor("address removed from the kernel", () => !kernel.addresses.some((a) => a.address === "10.1.0.50"));
   await waitFor("address status gone", () => state.get("network", "AddressStatuses.net.talos.dev", "eth0/10.1.0.50/24") === undefined);
   assert.deepEqual(spec("TimeServerStatuses.net.talos.dev", "timeservers"), { timeServers: ["time.cloudflare.com"] });
   await waitFor("no connectivity without the DHCP route", () => spec<{ connectivityReady: boolean }>("NetworkStatuses.net.talos.dev", "status")?.connectivityReady === false);

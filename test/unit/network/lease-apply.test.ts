@@ -2,8 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { Lease } from "../../../agent/src/network/dhcp4/client.js";
 import { leaseToOutput } from "../../../agent/src/network/dhcp4/lease.js";
-import { OperatorKernelApplier } from "../../../agent/src/network/operator-output.js";
-import { FakeNetKernel } from "../../../agent/src/sys/net-fake.js";
+import { operatorSpecs } from "../../../agent/src/network/operator-output.js";
 
 function lease(over: Partial<Lease> = {}): Lease {
   return {
@@ -38,22 +37,17 @@ test("hostname, domain and MTU", () => {
   assert.equal(leaseToOutput("eth0", lease({ mtu: 20 })).mtu, undefined, "nonsense MTU ignored");
 });
 
-test("the applier replaces what a changed lease no longer asks for and leaves other links alone", async () => {
-  const kernel = new FakeNetKernel();
-  kernel.addLink({ name: "eth0", up: true });
-  kernel.addLink({ name: "eth1", up: true });
-  const applier = new OperatorKernelApplier(kernel);
-  await applier.apply("dhcp4/eth1", "eth1", leaseToOutput("eth1", lease({ address: "10.2.0.7", routers: ["10.2.0.1"] })));
-  await applier.apply("dhcp4/eth0", "eth0", leaseToOutput("eth0", lease({ mtu: 1400 })));
-  assert.equal(kernel.links.find((l) => l.name === "eth0")!.mtu, 1400);
-  const defaults = () => kernel.routes.filter((r) => r.dstLen === 0).map((r) => `${r.outLinkName} ${r.gateway}`).sort();
-  assert.deepEqual(defaults(), ["eth0 10.1.0.1", "eth1 10.2.0.1"]);
-
-  await applier.apply("dhcp4/eth0", "eth0", leaseToOutput("eth0", lease({ address: "10.1.0.51", routers: ["10.1.0.254"] })));
-  assert.deepEqual(kernel.addresses.filter((a) => a.family === 4 && a.linkName === "eth0").map((a) => a.address), ["10.1.0.51"]);
-  assert.deepEqual(defaults(), ["eth0 10.1.0.254", "eth1 10.2.0.1"]);
-
-  await applier.remove("dhcp4/eth0");
-  assert.deepEqual(kernel.addresses.filter((a) => a.family === 4 && a.linkName === "eth0"), []);
-  assert.deepEqual(defaults(), ["eth1 10.2.0.1"]);
+test("a lease's operator-layer specs: ids dhcp4/<link>/<id>, Talos's shapes", () => {
+  const out = leaseToOutput("eth0", lease({ mtu: 1450 }));
+  const specs = operatorSpecs("dhcp4/eth0", "eth0", out);
+  assert.deepEqual(specs.addresses, [
+    ["dhcp4/eth0/eth0/10.1.0.50/24", { address: "10.1.0.50/24", linkName: "eth0", family: "inet4", scope: "global", flags: "permanent", layer: "operator" }],
+  ]);
+  assert.deepEqual(specs.routes, [
+    [
+      "dhcp4/eth0/inet4/10.1.0.1//1024",
+      { family: "inet4", dst: "", src: "10.1.0.50", gateway: "10.1.0.1", outLinkName: "eth0", table: "main", priority: 1024, scope: "global", type: "unicast", flags: "", protocol: "boot", layer: "operator" },
+    ],
+  ]);
+  assert.deepEqual(specs.links, [["dhcp4/eth0/eth0", { name: "eth0", logical: false, up: true, mtu: 1450, kind: "", type: "ether", layer: "operator" }]]);
 });

@@ -1,13 +1,15 @@
 // The `default` layer of hostname, resolvers and time servers, as Talos has them
 // when nothing else says otherwise: hostname "talos-" + the default node address
 // (dots to dashes, colons dropped), resolvers 1.1.1.1 and 8.8.8.8, time server
-// time.cloudflare.com. Written to `network-config` with ids default/<what>.
-// The hostname also has the cmdline (talos.hostname=) and configuration (machine.network.hostname) layers.
+// time.cloudflare.com. Written to `network-config` with ids default/<what>, beside
+// the cmdline (talos.hostname=, ip=) and configuration (machine.network.hostname,
+// nameservers; machine.time.servers) layers.
 
 import type { ConfigBundle } from "../../config/bundle.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../resources/catalog/config.js";
 import {
+  type ConfigLayer,
   HostnameSpecType,
   type HostnameSpecSpec,
   NETWORK_CONFIG_NAMESPACE,
@@ -66,22 +68,48 @@ export class HostnameConfigController implements Controller {
   }
 }
 
+const machineInput = { namespace: CONFIG_NAMESPACE, type: MachineConfigType, id: MachineConfigIds.active, kind: "weak" as const };
+
+function machineConfig(ctx: ControllerContext) {
+  return ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.v1alpha1()?.machine;
+}
+
+/** Publishes one spec per layer that has servers, and removes the rest. */
+function publishLayers<S>(ctx: ControllerContext, type: string, what: string, layers: [ConfigLayer, string[]][], make: (servers: string[], layer: ConfigLayer) => S): void {
+  const keep = new Set<string>();
+  for (const [layer, servers] of layers) {
+    if (servers.length === 0) continue;
+    const id = `${layer}/${what}`;
+    ctx.modify<S>(NETWORK_CONFIG_NAMESPACE, type, id, () => make(servers, layer));
+    keep.add(id);
+  }
+  ctx.destroyOthers(NETWORK_CONFIG_NAMESPACE, type, keep);
+}
+
+/** Resolvers: the defaults, `ip=` DNS fields (cmdline) and machine.network.nameservers (configuration). */
 export class ResolverConfigController implements Controller {
   readonly name = "network.ResolverConfigController";
-  readonly inputs = [];
+  readonly inputs = [machineInput];
   readonly outputs = [{ type: ResolverSpecType, kind: "shared" as const }];
 
+  constructor(private readonly cmdlineServers: readonly string[] = []) {}
+
   async reconcile(ctx: ControllerContext): Promise<void> {
-    ctx.modify<ResolverSpecSpec>(NETWORK_CONFIG_NAMESPACE, ResolverSpecType, "default/resolvers", () => ({ dnsServers: DEFAULT_RESOLVERS, layer: "default" }));
+    const configured = machineConfig(ctx)?.network?.nameservers ?? [];
+    publishLayers<ResolverSpecSpec>(ctx, ResolverSpecType, "resolvers", [["default", DEFAULT_RESOLVERS], ["cmdline", [...this.cmdlineServers]], ["configuration", configured]], (dnsServers, layer) => ({ dnsServers, layer }));
   }
 }
 
+/** Time servers: the default, `ip=` NTP field (cmdline) and machine.time.servers (configuration). */
 export class TimeServerConfigController implements Controller {
   readonly name = "network.TimeServerConfigController";
-  readonly inputs = [];
+  readonly inputs = [machineInput];
   readonly outputs = [{ type: TimeServerSpecType, kind: "shared" as const }];
 
+  constructor(private readonly cmdlineServers: readonly string[] = []) {}
+
   async reconcile(ctx: ControllerContext): Promise<void> {
-    ctx.modify<TimeServerSpecSpec>(NETWORK_CONFIG_NAMESPACE, TimeServerSpecType, "default/timeservers", () => ({ timeServers: DEFAULT_TIME_SERVERS, layer: "default" }));
+    const configured = machineConfig(ctx)?.time?.servers ?? [];
+    publishLayers<TimeServerSpecSpec>(ctx, TimeServerSpecType, "timeservers", [["default", DEFAULT_TIME_SERVERS], ["cmdline", [...this.cmdlineServers]], ["configuration", configured]], (timeServers, layer) => ({ timeServers, layer }));
   }
 }

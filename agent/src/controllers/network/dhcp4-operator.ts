@@ -1,12 +1,20 @@
-// network.OperatorSpecController (DHCPv4 part): with no machine configuration Talos
-// runs a DHCPv4 operator on every physical link (ethernet, no kind) that is not
-// ignored, once the link is operationally up (LinkUpController brings it up). Each
-// lease is applied to the kernel (address, routes, MTU) and its DNS, NTP and
-// hostname are published as operator-layer specs in `network-config`
-// (ids dhcp4/<link>/resolvers|timeservers|hostname) for the status controllers.
+// network.OperatorSpecController (DHCPv4 part): runs a DHCPv4 client on every link the
+// lower layers ask DHCP for (network/config-specs.ts: physical links nothing else
+// configures, `ip=<dev>:dhcp`, `dhcp: true` in the machine config), once the link is
+// operationally up. A lease becomes operator-layer specs in `network-config`, ids
+// dhcp4/<link>/...: address, routes and MTU for the spec controllers to apply, and
+// resolvers, time servers and hostname. It never changes the kernel's addresses or
+// routes itself.
 
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
+import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../resources/catalog/config.js";
 import {
+  AddressSpecType,
+  type AddressSpecSpec,
+  LinkSpecType,
+  type LinkSpecSpec,
+  RouteSpecType,
+  type RouteSpecSpec,
   HostnameSpecType,
   type HostnameSpecSpec,
   LinkStatusType,
@@ -21,26 +29,22 @@ import {
 import type { NetKernel } from "../../sys/net.js";
 import { describeError } from "../../errors.js";
 import { logger } from "../../log.js";
+import type { CmdlineNetworking } from "../../network/cmdline.js";
 import { Dhcp4Client, type DhcpTransport, type LeaseEvent, type Timers } from "../../network/dhcp4/client.js";
-import { DEFAULT_ROUTE_METRIC, leaseToOutput } from "../../network/dhcp4/lease.js";
+import { leaseToOutput } from "../../network/dhcp4/lease.js";
 import { DhcpPort } from "../../network/dhcp4/udp.js";
-import { OperatorKernelApplier, type OperatorOutput } from "../../network/operator-output.js";
-import { isPhysical } from "./link-status.js";
+import { type OperatorOutput, operatorSpecs } from "../../network/operator-output.js";
+import { currentLayers } from "./config-layers.js";
 
 const log = logger("network-dhcp4-operator");
 
 export interface Dhcp4OperatorOptions {
+  /** Only for the shared UDP port's temporary broadcast route (see network/dhcp4/udp.ts). */
   kernel: NetKernel;
+  cmdline: CmdlineNetworking;
   /** Per-link DHCP transport; default: one shared UDP port 68 socket. */
   transport?: (linkName: string) => Promise<DhcpTransport>;
   timers?: Timers;
-  routeMetric?: number;
-  /** Links never touched (kernel argument talos.network.interface.ignore). */
-  ignoreLinks?: readonly string[];
-  /** Run on exactly these links, whatever their kind (default: every physical link). */
-  links?: readonly string[];
-  /** Also run on these links (kernel argument ip=<dev>:dhcp). */
-  extraLinks?: readonly string[];
   /** Client tuning passed through (tests shorten retransmissions). */
   retransmitInitialMs?: number;
 }
@@ -50,24 +54,29 @@ interface Running {
   /** Lease events are handled one at a time per link. */
   chain: Promise<void>;
   output?: OperatorOutput;
+  routeMetric: number;
 }
 
 export class Dhcp4OperatorController implements Controller {
   readonly name = "network.OperatorSpecController";
-  readonly inputs = [{ namespace: NETWORK_NAMESPACE, type: LinkStatusType, kind: "weak" as const }];
+  readonly inputs = [
+    { namespace: NETWORK_NAMESPACE, type: LinkStatusType, kind: "weak" as const },
+    { namespace: CONFIG_NAMESPACE, type: MachineConfigType, id: MachineConfigIds.active, kind: "weak" as const },
+  ];
   readonly outputs = [
+    { type: AddressSpecType, kind: "shared" as const },
+    { type: RouteSpecType, kind: "shared" as const },
+    { type: LinkSpecType, kind: "shared" as const },
     { type: HostnameSpecType, kind: "shared" as const },
     { type: ResolverSpecType, kind: "shared" as const },
     { type: TimeServerSpecType, kind: "shared" as const },
   ];
   private readonly running = new Map<string, Running>();
-  private readonly applier: OperatorKernelApplier;
   private readonly transport: (linkName: string) => Promise<DhcpTransport>;
   private ctx: ControllerContext | undefined;
   private stopHooked: AbortSignal | undefined;
 
   constructor(private readonly opts: Dhcp4OperatorOptions) {
-    this.applier = new OperatorKernelApplier(opts.kernel);
     if (opts.transport) {
       this.transport = opts.transport;
     } else {
@@ -87,25 +96,30 @@ export class Dhcp4OperatorController implements Controller {
       this.stopHooked = ctx.signal;
       ctx.signal.addEventListener("abort", () => void this.stopAll(), { once: true });
     }
-    const wanted = new Set<string>();
+    const wanted = new Map<string, number>();
+    for (const d of currentLayers(ctx, this.opts.cmdline).dhcp4) wanted.set(d.linkName, d.routeMetric);
+    const up = new Set<string>();
     for (const link of ctx.list<LinkStatusSpec>(NETWORK_NAMESPACE, LinkStatusType)) {
       const name = link.metadata.id;
-      const chosen = this.opts.links ? this.opts.links.includes(name) : isPhysical(link.spec) || (this.opts.extraLinks?.includes(name) ?? false);
-      if (!chosen || this.opts.ignoreLinks?.includes(name)) continue;
+      const metric = wanted.get(name);
       // network.LinkSpecController brings the link up; DHCP waits for it to be operationally up.
-      if (link.spec.operationalState !== "up" && link.spec.operationalState !== "unknown") continue;
-      wanted.add(name);
-      if (!this.running.has(name)) await this.startClient(name, link.spec.hardwareAddr);
+      if (metric === undefined || (link.spec.operationalState !== "up" && link.spec.operationalState !== "unknown")) continue;
+      up.add(name);
+      const running = this.running.get(name);
+      if (running && running.routeMetric !== metric) await this.stopClient(name, false);
+      if (!this.running.has(name)) await this.startClient(name, link.spec.hardwareAddr, metric);
     }
     for (const name of [...this.running.keys()]) {
-      if (!wanted.has(name)) await this.stopClient(name, false);
+      // A link the config no longer gives to DHCP gives its lease back.
+      if (!up.has(name)) await this.stopClient(name, !wanted.has(name));
     }
     this.publish(ctx);
   }
 
-  private async startClient(linkName: string, hardwareAddr: string): Promise<void> {
+  private async startClient(linkName: string, hardwareAddr: string, routeMetric: number): Promise<void> {
     const transport = await this.transport(linkName);
     const entry: Running = {
+      routeMetric,
       chain: Promise.resolve(),
       client: new Dhcp4Client({
         linkName,
@@ -131,7 +145,6 @@ export class Dhcp4OperatorController implements Controller {
     log.info("stopping DHCPv4", { link: linkName, release });
     await entry.client.stop({ release });
     await entry.chain;
-    await this.applier.remove(`dhcp4/${linkName}`);
     entry.output = undefined;
   }
 
@@ -140,22 +153,28 @@ export class Dhcp4OperatorController implements Controller {
   }
 
   private async onLease(linkName: string, entry: Running, e: LeaseEvent): Promise<void> {
-    if (e.type === "bound" || e.type === "renewed") {
-      const out = leaseToOutput(linkName, e.lease, { routeMetric: this.opts.routeMetric ?? DEFAULT_ROUTE_METRIC });
-      await this.applier.apply(`dhcp4/${linkName}`, linkName, out);
-      entry.output = out;
-    } else {
-      await this.applier.remove(`dhcp4/${linkName}`);
-      entry.output = undefined;
-    }
+    entry.output = e.type === "bound" || e.type === "renewed" ? leaseToOutput(linkName, e.lease, { routeMetric: entry.routeMetric }) : undefined;
     if (this.ctx && !this.ctx.signal.aborted) this.ctx.requeueAfter(0);
   }
 
   private publish(ctx: ControllerContext): void {
-    const keep = { resolvers: new Set<string>(), timeservers: new Set<string>(), hostname: new Set<string>() };
+    const keep = { resolvers: new Set<string>(), timeservers: new Set<string>(), hostname: new Set<string>(), addresses: new Set<string>(), routes: new Set<string>(), links: new Set<string>() };
     for (const [link, entry] of this.running) {
       const out = entry.output;
       if (!out) continue;
+      const specs = operatorSpecs(`dhcp4/${link}`, link, out);
+      for (const [id, spec] of specs.addresses) {
+        ctx.modify<AddressSpecSpec>(NETWORK_CONFIG_NAMESPACE, AddressSpecType, id, () => spec);
+        keep.addresses.add(id);
+      }
+      for (const [id, spec] of specs.routes) {
+        ctx.modify<RouteSpecSpec>(NETWORK_CONFIG_NAMESPACE, RouteSpecType, id, () => spec);
+        keep.routes.add(id);
+      }
+      for (const [id, spec] of specs.links) {
+        ctx.modify<LinkSpecSpec>(NETWORK_CONFIG_NAMESPACE, LinkSpecType, id, () => spec);
+        keep.links.add(id);
+      }
       if (out.dnsServers.length > 0) {
         const id = `dhcp4/${link}/resolvers`;
         ctx.modify<ResolverSpecSpec>(NETWORK_CONFIG_NAMESPACE, ResolverSpecType, id, () => ({ dnsServers: out.dnsServers, layer: "operator" }));
@@ -176,5 +195,8 @@ export class Dhcp4OperatorController implements Controller {
     ctx.destroyOthers(NETWORK_CONFIG_NAMESPACE, ResolverSpecType, keep.resolvers);
     ctx.destroyOthers(NETWORK_CONFIG_NAMESPACE, TimeServerSpecType, keep.timeservers);
     ctx.destroyOthers(NETWORK_CONFIG_NAMESPACE, HostnameSpecType, keep.hostname);
+    ctx.destroyOthers(NETWORK_CONFIG_NAMESPACE, AddressSpecType, keep.addresses);
+    ctx.destroyOthers(NETWORK_CONFIG_NAMESPACE, RouteSpecType, keep.routes);
+    ctx.destroyOthers(NETWORK_CONFIG_NAMESPACE, LinkSpecType, keep.links);
   }
 }

@@ -12,9 +12,13 @@ import { parseCmdlineNetworking } from "../../network/cmdline.js";
 import type { Paths } from "../../sys/paths.js";
 import { AddressStatusController } from "./address-status.js";
 import { HostnameConfigController, ResolverConfigController, TimeServerConfigController } from "./defaults.js";
+import { AddressSpecController } from "./address-spec.js";
+import { AddressConfigController, LinkConfigController, RouteConfigController } from "./config-layers.js";
 import { Dhcp4OperatorController, type Dhcp4OperatorOptions } from "./dhcp4-operator.js";
 import { type LinkDetailsReader, LinkStatusController } from "./link-status.js";
-import { LinkUpController } from "./link-up.js";
+import { LinkSpecController } from "./link-spec.js";
+import { AddressMergeController, LinkMergeController, RouteMergeController } from "./merge.js";
+import { RouteSpecController } from "./route-spec.js";
 import { NetworkStatusController } from "./network-status.js";
 import { NodeAddressController } from "./node-address.js";
 import { RouteStatusController } from "./route-status.js";
@@ -26,15 +30,15 @@ export { Dhcp4OperatorController } from "./dhcp4-operator.js";
 export interface NetworkControllersOptions {
   kernel: NetKernel;
   paths: Paths;
-  /** Node mode: bring lo and physical links up and run the default DHCPv4 operators (false: observe only). */
+  /** Node mode: apply the network specs (links, addresses, routes) and run the DHCPv4 operators (false: observe only). */
   dhcp?: boolean;
-  /** Extra DHCP operator options (ignored links, tests' transports and timers). */
-  dhcpOptions?: Omit<Dhcp4OperatorOptions, "kernel">;
+  /** Extra DHCP operator options (tests' transports and timers). */
+  dhcpOptions?: Omit<Dhcp4OperatorOptions, "kernel" | "cmdline">;
   /** Write <paths.etc>/resolv.conf (default true). */
   writeResolvConf?: boolean;
   /** Set the kernel hostname through <paths.proc>/sys/kernel/hostname (only on a node: default false). */
   setKernelHostname?: boolean;
-  /** Kernel command line text (/proc/cmdline): talos.hostname, talos.network.interface.ignore, ip=<dev>:dhcp. */
+  /** Kernel command line text (/proc/cmdline): talos.hostname, talos.network.interface.ignore, ip=, vlan=. */
   cmdline?: string;
   /** Driver/bus/speed facts per link; default: sysfs under paths.sys. */
   linkDetails?: LinkDetailsReader;
@@ -44,15 +48,14 @@ export function networkControllers(opts: NetworkControllersOptions): Controller[
   const resolvConfPath = path.join(opts.paths.etc, "resolv.conf");
   const cmdline = parseCmdlineNetworking(opts.cmdline ?? "");
   if (cmdline.unsupported.length > 0) logger("network").warn("kernel arguments not supported yet", { args: cmdline.unsupported });
-  const ignoreLinks = [...(opts.dhcpOptions?.ignoreLinks ?? []), ...cmdline.ignoreLinks];
   const controllers: Controller[] = [
     new LinkStatusController(opts.kernel, opts.linkDetails ?? defaultLinkDetails(opts.paths)),
     new AddressStatusController(opts.kernel),
     new RouteStatusController(opts.kernel),
     new NodeAddressController(),
     new HostnameConfigController(cmdline.hostname ? { hostname: cmdline.hostname, domainname: cmdline.domainname ?? "" } : undefined),
-    new ResolverConfigController(),
-    new TimeServerConfigController(),
+    new ResolverConfigController(cmdline.dnsServers),
+    new TimeServerConfigController(cmdline.timeServers),
     new HostnameStatusController(
       opts.setKernelHostname
         ? async (hostname, domainname) => {
@@ -67,11 +70,18 @@ export function networkControllers(opts: NetworkControllersOptions): Controller[
     new NetworkStatusController(),
   ];
   if (opts.dhcp !== false) {
-    // ip=<dev>:dhcp adds links to the default set (virtual ones included).
-    const links = opts.dhcpOptions?.links;
-    const select = { ...(links ? { links } : {}), ignoreLinks, extraLinks: cmdline.dhcpLinks };
-    controllers.push(new LinkUpController(opts.kernel, select));
-    controllers.push(new Dhcp4OperatorController({ kernel: opts.kernel, ...opts.dhcpOptions, ignoreLinks, ...(cmdline.dhcpLinks.length > 0 ? { extraLinks: cmdline.dhcpLinks } : {}) }));
+    controllers.push(
+      new AddressConfigController(cmdline),
+      new RouteConfigController(cmdline),
+      new LinkConfigController(cmdline),
+      new AddressMergeController(),
+      new RouteMergeController(),
+      new LinkMergeController(),
+      new LinkSpecController(opts.kernel),
+      new AddressSpecController(opts.kernel),
+      new RouteSpecController(opts.kernel),
+      new Dhcp4OperatorController({ kernel: opts.kernel, cmdline, ...opts.dhcpOptions }),
+    );
   }
   return controllers;
 }

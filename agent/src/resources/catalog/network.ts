@@ -483,6 +483,190 @@ export const timeServerSpecDefinition = defineResource<TimeServerSpecSpec>({
   toProto: (s) => ({ ntp_servers: s.timeServers, config_layer: netValues.layer(s.layer) }),
 });
 
+// ---------------------------------------------------------------------------
+// AddressSpecs / RouteSpecs / LinkSpecs: per layer in `network-config` (ids
+// `<layer>/<id>`, or `<operator>/<link>/<id>` for operators), merged into `network`
+// (plain ids) by the merge controllers; the spec controllers apply the merged ones.
+
+/** Bond option names (Talos nethelpers) -> the kernel's numbers. */
+export const bondNames = {
+  mode: ["balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad", "balance-tlb", "balance-alb"],
+  xmitHashPolicy: ["layer2", "layer3+4", "layer2+3", "encap2+3", "encap3+4"],
+  lacpRate: ["slow", "fast"],
+  arpValidate: ["none", "active", "backup", "all"],
+  arpAllTargets: ["any", "all"],
+  primaryReselect: ["always", "better", "failure"],
+  failOverMac: ["none", "active", "follow"],
+  adSelect: ["stable", "bandwidth", "count"],
+} as const;
+export type BondOptionName = keyof typeof bondNames;
+
+/** The kernel number of a bond option's name; InvalidInputError for a name Talos does not know. */
+export function bondValue(option: BondOptionName, name: string): number {
+  const i = (bondNames[option] as readonly string[]).indexOf(name);
+  if (i < 0) throw new InvalidInputError(`unknown bond ${option} ${JSON.stringify(name)}`, { option, value: name });
+  return i;
+}
+
+export const VLAN_PROTOCOLS: Record<string, number> = { "802.1q": 0x8100, "802.1ad": 0x88a8 };
+
+export const AddressSpecType = "AddressSpecs.net.talos.dev";
+export interface AddressSpecSpec {
+  address: string;
+  linkName: string;
+  family: string;
+  scope: string;
+  flags: string;
+  announceWithARP?: boolean;
+  layer: ConfigLayer;
+}
+export const addressSpecDefinition = defineResource<AddressSpecSpec>({
+  type: AddressSpecType,
+  defaultNamespace: NETWORK_NAMESPACE,
+  protoSpecType: "talos.resource.definitions.network.AddressSpecSpec",
+  toProto: (s) => ({
+    address: netIPPrefix(s.address),
+    link_name: s.linkName,
+    family: netValues.family(s.family),
+    scope: netValues.scope(s.scope),
+    flags: netValues.addressFlags(s.flags),
+    announce_with_arp: s.announceWithARP ?? false,
+    config_layer: netValues.layer(s.layer),
+  }),
+});
+
+export const RouteSpecType = "RouteSpecs.net.talos.dev";
+export interface RouteSpecSpec {
+  family: string;
+  dst: string;
+  src: string;
+  gateway: string;
+  outLinkName?: string;
+  table: string;
+  priority?: number;
+  scope: string;
+  type: string;
+  flags: string;
+  protocol: string;
+  layer: ConfigLayer;
+  mtu?: number;
+}
+export const routeSpecDefinition = defineResource<RouteSpecSpec>({
+  type: RouteSpecType,
+  defaultNamespace: NETWORK_NAMESPACE,
+  protoSpecType: "talos.resource.definitions.network.RouteSpecSpec",
+  toProto: (s) => ({
+    family: netValues.family(s.family),
+    destination: netIPPrefix(s.dst),
+    source: netIP(s.src),
+    gateway: netIP(s.gateway),
+    out_link_name: s.outLinkName ?? "",
+    table: netValues.table(s.table),
+    priority: s.priority ?? 0,
+    scope: netValues.scope(s.scope),
+    type: netValues.routeType(s.type),
+    flags: netValues.routeFlags(s.flags),
+    protocol: netValues.protocol(s.protocol),
+    config_layer: netValues.layer(s.layer),
+    mtu: s.mtu ?? 0,
+  }),
+});
+
+export interface BondMasterSpec {
+  mode: string;
+  xmitHashPolicy: string;
+  lacpRate: string;
+  arpValidate: string;
+  arpAllTargets: string;
+  primary?: number;
+  primaryReselect: string;
+  failOverMac: string;
+  adSelect?: string;
+  miimon?: number;
+  updelay?: number;
+  downdelay?: number;
+  arpInterval?: number;
+  resendIgmp?: number;
+  minLinks?: number;
+  lpInterval?: number;
+  packetsPerSlave?: number;
+  numPeerNotif?: number;
+  tlbLogicalLb?: number;
+  allSlavesActive?: number;
+  useCarrier?: boolean;
+  adActorSysPrio?: number;
+  adUserPortKey?: number;
+  peerNotifyDelay?: number;
+}
+
+export const LinkSpecType = "LinkSpecs.net.talos.dev";
+export interface LinkSpecSpec {
+  name: string;
+  logical: boolean;
+  up: boolean;
+  mtu: number;
+  kind: string;
+  type: string;
+  parentName?: string;
+  /** BondSlave, inline in Talos's YAML. */
+  masterName?: string;
+  slaveIndex?: number;
+  bridgeSlave?: { masterName: string };
+  vlan?: { vlanID: number; vlanProtocol: string };
+  bondMaster?: BondMasterSpec;
+  bridgeMaster?: { stp?: { enabled: boolean } };
+  layer: ConfigLayer;
+}
+export const linkSpecDefinition = defineResource<LinkSpecSpec>({
+  type: LinkSpecType,
+  defaultNamespace: NETWORK_NAMESPACE,
+  protoSpecType: "talos.resource.definitions.network.LinkSpecSpec",
+  toProto: (s) => ({
+    name: s.name,
+    logical: s.logical,
+    up: s.up,
+    mtu: s.mtu,
+    kind: s.kind,
+    type: netValues.linkType(s.type),
+    parent_name: s.parentName ?? "",
+    bond_slave: { master_name: s.masterName ?? "", slave_index: s.slaveIndex ?? 0 },
+    bridge_slave: { master_name: s.bridgeSlave?.masterName ?? "" },
+    vlan: { vid: s.vlan?.vlanID ?? 0, protocol: VLAN_PROTOCOLS[s.vlan?.vlanProtocol ?? ""] ?? 0 },
+    bond_master: s.bondMaster ? bondMasterProto(s.bondMaster) : {},
+    bridge_master: { stp: { enabled: s.bridgeMaster?.stp?.enabled ?? false } },
+    config_layer: netValues.layer(s.layer),
+  }),
+});
+
+function bondMasterProto(b: BondMasterSpec): Record<string, unknown> {
+  return {
+    mode: bondValue("mode", b.mode),
+    hash_policy: bondValue("xmitHashPolicy", b.xmitHashPolicy),
+    lacp_rate: bondValue("lacpRate", b.lacpRate),
+    arp_validate: bondValue("arpValidate", b.arpValidate),
+    arp_all_targets: bondValue("arpAllTargets", b.arpAllTargets),
+    primary_index: b.primary ?? 0,
+    primary_reselect: bondValue("primaryReselect", b.primaryReselect),
+    fail_over_mac: bondValue("failOverMac", b.failOverMac),
+    ad_select: bondValue("adSelect", b.adSelect ?? "stable"),
+    mii_mon: b.miimon ?? 0,
+    up_delay: b.updelay ?? 0,
+    down_delay: b.downdelay ?? 0,
+    arp_interval: b.arpInterval ?? 0,
+    resend_igmp: b.resendIgmp ?? 0,
+    min_links: b.minLinks ?? 0,
+    lp_interval: b.lpInterval ?? 0,
+    packets_per_slave: b.packetsPerSlave ?? 0,
+    num_peer_notif: b.numPeerNotif ?? 0,
+    tlb_dynamic_lb: b.tlbLogicalLb ?? 0,
+    all_slaves_active: b.allSlavesActive ?? 0,
+    use_carrier: b.useCarrier ?? false,
+    ad_actor_sys_prio: b.adActorSysPrio ?? 0,
+    ad_user_port_key: b.adUserPortKey ?? 0,
+    peer_notify_delay: b.peerNotifyDelay ?? 0,
+  };
+}
+
 export const networkDefinitions: readonly ResourceDefinition<never>[] = [
   linkStatusDefinition,
   addressStatusDefinition,
@@ -495,4 +679,7 @@ export const networkDefinitions: readonly ResourceDefinition<never>[] = [
   hostnameSpecDefinition,
   resolverSpecDefinition,
   timeServerSpecDefinition,
+  addressSpecDefinition,
+  routeSpecDefinition,
+  linkSpecDefinition,
 ] as unknown as readonly ResourceDefinition<never>[];

@@ -1,0 +1,130 @@
+// network.LinkSpecController: makes the kernel's links match the merged LinkSpecs:
+// logical links (vlan, bond, bridge, dummy) are created, and deleted when their spec
+// goes; members join and leave their bond or bridge (down while joining a bond, as
+// the kernel requires); MTU is set when specified; links are brought up. Links
+// without a spec (ignored ones included) are never touched.
+
+import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
+import { type BondMasterSpec, LinkSpecType, type LinkSpecSpec, NETWORK_NAMESPACE, VLAN_PROTOCOLS, bondValue } from "../../resources/catalog/network.js";
+import { type BondOptions, IFF_UP, type KernelLink, type LinkCreateRequest, type NetKernel } from "../../sys/net.js";
+import { KernelTrigger } from "./kernel-watch.js";
+
+export function bondOptions(b: BondMasterSpec, primaryName: string | undefined): BondOptions {
+  const o: BondOptions = {
+    mode: bondValue("mode", b.mode),
+    xmitHashPolicy: bondValue("xmitHashPolicy", b.xmitHashPolicy),
+    lacpRate: bondValue("lacpRate", b.lacpRate),
+    arpValidate: bondValue("arpValidate", b.arpValidate),
+    arpAllTargets: bondValue("arpAllTargets", b.arpAllTargets),
+    primaryReselect: bondValue("primaryReselect", b.primaryReselect),
+    failOverMac: bondValue("failOverMac", b.failOverMac),
+  };
+  // The kernel refuses options that do not apply to the mode (EINVAL): 802.3ad ones only with 802.3ad.
+  if (o.mode !== 4) {
+    delete o.lacpRate;
+  } else if (b.adSelect) {
+    o.adSelect = bondValue("adSelect", b.adSelect);
+  }
+  if (o.mode !== 2 && o.mode !== 4 && o.mode !== 5) delete o.xmitHashPolicy;
+  if (primaryName && (o.mode === 1 || o.mode === 5 || o.mode === 6)) o.primary = primaryName;
+  const copy = { miimon: b.miimon, updelay: b.updelay, downdelay: b.downdelay, arpInterval: b.arpInterval, resendIgmp: b.resendIgmp, minLinks: b.minLinks, lpInterval: b.lpInterval, packetsPerSlave: b.packetsPerSlave, numPeerNotif: b.numPeerNotif, allSlavesActive: b.allSlavesActive, adActorSysPrio: b.adActorSysPrio, adUserPortKey: b.adUserPortKey };
+  for (const [k, v] of Object.entries(copy)) if (v) (o as unknown as Record<string, number>)[k] = v; // every copied key is a number option
+  if (b.tlbLogicalLb) o.tlbDynamicLb = b.tlbLogicalLb;
+  if (b.useCarrier) o.useCarrier = true;
+  return o;
+}
+
+export function createRequest(s: LinkSpecSpec, byIndex: Map<number, string>): LinkCreateRequest | undefined {
+  switch (s.kind) {
+    case "dummy":
+      return { kind: "dummy", name: s.name };
+    case "vlan":
+      if (!s.parentName || !s.vlan) return undefined;
+      return { kind: "vlan", name: s.name, parentName: s.parentName, vlanId: s.vlan.vlanID, protocol: VLAN_PROTOCOLS[s.vlan.vlanProtocol] ?? 0x8100 };
+    case "bond":
+      return { kind: "bond", name: s.name, bond: bondOptions(s.bondMaster ?? { mode: "balance-rr", xmitHashPolicy: "layer2", lacpRate: "slow", arpValidate: "none", arpAllTargets: "any", primaryReselect: "always", failOverMac: "none" }, s.bondMaster?.primary ? byIndex.get(s.bondMaster.primary) : undefined) };
+    case "bridge":
+      return { kind: "bridge", name: s.name, bridge: { stp: s.bridgeMaster?.stp?.enabled ?? false } };
+    default:
+      return undefined;
+  }
+}
+
+/** Whether an existing logical link must be re-created to match its spec. */
+function mismatched(s: LinkSpecSpec, l: KernelLink): boolean {
+  if (l.kind !== s.kind) return true;
+  return s.kind === "vlan" && s.vlan !== undefined && l.vlanId !== s.vlan.vlanID;
+}
+
+export class LinkSpecController implements Controller {
+  readonly name = "network.LinkSpecController";
+  readonly inputs = [{ namespace: NETWORK_NAMESPACE, type: LinkSpecType, kind: "weak" as const }];
+  readonly outputs = [];
+  private readonly trigger: KernelTrigger;
+  /** The specs applied last round: a logical link whose spec goes is deleted, a member whose master goes is freed. */
+  private previous = new Map<string, LinkSpecSpec>();
+
+  constructor(private readonly kernel: NetKernel) {
+    this.trigger = new KernelTrigger(kernel, ["link"]);
+  }
+
+  async reconcile(ctx: ControllerContext): Promise<void> {
+    this.trigger.arm(ctx);
+    const specs = new Map(ctx.list<LinkSpecSpec>(NETWORK_NAMESPACE, LinkSpecType).map((r) => [r.spec.name, r.spec] as const));
+    let links = await this.kernel.listLinks();
+    const find = (name: string) => links.find((l) => l.name === name);
+
+    for (const [name, prev] of this.previous) {
+      if (specs.has(name)) continue;
+      const l = find(name);
+      if (!l) continue;
+      if (prev.logical) {
+        ctx.log.info("deleting link", { link: name, kind: prev.kind });
+        await this.kernel.deleteLink(name);
+      } else if ((prev.masterName || prev.bridgeSlave) && l.masterIndex) {
+        await this.kernel.setLinkMaster(name, undefined);
+      }
+    }
+    links = await this.kernel.listLinks();
+
+    // Masters before members, parents before vlans: logical links in an order that lets each find what it needs.
+    const order = [...specs.values()].sort((a, b) => rank(a) - rank(b));
+    for (const s of order) {
+      let l = find(s.name);
+      if (s.logical && l && mismatched(s, l)) {
+        await this.kernel.deleteLink(s.name);
+        l = undefined;
+      }
+      if (!l && s.logical) {
+        const req = createRequest(s, new Map(links.map((k) => [k.index, k.name])));
+        if (!req || (req.kind === "vlan" && !find(req.parentName))) continue;
+        ctx.log.info("creating link", { link: s.name, kind: s.kind });
+        await this.kernel.createLink(req);
+        links = await this.kernel.listLinks();
+        l = find(s.name);
+      }
+      if (!l) continue;
+      const master = s.masterName ?? s.bridgeSlave?.masterName;
+      const currentMaster = l.masterIndex ? links.find((k) => k.index === l!.masterIndex)?.name : undefined;
+      if (master !== currentMaster && (master === undefined || find(master))) {
+        // A bond takes only members that are down.
+        if (master && find(master)?.kind === "bond" && (l.flags & IFF_UP) !== 0) await this.kernel.setLinkUp(s.name, false);
+        await this.kernel.setLinkMaster(s.name, master);
+        links = await this.kernel.listLinks();
+        l = find(s.name)!;
+      }
+      if (s.mtu > 0 && l.mtu !== s.mtu) await this.kernel.setLinkMtu(s.name, s.mtu);
+      if (s.up && (l.flags & IFF_UP) === 0) {
+        ctx.log.info("bringing link up", { link: s.name });
+        await this.kernel.setLinkUp(s.name, true);
+      }
+    }
+    this.previous = specs;
+  }
+}
+
+function rank(s: LinkSpecSpec): number {
+  if (s.kind === "bond" || s.kind === "bridge") return 0;
+  if (s.kind === "vlan") return 2;
+  return 1;
+}

@@ -1,0 +1,180 @@
+// The network config applied live, end to end: the sandbox runs in a network namespace
+// of its own with `--network-apply` (as a node applies its network), reached over a
+// management veth that the kernel command line tells it to ignore. A static `ip=`
+// on the command line, then `.machine.network` applied in maintenance mode and
+// changed and removed with NO_REBOOT; what the API reports is checked against the
+// kernel as iproute2 reads it.
+
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { parse as parseYaml } from "yaml";
+import { ApplyMode } from "../../agent/src/api/enums.js";
+import { NodeClient } from "../../agent/src/client/client.js";
+import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
+import { generateConfigs } from "../../agent/src/config/generate/index.js";
+import { canRunNetns, ip } from "./helpers/netns.js";
+import { eventually, stopProcess } from "./helpers/sandbox.js";
+
+const skip = canRunNetns();
+const tag = process.pid.toString(36);
+const NS = `bsl-st-${tag}`;
+const MGMT_HOST = `bsm${tag}`; // root namespace side
+const MGMT = `bsn${tag}`; // sandbox side, ignored by the sandbox
+const LINK = `bsc${tag}`; // the link the config drives
+const PEER = `bsp${tag}`;
+const octet = (process.pid % 200) + 20;
+const MGMT_NET = `10.214.${octet}`;
+const NET = `10.215.${octet}`;
+const PORT = 50000;
+const sandboxJs = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../agent/src/cmd/sandbox.js");
+const stateDir = mkdtempSync(path.join(os.tmpdir(), "basalt-net-static-"));
+
+let sandbox: ChildProcess | undefined;
+let output = "";
+let client: NodeClient;
+let baseConfig = "";
+let talosconfig = "";
+
+type Listed = { resource: { metadata: { id: string }; spec: { yaml_spec: string } } }[];
+async function specs(ns: string, type: string): Promise<Map<string, Record<string, unknown>>> {
+  const items = (await client.resourceList(ns, type)) as Listed;
+  return new Map(items.map((i) => [i.resource.metadata.id, parseYaml(i.resource.spec.yaml_spec) as Record<string, unknown>]));
+}
+const kernelAddrs = (dev: string) =>
+  ((JSON.parse(ip("-n", NS, "-j", "-4", "addr", "show", "dev", dev)) as { addr_info: { local: string; prefixlen: number }[] }[])[0]?.addr_info ?? [])
+    .map((a) => `${a.local}/${a.prefixlen}`)
+    .sort();
+const kernelMtu = (dev: string) => (JSON.parse(ip("-n", NS, "-j", "link", "show", "dev", dev)) as { mtu: number }[])[0]!.mtu;
+const kernelRoutes = () =>
+  (JSON.parse(ip("-n", NS, "-j", "-4", "route", "show", "table", "main")) as { dst: string; gateway?: string; metric?: number; dev: string }[])
+    .filter((r) => r.gateway)
+    .map((r) => `${r.dst} via ${r.gateway} metric ${r.metric ?? 0} dev ${r.dev}`)
+    .sort();
+
+/** The generated controlplane config with `network` replaced by this YAML block (indented under machine:). */
+function withNetwork(block: string): string {
+  return baseConfig.replace(/^(\s+)network: \{\}$/m, (_, indent: string) => `${indent}network:\n${block.replace(/^/gm, `${indent}    `)}`);
+}
+
+before(async () => {
+  if (skip) return;
+  ip("netns", "add", NS);
+  ip("link", "add", MGMT_HOST, "type", "veth", "peer", "name", MGMT, "netns", NS);
+  ip("addr", "add", `${MGMT_NET}.1/30`, "dev", MGMT_HOST);
+  ip("link", "set", MGMT_HOST, "up");
+  ip("-n", NS, "addr", "add", `${MGMT_NET}.2/30`, "dev", MGMT);
+  ip("-n", NS, "link", "set", MGMT, "up");
+  ip("-n", NS, "link", "add", LINK, "type", "veth", "peer", "name", PEER);
+  ip("-n", NS, "link", "set", PEER, "up");
+
+  const generated = await generateConfigs({ clusterName: "net-static", endpoint: "https://127.0.0.1:6443", installDisk: "" });
+  baseConfig = generated.controlplane;
+  talosconfig = generated.talosconfig;
+  const cmdline = `talos.network.interface.ignore=${MGMT} ip=${NET}.20::${NET}.1:24:cmdline-host:${LINK}:off:${NET}.53`;
+  sandbox = spawn(
+    "ip",
+    ["netns", "exec", NS, process.execPath, sandboxJs, "--state-dir", stateDir, "--apid-listen", `${MGMT_NET}.2:${PORT}`, "--trustd-listen", `${MGMT_NET}.2:${PORT + 1}`, "--apid-in-process", "--network-apply", "--kernel-cmdline", cmdline],
+    { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, BASALT_LOG_LEVEL: "info" } },
+  );
+  sandbox.stdout!.on("data", (b: Buffer) => (output += b.toString()));
+  sandbox.stderr!.on("data", (b: Buffer) => (output += b.toString()));
+  client = new NodeClient({ endpoint: `${MGMT_NET}.2:${PORT}`, credentials: { kind: "insecure" } });
+  await eventually(() => client.disks());
+});
+
+after(async () => {
+  client?.close();
+  if (sandbox) await stopProcess(sandbox);
+  for (const args of [["link", "del", MGMT_HOST], ["netns", "del", NS]]) {
+    try {
+      ip(...args);
+    } catch {
+      // already gone
+    }
+  }
+  rmSync(stateDir, { recursive: true, force: true });
+});
+
+test("ip= on the kernel command line: its address, route, hostname and resolver are applied", { skip: skip ?? false }, async () => {
+  await eventually(async () => assert.deepEqual(kernelAddrs(LINK), [`${NET}.20/24`]));
+  const addr = (await specs("network", "AddressSpecs.net.talos.dev")).get(`${LINK}/${NET}.20/24`);
+  assert.deepEqual(addr, { address: `${NET}.20/24`, linkName: LINK, family: "inet4", scope: "global", flags: "permanent", layer: "cmdline" });
+  await eventually(async () => assert.deepEqual(kernelRoutes(), [`default via ${NET}.1 metric 1024 dev ${LINK}`]));
+  const hostname = (await specs("network", "HostnameStatuses.net.talos.dev")).get("hostname");
+  assert.deepEqual(hostname, { hostname: "cmdline-host", domainname: "" });
+  await eventually(async () => assert.deepEqual((await specs("network", "ResolverStatuses.net.talos.dev")).get("resolvers"), { dnsServers: [`${NET}.53`] }));
+  // The ignored management link keeps exactly what iproute2 gave it.
+  assert.deepEqual(kernelAddrs(MGMT), [`${MGMT_NET}.2/30`]);
+  assert.equal((await specs("network", "LinkSpecs.net.talos.dev")).has(MGMT), false);
+});
+
+test("machine.network applied, an address deleted behind its back restored, changed and removed live", { skip: skip ?? false }, async () => {
+  const first = withNetwork(
+    [
+      "hostname: config-host",
+      "interfaces:",
+      `    - interface: ${LINK}`,
+      "      mtu: 1400",
+      `      addresses: [${NET}.10/24, ${NET}.11/24, ${NET}.20/24]`,
+      "      routes:",
+      `          - network: 192.0.2.0/24`,
+      `            gateway: ${NET}.1`,
+      "            metric: 200",
+    ].join("\n"),
+  );
+  await client.applyConfiguration(first);
+  client.close();
+  client = new NodeClient({ endpoint: `${MGMT_NET}.2:${PORT}`, credentials: { kind: "mtls", ...parseTalosconfig(talosconfig) } });
+  await eventually(() => client.version());
+
+  await eventually(async () => assert.deepEqual(kernelAddrs(LINK), [`${NET}.10/24`, `${NET}.11/24`, `${NET}.20/24`]));
+  await eventually(async () => assert.equal(kernelMtu(LINK), 1400));
+  await eventually(async () => assert.deepEqual(kernelRoutes(), [`192.0.2.0/24 via ${NET}.1 metric 200 dev ${LINK}`, `default via ${NET}.1 metric 1024 dev ${LINK}`].sort()));
+  // The same address on both layers: the configuration wins; the hostname too.
+  assert.equal((await specs("network", "AddressSpecs.net.talos.dev")).get(`${LINK}/${NET}.20/24`)!.layer, "configuration");
+  assert.equal((await specs("network-config", "AddressSpecs.net.talos.dev")).get(`cmdline/${LINK}/${NET}.20/24`)!.layer, "cmdline");
+  await eventually(async () => assert.equal((await specs("network", "HostnameStatuses.net.talos.dev")).get("hostname")!.hostname, "config-host"));
+  const statuses = await specs("network", "AddressStatuses.net.talos.dev");
+  for (const a of ["10", "11", "20"]) assert.equal(statuses.get(`${LINK}/${NET}.${a}/24`)?.linkName, LINK);
+  assert.equal((await specs("network", "LinkStatuses.net.talos.dev")).get(LINK)!.mtu, 1400);
+  const routeSpec = (await specs("network", "RouteSpecs.net.talos.dev")).get(`inet4/${NET}.1/192.0.2.0/24/200`);
+  assert.deepEqual(routeSpec, {
+    family: "inet4", dst: "192.0.2.0/24", src: "", gateway: `${NET}.1`, outLinkName: LINK, table: "main", priority: 200, scope: "global", type: "unicast", flags: "", protocol: "static", layer: "configuration",
+  });
+
+  ip("-n", NS, "addr", "del", `${NET}.10/24`, "dev", LINK);
+  await eventually(async () => assert.deepEqual(kernelAddrs(LINK), [`${NET}.10/24`, `${NET}.11/24`, `${NET}.20/24`]));
+
+  const second = withNetwork(
+    [
+      "hostname: config-host",
+      "interfaces:",
+      `    - interface: ${LINK}`,
+      "      mtu: 1300",
+      `      addresses: [${NET}.12/24]`,
+      "      routes:",
+      `          - network: 198.51.100.0/24`,
+      `            gateway: ${NET}.1`,
+      "            metric: 300",
+    ].join("\n"),
+  );
+  const reply = (await client.applyConfiguration(second, { mode: ApplyMode.NO_REBOOT })) as { messages: { mode_details: string }[] };
+  assert.equal(reply.messages[0]!.mode_details, "Applied configuration without a reboot");
+  await eventually(async () => assert.deepEqual(kernelAddrs(LINK), [`${NET}.12/24`, `${NET}.20/24`]));
+  await eventually(async () => assert.equal(kernelMtu(LINK), 1300));
+  await eventually(async () => assert.deepEqual(kernelRoutes(), [`198.51.100.0/24 via ${NET}.1 metric 300 dev ${LINK}`, `default via ${NET}.1 metric 1024 dev ${LINK}`].sort()));
+  assert.equal((await specs("network", "AddressSpecs.net.talos.dev")).get(`${LINK}/${NET}.20/24`)!.layer, "cmdline");
+
+  await client.applyConfiguration(baseConfig, { mode: ApplyMode.NO_REBOOT });
+  await eventually(async () => assert.deepEqual(kernelAddrs(LINK), [`${NET}.20/24`]));
+  await eventually(async () => assert.deepEqual(kernelRoutes(), [`default via ${NET}.1 metric 1024 dev ${LINK}`]));
+  await eventually(async () => assert.equal((await specs("network", "HostnameStatuses.net.talos.dev")).get("hostname")!.hostname, "cmdline-host"));
+  assert.deepEqual(kernelAddrs(MGMT), [`${MGMT_NET}.2/30`]);
+  assert.equal(kernelMtu(MGMT), 1500);
+  assert.doesNotMatch(output, /controller failed.*network\.(Address|Route|Link)Spec/);
+});

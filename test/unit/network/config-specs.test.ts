@@ -1,0 +1,54 @@
+// The default, cmdline and configuration layers derived from links, kernel arguments
+// and .machine.network (network/config-specs.ts).
+
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { parseCmdlineNetworking } from "../../../agent/src/network/cmdline.js";
+import { type KnownLink, layeredSpecs } from "../../../agent/src/network/config-specs.js";
+
+const link = (name: string, index: number, over: Partial<KnownLink["spec"]> = {}): KnownLink => ({
+  name,
+  spec: { index, type: "ether", kind: "", hardwareAddr: `52:54:00:00:00:0${index}`, permanentAddr: `52:54:00:00:00:0${index}`, busPath: `0000:00:0${index}.0`, driver: "virtio_net", ...over },
+});
+const links = [link("lo", 1, { type: "loopback" }), link("eth0", 2), link("eth1", 3), link("eth2", 4), link("veth7", 5, { kind: "veth" })];
+
+test("no config: lo and every physical link up, DHCPv4 on the physical links, ignored links left out", () => {
+  const l = layeredSpecs(undefined, links, parseCmdlineNetworking("talos.network.interface.ignore=eth2"));
+  assert.deepEqual(l.links.map((x) => `${x.layer}/${x.name}`), ["default/lo", "default/eth0", "default/eth1"]);
+  assert.deepEqual(l.dhcp4.map((d) => `${d.layer}/${d.linkName}/${d.routeMetric}`), ["default/eth0/1024", "default/eth1/1024"]);
+  assert.deepEqual(l.addresses.map((a) => `${a.layer}/${a.linkName}/${a.address}/${a.scope}`), ["default/lo/127.0.0.1/8/host"]);
+  assert.deepEqual([...l.ignored], ["eth2"]);
+});
+
+test("cmdline ip= static: address, default route and link on the cmdline layer; no default DHCP there", () => {
+  const l = layeredSpecs(undefined, links, parseCmdlineNetworking("ip=10.0.0.5::10.0.0.1:255.255.255.0::eth1:off vlan=eth0.30:eth0"));
+  assert.deepEqual(l.addresses.filter((a) => a.layer === "cmdline").map((a) => `${a.linkName}/${a.address}`), ["eth1/10.0.0.5/24"]);
+  assert.deepEqual(l.routes.map((r) => `${r.layer} ${r.dst || "default"} via ${r.gateway} ${r.outLinkName} ${r.priority} ${r.protocol}`), ["cmdline default via 10.0.0.1 eth1 1024 static"]);
+  assert.deepEqual(l.dhcp4.map((d) => d.linkName), ["eth0", "eth2"], "eth1 is configured by ip=; the others keep default DHCP");
+  assert.deepEqual(l.links.find((x) => x.name === "eth0.30"), { name: "eth0.30", logical: true, up: true, mtu: 0, kind: "vlan", type: "ether", parentName: "eth0", vlan: { vlanID: 30, vlanProtocol: "802.1q" }, layer: "cmdline" });
+});
+
+test("machine config: deviceSelector, bond with members, vlan with its address and DHCP, routes with metric and source, ignore", () => {
+  const l = layeredSpecs(
+    {
+      interfaces: [
+        { deviceSelector: { hardwareAddr: "52:54:00:00:00:04" }, addresses: ["192.168.5.2/24"], mtu: 9000, routes: [{ network: "10.50.0.0/16", gateway: "192.168.5.1", source: "192.168.5.2", metric: 50 }] },
+        { interface: "bond0", bond: { interfaces: ["eth0", "eth1"], mode: "active-backup", miimon: 100, primary: "eth1" }, vlans: [{ vlanId: 100, addresses: ["172.16.0.2/24"], dhcp: true, dhcpOptions: { routeMetric: 300 } }] },
+        { interface: "veth7", ignore: true },
+      ],
+    },
+    links,
+    parseCmdlineNetworking(""),
+  );
+  const byName = new Map(l.links.map((x) => [x.name, x]));
+  assert.equal(byName.get("eth2")!.mtu, 9000);
+  assert.deepEqual(byName.get("bond0")!.bondMaster, { mode: "active-backup", xmitHashPolicy: "layer2", lacpRate: "slow", arpValidate: "none", arpAllTargets: "any", primaryReselect: "always", failOverMac: "none", primary: 3, miimon: 100 });
+  assert.deepEqual([byName.get("eth0")!.masterName, byName.get("eth0")!.slaveIndex, byName.get("eth1")!.slaveIndex], ["bond0", 0, 1]);
+  assert.equal(byName.get("bond0.100")!.parentName, "bond0");
+  assert.deepEqual(l.addresses.filter((a) => a.layer === "configuration").map((a) => `${a.linkName}/${a.address}`), ["eth2/192.168.5.2/24", "bond0.100/172.16.0.2/24"]);
+  assert.deepEqual(l.routes.map((r) => `${r.dst} via ${r.gateway} src ${r.src} ${r.outLinkName} ${r.priority}`), ["10.50.0.0/16 via 192.168.5.1 src 192.168.5.2 eth2 50"]);
+  assert.deepEqual(l.dhcp4.map((d) => `${d.layer}/${d.linkName}/${d.routeMetric}`), ["configuration/bond0.100/300"]);
+  assert.equal(byName.has("veth7"), false);
+  assert.ok(l.ignored.has("veth7"));
+  assert.throws(() => layeredSpecs({ interfaces: [{ interface: "bond1", bond: { mode: "fastest" } }] }, links, parseCmdlineNetworking("")), /unknown bond mode "fastest"/);
+});
