@@ -1,6 +1,6 @@
 // RPC latency over loopback against the sandbox (machined + apid): maintenance
 // mode (insecure TLS) storage.Disks and COSI List, then, after applying a
-// generated config, over mTLS: Version, ServiceList, COSI Get MachineConfig and
+// generated config, over mTLS: Version, ServiceList, COSI Get MachineConfig, the observation RPCs and
 // a one-to-many Version (`nodes: 127.0.0.1 x K`, apid fans out to itself).
 // Each method: N calls one after another, then N calls with C in flight.
 // Prints p50/p90/p99/max in ms, calls/s and the agent's CPU time per call
@@ -131,6 +131,11 @@ try {
   await measure("Version (mTLS)", () => mtls.version());
   await measure("ServiceList (mTLS)", () => mtls.serviceList());
   await measure("COSI Get MachineConfig (mTLS)", () => mtls.resourceGet("config", "MachineConfigs.config.talos.dev", "v1alpha1"));
+  // The observation RPCs the dashboard and `talosctl support` call (each reads /proc when called).
+  for (const method of ["Memory", "LoadAvg", "SystemStat", "CPUInfo", "NetworkDeviceStats", "DiskStats", "Processes"]) {
+    await measure(`${method} (mTLS)`, () => mtls.unary(mtls.machine, method));
+  }
+  await measure("Netstat listening TCP with pids (mTLS)", () => mtls.unary(mtls.machine, "Netstat", { filter: 2, feature: { pid: true }, l4proto: { tcp: true, tcp6: true }, netns: { hostnetwork: true } }));
   const many = new NodeClient({ endpoint, credentials: admin, nodes: Array.from({ length: fanout }, () => "127.0.0.1") });
   clients.push(many);
   const reply = (await many.version()) as { messages: unknown[] };
