@@ -34,6 +34,8 @@ export interface RunOptions {
   cgroups?: Cgroups;
   /** Print the services' logs on stderr too (the sandbox). */
   echoServiceLogs?: boolean;
+  /** Run udevd (a node). */
+  udevd?: { udevadm: string };
 }
 
 /**
@@ -97,6 +99,7 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
       ...(opts.extraDefinitions ? { extraDefinitions: opts.extraDefinitions } : {}),
       ...(opts.cgroups ? { cgroups: opts.cgroups } : {}),
       echoServiceLogs: opts.echoServiceLogs === true,
+      ...(opts.udevd ? { udevd: opts.udevd } : {}),
       // Built beside the entry script (scripts/build-native.sh).
       syslogRelay: path.join(path.dirname(opts.self.args.at(-1) ?? "."), "syslog-relay"),
       signal: ac.signal,

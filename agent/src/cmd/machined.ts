@@ -33,7 +33,7 @@ export async function main(argv: string[]): Promise<void> {
     networking: networking(nodePaths, { node: platform.mode !== "container", waitForAddressMs: 30_000 }),
     extraDefinitions: networkDefinitions,
     // In a container the cgroups are the container runtime's.
-    ...(platform.mode !== "container" ? { cgroups: cgroupfs() } : {}),
+    ...(platform.mode !== "container" ? { cgroups: cgroupfs(), udevd: { udevadm: "/usr/bin/udevadm" } } : {}),
   });
 }
 
