@@ -26,7 +26,7 @@ import type { ProcessSpec } from "../services/process-runner.js";
 import { splitListen } from "../services/readiness.js";
 import { Supervisor } from "../services/supervisor.js";
 import { ServiceLogs } from "../services/logs.js";
-import { LogShipper } from "../services/log-shipping.js";
+import { LogShipper, shipKernelLog } from "../services/log-shipping.js";
 import { apidService as apidDefinition } from "../services/definitions/apid.js";
 import { trustdService } from "../services/definitions/trustd.js";
 import { syslogdService } from "../services/definitions/syslogd.js";
@@ -129,6 +129,11 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   const machinedLog = supervisor.logs.writer("machined");
   const untap = addLogTap((line) => machinedLog.write(line + "\n"));
   const shipper = new LogShipper(supervisor.logs);
+  // talos.logging.kernel=<udp|tcp URL>: the kernel log goes there too, from the first record.
+  const kernelLogEndpoint = opts.cmdline.get("talos.logging.kernel")?.at(-1);
+  if (kernelLogEndpoint) {
+    shipKernelLog(kernelLogEndpoint, opts.signal).catch((err: unknown) => log.error("sending the kernel log failed", { endpoint: kernelLogEndpoint, error: describeError(err) }));
+  }
 
   // What only machined knows, reported to the controllers that publish it (the one writer of each type).
   const stage = new Observed<MachineStage>("booting");

@@ -8,6 +8,8 @@ import dgram from "node:dgram";
 import net from "node:net";
 import { InvalidInputError } from "../errors.js";
 import { logger } from "../log.js";
+import { readFileSync } from "node:fs";
+import { kmsgFacilities, kmsgPriorities, openKmsg, readKmsg, type KmsgRecord } from "../sys/kmsg.js";
 import type { ServiceLogs } from "./logs.js";
 
 const log = logger("logging");
@@ -53,12 +55,12 @@ export function jsonLinesRecord(id: string, line: string, extraTags: Record<stri
   return { ...fields, "talos-service": id, msg, "talos-time": time.toISOString(), "talos-level": level, ...extraTags };
 }
 
-interface Sender {
+export interface Sender {
   send(record: Record<string, unknown>): void;
   close(): void;
 }
 
-function sender(dest: LogDestination): Sender {
+export function logSender(dest: LogDestination): Sender {
   // Warned once per failing spell: the warning is a log line too, shipped (and failing) again.
   let failing = false;
   const failed = (err: Error) => {
@@ -125,7 +127,7 @@ export class LogShipper {
     if (destinations.map(key).join() === this.senders.map((s) => key(s.dest)).join()) return;
     const first = this.senders.length === 0;
     for (const s of this.senders) s.sender.close();
-    this.senders = destinations.map((dest) => ({ dest, sender: sender(dest) }));
+    this.senders = destinations.map((dest) => ({ dest, sender: logSender(dest) }));
     if (this.senders.length === 0) {
       this.off?.();
       this.off = undefined;
@@ -144,4 +146,38 @@ export class LogShipper {
     if (text.trim() === "") return;
     for (const { dest, sender } of this.senders) sender.send(jsonLinesRecord(id, text, dest.extraTags));
   }
+}
+
+/** Talos's level for a kernel priority (emerg..err: error, warning: warn, notice/info: info, debug). */
+const kernelLevels = ["error", "error", "error", "error", "warn", "info", "info", "debug"];
+
+/** The json_lines record Talos sends for a kernel record (talos.logging.kernel=). */
+export function kernelRecord(rec: KmsgRecord, bootMs: number): Record<string, unknown> {
+  return {
+    clock: rec.usec,
+    facility: kmsgFacilities[rec.facility] ?? String(rec.facility),
+    msg: rec.message.replace(/\n$/, ""),
+    priority: kmsgPriorities[rec.priority],
+    seq: rec.seq,
+    "talos-level": kernelLevels[rec.priority],
+    "talos-time": new Date(bootMs + rec.usec / 1000).toISOString(),
+  };
+}
+
+/** Sends every kernel record (the buffered ones first) to `endpoint` until `signal` fires. */
+export async function shipKernelLog(endpoint: string, signal: AbortSignal, kmsgFile = "/dev/kmsg", bootMs = Date.now() - uptimeMs()): Promise<void> {
+  const out = logSender({ endpoint, format: "json_lines" });
+  const fh = await openKmsg(kmsgFile);
+  try {
+    for await (const p of readKmsg(fh, { follow: true, fromTail: false, signal })) {
+      if ("record" in p) out.send(kernelRecord(p.record, bootMs));
+    }
+  } finally {
+    out.close();
+    await fh.close();
+  }
+}
+
+function uptimeMs(): number {
+  return Number(readFileSync("/proc/uptime", "utf8").split(" ")[0]) * 1000;
 }
