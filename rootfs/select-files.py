@@ -30,6 +30,7 @@ COMMON_ROOTS = [
     "libc6", "libstdc++6", "libgcc-s1",  # the Node runtime links these
     "grub2-common",  # install to disk: grub-install, grub-mkimage
     "mtools",  # install to disk: the EFI loader is copied onto the EFI partition without mounting it
+    "udev",  # the udevd service (udevadm run as systemd-udevd) and its rules
 ]
 ARCH_ROOTS = {
     "amd64": ["linux-image-amd64", "grub-pc-bin", "grub-efi-amd64-bin"],  # GRUB for BIOS and UEFI
@@ -42,7 +43,7 @@ def roots():
 
 # Never entered while following dependencies (and so never copied).
 EXCLUDED_PACKAGES = [
-    "systemd*", "libsystemd-shared", "dbus*", "libpam-systemd", "udev",
+    "systemd*", "libsystemd-shared", "dbus*", "libpam-systemd",
     "python3*", "libpython3*", "perl*", "libperl*",
     "bash", "dash", "sh", "busybox*", "coreutils", "debianutils",
     "apt", "dpkg", "debconf*", "adduser", "passwd", "login", "base-passwd",
@@ -64,6 +65,8 @@ EXCLUDED_PATHS = [
     "/usr/include/*", "/etc/cron*", "/etc/logrotate.d/*", "/etc/init.d/*",
     "/etc/kernel/*", "/usr/share/zoneinfo/right/*", "/usr/share/zoneinfo/posix/*",
     "/lib/systemd/*", "/usr/lib/systemd/*", "/etc/systemd/*",
+    # udev: no hwdb on a server node (keyboard maps, USB names); no initramfs hooks
+    "/lib/udev/hwdb.d/*", "/usr/lib/udev/hwdb.d/*",
     "/usr/lib/tmpfiles.d/*", "/usr/lib/sysusers.d/*", "/usr/share/lintian*",
     "/boot/*", "/vmlinuz*", "/initrd.img*",
     # containerd: no ctr on a node, no v1 shims

@@ -4,6 +4,8 @@
 import * as grpc from "@grpc/grpc-js";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
+import dgram from "node:dgram";
+import net from "node:net";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -18,6 +20,11 @@ let stateDir = "";
 let sandbox: SandboxProcess | undefined;
 let c: NodeClient;
 let insecure: NodeClient;
+// machine.logging.destinations: a UDP and a TCP receiver here.
+const udpRecords: Record<string, unknown>[] = [];
+const tcpRecords: Record<string, unknown>[] = [];
+let udpServer: dgram.Socket;
+let tcpServer: net.Server;
 
 type ServiceInfo = { id: string; state: string; events: { events: { msg: string; state: string }[] }; health: { healthy: boolean; unknown: boolean } };
 type EventMsg = { data: { type_url: string; value: Buffer }; id: string };
@@ -38,9 +45,17 @@ async function serviceEvents(fromId = ""): Promise<{ id: string; service: string
   // The backlog comes at once; the stream itself never ends.
   const all: EventMsg[] = [];
   const stream = c.machine.Events(fromId ? { tail_id: fromId } : { tail_events: -1 }, c.metadata()) as grpc.ClientReadableStream<EventMsg>;
-  stream.on("data", (e: EventMsg) => all.push(e));
-  stream.on("error", () => undefined);
-  await new Promise((r) => setTimeout(r, 300));
+  // Read until the stream goes quiet after its first message (the backlog arrives as one burst).
+  await new Promise<void>((resolve) => {
+    // Nothing newer than tail_id: nothing arrives at all.
+    let quiet: NodeJS.Timeout | undefined = setTimeout(resolve, 5000);
+    stream.on("data", (e: EventMsg) => {
+      all.push(e);
+      clearTimeout(quiet);
+      quiet = setTimeout(resolve, 300);
+    });
+    stream.on("error", () => undefined);
+  });
   stream.cancel();
   return all
     .filter((e) => e.data.type_url === "talos/runtime/machine.ServiceStateEvent")
@@ -64,7 +79,31 @@ before(async () => {
   sandbox = startSandbox(stateDir, port, ["--trustd-listen", `127.0.0.1:${trustdPort}`]);
   insecure = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "insecure" } });
   await eventually(() => insecure.disks());
-  await insecure.applyConfiguration(generated.controlplane);
+  udpServer = dgram.createSocket("udp4");
+  udpServer.on("message", (m) => udpRecords.push(JSON.parse(m.toString()) as Record<string, unknown>));
+  await new Promise<void>((resolve) => udpServer.bind(0, "127.0.0.1", resolve));
+  tcpServer = net.createServer((conn) => {
+    let buf = "";
+    conn.on("data", (d) => {
+      buf += d.toString();
+      for (let nl = buf.indexOf("\n"); nl >= 0; nl = buf.indexOf("\n")) {
+        tcpRecords.push(JSON.parse(buf.slice(0, nl)) as Record<string, unknown>);
+        buf = buf.slice(nl + 1);
+      }
+    });
+  });
+  await new Promise<void>((resolve) => tcpServer.listen(0, "127.0.0.1", resolve));
+  const logging = [
+    "    logging:",
+    "        destinations:",
+    `            - endpoint: udp://127.0.0.1:${udpServer.address().port}/`,
+    "              format: json_lines",
+    "              extraTags:",
+    "                  cluster: services",
+    `            - endpoint: tcp://127.0.0.1:${(tcpServer.address() as net.AddressInfo).port}/`,
+    "              format: json_lines",
+  ].join("\n");
+  await insecure.applyConfiguration(generated.controlplane.replace(/^machine:\n/m, `machine:\n${logging}\n`));
   c = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: admin });
   await eventually(async () => {
     const s = await services();
@@ -77,6 +116,8 @@ after(async () => {
   c?.close();
   insecure?.close();
   await sandbox?.stop();
+  udpServer?.close();
+  tcpServer?.close();
   rmSync(stateDir, { recursive: true, force: true });
 });
 
@@ -97,6 +138,7 @@ test("machined's own entry reads as Talos's; every service has Talos's start eve
 test("a service whose process dies is restarted (restart=always); Events carries each transition in order", async () => {
   const before = await pidOf("trustd");
   const mark = (await serviceEvents()).at(-1)!.id;
+  assert.ok(mark);
   process.kill(before, "SIGKILL");
   await eventually(async () => assert.notEqual(await pidOf("trustd"), before));
   const after = await pidOf("trustd");
@@ -181,4 +223,25 @@ test("syslogd: RFC3164 and RFC5424 messages sent to its socket read back with Lo
   assert.match(String(bsd!["timestamp"]), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
   assert.deepEqual(Object.keys(ietf!), ["app_name", "facility", "hostname", "message", "msg_id", "priority", "proc_id", "severity", "structured_data", "timestamp", "version"]);
   assert.deepEqual([ietf!["message"], ietf!["app_name"], ietf!["msg_id"], ietf!["priority"], ietf!["facility"], ietf!["severity"], ietf!["version"], ietf!["hostname"]], ["hello from 5424", "basalt-app", "ID47", 134, 16, 6, 1, os.hostname()]);
+});
+
+test("machine.logging.destinations: each log line goes to UDP and TCP as Talos's json_lines record, with the extra tags", async () => {
+  const socket = path.join(stateDir, "dev", "log");
+  execFileSync("logger", ["-u", socket, "--rfc3164", "-i", "-t", "shipping-test", "--", "shipped line"]);
+  const source = async () => (await logs("syslogd", -1)).split("\n").filter((l) => l.includes("shipped line"));
+  await eventually(async () => assert.equal((await source()).length, 1));
+  const [line] = await source();
+  const expected = { ...(JSON.parse(line!) as Record<string, unknown>), "talos-service": "syslogd", msg: "", "talos-level": "info" };
+  const shipped = (records: Record<string, unknown>[]) => records.filter((r) => r["content"] === "shipped line").map(({ "talos-time": time, ...rest }) => {
+    assert.match(String(time), /^\d{4}-\d\d-\d\dT[\d:.]+Z$/);
+    return rest;
+  });
+  await eventually(async () => {
+    assert.deepEqual(shipped(udpRecords), [{ ...expected, cluster: "services" }]);
+    assert.deepEqual(shipped(tcpRecords), [expected]);
+  });
+  // What was logged before the destinations were configured went first: trustd's first lines, as its log holds them.
+  const trustdFirst = (await logs("trustd", -1)).split("\n")[0]!;
+  const first = JSON.parse(trustdFirst) as { msg: string };
+  assert.ok(tcpRecords.some((r) => r["talos-service"] === "trustd" && r["msg"] === first.msg), "trustd's first line was shipped");
 });

@@ -36,6 +36,8 @@ export interface RunOptions {
   cgroups?: Cgroups;
   /** Print the services' logs on stderr too (the sandbox). */
   echoServiceLogs?: boolean;
+  /** Run udevd (a node). */
+  udevd?: { udevadm: string };
 }
 
 /**
@@ -101,6 +103,7 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
       ...(opts.smbios ? { smbios: opts.smbios } : {}),
       ...(opts.cgroups ? { cgroups: opts.cgroups } : {}),
       echoServiceLogs: opts.echoServiceLogs === true,
+      ...(opts.udevd ? { udevd: opts.udevd } : {}),
       // Built beside the entry script (scripts/build-native.sh).
       syslogRelay: path.join(path.dirname(opts.self.args.at(-1) ?? "."), "syslog-relay"),
       signal: ac.signal,

@@ -38,7 +38,7 @@ export async function main(argv: string[]): Promise<void> {
     // In a container the host's firmware is not ours to report (Talos reads none there).
     ...(platform.mode === "container" ? {} : { smbios: sysfsSmbios() }),
     // In a container the cgroups are the container runtime's.
-    ...(platform.mode !== "container" ? { cgroups: cgroupfs() } : {}),
+    ...(platform.mode !== "container" ? { cgroups: cgroupfs(), udevd: { udevadm: "/usr/bin/udevadm" } } : {}),
   });
 }
 

@@ -26,9 +26,11 @@ import type { ProcessSpec } from "../services/process-runner.js";
 import { splitListen } from "../services/readiness.js";
 import { Supervisor } from "../services/supervisor.js";
 import { ServiceLogs } from "../services/logs.js";
+import { LogShipper, shipKernelLog } from "../services/log-shipping.js";
 import { apidService as apidDefinition } from "../services/definitions/apid.js";
 import { trustdService } from "../services/definitions/trustd.js";
 import { syslogdService } from "../services/definitions/syslogd.js";
+import { reloadUdevRules, udevdService, writeUdevRules } from "../services/definitions/udevd.js";
 import type { MountedVolume } from "../storage/volumes.js";
 import { callTrustd } from "../trustd/client.js";
 import { serveTrustdRuntime } from "../trustd/runtime-socket.js";
@@ -97,6 +99,8 @@ export interface MachinedOptions {
   echoServiceLogs?: boolean;
   /** The relay program syslogd's socket comes from (agent/native/syslog-relay.c); unset: no syslogd. */
   syslogRelay?: string;
+  /** Run udevd (a node); unset: the devices are the host's (the sandbox). */
+  udevd?: { udevadm: string };
   signal: AbortSignal;
 }
 
@@ -129,6 +133,12 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   // machined's own log is a service log too (`talosctl logs machined`).
   const machinedLog = supervisor.logs.writer("machined");
   const untap = addLogTap((line) => machinedLog.write(line + "\n"));
+  const shipper = new LogShipper(supervisor.logs);
+  // talos.logging.kernel=<udp|tcp URL>: the kernel log goes there too, from the first record.
+  const kernelLogEndpoint = opts.cmdline.get("talos.logging.kernel")?.at(-1);
+  if (kernelLogEndpoint) {
+    shipKernelLog(kernelLogEndpoint, opts.signal).catch((err: unknown) => log.error("sending the kernel log failed", { endpoint: kernelLogEndpoint, error: describeError(err) }));
+  }
 
   // What only machined knows, reported to the controllers that publish it (the one writer of each type).
   const stage = new Observed<MachineStage>("booting");
@@ -311,6 +321,10 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   // Healthy when its API socket accepts a connection (as Talos checks machined).
   supervisor.registerSelf("machined", () => unixProbe(paths.machinedSocket));
   // Early services (Talos's earlyServices phase): they run in maintenance mode too.
+  const udevRulesFile = path.join(paths.run, "udev", "rules.d", "99-basalt.rules");
+  if (opts.udevd) {
+    supervisor.start(udevdService({ udevadm: opts.udevd.udevadm, controlSocket: path.join(paths.run, "udev", "control") })).catch((err: unknown) => log.error("starting udevd failed", { error: describeError(err) }));
+  }
   if (opts.syslogRelay) {
     supervisor.start(syslogdService({ relay: opts.syslogRelay, socket: paths.syslogSocket })).catch((err: unknown) => log.error("starting syslogd failed", { error: describeError(err) }));
   }
@@ -347,6 +361,14 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       rbac = nextRbac;
       apidCheckExtKeyUsage = nextExtKeyUsage;
       activeConfig.set(bundle);
+      try {
+        shipper.configure((bundle.v1alpha1WithDefaults()?.machine?.logging?.destinations ?? []).map((d) => ({ endpoint: d.endpoint ?? "", format: "json_lines", ...(d.extraTags ? { extraTags: d.extraTags } : {}) })));
+      } catch (err) {
+        log.error("machine.logging.destinations not applied", { error: describeError(err) });
+      }
+      if (opts.udevd && (await writeUdevRules(udevRulesFile, bundle.v1alpha1WithDefaults()?.machine?.udev?.rules ?? []))) {
+        await reloadUdevRules(opts.udevd.udevadm).catch((err: unknown) => log.error("reloading the udev rules failed", { error: describeError(err) }));
+      }
       // Its controller publishes it (an unchanged config is not written again): what follows reads the resource.
       await published<ConfigBundle>(state, CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, opts.signal, (spec) => spec.toYaml() === text);
       if (mode !== "normal") {
@@ -370,6 +392,8 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   const done = (async () => {
     try {
       controllers.start(opts.signal);
+      // Talos's startUdevd: what follows may look for devices by their /dev/disk/by-* names.
+      if (opts.udevd) await untilHealthy(supervisor, "udevd", udevdWaitMs, opts.signal);
       await opts.networking?.ready?.(state, opts.signal);
       const found = ownsDisks(r) ? findSystemDisk(opts.block) : undefined;
       const installed = found !== undefined && (await installComplete(found.partitions.BOOT, opts.mounter, path.join(paths.system, "boot")));
@@ -399,6 +423,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     } finally {
       await supervisor.stopAll();
       await supervisor.logs.closeFiles();
+      shipper.close();
       untap();
       // Open streams (Events, Dmesg --follow) never end by themselves: give calls a moment, then cut them.
       await Promise.race([new Promise<void>((resolve) => server.tryShutdown(() => resolve())), sleep(2000)]);
@@ -419,6 +444,32 @@ async function openSocketsTo(user: { uid: number; gid: number }, paths: Paths): 
   await fs.chown(paths.machinedSocket, user.uid, user.gid);
   await fs.mkdir(path.dirname(paths.apidSocket), { recursive: true, mode: 0o750 });
   await fs.chown(path.dirname(paths.apidSocket), user.uid, user.gid);
+}
+
+/** How long boot waits for udevd's first trigger and settle before going on without it (Talos: 5 min). */
+const udevdWaitMs = 120_000;
+
+/** Resolves once service `id` is Running and healthy, or after `ms` (logged: boot goes on). */
+function untilHealthy(supervisor: Supervisor, id: string, ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      off();
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const check = () => {
+      const s = supervisor.get(id);
+      if (s?.state === "Running" && s.health.healthy) done();
+    };
+    const off = supervisor.onChange(check);
+    const timer = setTimeout(() => {
+      log.error(`${id} is not healthy after ${ms / 1000} s: booting on without it`, { service: id });
+      done();
+    }, ms);
+    signal.addEventListener("abort", done, { once: true });
+    check();
+  });
 }
 
 function unixProbe(socket: string): Promise<void> {

@@ -63,8 +63,12 @@ class ServiceLog {
   }
 }
 
+/** Sees every line of every log as it is written. */
+export type LineListener = (id: string, line: Buffer) => void;
+
 export class ServiceLogs {
   private readonly logs = new Map<string, ServiceLog>();
+  private readonly lineListeners = new Set<LineListener>();
   private spillDir: string | undefined;
 
   /** `echo` also gets every line (the sandbox prints its services' logs on its own stderr). */
@@ -79,6 +83,7 @@ export class ServiceLogs {
     const append = (line: Buffer) => {
       log.append(line);
       this.echo?.(id, line);
+      for (const l of this.lineListeners) l(id, line);
     };
     // Each writer keeps its own unfinished line, so two streams (stdout, stderr) never splice one line.
     let partial = Buffer.alloc(0);
@@ -97,6 +102,17 @@ export class ServiceLogs {
         partial = Buffer.alloc(0);
       },
     };
+  }
+
+  /** Calls `listener` with every line written from now on (log shipping); returns the unsubscribe. */
+  onLine(listener: LineListener): () => void {
+    this.lineListeners.add(listener);
+    return () => this.lineListeners.delete(listener);
+  }
+
+  /** Every line held now, log by log (what log shipping sends first). */
+  held(): [string, Buffer][] {
+    return [...this.logs.entries()].flatMap(([id, log]) => log.tail(-1).map((line): [string, Buffer] => [id, line]));
   }
 
   /** Registered ids, sorted. */

@@ -7,6 +7,8 @@ import type { RunContext, ServiceRunner } from "./service.js";
 export interface ProcessSpec {
   id: string;
   command: string;
+  /** The name the program sees itself run as (multi-call programs: udevadm as systemd-udevd). */
+  argv0?: string;
   args: string[];
   env?: NodeJS.ProcessEnv;
   /** Resolves once the process is ready to serve (e.g. its socket answers). */
@@ -44,6 +46,7 @@ export class ProcessRunner implements ServiceRunner {
     const out = ctx ? "pipe" : "inherit";
     const child = spawn(this.spec.command, this.spec.args, {
       env: this.spec.env ?? process.env,
+      ...(this.spec.argv0 ? { argv0: this.spec.argv0 } : {}),
       ...(this.spec.user ? { uid: this.spec.user.uid, gid: this.spec.user.gid } : {}),
       stdio: this.spec.ipc ? ["ignore", out, out, "ipc"] : ["ignore", out, out],
     });

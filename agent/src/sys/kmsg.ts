@@ -65,6 +65,10 @@ export function parseKmsgRecord(raw: Buffer): KmsgRecord {
   };
 }
 
+// Talos's (go-kmsg's) names by index: local0 follows authpriv at 11 (not syslog's 16), so the same records read the same.
+export const kmsgFacilities = ["kern", "user", "mail", "daemon", "auth", "syslog", "lpr", "news", "uucp", "cron", "authpriv", ...Array.from({ length: 8 }, (_, i) => `local${i}`)];
+export const kmsgPriorities = ["emerg", "alert", "crit", "err", "warning", "notice", "info", "debug"];
+
 /** A record, or the reason one could not be parsed (sent on as an error entry, not ending the stream). */
 export type KmsgPacket = { record: KmsgRecord } | { error: string };
 

@@ -6,13 +6,12 @@
 import type * as grpc from "@grpc/grpc-js";
 import { readFileSync } from "node:fs";
 import { SystemError } from "../../errors.js";
-import { openKmsg, readKmsg, type KmsgRecord } from "../../sys/kmsg.js";
+import { kmsgFacilities, kmsgPriorities, openKmsg, readKmsg, type KmsgRecord } from "../../sys/kmsg.js";
 import { pathErrorText } from "./errno.js";
 import { cancellation, send } from "./stream.js";
 
-// Talos's names by index: local0 follows authpriv at 11 (not syslog's 16), so the same records read the same.
-const facilities = ["kern", "user", "mail", "daemon", "auth", "syslog", "lpr", "news", "uucp", "cron", "authpriv", ...Array.from({ length: 8 }, (_, i) => `local${i}`)];
-const priorities = ["emerg", "alert", "crit", "err", "warning", "notice", "info", "debug"];
+const facilities = kmsgFacilities;
+const priorities = kmsgPriorities;
 
 export interface DmesgRequest {
   follow?: boolean;
