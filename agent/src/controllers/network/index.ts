@@ -13,6 +13,7 @@ import type { Paths } from "../../sys/paths.js";
 import { AddressStatusController } from "./address-status.js";
 import { HostnameConfigController, ResolverConfigController, TimeServerConfigController } from "./defaults.js";
 import { AddressSpecController } from "./address-spec.js";
+import { EtcFileController } from "./etc-files.js";
 import { AddressConfigController, LinkConfigController, RouteConfigController } from "./config-layers.js";
 import { Dhcp4OperatorController, type Dhcp4OperatorOptions } from "./dhcp4-operator.js";
 import { type LinkDetailsReader, LinkStatusController } from "./link-status.js";
@@ -34,7 +35,7 @@ export interface NetworkControllersOptions {
   dhcp?: boolean;
   /** Extra DHCP operator options (tests' transports and timers). */
   dhcpOptions?: Omit<Dhcp4OperatorOptions, "kernel" | "cmdline">;
-  /** Write <paths.etc>/resolv.conf (default true). */
+  /** Write <paths.etc>/resolv.conf and hosts (default true). */
   writeResolvConf?: boolean;
   /** Set the kernel hostname through <paths.proc>/sys/kernel/hostname (only on a node: default false). */
   setKernelHostname?: boolean;
@@ -45,7 +46,6 @@ export interface NetworkControllersOptions {
 }
 
 export function networkControllers(opts: NetworkControllersOptions): Controller[] {
-  const resolvConfPath = path.join(opts.paths.etc, "resolv.conf");
   const cmdline = parseCmdlineNetworking(opts.cmdline ?? "");
   if (cmdline.unsupported.length > 0) logger("network").warn("kernel arguments not supported yet", { args: cmdline.unsupported });
   const controllers: Controller[] = [
@@ -65,10 +65,11 @@ export function networkControllers(opts: NetworkControllersOptions): Controller[
           }
         : undefined,
     ),
-    new ResolverStatusController(opts.writeResolvConf === false ? undefined : (text) => writeFileAtomic(resolvConfPath, text, 0o644)),
+    new ResolverStatusController(),
     new TimeServerStatusController(),
     new NetworkStatusController(),
   ];
+  if (opts.writeResolvConf !== false) controllers.push(new EtcFileController((name, text) => writeFileAtomic(path.join(opts.paths.etc, name), text, 0o644)));
   if (opts.dhcp !== false) {
     controllers.push(
       new AddressConfigController(cmdline),
