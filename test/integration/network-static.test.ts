@@ -14,6 +14,7 @@ import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { parse as parseYaml } from "yaml";
 import { ApplyMode } from "../../agent/src/api/enums.js";
+import { decode } from "../../agent/src/api/index.js";
 import { NodeClient } from "../../agent/src/client/client.js";
 import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
 import { generateConfigs } from "../../agent/src/config/generate/index.js";
@@ -143,6 +144,14 @@ test("machine.network applied, an address deleted behind its back restored, chan
   assert.equal((await specs("network", "AddressSpecs.net.talos.dev")).get(`${LINK}/${NET}.20/24`)!.layer, "configuration");
   assert.equal((await specs("network-config", "AddressSpecs.net.talos.dev")).get(`cmdline/${LINK}/${NET}.20/24`)!.layer, "cmdline");
   await eventually(async () => assert.deepEqual((await specs("network", "HostnameStatuses.net.talos.dev")).get("hostname"), { hostname: "config-host", domainname: "lab.test" }));
+  // Talos's AddressEvent on the Events stream: the hostname and the current addresses.
+  type EventMsg = { data: { type_url: string; value: Buffer } };
+  const isOurs = (e: EventMsg) => {
+    if (e.data.type_url !== "talos/runtime/machine.AddressEvent") return false;
+    const p = decode("machine.AddressEvent", e.data.value) as { hostname?: string; addresses?: string[] };
+    return p.hostname === "config-host" && (p.addresses ?? []).includes(`${NET}.11`);
+  };
+  await client.collectUntil<EventMsg>(client.machine, "Events", { tail_events: -1 }, isOurs);
   const statuses = await specs("network", "AddressStatuses.net.talos.dev");
   for (const a of ["10", "11", "20"]) assert.equal(statuses.get(`${LINK}/${NET}.${a}/24`)?.linkName, LINK);
   assert.equal((await specs("network", "LinkStatuses.net.talos.dev")).get(LINK)!.mtu, 1400);

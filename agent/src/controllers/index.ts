@@ -13,6 +13,7 @@ import { MountStatusController } from "./runtime/mount-status.js";
 import { ServiceController, type ServiceStatuses } from "./runtime/service.js";
 import type { Source } from "./runtime/source.js";
 import { secretsControllers, type SecretsOptions } from "./secrets/index.js";
+import { AddressEventController, type AddressEvent } from "./network/address-event.js";
 
 /** What machined reports to its controllers: the facts only its sequences and supervisor know. */
 export interface MachinedSources {
@@ -29,12 +30,15 @@ export interface ControllersOptions {
   secrets: SecretsOptions;
   /** The networking controllers (DHCP on a node, observe-only in the sandbox), built by the caller. */
   network: Controller[];
+  /** Where machine.AddressEvents go (the Events stream). */
+  addressEvents?: (event: AddressEvent) => void;
 }
 
 export function machinedControllers(opts: ControllersOptions): Controller[] {
   const s = opts.sources;
   return [
     ...opts.network,
+    ...(opts.addressEvents ? [new AddressEventController(opts.addressEvents)] : []),
     new MachineConfigController(s.activeConfig),
     new MachineTypeController(),
     new MachineStatusController(s.stage, s.requiredServices),

@@ -183,6 +183,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       callTrustd,
     },
     network: opts.networking?.controllers ?? [],
+    addressEvents: (e) => events.publish("machine.AddressEvent", e),
   })) {
     controllers.register(c);
   }
