@@ -14,11 +14,11 @@ import { AddressStatusController } from "./address-status.js";
 import { HostnameConfigController, ResolverConfigController, TimeServerConfigController } from "./defaults.js";
 import { AddressSpecController } from "./address-spec.js";
 import { EtcFileController } from "./etc-files.js";
-import { AddressConfigController, LinkConfigController, RouteConfigController } from "./config-layers.js";
+import { AddressConfigController, LinkConfigController, OperatorConfigController, RouteConfigController } from "./config-layers.js";
 import { Dhcp4OperatorController, type Dhcp4OperatorOptions } from "./dhcp4-operator.js";
 import { type LinkDetailsReader, LinkStatusController } from "./link-status.js";
 import { LinkSpecController } from "./link-spec.js";
-import { AddressMergeController, LinkMergeController, RouteMergeController } from "./merge.js";
+import { AddressMergeController, LinkMergeController, OperatorMergeController, RouteMergeController } from "./merge.js";
 import { RouteSpecController } from "./route-spec.js";
 import { NetworkStatusController } from "./network-status.js";
 import { NodeAddressController } from "./node-address.js";
@@ -34,7 +34,7 @@ export interface NetworkControllersOptions {
   /** Node mode: apply the network specs (links, addresses, routes) and run the DHCPv4 operators (false: observe only). */
   dhcp?: boolean;
   /** Extra DHCP operator options (tests' transports and timers). */
-  dhcpOptions?: Omit<Dhcp4OperatorOptions, "kernel" | "cmdline">;
+  dhcpOptions?: Omit<Dhcp4OperatorOptions, "kernel">;
   /** Write <paths.etc>/resolv.conf and hosts (default true). */
   writeResolvConf?: boolean;
   /** Set the kernel hostname through <paths.proc>/sys/kernel/hostname (only on a node: default false). */
@@ -75,13 +75,15 @@ export function networkControllers(opts: NetworkControllersOptions): Controller[
       new AddressConfigController(cmdline),
       new RouteConfigController(cmdline),
       new LinkConfigController(cmdline),
+      new OperatorConfigController(cmdline),
       new AddressMergeController(),
       new RouteMergeController(),
       new LinkMergeController(),
+      new OperatorMergeController(),
       new LinkSpecController(opts.kernel),
       new AddressSpecController(opts.kernel),
       new RouteSpecController(opts.kernel),
-      new Dhcp4OperatorController({ kernel: opts.kernel, cmdline, ...opts.dhcpOptions }),
+      new Dhcp4OperatorController({ kernel: opts.kernel, ...opts.dhcpOptions }),
     );
   }
   return controllers;
