@@ -7,13 +7,14 @@
 
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { parse as parseYaml } from "yaml";
 import { ApplyMode } from "../../agent/src/api/enums.js";
+import { decode } from "../../agent/src/api/index.js";
 import { NodeClient } from "../../agent/src/client/client.js";
 import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
 import { generateConfigs } from "../../agent/src/config/generate/index.js";
@@ -116,7 +117,11 @@ test("ip= on the kernel command line: its address, route, hostname and resolver 
 test("machine.network applied, an address deleted behind its back restored, changed and removed live", { skip: skip ?? false }, async () => {
   const first = withNetwork(
     [
-      "hostname: config-host",
+      "hostname: config-host.lab.test",
+      "disableSearchDomain: true",
+      "extraHostEntries:",
+      `    - ip: ${NET}.99`,
+      "      aliases: [registry.lab.test, registry]",
       "interfaces:",
       `    - interface: ${LINK}`,
       "      mtu: 1400",
@@ -138,7 +143,15 @@ test("machine.network applied, an address deleted behind its back restored, chan
   // The same address on both layers: the configuration wins; the hostname too.
   assert.equal((await specs("network", "AddressSpecs.net.talos.dev")).get(`${LINK}/${NET}.20/24`)!.layer, "configuration");
   assert.equal((await specs("network-config", "AddressSpecs.net.talos.dev")).get(`cmdline/${LINK}/${NET}.20/24`)!.layer, "cmdline");
-  await eventually(async () => assert.equal((await specs("network", "HostnameStatuses.net.talos.dev")).get("hostname")!.hostname, "config-host"));
+  await eventually(async () => assert.deepEqual((await specs("network", "HostnameStatuses.net.talos.dev")).get("hostname"), { hostname: "config-host", domainname: "lab.test" }));
+  // Talos's AddressEvent on the Events stream: the hostname and the current addresses.
+  type EventMsg = { data: { type_url: string; value: Buffer } };
+  const isOurs = (e: EventMsg) => {
+    if (e.data.type_url !== "talos/runtime/machine.AddressEvent") return false;
+    const p = decode("machine.AddressEvent", e.data.value) as { hostname?: string; addresses?: string[] };
+    return p.hostname === "config-host" && (p.addresses ?? []).includes(`${NET}.11`);
+  };
+  await client.collectUntil<EventMsg>(client.machine, "Events", { tail_events: -1 }, isOurs);
   const statuses = await specs("network", "AddressStatuses.net.talos.dev");
   for (const a of ["10", "11", "20"]) assert.equal(statuses.get(`${LINK}/${NET}.${a}/24`)?.linkName, LINK);
   assert.equal((await specs("network", "LinkStatuses.net.talos.dev")).get(LINK)!.mtu, 1400);
@@ -146,6 +159,12 @@ test("machine.network applied, an address deleted behind its back restored, chan
   assert.deepEqual(routeSpec, {
     family: "inet4", dst: "192.0.2.0/24", src: "", gateway: `${NET}.1`, outLinkName: LINK, table: "main", priority: 200, scope: "global", type: "unicast", flags: "", protocol: "static", layer: "configuration",
   });
+
+  // /etc files under the sandbox's state: hosts with the node's name and the extra entry; no search line.
+  const etc = path.join(stateDir, "system", "etc");
+  await eventually(async () => assert.match(readFileSync(path.join(etc, "hosts"), "utf8"), new RegExp(`\\S+ +config-host\\.lab\\.test config-host\n`)));
+  assert.match(readFileSync(path.join(etc, "hosts"), "utf8"), new RegExp(`\n${NET.replaceAll(".", "\\.")}\\.99 +registry\\.lab\\.test registry\n`));
+  assert.equal(readFileSync(path.join(etc, "resolv.conf"), "utf8"), `nameserver ${NET}.53\n`);
 
   ip("-n", NS, "addr", "del", `${NET}.10/24`, "dev", LINK);
   await eventually(async () => assert.deepEqual(kernelAddrs(LINK), [`${NET}.10/24`, `${NET}.11/24`, `${NET}.20/24`]));

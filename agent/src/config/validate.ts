@@ -8,7 +8,8 @@ import { checkValue, durationMs, isUrl } from "./checks.js";
 import { childPath } from "./decode.js";
 import { schemaOf } from "./schemas.js";
 import type { Schema } from "./types/schema.js";
-import type { Device, V1Alpha1Config, Vlan } from "./types/v1alpha1.js";
+import { type BondOptionName, bondNames } from "../resources/catalog/network.js";
+import type { Bond, Device, V1Alpha1Config, Vlan } from "./types/v1alpha1.js";
 
 export type RuntimeMode = "metal" | "cloud" | "container";
 
@@ -225,6 +226,7 @@ function validateDevice(dev: Device, path: string, worker: boolean, err: Report,
     warn(`${path}.cidr`, `${label}: machine.network.interface.cidr is deprecated, please use machine.network.interface.addresses`);
   }
   if (dev.vip && worker) err(`${path}.vip`, "virtual (shared) IP is not allowed on non-controlplane nodes");
+  if (dev.bond) for (const problem of bondProblems(dev.bond)) err(`${path}.bond`, problem);
   (dev.vlans ?? []).forEach((vlan: Vlan, j) => {
     const vpath = `${path}.vlans[${j}]`;
     if (vlan.vip && worker) err(`${vpath}.vip`, "virtual (shared) IP is not allowed on non-controlplane nodes");
@@ -235,6 +237,43 @@ function validateDevice(dev: Device, path: string, worker: boolean, err: Report,
       err(`${vpath}.vlanId`, `[networking.os.device.vlan] ${label}: invalid vlanId ${vlan.vlanId}`);
     }
   });
+}
+
+/** Talos's checkBond: option names nethelpers knows (empty means the default) and the combinations the kernel accepts. */
+function bondProblems(b: Bond): string[] {
+  const out: string[] = [];
+  const known = (option: BondOptionName, value: string | undefined, text: string) => {
+    if (value && !(bondNames[option] as readonly string[]).includes(value)) out.push(`${text} ${value}`);
+  };
+  known("mode", b.mode, "invalid bond type");
+  known("xmitHashPolicy", b.xmitHashPolicy, "invalid xmit hash policy");
+  known("lacpRate", b.lacpRate, "invalid lacp rate");
+  known("arpValidate", b.arpValidate, "invalid arp_validate mode");
+  known("arpAllTargets", b.arpAllTargets, "invalid arp_all_targets mode");
+  known("primaryReselect", b.primaryReselect, "invalid primary_reselect mode");
+  known("failOverMac", b.failOverMac, "invalid fail_over_mac value");
+  known("adSelect", b.adSelect, "invalid ad_select mode");
+  const mode = b.mode || "balance-rr";
+  const miimon = b.miimon ?? 0;
+  if (miimon === 0) {
+    if (b.updelay) out.push("bond.upDelay can't be set if miiMon is zero");
+    if (b.downdelay) out.push("bond.downDelay can't be set if miiMon is zero");
+  } else {
+    if ((b.updelay ?? 0) % miimon !== 0) out.push("bond.upDelay should be a multiple of miiMon");
+    if ((b.downdelay ?? 0) % miimon !== 0) out.push("bond.downDelay should be a multiple of miiMon");
+  }
+  if ((b.arpIPTarget ?? []).length > 0) out.push("bond.arpIPTarget is not supported");
+  if (b.lacpRate && mode !== "802.3ad") out.push("bond.lacpRate is only available in 802.3ad mode");
+  if (b.adActorSystem) out.push("bond.adActorSystem is not supported");
+  const adTlbAlb = ["802.3ad", "balance-alb", "balance-tlb"].includes(mode);
+  if (adTlbAlb && b.arpValidate) out.push(`bond.arpValidate is not available in ${mode} mode`);
+  if (!["active-backup", "balance-alb", "balance-tlb"].includes(mode) && b.primary) out.push(`bond.primary is not available in ${mode} mode`);
+  if (adTlbAlb && (b.arpInterval ?? 0) > 0) out.push(`bond.arpInterval is not available in ${mode} mode`);
+  if (mode !== "balance-rr" && (b.packetsPerSlave ?? 0) > 1) out.push(`bond.packetsPerSlave is not available in ${mode} mode`);
+  if (!["balance-alb", "balance-tlb"].includes(mode) && (b.tlbDynamicLb ?? 0) > 0) out.push(`bond.tlbDynamicTLB is not available in ${mode} mode`);
+  if (mode !== "802.3ad" && (b.adActorSysPrio ?? 0) > 0) out.push("bond.adActorSysPrio is only available in 802.3ad mode");
+  if (mode !== "802.3ad" && (b.adUserPortKey ?? 0) > 0) out.push("bond.adUserPortKey is only available in 802.3ad mode");
+  return out;
 }
 
 function validateOther(doc: ConfigDocument, err: Report): void {

@@ -19,6 +19,7 @@ import { MountStatusController } from "./runtime/mount-status.js";
 import { ServiceController, type ServiceStatuses } from "./runtime/service.js";
 import type { Source } from "./runtime/source.js";
 import { secretsControllers, type SecretsOptions } from "./secrets/index.js";
+import { AddressEventController, type AddressEvent } from "./network/address-event.js";
 
 /** What machined reports to its controllers: the facts only its sequences and supervisor know. */
 export interface MachinedSources {
@@ -39,12 +40,15 @@ export interface ControllersOptions {
   kernelParams: { params: KernelParams; container: boolean };
   /** The firmware's SMBIOS table; absent in the sandbox (as Talos reads none in a container). */
   smbios?: SmbiosReader;
+  /** Where machine.AddressEvents go (the Events stream). */
+  addressEvents?: (event: AddressEvent) => void;
 }
 
 export function machinedControllers(opts: ControllersOptions): Controller[] {
   const s = opts.sources;
   return [
     ...opts.network,
+    ...(opts.addressEvents ? [new AddressEventController(opts.addressEvents)] : []),
     new MachineConfigController(s.activeConfig),
     new MachineTypeController(),
     new MachineStatusController(s.stage, s.requiredServices),

@@ -220,6 +220,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     network: opts.networking?.controllers ?? [],
     kernelParams: { params: opts.kernelParams, container: platform.mode === "container" },
     ...(opts.smbios ? { smbios: opts.smbios } : {}),
+    addressEvents: (e) => events.publish("machine.AddressEvent", e),
   })) {
     controllers.register(c);
   }

@@ -124,6 +124,38 @@ cluster:
   ]);
 });
 
+test("network: bond option names and combinations as Talos checks them", () => {
+  const text = `version: v1alpha1
+machine:
+  type: controlplane
+  network:
+    interfaces:
+      - interface: bond0
+        bond:
+          interfaces: [eth0, eth1]
+          mode: fastest
+          lacpRate: fast
+          updelay: 150
+          miimon: 100
+      - interface: bond1
+        bond:
+          mode: balance-rr
+          primary: eth2
+          downdelay: 200
+cluster:
+  controlPlane:
+    endpoint: https://cp:6443
+`;
+  const { errors } = validateConfig(loadConfig(text), { mode: "container" });
+  assert.deepEqual(errors.filter((e) => e.includes(".bond")), [
+    ".machine.network.interfaces[0].bond: invalid bond type fastest",
+    ".machine.network.interfaces[0].bond: bond.upDelay should be a multiple of miiMon",
+    ".machine.network.interfaces[0].bond: bond.lacpRate is only available in 802.3ad mode",
+    ".machine.network.interfaces[1].bond: bond.downDelay can't be set if miiMon is zero",
+    ".machine.network.interfaces[1].bond: bond.primary is not available in balance-rr mode",
+  ]);
+});
+
 test("warnings: join machine type and deprecated install extensions", () => {
   const text = "version: v1alpha1\nmachine:\n  type: join\n  ca:\n    crt: Y3J0\n  install:\n    disk: /dev/sda\n    extensions:\n      - image: ghcr.io/x/y:1\ncluster:\n  controlPlane:\n    endpoint: https://cp:6443\n";
   const r = validateConfig(loadConfig(text), { mode: "metal", diskExists: existing(["/dev/sda"]) });

@@ -84,6 +84,8 @@ test("with no config: DHCP on the physical link, statuses published, resolv.conf
     kernel.addresses.some((a) => a.linkName === "eth0" && a.address === "10.1.0.50" && a.prefixLen === 24) &&
     kernel.routes.some((r) => r.dstLen === 0 && r.gateway === "10.1.0.1" && r.priority === 1024 && r.outLinkName === "eth0"),
   );
+  assert.deepEqual(state.get("network", "OperatorSpecs.net.talos.dev", "dhcp4/eth0")?.spec, { operator: "dhcp4", linkName: "eth0", requireUp: true, dhcp4: { routeMetric: 1024 }, layer: "default" });
+  assert.equal(state.get("network", "OperatorSpecs.net.talos.dev", "dhcp4/veth9"), undefined, "no DHCP on a virtual link");
   assert.deepEqual(
     state.get("network-config", "AddressSpecs.net.talos.dev", "dhcp4/eth0/eth0/10.1.0.50/24")?.spec,
     { address: "10.1.0.50/24", linkName: "eth0", family: "inet4", scope: "global", flags: "permanent", layer: "operator" },
@@ -108,7 +110,8 @@ test("with no config: DHCP on the physical link, statuses published, resolv.conf
   await waitFor("hostname from DHCP", () => spec<{ hostname: string }>("HostnameStatuses.net.talos.dev", "hostname")?.hostname === "node-a");
   assert.deepEqual(spec("HostnameStatuses.net.talos.dev", "hostname"), { hostname: "node-a", domainname: "lab.test" });
   assert.deepEqual(spec("TimeServerStatuses.net.talos.dev", "timeservers"), { timeServers: ["10.1.0.123"] });
-  assert.equal(state.get("network-config", "HostnameSpecs.net.talos.dev", "default/hostname")?.spec !== undefined, true, "default layer still present underneath");
+  // The default layer (from the default node address) sits underneath.
+  await waitFor("default hostname spec", () => state.get("network-config", "HostnameSpecs.net.talos.dev", "default/hostname") !== undefined);
   const resolvConf = path.join(paths.etc, "resolv.conf");
   let text = "";
   await waitFor("resolv.conf with the search domain", () => {

@@ -1,5 +1,6 @@
-// network.AddressConfigController, RouteConfigController and LinkConfigController:
-// the `default`, `cmdline` and `configuration` layers of addresses, routes and links
+// network.AddressConfigController, RouteConfigController, LinkConfigController and
+// OperatorConfigController: the `default`, `cmdline` and `configuration` layers of
+// addresses, routes, links and DHCPv4 operators
 // (network/config-specs.ts) as specs in `network-config`, ids `<layer>/<id>` as
 // Talos builds them. They re-run when the machine config or the set of links changes.
 
@@ -17,6 +18,8 @@ import {
   type LinkStatusSpec,
   NETWORK_CONFIG_NAMESPACE,
   NETWORK_NAMESPACE,
+  OperatorSpecType,
+  type OperatorSpecSpec,
   RouteSpecType,
   type RouteSpecSpec,
   addressId,
@@ -84,5 +87,20 @@ export class LinkConfigController implements Controller {
       byId.set(id, { ...byId.get(id), ...l });
     }
     publish(ctx, LinkSpecType, [...byId]);
+  }
+}
+
+export class OperatorConfigController implements Controller {
+  readonly name = "network.OperatorConfigController";
+  readonly inputs = configInputs;
+  readonly outputs = [{ type: OperatorSpecType, kind: "shared" as const }];
+  constructor(private readonly cmdline: CmdlineNetworking) {}
+
+  async reconcile(ctx: ControllerContext): Promise<void> {
+    const specs = currentLayers(ctx, this.cmdline).dhcp4.map((d): [string, OperatorSpecSpec] => [
+      `${d.layer}/dhcp4/${d.linkName}`,
+      { operator: "dhcp4", linkName: d.linkName, requireUp: true, dhcp4: { routeMetric: d.routeMetric }, layer: d.layer },
+    ]);
+    publish(ctx, OperatorSpecType, specs);
   }
 }

@@ -1,13 +1,11 @@
-// network.OperatorSpecController (DHCPv4 part): runs a DHCPv4 client on every link the
-// lower layers ask DHCP for (network/config-specs.ts: physical links nothing else
-// configures, `ip=<dev>:dhcp`, `dhcp: true` in the machine config), once the link is
-// operationally up. A lease becomes operator-layer specs in `network-config`, ids
+// network.OperatorSpecController (DHCPv4 part): runs a DHCPv4 client for every merged
+// dhcp4 OperatorSpec (physical links nothing else configures, `ip=<dev>:dhcp`,
+// `dhcp: true` in the machine config), once the link is operationally up. A lease becomes operator-layer specs in `network-config`, ids
 // dhcp4/<link>/...: address, routes and MTU for the spec controllers to apply, and
 // resolvers, time servers and hostname. It never changes the kernel's addresses or
 // routes itself.
 
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
-import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../resources/catalog/config.js";
 import {
   AddressSpecType,
   type AddressSpecSpec,
@@ -21,6 +19,8 @@ import {
   type LinkStatusSpec,
   NETWORK_CONFIG_NAMESPACE,
   NETWORK_NAMESPACE,
+  OperatorSpecType,
+  type OperatorSpecSpec,
   ResolverSpecType,
   type ResolverSpecSpec,
   TimeServerSpecType,
@@ -29,19 +29,16 @@ import {
 import type { NetKernel } from "../../sys/net.js";
 import { describeError } from "../../errors.js";
 import { logger } from "../../log.js";
-import type { CmdlineNetworking } from "../../network/cmdline.js";
 import { Dhcp4Client, type DhcpTransport, type LeaseEvent, type Timers } from "../../network/dhcp4/client.js";
 import { leaseToOutput } from "../../network/dhcp4/lease.js";
 import { DhcpPort } from "../../network/dhcp4/udp.js";
 import { type OperatorOutput, operatorSpecs } from "../../network/operator-output.js";
-import { currentLayers } from "./config-layers.js";
 
 const log = logger("network-dhcp4-operator");
 
 export interface Dhcp4OperatorOptions {
   /** Only for the shared UDP port's temporary broadcast route (see network/dhcp4/udp.ts). */
   kernel: NetKernel;
-  cmdline: CmdlineNetworking;
   /** Per-link DHCP transport; default: one shared UDP port 68 socket. */
   transport?: (linkName: string) => Promise<DhcpTransport>;
   timers?: Timers;
@@ -61,7 +58,7 @@ export class Dhcp4OperatorController implements Controller {
   readonly name = "network.OperatorSpecController";
   readonly inputs = [
     { namespace: NETWORK_NAMESPACE, type: LinkStatusType, kind: "weak" as const },
-    { namespace: CONFIG_NAMESPACE, type: MachineConfigType, id: MachineConfigIds.active, kind: "weak" as const },
+    { namespace: NETWORK_NAMESPACE, type: OperatorSpecType, kind: "weak" as const },
   ];
   readonly outputs = [
     { type: AddressSpecType, kind: "shared" as const },
@@ -97,7 +94,9 @@ export class Dhcp4OperatorController implements Controller {
       ctx.signal.addEventListener("abort", () => void this.stopAll(), { once: true });
     }
     const wanted = new Map<string, number>();
-    for (const d of currentLayers(ctx, this.opts.cmdline).dhcp4) wanted.set(d.linkName, d.routeMetric);
+    for (const { spec } of ctx.list<OperatorSpecSpec>(NETWORK_NAMESPACE, OperatorSpecType)) {
+      if (spec.operator === "dhcp4") wanted.set(spec.linkName, spec.dhcp4?.routeMetric || 1024);
+    }
     const up = new Set<string>();
     for (const link of ctx.list<LinkStatusSpec>(NETWORK_NAMESPACE, LinkStatusType)) {
       const name = link.metadata.id;

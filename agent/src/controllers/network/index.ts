@@ -13,11 +13,12 @@ import type { Paths } from "../../sys/paths.js";
 import { AddressStatusController } from "./address-status.js";
 import { HostnameConfigController, ResolverConfigController, TimeServerConfigController } from "./defaults.js";
 import { AddressSpecController } from "./address-spec.js";
-import { AddressConfigController, LinkConfigController, RouteConfigController } from "./config-layers.js";
+import { EtcFileController } from "./etc-files.js";
+import { AddressConfigController, LinkConfigController, OperatorConfigController, RouteConfigController } from "./config-layers.js";
 import { Dhcp4OperatorController, type Dhcp4OperatorOptions } from "./dhcp4-operator.js";
 import { type LinkDetailsReader, LinkStatusController } from "./link-status.js";
 import { LinkSpecController } from "./link-spec.js";
-import { AddressMergeController, LinkMergeController, RouteMergeController } from "./merge.js";
+import { AddressMergeController, LinkMergeController, OperatorMergeController, RouteMergeController } from "./merge.js";
 import { RouteSpecController } from "./route-spec.js";
 import { NetworkStatusController } from "./network-status.js";
 import { NodeAddressController } from "./node-address.js";
@@ -33,8 +34,8 @@ export interface NetworkControllersOptions {
   /** Node mode: apply the network specs (links, addresses, routes) and run the DHCPv4 operators (false: observe only). */
   dhcp?: boolean;
   /** Extra DHCP operator options (tests' transports and timers). */
-  dhcpOptions?: Omit<Dhcp4OperatorOptions, "kernel" | "cmdline">;
-  /** Write <paths.etc>/resolv.conf (default true). */
+  dhcpOptions?: Omit<Dhcp4OperatorOptions, "kernel">;
+  /** Write <paths.etc>/resolv.conf and hosts (default true). */
   writeResolvConf?: boolean;
   /** Set the kernel hostname through <paths.proc>/sys/kernel/hostname (only on a node: default false). */
   setKernelHostname?: boolean;
@@ -45,7 +46,6 @@ export interface NetworkControllersOptions {
 }
 
 export function networkControllers(opts: NetworkControllersOptions): Controller[] {
-  const resolvConfPath = path.join(opts.paths.etc, "resolv.conf");
   const cmdline = parseCmdlineNetworking(opts.cmdline ?? "");
   if (cmdline.unsupported.length > 0) logger("network").warn("kernel arguments not supported yet", { args: cmdline.unsupported });
   const controllers: Controller[] = [
@@ -65,22 +65,25 @@ export function networkControllers(opts: NetworkControllersOptions): Controller[
           }
         : undefined,
     ),
-    new ResolverStatusController(opts.writeResolvConf === false ? undefined : (text) => writeFileAtomic(resolvConfPath, text, 0o644)),
+    new ResolverStatusController(),
     new TimeServerStatusController(),
     new NetworkStatusController(),
   ];
+  if (opts.writeResolvConf !== false) controllers.push(new EtcFileController((name, text) => writeFileAtomic(path.join(opts.paths.etc, name), text, 0o644)));
   if (opts.dhcp !== false) {
     controllers.push(
       new AddressConfigController(cmdline),
       new RouteConfigController(cmdline),
       new LinkConfigController(cmdline),
+      new OperatorConfigController(cmdline),
       new AddressMergeController(),
       new RouteMergeController(),
       new LinkMergeController(),
+      new OperatorMergeController(),
       new LinkSpecController(opts.kernel),
       new AddressSpecController(opts.kernel),
       new RouteSpecController(opts.kernel),
-      new Dhcp4OperatorController({ kernel: opts.kernel, cmdline, ...opts.dhcpOptions }),
+      new Dhcp4OperatorController({ kernel: opts.kernel, ...opts.dhcpOptions }),
     );
   }
   return controllers;

@@ -1,4 +1,5 @@
-// network.AddressMergeController, RouteMergeController, LinkMergeController: the
+// network.AddressMergeController, RouteMergeController, LinkMergeController,
+// OperatorMergeController: the
 // per-layer specs of `network-config` merged into `network` (plain ids). Addresses
 // and routes: one per id, the highest layer wins. Links: merged field by field,
 // higher layers overriding what they set (Talos's LinkSpec.Merge).
@@ -12,6 +13,8 @@ import {
   type LinkSpecSpec,
   NETWORK_CONFIG_NAMESPACE,
   NETWORK_NAMESPACE,
+  OperatorSpecType,
+  type OperatorSpecSpec,
   RouteSpecType,
   type RouteSpecSpec,
   layerRank,
@@ -73,5 +76,15 @@ export class LinkMergeController implements Controller {
 
   async reconcile(ctx: ControllerContext): Promise<void> {
     mergeByLayer<LinkSpecSpec>(ctx, LinkSpecType, (s) => s.name, mergeLinkSpecs);
+  }
+}
+
+export class OperatorMergeController implements Controller {
+  readonly name = "network.OperatorMergeController";
+  readonly inputs = [{ namespace: NETWORK_CONFIG_NAMESPACE, type: OperatorSpecType, kind: "weak" as const }];
+  readonly outputs = [{ type: OperatorSpecType, kind: "shared" as const }];
+
+  async reconcile(ctx: ControllerContext): Promise<void> {
+    mergeByLayer<OperatorSpecSpec>(ctx, OperatorSpecType, (s) => `${s.operator}/${s.linkName}`, (_, higher) => higher);
   }
 }

@@ -1,8 +1,8 @@
 // Merge the per-layer specs in `network-config` into the statuses `talosctl get`
 // shows: the highest layer present wins (default < cmdline < platform < operator <
 // configuration); specs of that same layer are combined (DNS and NTP servers of
-// several DHCP links, in id order). Side effects stay behind injected functions:
-// resolv.conf writing and setting the kernel hostname.
+// several DHCP links, in id order). Setting the kernel hostname stays behind an
+// injected function; /etc files are network.EtcFileController's.
 
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
 import {
@@ -37,12 +37,6 @@ export function topLayer<S extends { layer: ConfigLayer }>(specs: Resource<S>[])
 
 const unique = (xs: string[]) => [...new Set(xs)];
 
-export function resolvConf(dnsServers: string[], searchDomain: string): string {
-  const lines = dnsServers.map((s) => `nameserver ${s}`);
-  if (searchDomain) lines.push("", `search ${searchDomain}`);
-  return lines.join("\n") + "\n";
-}
-
 export class HostnameStatusController implements Controller {
   readonly name = "network.HostnameSpecController";
   readonly inputs = [{ namespace: NETWORK_CONFIG_NAMESPACE, type: HostnameSpecType, kind: "weak" as const }];
@@ -69,28 +63,13 @@ export class HostnameStatusController implements Controller {
 
 export class ResolverStatusController implements Controller {
   readonly name = "network.ResolverSpecController";
-  readonly inputs = [
-    { namespace: NETWORK_CONFIG_NAMESPACE, type: ResolverSpecType, kind: "weak" as const },
-    { namespace: NETWORK_NAMESPACE, type: HostnameStatusType, kind: "weak" as const },
-  ];
+  readonly inputs = [{ namespace: NETWORK_CONFIG_NAMESPACE, type: ResolverSpecType, kind: "weak" as const }];
   readonly outputs = [{ type: ResolverStatusType }];
-  private written: string | undefined;
-
-  /** writeResolvConf: persists resolv.conf text (e.g. to <Paths.etc>/resolv.conf). */
-  constructor(private readonly writeResolvConf?: (text: string) => Promise<void>) {}
 
   async reconcile(ctx: ControllerContext): Promise<void> {
     const top = topLayer(ctx.list<ResolverSpecSpec>(NETWORK_CONFIG_NAMESPACE, ResolverSpecType));
     const dnsServers = unique(top.flatMap((r) => r.spec.dnsServers));
     ctx.modify<ResolverStatusSpec>(NETWORK_NAMESPACE, ResolverStatusType, ResolverStatusId, () => ({ dnsServers }));
-    if (this.writeResolvConf) {
-      const domain = ctx.get<HostnameStatusSpec>(NETWORK_NAMESPACE, HostnameStatusType, HostnameStatusId)?.spec.domainname ?? "";
-      const text = resolvConf(dnsServers, domain);
-      if (text !== this.written) {
-        await this.writeResolvConf(text);
-        this.written = text;
-      }
-    }
   }
 }
 

@@ -667,6 +667,28 @@ function bondMasterProto(b: BondMasterSpec): Record<string, unknown> {
   };
 }
 
+export const OperatorSpecType = "OperatorSpecs.net.talos.dev";
+export interface OperatorSpecSpec {
+  operator: "dhcp4" | "dhcp6" | "vip";
+  linkName: string;
+  requireUp: boolean;
+  dhcp4?: { routeMetric: number; skipHostnameRequest?: boolean };
+  layer: ConfigLayer;
+}
+const operatorNumbers = { dhcp4: 0, dhcp6: 1, vip: 2 } as const;
+export const operatorSpecDefinition = defineResource<OperatorSpecSpec>({
+  type: OperatorSpecType,
+  defaultNamespace: NETWORK_NAMESPACE,
+  protoSpecType: "talos.resource.definitions.network.OperatorSpecSpec",
+  toProto: (s) => ({
+    operator: operatorNumbers[s.operator],
+    link_name: s.linkName,
+    require_up: s.requireUp,
+    dhcp4: { route_metric: s.dhcp4?.routeMetric ?? 0, skip_hostname_request: s.dhcp4?.skipHostnameRequest ?? false },
+    config_layer: netValues.layer(s.layer),
+  }),
+});
+
 export const networkDefinitions: readonly ResourceDefinition<never>[] = [
   linkStatusDefinition,
   addressStatusDefinition,
@@ -682,4 +704,5 @@ export const networkDefinitions: readonly ResourceDefinition<never>[] = [
   addressSpecDefinition,
   routeSpecDefinition,
   linkSpecDefinition,
+  operatorSpecDefinition,
 ] as unknown as readonly ResourceDefinition<never>[];
