@@ -39,5 +39,11 @@ fs.cpSync(path.join(repo, "agent/api"), path.join(outdir, "api"), {
   filter: (src) => fs.statSync(src).isDirectory() || src.endsWith(".proto"),
 });
 
+// containerd's API subset, found beside the bundle as containerd-api/ (agent/src/sys/containerd/protos.ts).
+fs.cpSync(path.join(repo, "agent/containerd-api"), path.join(outdir, "containerd-api"), {
+  recursive: true,
+  filter: (src) => fs.statSync(src).isDirectory() || src.endsWith(".proto"),
+});
+
 const size = fs.statSync(path.join(outdir, "basalt.mjs")).size;
 console.log(`bundle: ${path.relative(repo, outdir)}/basalt.mjs ${(size / 1024).toFixed(0)} KiB`);

@@ -31,6 +31,7 @@ export async function main(argv: string[]): Promise<void> {
     // On a node: DHCP on the first link; wait (bounded) for an address before maintenance prints where to connect.
     networking: networking(nodePaths, { node: platform.mode !== "container", waitForAddressMs: 30_000 }),
     extraDefinitions: networkDefinitions,
+    containerd: { command: "/usr/bin/containerd", cgroupParent: "/system/extensions", oomScoreAdj: -600 },
   });
 }
 

@@ -37,6 +37,7 @@ import type { Paths } from "../sys/paths.js";
 import type { Power } from "../sys/power.js";
 import { machinedGuard } from "./access.js";
 import { machineServiceImpl, storageServiceImpl } from "./apis.js";
+import { systemContainerd, type SystemContainerdOptions } from "./containerd.js";
 import { checkConfig, checkMaintenanceMode, maintenanceDryRunDetails, planApply, TryModeTimer, tryTimeoutMs, type ApplyRequest, type ConfigChecker } from "./apply/index.js";
 import { announceMaintenance } from "./maintenance-console.js";
 import { published } from "./published.js";
@@ -80,6 +81,8 @@ export interface MachinedOptions {
    * and what to wait for once they run (an address to print in maintenance mode).
    */
   networking?: { controllers: Controller[]; ready?(state: ResourceState, signal: AbortSignal): Promise<void> };
+  /** Run the system containerd and the image's extension services (absent: neither runs). */
+  containerd?: SystemContainerdOptions;
   /** Definitions other modules own (e.g. networking's), registered with the catalog. */
   extraDefinitions?: readonly ResourceDefinitionInput<never>[];
   signal: AbortSignal;
@@ -105,6 +108,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
 
   const supervisor = new Supervisor();
   supervisor.registerSelf("machined");
+  const containerd = opts.containerd ? await systemContainerd(paths, state, opts.containerd) : undefined;
 
   // What only machined knows, reported to the controllers that publish it (the one writer of each type).
   const stage = new Observed<MachineStage>("booting");
@@ -159,7 +163,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       // apid first: activation has usually started it already (and restarts it on feature changes).
       const machineType = activeConfig.get()?.machineType;
       const trustd = opts.trustd && isControlPlane(machineType) ? [trustdService({ listen: opts.trustd.listen, process: opts.trustd.spec() })] : [];
-      return [apidService(), ...trustd];
+      return [apidService(), ...trustd, ...(containerd?.services() ?? [])];
     },
     mountsChanged: () => volumes.set(new Map(r.volumes)),
     metaChanged: () => metaKeys.set(r.meta?.keys() ?? new Map()),
@@ -268,6 +272,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     shutdown: (actorId: string) => lifecycle("shutdown", "shutting down", () => shutdownSequence(r), actorId),
     reset: (o: ResetOptions, actorId: string) => lifecycle("reset", "resetting", () => resetSequence(r, o), actorId),
     events,
+    containerd: containerd && ((namespace: string) => containerd.client(namespace)),
     meta: () => {
       if (!r.meta) throw new ConflictError("META is not available: the node is not installed");
       return { store: r.meta, published: () => r.metaChanged() };
@@ -368,6 +373,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       await Promise.race([new Promise<void>((resolve) => server.tryShutdown(() => resolve())), sleep(2000)]);
       server.forceShutdown();
       await trustdRuntime?.close();
+      containerd?.close();
       await fs.rm(paths.machinedSocket, { force: true });
     }
   })();

@@ -52,8 +52,8 @@ export interface ServiceDefinition {
   /** Runs once the service has stopped. */
   post?(): Promise<void>;
   runner: ServiceRunner;
-  /** Restart after an unexpected exit, with backoff. */
-  restart: "always" | "never";
+  /** Restart after an exit, with backoff: always, never, or only after a failure (untilSuccess). */
+  restart: "always" | "never" | "untilSuccess";
   /** The user and group it runs as (its runner starts it so); unset: as machined. */
   user?: { uid: number; gid: number };
 }

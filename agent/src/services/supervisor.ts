@@ -238,7 +238,7 @@ export class Supervisor {
     this.emit(entry.record);
     log.warn("service exited", { service: entry.def.id, reason, elapsedMs: elapsed(entry) });
     void this.post(entry.def);
-    if (entry.def.restart === "always") this.scheduleRestart(entry, `exited: ${reason}`);
+    if (entry.def.restart === "always" || (entry.def.restart === "untilSuccess" && err)) this.scheduleRestart(entry, `exited: ${reason}`);
   }
 
   private scheduleRestart(entry: Entry, reason: string): void {
