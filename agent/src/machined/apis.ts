@@ -14,6 +14,7 @@ import type { EventBus } from "./events.js";
 import type { ConfigBundle } from "../config/bundle.js";
 import { streamDmesg, type DmesgRequest } from "./rpc/dmesg.js";
 import { serviceStopResponse } from "./rpc/service-stop.js";
+import { imagePullResponse, streamImageList } from "./rpc/images.js";
 import { containersResponse, restartResponse, statsResponse, type ContainerdClients } from "./rpc/containers.js";
 import { streamEvents, type EventsRequest } from "./rpc/events.js";
 import { generateClientConfiguration } from "./rpc/generate-client-config.js";
@@ -88,6 +89,8 @@ export function machineServiceImpl(ctx: MachineApiContext): ServiceImpl {
     Containers: unaryHandler((req: { namespace?: string; driver?: number }) => containersResponse(ctx.containerd, req)),
     Stats: unaryHandler((req: { namespace?: string; driver?: number }) => statsResponse(ctx.containerd, req)),
     Restart: unaryHandler((req: { namespace?: string; driver?: number; id?: string }) => restartResponse(ctx.containerd, req)),
+    ImageList: async (call: grpc.ServerWritableStream<{ namespace?: number }, unknown>) => streamImageList(ctx.containerd, call),
+    ImagePull: unaryHandler((req: { namespace?: number; reference?: string }) => imagePullResponse(ctx.containerd, () => ctx.activeConfig()?.v1alpha1()?.machine?.registries, req)),
     Events: async (call: grpc.ServerWritableStream<EventsRequest, unknown>) => streamEvents(ctx.events, call),
     Dmesg: async (call: grpc.ServerWritableStream<DmesgRequest, unknown>) => streamDmesg(call),
     GenerateClientConfiguration: unaryHandler(generateClientConfiguration(ctx)),
