@@ -7,6 +7,7 @@ import type { MachineStage } from "../resources/catalog/runtime.js";
 import type { MountedVolume } from "../storage/volumes.js";
 import { MachineConfigController } from "./config/machine-config.js";
 import { MachineTypeController } from "./config/machine-type.js";
+import { ExtensionStatusController } from "./runtime/extension-status.js";
 import { MachineStatusController, type RequiredServices } from "./runtime/machine-status.js";
 import { MetaKeysController } from "./runtime/meta-keys.js";
 import { MountStatusController } from "./runtime/mount-status.js";
@@ -29,6 +30,8 @@ export interface ControllersOptions {
   secrets: SecretsOptions;
   /** The networking controllers (DHCP on a node, observe-only in the sandbox), built by the caller. */
   network: Controller[];
+  /** Reads the image's extensions.yaml (undefined: no extensions). */
+  extensions?: () => Promise<string | undefined>;
 }
 
 export function machinedControllers(opts: ControllersOptions): Controller[] {
@@ -41,6 +44,7 @@ export function machinedControllers(opts: ControllersOptions): Controller[] {
     new ServiceController(s.services),
     new MountStatusController(s.volumes),
     new MetaKeysController(s.metaKeys),
+    ...(opts.extensions ? [new ExtensionStatusController(opts.extensions)] : []),
     ...secretsControllers(opts.secrets),
   ];
 }

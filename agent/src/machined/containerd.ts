@@ -8,6 +8,7 @@ import { extensionService, type ExtensionServicePaths } from "../services/defini
 import { loadExtensionServices, type ExtensionServiceSpec } from "../services/extensions/spec.js";
 import type { ServiceDefinition } from "../services/service.js";
 import { ContainerdClient } from "../sys/containerd/client.js";
+import type { Mounter } from "../sys/mount.js";
 import type { Paths } from "../sys/paths.js";
 
 const log = logger("machined");
@@ -19,6 +20,8 @@ export interface SystemContainerdOptions {
   cgroupParent: string;
   /** The OOM score adjustment of extension services (Talos: -600); unset in the sandbox, which may not lower it. */
   oomScoreAdj?: number;
+  /** Overlays each extension's rootfs (a node: it is on the read-only root); absent in the sandbox. */
+  mounter?: Mounter;
 }
 
 /** The system containerd and the extension services it runs, with one client connection shared by machined. */
@@ -55,7 +58,7 @@ export async function systemContainerd(paths: Paths, state: ResourceState, opts:
     client,
     services: () => [
       containerdService({ paths: cp, command: opts.command, client }),
-      ...specs.map((spec) => extensionService({ spec, paths: ext, state, client, cgroupParent: opts.cgroupParent, oomScoreAdj: opts.oomScoreAdj, hostFiles })),
+      ...specs.map((spec) => extensionService({ spec, paths: ext, state, client, cgroupParent: opts.cgroupParent, oomScoreAdj: opts.oomScoreAdj, hostFiles, ...(opts.mounter ? { rootfsOverlay: { mounter: opts.mounter, upperDir: path.join(paths.system, "overlays", "containers") } } : {}) })),
     ],
     close: () => root.close(),
   };

@@ -108,7 +108,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
 
   const supervisor = new Supervisor();
   supervisor.registerSelf("machined");
-  const containerd = opts.containerd ? await systemContainerd(paths, state, opts.containerd) : undefined;
+  const containerd = opts.containerd ? await systemContainerd(paths, state, { ...opts.containerd, ...(platform.mode !== "container" ? { mounter: opts.mounter } : {}) }) : undefined;
 
   // What only machined knows, reported to the controllers that publish it (the one writer of each type).
   const stage = new Observed<MachineStage>("booting");
@@ -187,6 +187,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       callTrustd,
     },
     network: opts.networking?.controllers ?? [],
+    extensions: () => fs.readFile(path.join(paths.root, "etc", "extensions.yaml"), "utf8").catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? undefined : Promise.reject(err))),
   })) {
     controllers.register(c);
   }

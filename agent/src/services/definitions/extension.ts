@@ -4,6 +4,7 @@ import type { ConfigBundle } from "../../config/bundle.js";
 import type { ExtensionServiceConfig } from "../../config/types/documents.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../resources/catalog/config.js";
 import type { ResourceState } from "../../resources/state.js";
+import type { Mounter } from "../../sys/mount.js";
 import { boundingCapabilities } from "../../sys/capabilities.js";
 import type { ContainerdClient } from "../../sys/containerd/client.js";
 import { networkReady, pathExists, resourceExists, timeSynced, type NetworkReadiness } from "../conditions.js";
@@ -37,6 +38,11 @@ export interface ExtensionServiceOptions {
   /** The host's /etc/hosts and /etc/resolv.conf, bound into the container when they exist. */
   hostFiles: { hosts: string; resolvConf: string };
   output?: (chunk: Buffer) => void;
+  /**
+   * On a node the rootfs is on the read-only root: it is overlaid for each run (upper layer under
+   * `upperDir`, on tmpfs) so runc can create its mount points there, as Talos does.
+   */
+  rootfsOverlay?: { mounter: Mounter; upperDir: string };
 }
 
 const networkParts: Record<NetworkCheck, NetworkReadiness> = { addresses: "address", connectivity: "connectivity", hostname: "hostname", etcfiles: "etc-files" };
@@ -88,7 +94,7 @@ export function extensionService(opts: ExtensionServiceOptions): ServiceDefiniti
     return {
       args: [spec.container.entrypoint, ...spec.container.args],
       env,
-      rootfs: path.join(paths.rootfsDir, spec.name),
+      rootfs,
       readonlyRootfs: !sec.writeableRootfs,
       mounts,
       cgroupsPath: path.posix.join(opts.cgroupParent, spec.name),
@@ -104,8 +110,23 @@ export function extensionService(opts: ExtensionServiceOptions): ServiceDefiniti
       heldCapabilities: boundingCapabilities(),
     };
   };
+  const rootfs = path.join(paths.rootfsDir, spec.name);
+  const overlay = opts.rootfsOverlay;
+  const upper = overlay && path.join(overlay.upperDir, spec.name);
   return {
     id,
+    ...(overlay && upper
+      ? {
+          pre: async () => {
+            for (const d of ["upper", "work"]) await fs.mkdir(path.join(upper, d), { recursive: true, mode: 0o700 });
+            await overlay.mounter.mount("overlay", rootfs, "overlay", [`lowerdir=${rootfs}`, `upperdir=${path.join(upper, "upper")}`, `workdir=${path.join(upper, "work")}`]);
+          },
+          post: async () => {
+            await overlay.mounter.unmount(rootfs);
+            await fs.rm(upper, { recursive: true, force: true });
+          },
+        }
+      : {}),
     dependsOn: ["containerd", ...spec.depends.flatMap((d) => (d.service ? [d.service] : []))],
     conditions,
     restart: spec.restart,
