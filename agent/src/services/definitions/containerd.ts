@@ -82,6 +82,8 @@ export function containerdService(opts: ContainerdServiceOptions): ServiceDefini
       id: "containerd",
       command: opts.command,
       args: ["--config", p.config],
+      // containerd finds its shim (containerd-shim-runc-v2) and runc on PATH, which init may not set.
+      env: { ...process.env, PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" },
       ready: (signal) => pollUntilReady(health, signal, 200),
       health,
     }),
