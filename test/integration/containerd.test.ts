@@ -72,6 +72,9 @@ before(async () => {
       "",
     ].join("\n"),
   );
+  // What the image build writes for an extension it took in.
+  mkdirSync(path.join(stateDir, "etc"), { recursive: true });
+  writeFileSync(path.join(stateDir, "etc/extensions.yaml"), "layers:\n  - image: hello\n    metadata:\n      name: hello\n      version: 1.0.0\n      author: Basalt tests\n      description: says hello\n      compatibility:\n        talos:\n          version: '>= v1.7.0'\n");
   port = await freePort();
   const generated = await generateConfigs({ clusterName: "ctd", endpoint: "https://127.0.0.1:6443", installDisk: "" });
   const config = `${generated.controlplane}---\napiVersion: v1alpha1\nkind: ExtensionServiceConfig\nname: hello\nconfigFiles:\n  - content: hello-conf-line\n    mountPath: /etc/hello.conf\nenvironment:\n  - GREETING=bonjour\n`;
@@ -126,6 +129,12 @@ test("ext-hello: its first run fails (status 3) and restart: always runs it agai
 
 type Containers = { messages: { containers: { namespace: string; id: string; pod_id: string; name: string; image: string; pid: number; status: string }[] }[] };
 type Stats = { messages: { stats: { namespace: string; id: string; pod_id: string; name: string; memory_usage: number; cpu_usage: number }[] }[] };
+
+test("ExtensionStatus lists the image's extensions (talosctl get extensions)", { skip }, async () => {
+  const list = (await admin.resourceList("runtime", "ExtensionStatuses.runtime.talos.dev")) as { resource: { metadata: { id: string }; spec: { yaml_spec: string } } }[];
+  assert.deepEqual(list.map((r) => r.resource.metadata.id), ["hello"]);
+  assert.equal(list[0]!.resource.spec.yaml_spec, "image: hello\nmetadata:\n    name: hello\n    version: 1.0.0\n    author: Basalt tests\n    description: says hello\n    compatibility:\n        talos:\n            version: '>= v1.7.0'\n");
+});
 
 test("Containers lists ext-hello's task (pid as the host sees it); Stats reports its cgroup's CPU and memory", { skip }, async () => {
   await untilState("ext-hello", "Running");
