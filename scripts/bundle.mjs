@@ -48,6 +48,11 @@ fs.mkdirSync(path.join(outdir, "native"));
 for (const arch of nativeArchs) {
   fs.copyFileSync(path.join(netlinkDir, "prebuilds", `linux-${arch}`, "node.napi.node"), path.join(outdir, "native", `netlink-${arch}.node`));
 }
+// containerd's API subset, found beside the bundle as containerd-api/ (agent/src/sys/containerd/protos.ts).
+fs.cpSync(path.join(repo, "agent/containerd-api"), path.join(outdir, "containerd-api"), {
+  recursive: true,
+  filter: (src) => fs.statSync(src).isDirectory() || src.endsWith(".proto"),
+});
 
 const size = fs.statSync(path.join(outdir, "basalt.mjs")).size;
 console.log(`bundle: ${path.relative(repo, outdir)}/basalt.mjs ${(size / 1024).toFixed(0)} KiB`);

@@ -64,6 +64,19 @@ test("install journey: maintenance → install → mTLS → reboot → cold boot
     assert.match(state.resource.spec.yaml_spec, /target: \/system\/state/);
   });
 
+  await t.test("containerd runs: Running and healthy in ServiceList, answering Containers (no containers) in namespace system", async () => {
+    const c = admin();
+    type Services = { messages: { services: { id: string; state: string; health: { healthy: boolean } }[] }[] };
+    const containerd = await waitFor(node, "containerd Running and healthy", async () => {
+      const s = ((await c.serviceList()) as Services).messages[0]!.services.find((x) => x.id === "containerd");
+      if (s?.state !== "Running" || !s.health.healthy) throw new Error(`containerd: ${JSON.stringify(s)}`);
+      return s;
+    }, 120_000);
+    assert.equal(containerd.state, "Running");
+    const reply = (await c.unary(c.machine, "Containers", { namespace: "system", driver: 0 })) as { messages: { containers: unknown[] }[] };
+    assert.deepEqual(reply.messages[0]!.containers, []);
+  });
+
   await t.test("a no-reboot hostname change shows in HostnameStatus", async () => {
     const c = admin();
     const patched = generated.controlplane.replace(/^(\s+)network: \{\}$/m, "$1network:\n$1    hostname: journey-node");

@@ -26,6 +26,8 @@ export interface RunOptions {
   /** The command line that starts this program (node + entry script + any leading args). */
   self: { command: string; args: string[] };
   networking?: MachinedOptions["networking"];
+  /** Run the system containerd and the extension services. */
+  containerd?: MachinedOptions["containerd"];
   extraDefinitions?: readonly ResourceDefinitionInput<never>[];
   /** A node's power (init's FIFO); absent in the sandbox, where a reboot starts machined again in this process. */
   power?: Power;
@@ -98,6 +100,7 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
         ...(opts.trustdUser ? { user: opts.trustdUser } : {}),
       },
       ...(opts.networking ? { networking: opts.networking } : {}),
+      ...(opts.containerd ? { containerd: opts.containerd } : {}),
       ...(opts.extraDefinitions ? { extraDefinitions: opts.extraDefinitions } : {}),
       kernelParams: opts.kernelParams,
       ...(opts.smbios ? { smbios: opts.smbios } : {}),

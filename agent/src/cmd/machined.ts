@@ -39,6 +39,7 @@ export async function main(argv: string[]): Promise<void> {
     ...(platform.mode === "container" ? {} : { smbios: sysfsSmbios() }),
     // In a container the cgroups are the container runtime's.
     ...(platform.mode !== "container" ? { cgroups: cgroupfs(), udevd: { udevadm: "/usr/bin/udevadm" } } : {}),
+    containerd: { command: "/usr/bin/containerd", cgroupParent: "/system/extensions", oomScoreAdj: -600 },
   });
 }
 

@@ -18,7 +18,7 @@ const log = logger("sandbox");
  * under a scratch directory, platform "container" (no install, as Talos in a container).
  */
 export async function main(argv: string[]): Promise<void> {
-  const { flags } = parseFlags(argv, { "state-dir": "string", "apid-listen": "string", "trustd-listen": "string", "trustd-user": "string", "apid-in-process": "boolean", "network-apply": "boolean", "kernel-cmdline": "string" });
+  const { flags } = parseFlags(argv, { "state-dir": "string", "apid-listen": "string", "trustd-listen": "string", "trustd-user": "string", "apid-in-process": "boolean", "network-apply": "boolean", "kernel-cmdline": "string", containerd: "string" });
   const stateDir = path.resolve((flags["state-dir"] as string | undefined) ?? path.join("_out", "sandbox"));
   const apidListen = (flags["apid-listen"] as string | undefined) ?? "127.0.0.1:50000";
   const trustdListen = (flags["trustd-listen"] as string | undefined) ?? "127.0.0.1:50001";
@@ -53,6 +53,8 @@ export async function main(argv: string[]): Promise<void> {
     // `--trustd-user 51:51` (as root): trustd unprivileged as on a node; the state directory must be traversable for it.
     ...(typeof flags["trustd-user"] === "string" ? { trustdUser: parseUser(flags["trustd-user"]) } : {}),
     self: { command: process.execPath, args: [entry] },
+    // `--containerd /usr/bin/containerd`: run it (and extension services), its paths under the state directory.
+    ...(typeof flags.containerd === "string" ? { containerd: { command: flags.containerd, cgroupParent: `/basalt-sandbox-${process.pid}/extensions` } } : {}),
     // Observe the host's links and addresses (no DHCP, no resolv.conf), as Talos in a container;
     // `--network-apply` (inside a network namespace of its own) applies the network config as a node does.
     networking: networking(paths, {

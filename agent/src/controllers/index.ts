@@ -13,6 +13,7 @@ import { KernelParamDefaultsController } from "./runtime/kernel-param-defaults.j
 import { KernelParamSpecController } from "./runtime/kernel-param-spec.js";
 import { MachineConfigController } from "./config/machine-config.js";
 import { MachineTypeController } from "./config/machine-type.js";
+import { ExtensionStatusController } from "./runtime/extension-status.js";
 import { MachineStatusController, type RequiredServices } from "./runtime/machine-status.js";
 import { MetaKeysController } from "./runtime/meta-keys.js";
 import { MountStatusController } from "./runtime/mount-status.js";
@@ -42,6 +43,8 @@ export interface ControllersOptions {
   smbios?: SmbiosReader;
   /** Where machine.AddressEvents go (the Events stream). */
   addressEvents?: (event: AddressEvent) => void;
+  /** Reads the image's extensions.yaml (undefined: no extensions). */
+  extensions?: () => Promise<string | undefined>;
 }
 
 export function machinedControllers(opts: ControllersOptions): Controller[] {
@@ -55,6 +58,7 @@ export function machinedControllers(opts: ControllersOptions): Controller[] {
     new ServiceController(s.services),
     new MountStatusController(s.volumes),
     new MetaKeysController(s.metaKeys),
+    ...(opts.extensions ? [new ExtensionStatusController(opts.extensions)] : []),
     ...secretsControllers(opts.secrets),
     new KernelParamConfigController(),
     new KernelParamDefaultsController(opts.kernelParams.params, opts.kernelParams.container),

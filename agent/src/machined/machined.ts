@@ -45,6 +45,7 @@ import type { KernelParams } from "../sys/kernel-params.js";
 import type { SmbiosReader } from "../sys/smbios.js";
 import { machinedGuard } from "./access.js";
 import { inspectServiceImpl, machineServiceImpl, storageServiceImpl } from "./apis.js";
+import { systemContainerd, type SystemContainerdOptions } from "./containerd.js";
 import { checkConfig, checkMaintenanceMode, maintenanceDryRunDetails, planApply, TryModeTimer, tryTimeoutMs, type ApplyRequest, type ConfigChecker } from "./apply/index.js";
 import { announceMaintenance } from "./maintenance-console.js";
 import { published } from "./published.js";
@@ -88,6 +89,8 @@ export interface MachinedOptions {
    * and what to wait for once they run (an address to print in maintenance mode).
    */
   networking?: { controllers: Controller[]; ready?(state: ResourceState, signal: AbortSignal): Promise<void> };
+  /** Run the system containerd and the image's extension services (absent: neither runs). */
+  containerd?: SystemContainerdOptions;
   /** Definitions other modules own (e.g. networking's), registered with the catalog. */
   extraDefinitions?: readonly ResourceDefinitionInput<never>[];
   /** Where kernel parameters are applied (the sandbox: an overlay that leaves the host alone). */
@@ -139,6 +142,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   if (kernelLogEndpoint) {
     shipKernelLog(kernelLogEndpoint, opts.signal).catch((err: unknown) => log.error("sending the kernel log failed", { endpoint: kernelLogEndpoint, error: describeError(err) }));
   }
+  const containerd = opts.containerd ? await systemContainerd(paths, state, { ...opts.containerd, ...(platform.mode !== "container" ? { mounter: opts.mounter } : {}) }) : undefined;
 
   // What only machined knows, reported to the controllers that publish it (the one writer of each type).
   const stage = new Observed<MachineStage>("booting");
@@ -194,7 +198,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       // apid first: activation has usually started it already (and restarts it on feature changes).
       const machineType = activeConfig.get()?.machineType;
       const trustd = opts.trustd && isControlPlane(machineType) ? [trustdService({ listen: opts.trustd.listen, process: opts.trustd.spec() })] : [];
-      return [apidService(), ...trustd];
+      return [apidService(), ...trustd, ...(containerd?.services() ?? [])];
     },
     mountsChanged: () => volumes.set(new Map(r.volumes)),
     metaChanged: () => metaKeys.set(r.meta?.keys() ?? new Map()),
@@ -221,6 +225,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     kernelParams: { params: opts.kernelParams, container: platform.mode === "container" },
     ...(opts.smbios ? { smbios: opts.smbios } : {}),
     addressEvents: (e) => events.publish("machine.AddressEvent", e),
+    extensions: () => fs.readFile(path.join(paths.root, "etc", "extensions.yaml"), "utf8").catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? undefined : Promise.reject(err))),
   })) {
     controllers.register(c);
   }
@@ -306,6 +311,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     shutdown: (actorId: string) => lifecycle("shutdown", "shutting down", () => shutdownSequence(r), actorId),
     reset: (o: ResetOptions, actorId: string) => lifecycle("reset", "resetting", () => resetSequence(r, o), actorId),
     events,
+    containerd: containerd && ((namespace: string) => containerd.client(namespace)),
     meta: () => {
       if (!r.meta) throw new ConflictError("META is not available: the node is not installed");
       return { store: r.meta, published: () => r.metaChanged() };
@@ -430,6 +436,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       await Promise.race([new Promise<void>((resolve) => server.tryShutdown(() => resolve())), sleep(2000)]);
       server.forceShutdown();
       await trustdRuntime?.close();
+      containerd?.close();
       await fs.rm(paths.machinedSocket, { force: true });
     }
   })();

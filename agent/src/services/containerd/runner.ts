@@ -1,0 +1,144 @@
+import { promises as fs } from "node:fs";
+import path from "node:path";
+import { describeError, NotFoundError, SystemError } from "../../errors.js";
+import { logger } from "../../log.js";
+import type { ContainerdClient } from "../../sys/containerd/client.js";
+import type { RunContext, ServiceRunner } from "../service.js";
+import { LogFollower } from "./log-follower.js";
+import { ociSpec, ociSpecTypeUrl, type ContainerProcessSpec } from "./oci-spec.js";
+
+/** Talos's system containers run in this containerd namespace. */
+export const SYSTEM_NAMESPACE = "system";
+
+const SIGTERM = 15;
+const SIGKILL = 9;
+
+export interface ContainerRunnerSpec {
+  id: string;
+  /** A client of the system containerd (namespace `system`). */
+  client: () => ContainerdClient;
+  /** Built when the service starts (its environment and mounts may come from resources). */
+  process: () => Promise<ContainerProcessSpec>;
+  /** The file the task's stdout and stderr are appended to. */
+  logFile: string;
+  /** Receives the task's output as it is written (machined's log, as a child process's output is). */
+  output?: (chunk: Buffer) => void;
+  stopTimeoutMs?: number;
+}
+
+/**
+ * Runs a service as a containerd task: a container whose root is a directory on the host, one task,
+ * its exit reported as a process's. A container left from an earlier run (machined restarted) is
+ * removed first, as Talos's runner does.
+ */
+export class ContainerRunner implements ServiceRunner {
+  private readonly log;
+  private running: { exited: Promise<number>; abort: AbortController } | undefined;
+  private follower: LogFollower | undefined;
+  pid: number | undefined;
+
+  constructor(private readonly spec: ContainerRunnerSpec) {
+    this.log = logger(spec.id);
+  }
+
+  async start(onExit: (err: Error | undefined) => void, ctx?: RunContext): Promise<void> {
+    const client = this.spec.client();
+    const id = this.spec.id;
+    await this.removeLeftover(client);
+    const spec = ociSpec(await this.spec.process());
+    await client.createContainer({
+      id,
+      labels: {},
+      image: "",
+      runtime: { name: "io.containerd.runc.v2" },
+      spec: { type_url: ociSpecTypeUrl, value: Buffer.from(JSON.stringify(spec)) },
+      snapshotter: "",
+      snapshot_key: "",
+    });
+    await fs.mkdir(path.dirname(this.spec.logFile), { recursive: true });
+    // The task's output joins the service's log (`talosctl logs ext-<name>`), as a process's does.
+    const log = ctx?.openOutput();
+    const follower = new LogFollower(this.spec.logFile, (chunk) => {
+      log?.write(chunk);
+      this.spec.output?.(chunk);
+    });
+    await follower.start();
+    this.follower = follower;
+    const uri = `file://${this.spec.logFile}`;
+    const abort = new AbortController();
+    try {
+      await client.createTask({ container_id: id, stdout: uri, stderr: uri });
+      const exited = client.waitTask(id, abort.signal);
+      exited.catch(() => undefined);
+      this.pid = await client.startTask(id);
+      this.running = { exited, abort };
+      this.log.debug("task started", { pid: this.pid });
+      exited.then(
+        async (status) => {
+          if (this.running?.exited !== exited) return;
+          this.running = undefined;
+          await this.cleanUp(client);
+          onExit(status === 0 ? undefined : new SystemError(`task ${id} failed: exit code ${status}`, { code: status }));
+        },
+        async (err: unknown) => {
+          if (this.running?.exited !== exited) return;
+          this.running = undefined;
+          await this.cleanUp(client);
+          onExit(new SystemError(`waiting for task ${id} failed: ${describeError(err)}`, {}, { cause: err }));
+        },
+      );
+    } catch (err) {
+      abort.abort();
+      await this.cleanUp(client);
+      throw err;
+    }
+  }
+
+  async stop(): Promise<void> {
+    const running = this.running;
+    if (!running) return;
+    this.running = undefined;
+    const client = this.spec.client();
+    const id = this.spec.id;
+    await client.killTask(id, SIGTERM, true).catch((err: unknown) => this.log.warn("SIGTERM failed", { error: describeError(err) }));
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), this.spec.stopTimeoutMs ?? 10_000)));
+    const outcome = await Promise.race([running.exited.catch(() => "gone" as const), timedOut]);
+    clearTimeout(timer);
+    if (outcome === "timeout") {
+      this.log.warn("task did not stop on SIGTERM: sending SIGKILL");
+      await client.killTask(id, SIGKILL, true).catch(() => undefined);
+      await running.exited.catch(() => undefined);
+    }
+    running.abort.abort();
+    await this.cleanUp(client);
+  }
+
+  /** Deletes the task and the container, and stops following the output. */
+  private async cleanUp(client: ContainerdClient): Promise<void> {
+    await this.follower?.stop();
+    this.follower = undefined;
+    this.pid = undefined;
+    await client.deleteTask(this.spec.id).catch(ignoreNotFound);
+    await client.deleteContainer(this.spec.id).catch(ignoreNotFound);
+  }
+
+  private async removeLeftover(client: ContainerdClient): Promise<void> {
+    const exists = await client.getContainer(this.spec.id).then(() => true, (err: unknown) => (err instanceof NotFoundError ? false : Promise.reject(err)));
+    if (!exists) return;
+    this.log.info("removing the container of an earlier run");
+    const task = await client.getTask(this.spec.id).catch(ignoreNotFound);
+    if (task) {
+      const exited = client.waitTask(this.spec.id).catch(() => undefined);
+      await client.killTask(this.spec.id, SIGKILL, true).catch(ignoreNotFound);
+      await exited;
+      await client.deleteTask(this.spec.id).catch(ignoreNotFound);
+    }
+    await client.deleteContainer(this.spec.id).catch(ignoreNotFound);
+  }
+}
+
+function ignoreNotFound(err: unknown): undefined {
+  if (err instanceof NotFoundError) return undefined;
+  throw err;
+}

@@ -1,0 +1,98 @@
+// containerd's API subset (agent/containerd-api/*.proto), loaded once with protobufjs. Same conversion
+// convention as the node API's loader: snake_case fields, enums and 64-bit integers as numbers, bytes as Buffer.
+import type * as grpc from "@grpc/grpc-js";
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import protobuf from "protobufjs";
+import { InvalidInputError, NotFoundError } from "../../errors.js";
+
+const conversion: protobuf.IConversionOptions = { enums: Number, longs: Number, bytes: Buffer, defaults: true };
+const MARKER = "tasks.proto";
+
+/** agent/containerd-api in the source tree (dist/ walks up to it), or containerd-api beside the bundle. */
+function locate(): string {
+  const fromEnv = process.env.BASALT_CONTAINERD_PROTO_DIR;
+  if (fromEnv) return path.resolve(fromEnv);
+  const starts: string[] = [];
+  try {
+    if (import.meta.url) starts.push(path.dirname(fileURLToPath(import.meta.url)));
+  } catch {
+    // not a file: URL (a bundle loaded otherwise): argv below
+  }
+  if (process.argv[1]) starts.push(path.dirname(path.resolve(process.argv[1])));
+  const searched: string[] = [];
+  for (const start of starts) {
+    for (let dir = start; ; dir = path.dirname(dir)) {
+      for (const candidate of [path.join(dir, "agent", "containerd-api"), path.join(dir, "containerd-api")]) {
+        searched.push(candidate);
+        if (fs.existsSync(path.join(candidate, MARKER))) return candidate;
+      }
+      if (path.dirname(dir) === dir) break;
+    }
+  }
+  throw new NotFoundError(`containerd API protos not found (set BASALT_CONTAINERD_PROTO_DIR); looked in ${searched.join(", ")}`);
+}
+
+let root: protobuf.Root | undefined;
+
+function containerdRoot(): protobuf.Root {
+  if (root) return root;
+  const dir = locate();
+  const r = new protobuf.Root();
+  r.resolvePath = (_origin, target) => (path.isAbsolute(target) || target.startsWith("google/") ? target : path.join(dir, target));
+  r.loadSync(fs.readdirSync(dir).filter((f) => f.endsWith(".proto")).sort().map((f) => path.join(dir, f)), { keepCase: true });
+  r.resolveAll();
+  root = r;
+  return r;
+}
+
+function type(fullName: string): protobuf.Type {
+  const t = containerdRoot().lookup(fullName);
+  if (!(t instanceof protobuf.Type)) throw new NotFoundError(`unknown containerd message ${fullName}`);
+  return t;
+}
+
+/** Encodes a plain object (snake_case keys) as containerd message `fullName`. */
+export function encodeMessage(fullName: string, value: object): Buffer {
+  const t = type(fullName);
+  try {
+    return Buffer.from(t.encode(t.fromObject(value as Record<string, unknown>)).finish());
+  } catch (err) {
+    throw new InvalidInputError(`cannot encode ${fullName}: ${(err as Error).message}`, {}, { cause: err });
+  }
+}
+
+/** Decodes `bytes` as containerd message `fullName` into a plain object. */
+export function decodeMessage<T>(fullName: string, bytes: Uint8Array): T {
+  const t = type(fullName);
+  // The plain object mirrors the message declared in agent/containerd-api; T names that shape.
+  return t.toObject(t.decode(bytes), conversion) as T;
+}
+
+const defs = new Map<string, grpc.ServiceDefinition>();
+
+/** grpc-js definition of containerd service `fullName` (e.g. `containerd.services.tasks.v1.Tasks`). */
+export function containerdService(fullName: string): grpc.ServiceDefinition {
+  const cached = defs.get(fullName);
+  if (cached) return cached;
+  const svc = containerdRoot().lookup(fullName);
+  if (!(svc instanceof protobuf.Service)) throw new NotFoundError(`unknown containerd service ${fullName}`);
+  const def: Record<string, grpc.MethodDefinition<object, object>> = {};
+  for (const m of svc.methodsArray) {
+    m.resolve();
+    const req = m.resolvedRequestType!;
+    const res = m.resolvedResponseType!;
+    def[m.name] = {
+      path: `/${fullName}/${m.name}`,
+      requestStream: !!m.requestStream,
+      responseStream: !!m.responseStream,
+      requestSerialize: (v: object) => Buffer.from(req.encode(req.fromObject(v as Record<string, unknown>)).finish()),
+      requestDeserialize: (b: Buffer) => req.toObject(req.decode(b), conversion),
+      responseSerialize: (v: object) => Buffer.from(res.encode(res.fromObject(v as Record<string, unknown>)).finish()),
+      responseDeserialize: (b: Buffer) => res.toObject(res.decode(b), conversion),
+    };
+  }
+  defs.set(fullName, def);
+  return def;
+}
