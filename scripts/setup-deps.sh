@@ -5,6 +5,8 @@ apt_packages=()
 apt_packages+=(iproute2 util-linux)
 # networking: integration tests run a real DHCP server
 apt_packages+=(dnsmasq)
+# time sync: integration tests serve NTP with chrony (run with -x: it never touches the host clock)
+apt_packages+=(chrony)
 # image: mkosi base tree, static init, initramfs/ISO assembly, QEMU boots (scripts/image.sh, vm.sh, test/e2e, bench)
 apt_packages+=(mkosi debootstrap systemd-container python3 gcc libc6-dev binutils kmod cpio xz-utils zstd squashfs-tools)
 apt_packages+=(grub-common grub-pc-bin grub-efi-amd64-bin xorriso mtools dosfstools)

@@ -25,6 +25,7 @@ export interface RunOptions {
   /** The command line that starts this program (node + entry script + any leading args). */
   self: { command: string; args: string[] };
   networking?: MachinedOptions["networking"];
+  clock?: MachinedOptions["clock"];
   extraDefinitions?: readonly ResourceDefinitionInput<never>[];
   /** A node's power (init's FIFO); absent in the sandbox, where a reboot starts machined again in this process. */
   power?: Power;
@@ -89,6 +90,7 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
         ...(opts.trustdUser ? { user: opts.trustdUser } : {}),
       },
       ...(opts.networking ? { networking: opts.networking } : {}),
+      ...(opts.clock ? { clock: opts.clock } : {}),
       ...(opts.extraDefinitions ? { extraDefinitions: opts.extraDefinitions } : {}),
       signal: ac.signal,
     });

@@ -6,6 +6,8 @@ import { logger } from "../log.js";
 import { sandboxPlatform } from "../machined/platform.js";
 import { sysfsBlock } from "../sys/block.js";
 import { pathsAt } from "../sys/paths.js";
+import { FakeClock } from "../sys/clock-fake.js";
+import { durationMs } from "../config/checks.js";
 import { parseFlags } from "./flags.js";
 import { entryScript, runMachinedProcess } from "./machined-run.js";
 import { networkDefinitions, networking } from "./networking.js";
@@ -17,7 +19,7 @@ const log = logger("sandbox");
  * under a scratch directory, platform "container" (no install, as Talos in a container).
  */
 export async function main(argv: string[]): Promise<void> {
-  const { flags } = parseFlags(argv, { "state-dir": "string", "apid-listen": "string", "trustd-listen": "string", "trustd-user": "string", "apid-in-process": "boolean" });
+  const { flags } = parseFlags(argv, { "state-dir": "string", "apid-listen": "string", "trustd-listen": "string", "trustd-user": "string", "apid-in-process": "boolean", "fake-clock-offset": "string" });
   const stateDir = path.resolve((flags["state-dir"] as string | undefined) ?? path.join("_out", "sandbox"));
   const apidListen = (flags["apid-listen"] as string | undefined) ?? "127.0.0.1:50000";
   const trustdListen = (flags["trustd-listen"] as string | undefined) ?? "127.0.0.1:50001";
@@ -54,8 +56,17 @@ export async function main(argv: string[]): Promise<void> {
     self: { command: process.execPath, args: [entry] },
     // Observe the host's links and addresses (no DHCP, no resolv.conf), as Talos in a container.
     networking: networking(paths, { node: false }),
+    // Time sync is off in the sandbox (Talos in a container), unless asked to follow the servers with a clock
+    // of its own that starts this far from the host's (the host clock is never touched).
+    ...(typeof flags["fake-clock-offset"] === "string" ? { clock: new FakeClock(parseOffset(flags["fake-clock-offset"])) } : {}),
     extraDefinitions: networkDefinitions,
   });
+}
+
+function parseOffset(value: string): number {
+  const ms = durationMs(value);
+  if (ms === undefined) throw new InvalidInputError(`--fake-clock-offset wants a duration such as -5s or 1h, got ${JSON.stringify(value)}`);
+  return ms;
 }
 
 function parseUser(value: string): { uid: number; gid: number } {

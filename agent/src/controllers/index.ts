@@ -13,6 +13,7 @@ import { MountStatusController } from "./runtime/mount-status.js";
 import { ServiceController, type ServiceStatuses } from "./runtime/service.js";
 import type { Source } from "./runtime/source.js";
 import { secretsControllers, type SecretsOptions } from "./secrets/index.js";
+import { TimeSyncController, type TimeSyncOptions } from "./time/sync.js";
 
 /** What machined reports to its controllers: the facts only its sequences and supervisor know. */
 export interface MachinedSources {
@@ -29,6 +30,8 @@ export interface ControllersOptions {
   secrets: SecretsOptions;
   /** The networking controllers (DHCP on a node, observe-only in the sandbox), built by the caller. */
   network: Controller[];
+  /** The clock the time sync adjusts (none: sync disabled, as Talos in a container). */
+  time?: TimeSyncOptions;
 }
 
 export function machinedControllers(opts: ControllersOptions): Controller[] {
@@ -42,6 +45,7 @@ export function machinedControllers(opts: ControllersOptions): Controller[] {
     new MountStatusController(s.volumes),
     new MetaKeysController(s.metaKeys),
     ...secretsControllers(opts.secrets),
+    new TimeSyncController(opts.time ?? {}),
   ];
 }
 

@@ -37,6 +37,8 @@ import type { Paths } from "../sys/paths.js";
 import type { Power } from "../sys/power.js";
 import { machinedGuard } from "./access.js";
 import { machineServiceImpl, storageServiceImpl } from "./apis.js";
+import { timeServiceImpl } from "./rpc/time.js";
+import type { SystemClock } from "../sys/clock.js";
 import { checkConfig, checkMaintenanceMode, maintenanceDryRunDetails, planApply, TryModeTimer, tryTimeoutMs, type ApplyRequest, type ConfigChecker } from "./apply/index.js";
 import { announceMaintenance } from "./maintenance-console.js";
 import { published } from "./published.js";
@@ -80,6 +82,8 @@ export interface MachinedOptions {
    * and what to wait for once they run (an address to print in maintenance mode).
    */
   networking?: { controllers: Controller[]; ready?(state: ResourceState, signal: AbortSignal): Promise<void> };
+  /** The clock time sync adjusts: the kernel's on a node, a fake one in a sandbox that asks; none: sync disabled. */
+  clock?: SystemClock;
   /** Definitions other modules own (e.g. networking's), registered with the catalog. */
   extraDefinitions?: readonly ResourceDefinitionInput<never>[];
   signal: AbortSignal;
@@ -183,6 +187,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       callTrustd,
     },
     network: opts.networking?.controllers ?? [],
+    time: opts.clock ? { clock: opts.clock } : {},
   })) {
     controllers.register(c);
   }
@@ -275,7 +280,8 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   };
   addService(server, "machine.MachineService", machineServiceImpl(ctx), guard);
   addService(server, "storage.StorageService", storageServiceImpl(ctx), guard);
-  for (const name of ["time.TimeService", "cluster.ClusterService", "inspect.InspectService", "securityapi.SecurityService"]) {
+  addService(server, "time.TimeService", timeServiceImpl({ activeConfig: ctx.activeConfig, clock: opts.clock ?? { now: () => Date.now() } }), guard);
+  for (const name of ["cluster.ClusterService", "inspect.InspectService", "securityapi.SecurityService"]) {
     addService(server, name, {}, guard);
   }
   addService(server, "cosi.resource.State", opts.cosi(state) as never, guard);

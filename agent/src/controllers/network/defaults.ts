@@ -78,10 +78,17 @@ export class ResolverConfigController implements Controller {
 
 export class TimeServerConfigController implements Controller {
   readonly name = "network.TimeServerConfigController";
-  readonly inputs = [];
+  readonly inputs = [{ namespace: CONFIG_NAMESPACE, type: MachineConfigType, id: MachineConfigIds.active, kind: "weak" as const }];
   readonly outputs = [{ type: TimeServerSpecType, kind: "shared" as const }];
 
   async reconcile(ctx: ControllerContext): Promise<void> {
     ctx.modify<TimeServerSpecSpec>(NETWORK_CONFIG_NAMESPACE, TimeServerSpecType, "default/timeservers", () => ({ timeServers: DEFAULT_TIME_SERVERS, layer: "default" }));
+    const configured = ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.v1alpha1()?.machine?.time?.servers ?? [];
+    const keep = new Set(["default/timeservers"]);
+    if (configured.length > 0) {
+      ctx.modify<TimeServerSpecSpec>(NETWORK_CONFIG_NAMESPACE, TimeServerSpecType, "configuration/timeservers", () => ({ timeServers: configured, layer: "configuration" }));
+      keep.add("configuration/timeservers");
+    }
+    ctx.destroyOthers(NETWORK_CONFIG_NAMESPACE, TimeServerSpecType, keep);
   }
 }
