@@ -26,6 +26,7 @@ export interface RunOptions {
   self: { command: string; args: string[] };
   networking?: MachinedOptions["networking"];
   clock?: MachinedOptions["clock"];
+  hostDnsListen?: string;
   extraDefinitions?: readonly ResourceDefinitionInput<never>[];
   /** A node's power (init's FIFO); absent in the sandbox, where a reboot starts machined again in this process. */
   power?: Power;
@@ -91,6 +92,7 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
       },
       ...(opts.networking ? { networking: opts.networking } : {}),
       ...(opts.clock ? { clock: opts.clock } : {}),
+      ...(opts.hostDnsListen ? { hostDnsListen: opts.hostDnsListen } : {}),
       ...(opts.extraDefinitions ? { extraDefinitions: opts.extraDefinitions } : {}),
       signal: ac.signal,
     });

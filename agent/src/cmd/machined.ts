@@ -6,6 +6,7 @@ import { initPower } from "../sys/power.js";
 import { trustdUser } from "../services/definitions/trustd.js";
 import { parseFlags } from "./flags.js";
 import { runMachinedProcess } from "./machined-run.js";
+import { DEFAULT_HOST_DNS_LISTEN } from "../controllers/network/host-dns-config.js";
 import { networkDefinitions, networking } from "./networking.js";
 
 /** machined on a node: paths rooted at /, platform from the kernel command line, apid on :50000. */
@@ -31,6 +32,8 @@ export async function main(argv: string[]): Promise<void> {
     // On a node: DHCP on the first link; wait (bounded) for an address before maintenance prints where to connect.
     networking: networking(nodePaths, { node: platform.mode !== "container", waitForAddressMs: 30_000 }),
     extraDefinitions: networkDefinitions,
+    // The host DNS cache (on when the config's machine.features.hostDNS says so).
+    ...(platform.mode !== "container" ? { hostDnsListen: DEFAULT_HOST_DNS_LISTEN } : {}),
   });
 }
 

@@ -19,7 +19,7 @@ const log = logger("sandbox");
  * under a scratch directory, platform "container" (no install, as Talos in a container).
  */
 export async function main(argv: string[]): Promise<void> {
-  const { flags } = parseFlags(argv, { "state-dir": "string", "apid-listen": "string", "trustd-listen": "string", "trustd-user": "string", "apid-in-process": "boolean", "fake-clock-offset": "string" });
+  const { flags } = parseFlags(argv, { "state-dir": "string", "apid-listen": "string", "trustd-listen": "string", "trustd-user": "string", "apid-in-process": "boolean", "fake-clock-offset": "string", "host-dns-listen": "string" });
   const stateDir = path.resolve((flags["state-dir"] as string | undefined) ?? path.join("_out", "sandbox"));
   const apidListen = (flags["apid-listen"] as string | undefined) ?? "127.0.0.1:50000";
   const trustdListen = (flags["trustd-listen"] as string | undefined) ?? "127.0.0.1:50001";
@@ -59,6 +59,8 @@ export async function main(argv: string[]): Promise<void> {
     // Time sync is off in the sandbox (Talos in a container), unless asked to follow the servers with a clock
     // of its own that starts this far from the host's (the host clock is never touched).
     ...(typeof flags["fake-clock-offset"] === "string" ? { clock: new FakeClock(parseOffset(flags["fake-clock-offset"])) } : {}),
+    // The host DNS cache only where asked (127.0.0.53:53 is the host's, and several sandboxes may run at once).
+    ...(typeof flags["host-dns-listen"] === "string" ? { hostDnsListen: flags["host-dns-listen"] } : {}),
     extraDefinitions: networkDefinitions,
   });
 }

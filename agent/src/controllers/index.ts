@@ -14,6 +14,8 @@ import { ServiceController, type ServiceStatuses } from "./runtime/service.js";
 import type { Source } from "./runtime/source.js";
 import { secretsControllers, type SecretsOptions } from "./secrets/index.js";
 import { TimeSyncController, type TimeSyncOptions } from "./time/sync.js";
+import { DNSResolveCacheController } from "./network/dns-resolve-cache.js";
+import { HostDNSConfigController } from "./network/host-dns-config.js";
 
 /** What machined reports to its controllers: the facts only its sequences and supervisor know. */
 export interface MachinedSources {
@@ -32,6 +34,8 @@ export interface ControllersOptions {
   network: Controller[];
   /** The clock the time sync adjusts (none: sync disabled, as Talos in a container). */
   time?: TimeSyncOptions;
+  /** Where the host DNS cache listens (a node: 127.0.0.53:53); absent: no host DNS cache (the sandbox unless asked). */
+  hostDns?: { listen: string };
 }
 
 export function machinedControllers(opts: ControllersOptions): Controller[] {
@@ -46,6 +50,7 @@ export function machinedControllers(opts: ControllersOptions): Controller[] {
     new MetaKeysController(s.metaKeys),
     ...secretsControllers(opts.secrets),
     new TimeSyncController(opts.time ?? {}),
+    ...(opts.hostDns ? [new HostDNSConfigController(opts.hostDns.listen), new DNSResolveCacheController()] : []),
   ];
 }
 

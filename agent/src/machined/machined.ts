@@ -84,6 +84,8 @@ export interface MachinedOptions {
   networking?: { controllers: Controller[]; ready?(state: ResourceState, signal: AbortSignal): Promise<void> };
   /** The clock time sync adjusts: the kernel's on a node, a fake one in a sandbox that asks; none: sync disabled. */
   clock?: SystemClock;
+  /** Where the host DNS cache listens (a node: 127.0.0.53:53); absent: none runs. */
+  hostDnsListen?: string;
   /** Definitions other modules own (e.g. networking's), registered with the catalog. */
   extraDefinitions?: readonly ResourceDefinitionInput<never>[];
   signal: AbortSignal;
@@ -188,6 +190,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     },
     network: opts.networking?.controllers ?? [],
     time: opts.clock ? { clock: opts.clock } : {},
+    ...(opts.hostDnsListen ? { hostDns: { listen: opts.hostDnsListen } } : {}),
   })) {
     controllers.register(c);
   }

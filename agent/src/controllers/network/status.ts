@@ -27,6 +27,7 @@ import {
   layerRank,
 } from "../../resources/catalog/network.js";
 import type { Resource } from "../../resources/resource.js";
+import { HostDNSConfigId, HostDNSConfigType, type HostDNSConfigSpec } from "../../resources/catalog/hostdns.js";
 
 /** The specs of the highest layer present, sorted by id. */
 export function topLayer<S extends { layer: ConfigLayer }>(specs: Resource<S>[]): Resource<S>[] {
@@ -72,6 +73,7 @@ export class ResolverStatusController implements Controller {
   readonly inputs = [
     { namespace: NETWORK_CONFIG_NAMESPACE, type: ResolverSpecType, kind: "weak" as const },
     { namespace: NETWORK_NAMESPACE, type: HostnameStatusType, kind: "weak" as const },
+    { namespace: NETWORK_NAMESPACE, type: HostDNSConfigType, id: HostDNSConfigId, kind: "weak" as const },
   ];
   readonly outputs = [{ type: ResolverStatusType }];
   private written: string | undefined;
@@ -85,13 +87,20 @@ export class ResolverStatusController implements Controller {
     ctx.modify<ResolverStatusSpec>(NETWORK_NAMESPACE, ResolverStatusType, ResolverStatusId, () => ({ dnsServers }));
     if (this.writeResolvConf) {
       const domain = ctx.get<HostnameStatusSpec>(NETWORK_NAMESPACE, HostnameStatusType, HostnameStatusId)?.spec.domainname ?? "";
-      const text = resolvConf(dnsServers, domain);
+      const text = resolvConf(hostDnsNameserver(ctx) ?? dnsServers, domain);
       if (text !== this.written) {
         await this.writeResolvConf(text);
         this.written = text;
       }
     }
   }
+}
+
+/** With the host DNS cache on (listening on port 53), resolv.conf names it alone (Talos: 127.0.0.53). */
+function hostDnsNameserver(ctx: ControllerContext): string[] | undefined {
+  const cfg = ctx.get<HostDNSConfigSpec>(NETWORK_NAMESPACE, HostDNSConfigType, HostDNSConfigId)?.spec;
+  const first = cfg?.enabled ? /^([\d.]+):53$/.exec(cfg.listenAddresses?.[0] ?? "") : null;
+  return first ? [first[1]!] : undefined;
 }
 
 export class TimeServerStatusController implements Controller {

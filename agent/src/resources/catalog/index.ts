@@ -6,6 +6,7 @@ import { defineResource, registerDefinitions, registerNamespaces, type ResourceD
 import type { ResourceState } from "../state.js";
 import { clusterDefinitions } from "./cluster.js";
 import { configDefinitions } from "./config.js";
+import { hostDnsDefinitions } from "./hostdns.js";
 import { namespaces } from "./meta.js";
 import { runtimeDefinitions } from "./runtime.js";
 import { secretsDefinitions } from "./secrets.js";
@@ -15,6 +16,7 @@ export const catalogDefinitions: readonly ResourceDefinition<never>[] = [
   ...runtimeDefinitions,
   ...secretsDefinitions,
   ...clusterDefinitions,
+  ...hostDnsDefinitions,
 ];
 
 /**
