@@ -247,8 +247,17 @@ function relayStream(up: grpc.ClientReadableStream<Buffer>, down: Downstream, ta
     }
   });
   up.on("error", (err) => finish(asStatus(err)));
+  // An OK status can come while messages still wait in the paused stream: end only once they are all relayed.
+  let ok = false;
+  let ended = false;
+  up.on("end", () => {
+    ended = true;
+    if (ok) finish(undefined);
+  });
   up.on("status", (st: grpc.StatusObject) => {
-    if (st.code === grpc.status.OK) finish(undefined);
+    if (st.code !== grpc.status.OK) return;
+    ok = true;
+    if (ended) finish(undefined);
   });
   down.on("cancelled", cancel);
 }
