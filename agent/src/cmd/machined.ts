@@ -1,4 +1,6 @@
 import { logger, setLogFormat } from "../log.js";
+import { describeError } from "../errors.js";
+import { KernelClock } from "../sys/clock-kernel.js";
 import { detectPlatform, type Platform, readCmdline } from "../machined/platform.js";
 import { sysfsBlock } from "../sys/block.js";
 import { nodePaths } from "../sys/paths.js";
@@ -32,9 +34,21 @@ export async function main(argv: string[]): Promise<void> {
     // On a node: DHCP on the first link; wait (bounded) for an address before maintenance prints where to connect.
     networking: networking(nodePaths, { node: platform.mode !== "container", waitForAddressMs: 30_000 }),
     extraDefinitions: networkDefinitions,
+    ...nodeClock(platform),
     // The host DNS cache (on when the config's machine.features.hostDNS says so).
     ...(platform.mode !== "container" ? { hostDnsListen: DEFAULT_HOST_DNS_LISTEN } : {}),
   });
+}
+
+/** The kernel clock time sync adjusts (none in a container, as Talos; none when this build has no FFI addon). */
+function nodeClock(platform: Platform): { clock?: KernelClock } {
+  if (platform.mode === "container") return {};
+  try {
+    return { clock: KernelClock.load() };
+  } catch (err) {
+    logger("machined").warn("time sync disabled: the kernel clock cannot be adjusted from this build", { error: describeError(err) });
+    return {};
+  }
 }
 
 /**
