@@ -4,7 +4,8 @@
 // proto loader finds an `api` directory next to the bundle).
 //
 // usage: node scripts/bundle.mjs [outdir]     (default _out/bundle)
-// Output: <outdir>/basalt.mjs, <outdir>/api/**, <outdir>/meta.json (esbuild metafile).
+// Output: <outdir>/basalt.mjs, <outdir>/api/**, <outdir>/meta.json (esbuild metafile),
+// <outdir>/native/koffi-{x64,arm64}.node.
 import { build } from "esbuild";
 import fs from "node:fs";
 import path from "node:path";
@@ -38,6 +39,12 @@ fs.cpSync(path.join(repo, "agent/api"), path.join(outdir, "api"), {
   recursive: true,
   filter: (src) => fs.statSync(src).isDirectory() || src.endsWith(".proto"),
 });
+
+// koffi's addon (libc FFI for the kernel clock), loaded as native/koffi-<arch>.node by sys/clock-kernel.ts.
+fs.mkdirSync(path.join(outdir, "native"), { recursive: true });
+for (const arch of ["x64", "arm64"]) {
+  fs.copyFileSync(path.join(repo, "node_modules/koffi/build/koffi", `linux_${arch}`, "koffi.node"), path.join(outdir, "native", `koffi-${arch}.node`));
+}
 
 const size = fs.statSync(path.join(outdir, "basalt.mjs")).size;
 console.log(`bundle: ${path.relative(repo, outdir)}/basalt.mjs ${(size / 1024).toFixed(0)} KiB`);

@@ -60,16 +60,19 @@ interface Libc {
 }
 
 function loadLibc(): Libc {
-  // Loaded at run time by name: a bundle without the FFI addon fails here, not at startup.
-  const koffiName = "koffi";
-  let koffi;
+  // The bundle carries koffi's addon as native/koffi-<arch>.node beside it (its API is the addon's own);
+  // from dist, the koffi package. Names are computed so esbuild leaves both alone.
+  const require = createRequire(import.meta.url);
+  let koffi: { load(lib: string): { func(sig: string): (...args: unknown[]) => number }; errno(): number };
   try {
-    koffi = createRequire(import.meta.url)(koffiName) as {
-      load(lib: string): { func(sig: string): (...args: unknown[]) => number };
-      errno(): number;
-    };
-  } catch (err) {
-    throw new ClockError("the FFI library (koffi) is not available", {}, { cause: err });
+    koffi = require(`./native/koffi-${process.arch}.node`);
+  } catch (bundled) {
+    try {
+      const name = "koffi";
+      koffi = require(name);
+    } catch (err) {
+      throw new ClockError("the FFI library (koffi) is not available", {}, { cause: new AggregateError([bundled, err]) });
+    }
   }
   const libc = koffi.load("libc.so.6");
   const adjtimex = libc.func("int adjtimex(_Inout_ uint8_t *buf)");
