@@ -23,6 +23,8 @@ export class DNSResolveCacheController implements Controller {
   readonly outputs = [{ type: DNSResolveCacheType }];
   readonly resolver: HostDnsResolver;
   private readonly listeners = new Map<string, DnsListener>();
+  /** Listeners whose bind failure was already reported (retries stay quiet until one succeeds). */
+  private readonly reported = new Set<string>();
   private stopHooked: AbortSignal | undefined;
 
   constructor(resolver?: HostDnsResolver) {
@@ -57,8 +59,10 @@ export class DNSResolveCacheController implements Controller {
         try {
           this.listeners.set(id, await (id.startsWith("udp-") ? listenUdp(address, this.resolver) : listenTcp(address, this.resolver)));
           log.info("dns server listening", { listener: id });
+          this.reported.delete(id);
         } catch (err) {
-          log.warn("dns server not started, retrying", { listener: id, error: describeError(err) });
+          if (!this.reported.has(id)) log.warn("dns server not started, retrying every 5 s", { listener: id, error: describeError(err) });
+          this.reported.add(id);
           failed = true;
           continue;
         }
