@@ -6,7 +6,7 @@
 // usage: node scripts/bundle.mjs [outdir]     (default _out/bundle)
 // Output: <outdir>/basalt.mjs, <outdir>/api/**, <outdir>/meta.json (esbuild metafile),
 // <outdir>/native/netlink-{x64,arm64}.node (the rtnetlink addon's prebuilds; the bundle
-// loads the one of the running architecture).
+// loads the one of the running architecture), <outdir>/native/koffi-{x64,arm64}.node.
 import { build } from "esbuild";
 import fs from "node:fs";
 import path from "node:path";
@@ -53,6 +53,10 @@ fs.cpSync(path.join(repo, "agent/containerd-api"), path.join(outdir, "containerd
   recursive: true,
   filter: (src) => fs.statSync(src).isDirectory() || src.endsWith(".proto"),
 });
+// koffi's addon (libc FFI for the kernel clock), loaded as native/koffi-<arch>.node by sys/clock-kernel.ts.
+for (const arch of nativeArchs) {
+  fs.copyFileSync(path.join(repo, "node_modules/koffi/build/koffi", `linux_${arch}`, "koffi.node"), path.join(outdir, "native", `koffi-${arch}.node`));
+}
 
 const size = fs.statSync(path.join(outdir, "basalt.mjs")).size;
 console.log(`bundle: ${path.relative(repo, outdir)}/basalt.mjs ${(size / 1024).toFixed(0)} KiB`);

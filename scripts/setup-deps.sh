@@ -7,6 +7,8 @@ apt_packages+=(iproute2 util-linux)
 apt_packages+=(dnsmasq)
 # containerd: integration tests run Debian's containerd and runc, and pull from Debian's docker-registry
 apt_packages+=(containerd runc docker-registry)
+# time sync: integration tests serve NTP with chrony (run with -x: it never touches the host clock)
+apt_packages+=(chrony)
 # image: mkosi base tree, static init, initramfs/ISO assembly, QEMU boots (scripts/image.sh, vm.sh, test/e2e, bench)
 apt_packages+=(mkosi debootstrap systemd-container python3 gcc libc6-dev binutils kmod cpio xz-utils zstd squashfs-tools)
 apt_packages+=(grub-common grub-pc-bin grub-efi-amd64-bin xorriso mtools dosfstools)

@@ -28,6 +28,8 @@ export interface RunOptions {
   networking?: MachinedOptions["networking"];
   /** Run the system containerd and the extension services. */
   containerd?: MachinedOptions["containerd"];
+  clock?: MachinedOptions["clock"];
+  hostDnsListen?: string;
   extraDefinitions?: readonly ResourceDefinitionInput<never>[];
   /** A node's power (init's FIFO); absent in the sandbox, where a reboot starts machined again in this process. */
   power?: Power;
@@ -101,6 +103,8 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
       },
       ...(opts.networking ? { networking: opts.networking } : {}),
       ...(opts.containerd ? { containerd: opts.containerd } : {}),
+      ...(opts.clock ? { clock: opts.clock } : {}),
+      ...(opts.hostDnsListen ? { hostDnsListen: opts.hostDnsListen } : {}),
       ...(opts.extraDefinitions ? { extraDefinitions: opts.extraDefinitions } : {}),
       kernelParams: opts.kernelParams,
       ...(opts.smbios ? { smbios: opts.smbios } : {}),

@@ -1,4 +1,6 @@
 import { logger, setLogFormat } from "../log.js";
+import { describeError } from "../errors.js";
+import { KernelClock } from "../sys/clock-kernel.js";
 import { detectPlatform, type Platform, readCmdline } from "../machined/platform.js";
 import { sysfsBlock } from "../sys/block.js";
 import { cgroupfs } from "../sys/cgroups.js";
@@ -9,6 +11,7 @@ import { initPower } from "../sys/power.js";
 import { trustdUser } from "../services/definitions/trustd.js";
 import { parseFlags } from "./flags.js";
 import { runMachinedProcess } from "./machined-run.js";
+import { DEFAULT_HOST_DNS_LISTEN } from "../controllers/network/host-dns-config.js";
 import { networkDefinitions, networking } from "./networking.js";
 
 /** machined on a node: paths rooted at /, platform from the kernel command line, apid on :50000. */
@@ -40,7 +43,21 @@ export async function main(argv: string[]): Promise<void> {
     // In a container the cgroups are the container runtime's.
     ...(platform.mode !== "container" ? { cgroups: cgroupfs(), udevd: { udevadm: "/usr/bin/udevadm" } } : {}),
     containerd: { command: "/usr/bin/containerd", cgroupParent: "/system/extensions", oomScoreAdj: -600 },
+    ...nodeClock(platform),
+    // The host DNS cache (on when the config's machine.features.hostDNS says so).
+    ...(platform.mode !== "container" ? { hostDnsListen: DEFAULT_HOST_DNS_LISTEN } : {}),
   });
+}
+
+/** The kernel clock time sync adjusts (none in a container, as Talos; none when this build has no FFI addon). */
+function nodeClock(platform: Platform): { clock?: KernelClock } {
+  if (platform.mode === "container") return {};
+  try {
+    return { clock: KernelClock.load() };
+  } catch (err) {
+    logger("machined").warn("time sync disabled: the kernel clock cannot be adjusted from this build", { error: describeError(err) });
+    return {};
+  }
 }
 
 /**

@@ -1,4 +1,5 @@
 import { networkControllers } from "../controllers/network/index.js";
+import { Dhcp6OperatorController } from "../controllers/network/dhcp6-operator.js";
 import { waitForNodeAddress } from "../machined/node-identity.js";
 import type { MachinedOptions } from "../machined/machined.js";
 import { NetlinkNetKernel } from "../sys/net-netlink.js";
@@ -31,14 +32,18 @@ export function networking(paths: Paths, opts: NetworkingOptions): NonNullable<M
   const apply = opts.node || opts.applyInSandbox === true;
   const cmdline = opts.cmdline ?? (opts.node ? readProcCmdline(paths) : "");
   return {
-    controllers: networkControllers({
-      kernel: new NetlinkNetKernel(),
-      paths,
-      dhcp: apply,
-      writeResolvConf: apply,
-      setKernelHostname: opts.node,
-      cmdline,
-    }),
+    controllers: [
+      ...networkControllers({
+        kernel: new NetlinkNetKernel(),
+        paths,
+        dhcp: apply,
+        writeResolvConf: apply,
+        setKernelHostname: opts.node,
+        cmdline,
+      }),
+      // DHCPv6 where .machine.network.interfaces asks for it (dhcpOptions.ipv6).
+      ...(apply ? [new Dhcp6OperatorController()] : []),
+    ],
     // With DHCP running, an IPv6 SLAAC address alone waits briefly for the DHCPv4 lease (machined still re-prints on change).
     ...(waitMs ? { ready: (state, signal) => waitForNodeAddress(state, signal, waitMs, opts.node ? { ipv4GraceMs: 10_000 } : {}) } : {}),
   };

@@ -7,6 +7,8 @@ import { sandboxPlatform } from "../machined/platform.js";
 import { sysfsBlock } from "../sys/block.js";
 import { pathsAt } from "../sys/paths.js";
 import { kernelParamsOverlay } from "../sys/kernel-params.js";
+import { FakeClock } from "../sys/clock-fake.js";
+import { durationMs } from "../config/checks.js";
 import { parseFlags } from "./flags.js";
 import { entryScript, runMachinedProcess } from "./machined-run.js";
 import { networkDefinitions, networking } from "./networking.js";
@@ -18,7 +20,7 @@ const log = logger("sandbox");
  * under a scratch directory, platform "container" (no install, as Talos in a container).
  */
 export async function main(argv: string[]): Promise<void> {
-  const { flags } = parseFlags(argv, { "state-dir": "string", "apid-listen": "string", "trustd-listen": "string", "trustd-user": "string", "apid-in-process": "boolean", "network-apply": "boolean", "kernel-cmdline": "string", containerd: "string" });
+  const { flags } = parseFlags(argv, { "state-dir": "string", "apid-listen": "string", "trustd-listen": "string", "trustd-user": "string", "apid-in-process": "boolean", "network-apply": "boolean", "kernel-cmdline": "string", containerd: "string", "fake-clock-offset": "string", "host-dns-listen": "string" });
   const stateDir = path.resolve((flags["state-dir"] as string | undefined) ?? path.join("_out", "sandbox"));
   const apidListen = (flags["apid-listen"] as string | undefined) ?? "127.0.0.1:50000";
   const trustdListen = (flags["trustd-listen"] as string | undefined) ?? "127.0.0.1:50001";
@@ -62,12 +64,23 @@ export async function main(argv: string[]): Promise<void> {
       applyInSandbox: flags["network-apply"] === true,
       cmdline: (flags["kernel-cmdline"] as string | undefined) ?? "",
     }),
+    // Time sync is off in the sandbox (Talos in a container), unless asked to follow the servers with a clock
+    // of its own that starts this far from the host's (the host clock is never touched).
+    ...(typeof flags["fake-clock-offset"] === "string" ? { clock: new FakeClock(parseOffset(flags["fake-clock-offset"])) } : {}),
+    // The host DNS cache only where asked (127.0.0.53:53 is the host's, and several sandboxes may run at once).
+    ...(typeof flags["host-dns-listen"] === "string" ? { hostDnsListen: flags["host-dns-listen"] } : {}),
     extraDefinitions: networkDefinitions,
     // Kernel parameters are written under the state directory, never to the host's kernel.
     kernelParams: kernelParamsOverlay(path.join(stateDir, "kernel-params")),
     // A developer watches one terminal: the services' logs (also in `logs <id>`) join machined's there.
     echoServiceLogs: true,
   });
+}
+
+function parseOffset(value: string): number {
+  const ms = durationMs(value);
+  if (ms === undefined) throw new InvalidInputError(`--fake-clock-offset wants a duration such as -5s or 1h, got ${JSON.stringify(value)}`);
+  return ms;
 }
 
 function parseUser(value: string): { uid: number; gid: number } {

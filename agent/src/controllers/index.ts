@@ -21,6 +21,9 @@ import { ServiceController, type ServiceStatuses } from "./runtime/service.js";
 import type { Source } from "./runtime/source.js";
 import { secretsControllers, type SecretsOptions } from "./secrets/index.js";
 import { AddressEventController, type AddressEvent } from "./network/address-event.js";
+import { TimeSyncController, type TimeSyncOptions } from "./time/sync.js";
+import { DNSResolveCacheController } from "./network/dns-resolve-cache.js";
+import { HostDNSConfigController } from "./network/host-dns-config.js";
 
 /** What machined reports to its controllers: the facts only its sequences and supervisor know. */
 export interface MachinedSources {
@@ -45,6 +48,10 @@ export interface ControllersOptions {
   addressEvents?: (event: AddressEvent) => void;
   /** Reads the image's extensions.yaml (undefined: no extensions). */
   extensions?: () => Promise<string | undefined>;
+  /** The clock the time sync adjusts (none: sync disabled, as Talos in a container). */
+  time?: TimeSyncOptions;
+  /** Where the host DNS cache listens (a node: 127.0.0.53:53); absent: no host DNS cache (the sandbox unless asked). */
+  hostDns?: { listen: string };
 }
 
 export function machinedControllers(opts: ControllersOptions): Controller[] {
@@ -64,6 +71,8 @@ export function machinedControllers(opts: ControllersOptions): Controller[] {
     new KernelParamDefaultsController(opts.kernelParams.params, opts.kernelParams.container),
     new KernelParamSpecController(opts.kernelParams.params),
     ...(opts.smbios ? [new SystemInfoController(opts.smbios)] : []),
+    new TimeSyncController(opts.time ?? {}),
+    ...(opts.hostDns ? [new HostDNSConfigController(opts.hostDns.listen), new DNSResolveCacheController()] : []),
   ];
 }
 

@@ -46,6 +46,8 @@ import type { SmbiosReader } from "../sys/smbios.js";
 import { machinedGuard } from "./access.js";
 import { inspectServiceImpl, machineServiceImpl, storageServiceImpl } from "./apis.js";
 import { systemContainerd, type SystemContainerdOptions } from "./containerd.js";
+import { timeServiceImpl } from "./rpc/time.js";
+import type { SystemClock } from "../sys/clock.js";
 import { checkConfig, checkMaintenanceMode, maintenanceDryRunDetails, planApply, TryModeTimer, tryTimeoutMs, type ApplyRequest, type ConfigChecker } from "./apply/index.js";
 import { announceMaintenance } from "./maintenance-console.js";
 import { published } from "./published.js";
@@ -91,6 +93,10 @@ export interface MachinedOptions {
   networking?: { controllers: Controller[]; ready?(state: ResourceState, signal: AbortSignal): Promise<void> };
   /** Run the system containerd and the image's extension services (absent: neither runs). */
   containerd?: SystemContainerdOptions;
+  /** The clock time sync adjusts: the kernel's on a node, a fake one in a sandbox that asks; none: sync disabled. */
+  clock?: SystemClock;
+  /** Where the host DNS cache listens (a node: 127.0.0.53:53); absent: none runs. */
+  hostDnsListen?: string;
   /** Definitions other modules own (e.g. networking's), registered with the catalog. */
   extraDefinitions?: readonly ResourceDefinitionInput<never>[];
   /** Where kernel parameters are applied (the sandbox: an overlay that leaves the host alone). */
@@ -226,6 +232,8 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     ...(opts.smbios ? { smbios: opts.smbios } : {}),
     addressEvents: (e) => events.publish("machine.AddressEvent", e),
     extensions: () => fs.readFile(path.join(paths.root, "etc", "extensions.yaml"), "utf8").catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? undefined : Promise.reject(err))),
+    time: opts.clock ? { clock: opts.clock } : {},
+    ...(opts.hostDnsListen ? { hostDns: { listen: opts.hostDnsListen } } : {}),
   })) {
     controllers.register(c);
   }
@@ -320,7 +328,8 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   addService(server, "machine.MachineService", machineServiceImpl(ctx), guard);
   addService(server, "storage.StorageService", storageServiceImpl(ctx), guard);
   addService(server, "inspect.InspectService", inspectServiceImpl({ controllerDependencies: () => controllers.dependencies() }), guard);
-  for (const name of ["time.TimeService", "cluster.ClusterService", "securityapi.SecurityService"]) {
+  addService(server, "time.TimeService", timeServiceImpl({ activeConfig: ctx.activeConfig, clock: opts.clock ?? { now: () => Date.now() } }), guard);
+  for (const name of ["cluster.ClusterService", "securityapi.SecurityService"]) {
     addService(server, name, {}, guard);
   }
   addService(server, "cosi.resource.State", opts.cosi(state) as never, guard);

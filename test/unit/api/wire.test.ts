@@ -35,12 +35,18 @@ function assertNoDifferences(diffs: string[], what: string): void {
 
 const ours = () => loadedFacts(apiRoot(), protoDir);
 
+// In Talos v1.7.6's api/resource/definitions/network/network.proto (talosctl v1.7.6 is built with it),
+// but missing from the api.descriptors file published at that tag, which predates it.
+const newerThanDescriptors = [".talos.resource.definitions.network.HostDNSConfigSpec"];
+const describedElsewhere = (key: string) => newerThanDescriptors.some((m) => key.endsWith(` ${m}`) || key.includes(` ${m}.`));
+
 test("agent/api matches api.descriptors: packages, services, methods, messages, fields, enums", { skip: absent(descriptorPath) }, () => {
   const files = readDescriptorSet(fs.readFileSync(descriptorPath));
   // google/protobuf/* are protobufjs's bundled well-known types; google/rpc/status.proto is ours and checked.
   const expected = descriptorFacts(files, (name) => !name.startsWith("google/protobuf/"));
   assert.ok(expected.has("service .machine.MachineService"), "descriptor set decoded without machine.MachineService");
-  assertNoDifferences(diffFacts(expected, partition(ours(), false)), "api.descriptors");
+  const checked = new Map([...partition(ours(), false)].filter(([k]) => !describedElsewhere(k)));
+  assertNoDifferences(diffFacts(expected, checked), "api.descriptors");
 });
 
 test("agent/api matches cosi-state.md §1-2 for cosi.resource and cosi.resource.meta", { skip: absent(cosiPath) }, () => {

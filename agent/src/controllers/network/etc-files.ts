@@ -19,6 +19,7 @@ import {
   ResolverStatusType,
   type ResolverStatusSpec,
 } from "../../resources/catalog/network.js";
+import { HostDNSConfigId, HostDNSConfigType, type HostDNSConfigSpec } from "../../resources/catalog/hostdns.js";
 
 export function renderResolvConf(dnsServers: readonly string[], searchDomain: string): string {
   const lines = dnsServers.slice(0, 3).map((s) => `nameserver ${s}`);
@@ -53,6 +54,7 @@ export class EtcFileController implements Controller {
     { namespace: NETWORK_NAMESPACE, type: HostnameStatusType, kind: "weak" as const },
     { namespace: NETWORK_NAMESPACE, type: NodeAddressType, id: NodeAddressIds.default, kind: "weak" as const },
     { namespace: CONFIG_NAMESPACE, type: MachineConfigType, id: MachineConfigIds.active, kind: "weak" as const },
+    { namespace: NETWORK_NAMESPACE, type: HostDNSConfigType, id: HostDNSConfigId, kind: "weak" as const },
   ];
   readonly outputs = [];
   private readonly written = new Map<string, string>();
@@ -64,7 +66,7 @@ export class EtcFileController implements Controller {
     const host = ctx.get<HostnameStatusSpec>(NETWORK_NAMESPACE, HostnameStatusType, HostnameStatusId)?.spec;
     const resolvers = ctx.get<ResolverStatusSpec>(NETWORK_NAMESPACE, ResolverStatusType, ResolverStatusId)?.spec;
     const address = ctx.get<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, NodeAddressIds.default)?.spec.addresses[0];
-    if (resolvers) await this.put("resolv.conf", renderResolvConf(resolvers.dnsServers, network?.disableSearchDomain ? "" : (host?.domainname ?? "")));
+    if (resolvers) await this.put("resolv.conf", renderResolvConf(hostDnsNameserver(ctx) ?? resolvers.dnsServers, network?.disableSearchDomain ? "" : (host?.domainname ?? "")));
     // Talos writes hosts once the node has a name and a default address.
     if (host && address) await this.put("hosts", renderHosts(address.slice(0, address.lastIndexOf("/")), host.hostname, host.domainname, network?.extraHostEntries ?? []));
   }
@@ -74,4 +76,11 @@ export class EtcFileController implements Controller {
     await this.write(name, text);
     this.written.set(name, text);
   }
+}
+
+/** With the host DNS cache on (listening on port 53), resolv.conf names it alone (Talos: 127.0.0.53). */
+function hostDnsNameserver(ctx: ControllerContext): string[] | undefined {
+  const cfg = ctx.get<HostDNSConfigSpec>(NETWORK_NAMESPACE, HostDNSConfigType, HostDNSConfigId)?.spec;
+  const first = cfg?.enabled ? /^([\d.]+):53$/.exec(cfg.listenAddresses?.[0] ?? "") : null;
+  return first ? [first[1]!] : undefined;
 }

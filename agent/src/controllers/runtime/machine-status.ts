@@ -69,7 +69,7 @@ function readinessChecks(stage: MachineStage): [string, Check][] {
 
 const timeSynced: Check = (ctx) => {
   const time = ctx.get<TimeStatusSpec>(RUNTIME_NAMESPACE, TimeStatusType, "node");
-  // No time sync runs on this node yet (nothing publishes TimeStatus): not judged rather than claimed unsynced.
+  // Before time.SyncController first publishes it: not judged rather than claimed unsynced.
   if (!time) return undefined;
   return time.spec.synced ? undefined : "time is not synced";
 };

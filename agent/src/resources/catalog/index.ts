@@ -8,6 +8,7 @@ import { clusterDefinitions } from "./cluster.js";
 import { configDefinitions } from "./config.js";
 import { hardwareDefinitions } from "./hardware.js";
 import { kernelParamDefinitions } from "./kernel-params.js";
+import { hostDnsDefinitions } from "./hostdns.js";
 import { namespaces } from "./meta.js";
 import { runtimeDefinitions } from "./runtime.js";
 import { secretsDefinitions } from "./secrets.js";
@@ -19,6 +20,7 @@ export const catalogDefinitions: readonly ResourceDefinition<never>[] = [
   ...clusterDefinitions,
   ...hardwareDefinitions,
   ...kernelParamDefinitions,
+  ...hostDnsDefinitions,
 ];
 
 /**

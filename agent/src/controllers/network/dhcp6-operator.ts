@@ -1,0 +1,178 @@
+// The DHCPv6 part of Talos's OperatorSpecController: a DHCPv6 client on every link
+// the machine config asks it for (`.machine.network.interfaces[]` by name with
+// `dhcp: true` and `dhcpOptions.ipv6: true`; Talos never runs it by default), once
+// the link is up. It only emits: each lease's DNS servers, NTP servers and hostname
+// become operator-layer specs in `network-config` (ids dhcp6/<link>/resolvers|
+// timeservers|hostname) and its addresses (/128) an OperatorOutput for the address
+// specs; it never touches the kernel.
+
+import type { ConfigBundle } from "../../config/bundle.js";
+import { describeError } from "../../errors.js";
+import { logger } from "../../log.js";
+import { Dhcp6Client, type Dhcp6Transport, type Lease6Event } from "../../network/dhcp6/client.js";
+import { lease6ToOutput } from "../../network/dhcp6/lease.js";
+import { Dhcp6Port } from "../../network/dhcp6/udp.js";
+import type { Timers } from "../../network/dhcp4/client.js";
+import type { OperatorOutput } from "../../network/operator-output.js";
+import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
+import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../resources/catalog/config.js";
+import {
+  HostnameSpecType,
+  type HostnameSpecSpec,
+  LinkStatusType,
+  type LinkStatusSpec,
+  NETWORK_CONFIG_NAMESPACE,
+  NETWORK_NAMESPACE,
+  ResolverSpecType,
+  type ResolverSpecSpec,
+  TimeServerSpecType,
+  type TimeServerSpecSpec,
+} from "../../resources/catalog/network.js";
+
+const log = logger("network-dhcp6-operator");
+
+export interface Dhcp6OperatorOptions {
+  /** Per-link transport; default: one shared UDP [::]:546 socket. */
+  transport?: (linkName: string) => Promise<Dhcp6Transport>;
+  timers?: Timers;
+  /** Run on exactly these links (tests), instead of the ones the machine config names. */
+  links?: readonly string[];
+  /** Offer rapid commit in SOLICIT (default true, as Talos's client does). */
+  rapidCommit?: boolean;
+}
+
+interface Running {
+  client: Dhcp6Client;
+  chain: Promise<void>;
+  output?: OperatorOutput;
+}
+
+/** Links `.machine.network.interfaces` asks DHCPv6 for, with the DUID each wants (hex, "" for the default). */
+export function dhcp6Links(config: ConfigBundle | undefined): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const i of config?.v1alpha1()?.machine?.network?.interfaces ?? []) {
+    if (i.interface && i.dhcp === true && i.dhcpOptions?.ipv6 === true && i.ignore !== true) out.set(i.interface, i.dhcpOptions.duidv6 ?? "");
+  }
+  return out;
+}
+
+export class Dhcp6OperatorController implements Controller {
+  readonly name = "network.DHCP6OperatorController";
+  readonly inputs = [
+    { namespace: NETWORK_NAMESPACE, type: LinkStatusType, kind: "weak" as const },
+    { namespace: CONFIG_NAMESPACE, type: MachineConfigType, id: MachineConfigIds.active, kind: "weak" as const },
+  ];
+  readonly outputs = [
+    { type: HostnameSpecType, kind: "shared" as const },
+    { type: ResolverSpecType, kind: "shared" as const },
+    { type: TimeServerSpecType, kind: "shared" as const },
+  ];
+  private readonly running = new Map<string, Running>();
+  private readonly transport: (linkName: string) => Promise<Dhcp6Transport>;
+  private ctx: ControllerContext | undefined;
+  private stopHooked: AbortSignal | undefined;
+
+  constructor(private readonly opts: Dhcp6OperatorOptions = {}) {
+    if (opts.transport) {
+      this.transport = opts.transport;
+    } else {
+      const port = new Dhcp6Port();
+      this.transport = (link) => port.transport(link);
+    }
+  }
+
+  /** Links with a DHCPv6 client running, and what their lease asks for (the address specs' source). */
+  leases(): Map<string, OperatorOutput | undefined> {
+    return new Map([...this.running].map(([k, v]) => [k, v.output]));
+  }
+
+  async reconcile(ctx: ControllerContext): Promise<void> {
+    this.ctx = ctx;
+    if (this.stopHooked !== ctx.signal) {
+      this.stopHooked = ctx.signal;
+      ctx.signal.addEventListener("abort", () => void this.stopAll(), { once: true });
+    }
+    const config = ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec;
+    const asked = this.opts.links ? new Map(this.opts.links.map((l) => [l, ""])) : dhcp6Links(config);
+    const wanted = new Set<string>();
+    for (const link of ctx.list<LinkStatusSpec>(NETWORK_NAMESPACE, LinkStatusType)) {
+      const name = link.metadata.id;
+      const duid = asked.get(name);
+      if (duid === undefined) continue;
+      if (link.spec.operationalState !== "up" && link.spec.operationalState !== "unknown") continue;
+      wanted.add(name);
+      if (!this.running.has(name)) await this.startClient(name, link.spec.hardwareAddr, duid);
+    }
+    for (const name of [...this.running.keys()]) {
+      if (!wanted.has(name)) await this.stopClient(name, false);
+    }
+    this.publish(ctx);
+  }
+
+  private async startClient(linkName: string, hardwareAddr: string, duidHex: string): Promise<void> {
+    const transport = await this.transport(linkName);
+    const entry: Running = {
+      chain: Promise.resolve(),
+      client: new Dhcp6Client({
+        linkName,
+        hardwareAddr,
+        transport,
+        ...(duidHex ? { duid: Buffer.from(duidHex, "hex") } : {}),
+        ...(this.opts.timers ? { timers: this.opts.timers } : {}),
+        ...(this.opts.rapidCommit === false ? { rapidCommit: false } : {}),
+        onEvent: (e) => {
+          entry.chain = entry.chain.then(() => this.onLease(linkName, entry, e));
+          return entry.chain;
+        },
+      }),
+    };
+    this.running.set(linkName, entry);
+    log.info("starting DHCPv6", { link: linkName });
+    entry.client.start();
+  }
+
+  private async stopClient(linkName: string, release: boolean): Promise<void> {
+    const entry = this.running.get(linkName);
+    if (!entry) return;
+    this.running.delete(linkName);
+    log.info("stopping DHCPv6", { link: linkName, release });
+    await entry.client.stop({ release });
+    await entry.chain;
+  }
+
+  private async stopAll(): Promise<void> {
+    await Promise.all([...this.running.keys()].map((l) => this.stopClient(l, true).catch((err) => log.warn("DHCPv6 stop failed", { error: describeError(err), link: l }))));
+  }
+
+  private async onLease(linkName: string, entry: Running, e: Lease6Event): Promise<void> {
+    entry.output = e.type === "bound" || e.type === "renewed" ? lease6ToOutput(linkName, e.lease) : undefined;
+    if (this.ctx && !this.ctx.signal.aborted) this.ctx.requeueAfter(0);
+  }
+
+  private publish(ctx: ControllerContext): void {
+    const keep = { resolvers: new Set<string>(), timeservers: new Set<string>(), hostname: new Set<string>() };
+    for (const [link, entry] of this.running) {
+      const out = entry.output;
+      if (!out) continue;
+      if (out.dnsServers.length > 0) {
+        const id = `dhcp6/${link}/resolvers`;
+        ctx.modify<ResolverSpecSpec>(NETWORK_CONFIG_NAMESPACE, ResolverSpecType, id, () => ({ dnsServers: out.dnsServers, layer: "operator" }));
+        keep.resolvers.add(id);
+      }
+      if (out.timeServers.length > 0) {
+        const id = `dhcp6/${link}/timeservers`;
+        ctx.modify<TimeServerSpecSpec>(NETWORK_CONFIG_NAMESPACE, TimeServerSpecType, id, () => ({ timeServers: out.timeServers, layer: "operator" }));
+        keep.timeservers.add(id);
+      }
+      if (out.hostname) {
+        const id = `dhcp6/${link}/hostname`;
+        const h = out.hostname;
+        ctx.modify<HostnameSpecSpec>(NETWORK_CONFIG_NAMESPACE, HostnameSpecType, id, () => ({ hostname: h.hostname, domainname: h.domainname, layer: "operator" }));
+        keep.hostname.add(id);
+      }
+    }
+    ctx.destroyOthers(NETWORK_CONFIG_NAMESPACE, ResolverSpecType, keep.resolvers);
+    ctx.destroyOthers(NETWORK_CONFIG_NAMESPACE, TimeServerSpecType, keep.timeservers);
+    ctx.destroyOthers(NETWORK_CONFIG_NAMESPACE, HostnameSpecType, keep.hostname);
+  }
+}

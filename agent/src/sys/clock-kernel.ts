@@ -1,0 +1,114 @@
+// The kernel's clock through libc (koffi FFI, as DESIGN.md allows where Node has no
+// API): clock_gettime(CLOCK_REALTIME) to read it, adjtimex(2) to step
+// (ADJ_SETOFFSET) or slew (ADJ_OFFSET with the PLL) it exactly as Talos's SNTP client
+// asks, and clock_gettime on a PTP device's dynamic clock id.
+
+import { closeSync, openSync } from "node:fs";
+import { createRequire } from "node:module";
+import { SystemError } from "../errors.js";
+import type { ClockAdjustment, LeapIndicator, SystemClock } from "./clock.js";
+
+export class ClockError extends SystemError {}
+
+// <linux/timex.h>
+const ADJ_OFFSET = 0x0001;
+const ADJ_MAXERROR = 0x0004;
+const ADJ_ESTERROR = 0x0008;
+const ADJ_STATUS = 0x0010;
+const ADJ_TIMECONST = 0x0020;
+const ADJ_SETOFFSET = 0x0100;
+const ADJ_NANO = 0x2000;
+const STA_PLL = 0x0001;
+const STA_INS = 0x0010;
+const STA_DEL = 0x0020;
+const CLOCK_REALTIME = 0;
+/** struct timex on LP64 (x86_64, arm64): 208 bytes; offsets of the fields we set. */
+const TIMEX_SIZE = 208;
+const OFF = { modes: 0, offset: 8, maxerror: 24, esterror: 32, status: 40, constant: 48, timeSec: 72, timeUsec: 80 };
+
+const leapBits = (leap: LeapIndicator) => (leap === "insert" ? STA_INS : leap === "delete" ? STA_DEL : 0);
+
+/** The struct timex adjtimex(2) gets for an adjustment (Talos's requests, field for field). */
+export function timexFor(a: ClockAdjustment): Buffer {
+  const buf = Buffer.alloc(TIMEX_SIZE);
+  const ns = BigInt(Math.round(a.offsetMs * 1e6));
+  if (a.kind === "step") {
+    buf.writeUInt32LE(ADJ_SETOFFSET | ADJ_NANO | ADJ_STATUS | ADJ_MAXERROR | ADJ_ESTERROR, OFF.modes);
+    // With ADJ_NANO the "usec" field holds nanoseconds, and the kernel wants it positive.
+    let sec = ns / 1_000_000_000n;
+    let nsec = ns % 1_000_000_000n;
+    if (nsec < 0n) {
+      sec -= 1n;
+      nsec += 1_000_000_000n;
+    }
+    buf.writeBigInt64LE(sec, OFF.timeSec);
+    buf.writeBigInt64LE(nsec, OFF.timeUsec);
+    buf.writeInt32LE(leapBits(a.leap), OFF.status);
+  } else {
+    buf.writeUInt32LE(ADJ_OFFSET | ADJ_NANO | ADJ_STATUS | ADJ_TIMECONST | ADJ_MAXERROR | ADJ_ESTERROR, OFF.modes);
+    buf.writeBigInt64LE(ns, OFF.offset);
+    buf.writeInt32LE(STA_PLL | leapBits(a.leap), OFF.status);
+    buf.writeBigInt64LE(BigInt(a.timeConstant), OFF.constant);
+  }
+  return buf;
+}
+
+interface Libc {
+  adjtimex(buf: Buffer): number;
+  clockGettime(id: number, ts: Buffer): number;
+  errno(): number;
+}
+
+function loadLibc(): Libc {
+  // The bundle carries koffi's addon as native/koffi-<arch>.node beside it (its API is the addon's own);
+  // from dist, the koffi package. Names are computed so esbuild leaves both alone.
+  const require = createRequire(import.meta.url);
+  let koffi: { load(lib: string): { func(sig: string): (...args: unknown[]) => number }; errno(): number };
+  try {
+    koffi = require(`./native/koffi-${process.arch}.node`);
+  } catch (bundled) {
+    try {
+      const name = "koffi";
+      koffi = require(name);
+    } catch (err) {
+      throw new ClockError("the FFI library (koffi) is not available", {}, { cause: new AggregateError([bundled, err]) });
+    }
+  }
+  const libc = koffi.load("libc.so.6");
+  const adjtimex = libc.func("int adjtimex(_Inout_ uint8_t *buf)");
+  const clockGettime = libc.func("int clock_gettime(int id, _Out_ uint8_t *ts)");
+  return { adjtimex: (b) => adjtimex(b), clockGettime: (id, ts) => clockGettime(id, ts), errno: () => koffi.errno() };
+}
+
+export class KernelClock implements SystemClock {
+  private constructor(private readonly libc: Libc) {}
+
+  /** Throws ClockError when libc cannot be reached (no FFI addon in this build). */
+  static load(): KernelClock {
+    return new KernelClock(loadLibc());
+  }
+
+  now(): number {
+    return this.gettime(CLOCK_REALTIME, "CLOCK_REALTIME");
+  }
+
+  async adjust(a: ClockAdjustment): Promise<void> {
+    if (this.libc.adjtimex(timexFor(a)) < 0) throw new ClockError(`adjtimex (${a.kind} by ${a.offsetMs} ms) failed: errno ${this.libc.errno()}`, { errno: this.libc.errno() });
+  }
+
+  async readPtp(device: string): Promise<number> {
+    const fd = openSync(device, "r");
+    try {
+      // clock_gettime(2): a file descriptor's dynamic clock id is (~fd << 3) | CLOCKFD (3).
+      return this.gettime((~fd << 3) | 3, device);
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  private gettime(id: number, what: string): number {
+    const ts = Buffer.alloc(16);
+    if (this.libc.clockGettime(id, ts) !== 0) throw new ClockError(`clock_gettime(${what}) failed: errno ${this.libc.errno()}`, { clock: what });
+    return Number(ts.readBigInt64LE(0)) * 1000 + Number(ts.readBigInt64LE(8)) / 1e6;
+  }
+}

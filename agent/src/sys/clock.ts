@@ -1,0 +1,31 @@
+// The system clock as the time sync sees it: read the time, and step or slew it
+// (adjtimex's ADJ_SETOFFSET and ADJ_OFFSET+STA_PLL, as Talos's SNTP client asks for),
+// and read a PTP hardware clock. Kept narrow so the syncer is tested against a
+// fake, and so a sandbox never touches the host's clock.
+
+export type LeapIndicator = "none" | "insert" | "delete";
+
+/** A jump of the clock by offsetMs (Talos: |offset| > 400 ms). */
+export interface ClockStep {
+  kind: "step";
+  offsetMs: number;
+  leap: LeapIndicator;
+}
+
+/** A gradual correction of offsetMs by the kernel PLL with time constant `timeConstant` (log2(poll s) - 4). */
+export interface ClockSlew {
+  kind: "slew";
+  offsetMs: number;
+  timeConstant: number;
+  leap: LeapIndicator;
+}
+
+export type ClockAdjustment = ClockStep | ClockSlew;
+
+export interface SystemClock {
+  /** Wall-clock time in milliseconds since the Unix epoch (fractional). */
+  now(): number;
+  adjust(adjustment: ClockAdjustment): Promise<void>;
+  /** The time a PTP hardware clock (/dev/ptpN) holds, in milliseconds since the Unix epoch. */
+  readPtp(device: string): Promise<number>;
+}

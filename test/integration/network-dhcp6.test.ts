@@ -1,0 +1,132 @@
+// DHCPv6 end to end: dnsmasq serves DHCPv6 in one network namespace, our DHCPv6
+// operator runs in another (joined by a veth pair). Without rapid commit the client
+// goes SOLICIT, ADVERTISE, REQUEST, REPLY; it renews at T1 (the runner's timers run
+// 30x fast so T1 = 60 s comes after 2 s), reports the address and publishes dnsmasq's
+// DNS and NTP servers as operator-layer specs, and releases the address on stop.
+// This file is also the entry the client namespace runs (BASALT_DHCP6_NODE=1).
+import assert from "node:assert/strict";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { Dhcp6OperatorController } from "../../agent/src/controllers/network/dhcp6-operator.js";
+import { registerCatalog } from "../../agent/src/resources/catalog/index.js";
+import { LinkStatusType, NETWORK_CONFIG_NAMESPACE, NETWORK_NAMESPACE, networkDefinitions } from "../../agent/src/resources/catalog/network.js";
+import { ControllerRuntime } from "../../agent/src/resources/controller-runtime.js";
+import { ResourceState } from "../../agent/src/resources/state.js";
+import { canRunNetns, ip } from "./helpers/netns.js";
+import { stopProcess } from "./helpers/sandbox.js";
+
+const PREFIX = "fd00:214:64";
+
+if (process.env.BASALT_DHCP6_NODE === "1") {
+  await runNode(process.env.BASALT_DHCP6_LINK!);
+} else {
+  defineTests();
+}
+
+/** The client side, inside its namespace: prints what the operator publishes after every change. */
+async function runNode(link: string): Promise<void> {
+  const state = new ResourceState();
+  registerCatalog(state, networkDefinitions);
+  const runtime = new ControllerRuntime(state);
+  const fast = 30;
+  const operator = new Dhcp6OperatorController({
+    links: [link],
+    rapidCommit: false,
+    timers: { now: () => Date.now() * fast, setTimeout: (fn, ms) => setTimeout(fn, ms / fast), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) },
+  });
+  runtime.register(operator);
+  const ac = new AbortController();
+  runtime.start(ac.signal);
+  // What networking's LinkStatusController reports for the link.
+  const hardwareAddr = readFileSync(`/sys/class/net/${link}/address`, "utf8").trim();
+  state.modify(NETWORK_NAMESPACE, LinkStatusType, link, "network.LinkStatusController", () => ({ hardwareAddr, operationalState: "up" }) as never);
+  const report = () => {
+    const specs = (type: string) => Object.fromEntries(state.list(NETWORK_CONFIG_NAMESPACE, type).map((r) => [r.metadata.id, r.spec]));
+    const lease = operator.leases().get(link);
+    process.stdout.write(JSON.stringify({ lease, resolvers: specs("ResolverSpecs.net.talos.dev"), timeservers: specs("TimeServerSpecs.net.talos.dev") }) + "\n");
+  };
+  for (const type of ["ResolverSpecs.net.talos.dev", "TimeServerSpecs.net.talos.dev"]) state.watch({ namespace: NETWORK_CONFIG_NAMESPACE, type }, { signal: ac.signal }, () => setTimeout(report, 20));
+  process.on("SIGTERM", () => {
+    ac.abort(); // stops the client with a RELEASE
+    setTimeout(() => process.exit(0), 1500).unref();
+  });
+  await new Promise<void>((resolve) => ac.signal.addEventListener("abort", () => resolve(), { once: true }));
+}
+
+function defineTests(): void {
+  const tag = randomBytes(3).toString("hex");
+  const ns = { server: `t6-srv-${tag}`, client: `t6-cli-${tag}` };
+  const skip = canRunNetns();
+  let root = "";
+  let dnsmasq: ChildProcess | undefined;
+  let node: ChildProcess | undefined;
+
+  before(() => {
+    if (skip) return;
+    root = mkdtempSync(path.join(os.tmpdir(), "basalt-dhcp6-"));
+    ip("netns", "add", ns.server);
+    ip("netns", "add", ns.client);
+    ip("-n", ns.server, "link", "add", "eth0", "type", "veth", "peer", "name", "eth0", "netns", ns.client);
+    ip("-n", ns.server, "addr", "add", `${PREFIX}::1/64`, "dev", "eth0", "nodad");
+    for (const n of Object.values(ns)) {
+      ip("-n", n, "link", "set", "lo", "up");
+      ip("-n", n, "link", "set", "eth0", "up");
+    }
+    dnsmasq = spawn("ip", ["netns", "exec", ns.server, "dnsmasq", "-k", "--no-resolv", "--no-hosts", "--port=0", "--bind-interfaces", "--interface=eth0",
+      `--dhcp-range=${PREFIX}::100,${PREFIX}::1ff,64,2m`, `--dhcp-option=option6:dns-server,[${PREFIX}::53]`, `--dhcp-option=option6:ntp-server,[${PREFIX}::123]`,
+      "--log-dhcp", `--dhcp-leasefile=${root}/leases`, `--pid-file=${root}/pid`, `--log-facility=${root}/dnsmasq.log`], { stdio: "ignore" });
+    process.once("exit", () => dnsmasq?.kill("SIGKILL"));
+  });
+
+  after(async () => {
+    if (node) await stopProcess(node);
+    if (dnsmasq) await stopProcess(dnsmasq);
+    if (skip) return;
+    for (const n of Object.values(ns)) execFileSync("ip", ["netns", "del", n], { stdio: "ignore" });
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  const dnsmasqLog = () => readFileSync(path.join(root, "dnsmasq.log"), "utf8");
+
+  async function until<T>(what: string, get: () => T | undefined, ms: number): Promise<T> {
+    const end = Date.now() + ms;
+    for (;;) {
+      const v = get();
+      if (v !== undefined) return v;
+      if (Date.now() > end) throw new Error(`timed out waiting for ${what}\n--- dnsmasq:\n${dnsmasqLog().split("\n").slice(-30).join("\n")}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  test("dnsmasq leases a DHCPv6 address (solicit, advertise, request, reply), the operator reports it with DNS and NTP specs, renews at T1, releases on stop", { skip, timeout: 90_000 }, async () => {
+    const script = fileURLToPath(import.meta.url);
+    node = spawn("ip", ["netns", "exec", ns.client, process.execPath, script], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, BASALT_DHCP6_NODE: "1", BASALT_DHCP6_LINK: "eth0" } });
+    let out = "";
+    node.stdout!.on("data", (b: Buffer) => (out += b.toString()));
+    node.stderr!.on("data", (b: Buffer) => (out += b.toString()));
+    process.once("exit", () => node?.kill("SIGKILL"));
+
+    type Snapshot = { lease?: { addresses: { address: string; prefixLen: number; linkName: string }[]; dnsServers: string[]; timeServers: string[] }; resolvers: Record<string, unknown>; timeservers: Record<string, unknown> };
+    const snapshot = await until("the lease in the specs", () => out.split("\n").filter((l) => l.startsWith("{\"lease\"")).map((l) => JSON.parse(l) as Snapshot).find((s) => s.lease && Object.keys(s.resolvers).length > 0), 30_000);
+    const leased = /DHCPREPLY\(eth0\) (\S+) /.exec(dnsmasqLog())?.[1];
+    assert.ok(leased, "dnsmasq logged the address it gave");
+    assert.deepEqual(snapshot.lease!.addresses, [{ linkName: "eth0", address: leased, prefixLen: 128 }]);
+    assert.deepEqual(snapshot.lease!.dnsServers, [`${PREFIX}::53`]);
+    assert.deepEqual(snapshot.lease!.timeServers, [`${PREFIX}::123`]);
+    assert.deepEqual(snapshot.resolvers, { "dhcp6/eth0/resolvers": { dnsServers: [`${PREFIX}::53`], layer: "operator" } });
+    assert.deepEqual(snapshot.timeservers, { "dhcp6/eth0/timeservers": { timeServers: [`${PREFIX}::123`], layer: "operator" } });
+    const exchange = dnsmasqLog().match(/DHCP(SOLICIT|ADVERTISE|REQUEST|REPLY)\(eth0\)/g)!.slice(0, 4);
+    assert.deepEqual(exchange, ["DHCPSOLICIT(eth0)", "DHCPADVERTISE(eth0)", "DHCPREQUEST(eth0)", "DHCPREPLY(eth0)"]);
+
+    await until("a RENEW at T1", () => (/DHCPRENEW\(eth0\)/.test(dnsmasqLog()) ? true : undefined), 30_000);
+    await stopProcess(node);
+    node = undefined;
+    await until("the RELEASE", () => (new RegExp(`DHCPRELEASE\\(eth0\\)`).test(dnsmasqLog()) ? true : undefined), 10_000);
+    assert.equal((dnsmasqLog().match(/DHCPREPLY\(eth0\) (\S+) /g) ?? []).filter((l) => !l.includes(leased)).length, 0, "every reply gave the same address");
+  });
+}

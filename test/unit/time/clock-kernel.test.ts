@@ -1,0 +1,26 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { KernelClock, timexFor } from "../../../agent/src/sys/clock-kernel.js";
+
+test("adjtimex requests as Talos builds them: a step is ADJ_SETOFFSET|NANO with a positive nanosecond part, a slew ADJ_OFFSET with the PLL", () => {
+  const step = timexFor({ kind: "step", offsetMs: -1500.25, leap: "insert" });
+  assert.equal(step.length, 208);
+  assert.equal(step.readUInt32LE(0), 0x0100 | 0x2000 | 0x0010 | 0x0004 | 0x0008);
+  assert.equal(step.readBigInt64LE(72), -2n);
+  assert.equal(step.readBigInt64LE(80), 499_750_000n);
+  assert.equal(step.readInt32LE(40), 0x0010);
+  const slew = timexFor({ kind: "slew", offsetMs: 12.5, timeConstant: 1, leap: "none" });
+  assert.equal(slew.readUInt32LE(0), 0x0001 | 0x2000 | 0x0010 | 0x0020 | 0x0004 | 0x0008);
+  assert.equal(slew.readBigInt64LE(8), 12_500_000n);
+  assert.equal(slew.readInt32LE(40), 0x0001);
+  assert.equal(slew.readBigInt64LE(48), 1n);
+});
+
+test("the kernel clock reads CLOCK_REALTIME (never adjusted here) and reports a missing PTP device", async () => {
+  const clock = KernelClock.load();
+  const before = Date.now();
+  const now = clock.now();
+  const after = Date.now();
+  assert.ok(now >= before - 1 && now <= after + 1, `${before} <= ${now} <= ${after}`);
+  await assert.rejects(clock.readPtp("/dev/ptp-basalt-none"), /ENOENT/);
+});
