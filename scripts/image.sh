@@ -19,6 +19,8 @@
 #
 # Environment:
 #   BASALT_AGENT=placeholder   ship rootfs/placeholder-agent.mjs instead of the agent bundle
+#   BASALT_EXTENSIONS=dir      the extensions to take in (default: extensions/ when it exists): each dir/<name>/
+#                              holds Talos's manifest.yaml and a rootfs/ tree copied onto the root tree
 #   BASALT_SQUASHFS_COMP=...   mksquashfs compressor options (default: xz, 1 MiB blocks, with the x86 BCJ filter
 #                              on amd64 (squashfs-tools 4.5 has none for arm64); rootfs/README.md has the measurements)
 set -euo pipefail
@@ -92,7 +94,12 @@ kver=$(ls "$base/tree/usr/lib/modules" | head -1)
 # ---- 2. system tree and rootfs.sqsh ------------------------------------------
 comp=${BASALT_SQUASHFS_COMP:-"-comp xz $bcj -b 1M"}
 mount_points="dev proc sys run system tmp var usr/lib/basalt usr/libexec/kubernetes etc/kubernetes etc/cni opt/cni/bin"
-sys_key=$(hash_of <(echo "$base_key $NODE_VERSION $comp $mount_points") rootfs/select-files.py <(cd rootfs/overlay && find . -printf "%M %p %l\n" | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat))
+ext_dir=${BASALT_EXTENSIONS:-$repo/extensions}
+ext_key=""
+if [ -d "$ext_dir" ]; then
+  ext_key=$({ cd "$ext_dir" && find . -printf "%M %p %l\n" | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat; } | sha256sum | cut -c1-16)
+fi
+sys_key=$(hash_of <(echo "$base_key $NODE_VERSION $comp $mount_points${ext_key:+ extensions $ext_key}") rootfs/select-files.py <(cd rootfs/overlay && find . -printf "%M %p %l\n" | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat))
 system="$cache/${prefix}system-$sys_key"
 if [ ! -f "$system/rootfs.sqsh" ]; then
   say "assembling the system tree (key $sys_key)"
@@ -104,6 +111,18 @@ if [ ! -f "$system/rootfs.sqsh" ]; then
   "$strip_tool" -o "$tree/usr/bin/node" "$system/package/bin/node" && rm -rf "$system/package"
   chmod 0755 "$tree/usr/bin/node"
   cp -a rootfs/overlay/. "$tree/"
+  if [ -n "$ext_key" ]; then
+    # Each extension's files, and its entry in /etc/extensions.yaml (ExtensionStatus resources).
+    echo "layers:" >"$tree/etc/extensions.yaml"
+    for ext in "$ext_dir"/*/; do
+      name=$(basename "$ext")
+      [ -f "$ext/manifest.yaml" ] || { echo "image.sh: extension $ext has no manifest.yaml" >&2; exit 1; }
+      [ -d "$ext/rootfs" ] && cp -a "$ext/rootfs/." "$tree/"
+      printf '  - image: %s\n    metadata:\n' "$name" >>"$tree/etc/extensions.yaml"
+      sed -n '/^metadata:/,/^[^ ]/{/^ /p}' "$ext/manifest.yaml" | sed 's/^/    /' >>"$tree/etc/extensions.yaml"
+      say "extension $name taken in"
+    done
+  fi
   # Mount points init and machined use; the agent bundle is bind-mounted on usr/lib/basalt.
   for d in $mount_points; do mkdir -p "$tree/$d"; done
   depmod -b "$tree" "$kver"

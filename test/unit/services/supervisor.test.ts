@@ -255,3 +255,22 @@ test("an in-process service stopped while still starting ends its readiness wait
   await starting;
   assert.deepEqual(sup.get("apid")!.events.map((e) => e.state), ["Starting", "Preparing", "Preparing", "Stopping", "Finished"]);
 });
+
+test("restart=untilSuccess restarts after a failed exit, not after a successful one", async () => {
+  const sup = new Supervisor(60_000);
+  let exit: ((err: Error | undefined) => void) | undefined;
+  const runner: ServiceRunner = {
+    async start(onExit) {
+      exit = onExit;
+    },
+    async stop() {},
+  };
+  await sup.start({ id: "ext-once", runner, restart: "untilSuccess" });
+  exit!(new Error("exit code 1"));
+  assert.deepEqual(sup.get("ext-once")!.events.map((e) => e.state).slice(-2), ["Failed", "Waiting"]);
+  await sup.stop("ext-once");
+  await sup.start({ id: "ext-once", runner, restart: "untilSuccess" });
+  exit!(undefined);
+  assert.deepEqual(sup.get("ext-once")!.events.map((e) => e.state).slice(-1), ["Finished"]);
+  await sup.stopAll();
+});
