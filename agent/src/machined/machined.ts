@@ -338,6 +338,8 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   supervisor.registerSelf("machined", () => unixProbe(paths.machinedSocket));
   // Early services (Talos's earlyServices phase): they run in maintenance mode too.
   const udevRulesFile = path.join(paths.run, "udev", "rules.d", "99-basalt.rules");
+  // First, as Talos's startUdevd; unlike Talos the boot does not wait for its trigger and settle
+  // (nothing here looks devices up by /dev/disk/by-* names; disks are found through sysfs).
   if (opts.udevd) {
     supervisor.start(udevdService({ udevadm: opts.udevd.udevadm, controlSocket: path.join(paths.run, "udev", "control") })).catch((err: unknown) => log.error("starting udevd failed", { error: describeError(err) }));
   }
@@ -408,8 +410,6 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   const done = (async () => {
     try {
       controllers.start(opts.signal);
-      // Talos's startUdevd: what follows may look for devices by their /dev/disk/by-* names.
-      if (opts.udevd) await untilHealthy(supervisor, "udevd", udevdWaitMs, opts.signal);
       await opts.networking?.ready?.(state, opts.signal);
       const found = ownsDisks(r) ? findSystemDisk(opts.block) : undefined;
       const installed = found !== undefined && (await installComplete(found.partitions.BOOT, opts.mounter, path.join(paths.system, "boot")));
@@ -461,32 +461,6 @@ async function openSocketsTo(user: { uid: number; gid: number }, paths: Paths): 
   await fs.chown(paths.machinedSocket, user.uid, user.gid);
   await fs.mkdir(path.dirname(paths.apidSocket), { recursive: true, mode: 0o750 });
   await fs.chown(path.dirname(paths.apidSocket), user.uid, user.gid);
-}
-
-/** How long boot waits for udevd's first trigger and settle before going on without it (Talos: 5 min). */
-const udevdWaitMs = 120_000;
-
-/** Resolves once service `id` is Running and healthy, or after `ms` (logged: boot goes on). */
-function untilHealthy(supervisor: Supervisor, id: string, ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      off();
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const check = () => {
-      const s = supervisor.get(id);
-      if (s?.state === "Running" && s.health.healthy) done();
-    };
-    const off = supervisor.onChange(check);
-    const timer = setTimeout(() => {
-      log.error(`${id} is not healthy after ${ms / 1000} s: booting on without it`, { service: id });
-      done();
-    }, ms);
-    signal.addEventListener("abort", done, { once: true });
-    check();
-  });
 }
 
 function unixProbe(socket: string): Promise<void> {

@@ -10,7 +10,9 @@ export function runTool(command: string, args: readonly string[], opts: { timeou
     const env = opts.env ? { ...process.env, ...opts.env } : process.env;
     execFile(command, [...args], { timeout: opts.timeoutMs ?? 120_000, maxBuffer: 16 * 1024 * 1024, env }, (err, stdout, stderr) => {
       if (err) {
-        const detail = String(stderr).trim().split("\n").slice(-5).join("; ") || err.message;
+        // Without stderr, say how it ended (a kill at the timeout reads as a bare "Command failed").
+        const ended = err.killed ? `killed after ${opts.timeoutMs ?? 120_000} ms` : typeof err.code === "number" ? `exit status ${err.code}` : err.message;
+        const detail = String(stderr).trim().split("\n").slice(-5).join("; ") || ended;
         reject(new SystemError(`${command} ${args.join(" ")}: ${detail}`, { command, args: [...args] }, { cause: err }));
       } else {
         resolve(String(stdout));

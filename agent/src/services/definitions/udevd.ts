@@ -19,7 +19,8 @@ export interface UdevdServiceOptions {
  */
 export function udevdService(opts: UdevdServiceOptions): ServiceDefinition {
   let triggered = false;
-  const udevadm = (...args: string[]) => runTool(opts.udevadm, args, { timeoutMs: 60_000 });
+  // Generous: a loaded (emulated) machine's first trigger of every device can take minutes.
+  const udevadm = (...args: string[]) => runTool(opts.udevadm, args, { timeoutMs: 300_000 });
   const health = async () => {
     await access(opts.controlSocket);
     await udevadm("control", "--reload");
