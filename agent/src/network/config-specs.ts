@@ -5,7 +5,7 @@
 // `.machine.network.interfaces` (by name or deviceSelector, vlans, bond, bridge,
 // dummy, addresses, routes, mtu, dhcp, ignore). Pure: the controllers publish it.
 
-import type { Device, DeviceSelector, NetworkConfig, Route } from "../config/types/v1alpha1.js";
+import type { Bond, Device, DeviceSelector, NetworkConfig, Route } from "../config/types/v1alpha1.js";
 import {
   type AddressSpecSpec,
   type BondMasterSpec,
@@ -106,8 +106,7 @@ function configRoute(linkName: string, r: Route, layer: ConfigLayer): RouteSpecS
   return spec;
 }
 
-function bondMaster(dev: Device, links: readonly KnownLink[]): BondMasterSpec {
-  const b = dev.bond!;
+function bondMaster(b: Bond, links: readonly KnownLink[]): BondMasterSpec {
   const spec: BondMasterSpec = {
     mode: b.mode ?? "balance-rr",
     xmitHashPolicy: b.xmitHashPolicy ?? "layer2",
@@ -156,6 +155,15 @@ export function layeredSpecs(network: NetworkConfig | undefined, links: readonly
     out.links.push({ name: dev, logical: false, up: true, mtu: 0, kind: "", type: "ether", layer: "cmdline" });
     out.dhcp4.push({ linkName: dev, routeMetric: DEFAULT_ROUTE_METRIC, layer: "cmdline" });
   }
+  if (cmdline.bond) {
+    const b = cmdline.bond;
+    configured.add(b.name);
+    out.links.push({ name: b.name, logical: true, up: true, mtu: b.mtu, kind: "bond", type: "ether", bondMaster: bondMaster(b.options, links), layer: "cmdline" });
+    b.members.forEach((m, i) => {
+      configured.add(m);
+      out.links.push({ name: m, logical: false, up: true, mtu: 0, kind: "", type: "ether", masterName: b.name, slaveIndex: i, layer: "cmdline" });
+    });
+  }
   for (const v of cmdline.vlans) {
     configured.add(v.name);
     out.links.push({ name: v.name, logical: true, up: true, mtu: 0, kind: "vlan", type: "ether", parentName: v.parent, vlan: { vlanID: v.vlanId, vlanProtocol: "802.1q" }, layer: "cmdline" });
@@ -173,7 +181,7 @@ export function layeredSpecs(network: NetworkConfig | undefined, links: readonly
     const layer: ConfigLayer = "configuration";
     const link: LinkSpecSpec = { name, logical: false, up: true, mtu: dev.mtu ?? 0, kind: "", type: "ether", layer };
     if (dev.bond) {
-      Object.assign(link, { logical: true, kind: "bond", bondMaster: bondMaster(dev, links) });
+      Object.assign(link, { logical: true, kind: "bond", bondMaster: bondMaster(dev.bond, links) });
       const members = [...(dev.bond.interfaces ?? [])];
       for (const sel of dev.bond.deviceSelectors ?? []) {
         for (const l of [...links].sort((a, b) => a.name.localeCompare(b.name))) if (selectorMatches(sel, l) && !members.includes(l.name)) members.push(l.name);
