@@ -13,6 +13,7 @@ import {
   type LinkSpecSpec,
   type LinkStatusSpec,
   type RouteSpecSpec,
+  bondNames,
   bondValue,
 } from "../resources/catalog/network.js";
 import type { CmdlineNetworking } from "./cmdline.js";
@@ -107,27 +108,31 @@ function configRoute(linkName: string, r: Route, layer: ConfigLayer): RouteSpecS
 }
 
 function bondMaster(b: Bond, links: readonly KnownLink[]): BondMasterSpec {
-  const spec: BondMasterSpec = {
-    mode: b.mode ?? "balance-rr",
-    xmitHashPolicy: b.xmitHashPolicy ?? "layer2",
-    lacpRate: b.lacpRate ?? "slow",
-    arpValidate: b.arpValidate ?? "none",
-    arpAllTargets: b.arpAllTargets ?? "any",
-    primaryReselect: b.primaryReselect ?? "always",
-    failOverMac: b.failOverMac ?? "none",
+  // Talos's key order (its YAML prints them so); zero numbers are omitted as Go's omitempty does.
+  const primary = b.primary ? links.find((l) => l.name === b.primary)?.spec.index : undefined;
+  const ordered: BondMasterSpec = {
+    mode: b.mode || "balance-rr",
+    xmitHashPolicy: b.xmitHashPolicy || "layer2",
+    lacpRate: b.lacpRate || "slow",
+    arpValidate: b.arpValidate || "none",
+    arpAllTargets: b.arpAllTargets || "any",
+    ...(primary ? { primary } : {}),
+    primaryReselect: b.primaryReselect || "always",
+    failOverMac: b.failOverMac || "none",
   };
   // Names Talos does not know fail here, before anything reaches the kernel.
-  for (const k of ["mode", "xmitHashPolicy", "lacpRate", "arpValidate", "arpAllTargets", "primaryReselect", "failOverMac"] as const) bondValue(k, spec[k]);
-  if (b.adSelect) spec.adSelect = b.adSelect;
-  if (b.primary) {
-    const idx = links.find((l) => l.name === b.primary)?.spec.index;
-    if (idx) spec.primary = idx;
-  }
-  const nums = ["miimon", "updelay", "downdelay", "arpInterval", "resendIgmp", "minLinks", "lpInterval", "packetsPerSlave", "numPeerNotif", "allSlavesActive", "adActorSysPrio", "adUserPortKey", "peerNotifyDelay"] as const;
-  for (const k of nums) if (b[k]) spec[k] = b[k];
-  if (b.tlbDynamicLb) spec.tlbLogicalLb = b.tlbDynamicLb;
-  if (b.useCarrier) spec.useCarrier = true;
-  return spec;
+  for (const k of ["mode", "xmitHashPolicy", "lacpRate", "arpValidate", "arpAllTargets", "primaryReselect", "failOverMac"] as const) bondValue(k, ordered[k]);
+  if (b.adSelect && b.adSelect !== "stable") ordered.adSelect = bondNames.adSelect[bondValue("adSelect", b.adSelect)];
+  const nums = ["miimon", "updelay", "downdelay", "arpInterval", "resendIgmp", "minLinks", "lpInterval", "packetsPerSlave", "numPeerNotif"] as const;
+  for (const k of nums) if (b[k]) ordered[k] = b[k];
+  if (b.tlbDynamicLb) ordered.tlbLogicalLb = b.tlbDynamicLb;
+  if (b.allSlavesActive) ordered.allSlavesActive = b.allSlavesActive;
+  // The driver's default, and Talos's when the config leaves it out.
+  if (b.useCarrier ?? true) ordered.useCarrier = true;
+  if (b.adActorSysPrio) ordered.adActorSysPrio = b.adActorSysPrio;
+  if (b.adUserPortKey) ordered.adUserPortKey = b.adUserPortKey;
+  if (b.peerNotifyDelay) ordered.peerNotifyDelay = b.peerNotifyDelay;
+  return ordered;
 }
 
 /** Every layer below `operator` and `platform`, from the kernel command line and the machine config. */

@@ -45,7 +45,8 @@ test("machine config: deviceSelector, bond with members, vlan with its address a
   );
   const byName = new Map(l.links.map((x) => [x.name, x]));
   assert.equal(byName.get("eth2")!.mtu, 9000);
-  assert.deepEqual(byName.get("bond0")!.bondMaster, { mode: "active-backup", xmitHashPolicy: "layer2", lacpRate: "slow", arpValidate: "none", arpAllTargets: "any", primaryReselect: "always", failOverMac: "none", primary: 3, miimon: 100 });
+  assert.deepEqual(byName.get("bond0")!.bondMaster, { mode: "active-backup", xmitHashPolicy: "layer2", lacpRate: "slow", arpValidate: "none", arpAllTargets: "any", primary: 3, primaryReselect: "always", failOverMac: "none", miimon: 100, useCarrier: true });
+  assert.deepEqual(Object.keys(byName.get("bond0")!.bondMaster!).slice(0, 6), ["mode", "xmitHashPolicy", "lacpRate", "arpValidate", "arpAllTargets", "primary"], "Talos's key order");
   assert.deepEqual([byName.get("eth0")!.masterName, byName.get("eth0")!.slaveIndex, byName.get("eth1")!.slaveIndex], ["bond0", 0, 1]);
   assert.equal(byName.get("bond0.100")!.parentName, "bond0");
   assert.deepEqual(l.addresses.filter((a) => a.layer === "configuration").map((a) => `${a.linkName}/${a.address}`), ["eth2/192.168.5.2/24", "bond0.100/172.16.0.2/24"]);
