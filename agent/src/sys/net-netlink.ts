@@ -268,6 +268,7 @@ export class NetlinkNetKernel implements NetKernel {
         masterIndex: a.master ?? 0,
         linkIndex: a.link && a.link.length >= 4 ? a.link.readUInt32LE(0) : 0,
         vlanId: kind === "vlan" && data ? (parseAttrs(data).get(VLAN_ID)?.readUInt16LE(0) ?? 0) : 0,
+        vlanProtocol: kind === "vlan" && data ? (parseAttrs(data).get(VLAN_PROTOCOL)?.readUInt16BE(0) ?? 0) : 0,
         queueDisc: a.qdisc ?? "",
         carrier: (flags & IFF_LOWER_UP) !== 0,
       };
