@@ -18,13 +18,14 @@
 #   --no-build              fail instead of building when the artifacts are missing
 #   --net-open              let the guest reach beyond the host (default: QEMU restrict=on,
 #                           only the forwarded ports and QEMU's own DHCP/DNS answer)
+#   --second-nic            a second virtio NIC on its own isolated user network (10.0.3.0/24)
 # The process execs into QEMU: killing this pid stops the VM.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=_out
 cache=_out/cache
 
-arch=amd64 boot=iso firmware=uefi serial="" accel=auto memory=2048 cpus=2 build=1 fresh=0 restrict=on reboot=0
+arch=amd64 boot=iso firmware=uefi serial="" accel=auto memory=2048 cpus=2 build=1 fresh=0 restrict=on reboot=0 second_nic=0
 api_port=${BASALT_VM_API_PORT:-50000}
 trustd_port=${BASALT_VM_TRUSTD_PORT:-50001}
 disk="$out/vm-disk.qcow2"
@@ -44,7 +45,8 @@ while [ $# -gt 0 ]; do
     --cpus) cpus=$2; shift ;;
     --no-build) build=0 ;;
     --net-open) restrict=off ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --second-nic) second_nic=1 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "vm.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -105,6 +107,7 @@ args=(-machine "$machine" "${accel_args[@]}" -m "$memory" -smp "$cpus"
   -netdev "user,id=net0,restrict=$restrict,hostfwd=tcp:127.0.0.1:${api_port}-:50000,hostfwd=tcp:127.0.0.1:${trustd_port}-:50001"
   -device virtio-net-pci,netdev=net0
   -device virtio-rng-pci)
+[ "$second_nic" = 1 ] && args+=(-netdev "user,id=net1,restrict=on,net=10.0.3.0/24" -device virtio-net-pci,netdev=net1)
 [ "$reboot" = 1 ] || args+=(-no-reboot)
 case "$boot" in
   iso|disk)

@@ -1,6 +1,7 @@
 // The user's journey with one machine (one disk) across its boots: the ISO in
 // maintenance mode, apply-config, install and kexec into the installed system,
-// mutual TLS, partitions and mounts over the API, a live hostname change, Reboot
+// mutual TLS, partitions and mounts over the API, a live hostname change, a VLAN and
+// a bond built and removed live (the first boot has a second NIC), Reboot
 // (the ISO still attached: the disk's config wins), a cold BIOS boot from the disk
 // alone, and Reset of STATE and EPHEMERAL back to maintenance mode.
 import assert from "node:assert/strict";
@@ -11,7 +12,7 @@ import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
 import { generateConfigs } from "../../agent/src/config/generate/index.js";
 import { artifactsPresent, bootNode, systemPartitionNames, waitFor, type BootedNode } from "./qemu.js";
 
-const bootMs = 600_000;
+const bootMs = Number(process.env.BASALT_E2E_BOOT_TIMEOUT_MS ?? 600_000);
 const disk = "install-journey";
 
 type Versioned = { messages: { version: { tag: string } }[] };
@@ -27,7 +28,8 @@ async function expectMaintenance(node: BootedNode) {
 test("install journey: maintenance → install → mTLS → reboot → cold boot → reset", { skip: artifactsPresent() ? false : "image not built (npm run image)", timeout: 60 * 60_000 }, async (t) => {
   const generated = await generateConfigs({ clusterName: "journey", endpoint: "https://10.0.2.15:6443", installDisk: "/dev/vda" });
   const creds = parseTalosconfig(generated.talosconfig);
-  let node = await bootNode({ name: "journey-1-iso", boot: "iso", disk });
+  // The second NIC (an isolated network) becomes a bond member in the live network step.
+  let node = await bootNode({ name: "journey-1-iso", boot: "iso", disk, secondNic: true });
   t.after(() => node.stop({ removeDisk: true }));
 
   await t.test("the ISO boots into maintenance mode", () => expectMaintenance(node));
@@ -87,6 +89,47 @@ test("install journey: maintenance → install → mTLS → reboot → cold boot
       const res = (await c.resourceGet("network", "HostnameStatuses.net.talos.dev", "hostname")) as ResourceReply;
       assert.match(res.resource.spec.yaml_spec, /hostname: journey-node/);
     }, 60_000);
+  });
+
+  await t.test("a NO_REBOOT apply builds a VLAN and an active-backup bond (LinkStatus), a second one removes them", async () => {
+    const c = admin();
+    type Listed = { resource: { metadata: { id: string }; spec: { yaml_spec: string } } }[];
+    const list = async (type: string) =>
+      new Map(((await c.resourceList("network", type)) as Listed).map((r) => [r.resource.metadata.id, r.resource.spec.yaml_spec] as const));
+    const links = await list("LinkStatuses.net.talos.dev");
+    const physical = [...links].filter(([, y]) => /^type: ether$/m.test(y) && /^kind: ""$/m.test(y)).map(([id]) => id).sort();
+    assert.equal(physical.length, 2, `two NICs: ${[...links.keys()].join(" ")}`);
+    const addresses = [...(await list("AddressStatuses.net.talos.dev")).keys()];
+    const apiLink = physical.find((l) => addresses.some((a) => a.startsWith(`${l}/10.0.2.`)))!;
+    const second = physical.find((l) => l !== apiLink)!;
+    const hostnameOnly = generated.controlplane.replace(/^(\s+)network: \{\}$/m, "$1network:\n$1    hostname: journey-node");
+    const withLinks = generated.controlplane.replace(/^(\s+)network: \{\}$/m, (_, i: string) =>
+      [
+        `${i}network:`, `${i}    hostname: journey-node`, `${i}    interfaces:`,
+        `${i}        - interface: ${apiLink}`, `${i}          dhcp: true`, `${i}          vlans:`, `${i}              - vlanId: 100`, `${i}                addresses: [172.20.0.2/24]`,
+        `${i}        - interface: bond0`, `${i}          addresses: [172.21.0.2/24]`, `${i}          bond:`, `${i}              mode: active-backup`, `${i}              miimon: 100`, `${i}              interfaces: [${second}]`,
+      ].join("\n"),
+    );
+    const reply = (await c.applyConfiguration(withLinks, { mode: ApplyMode.NO_REBOOT })) as { messages: { mode_details: string }[] };
+    assert.equal(reply.messages[0]!.mode_details, "Applied configuration without a reboot");
+    await waitFor(node, "vlan and bond in LinkStatus", async () => {
+      const now = await list("LinkStatuses.net.talos.dev");
+      assert.match(now.get(`${apiLink}.100`) ?? "", /^kind: vlan$/m);
+      assert.match(now.get("bond0") ?? "", /^kind: bond$/m);
+      assert.match(now.get(second) ?? "", /^slaveKind: bond$/m);
+      const addrs = await list("AddressStatuses.net.talos.dev");
+      assert.ok(addrs.has(`${apiLink}.100/172.20.0.2/24`) && addrs.has("bond0/172.21.0.2/24"), [...addrs.keys()].join(" "));
+    }, 120_000);
+    const bondIndex = /^index: (\d+)$/m.exec((await list("LinkStatuses.net.talos.dev")).get("bond0")!)![1];
+    assert.match((await list("LinkStatuses.net.talos.dev")).get(second)!, new RegExp(`^masterIndex: ${bondIndex}$`, "m"));
+
+    await c.applyConfiguration(hostnameOnly, { mode: ApplyMode.NO_REBOOT });
+    await waitFor(node, "vlan and bond removed", async () => {
+      const now = await list("LinkStatuses.net.talos.dev");
+      assert.equal(now.has(`${apiLink}.100`) || now.has("bond0"), false, [...now.keys()].join(" "));
+      assert.match(now.get(second) ?? "", /^slaveKind: ""$/m);
+    }, 120_000);
+    assert.match(((await c.resourceGet("network", "HostnameStatuses.net.talos.dev", "hostname")) as ResourceReply).resource.spec.yaml_spec, /hostname: journey-node/);
   });
 
   let bootId = "";

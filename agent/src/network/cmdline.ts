@@ -1,9 +1,11 @@
 // The networking part of the kernel command line Talos reads: `talos.hostname=`,
 // `talos.network.interface.ignore=` (repeatable), `ip=` in the kernel's full syntax
 // (<client>:<server>:<gw>:<netmask>:<hostname>:<device>:<autoconf>:<dns0>:<dns1>:<ntp0>,
-// `ip=<dev>:dhcp`; bare `ip=dhcp` is ignored as Talos does), `vlan=<name>:<parent>`
-// and `net.ifnames=0`. `bond=` is reported as unsupported so the caller can log it.
+// `ip=<dev>:dhcp`; bare `ip=dhcp` is ignored as Talos does), `vlan=<name>:<parent>`,
+// dracut's `bond=<name>[:<members>[:<options>[:<mtu>]]]` and `net.ifnames=0`.
 
+import type { Bond } from "../config/types/v1alpha1.js";
+import { bondNames } from "../resources/catalog/network.js";
 import { cmdlineArgs } from "../sys/cmdline.js";
 
 export interface CmdlineNetworking {
@@ -18,6 +20,8 @@ export interface CmdlineNetworking {
   timeServers: string[];
   /** `vlan=<name>:<parent>`: the id is the number after the last dot of the name. */
   vlans: { name: string; parent: string; vlanId: number }[];
+  /** `bond=`: members default to eth0,eth1 (dracut); options in the machine config's Bond shape. */
+  bond?: { name: string; members: string[]; options: Bond; mtu: number };
   /** `net.ifnames=0`: the kernel's own ethN names are kept. */
   netIfnames0: boolean;
   /** Arguments seen but not handled yet. */
@@ -41,6 +45,40 @@ function maskLength(text: string): number | undefined {
   if (words.length !== 4) return undefined;
   const bits = words.map((w) => Number(w).toString(2).padStart(8, "0")).join("");
   return /^1*0*$/.test(bits) ? bits.indexOf("0") < 0 ? 32 : bits.indexOf("0") : undefined;
+}
+
+// modinfo bonding's option names -> the machine config's Bond keys (Talos's parseBondOptions).
+const bondStringOptions: Record<string, keyof Bond> = {
+  mode: "mode", xmit_hash_policy: "xmitHashPolicy", lacp_rate: "lacpRate", arp_validate: "arpValidate",
+  arp_all_targets: "arpAllTargets", primary: "primary", primary_reselect: "primaryReselect",
+  fail_over_mac: "failOverMac", ad_select: "adSelect",
+};
+const bondNumberOptions: Record<string, keyof Bond> = {
+  miimon: "miimon", updelay: "updelay", downdelay: "downdelay", arp_interval: "arpInterval", resend_igmp: "resendIgmp",
+  min_links: "minLinks", lp_interval: "lpInterval", packets_per_slave: "packetsPerSlave", num_peer_notif: "numPeerNotif",
+  tlb_dynamic_lb: "tlbDynamicLb", all_slaves_active: "allSlavesActive", use_carrier: "useCarrier",
+  ad_actor_sys_prio: "adActorSysPrio", ad_user_port_key: "adUserPortKey", peer_notify_delay: "peerNotifyDelay",
+};
+
+function parseBond(value: string): CmdlineNetworking["bond"] | undefined {
+  const [name, members, options, mtu] = value.split(":");
+  if (!name) return undefined;
+  const bond: Record<string, unknown> = {};
+  for (const opt of (options ?? "").split(",").filter(Boolean)) {
+    const [k, v = ""] = opt.split("=") as [string, string?];
+    if (k === "arp_ip_target") bond.arpIPTarget = v.split(";");
+    else if (bondStringOptions[k]) bond[bondStringOptions[k]] = v;
+    else if (bondNumberOptions[k] && /^\d+$/.test(v)) bond[bondNumberOptions[k]] = k === "use_carrier" ? v === "1" : Number(v);
+    else return undefined;
+  }
+  if (mtu !== undefined && mtu !== "" && !/^\d+$/.test(mtu)) return undefined;
+  // A name the bond driver does not know leaves the bond out (reported as unsupported) rather than failing every network source.
+  for (const [option, key] of [["mode", "mode"], ["xmitHashPolicy", "xmitHashPolicy"], ["lacpRate", "lacpRate"], ["arpValidate", "arpValidate"], ["arpAllTargets", "arpAllTargets"], ["primaryReselect", "primaryReselect"], ["failOverMac", "failOverMac"], ["adSelect", "adSelect"]] as const) {
+    const v = bond[key];
+    if (typeof v === "string" && !(bondNames[option] as readonly string[]).includes(v)) return undefined;
+  }
+  // The keys set above are Bond's own, each with its type.
+  return { name, members: members ? members.split(",") : ["eth0", "eth1"], options: bond as Bond, mtu: mtu ? Number(mtu) : 0 };
 }
 
 /** Splits an ip= value at colons outside [IPv6] brackets. */
@@ -110,9 +148,12 @@ export function parseCmdlineNetworking(text: string): CmdlineNetworking {
       case "net.ifnames":
         res.netIfnames0 = value === "0";
         break;
-      case "bond":
-        res.unsupported.push(`${key}=${value}`);
+      case "bond": {
+        const parsed = parseBond(value);
+        if (parsed) res.bond = parsed;
+        else res.unsupported.push(`bond=${value}`);
         break;
+      }
     }
   }
   // talos.hostname= wins over the hostname field of ip=.

@@ -5,7 +5,7 @@
 // `.machine.network.interfaces` (by name or deviceSelector, vlans, bond, bridge,
 // dummy, addresses, routes, mtu, dhcp, ignore). Pure: the controllers publish it.
 
-import type { Device, DeviceSelector, NetworkConfig, Route } from "../config/types/v1alpha1.js";
+import type { Bond, Device, DeviceSelector, NetworkConfig, Route } from "../config/types/v1alpha1.js";
 import {
   type AddressSpecSpec,
   type BondMasterSpec,
@@ -13,6 +13,7 @@ import {
   type LinkSpecSpec,
   type LinkStatusSpec,
   type RouteSpecSpec,
+  bondNames,
   bondValue,
 } from "../resources/catalog/network.js";
 import type { CmdlineNetworking } from "./cmdline.js";
@@ -106,29 +107,32 @@ function configRoute(linkName: string, r: Route, layer: ConfigLayer): RouteSpecS
   return spec;
 }
 
-function bondMaster(dev: Device, links: readonly KnownLink[]): BondMasterSpec {
-  const b = dev.bond!;
-  const spec: BondMasterSpec = {
-    mode: b.mode ?? "balance-rr",
-    xmitHashPolicy: b.xmitHashPolicy ?? "layer2",
-    lacpRate: b.lacpRate ?? "slow",
-    arpValidate: b.arpValidate ?? "none",
-    arpAllTargets: b.arpAllTargets ?? "any",
-    primaryReselect: b.primaryReselect ?? "always",
-    failOverMac: b.failOverMac ?? "none",
+function bondMaster(b: Bond, links: readonly KnownLink[]): BondMasterSpec {
+  // Talos's key order (its YAML prints them so); zero numbers are omitted as Go's omitempty does.
+  const primary = b.primary ? links.find((l) => l.name === b.primary)?.spec.index : undefined;
+  const ordered: BondMasterSpec = {
+    mode: b.mode || "balance-rr",
+    xmitHashPolicy: b.xmitHashPolicy || "layer2",
+    lacpRate: b.lacpRate || "slow",
+    arpValidate: b.arpValidate || "none",
+    arpAllTargets: b.arpAllTargets || "any",
+    ...(primary ? { primary } : {}),
+    primaryReselect: b.primaryReselect || "always",
+    failOverMac: b.failOverMac || "none",
   };
   // Names Talos does not know fail here, before anything reaches the kernel.
-  for (const k of ["mode", "xmitHashPolicy", "lacpRate", "arpValidate", "arpAllTargets", "primaryReselect", "failOverMac"] as const) bondValue(k, spec[k]);
-  if (b.adSelect) spec.adSelect = b.adSelect;
-  if (b.primary) {
-    const idx = links.find((l) => l.name === b.primary)?.spec.index;
-    if (idx) spec.primary = idx;
-  }
-  const nums = ["miimon", "updelay", "downdelay", "arpInterval", "resendIgmp", "minLinks", "lpInterval", "packetsPerSlave", "numPeerNotif", "allSlavesActive", "adActorSysPrio", "adUserPortKey", "peerNotifyDelay"] as const;
-  for (const k of nums) if (b[k]) spec[k] = b[k];
-  if (b.tlbDynamicLb) spec.tlbLogicalLb = b.tlbDynamicLb;
-  if (b.useCarrier) spec.useCarrier = true;
-  return spec;
+  for (const k of ["mode", "xmitHashPolicy", "lacpRate", "arpValidate", "arpAllTargets", "primaryReselect", "failOverMac"] as const) bondValue(k, ordered[k]);
+  if (b.adSelect && b.adSelect !== "stable") ordered.adSelect = bondNames.adSelect[bondValue("adSelect", b.adSelect)];
+  const nums = ["miimon", "updelay", "downdelay", "arpInterval", "resendIgmp", "minLinks", "lpInterval", "packetsPerSlave", "numPeerNotif"] as const;
+  for (const k of nums) if (b[k]) ordered[k] = b[k];
+  if (b.tlbDynamicLb) ordered.tlbLogicalLb = b.tlbDynamicLb;
+  if (b.allSlavesActive) ordered.allSlavesActive = b.allSlavesActive;
+  // The driver's default, and Talos's when the config leaves it out.
+  if (b.useCarrier ?? true) ordered.useCarrier = true;
+  if (b.adActorSysPrio) ordered.adActorSysPrio = b.adActorSysPrio;
+  if (b.adUserPortKey) ordered.adUserPortKey = b.adUserPortKey;
+  if (b.peerNotifyDelay) ordered.peerNotifyDelay = b.peerNotifyDelay;
+  return ordered;
 }
 
 /** Every layer below `operator` and `platform`, from the kernel command line and the machine config. */
@@ -156,6 +160,15 @@ export function layeredSpecs(network: NetworkConfig | undefined, links: readonly
     out.links.push({ name: dev, logical: false, up: true, mtu: 0, kind: "", type: "ether", layer: "cmdline" });
     out.dhcp4.push({ linkName: dev, routeMetric: DEFAULT_ROUTE_METRIC, layer: "cmdline" });
   }
+  if (cmdline.bond) {
+    const b = cmdline.bond;
+    configured.add(b.name);
+    out.links.push({ name: b.name, logical: true, up: true, mtu: b.mtu, kind: "bond", type: "ether", bondMaster: bondMaster(b.options, links), layer: "cmdline" });
+    b.members.forEach((m, i) => {
+      configured.add(m);
+      out.links.push({ name: m, logical: false, up: true, mtu: 0, kind: "", type: "ether", masterName: b.name, slaveIndex: i, layer: "cmdline" });
+    });
+  }
   for (const v of cmdline.vlans) {
     configured.add(v.name);
     out.links.push({ name: v.name, logical: true, up: true, mtu: 0, kind: "vlan", type: "ether", parentName: v.parent, vlan: { vlanID: v.vlanId, vlanProtocol: "802.1q" }, layer: "cmdline" });
@@ -173,7 +186,7 @@ export function layeredSpecs(network: NetworkConfig | undefined, links: readonly
     const layer: ConfigLayer = "configuration";
     const link: LinkSpecSpec = { name, logical: false, up: true, mtu: dev.mtu ?? 0, kind: "", type: "ether", layer };
     if (dev.bond) {
-      Object.assign(link, { logical: true, kind: "bond", bondMaster: bondMaster(dev, links) });
+      Object.assign(link, { logical: true, kind: "bond", bondMaster: bondMaster(dev.bond, links) });
       const members = [...(dev.bond.interfaces ?? [])];
       for (const sel of dev.bond.deviceSelectors ?? []) {
         for (const l of [...links].sort((a, b) => a.name.localeCompare(b.name))) if (selectorMatches(sel, l) && !members.includes(l.name)) members.push(l.name);

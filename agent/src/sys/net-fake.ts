@@ -77,6 +77,7 @@ export class FakeNetKernel implements NetKernel {
       masterIndex: 0,
       linkIndex: 0,
       vlanId: 0,
+      vlanProtocol: 0,
       queueDisc: "noop",
       carrier: init.carrier ?? true,
     };
@@ -126,6 +127,7 @@ export class FakeNetKernel implements NetKernel {
     if (req.kind === "vlan") {
       link.linkIndex = this.link(req.parentName).index;
       link.vlanId = req.vlanId;
+      link.vlanProtocol = req.protocol ?? 0x8100;
     }
   }
 

@@ -219,7 +219,11 @@ function macText(b: Buffer | undefined): string {
   return [...b].map((x) => x.toString(16).padStart(2, "0")).join(":");
 }
 
-/** Numeric value of a field the package renders as an enum name when it knows it. */
+/**
+ * Numeric value of a field the package renders as an enum name when it knows it.
+ * `table` is one of the package's TypeScript enums (name -> number, number -> name);
+ * callers widen it to a record because TS enums do not index by arbitrary strings.
+ */
 function enumValue(table: Record<string, string | number>, v: string | number | undefined, fallback: number): number {
   if (v === undefined) return fallback;
   if (typeof v === "number") return v;
@@ -256,7 +260,7 @@ export class NetlinkNetKernel implements NetKernel {
       return {
         index: m.data.index ?? 0,
         name: a.ifname ?? "",
-        type: enumValue(rt.LinkType as unknown as Record<string, number>, m.data.type, 65534),
+        type: enumValue(rt.LinkType as unknown as Record<string, string | number>, m.data.type, 65534),
         flags,
         mtu: a.mtu ?? 0,
         hardwareAddr: hw,
@@ -268,6 +272,7 @@ export class NetlinkNetKernel implements NetKernel {
         masterIndex: a.master ?? 0,
         linkIndex: a.link && a.link.length >= 4 ? a.link.readUInt32LE(0) : 0,
         vlanId: kind === "vlan" && data ? (parseAttrs(data).get(VLAN_ID)?.readUInt16LE(0) ?? 0) : 0,
+        vlanProtocol: kind === "vlan" && data ? (parseAttrs(data).get(VLAN_PROTOCOL)?.readUInt16BE(0) ?? 0) : 0,
         queueDisc: a.qdisc ?? "",
         carrier: (flags & IFF_LOWER_UP) !== 0,
       };
@@ -321,9 +326,9 @@ export class NetlinkNetKernel implements NetKernel {
         outLinkIndex: oif,
         outLinkName: links.get(oif) ?? "",
         priority: a.priority ?? 0,
-        scope: enumValue(rt.RouteScope as unknown as Record<string, number>, m.data.scope, 0),
-        type: enumValue(rt.RouteType as unknown as Record<string, number>, m.data.type, RTN_UNICAST),
-        protocol: enumValue(rt.RouteProtocol as unknown as Record<string, number>, m.data.protocol, RTPROT_BOOT),
+        scope: enumValue(rt.RouteScope as unknown as Record<string, string | number>, m.data.scope, 0),
+        type: enumValue(rt.RouteType as unknown as Record<string, string | number>, m.data.type, RTN_UNICAST),
+        protocol: enumValue(rt.RouteProtocol as unknown as Record<string, string | number>, m.data.protocol, RTPROT_BOOT),
         flags: rt.formatRouteFlags(m.data.flags ?? {}),
         mtu: a.metrics?.mtu && a.metrics.mtu.length >= 4 ? a.metrics.mtu.readUInt32LE(0) : 0,
       });

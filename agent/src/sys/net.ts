@@ -31,8 +31,9 @@ export interface KernelLink {
   masterIndex: number;
   /** Parent (vlan) or peer (veth) index; 0 when none. */
   linkIndex: number;
-  /** 802.1Q id of a vlan link; 0 otherwise. */
+  /** 802.1Q id and protocol (0x8100, 0x88a8) of a vlan link; 0 otherwise. */
   vlanId: number;
+  vlanProtocol: number;
   queueDisc: string;
   /** Carrier present (IFF_LOWER_UP). */
   carrier: boolean;

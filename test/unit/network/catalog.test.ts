@@ -49,7 +49,7 @@ test("kernel numbers map to Talos names and back", () => {
 test("LinkStatus: YAML like Talos and proto with enum numbers", () => {
   const spec = linkStatusSpec({
     index: 2, name: "eth0", type: 1, flags: 0x11043, mtu: 1500, hardwareAddr: "52:54:00:12:34:56", broadcastAddr: "ff:ff:ff:ff:ff:ff",
-    permanentAddr: "52:54:00:12:34:56", operState: 6, kind: "", slaveKind: "", masterIndex: 0, linkIndex: 0, vlanId: 0, queueDisc: "pfifo_fast", carrier: true,
+    permanentAddr: "52:54:00:12:34:56", operState: 6, kind: "", slaveKind: "", masterIndex: 0, linkIndex: 0, vlanId: 0, vlanProtocol: 0, queueDisc: "pfifo_fast", carrier: true,
   }, { driver: "virtio_net", busPath: "0000:00:03.0" });
   assert.equal(
     yamlSpec(linkStatusDefinition, spec),
@@ -67,6 +67,18 @@ test("LinkStatus: YAML like Talos and proto with enum numbers", () => {
   assert.equal(p.port, 255);
   assert.equal(p.duplex, 255);
   assert.equal(p.driver, "virtio_net");
+});
+
+test("LinkStatus of a vlan on a bond member's master: masterIndex after queueDisc, vlan last (Talos's order)", () => {
+  const spec = linkStatusSpec({
+    index: 7, name: "bond0.100", type: 1, flags: 0x1003, mtu: 1500, hardwareAddr: "52:54:00:12:34:57", broadcastAddr: "ff:ff:ff:ff:ff:ff",
+    permanentAddr: "52:54:00:12:34:57", operState: 6, kind: "vlan", slaveKind: "", masterIndex: 9, linkIndex: 5, vlanId: 100, vlanProtocol: 0x8100, queueDisc: "noqueue", carrier: true,
+  });
+  const keys = yamlSpec(linkStatusDefinition, spec).split("\n").map((l) => l.split(":")[0]);
+  assert.deepEqual(keys.slice(keys.indexOf("queueDisc"), keys.indexOf("queueDisc") + 3), ["queueDisc", "masterIndex", "operationalState"]);
+  assert.match(yamlSpec(linkStatusDefinition, spec), /\nvlan:\n {4}vlanID: 100\n {4}vlanProtocol: 802\.1q\n$/);
+  const p = decode("talos.resource.definitions.network.LinkStatusSpec", encodeSpec(linkStatusDefinition, spec));
+  assert.deepEqual(p.vlan, { vid: 100, protocol: 0x8100 });
 });
 
 test("AddressStatus: omitempty fields and NetIPPrefix on the wire", () => {

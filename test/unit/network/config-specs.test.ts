@@ -21,10 +21,13 @@ test("no config: lo and every physical link up, DHCPv4 on the physical links, ig
 });
 
 test("cmdline ip= static: address, default route and link on the cmdline layer; no default DHCP there", () => {
-  const l = layeredSpecs(undefined, links, parseCmdlineNetworking("ip=10.0.0.5::10.0.0.1:255.255.255.0::eth1:off vlan=eth0.30:eth0"));
+  const l = layeredSpecs(undefined, links, parseCmdlineNetworking("ip=10.0.0.5::10.0.0.1:255.255.255.0::eth1:off vlan=eth0.30:eth0 bond=bond7:eth2:mode=active-backup"));
   assert.deepEqual(l.addresses.filter((a) => a.layer === "cmdline").map((a) => `${a.linkName}/${a.address}`), ["eth1/10.0.0.5/24"]);
   assert.deepEqual(l.routes.map((r) => `${r.layer} ${r.dst || "default"} via ${r.gateway} ${r.outLinkName} ${r.priority} ${r.protocol}`), ["cmdline default via 10.0.0.1 eth1 1024 static"]);
-  assert.deepEqual(l.dhcp4.map((d) => d.linkName), ["eth0", "eth2"], "eth1 is configured by ip=; the others keep default DHCP");
+  assert.deepEqual(l.dhcp4.map((d) => d.linkName), ["eth0"], "eth1 is configured by ip=, eth2 by bond=; eth0 keeps default DHCP");
+  const bond = l.links.find((x) => x.name === "bond7")!;
+  assert.deepEqual([bond.kind, bond.layer, bond.bondMaster?.mode], ["bond", "cmdline", "active-backup"]);
+  assert.deepEqual(l.links.find((x) => x.name === "eth2" && x.layer === "cmdline"), { name: "eth2", logical: false, up: true, mtu: 0, kind: "", type: "ether", masterName: "bond7", slaveIndex: 0, layer: "cmdline" });
   assert.deepEqual(l.links.find((x) => x.name === "eth0.30"), { name: "eth0.30", logical: true, up: true, mtu: 0, kind: "vlan", type: "ether", parentName: "eth0", vlan: { vlanID: 30, vlanProtocol: "802.1q" }, layer: "cmdline" });
 });
 
@@ -42,7 +45,8 @@ test("machine config: deviceSelector, bond with members, vlan with its address a
   );
   const byName = new Map(l.links.map((x) => [x.name, x]));
   assert.equal(byName.get("eth2")!.mtu, 9000);
-  assert.deepEqual(byName.get("bond0")!.bondMaster, { mode: "active-backup", xmitHashPolicy: "layer2", lacpRate: "slow", arpValidate: "none", arpAllTargets: "any", primaryReselect: "always", failOverMac: "none", primary: 3, miimon: 100 });
+  assert.deepEqual(byName.get("bond0")!.bondMaster, { mode: "active-backup", xmitHashPolicy: "layer2", lacpRate: "slow", arpValidate: "none", arpAllTargets: "any", primary: 3, primaryReselect: "always", failOverMac: "none", miimon: 100, useCarrier: true });
+  assert.deepEqual(Object.keys(byName.get("bond0")!.bondMaster!).slice(0, 6), ["mode", "xmitHashPolicy", "lacpRate", "arpValidate", "arpAllTargets", "primary"], "Talos's key order");
   assert.deepEqual([byName.get("eth0")!.masterName, byName.get("eth0")!.slaveIndex, byName.get("eth1")!.slaveIndex], ["bond0", 0, 1]);
   assert.equal(byName.get("bond0.100")!.parentName, "bond0");
   assert.deepEqual(l.addresses.filter((a) => a.layer === "configuration").map((a) => `${a.linkName}/${a.address}`), ["eth2/192.168.5.2/24", "bond0.100/172.16.0.2/24"]);

@@ -75,6 +75,19 @@ test("links: a bond with two members, a vlan on it and a dummy are created; remo
   assert.deepEqual(kernel.links.map((l) => l.name), ["lo", "eth0", "eth1", "eth2"]);
 });
 
+test("a bond found in place (the bonding module's default bond0) or specified anew is re-created with the spec's options", async (t) => {
+  const { kernel, runtime, put } = setup(t);
+  kernel.addLink({ name: "bond0", kind: "bond" });
+  put("LinkSpecs.net.talos.dev", "bond0", link({ name: "bond0", logical: true, kind: "bond", bondMaster: bond }));
+  await waitFor("re-created", () => kernel.calls.includes("createLink bond bond0"));
+  await runtime.whenIdle();
+  assert.deepEqual(kernel.calls.filter((c) => c.includes("bond0") && /Link /.test(c)), ["deleteLink bond0", "createLink bond bond0"]);
+  put("LinkSpecs.net.talos.dev", "bond0", link({ name: "bond0", logical: true, kind: "bond", bondMaster: { ...bond, mode: "802.3ad", lacpRate: "fast" } }));
+  await waitFor("re-created for the new mode", () => kernel.calls.filter((c) => c === "createLink bond bond0").length === 2);
+  await runtime.whenIdle();
+  assert.equal(kernel.calls.filter((c) => c === "deleteLink bond0").length, 2);
+});
+
 test("addresses and routes: applied, restored when deleted behind the controller's back, removed when the spec goes", async (t) => {
   const { kernel, runtime, put, drop } = setup(t);
   await kernel.setLinkUp("eth0", true);

@@ -63,6 +63,12 @@ export class LinkSpecController implements Controller {
   private readonly trigger: KernelTrigger;
   /** The specs applied last round: a logical link whose spec goes is deleted, a member whose master goes is freed. */
   private previous = new Map<string, LinkSpecSpec>();
+  /**
+   * The create request of each logical link this controller made. A logical link found
+   * otherwise (loading the bonding module makes a default "bond0") or made from an older
+   * spec is re-created, as the kernel cannot change most of these settings in place.
+   */
+  private readonly created = new Map<string, string>();
 
   constructor(private readonly kernel: NetKernel) {
     this.trigger = new KernelTrigger(kernel, ["link"]);
@@ -81,6 +87,7 @@ export class LinkSpecController implements Controller {
       if (prev.logical) {
         ctx.log.info("deleting link", { link: name, kind: prev.kind });
         await this.kernel.deleteLink(name);
+        this.created.delete(name);
       } else if ((prev.masterName || prev.bridgeSlave) && l.masterIndex) {
         await this.kernel.setLinkMaster(name, undefined);
       }
@@ -91,15 +98,19 @@ export class LinkSpecController implements Controller {
     const order = [...specs.values()].sort((a, b) => rank(a) - rank(b));
     for (const s of order) {
       let l = find(s.name);
-      if (s.logical && l && mismatched(s, l)) {
+      const req = s.logical ? createRequest(s, new Map(links.map((k) => [k.index, k.name]))) : undefined;
+      if (s.logical && l && (mismatched(s, l) || (req && this.created.get(s.name) !== JSON.stringify(req)))) {
+        ctx.log.info("re-creating link", { link: s.name, kind: s.kind });
         await this.kernel.deleteLink(s.name);
+        this.created.delete(s.name);
+        links = await this.kernel.listLinks();
         l = undefined;
       }
-      if (!l && s.logical) {
-        const req = createRequest(s, new Map(links.map((k) => [k.index, k.name])));
-        if (!req || (req.kind === "vlan" && !find(req.parentName))) continue;
+      if (!l && req) {
+        if (req.kind === "vlan" && !find(req.parentName)) continue;
         ctx.log.info("creating link", { link: s.name, kind: s.kind });
         await this.kernel.createLink(req);
+        this.created.set(s.name, JSON.stringify(req));
         links = await this.kernel.listLinks();
         l = find(s.name);
       }

@@ -1,7 +1,7 @@
 // network.LinkStatusController: one LinkStatus per kernel link (id = link name).
 
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
-import { LinkStatusType, type LinkStatusSpec, NETWORK_NAMESPACE, netNames } from "../../resources/catalog/network.js";
+import { LinkStatusType, type LinkStatusSpec, NETWORK_NAMESPACE, VLAN_PROTOCOLS, netNames } from "../../resources/catalog/network.js";
 import type { KernelLink, NetKernel } from "../../sys/net.js";
 import { KernelTrigger } from "./kernel-watch.js";
 
@@ -32,6 +32,7 @@ export function linkStatusSpec(link: KernelLink, details: LinkDetails = {}): Lin
     broadcastAddr: link.broadcastAddr,
     mtu: link.mtu,
     queueDisc: link.queueDisc,
+    ...(link.masterIndex ? { masterIndex: link.masterIndex } : {}),
     operationalState: netNames.operState(link.operState),
     kind: link.kind,
     slaveKind: link.slaveKind,
@@ -39,7 +40,8 @@ export function linkStatusSpec(link: KernelLink, details: LinkDetails = {}): Lin
     port: netNames.port(255),
     duplex: netNames.duplex(details.duplex ?? 255),
   };
-  if (link.masterIndex) spec.masterIndex = link.masterIndex;
+  const vlanProtocol = Object.entries(VLAN_PROTOCOLS).find(([, v]) => v === link.vlanProtocol)?.[0];
+  if (link.kind === "vlan" && vlanProtocol) spec.vlan = { vlanID: link.vlanId, vlanProtocol };
   // Keep Talos's key order: optional keys are inserted where its struct has them.
   const ordered: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(spec)) {

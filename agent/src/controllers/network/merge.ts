@@ -64,6 +64,7 @@ export function mergeLinkSpecs(lower: LinkSpecSpec, higher: LinkSpecSpec): LinkS
     out.type = higher.type;
   }
   for (const k of ["parentName", "masterName", "slaveIndex", "bridgeSlave", "vlan", "bondMaster", "bridgeMaster"] as const) {
+    // Copying one key from a spec to a spec of the same type; TS cannot relate higher[k] to out[k] for a union k.
     if (higher[k] !== undefined) (out as unknown as Record<string, unknown>)[k] = higher[k];
   }
   return out;

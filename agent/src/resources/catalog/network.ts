@@ -209,6 +209,7 @@ export interface LinkStatusSpec {
   speedMbit?: number;
   port: string;
   duplex: string;
+  vlan?: { vlanID: number; vlanProtocol: string };
 }
 
 export const linkStatusDefinition = defineResource<LinkStatusSpec>({
@@ -250,6 +251,7 @@ export const linkStatusDefinition = defineResource<LinkStatusSpec>({
     speed_megabits: s.speedMbit ?? 0,
     port: netValues.port(s.port),
     duplex: netValues.duplex(s.duplex),
+    ...(s.vlan ? { vlan: { vid: s.vlan.vlanID, protocol: VLAN_PROTOCOLS[s.vlan.vlanProtocol] ?? 0 } } : {}),
   }),
 });
 
