@@ -44,7 +44,7 @@ import { nodeAddresses, nodeHostname } from "./node-identity.js";
 import { EventBus } from "./events.js";
 import type { Platform } from "./platform.js";
 import { ownsDisks, type MachineRuntime } from "./runtime.js";
-import { bootSequence, initializeSequence, installSequence, rebootSequence, resetSequence, shutdownSequence, type ResetOptions } from "./sequences.js";
+import { bootSequence, initializeSequence, installSequence, rebootSequence, resetSequence, shutdownSequence, type RebootOptions, type ResetOptions } from "./sequences.js";
 import { SequenceAbortedError, type Phase } from "./sequencer.js";
 import { SequenceRunner } from "./sequence-runner.js";
 import { saveConfig } from "./tasks/state.js";
@@ -264,7 +264,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     rbacEnabled: () => rbac,
     activeConfig: () => state.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec,
     applyConfiguration,
-    reboot: (actorId: string) => lifecycle("reboot", "rebooting", () => rebootSequence(r), actorId),
+    reboot: (o: RebootOptions, actorId: string) => lifecycle("reboot", "rebooting", () => rebootSequence(r, o), actorId),
     shutdown: (actorId: string) => lifecycle("shutdown", "shutting down", () => shutdownSequence(r), actorId),
     reset: (o: ResetOptions, actorId: string) => lifecycle("reset", "resetting", () => resetSequence(r, o), actorId),
     events,
