@@ -3,13 +3,14 @@
 
 import type { ConfigBundle } from "../config/bundle.js";
 import type { Controller } from "../resources/controller-runtime.js";
-import type { MachineStage } from "../resources/catalog/runtime.js";
+import type { MachineStage, PlatformMetadataSpec } from "../resources/catalog/runtime.js";
 import type { MountedVolume } from "../storage/volumes.js";
 import { MachineConfigController } from "./config/machine-config.js";
 import { MachineTypeController } from "./config/machine-type.js";
 import { MachineStatusController, type RequiredServices } from "./runtime/machine-status.js";
 import { MetaKeysController } from "./runtime/meta-keys.js";
 import { MountStatusController } from "./runtime/mount-status.js";
+import { PlatformMetadataController } from "./runtime/platform-metadata.js";
 import { ServiceController, type ServiceStatuses } from "./runtime/service.js";
 import type { Source } from "./runtime/source.js";
 import { secretsControllers, type SecretsOptions } from "./secrets/index.js";
@@ -20,6 +21,7 @@ export interface MachinedSources {
   stage: Source<MachineStage>;
   volumes: Source<ReadonlyMap<string, MountedVolume>>;
   metaKeys: Source<ReadonlyMap<number, string>>;
+  platformMetadata: Source<PlatformMetadataSpec | undefined>;
   services: ServiceStatuses;
   requiredServices: RequiredServices;
 }
@@ -41,6 +43,7 @@ export function machinedControllers(opts: ControllersOptions): Controller[] {
     new ServiceController(s.services),
     new MountStatusController(s.volumes),
     new MetaKeysController(s.metaKeys),
+    new PlatformMetadataController(s.platformMetadata),
     ...secretsControllers(opts.secrets),
   ];
 }

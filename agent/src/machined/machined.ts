@@ -11,7 +11,7 @@ import { addService, bindServer } from "../grpc/server.js";
 import { logger } from "../log.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../resources/catalog/config.js";
 import { registerCatalog } from "../resources/catalog/index.js";
-import { MachineStatusId, MachineStatusType, RUNTIME_NAMESPACE, type MachineStage, type MachineStatusSpec } from "../resources/catalog/runtime.js";
+import { MachineStatusId, MachineStatusType, RUNTIME_NAMESPACE, type MachineStage, type MachineStatusSpec, type PlatformMetadataSpec } from "../resources/catalog/runtime.js";
 import {
   ApiCertificatesId,
   ApiCertificatesType,
@@ -43,6 +43,8 @@ import { published } from "./published.js";
 import { nodeAddresses, nodeHostname } from "./node-identity.js";
 import { EventBus } from "./events.js";
 import type { Platform } from "./platform.js";
+import { configFromPlatform } from "./platform-config.js";
+import { readSystemIdentity, type SystemIdentity } from "../sys/dmi.js";
 import { ownsDisks, type MachineRuntime } from "./runtime.js";
 import { bootSequence, initializeSequence, installSequence, rebootSequence, resetSequence, shutdownSequence, type RebootOptions, type ResetOptions } from "./sequences.js";
 import { SequenceAbortedError, type Phase } from "./sequencer.js";
@@ -80,6 +82,8 @@ export interface MachinedOptions {
    * and what to wait for once they run (an address to print in maintenance mode).
    */
   networking?: { controllers: Controller[]; ready?(state: ResourceState, signal: AbortSignal): Promise<void> };
+  /** The machine's SMBIOS identity (talos.config= ${uuid} and ${serial}); default: the kernel's DMI attributes. */
+  systemIdentity?: () => SystemIdentity;
   /** Definitions other modules own (e.g. networking's), registered with the catalog. */
   extraDefinitions?: readonly ResourceDefinitionInput<never>[];
   signal: AbortSignal;
@@ -111,6 +115,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   const activeConfig = new Observed<ConfigBundle | undefined>(undefined);
   const volumes = new Observed<ReadonlyMap<string, MountedVolume>>(new Map());
   const metaKeys = new Observed<ReadonlyMap<number, string>>(new Map());
+  const platformMetadata = new Observed<PlatformMetadataSpec | undefined>(undefined);
 
   const events = new EventBus();
   // Every change of stage or readiness is a MachineStatusEvent (talosctl's --wait trackers follow them).
@@ -161,6 +166,24 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       const trustd = opts.trustd && isControlPlane(machineType) ? [trustdService({ listen: opts.trustd.listen, process: opts.trustd.spec() })] : [];
       return [apidService(), ...trustd];
     },
+    platformConfig: (wantConfig) =>
+      configFromPlatform(
+        {
+          platform,
+          cmdline: opts.cmdline,
+          state,
+          mounter: opts.mounter,
+          mountDir: path.join(paths.system, "platform-config"),
+          identity: opts.systemIdentity ?? (() => readSystemIdentity()),
+          meta: (tag) => r.meta?.get(tag),
+          signal: opts.signal,
+          log: logger("platform"),
+          checker: opts.configChecker,
+          events,
+          setMetadata: (m) => platformMetadata.set(m),
+        },
+        wantConfig,
+      ),
     mountsChanged: () => volumes.set(new Map(r.volumes)),
     metaChanged: () => metaKeys.set(r.meta?.keys() ?? new Map()),
   };
@@ -174,6 +197,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       stage,
       volumes,
       metaKeys,
+      platformMetadata,
       services: { list: () => supervisor.list(), onChange: (l) => supervisor.onChange(l) },
       requiredServices: (t) => (runsTrustd(t) ? ["apid", "machined", "trustd"] : ["apid", "machined"]),
     },
