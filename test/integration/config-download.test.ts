@@ -60,6 +60,7 @@ async function boot(url: string) {
       checker: { parse: (d) => loadConfig(d), validate: (b) => validateConfig(b, { mode: "metal", diskExists: (p) => p === "/dev/sda" }) },
       events,
       setMetadata: (m) => (metadata = m),
+      setNetwork: () => undefined,
     },
     true,
   );

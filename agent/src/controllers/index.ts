@@ -11,6 +11,7 @@ import { MachineStatusController, type RequiredServices } from "./runtime/machin
 import { MetaKeysController } from "./runtime/meta-keys.js";
 import { MountStatusController } from "./runtime/mount-status.js";
 import { PlatformMetadataController } from "./runtime/platform-metadata.js";
+import { PlatformHostnameController, PlatformResolversController, type PlatformNetwork } from "./runtime/platform-network.js";
 import { ServiceController, type ServiceStatuses } from "./runtime/service.js";
 import type { Source } from "./runtime/source.js";
 import { secretsControllers, type SecretsOptions } from "./secrets/index.js";
@@ -22,6 +23,7 @@ export interface MachinedSources {
   volumes: Source<ReadonlyMap<string, MountedVolume>>;
   metaKeys: Source<ReadonlyMap<number, string>>;
   platformMetadata: Source<PlatformMetadataSpec | undefined>;
+  platformNetwork: Source<PlatformNetwork | undefined>;
   services: ServiceStatuses;
   requiredServices: RequiredServices;
 }
@@ -44,6 +46,8 @@ export function machinedControllers(opts: ControllersOptions): Controller[] {
     new MountStatusController(s.volumes),
     new MetaKeysController(s.metaKeys),
     new PlatformMetadataController(s.platformMetadata),
+    new PlatformHostnameController(s.platformNetwork),
+    new PlatformResolversController(s.platformNetwork),
     ...secretsControllers(opts.secrets),
   ];
 }

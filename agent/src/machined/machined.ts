@@ -44,6 +44,7 @@ import { nodeAddresses, nodeHostname } from "./node-identity.js";
 import { EventBus } from "./events.js";
 import type { Platform } from "./platform.js";
 import { configFromPlatform } from "./platform-config.js";
+import type { PlatformNetwork } from "../controllers/runtime/platform-network.js";
 import { readSystemIdentity, type SystemIdentity } from "../sys/dmi.js";
 import { ownsDisks, type MachineRuntime } from "./runtime.js";
 import { bootSequence, initializeSequence, installSequence, rebootSequence, resetSequence, shutdownSequence, type RebootOptions, type ResetOptions } from "./sequences.js";
@@ -116,6 +117,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   const volumes = new Observed<ReadonlyMap<string, MountedVolume>>(new Map());
   const metaKeys = new Observed<ReadonlyMap<number, string>>(new Map());
   const platformMetadata = new Observed<PlatformMetadataSpec | undefined>(undefined);
+  const platformNetwork = new Observed<PlatformNetwork | undefined>(undefined);
 
   const events = new EventBus();
   // Every change of stage or readiness is a MachineStatusEvent (talosctl's --wait trackers follow them).
@@ -181,6 +183,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
           checker: opts.configChecker,
           events,
           setMetadata: (m) => platformMetadata.set(m),
+          setNetwork: (n) => platformNetwork.set(n),
         },
         wantConfig,
       ),
@@ -198,6 +201,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       volumes,
       metaKeys,
       platformMetadata,
+      platformNetwork,
       services: { list: () => supervisor.list(), onChange: (l) => supervisor.onChange(l) },
       requiredServices: (t) => (runsTrustd(t) ? ["apid", "machined", "trustd"] : ["apid", "machined"]),
     },

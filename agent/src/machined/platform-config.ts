@@ -6,6 +6,7 @@
 import type { ConfigBundle } from "../config/bundle.js";
 import { ConfigParseError, describeError, InvalidInputError } from "../errors.js";
 import { logger } from "../log.js";
+import type { PlatformNetwork } from "../controllers/runtime/platform-network.js";
 import type { PlatformMetadataSpec } from "../resources/catalog/runtime.js";
 import { checkConfig, type ConfigChecker } from "./apply/index.js";
 import { acquireFromPlatform, type AcquireDeps } from "./config-source/acquire.js";
@@ -18,6 +19,8 @@ export interface PlatformConfigDeps extends AcquireDeps {
   events: EventBus;
   /** Publishes what the platform said about the machine (PlatformMetadata). */
   setMetadata(metadata: PlatformMetadataSpec): void;
+  /** Publishes the network settings it gave (platform-layer specs). */
+  setNetwork(network: PlatformNetwork | undefined): void;
 }
 
 function problemsOf(err: unknown): string[] {
@@ -43,6 +46,7 @@ export async function configFromPlatform(d: PlatformConfigDeps, wantConfig: bool
     return undefined;
   }
   d.setMetadata(acquired.metadata);
+  d.setNetwork(acquired.network);
   if (!acquired.config) return undefined;
   const { data, source } = acquired.config;
   try {

@@ -41,6 +41,7 @@ async function boot(cmdline: Record<string, string>) {
       checker: { parse: (d) => loadConfig(d), validate: (b) => validateConfig(b, { mode: "metal", diskExists: (p) => p === "/dev/sda" }) },
       events,
       setMetadata: (m) => (metadata = m),
+      setNetwork: () => undefined,
     },
     true,
   );

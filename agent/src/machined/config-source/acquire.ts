@@ -3,8 +3,9 @@
 // config.yaml), nocloud's cidata volume. Talos's platform Configuration(), for these two.
 
 import path from "node:path";
-import { SystemError } from "../../errors.js";
+import { describeError, SystemError } from "../../errors.js";
 import type { Logger } from "../../log.js";
+import type { PlatformNetwork } from "../../controllers/runtime/platform-network.js";
 import type { PlatformMetadataSpec } from "../../resources/catalog/runtime.js";
 import type { ResourceState } from "../../resources/state.js";
 import type { SystemIdentity } from "../../sys/dmi.js";
@@ -12,6 +13,7 @@ import type { Mounter } from "../../sys/mount.js";
 import type { Platform } from "../platform.js";
 import { downloadConfig, gunzipIfCompressed, type DownloadOptions } from "./download.js";
 import { readLabelledVolume } from "./labelled-volume.js";
+import { nocloudDnsServers, splitFqdn } from "./network-config.js";
 import { nocloudFiles, nocloudLabels, nocloudMetadata, nocloudPlatformMetadata } from "./nocloud.js";
 import { substituteConfigUrl, urlVariablesUsed } from "./url.js";
 import { urlValues } from "./url-values.js";
@@ -38,6 +40,8 @@ export interface AcquireDeps {
 
 export interface Acquired {
   metadata: PlatformMetadataSpec;
+  /** Network settings the platform gives (nocloud). */
+  network?: PlatformNetwork;
   /** The configuration's bytes (gzip unpacked) and where they came from; absent when the platform has none. */
   config?: { data: Buffer; source: string };
 }
@@ -83,9 +87,16 @@ async function nocloud(d: AcquireDeps, wantConfig: boolean): Promise<Acquired> {
   const meta = nocloudMetadata(text(nocloudFiles.metaData), text(nocloudFiles.userData));
   const userData = volume.files.get(nocloudFiles.userData);
   const metadata = nocloudPlatformMetadata(meta);
+  let dnsServers: string[] = [];
+  try {
+    dnsServers = nocloudDnsServers(text(nocloudFiles.networkConfig));
+  } catch (err) {
+    d.log.error("nocloud: network-config ignored", { error: describeError(err) });
+  }
+  const network = { ...(metadata.hostname ? { hostname: splitFqdn(metadata.hostname) } : {}), dnsServers };
   // An empty user-data is no configuration (Talos: ErrNoConfigSource).
-  if (!wantConfig || !userData || userData.length === 0) return { metadata };
-  return { metadata, config: { data: gunzipIfCompressed(userData), source: `nocloud (${path.join(volume.device, nocloudFiles.userData)})` } };
+  if (!wantConfig || !userData || userData.length === 0) return { metadata, network };
+  return { metadata, network, config: { data: gunzipIfCompressed(userData), source: `nocloud (${path.join(volume.device, nocloudFiles.userData)})` } };
 }
 
 /** The platform's metadata, and its configuration when `wantConfig` (a node without a stored one). */
