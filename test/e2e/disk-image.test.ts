@@ -100,7 +100,10 @@ test("disk image: talos.config= URL on first boot, EPHEMERAL grown, UEFI and BIO
     fs.writeFileSync(path.join(seedDir, "meta-data"), "instance-id: iid-basalt-e2e\nlocal-hostname: nocloud-node\n");
     const seed = path.join(outDir, "nocloud-seed.iso");
     execFileSync("xorriso", ["-as", "mkisofs", "-quiet", "-V", "cidata", "-J", "-r", "-o", seed, seedDir]);
-    t.after(() => fs.rmSync(seed, { force: true }));
+    t.after(() => {
+      fs.rmSync(seed, { force: true });
+      fs.rmSync(seedDir, { recursive: true, force: true });
+    });
     diskFromImage("disk-image-nocloud");
     node = await bootNode({ name: "disk-image-3-nocloud", boot: "pxe", disk: "disk-image-nocloud", freshDisk: false, seed, append: "talos.platform=nocloud" });
     const c = node.mtlsClient(creds);
