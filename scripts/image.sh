@@ -5,6 +5,9 @@
 #                         with /init, the root-reaching modules and the agent bundle
 #   metal-ARCH.iso        ISO, volume label BASALT: amd64 hybrid (UEFI and legacy BIOS), arm64 UEFI; GRUB
 #   cmdline-ARCH.txt      the kernel command line (for PXE boots)
+#   metal-ARCH.raw.zst    disk image: the installed layout (EFI, BIOS, BOOT with slot A, META, STATE and
+#                         EPHEMERAL formatted; EPHEMERAL grows to the disk on first boot), UEFI and BIOS
+#                         (amd64); written by the install code (scripts/disk-image.sh, needs root)
 #   rootfs-manifest[-arm64].tsv, sizes[-arm64].tsv   every file of the root tree and the agent; artifact sizes
 #
 # usage: scripts/image.sh [--arch amd64|arm64]
@@ -181,6 +184,12 @@ mv "$out/metal-$arch.iso.tmp" "$out/metal-$arch.iso"
 echo "$cmdline" >"$out/cmdline-$arch.txt"
 rm -rf "$iso"
 
+# ---- 5b. disk image ------------------------------------------------------------
+grub_lib=/usr/lib/grub
+[ "$arch" = arm64 ] && grub_lib="$base/tree/usr/lib/grub"
+bash scripts/disk-image.sh "$arch" "$out/vmlinuz-$arch" "$out/initramfs-$arch.xz" "$cmdline" "$grub_lib" "$out/metal-$arch.raw.zst"
+say "metal-$arch.raw.zst: $(du -h "$out/metal-$arch.raw.zst" | cut -f1)"
+
 # ---- 6. manifest -------------------------------------------------------------
 {
   printf '# Basalt root tree (rootfs.sqsh, kernel %s) and agent (/usr/lib/basalt): bytes<TAB>path\n' "$kver"
@@ -192,6 +201,7 @@ rm -rf "$iso"
   printf 'initramfs-%s.xz\t%s\n' "$arch" "$(stat -c %s "$out/initramfs-$arch.xz")"
   printf 'vmlinuz-%s\t%s\n' "$arch" "$(stat -c %s "$out/vmlinuz-$arch")"
   printf 'metal-%s.iso\t%s\n' "$arch" "$(stat -c %s "$out/metal-$arch.iso")"
+  printf 'metal-%s.raw.zst\t%s\n' "$arch" "$(stat -c %s "$out/metal-$arch.raw.zst")"
   printf 'tree-bytes\t%s\n' "$(awk -F'\t' '!/^#/ {s+=$1} END {print s}' "$out/rootfs-manifest$suffix.tsv")"
 } >"$out/sizes$suffix.tsv"
 say "done: $(tr '\n' ' ' <"$out/sizes$suffix.tsv")"

@@ -11,6 +11,9 @@
 #   --trustd-port N         host port forwarded to the node's 50001 (default 50001, env BASALT_VM_TRUSTD_PORT)
 #   --disk FILE             disk image (default _out/vm-disk.qcow2; created blank, 10 GiB)
 #   --fresh-disk            recreate the disk blank
+#   --append "ARGS"         extra kernel arguments for a pxe boot (e.g. talos.config=URL)
+#   --uuid UUID             the machine's SMBIOS UUID (QEMU -uuid)
+#   --seed FILE             attach FILE read-only as a second virtio disk (e.g. a nocloud cidata image)
 #   --reboot                let a guest reboot restart the VM (default: QEMU exits, -no-reboot)
 #   --serial FILE           write the console to FILE instead of the terminal (no monitor)
 #   --accel auto|kvm|tcg    auto (default) uses KVM only when a probe boot proves it works
@@ -29,6 +32,7 @@ arch=amd64 boot=iso firmware=uefi serial="" accel=auto memory=2048 cpus=2 build=
 api_port=${BASALT_VM_API_PORT:-50000}
 trustd_port=${BASALT_VM_TRUSTD_PORT:-50001}
 disk="$out/vm-disk.qcow2"
+append="" uuid="" seed=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --arch) arch=$2; shift ;;
@@ -38,6 +42,9 @@ while [ $# -gt 0 ]; do
     --trustd-port) trustd_port=$2; shift ;;
     --disk) disk=$2; shift ;;
     --fresh-disk) fresh=1 ;;
+    --append) append=$2; shift ;;
+    --uuid) uuid=$2; shift ;;
+    --seed) seed=$2; shift ;;
     --reboot) reboot=1 ;;
     --serial) serial=$2; shift ;;
     --accel) accel=$2; shift ;;
@@ -46,7 +53,7 @@ while [ $# -gt 0 ]; do
     --no-build) build=0 ;;
     --net-open) restrict=off ;;
     --second-nic) second_nic=1 ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "vm.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -109,6 +116,8 @@ args=(-machine "$machine" "${accel_args[@]}" -m "$memory" -smp "$cpus"
   -device virtio-rng-pci)
 [ "$second_nic" = 1 ] && args+=(-netdev "user,id=net1,restrict=on,net=10.0.3.0/24" -device virtio-net-pci,netdev=net1)
 [ "$reboot" = 1 ] || args+=(-no-reboot)
+[ -z "$uuid" ] || args+=(-uuid "$uuid")
+[ -z "$seed" ] || args+=(-drive "file=$seed,if=none,id=seed0,format=raw,readonly=on" -device virtio-blk-pci,drive=seed0)
 case "$boot" in
   iso|disk)
     [ "$arch" = arm64 ] && args+=(-device virtio-scsi-pci,id=scsi0)
@@ -124,7 +133,7 @@ case "$boot" in
       say "--firmware must be uefi or bios (arm64: uefi)"; exit 2
     fi ;;
   pxe)
-    args+=(-kernel "$out/vmlinuz-$arch" -initrd "$out/initramfs-$arch.xz" -append "$(cat "$out/cmdline-$arch.txt")") ;;
+    args+=(-kernel "$out/vmlinuz-$arch" -initrd "$out/initramfs-$arch.xz" -append "$(cat "$out/cmdline-$arch.txt")${append:+ $append}") ;;
   *) say "--boot must be iso, pxe or disk"; exit 2 ;;
 esac
 if [ -n "$serial" ]; then

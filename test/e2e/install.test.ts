@@ -1,9 +1,9 @@
 // The user's journey with one machine (one disk) across its boots: the ISO in
 // maintenance mode, apply-config, install and kexec into the installed system,
 // mutual TLS, partitions and mounts over the API, a live hostname change, a VLAN and
-// a bond built and removed live (the first boot has a second NIC), Reboot
-// (the ISO still attached: the disk's config wins), a cold BIOS boot from the disk
-// alone, and Reset of STATE and EPHEMERAL back to maintenance mode.
+// a bond built and removed live (the first boot has a second NIC), Reboot by kexec (the
+// ISO still attached: the disk's config wins), a POWERCYCLE reboot into a cold BIOS boot
+// from the disk alone, and Reset of STATE and EPHEMERAL back to maintenance mode.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ApplyMode } from "../../agent/src/api/enums.js";
@@ -133,22 +133,24 @@ test("install journey: maintenance → install → mTLS → reboot → cold boot
   });
 
   let bootId = "";
-  await t.test("Reboot: a new boot (new boot_id), the ISO still attached and the disk's config used", async () => {
+  await t.test("Reboot kexecs into the installed system (same VM, the ISO still attached): a new boot_id, the disk's config used", async () => {
     const c = admin();
     bootId = (await c.read("/proc/sys/kernel/random/boot_id")).toString().trim();
+    const before = node.console().length;
     await c.reboot();
-    await node.exited;
-    await node.stop({ removeDisk: false });
-    node = await bootNode({ name: "journey-2-reboot", boot: "iso", disk, freshDisk: false });
-    const after = node.mtlsClient(creds);
-    await waitFor(node, "mTLS after reboot", () => after.version(), bootMs);
-    const next = (await after.read("/proc/sys/kernel/random/boot_id")).toString().trim();
-    assert.notEqual(next, bootId);
-    bootId = next;
-    assert.match(node.console(), /loaded stored configuration/);
+    await waitFor(node, "mTLS in a new boot after the kexec", async () => {
+      const next = (await admin().read("/proc/sys/kernel/random/boot_id")).toString().trim();
+      assert.notEqual(next, bootId);
+      bootId = next;
+    }, bootMs);
+    const rebooted = node.console().slice(before);
+    assert.match(rebooted, /kexec into the installed system/);
+    assert.match(rebooted, /loaded stored configuration/);
   });
 
-  await t.test("cold boot from the disk alone, legacy BIOS", async () => {
+  await t.test("Reboot mode POWERCYCLE goes through the firmware; cold boot from the disk alone, legacy BIOS", async () => {
+    await admin().reboot(1);
+    await node.exited;
     await node.stop({ removeDisk: false });
     node = await bootNode({ name: "journey-3-cold-bios", boot: "disk", firmware: "bios", disk, freshDisk: false });
     const c = node.mtlsClient(creds);
@@ -157,13 +159,13 @@ test("install journey: maintenance → install → mTLS → reboot → cold boot
     assert.match(res.resource.spec.yaml_spec, /hostname: journey-node/, "the live-applied config was stored");
   });
 
-  await t.test("Reset of STATE and EPHEMERAL returns to maintenance mode", async () => {
+  await t.test("Reset of STATE and EPHEMERAL kexecs back into maintenance mode", async () => {
     const c: NodeClient = node.mtlsClient(creds);
+    const before = node.console().length;
     await c.reset({ wipe: ["STATE", "EPHEMERAL"], reboot: true });
-    await node.exited;
-    await node.stop({ removeDisk: false });
-    node = await bootNode({ name: "journey-4-reset", boot: "disk", disk, freshDisk: false });
     await expectMaintenance(node);
-    assert.match(node.console(), /formatting STATE/);
+    const reset = node.console().slice(before);
+    assert.match(reset, /kexec into the installed system/);
+    assert.match(reset, /formatting STATE/);
   });
 });

@@ -10,7 +10,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { NodeClient } from "../../agent/src/client/client.js";
 
 export const repoRoot = path.resolve(import.meta.dirname, "..", "..", "..");
-const outDir = path.join(repoRoot, "_out", "e2e");
+export const outDir = path.join(repoRoot, "_out", "e2e");
 
 export interface BootOptions {
   name: string;
@@ -25,6 +25,14 @@ export interface BootOptions {
   freshDisk?: boolean;
   /** A second NIC on an isolated network of its own (vm.sh --second-nic). */
   secondNic?: boolean;
+  /** Extra kernel arguments (pxe boots). */
+  append?: string;
+  /** The machine's SMBIOS UUID. */
+  uuid?: string;
+  /** A read-only second disk (e.g. a nocloud seed). */
+  seed?: string;
+  /** Let the guest reach the host (10.0.2.2) and beyond (QEMU restrict=off). */
+  netOpen?: boolean;
 }
 
 export interface BootedNode {
@@ -86,6 +94,10 @@ export async function bootNode(opts: BootOptions): Promise<BootedNode> {
     "--disk", disk, ...(opts.freshDisk === false ? [] : ["--fresh-disk"]), ...(opts.secondNic ? ["--second-nic"] : []),
     "--serial", serialLog, "--cpus", process.env.BASALT_E2E_CPUS ?? "1",
     "--accel", process.env.BASALT_E2E_ACCEL ?? "auto",
+    ...(opts.append ? ["--append", opts.append] : []),
+    ...(opts.uuid ? ["--uuid", opts.uuid] : []),
+    ...(opts.seed ? ["--seed", opts.seed] : []),
+    ...(opts.netOpen ? ["--net-open"] : []),
   ];
   const startedAt = Date.now();
   const child = spawn("bash", args, { cwd: repoRoot, detached: true, stdio: ["ignore", "ignore", "pipe"] });

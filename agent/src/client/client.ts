@@ -124,8 +124,9 @@ export class NodeClient {
   resourceList(namespace: string, type: string) {
     return this.collect(this.cosi, "List", { namespace, type });
   }
-  reboot() {
-    return this.unary(this.machine, "Reboot", {});
+  /** Reboot; mode 1 (POWERCYCLE) goes through the firmware instead of a kexec. */
+  reboot(mode = 0) {
+    return this.unary(this.machine, "Reboot", { mode });
   }
   shutdown(force = false) {
     return this.unary(this.machine, "Shutdown", { force });

@@ -3,7 +3,7 @@
 
 import type { ConfigBundle } from "../config/bundle.js";
 import type { Controller } from "../resources/controller-runtime.js";
-import type { MachineStage } from "../resources/catalog/runtime.js";
+import type { MachineStage, PlatformMetadataSpec } from "../resources/catalog/runtime.js";
 import type { MountedVolume } from "../storage/volumes.js";
 import type { KernelParams } from "../sys/kernel-params.js";
 import type { SmbiosReader } from "../sys/smbios.js";
@@ -17,6 +17,8 @@ import { ExtensionStatusController } from "./runtime/extension-status.js";
 import { MachineStatusController, type RequiredServices } from "./runtime/machine-status.js";
 import { MetaKeysController } from "./runtime/meta-keys.js";
 import { MountStatusController } from "./runtime/mount-status.js";
+import { PlatformMetadataController } from "./runtime/platform-metadata.js";
+import { PlatformHostnameController, PlatformResolversController, type PlatformNetwork } from "./runtime/platform-network.js";
 import { ServiceController, type ServiceStatuses } from "./runtime/service.js";
 import type { Source } from "./runtime/source.js";
 import { secretsControllers, type SecretsOptions } from "./secrets/index.js";
@@ -31,6 +33,8 @@ export interface MachinedSources {
   stage: Source<MachineStage>;
   volumes: Source<ReadonlyMap<string, MountedVolume>>;
   metaKeys: Source<ReadonlyMap<number, string>>;
+  platformMetadata: Source<PlatformMetadataSpec | undefined>;
+  platformNetwork: Source<PlatformNetwork | undefined>;
   services: ServiceStatuses;
   requiredServices: RequiredServices;
 }
@@ -66,6 +70,9 @@ export function machinedControllers(opts: ControllersOptions): Controller[] {
     new MountStatusController(s.volumes),
     new MetaKeysController(s.metaKeys),
     ...(opts.extensions ? [new ExtensionStatusController(opts.extensions)] : []),
+    new PlatformMetadataController(s.platformMetadata),
+    new PlatformHostnameController(s.platformNetwork),
+    new PlatformResolversController(s.platformNetwork),
     ...secretsControllers(opts.secrets),
     new KernelParamConfigController(),
     new KernelParamDefaultsController(opts.kernelParams.params, opts.kernelParams.container),

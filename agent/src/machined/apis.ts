@@ -2,12 +2,12 @@ import type * as grpc from "@grpc/grpc-js";
 import { randomUUID } from "node:crypto";
 import { generateMachineConfig, MachineTypeEnum, secretsBundleFromConfig, type GenerateConfigurationRequestLike } from "../config/generate/index.js";
 import { unaryHandler, type ServiceImpl } from "../grpc/server.js";
-import { listDisks } from "../storage/disks.js";
+import { listDisks, type DiskInfo } from "../storage/disks.js";
 import type { BlockSysfs } from "../sys/block.js";
 import type { Supervisor } from "../services/supervisor.js";
 import { serviceListResponse } from "./service-list.js";
 import { versionMessage } from "./version.js";
-import { InvalidInputError, NotFoundError, UnimplementedError } from "../errors.js";
+import { InvalidInputError, NotFoundError } from "../errors.js";
 import type { MetaStore } from "../storage/meta.js";
 import type { ApplyRequest } from "./apply/index.js";
 import type { EventBus } from "./events.js";
@@ -21,7 +21,7 @@ import { generateClientConfiguration } from "./rpc/generate-client-config.js";
 import { streamList, type ListRequest } from "./rpc/list.js";
 import { mountStats } from "./rpc/mounts.js";
 import { streamFile, type ReadRequest } from "./rpc/read.js";
-import type { ResetOptions } from "./sequences.js";
+import type { RebootOptions, ResetMode, ResetOptions } from "./sequences.js";
 import type { Platform } from "./platform.js";
 import { streamCopy, type CopyRequest } from "./rpc/copy.js";
 import { streamDiskUsage, type DiskUsageRequest } from "./rpc/disk-usage.js";
@@ -44,7 +44,7 @@ export interface MachineApiContext {
   /** The disk the system is installed on (e.g. /dev/vda). */
   systemDisk(): string | undefined;
   /** Start the lifecycle sequences once the reply has left; throw when another sequence may not be taken over. */
-  reboot(actorId: string): void;
+  reboot(opts: RebootOptions, actorId: string): void;
   shutdown(actorId: string): void;
   reset(opts: ResetOptions, actorId: string): void;
   events: EventBus;
@@ -59,9 +59,34 @@ interface ResetRequest {
   reboot?: boolean;
   system_partitions_to_wipe?: { label?: string; wipe?: boolean }[];
   user_disks_to_wipe?: string[];
+  mode?: number;
 }
 
 const wipeable = new Set(["STATE", "EPHEMERAL", "META"]);
+
+/** ResetRequest.WipeMode numbers. */
+const resetModes: Record<number, ResetMode> = { 0: "all", 1: "systemDisk", 2: "userDisks" };
+/** RebootRequest.Mode.POWERCYCLE */
+const powercycle = 1;
+
+/** A Reset request checked as Talos checks it, before anything stops. */
+export function resetOptions(req: ResetRequest, disks: readonly Pick<DiskInfo, "device_name" | "readonly">[], systemDisk: string | undefined): ResetOptions {
+  const mode = resetModes[req.mode ?? 0];
+  if (!mode) throw new InvalidInputError(`unknown reset mode ${req.mode}`, { mode: req.mode });
+  const userDisks = req.user_disks_to_wipe ?? [];
+  if (userDisks.length > 0 && mode === "systemDisk") throw new InvalidInputError("reset failed: invalid input, wipe mode SYSTEM_DISK doesn't support UserDisksToWipe parameter");
+  for (const name of userDisks) {
+    const disk = disks.find((d) => d.device_name === name);
+    if (!disk) throw new NotFoundError(`reset user disk failed: device ${name} wasn't found`, { device: name });
+    if (disk.readonly) throw new InvalidInputError(`reset user disk failed: device ${name} is readonly`, { device: name });
+    if (name === systemDisk) throw new InvalidInputError(`reset user disk failed: device ${name} is the system disk`, { device: name });
+  }
+  const specs = req.system_partitions_to_wipe ?? [];
+  if (specs.length > 0 && mode === "userDisks") throw new InvalidInputError("reset failed: invalid input, wipe mode USER_DISKS doesn't support SystemPartitionsToWipe parameter");
+  const labels = specs.filter((p) => p.wipe !== false).map((p) => p.label ?? "");
+  for (const l of labels) if (!wipeable.has(l)) throw new InvalidInputError(`system partition ${JSON.stringify(l)} can't be wiped: only STATE, EPHEMERAL and META`, { label: l });
+  return { labels, reboot: req.reboot === true, mode, userDisks };
+}
 
 /** MachineService handlers; methods not listed answer Unimplemented (grpc/server.ts). */
 export function machineServiceImpl(ctx: MachineApiContext): ServiceImpl {
@@ -84,9 +109,9 @@ export function machineServiceImpl(ctx: MachineApiContext): ServiceImpl {
     }),
     Logs: async (call: grpc.ServerWritableStream<LogsRequest, unknown>) => streamLogs(ctx.supervisor.logs, call),
     LogsContainers: unaryHandler(async () => logsContainers(ctx.supervisor.logs)),
-    Reboot: unaryHandler(async () => {
+    Reboot: unaryHandler(async (req: { mode?: number }) => {
       const actorId = randomUUID();
-      ctx.reboot(actorId);
+      ctx.reboot({ powercycle: req.mode === powercycle }, actorId);
       return { messages: [{ actor_id: actorId }] };
     }),
     Shutdown: unaryHandler(async () => {
@@ -95,11 +120,9 @@ export function machineServiceImpl(ctx: MachineApiContext): ServiceImpl {
       return { messages: [{ actor_id: actorId }] };
     }),
     Reset: unaryHandler(async (req: ResetRequest) => {
-      if (req.user_disks_to_wipe?.length) throw new UnimplementedError("wiping user disks is not supported yet");
-      const labels = (req.system_partitions_to_wipe ?? []).filter((p) => p.wipe !== false).map((p) => p.label ?? "");
-      for (const l of labels) if (!wipeable.has(l)) throw new InvalidInputError(`system partition ${JSON.stringify(l)} can't be wiped: only STATE, EPHEMERAL and META`, { label: l });
+      const opts = resetOptions(req, listDisks(ctx.block), ctx.systemDisk());
       const actorId = randomUUID();
-      ctx.reset({ labels, reboot: req.reboot === true }, actorId);
+      ctx.reset(opts, actorId);
       return { messages: [{ actor_id: actorId }] };
     }),
     Read: async (call: grpc.ServerWritableStream<ReadRequest, unknown>) => streamFile(call),

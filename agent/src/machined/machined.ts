@@ -12,7 +12,7 @@ import { addService, bindServer } from "../grpc/server.js";
 import { addLogTap, logger } from "../log.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../resources/catalog/config.js";
 import { registerCatalog } from "../resources/catalog/index.js";
-import { MachineStatusId, MachineStatusType, RUNTIME_NAMESPACE, type MachineStage, type MachineStatusSpec } from "../resources/catalog/runtime.js";
+import { MachineStatusId, MachineStatusType, RUNTIME_NAMESPACE, type MachineStage, type MachineStatusSpec, type PlatformMetadataSpec } from "../resources/catalog/runtime.js";
 import {
   ApiCertificatesId,
   ApiCertificatesType,
@@ -54,8 +54,11 @@ import { published } from "./published.js";
 import { nodeAddresses, nodeHostname } from "./node-identity.js";
 import { EventBus } from "./events.js";
 import type { Platform } from "./platform.js";
+import { configFromPlatform } from "./platform-config.js";
+import type { PlatformNetwork } from "../controllers/runtime/platform-network.js";
+import { readSystemIdentity, type SystemIdentity } from "../sys/dmi.js";
 import { ownsDisks, type MachineRuntime } from "./runtime.js";
-import { bootSequence, initializeSequence, installSequence, rebootSequence, resetSequence, shutdownSequence, type ResetOptions } from "./sequences.js";
+import { bootSequence, initializeSequence, installSequence, rebootSequence, resetSequence, shutdownSequence, type RebootOptions, type ResetOptions } from "./sequences.js";
 import { SequenceAbortedError, type Phase } from "./sequencer.js";
 import { SequenceRunner } from "./sequence-runner.js";
 import { saveConfig } from "./tasks/state.js";
@@ -97,6 +100,8 @@ export interface MachinedOptions {
   clock?: SystemClock;
   /** Where the host DNS cache listens (a node: 127.0.0.53:53); absent: none runs. */
   hostDnsListen?: string;
+  /** The machine's SMBIOS identity (talos.config= ${uuid} and ${serial}); default: the kernel's DMI attributes. */
+  systemIdentity?: () => SystemIdentity;
   /** Definitions other modules own (e.g. networking's), registered with the catalog. */
   extraDefinitions?: readonly ResourceDefinitionInput<never>[];
   /** Where kernel parameters are applied (the sandbox: an overlay that leaves the host alone). */
@@ -155,6 +160,8 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   const activeConfig = new Observed<ConfigBundle | undefined>(undefined);
   const volumes = new Observed<ReadonlyMap<string, MountedVolume>>(new Map());
   const metaKeys = new Observed<ReadonlyMap<number, string>>(new Map());
+  const platformMetadata = new Observed<PlatformMetadataSpec | undefined>(undefined);
+  const platformNetwork = new Observed<PlatformNetwork | undefined>(undefined);
 
   const events = new EventBus();
   supervisor.onChange((status, event) => events.serviceState(status, event));
@@ -206,6 +213,25 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       const trustd = opts.trustd && isControlPlane(machineType) ? [trustdService({ listen: opts.trustd.listen, process: opts.trustd.spec() })] : [];
       return [apidService(), ...trustd, ...(containerd?.services() ?? [])];
     },
+    platformConfig: (wantConfig) =>
+      configFromPlatform(
+        {
+          platform,
+          cmdline: opts.cmdline,
+          state,
+          mounter: opts.mounter,
+          mountDir: path.join(paths.system, "platform-config"),
+          identity: opts.systemIdentity ?? (() => readSystemIdentity()),
+          meta: (tag) => r.meta?.get(tag),
+          signal: opts.signal,
+          log: logger("platform"),
+          checker: opts.configChecker,
+          events,
+          setMetadata: (m) => platformMetadata.set(m),
+          setNetwork: (n) => platformNetwork.set(n),
+        },
+        wantConfig,
+      ),
     mountsChanged: () => volumes.set(new Map(r.volumes)),
     metaChanged: () => metaKeys.set(r.meta?.keys() ?? new Map()),
   };
@@ -219,6 +245,8 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       stage,
       volumes,
       metaKeys,
+      platformMetadata,
+      platformNetwork,
       services: { list: () => supervisor.list(), onChange: (l) => supervisor.onChange(l) },
       requiredServices: (t) => (runsTrustd(t) ? ["apid", "machined", "trustd"] : ["apid", "machined"]),
     },
@@ -315,7 +343,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     rbacEnabled: () => rbac,
     activeConfig: () => state.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec,
     applyConfiguration,
-    reboot: (actorId: string) => lifecycle("reboot", "rebooting", () => rebootSequence(r), actorId),
+    reboot: (o: RebootOptions, actorId: string) => lifecycle("reboot", "rebooting", () => rebootSequence(r, o), actorId),
     shutdown: (actorId: string) => lifecycle("shutdown", "shutting down", () => shutdownSequence(r), actorId),
     reset: (o: ResetOptions, actorId: string) => lifecycle("reset", "resetting", () => resetSequence(r, o), actorId),
     events,

@@ -34,6 +34,11 @@ export interface MachineRuntime {
   setStage(stage: MachineStage): void;
   /** Serves maintenance mode until a complete configuration is applied; returns its text. */
   maintenance(): Promise<string>;
+  /**
+   * Publishes the platform's metadata and, when `wantConfig`, returns the valid complete configuration
+   * it offers (talos.config=, nocloud); undefined when there is none or it failed (reported, not thrown).
+   */
+  platformConfig(wantConfig: boolean): Promise<string | undefined>;
   /** The services this node runs with its configuration (apid; trustd on a control plane), in start order. */
   services(): ServiceDefinition[];
   /** `volumes` changed: MountStatus resources follow. */

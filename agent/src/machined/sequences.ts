@@ -11,7 +11,7 @@ import { reloadMeta } from "./tasks/meta.js";
 import { kexecInstalled, reboot, shutdown } from "./tasks/power.js";
 import { startAllServices, stopAllServices } from "./tasks/services.js";
 import { loadConfig, mountStatePartition, removeStoredConfig, saveConfig, unmountStatePartition } from "./tasks/state.js";
-import { wipeRequest, wipeSystemDiskAtBoot, wipeSystemPartitions } from "./tasks/wipe.js";
+import { wipeRequest, wipeSystemDiskAtBoot, wipeSystemPartitions, wipeUserDisks } from "./tasks/wipe.js";
 
 type TaskFn = (r: MachineRuntime) => Promise<void>;
 type Step = [name: string, ...tasks: [string, TaskFn][]] | false;
@@ -72,26 +72,51 @@ function stopAll(metal: boolean): Step[] {
   ];
 }
 
-export function rebootSequence(r: MachineRuntime): Phase[] {
-  return build(r, [...stopAll(ownsDisks(r)), ["reboot", ["reboot", reboot]]]);
+export interface RebootOptions {
+  /** Through the firmware (RebootRequest.Mode POWERCYCLE) instead of a kexec into the installed kernel. */
+  powercycle: boolean;
 }
 
+/** Metal reboots kexec into GRUB's default entry, as Talos's KexecPrepare does; the firmware only when asked. */
+function restart(metal: boolean, kexec: boolean): Step {
+  return metal && kexec ? ["kexec", ["kexecPrepare", kexecInstalled]] : ["reboot", ["reboot", reboot]];
+}
+
+export function rebootSequence(r: MachineRuntime, opts: RebootOptions = { powercycle: false }): Phase[] {
+  const metal = ownsDisks(r);
+  return build(r, [...stopAll(metal), restart(metal, !opts.powercycle)]);
+}
+
+// ShutdownRequest.force only skips Talos's Kubernetes drain, a phase a node without a kubelet does not have.
 export function shutdownSequence(r: MachineRuntime): Phase[] {
   return build(r, [...stopAll(ownsDisks(r)), ["shutdown", ["shutdown", shutdown]]]);
 }
+
+/** ResetRequest.WipeMode */
+export type ResetMode = "all" | "systemDisk" | "userDisks";
 
 export interface ResetOptions {
   /** System partitions to wipe; empty: the whole system disk. */
   labels: string[];
   reboot: boolean;
+  mode: ResetMode;
+  /** Whole disks to wipe (device names, e.g. /dev/vdb), checked by the API: not the system disk. */
+  userDisks: string[];
 }
 
+// `graceful` chooses between Talos's drain, pod removal and etcd leave and their forced forms:
+// phases about Kubernetes, which a Basalt node does not run, so both forms are the same here.
 export function resetSequence(r: MachineRuntime, opts: ResetOptions): Phase[] {
   const metal = ownsDisks(r);
+  const systemDisk = opts.mode !== "userDisks";
+  const userDisks = opts.mode !== "systemDisk" && opts.userDisks.length > 0;
+  // A kexec needs BOOT; a reset that wipes the whole system disk reboots through the firmware.
+  const kexec = systemDisk && opts.labels.length > 0;
   return build(r, [
     ...stopAll(metal),
-    !metal && (opts.labels.length === 0 || opts.labels.includes("STATE")) && ["reset", ["resetSystemDisk", removeStoredConfig]],
-    metal && (opts.labels.length === 0 ? ["reset", ["resetSystemDisk", (rt) => wipeSystemPartitions(rt, [])]] : ["resetSpec", ["resetSystemDiskSpec", (rt) => wipeSystemPartitions(rt, opts.labels)]]),
-    opts.reboot ? ["reboot", ["reboot", reboot]] : ["shutdown", ["shutdown", shutdown]],
+    !metal && systemDisk && (opts.labels.length === 0 || opts.labels.includes("STATE")) && ["reset", ["resetSystemDisk", removeStoredConfig]],
+    metal && systemDisk && (opts.labels.length === 0 ? ["reset", ["resetSystemDisk", (rt) => wipeSystemPartitions(rt, [])]] : ["resetSpec", ["resetSystemDiskSpec", (rt) => wipeSystemPartitions(rt, opts.labels)]]),
+    metal && userDisks && ["resetUserDisks", ["resetUserDisks", () => wipeUserDisks(opts.userDisks)]],
+    opts.reboot ? restart(metal, kexec) : ["shutdown", ["shutdown", shutdown]],
   ]);
 }

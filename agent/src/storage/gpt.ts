@@ -138,8 +138,9 @@ function protectiveMbr(sectorSize: number, sectors: bigint): Buffer {
 /**
  * Writes the table: backup copy first, then the primary and the MBR, then a sync,
  * so a crash part-way leaves either no valid primary or a complete one.
+ * `keepBootCode`: the MBR's boot code (GRUB's, on an installed disk) stays.
  */
-export async function writeGpt(dev: BlockTarget, table: GptTable): Promise<void> {
+export async function writeGpt(dev: BlockTarget, table: GptTable, opts: { keepBootCode?: boolean } = {}): Promise<void> {
   const ss = table.sectorSize;
   const sectors = BigInt(Math.floor(dev.sizeBytes / ss));
   const lastLba = sectors - 1n;
@@ -151,7 +152,9 @@ export async function writeGpt(dev: BlockTarget, table: GptTable): Promise<void>
   await dev.sync();
   await dev.write(2 * ss, entries);
   await dev.write(ss, encodeHeader(table, 1n, lastLba, 2n, entriesCrc));
-  await dev.write(0, protectiveMbr(ss, sectors));
+  const mbr = protectiveMbr(ss, sectors);
+  if (opts.keepBootCode) (await dev.read(0, 440)).copy(mbr, 0);
+  await dev.write(0, mbr);
   await dev.sync();
 }
 

@@ -29,6 +29,8 @@ export interface InstallOptions {
   cmdline: string;
   version: string;
   arch: GrubArch;
+  /** GRUB's module tree when not the running system's /usr/lib/grub (a disk image built for another arch). */
+  grubLib?: string;
   /** A writable directory for the temporary mounts of EFI and BOOT. */
   workDir: string;
   mounter: Mounter;
@@ -127,7 +129,7 @@ export async function installToDisk(opts: InstallOptions): Promise<InstalledDisk
     await fs.mkdir(path.join(bootDir, "A"), { recursive: true });
     await copyFileSynced(opts.source.kernel, path.join(bootDir, "A", "vmlinuz"));
     await copyFileSynced(opts.source.initramfs, path.join(bootDir, "A", "initramfs.xz"));
-    await installGrub({ disk: opts.disk, bootDir, bootUuid, efiPartition: partitions.EFI, workDir: opts.workDir, arch: opts.arch });
+    await installGrub({ disk: opts.disk, bootDir, bootUuid, efiPartition: partitions.EFI, workDir: opts.workDir, arch: opts.arch, ...(opts.grubLib ? { grubLib: opts.grubLib } : {}) });
     await writeFileAtomic(path.join(bootDir, "grub", "grub.cfg"), renderGrubConfig({ current: "A", version: opts.version, cmdline: opts.cmdline, serialTerminal: opts.arch === "amd64" }), 0o644);
     log.info("bootloader installed", { disk: opts.disk, arch: opts.arch });
   } finally {

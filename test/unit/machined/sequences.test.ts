@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { MachineRuntime } from "../../../agent/src/machined/runtime.js";
-import { bootSequence, initializeSequence, installSequence, rebootSequence, resetSequence } from "../../../agent/src/machined/sequences.js";
+import { bootSequence, initializeSequence, installSequence, rebootSequence, resetSequence, type ResetOptions } from "../../../agent/src/machined/sequences.js";
 import type { Phase } from "../../../agent/src/machined/sequencer.js";
 
 function runtime(mode: "metal" | "container", cmdline: Record<string, string> = {}): MachineRuntime {
@@ -47,14 +47,23 @@ test("boot mounts EPHEMERAL and the overlays on metal only", () => {
   assert.deepEqual(shape(bootSequence(runtime("container"))), ["saveConfig[saveConfig]", "logs[spillServiceLogs]", "startEverything[startAllServices]"]);
 });
 
-test("reboot and reset stop services, unmount, then wipe and reboot or power off", () => {
-  assert.deepEqual(shape(rebootSequence(runtime("metal"))), [
-    "stopEverything[stopAllServices,closeServiceLogFiles]",
-    "umount[unmountOverlayFilesystems]",
-    "unmountSystem[unmountEphemeralPartition,unmountStatePartition]",
-    "reboot[reboot]",
-  ]);
-  assert.deepEqual(shape(resetSequence(runtime("metal"), { labels: ["STATE", "EPHEMERAL"], reboot: true })).slice(-2), ["resetSpec[resetSystemDiskSpec]", "reboot[reboot]"]);
-  assert.deepEqual(shape(resetSequence(runtime("metal"), { labels: [], reboot: false })).slice(-2), ["reset[resetSystemDisk]", "shutdown[shutdown]"]);
-  assert.deepEqual(shape(resetSequence(runtime("container"), { labels: ["STATE"], reboot: true })), ["stopEverything[stopAllServices,closeServiceLogFiles]", "reset[resetSystemDisk]", "reboot[reboot]"]);
+const reset = (o: Partial<ResetOptions>): ResetOptions => ({ labels: [], reboot: true, mode: "all", userDisks: [], ...o });
+
+test("reboot stops services, unmounts, then kexecs on metal; POWERCYCLE and the container reboot through the firmware", () => {
+  const stops = ["stopEverything[stopAllServices,closeServiceLogFiles]", "umount[unmountOverlayFilesystems]", "unmountSystem[unmountEphemeralPartition,unmountStatePartition]"];
+  assert.deepEqual(shape(rebootSequence(runtime("metal"))), [...stops, "kexec[kexecPrepare]"]);
+  assert.deepEqual(shape(rebootSequence(runtime("metal"), { powercycle: true })), [...stops, "reboot[reboot]"]);
+  assert.deepEqual(shape(rebootSequence(runtime("container"))), ["stopEverything[stopAllServices,closeServiceLogFiles]", "reboot[reboot]"]);
+});
+
+test("reset: labels wipe partitions and kexec; the whole system disk reboots through the firmware; the mode picks system or user disks", () => {
+  assert.deepEqual(shape(resetSequence(runtime("metal"), reset({ labels: ["STATE", "EPHEMERAL"] }))).slice(3), ["resetSpec[resetSystemDiskSpec]", "kexec[kexecPrepare]"]);
+  assert.deepEqual(shape(resetSequence(runtime("metal"), reset({ reboot: false }))).slice(3), ["reset[resetSystemDisk]", "shutdown[shutdown]"]);
+  assert.deepEqual(shape(resetSequence(runtime("metal"), reset({}))).slice(3), ["reset[resetSystemDisk]", "reboot[reboot]"]);
+  assert.deepEqual(shape(resetSequence(runtime("metal"), reset({ userDisks: ["/dev/vdb"] }))).slice(3), ["reset[resetSystemDisk]", "resetUserDisks[resetUserDisks]", "reboot[reboot]"]);
+  assert.deepEqual(shape(resetSequence(runtime("metal"), reset({ mode: "userDisks", userDisks: ["/dev/vdb"] }))).slice(3), ["resetUserDisks[resetUserDisks]", "reboot[reboot]"]);
+  assert.deepEqual(shape(resetSequence(runtime("metal"), reset({ mode: "userDisks" }))).slice(3), ["reboot[reboot]"]);
+  assert.deepEqual(shape(resetSequence(runtime("metal"), reset({ mode: "systemDisk", labels: ["STATE"] }))).slice(3), ["resetSpec[resetSystemDiskSpec]", "kexec[kexecPrepare]"]);
+  assert.deepEqual(shape(resetSequence(runtime("container"), reset({ labels: ["STATE"] }))), ["stopEverything[stopAllServices,closeServiceLogFiles]", "reset[resetSystemDisk]", "reboot[reboot]"]);
+  assert.deepEqual(shape(resetSequence(runtime("container"), reset({ mode: "userDisks" }))), ["stopEverything[stopAllServices,closeServiceLogFiles]", "reboot[reboot]"]);
 });

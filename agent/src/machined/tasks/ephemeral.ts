@@ -4,6 +4,7 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import type { MachineRuntime } from "../runtime.js";
+import { growEphemeralFilesystem, growEphemeralPartition } from "./grow.js";
 import { mountVolume, unmountVolume } from "./volume.js";
 
 /** Read-only root directories made writable with an overlay whose upper layer lives on EPHEMERAL. */
@@ -15,7 +16,9 @@ const varDirectories: [string, number][] = [
 ];
 
 export async function mountEphemeralPartition(r: MachineRuntime): Promise<void> {
+  await growEphemeralPartition(r);
   await mountVolume(r, "EPHEMERAL", r.paths.var);
+  await growEphemeralFilesystem(r);
 }
 
 export async function setupVarDirectory(r: MachineRuntime): Promise<void> {

@@ -20,17 +20,18 @@ export async function unmountStatePartition(r: MachineRuntime): Promise<void> {
 }
 
 /**
- * The configuration: STATE's config.yaml (or the sandbox's state directory); without
- * a complete one, maintenance mode until one is applied.
+ * The configuration: STATE's config.yaml (or the sandbox's state directory), else the
+ * platform's (talos.config=, nocloud); without a complete one, maintenance mode until one is applied.
  */
 export async function loadConfig(r: MachineRuntime): Promise<void> {
   const stored = await readFileIfExists(r.paths.configFile);
+  const fromPlatform = await r.platformConfig(!stored);
   if (stored) {
     r.configText = stored.toString("utf8");
     log.info("loaded stored configuration", { file: r.paths.configFile });
     return;
   }
-  r.configText = await r.maintenance();
+  r.configText = fromPlatform ?? (await r.maintenance());
 }
 
 /** Writes the configuration to STATE: atomic and synced, so a power loss leaves the old or the new file. */

@@ -51,3 +51,16 @@ export async function wipeSystemDiskAtBoot(r: MachineRuntime): Promise<void> {
   const req = wipeRequest(r.cmdline);
   if (req) await wipeSystemPartitions(r, req.labels);
 }
+
+/** Clears whole user disks' partition tables and signatures (Talos's FastWipe of each). */
+export async function wipeUserDisks(devices: readonly string[]): Promise<void> {
+  for (const device of devices) {
+    const dev = await openBlockTarget(device);
+    try {
+      log.info("wiping user disk", { device });
+      await wipeDiskHeads(dev);
+    } finally {
+      await dev.close();
+    }
+  }
+}

@@ -90,7 +90,9 @@ export interface GrubInstall {
 export async function installGrub(opts: GrubInstall): Promise<void> {
   const lib = opts.grubLib ?? "/usr/lib/grub";
   if (opts.arch === "amd64") {
-    await runTool("grub-install", ["--target=i386-pc", `--boot-directory=${opts.bootDir}`, "--no-floppy", opts.disk]);
+    // The modules to find BOOT are named: grub-install guesses them from BOOT's device, which for a disk
+    // image built on loop devices is a whole loop device (no partition table: part_gpt was left out).
+    await runTool("grub-install", ["--target=i386-pc", `--boot-directory=${opts.bootDir}`, "--no-floppy", "--modules=part_gpt xfs search_fs_uuid", opts.disk]);
   }
   const { target, loader } = efiTarget[opts.arch];
   const modules = path.join(opts.bootDir, "grub", target);

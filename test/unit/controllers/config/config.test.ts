@@ -56,6 +56,8 @@ test("the one registration list registers into one runtime: every output type ha
       stage: new Observed("booting" as const),
       volumes: new Observed(new Map()),
       metaKeys: new Observed(new Map()),
+      platformMetadata: new Observed(undefined),
+      platformNetwork: new Observed(undefined),
       services: { list: () => supervisor.list(), onChange: (l) => supervisor.onChange(l) },
       requiredServices: () => ["apid", "machined"],
     },
