@@ -53,7 +53,7 @@ export class SequenceRunner {
    * Accepts a lifecycle request (or throws Conflict) and starts its sequence once the reply
    * has had `replyGraceMs` to leave; `begin` builds its phases then.
    */
-  request(name: "reboot" | "shutdown" | "reset", begin: () => Phase[], actorId = ""): void {
+  request(name: "reboot" | "shutdown" | "reset" | "upgrade" | "stageUpgrade", begin: () => Phase[], actorId = ""): void {
     this.refuseUnlessPreempts(name);
     this.requested = true;
     setTimeout(() => {

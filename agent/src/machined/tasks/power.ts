@@ -1,6 +1,7 @@
-import { mkdir } from "node:fs/promises";
+import { mkdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { logger } from "../../log.js";
+import { parseBootSlots } from "../../storage/bootloader/grub.js";
 import { installedCmdline } from "./install.js";
 import type { MachineRuntime } from "../runtime.js";
 
@@ -29,5 +30,8 @@ export async function kexecInstalled(r: MachineRuntime): Promise<void> {
     log.warn("BOOT could not be mounted for kexec; rebooting instead", { error: String(err) });
     return reboot(r);
   }
-  await r.power.kexec(path.join(dir, "A", "vmlinuz"), path.join(dir, "A", "initramfs.xz"), installedCmdline(r.cmdline));
+  // The slot GRUB boots by default (B after a confirmed upgrade); BOOT_IMAGE tells the new boot which it is.
+  const cfg = await readFile(path.join(dir, "grub", "grub.cfg"), "utf8").catch(() => "");
+  const label = parseBootSlots(cfg)?.default ?? "A";
+  await r.power.kexec(path.join(dir, label, "vmlinuz"), path.join(dir, label, "initramfs.xz"), `BOOT_IMAGE=/${label}/vmlinuz ${installedCmdline(r.cmdline)}`);
 }
