@@ -5,6 +5,7 @@
 #                         with /init, the root-reaching modules and the agent bundle
 #   metal-ARCH.iso        ISO, volume label BASALT: amd64 hybrid (UEFI and legacy BIOS), arm64 UEFI; GRUB
 #   cmdline-ARCH.txt      the kernel command line (for PXE boots)
+#   installer-ARCH.tar    the installer image (OCI archive; installer.tar: both arches), scripts/installer-image.sh
 #   rootfs-manifest[-arm64].tsv, sizes[-arm64].tsv   every file of the root tree and the agent; artifact sizes
 #
 # usage: scripts/image.sh [--arch amd64|arm64]
@@ -159,6 +160,7 @@ grub-mkrescue "${mkrescue_dirs[@]}" --compress=xz -o "$out/metal-$arch.iso.tmp" 
 mv "$out/metal-$arch.iso.tmp" "$out/metal-$arch.iso"
 echo "$cmdline" >"$out/cmdline-$arch.txt"
 rm -rf "$iso"
+bash scripts/installer-image.sh "$arch"
 
 # ---- 6. manifest -------------------------------------------------------------
 {

@@ -23,6 +23,8 @@ export interface BootOptions {
   disk?: string;
   /** Start from a blank disk (default true); false keeps what an earlier boot left. */
   freshDisk?: boolean;
+  /** Let the guest reach the host (10.0.2.2) and beyond (vm.sh --net-open). */
+  netOpen?: boolean;
 }
 
 export interface BootedNode {
@@ -81,7 +83,7 @@ export async function bootNode(opts: BootOptions): Promise<BootedNode> {
   const args = [
     "scripts/vm.sh", "--no-build", "--arch", opts.arch ?? "amd64", "--boot", opts.boot, "--firmware", opts.firmware ?? "uefi",
     "--api-port", String(apiPort), "--trustd-port", String(trustdPort),
-    "--disk", disk, ...(opts.freshDisk === false ? [] : ["--fresh-disk"]),
+    "--disk", disk, ...(opts.freshDisk === false ? [] : ["--fresh-disk"]), ...(opts.netOpen ? ["--net-open"] : []),
     "--serial", serialLog, "--cpus", process.env.BASALT_E2E_CPUS ?? "1",
     "--accel", process.env.BASALT_E2E_ACCEL ?? "auto",
   ];

@@ -9,16 +9,17 @@ import { registryEndpoints } from "../oci/hosts.js";
 import { buildInstallerArchive, type InstallerArch, type InstallerPlatform } from "../oci/installer.js";
 import { LayoutArchive } from "../oci/layout.js";
 import { parseImageReference } from "../oci/reference.js";
+import { contractTag } from "../machined/version.js";
 import type { CtlIO } from "./ctl-gen.js";
 import { parseFlags } from "./flags.js";
 
-/** installer build --output F --version V --platform arch=KERNEL,INITRAMFS [--platform ...] */
+/** installer build --output F [--version V] --platform arch=KERNEL,INITRAMFS [--platform ...] */
 export async function installerBuild(argv: string[], io: CtlIO): Promise<void> {
   const { flags } = parseFlags(argv, { output: "string", version: "string", platform: "list" });
   const out = typeof flags.output === "string" ? path.resolve(io.cwd(), flags.output) : undefined;
-  const version = typeof flags.version === "string" ? flags.version : undefined;
+  const version = typeof flags.version === "string" ? flags.version : contractTag;
   const specs = (flags.platform as string[] | undefined) ?? [];
-  if (!out || !version || specs.length === 0) throw new InvalidInputError("installer build needs --output, --version and at least one --platform arch=kernel,initramfs");
+  if (!out || specs.length === 0) throw new InvalidInputError("installer build needs --output and at least one --platform arch=kernel,initramfs");
   // The list flag split "arch=kernel,initramfs" on its comma: rejoin each pair.
   const platforms: InstallerPlatform[] = [];
   for (let i = 0; i < specs.length; i += 2) {

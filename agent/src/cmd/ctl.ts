@@ -25,7 +25,7 @@ const commands: { path: string[]; usage: string; run: Handler }[] = [
   { path: ["gen", "csr"], usage: "gen csr --key N.key --ip IP [--roles os:admin]", run: genCSR },
   { path: ["gen", "crt"], usage: "gen crt --ca CA --csr N.csr --name N [--hours 24]", run: genCrt },
   { path: ["gen", "keypair"], usage: "gen keypair --organization O [--ip IP]", run: genKeypair },
-  { path: ["installer", "build"], usage: "installer build --output F --version V --platform amd64=VMLINUZ,INITRAMFS [--platform arm64=…]", run: installerBuild },
+  { path: ["installer", "build"], usage: "installer build --output F [--version V] --platform amd64=VMLINUZ,INITRAMFS [--platform arm64=…]", run: installerBuild },
   { path: ["installer", "push"], usage: "installer push ARCHIVE REGISTRY/REPO:TAG [--insecure (plain HTTP)] [--ca F] [--username U --password P]", run: installerPush },
   ...callCommands,
 ];

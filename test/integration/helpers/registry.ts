@@ -44,7 +44,12 @@ function b64url(b: Buffer | string): string {
   return Buffer.from(b).toString("base64url");
 }
 
-export async function startRegistry(dir: string): Promise<TestRegistry> {
+export interface RegistryOptions {
+  /** Plain HTTP without authentication, on every address (a QEMU guest reaches it at 10.0.2.2). */
+  plain?: boolean;
+}
+
+export async function startRegistry(dir: string, opts: RegistryOptions = {}): Promise<TestRegistry> {
   fs.mkdirSync(dir, { recursive: true });
   const f = (n: string) => path.join(dir, n);
   // A CA, the registry's server certificate for 127.0.0.1, and the token signer's self-signed certificate.
@@ -89,8 +94,12 @@ export async function startRegistry(dir: string): Promise<TestRegistry> {
       "version: 0.1",
       "log: {level: error}",
       `storage: {filesystem: {rootdirectory: ${storage}}}`,
-      `http: {addr: "127.0.0.1:${port}", secret: basalt-test, tls: {certificate: ${f("server.crt")}, key: ${f("server.key")}}}`,
-      `auth: {token: {realm: "http://127.0.0.1:${tokenPort}/token", service: ${service}, issuer: ${issuer}, rootcertbundle: ${f("token.crt")}}}`,
+      ...(opts.plain
+        ? [`http: {addr: "127.0.0.1:${port}", secret: basalt-test}`]
+        : [
+            `http: {addr: "127.0.0.1:${port}", secret: basalt-test, tls: {certificate: ${f("server.crt")}, key: ${f("server.key")}}}`,
+            `auth: {token: {realm: "http://127.0.0.1:${tokenPort}/token", service: ${service}, issuer: ${issuer}, rootcertbundle: ${f("token.crt")}}}`,
+          ]),
       "",
     ].join("\n"),
   );
@@ -103,12 +112,13 @@ export async function startRegistry(dir: string): Promise<TestRegistry> {
     await new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : child.once("exit", () => resolve())));
     await new Promise<void>((resolve) => tokenServer.close(() => resolve()));
   };
-  // Until /v2/ answers (401: it wants a token), the registry is still starting.
+  // Until /v2/ answers (401 where it wants a token), the registry is still starting.
   for (let i = 0; ; i++) {
     const status = await new Promise<number>((resolve) => {
-      https.get({ host: "127.0.0.1", port, path: "/v2/", ca }, (res) => (res.resume(), resolve(res.statusCode ?? 0))).on("error", () => resolve(0));
+      const done = (res: http.IncomingMessage) => (res.resume(), resolve(res.statusCode ?? 0));
+      (opts.plain ? http.get({ host: "127.0.0.1", port, path: "/v2/" }, done) : https.get({ host: "127.0.0.1", port, path: "/v2/", ca }, done)).on("error", () => resolve(0));
     });
-    if (status === 401) break;
+    if (status === (opts.plain ? 200 : 401)) break;
     if (child.exitCode !== null || i > 300) {
       await stop();
       throw new Error(`docker-registry did not start: ${stderr}`);
