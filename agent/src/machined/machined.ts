@@ -6,7 +6,7 @@ import { ApplyMode } from "../api/enums.js";
 import type { ConfigBundle } from "../config/bundle.js";
 import { machinedControllers, Observed } from "../controllers/index.js";
 import { isControlPlane } from "../controllers/secrets/api.js";
-import { ConflictError, describeError } from "../errors.js";
+import { ConflictError, describeError, UnimplementedError } from "../errors.js";
 import { addService, bindServer } from "../grpc/server.js";
 import { logger } from "../log.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../resources/catalog/config.js";
@@ -274,7 +274,9 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     reset: (o: ResetOptions, actorId: string) => lifecycle("reset", "resetting", () => resetSequence(r, o), actorId),
     upgrade: async (req: UpgradeRequest, actorId: string) => {
       const image = checkUpgradeRequest(req.image);
-      if (mode !== "normal" || !ownsDisks(r) || !r.meta) throw new ConflictError("upgrade needs an installed node running with its configuration", { mode });
+      if (!ownsDisks(r) || !r.meta || mode === "installing") throw new ConflictError("Basalt is not installed", { mode });
+      // As Talos's maintenance service: none of the options there.
+      if (mode === "maintenance" && (req.preserve || req.stage || req.force)) throw new UnimplementedError("upgrade --preserve, --stage, and --force are not supported in maintenance mode");
       const o: UpgradeOptions = { image, preserve: req.preserve === true, force: req.force === true, rebootMode: req.reboot_mode === 1 ? "POWERCYCLE" : "DEFAULT" };
       log.info("upgrade request received", { ...o, stage: req.stage === true });
       if (req.stage) {

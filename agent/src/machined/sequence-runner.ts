@@ -5,7 +5,7 @@ import { runSequence, type Phase, type SequenceListener } from "./sequencer.js";
 const log = logger("machined");
 
 /** What each lifecycle sequence may take over when it is requested while another runs (reference §11). */
-const preempts: Readonly<Record<string, readonly string[]>> = { reboot: ["boot", "initialize", "reboot"], reset: ["boot", "initialize"], shutdown: ["boot", "initialize"] };
+const preempts: Readonly<Record<string, readonly string[]>> = { reboot: ["boot", "initialize", "reboot"], reset: ["boot", "initialize"], shutdown: ["boot", "initialize"], upgrade: ["initialize"] };
 
 /**
  * Runs machined's sequences one at a time. A lifecycle request (reboot, shutdown, reset)

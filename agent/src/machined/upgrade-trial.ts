@@ -1,5 +1,6 @@
 // After an upgrade, at every boot until it is settled: in the new slot the system is on
-// trial until MachineStatus says Running and ready, then confirmed; past the bound it
+// trial until MachineStatus says Running and ready (or maintenance, on a node without a
+// configuration), then confirmed; past the bound it
 // reboots into the last good slot. Back in the old slot, the trial failed: the console says so.
 
 import { describeError } from "../errors.js";
@@ -62,7 +63,8 @@ function watchTrial(r: MachineRuntime, verdict: Extract<BootVerdict, { kind: "tr
   r.state.watch<MachineStatusSpec>({ namespace: RUNTIME_NAMESPACE, type: MachineStatusType, id: MachineStatusId }, { signal: stop.signal, bootstrap: true }, (ev) => {
     if (settled || ev.type === "destroyed") return;
     const spec = ev.resource.spec;
-    if (spec.stage !== "running" || !spec.status.ready) return;
+    // An installed node without a configuration serves maintenance mode: up, reachable, and never Running until configured.
+    if (!(spec.stage === "running" && spec.status.ready) && spec.stage !== "maintenance") return;
     settled = true;
     stop.abort();
     opts.signal.removeEventListener("abort", cancel);
