@@ -1,5 +1,6 @@
 // The upgrade journey with one machine, against a real registry (Debian's docker-registry
-// on the host, which the guest reaches at 10.0.2.2): install from the ISO; Upgrade to this
+// on the host, which the guest reaches at 10.0.2.2): a PXE boot (no ISO) installs from
+// machine.install.image and comes back from the disk; Upgrade to this
 // build's installer pushed under a new tag (kexec into slot B, confirmed once ready, the
 // config kept); Rollback to slot A; an Upgrade to an installer whose initramfs is truncated
 // (the kernel panics in slot B, twice at most) ends with the node back in slot A, ready,
@@ -61,10 +62,11 @@ test("upgrade journey: install → Upgrade (slot B) → Rollback (slot A) → br
   // The node names the registry as the guest sees the host; plain HTTP is a mirror endpoint, as Talos users write it.
   doc.setIn(["machine", "registries", "mirrors", guestHost], { endpoints: [`http://${guestHost}`] });
   doc.setIn(["machine", "network", "hostname"], "upgrade-node");
+  doc.setIn(["machine", "install", "image"], `${guestHost}/basalt/installer:upgrade-1`);
   const config = doc.toString();
   const creds = parseTalosconfig(generated.talosconfig);
 
-  let node: BootedNode = await bootNode({ name: "upgrade-1-iso", boot: "iso", disk, netOpen: true });
+  let node: BootedNode = await bootNode({ name: "upgrade-1-pxe", boot: "pxe", disk, netOpen: true });
   t.after(() => node.stop({ removeDisk: true }));
   const admin = () => node.mtlsClient(creds);
   const reboot = async (name: string) => {
@@ -73,11 +75,14 @@ test("upgrade journey: install → Upgrade (slot B) → Rollback (slot A) → br
     node = await bootNode({ name, boot: "disk", disk, freshDisk: false, netOpen: true });
   };
 
-  await t.test("install from the ISO boots slot A", async () => {
+  // It comes back from the disk's kernel (kexec); the Rollback below boots the disk through GRUB.
+  await t.test("a PXE boot installs from machine.install.image and comes back from the disk in slot A", async () => {
     await waitFor(node, "maintenance API", () => node.client().disks(), bootMs);
     await node.client().applyConfiguration(config, { mode: ApplyMode.REBOOT });
     await waitFor(node, "mTLS after install", () => admin().version(), bootMs);
     assert.equal(await bootedSlot(admin()), "A");
+    assert.match(node.console(), /no boot medium: installing from machine.install.image/);
+    assert.match(node.console(), /installer pulled/);
   });
 
   await t.test("Upgrade pulls from the registry, kexecs into slot B and confirms it once ready; the config is kept", async () => {
