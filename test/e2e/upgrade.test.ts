@@ -21,7 +21,8 @@ import { LayoutArchive } from "../../agent/src/oci/layout.js";
 import { registryBinary, startRegistry } from "../integration/helpers/registry.js";
 import { artifactsPresent, bootNode, repoRoot, waitFor, type BootedNode } from "./qemu.js";
 
-const bootMs = 600_000;
+// Generous: on a shared 2-core host a TCG boot has taken 7 minutes of kernel uptime.
+const bootMs = 1_200_000;
 const disk = "upgrade-journey";
 const out = path.join(repoRoot, "_out");
 const installer = path.join(out, "installer-amd64.tar");
