@@ -14,7 +14,7 @@ const layers = [
   ["api"],
   ["resources"],
   ["config", "pki"],
-  ["controllers", "services", "storage", "network"],
+  ["controllers", "services", "storage", "network", "oci"],
   ["grpc"],
   ["machined", "apid", "trustd"],
   ["client"],

@@ -8,6 +8,7 @@
 #   metal-ARCH.raw.zst    disk image: the installed layout (EFI, BIOS, BOOT with slot A, META, STATE and
 #                         EPHEMERAL formatted; EPHEMERAL grows to the disk on first boot), UEFI and BIOS
 #                         (amd64); written by the install code (scripts/disk-image.sh, needs root)
+#   installer-ARCH.tar    the installer image (OCI archive; installer.tar: both arches), scripts/installer-image.sh
 #   rootfs-manifest[-arm64].tsv, sizes[-arm64].tsv   every file of the root tree and the agent; artifact sizes
 #
 # usage: scripts/image.sh [--arch amd64|arm64]
@@ -183,6 +184,7 @@ grub-mkrescue "${mkrescue_dirs[@]}" --compress=xz -o "$out/metal-$arch.iso.tmp" 
 mv "$out/metal-$arch.iso.tmp" "$out/metal-$arch.iso"
 echo "$cmdline" >"$out/cmdline-$arch.txt"
 rm -rf "$iso"
+bash scripts/installer-image.sh "$arch"
 
 # ---- 5b. disk image ------------------------------------------------------------
 grub_lib=/usr/lib/grub

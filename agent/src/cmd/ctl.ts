@@ -5,6 +5,7 @@ import { callCommands } from "../client/cli.js";
 import { InvalidInputError } from "../errors.js";
 import { genConfig, genSecrets, type CtlIO } from "./ctl-gen.js";
 import { genCA, genCrt, genCSR, genKey, genKeypair } from "./ctl-gen-pki.js";
+import { installerBuild, installerPush } from "./ctl-installer.js";
 
 type Handler = (argv: string[], io: CtlIO) => Promise<void>;
 
@@ -24,6 +25,8 @@ const commands: { path: string[]; usage: string; run: Handler }[] = [
   { path: ["gen", "csr"], usage: "gen csr --key N.key --ip IP [--roles os:admin]", run: genCSR },
   { path: ["gen", "crt"], usage: "gen crt --ca CA --csr N.csr --name N [--hours 24]", run: genCrt },
   { path: ["gen", "keypair"], usage: "gen keypair --organization O [--ip IP]", run: genKeypair },
+  { path: ["installer", "build"], usage: "installer build --output F [--version V] --platform amd64=VMLINUZ,INITRAMFS [--platform arm64=…]", run: installerBuild },
+  { path: ["installer", "push"], usage: "installer push ARCHIVE REGISTRY/REPO:TAG [--insecure (plain HTTP)] [--ca F] [--username U --password P]", run: installerPush },
   ...callCommands,
 ];
 

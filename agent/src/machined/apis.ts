@@ -47,6 +47,10 @@ export interface MachineApiContext {
   reboot(opts: RebootOptions, actorId: string): void;
   shutdown(actorId: string): void;
   reset(opts: ResetOptions, actorId: string): void;
+  /** Pulls the installer (the reply waits for it, as Talos validates the image first), then starts the upgrade. */
+  upgrade(req: UpgradeRequest, actorId: string): Promise<void>;
+  /** Makes the other BOOT slot the default, then reboots. */
+  rollback(actorId: string): Promise<void>;
   events: EventBus;
   /** Clients of the system containerd, by namespace (absent: no containerd runs). */
   containerd: ContainerdClients;
@@ -60,6 +64,16 @@ interface ResetRequest {
   system_partitions_to_wipe?: { label?: string; wipe?: boolean }[];
   user_disks_to_wipe?: string[];
   mode?: number;
+}
+
+/** machine.UpgradeRequest */
+export interface UpgradeRequest {
+  image?: string;
+  preserve?: boolean;
+  stage?: boolean;
+  force?: boolean;
+  /** DEFAULT 0, POWERCYCLE 1 */
+  reboot_mode?: number;
 }
 
 const wipeable = new Set(["STATE", "EPHEMERAL", "META"]);
@@ -124,6 +138,15 @@ export function machineServiceImpl(ctx: MachineApiContext): ServiceImpl {
       const actorId = randomUUID();
       ctx.reset(opts, actorId);
       return { messages: [{ actor_id: actorId }] };
+    }),
+    Upgrade: unaryHandler(async (req: UpgradeRequest) => {
+      const actorId = randomUUID();
+      await ctx.upgrade(req, actorId);
+      return { messages: [{ ack: "Upgrade request received", actor_id: actorId }] };
+    }),
+    Rollback: unaryHandler(async () => {
+      await ctx.rollback(randomUUID());
+      return { messages: [{}] };
     }),
     Read: async (call: grpc.ServerWritableStream<ReadRequest, unknown>) => streamFile(call),
     List: async (call: grpc.ServerWritableStream<ListRequest, unknown>) => streamList(call),

@@ -7,7 +7,7 @@ import { ApplyMode } from "../api/enums.js";
 import type { ConfigBundle } from "../config/bundle.js";
 import { machinedControllers, Observed } from "../controllers/index.js";
 import { isControlPlane } from "../controllers/secrets/api.js";
-import { ConflictError, describeError, SystemError } from "../errors.js";
+import { ConflictError, describeError, SystemError, UnimplementedError } from "../errors.js";
 import { addService, bindServer } from "../grpc/server.js";
 import { addLogTap, logger } from "../log.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../resources/catalog/config.js";
@@ -59,9 +59,14 @@ import type { PlatformNetwork } from "../controllers/runtime/platform-network.js
 import { readSystemIdentity, type SystemIdentity } from "../sys/dmi.js";
 import { ownsDisks, type MachineRuntime } from "./runtime.js";
 import { bootSequence, initializeSequence, installSequence, rebootSequence, resetSequence, shutdownSequence, type RebootOptions, type ResetOptions } from "./sequences.js";
+import { stageUpgradeSequence, upgradeSequence } from "./sequences.js";
 import { SequenceAbortedError, type Phase } from "./sequencer.js";
 import { SequenceRunner } from "./sequence-runner.js";
 import { saveConfig } from "./tasks/state.js";
+import type { UpgradeRequest } from "./apis.js";
+import { bootPartition, checkUpgradeRequest, pullUpgrade, stageUpgrade, takeStagedUpgrade, type UpgradeOptions } from "./tasks/upgrade.js";
+import { settleUpgradeAtBoot } from "./upgrade-trial.js";
+import { rollbackToOtherSlot } from "../storage/upgrade.js";
 
 const log = logger("machined");
 
@@ -346,6 +351,27 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     reboot: (o: RebootOptions, actorId: string) => lifecycle("reboot", "rebooting", () => rebootSequence(r, o), actorId),
     shutdown: (actorId: string) => lifecycle("shutdown", "shutting down", () => shutdownSequence(r), actorId),
     reset: (o: ResetOptions, actorId: string) => lifecycle("reset", "resetting", () => resetSequence(r, o), actorId),
+    upgrade: async (req: UpgradeRequest, actorId: string) => {
+      const image = checkUpgradeRequest(req.image);
+      if (!ownsDisks(r) || !r.meta || mode === "installing") throw new ConflictError("Basalt is not installed", { mode });
+      // As Talos's maintenance service: none of the options there.
+      if (mode === "maintenance" && (req.preserve || req.stage || req.force)) throw new UnimplementedError("upgrade --preserve, --stage, and --force are not supported in maintenance mode");
+      const o: UpgradeOptions = { image, preserve: req.preserve === true, force: req.force === true, rebootMode: req.reboot_mode === 1 ? "POWERCYCLE" : "DEFAULT" };
+      log.info("upgrade request received", { ...o, stage: req.stage === true });
+      if (req.stage) {
+        await stageUpgrade(r, o);
+        sequences.request("stageUpgrade", () => (setStage("upgrading"), stageUpgradeSequence(r)), actorId);
+        return;
+      }
+      const pulled = await pullUpgrade(r, image, activeConfig.get());
+      sequences.request("upgrade", () => (setStage("upgrading"), upgradeSequence(r, pulled, o)), actorId);
+    },
+    rollback: async (actorId: string) => {
+      if (!ownsDisks(r) || !r.meta) throw new ConflictError("system disk not found");
+      await rollbackToOtherSlot(bootPartition(r, "boot-upgrade"), r.meta);
+      r.metaChanged();
+      lifecycle("reboot", "rebooting", () => rebootSequence(r), actorId);
+    },
     events,
     containerd: containerd && ((namespace: string) => containerd.client(namespace)),
     meta: () => {
@@ -434,6 +460,25 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     return run;
   };
 
+  // An upgrade left in META 0x06 is settled (confirmed later, or reported failed) before the boot goes on; never fatal.
+  const settleUpgrade = () =>
+    settleUpgradeAtBoot(r, { signal: opts.signal, rollback: () => lifecycle("reboot", "rebooting", () => rebootSequence(r)) }).catch((err: unknown) =>
+      log.error("settling the previous upgrade failed", { error: describeError(err) }),
+    );
+  // upgrade --stage: performed now, with this boot's configuration; a failed pull boots on as before.
+  const runStagedUpgrade = async (): Promise<boolean> => {
+    const staged = await takeStagedUpgrade(r);
+    if (!staged) return false;
+    try {
+      const pulled = await pullUpgrade(r, staged.image, opts.configChecker.parse(Buffer.from(r.configText!)));
+      setStage("upgrading");
+      await sequences.run("upgrade", upgradeSequence(r, pulled, staged));
+      return true;
+    } catch (err) {
+      log.error("the staged upgrade failed: booting the installed system", { image: staged.image, error: describeError(err) });
+      return false;
+    }
+  };
   const untilStopped = () => new Promise<void>((resolve) => (opts.signal.aborted ? resolve() : opts.signal.addEventListener("abort", () => resolve(), { once: true })));
   const done = (async () => {
     try {
@@ -449,6 +494,9 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
         setStage("installing");
         await sequences.run("install", installSequence(r));
       } else {
+        if (installed) await settleUpgrade();
+        const staged = installed ? await runStagedUpgrade() : false;
+        if (staged) return await untilStopped();
         setStage("booting");
         await activate(r.configText!);
         await sequences.run("boot", bootSequence(r));

@@ -12,6 +12,8 @@ import { kexecInstalled, reboot, shutdown } from "./tasks/power.js";
 import { startAllServices, stopAllServices } from "./tasks/services.js";
 import { loadConfig, mountStatePartition, removeStoredConfig, saveConfig, unmountStatePartition } from "./tasks/state.js";
 import { wipeRequest, wipeSystemDiskAtBoot, wipeSystemPartitions, wipeUserDisks } from "./tasks/wipe.js";
+import { bootUpgraded, writeUpgrade, type UpgradeOptions, type WrittenUpgrade } from "./tasks/upgrade.js";
+import type { PulledInstaller } from "../oci/installer.js";
 
 type TaskFn = (r: MachineRuntime) => Promise<void>;
 type Step = [name: string, ...tasks: [string, TaskFn][]] | false;
@@ -119,4 +121,19 @@ export function resetSequence(r: MachineRuntime, opts: ResetOptions): Phase[] {
     metal && userDisks && ["resetUserDisks", ["resetUserDisks", () => wipeUserDisks(opts.userDisks)]],
     opts.reboot ? restart(metal, kexec) : ["shutdown", ["shutdown", shutdown]],
   ]);
+}
+
+/** Upgrade (the installer already pulled): the new slot written, everything stopped, the new system booted. */
+export function upgradeSequence(r: MachineRuntime, pulled: PulledInstaller, opts: UpgradeOptions): Phase[] {
+  let written: WrittenUpgrade | undefined;
+  return build(r, [
+    ["upgrade", ["upgrade", async (rt) => void (written = await writeUpgrade(rt, pulled, opts.image))]],
+    ...stopAll(ownsDisks(r)),
+    ["reboot", ["reboot", (rt) => bootUpgraded(rt, written!, opts.rebootMode)]],
+  ]);
+}
+
+/** upgrade --stage: META holds the request (0x07/0x08); the next boot performs it. */
+export function stageUpgradeSequence(r: MachineRuntime): Phase[] {
+  return build(r, [...stopAll(ownsDisks(r)), ["reboot", ["reboot", reboot]]]);
 }

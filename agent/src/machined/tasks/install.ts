@@ -1,3 +1,4 @@
+import { promises as fs } from "node:fs";
 import path from "node:path";
 import { InvalidInputError } from "../../errors.js";
 import { logger } from "../../log.js";
@@ -8,6 +9,9 @@ import { installToDisk, locateInstallSource } from "../../storage/install.js";
 import { findSystemDisk } from "../../storage/system-disk.js";
 import type { MachineRuntime } from "../runtime.js";
 import { contractTag } from "../version.js";
+import { NotFoundError } from "../../errors.js";
+import { pullUpgrade } from "./upgrade.js";
+import type { InstallSource } from "../../storage/install.js";
 
 const log = logger("install");
 
@@ -27,7 +31,7 @@ export async function install(r: MachineRuntime): Promise<void> {
   const installCfg = parseConfig(Buffer.from(r.configText)).v1alpha1WithDefaults()?.machine?.install ?? {};
   const disk = chooseInstallDisk(installCfg, listDisks(r.block));
   const work = path.join(r.paths.system, "install");
-  const source = await locateInstallSource(r.mounter, path.join(work, "source"));
+  const source = await installSource(r, installCfg.image, work);
   try {
     log.info("installing", { disk, kernel: source.kernel });
     await installToDisk({
@@ -45,4 +49,16 @@ export async function install(r: MachineRuntime): Promise<void> {
   }
   r.systemDisk = findSystemDisk(r.block);
   log.info("install to disk done", { disk, partitions: r.systemDisk?.partitions });
+}
+
+/** The ISO when one is attached; else (a PXE boot) machine.install.image, pulled into memory. */
+async function installSource(r: MachineRuntime, image: string | undefined, work: string): Promise<InstallSource> {
+  try {
+    return await locateInstallSource(r.mounter, path.join(work, "source"));
+  } catch (err) {
+    if (!(err instanceof NotFoundError) || !image) throw err;
+    log.info("no boot medium: installing from machine.install.image", { image });
+    const pulled = await pullUpgrade(r, image, parseConfig(Buffer.from(r.configText!)));
+    return { kernel: pulled.kernel, initramfs: pulled.initramfs, release: () => fs.rm(path.dirname(pulled.kernel), { recursive: true, force: true }) };
+  }
 }

@@ -2,7 +2,7 @@ import { mkdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { describeError } from "../../errors.js";
 import { logger } from "../../log.js";
-import { defaultBootEntry } from "../../storage/bootloader/grub-entry.js";
+import { parseBootSlots } from "../../storage/bootloader/grub.js";
 import type { MachineRuntime } from "../runtime.js";
 
 const log = logger("machined");
@@ -24,19 +24,23 @@ export async function kexecInstalled(r: MachineRuntime): Promise<void> {
   const boot = r.systemDisk?.partitions.BOOT;
   if (!boot) return reboot(r);
   const dir = path.join(r.paths.system, "boot");
-  let entry;
+  let slots;
   try {
     await mkdir(dir, { recursive: true });
     await r.mounter.mount(boot, dir, "xfs", ["ro"]);
-    entry = defaultBootEntry(await readFile(path.join(dir, "grub", "grub.cfg"), "utf8"));
+    slots = parseBootSlots(await readFile(path.join(dir, "grub", "grub.cfg"), "utf8"));
   } catch (err) {
     log.warn("BOOT's grub.cfg could not be read for kexec; rebooting instead", { error: describeError(err) });
     return reboot(r);
   }
-  if (!entry) {
+  const installed = slots?.entries[slots.default];
+  if (!slots || !installed) {
     log.warn("grub.cfg has no default entry to kexec; rebooting instead");
     return reboot(r);
   }
-  log.info("kexec into the installed system", { entry: entry.label });
-  await r.power.kexec(path.join(dir, entry.kernel), path.join(dir, entry.initrd), entry.cmdline);
+  // The slot GRUB boots by default (B after a confirmed upgrade), with its own command line; BOOT_IMAGE, which
+  // GRUB adds, tells the new boot which slot it is.
+  log.info("kexec into the installed system", { entry: slots.default });
+  const label = slots.default;
+  await r.power.kexec(path.join(dir, label, "vmlinuz"), path.join(dir, label, "initramfs.xz"), `BOOT_IMAGE=/${label}/vmlinuz ${installed.cmdline}`);
 }

@@ -4,6 +4,7 @@
 
 import { promises as fs } from "node:fs";
 import path from "node:path";
+import { InvalidInputError } from "../../errors.js";
 import { runTool } from "../../sys/exec.js";
 
 export type BootLabel = "A" | "B";
@@ -38,23 +39,89 @@ function entry(title: string, label: BootLabel, cmdline: string, extra = ""): st
   return [`menuentry "${title}" {`, `  set gfxmode=auto`, `  set gfxpayload=text`, `  linux /${label}/vmlinuz ${grubQuote(cmdline)}${extra}`, `  initrd /${label}/initramfs.xz`, `}`].join("\n");
 }
 
-export function renderGrubConfig(c: GrubConfig): string {
+/** One BOOT slot's entry: the system installed there. */
+export interface GrubEntry {
+  version: string;
+  cmdline: string;
+}
+
+/** What grub.cfg says: the default and fallback slots and each slot's entry. */
+export interface BootSlots {
+  default: BootLabel;
+  fallback?: BootLabel;
+  entries: Partial<Record<BootLabel, GrubEntry>>;
+}
+
+export const grubenvFile = "grubenv";
+
+/**
+ * GRUB's one-time boot (what grub-reboot sets): a `next_entry` in grubenv is booted once,
+ * cleared before it boots, and the default becomes its fallback, so a system that never
+ * comes up is left on the next reset or panic for the default, which is still the last good one.
+ */
+const onceBlock = [
+  `if [ -s "\${prefix}/${grubenvFile}" ]; then`,
+  "  load_env",
+  "fi",
+  'if [ "${next_entry}" ]; then',
+  '  set fallback="${default}"',
+  '  set default="${next_entry}"',
+  "  set next_entry=",
+  "  save_env next_entry",
+  "fi",
+];
+
+export function renderBootSlots(s: BootSlots, serialTerminal: boolean): string {
+  const title = (label: BootLabel) => entryTitle(label, s.entries[label]!.version);
+  const current = s.entries[s.default]!;
   const lines = [
-    `set default="${entryTitle(c.current, c.version)}"`,
-    ...(c.fallback ? [`set fallback="${entryTitle(c.fallback, c.version)}"`] : []),
+    `set default="${title(s.default)}"`,
+    ...(s.fallback ? [`set fallback="${title(s.fallback)}"`] : []),
     "set timeout=3",
+    ...onceBlock,
     "",
     "insmod all_video",
-    ...(c.serialTerminal
+    ...(serialTerminal
       ? ["serial --unit=0 --speed=115200", "terminal_input console serial", "terminal_output console serial"]
       : ["terminal_input console", "terminal_output console"]),
     "",
     // Entries in label order whichever is the default, as Talos writes them.
-    ...[c.current, ...(c.fallback ? [c.fallback] : [])].sort().map((label) => entry(entryTitle(label, c.version), label, c.cmdline)),
-    entry(resetEntryTitle, c.current, c.cmdline, ` ${wipeArgument}`),
+    ...(["A", "B"] as const).filter((l) => s.entries[l]).map((label) => entry(title(label), label, s.entries[label]!.cmdline)),
+    entry(resetEntryTitle, s.default, current.cmdline, ` ${wipeArgument}`),
     "",
   ];
   return lines.join("\n");
+}
+
+export function renderGrubConfig(c: GrubConfig): string {
+  const e = { version: c.version, cmdline: c.cmdline };
+  return renderBootSlots({ default: c.current, ...(c.fallback ? { fallback: c.fallback } : {}), entries: { [c.current]: e, ...(c.fallback ? { [c.fallback]: e } : {}) } }, c.serialTerminal);
+}
+
+function ungrubQuote(s: string): string {
+  return s.replace(/\\(.)/g, "$1");
+}
+
+/** Reads back a grub.cfg this module wrote; undefined when it is not one (no default entry found). */
+export function parseBootSlots(text: string): BootSlots | undefined {
+  const label = (title: string | undefined): BootLabel | undefined => (title ? /^(A|B) - /.exec(title)?.[1] as BootLabel | undefined : undefined);
+  const def = label(/^set default="([^"]*)"/m.exec(text)?.[1]);
+  const fallback = label(/^set fallback="([^"]*)"/m.exec(text)?.[1]);
+  const entries: Partial<Record<BootLabel, GrubEntry>> = {};
+  for (const m of text.matchAll(/^menuentry "(A|B) - Basalt ([^"]*)" \{\n(?:.*\n)*?\s*linux \/\1\/vmlinuz ?(.*)\n/gm)) {
+    entries[m[1] as BootLabel] = { version: m[2]!, cmdline: ungrubQuote(m[3]!) };
+  }
+  if (!def || !entries[def]) return undefined;
+  return { default: def, ...(fallback && entries[fallback] ? { fallback } : {}), entries };
+}
+
+/** A grubenv block (exactly 1 KiB, as GRUB's save_env rewrites it in place) holding `vars`. */
+export function renderGrubenv(vars: Record<string, string>): Buffer {
+  const head = "# GRUB Environment Block\n";
+  const body = Object.entries(vars).map(([k, v]) => `${k}=${v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n")}\n`).join("");
+  const used = Buffer.byteLength(head + body);
+  if (used > 1024) throw new InvalidInputError("grubenv values do not fit in 1 KiB", { bytes: used });
+  return Buffer.from(head + body + "#".repeat(1024 - used));
 }
 
 export type GrubArch = "amd64" | "arm64";
