@@ -64,7 +64,7 @@ function watchTrial(r: MachineRuntime, verdict: Extract<BootVerdict, { kind: "tr
     if (settled || ev.type === "destroyed") return;
     const spec = ev.resource.spec;
     // An installed node without a configuration serves maintenance mode: up, reachable, and never Running until configured.
-    if (!(spec.stage === "running" && spec.status.ready) && spec.stage !== "maintenance") return;
+    if (!(spec.stage === "running" && readyButForTime(spec)) && spec.stage !== "maintenance") return;
     settled = true;
     stop.abort();
     opts.signal.removeEventListener("abort", cancel);
@@ -75,4 +75,13 @@ function watchTrial(r: MachineRuntime, verdict: Extract<BootVerdict, { kind: "tr
       })
       .catch((err: unknown) => log.error("confirming the upgrade failed: the next boot tries it again", { error: describeError(err) }));
   });
+}
+
+/**
+ * Ready in every way the new system answers for. Time sync is left out: it waits on an NTP
+ * server the node may never reach (an air-gapped site), and an upgrade that cannot be
+ * confirmed there would always be rolled back.
+ */
+function readyButForTime(spec: MachineStatusSpec): boolean {
+  return spec.status.unmetConditions.every((c) => c.name === "time");
 }

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { ipv6Text } from "../../../agent/src/sys/ip-text.js";
 import {
   decodeDomainNames,
   decodeIaNa,
@@ -10,7 +11,6 @@ import {
   encodeMessage,
   encodeOptions,
   ipv6Bytes,
-  ipv6String,
   MessageType,
   Option,
 } from "../../../agent/src/network/dhcp6/packet.js";
@@ -33,6 +33,6 @@ test("domain lists, NTP server suboptions (address and name), IPv6 text as RFC 5
   assert.deepEqual(decodeDomainNames(Buffer.from("076578616d706c65036f726700036c616e00", "hex")), ["example.org", "lan"]);
   const ntp = encodeOptions([[1, ipv6Bytes("2001:db8::123")], [3, Buffer.from("036e7470036c616e00", "hex")]]);
   assert.deepEqual(decodeNtpServers(ntp), ["2001:db8::123", "ntp.lan"]);
-  assert.equal(ipv6String(ipv6Bytes("2001:db8:0:0:1:0:0:1")), "2001:db8::1:0:0:1");
-  assert.equal(ipv6String(ipv6Bytes("::")), "::");
+  assert.equal(ipv6Text(ipv6Bytes("2001:db8:0:0:1:0:0:1")), "2001:db8::1:0:0:1");
+  assert.equal(ipv6Text(ipv6Bytes("::")), "::");
 });

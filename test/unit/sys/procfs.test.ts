@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ipv6Text, parseCpuinfo, parseDiskstats, parseLoadavg, parseMeminfo, parseNetDev, parsePidStat, parseSocketTable, parseStat } from "../../../agent/src/sys/procfs.js";
+import { ipv6Text } from "../../../agent/src/sys/ip-text.js";
+import { parseCpuinfo, parseDiskstats, parseLoadavg, parseMeminfo, parseNetDev, parsePidStat, parseSocketTable, parseStat } from "../../../agent/src/sys/procfs.js";
 
 test("meminfo: each key in its MemInfo field (kB as written, HugePages_* as counts), fields the kernel omits are 0", () => {
   const m = parseMeminfo(

@@ -9,6 +9,7 @@ import type { Controller, ControllerContext } from "../../resources/controller-r
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../resources/catalog/config.js";
 import { HostDNSConfigId, HostDNSConfigType, type HostDNSConfigSpec } from "../../resources/catalog/hostdns.js";
 import { NETWORK_NAMESPACE } from "../../resources/catalog/network.js";
+import { ipv6Text } from "../../sys/ip-text.js";
 
 export const DEFAULT_HOST_DNS_LISTEN = "127.0.0.53:53";
 const DEFAULT_SERVICE_SUBNET = "10.96.0.0/12";
@@ -24,7 +25,9 @@ export function serviceHostDnsAddress(subnet: string): string {
       groups[i] = sum & 0xffff;
       carry = sum >> 16;
     }
-    return compressV6(groups);
+    const bytes = Buffer.alloc(16);
+    groups.forEach((g, i) => bytes.writeUInt16BE(g, i * 2));
+    return ipv6Text(bytes);
   }
   const n = base.split(".").reduce((acc, o) => acc * 256 + Number(o), 0) + 9;
   return [24, 16, 8, 0].map((s) => Math.floor(n / 2 ** s) % 256).join(".");
@@ -37,24 +40,6 @@ function expandV6(addr: string): number[] {
   return tail === undefined ? h : [...h, ...new Array<number>(8 - h.length - t.length).fill(0), ...t];
 }
 
-function compressV6(groups: number[]): string {
-  // The longest run of zero groups (2 or more) becomes "::", as Go prints addresses.
-  let best = -1;
-  let bestLen = 1;
-  for (let i = 0; i < 8; ) {
-    if (groups[i] !== 0) {
-      i++;
-      continue;
-    }
-    let j = i;
-    while (j < 8 && groups[j] === 0) j++;
-    if (j - i > bestLen) [best, bestLen] = [i, j - i];
-    i = j;
-  }
-  const hex = groups.map((g) => g.toString(16));
-  if (best < 0) return hex.join(":");
-  return `${hex.slice(0, best).join(":")}::${hex.slice(best + bestLen).join(":")}`;
-}
 
 export class HostDNSConfigController implements Controller {
   readonly name = "network.HostDNSConfigController";

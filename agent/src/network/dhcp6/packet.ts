@@ -4,6 +4,7 @@
 // (RFC 3646), NTP servers (RFC 5908), and the client FQDN (RFC 4704).
 
 import { InvalidInputError } from "../../errors.js";
+import { ipv6Text } from "../../sys/ip-text.js";
 
 export class Dhcp6PacketError extends InvalidInputError {}
 
@@ -143,7 +144,7 @@ export function decodeIaNa(value: Buffer): IaNa {
       const status = inner.find(([c]) => c === Option.StatusCode)?.[1];
       // An address whose status is not Success is not given.
       if (status && decodeStatus(status).code !== STATUS_SUCCESS) continue;
-      ia.addresses.push({ address: ipv6String(v.subarray(0, 16)), preferredLifetime: v.readUInt32BE(16), validLifetime: v.readUInt32BE(20) });
+      ia.addresses.push({ address: ipv6Text(v.subarray(0, 16)), preferredLifetime: v.readUInt32BE(16), validLifetime: v.readUInt32BE(20) });
     } else if (code === Option.StatusCode) {
       ia.status = decodeStatus(v);
     }
@@ -158,7 +159,7 @@ export function decodeStatus(v: Buffer): { code: number; message: string } {
 
 export function decodeAddresses(v: Buffer): string[] {
   const out: string[] = [];
-  for (let i = 0; i + 16 <= v.length; i += 16) out.push(ipv6String(v.subarray(i, i + 16)));
+  for (let i = 0; i + 16 <= v.length; i += 16) out.push(ipv6Text(v.subarray(i, i + 16)));
   return out;
 }
 
@@ -186,7 +187,7 @@ export function decodeDomainNames(v: Buffer): string[] {
 export function decodeNtpServers(v: Buffer): string[] {
   const out: string[] = [];
   for (const [code, sub] of decodeOptions(v)) {
-    if (code === NTP_SUBOPTION_SERVER_ADDRESS && sub.length === 16) out.push(ipv6String(sub));
+    if (code === NTP_SUBOPTION_SERVER_ADDRESS && sub.length === 16) out.push(ipv6Text(sub));
     if (code === NTP_SUBOPTION_SERVER_FQDN) out.push(...decodeDomainNames(sub));
   }
   return out;
@@ -203,22 +204,3 @@ export function ipv6Bytes(addr: string): Buffer {
   return buf;
 }
 
-/** 16 bytes -> RFC 5952 text (longest zero run compressed). */
-export function ipv6String(b: Buffer): string {
-  const groups = Array.from({ length: 8 }, (_, i) => b.readUInt16BE(i * 2));
-  let best = -1;
-  let bestLen = 1;
-  for (let i = 0; i < 8; ) {
-    if (groups[i] !== 0) {
-      i++;
-      continue;
-    }
-    let j = i;
-    while (j < 8 && groups[j] === 0) j++;
-    if (j - i > bestLen) [best, bestLen] = [i, j - i];
-    i = j;
-  }
-  const hex = groups.map((g) => g.toString(16));
-  if (best < 0) return hex.join(":");
-  return `${hex.slice(0, best).join(":")}::${hex.slice(best + bestLen).join(":")}`;
-}
