@@ -33,7 +33,7 @@ test("apid in machined's process: maintenance, apply, mTLS", async () => {
       const services = (await admin.serviceList()) as { messages: { services: { id: string; state: string }[] }[] };
       assert.deepEqual(
         services.messages[0]!.services.map((s) => [s.id, s.state]),
-        [["apid", "Running"], ["machined", "Running"], ["trustd", "Running"]],
+        [["apid", "Running"], ["machined", "Running"], ["syslogd", "Running"], ["trustd", "Running"]],
       );
     });
   } finally {
