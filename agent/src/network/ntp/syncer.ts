@@ -51,6 +51,8 @@ const log = logger("ntp");
 export class NtpSyncer {
   private servers: string[];
   private lastServer = "";
+  /** Servers whose name did not resolve last time: said once, not on every retry (one a second while offline). */
+  private readonly unresolved = new Set<string>();
   private synced = false;
   private firstSync = true;
   private readonly spikes = new SpikeDetector();
@@ -143,8 +145,10 @@ export class NtpSyncer {
       }
       try {
         out.push(...(await this.resolve(server)));
+        this.unresolved.delete(server);
       } catch (err) {
-        log.warn(`failed looking up ${JSON.stringify(server)}, ignored`, { error: describeError(err) });
+        if (!this.unresolved.has(server)) log.warn(`failed looking up ${JSON.stringify(server)}, ignored`, { error: describeError(err) });
+        this.unresolved.add(server);
       }
     }
     return out;
