@@ -14,7 +14,6 @@ import {
   RouteSpecType,
   type RouteSpecSpec,
   HostnameSpecType,
-  type HostnameSpecSpec,
   LinkStatusType,
   type LinkStatusSpec,
   NETWORK_CONFIG_NAMESPACE,
@@ -22,9 +21,7 @@ import {
   OperatorSpecType,
   type OperatorSpecSpec,
   ResolverSpecType,
-  type ResolverSpecSpec,
   TimeServerSpecType,
-  type TimeServerSpecSpec,
 } from "../../resources/catalog/network.js";
 import type { NetKernel } from "../../sys/net.js";
 import { describeError } from "../../errors.js";
@@ -33,6 +30,7 @@ import { Dhcp4Client, type DhcpTransport, type LeaseEvent, type Timers } from ".
 import { leaseToOutput } from "../../network/dhcp4/lease.js";
 import { DhcpPort } from "../../network/dhcp4/udp.js";
 import { type OperatorOutput, operatorSpecs } from "../../network/operator-output.js";
+import { destroyOtherNames, keptNames, publishOperatorNames } from "./operator-names.js";
 
 const log = logger("network-dhcp4-operator");
 
@@ -157,7 +155,7 @@ export class Dhcp4OperatorController implements Controller {
   }
 
   private publish(ctx: ControllerContext): void {
-    const keep = { resolvers: new Set<string>(), timeservers: new Set<string>(), hostname: new Set<string>(), addresses: new Set<string>(), routes: new Set<string>(), links: new Set<string>() };
+    const keep = { ...keptNames(), addresses: new Set<string>(), routes: new Set<string>(), links: new Set<string>() };
     for (const [link, entry] of this.running) {
       const out = entry.output;
       if (!out) continue;
@@ -174,26 +172,9 @@ export class Dhcp4OperatorController implements Controller {
         ctx.modify<LinkSpecSpec>(NETWORK_CONFIG_NAMESPACE, LinkSpecType, id, () => spec);
         keep.links.add(id);
       }
-      if (out.dnsServers.length > 0) {
-        const id = `dhcp4/${link}/resolvers`;
-        ctx.modify<ResolverSpecSpec>(NETWORK_CONFIG_NAMESPACE, ResolverSpecType, id, () => ({ dnsServers: out.dnsServers, layer: "operator" }));
-        keep.resolvers.add(id);
-      }
-      if (out.timeServers.length > 0) {
-        const id = `dhcp4/${link}/timeservers`;
-        ctx.modify<TimeServerSpecSpec>(NETWORK_CONFIG_NAMESPACE, TimeServerSpecType, id, () => ({ timeServers: out.timeServers, layer: "operator" }));
-        keep.timeservers.add(id);
-      }
-      if (out.hostname) {
-        const id = `dhcp4/${link}/hostname`;
-        const h = out.hostname;
-        ctx.modify<HostnameSpecSpec>(NETWORK_CONFIG_NAMESPACE, HostnameSpecType, id, () => ({ hostname: h.hostname, domainname: h.domainname, layer: "operator" }));
-        keep.hostname.add(id);
-      }
+      publishOperatorNames(ctx, `dhcp4/${link}`, out, keep);
     }
-    ctx.destroyOthers(NETWORK_CONFIG_NAMESPACE, ResolverSpecType, keep.resolvers);
-    ctx.destroyOthers(NETWORK_CONFIG_NAMESPACE, TimeServerSpecType, keep.timeservers);
-    ctx.destroyOthers(NETWORK_CONFIG_NAMESPACE, HostnameSpecType, keep.hostname);
+    destroyOtherNames(ctx, keep);
     ctx.destroyOthers(NETWORK_CONFIG_NAMESPACE, AddressSpecType, keep.addresses);
     ctx.destroyOthers(NETWORK_CONFIG_NAMESPACE, RouteSpecType, keep.routes);
     ctx.destroyOthers(NETWORK_CONFIG_NAMESPACE, LinkSpecType, keep.links);

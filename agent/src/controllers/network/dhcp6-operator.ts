@@ -18,16 +18,13 @@ import type { Controller, ControllerContext } from "../../resources/controller-r
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../resources/catalog/config.js";
 import {
   HostnameSpecType,
-  type HostnameSpecSpec,
   LinkStatusType,
   type LinkStatusSpec,
-  NETWORK_CONFIG_NAMESPACE,
   NETWORK_NAMESPACE,
   ResolverSpecType,
-  type ResolverSpecSpec,
   TimeServerSpecType,
-  type TimeServerSpecSpec,
 } from "../../resources/catalog/network.js";
+import { destroyOtherNames, keptNames, publishOperatorNames } from "./operator-names.js";
 
 const log = logger("network-dhcp6-operator");
 
@@ -150,29 +147,12 @@ export class Dhcp6OperatorController implements Controller {
   }
 
   private publish(ctx: ControllerContext): void {
-    const keep = { resolvers: new Set<string>(), timeservers: new Set<string>(), hostname: new Set<string>() };
+    const keep = keptNames();
     for (const [link, entry] of this.running) {
       const out = entry.output;
       if (!out) continue;
-      if (out.dnsServers.length > 0) {
-        const id = `dhcp6/${link}/resolvers`;
-        ctx.modify<ResolverSpecSpec>(NETWORK_CONFIG_NAMESPACE, ResolverSpecType, id, () => ({ dnsServers: out.dnsServers, layer: "operator" }));
-        keep.resolvers.add(id);
-      }
-      if (out.timeServers.length > 0) {
-        const id = `dhcp6/${link}/timeservers`;
-        ctx.modify<TimeServerSpecSpec>(NETWORK_CONFIG_NAMESPACE, TimeServerSpecType, id, () => ({ timeServers: out.timeServers, layer: "operator" }));
-        keep.timeservers.add(id);
-      }
-      if (out.hostname) {
-        const id = `dhcp6/${link}/hostname`;
-        const h = out.hostname;
-        ctx.modify<HostnameSpecSpec>(NETWORK_CONFIG_NAMESPACE, HostnameSpecType, id, () => ({ hostname: h.hostname, domainname: h.domainname, layer: "operator" }));
-        keep.hostname.add(id);
-      }
+      publishOperatorNames(ctx, `dhcp6/${link}`, out, keep);
     }
-    ctx.destroyOthers(NETWORK_CONFIG_NAMESPACE, ResolverSpecType, keep.resolvers);
-    ctx.destroyOthers(NETWORK_CONFIG_NAMESPACE, TimeServerSpecType, keep.timeservers);
-    ctx.destroyOthers(NETWORK_CONFIG_NAMESPACE, HostnameSpecType, keep.hostname);
+    destroyOtherNames(ctx, keep);
   }
 }
