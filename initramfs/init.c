@@ -408,7 +408,13 @@ static void machined_exited(int status) {
     snprintf(reason, sizeof reason, "machined failed %d times in a row, last %s", MAX_RESTARTS + 1, why);
     final_action(ACT_REBOOT, reason);
   }
-  say("machined %s; restarting (%d/%d) in %d s", why, restarts, MAX_RESTARTS, restarts);
+  // Every other process is a service machined started; the new machined starts them again, so the
+  // old ones go first (they would hold its ports and sockets). Mounts stay: machined keeps those it finds.
+  say("machined %s; stopping its processes, restarting (%d/%d) in %d s", why, restarts, MAX_RESTARTS, restarts);
+  kill(-1, SIGTERM);
+  reap_until_gone(TERM_GRACE_MS);
+  kill(-1, SIGKILL);
+  reap_until_gone(2000);
   sleep_ms(1000L * restarts);
   start_machined();
 }

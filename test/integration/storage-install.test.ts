@@ -131,6 +131,10 @@ describe("install to disk", { skip: canRun ? false : "needs root, loop devices, 
     const second = await mountSystemVolume("STATE", installed.partitions.STATE, target, mounter, log);
     assert.equal(second.formatted, false);
     assert.equal(fs.readFileSync(path.join(target, "config.yaml"), "utf8"), "kept");
+    // Mounted again while mounted (a restarted machined): kept as it is, not mounted twice.
+    const again = await mountSystemVolume("STATE", installed.partitions.STATE, target, mounter, log);
+    assert.equal(again.formatted, false);
+    assert.equal(mounter.list().filter((m) => m.target === target).length, 1);
     await mounter.unmount(target);
     await wipeVolume(installed.partitions.STATE);
     const third = await mountSystemVolume("STATE", installed.partitions.STATE, target, mounter, log);

@@ -22,6 +22,11 @@ export interface MountedVolume {
 
 export async function mountSystemVolume(name: VolumeName, dev: string, target: string, mounter: Mounter, log: Logger): Promise<MountedVolume> {
   const fstype = volumeFilesystems[name];
+  // A machined that init restarted finds its predecessor's mounts: the volume is already in place.
+  if (mounter.list().some((m) => m.source === dev && m.target === target && m.fstype === fstype)) {
+    log.info(`${name} already mounted, kept`, { device: dev, target });
+    return { name, source: dev, target, fstype, formatted: false };
+  }
   const found = await probeFilesystem(dev);
   let formatted = false;
   if (found !== fstype) {

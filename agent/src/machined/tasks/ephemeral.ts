@@ -33,6 +33,7 @@ export async function mountOverlayFilesystems(r: MachineRuntime): Promise<void> 
   for (const target of overlayTargets) {
     const lower = path.join(r.paths.root, target);
     const base = path.join(r.paths.var, "system", "overlays", overlayName(target));
+    if (r.mounter.list().some((m) => m.target === lower && m.fstype === "overlay")) continue; // a restarted machined's
     await fs.mkdir(`${base}-diff`, { recursive: true, mode: 0o755 });
     await fs.mkdir(`${base}-workdir`, { recursive: true, mode: 0o755 });
     await r.mounter.mount("overlay", lower, "overlay", [`lowerdir=${lower}`, `upperdir=${base}-diff`, `workdir=${base}-workdir`]);
