@@ -283,3 +283,41 @@ test("real timers split delays beyond Node's 2^31-1 ms limit instead of firing a
   assert.equal(fired, 1);
   realTimers.clearTimeout(h);
 });
+
+test("an OFFER or ACK with a malformed option is ignored, not thrown out of the socket handler", async () => {
+  const s = setup();
+  s.client.start();
+  await flush();
+  // Option 121 claiming a /24 with only two bytes after the width: truncated.
+  const badRoutes: [number, Buffer][] = [[Option.ClasslessStaticRoute, Buffer.from([24, 10, 2])]];
+  s.transport.deliver(reply(s.transport.last().msg, MessageType.Offer, badRoutes));
+  await flush();
+  assert.equal(s.client.state, "selecting");
+  s.transport.deliver(reply(s.transport.last().msg, MessageType.Offer));
+  await flush();
+  s.transport.deliver(reply(s.transport.last().msg, MessageType.Ack, badRoutes));
+  await flush();
+  assert.equal(s.client.state, "requesting");
+  assert.deepEqual(s.events, []);
+});
+
+test("NAK while renewing drops the lease's timers: T2 and expiry do not fire during the pause", async () => {
+  const s = setup();
+  s.client.start();
+  await flush();
+  s.transport.deliver(reply(s.transport.last().msg, MessageType.Offer));
+  await flush();
+  // T1 at 50 s, T2 at 51 s: T2 falls inside the 1 s pause after a NAK at 50.5 s.
+  s.transport.deliver(reply(s.transport.last().msg, MessageType.Ack, [[Option.RenewalTime, u32Buffer(50)], [Option.RebindingTime, u32Buffer(51)]]));
+  await flush();
+  await s.timers.advance(50_000);
+  assert.equal(s.client.state, "renewing");
+  await s.timers.advance(500);
+  s.transport.deliver(reply(s.transport.last().msg, MessageType.Nak));
+  await flush();
+  assert.equal(s.client.state, "init");
+  await s.timers.advance(1000);
+  assert.equal(s.client.state, "selecting");
+  await s.timers.advance(60_000);
+  assert.deepEqual(s.events.map((e) => e.type), ["bound", "expired"]);
+});

@@ -10,6 +10,7 @@ import {
   type ClasslessRoute,
   type DhcpMessage,
   FLAG_BROADCAST,
+  type ParsedOptions,
   MessageType,
   Option,
   decodeMessage,
@@ -233,14 +234,16 @@ export class Dhcp4Client {
   private receive(packet: Buffer): void {
     if (this.st === "stopped" || this.st === "init" || this.st === "bound") return;
     let m: DhcpMessage;
+    let parsed: ParsedOptions;
+    // A bad option (e.g. a truncated classless route) makes the packet malformed too: this runs in the socket's event handler.
     try {
       m = decodeMessage(packet);
+      parsed = parseOptions(m.options);
     } catch (err) {
       this.log.debug("ignoring malformed DHCP packet", { error: describeError(err) });
       return;
     }
     if (m.op !== 2 || m.xid !== this.xid || m.chaddr.toLowerCase() !== this.opts.hardwareAddr.toLowerCase()) return;
-    const parsed = parseOptions(m.options);
     switch (this.st) {
       case "selecting":
         if (parsed.messageType === MessageType.Offer && m.yiaddr !== "0.0.0.0") {
@@ -259,6 +262,8 @@ export class Dhcp4Client {
           this.current = undefined;
           if (lost && this.st !== "requesting") void this.emit({ type: "expired", lease: lost });
           this.clearRetransmit();
+          // The lost lease's T2 and expiry must not fire during the pause (renew() needs a lease).
+          this.clearLeaseTimers();
           // Start over after a short pause (avoids a tight loop against a confused server).
           this.st = "init";
           this.retransmitTimer = this.timers.setTimeout(() => this.discover(), 1000);

@@ -16,6 +16,7 @@ import {
   decodeMessage,
   decodeNtpServers,
   decodeStatus,
+  Dhcp6PacketError,
   type Dhcp6Message,
   duidLL,
   encodeIaNa,
@@ -188,13 +189,17 @@ export class Dhcp6Client {
 
   private receive(packet: Buffer): void {
     if (this.st === "stopped" || this.st === "init" || this.st === "bound") return;
-    let m: Dhcp6Message;
+    // This runs in the socket's event handler: a malformed option (status, NTP servers) drops the packet,
+    // before any state changes.
     try {
-      m = decodeMessage(packet);
+      this.handle(decodeMessage(packet));
     } catch (err) {
+      if (!(err instanceof Dhcp6PacketError)) throw err;
       this.log.debug("ignoring malformed DHCPv6 packet", { error: describeError(err) });
-      return;
     }
+  }
+
+  private handle(m: Dhcp6Message): void {
     if (m.transactionId !== this.xid) return;
     const clientId = option(m, Option.ClientId);
     if (!clientId?.equals(this.duid) || !option(m, Option.ServerId)) return;
