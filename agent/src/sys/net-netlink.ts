@@ -245,6 +245,9 @@ export class NetlinkNetKernel implements NetKernel {
 
   constructor(opts: { timeoutMs?: number } = {}) {
     this.socket = createRtNetlink({ recvBufferSize: 1 << 20, sendBufferSize: 1 << 16 });
+    // The package re-emits a failed receive (ENOBUFS after an overrun) as 'error', which unheard
+    // would end the process; a request whose reply it cost fails by its timeout.
+    this.socket.socket.on("error", (err) => log.warn("rtnetlink request socket", { error: describeError(err) }));
     this.timeoutMs = opts.timeoutMs ?? 10_000;
   }
 
