@@ -88,3 +88,33 @@ test("HostDNSConfig: off without a config or hostDNS; forwardKubeDNSToHost adds 
   state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test", () => loadConfig(Buffer.from(config("            enabled: true\n            forwardKubeDNSToHost: true\n"))));
   assert.deepEqual(await spec(), { enabled: true, listenAddresses: ["127.0.0.53:53", "10.112.0.9:53"], serviceHostDNSAddress: "10.112.0.9" });
 });
+
+test("DNS UDP listener: an answer ready after the listener closed is dropped, not thrown (no unhandled rejection)", async (t) => {
+  const { HostDnsResolver, listenUdp } = await import("../../../agent/src/network/hostdns/server.js");
+  const dgram = await import("node:dgram");
+  const rejections: unknown[] = [];
+  const onRejection = (err: unknown) => rejections.push(err);
+  process.on("unhandledRejection", onRejection);
+  t.after(() => process.off("unhandledRejection", onRejection));
+  let asked!: () => void;
+  const queried = new Promise<void>((r) => (asked = r));
+  let answer!: (b: Buffer) => void;
+  const answered = new Promise<Buffer>((r) => (answer = r));
+  // An upstream that answers only when the test says so.
+  class GatedResolver extends HostDnsResolver {
+    override resolve(): Promise<Buffer> {
+      asked();
+      return answered;
+    }
+  }
+  const port = 20000 + (process.pid % 20000);
+  const listener = await listenUdp(`127.0.0.1:${port}`, new GatedResolver());
+  const client = dgram.createSocket("udp4");
+  t.after(() => client.close());
+  client.send(Buffer.concat([header(7, 0x0100, [1, 0, 0, 0]), question]), port, "127.0.0.1");
+  await queried;
+  await listener.close();
+  answer(aReply(60));
+  for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
+  assert.deepEqual(rejections, []);
+});

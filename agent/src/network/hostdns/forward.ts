@@ -29,7 +29,11 @@ function exchangeUdp(query: Buffer, host: string, port: number, timeoutMs: numbe
   return new Promise((resolve, reject) => {
     const socket = dgram.createSocket(net.isIPv6(host) ? "udp6" : "udp4");
     const id = messageId(query);
+    let settled = false;
+    // Once only: a send callback may still come after the timeout closed the socket, and a second close throws.
     const finish = (err: unknown, reply?: Buffer) => {
+      if (settled) return;
+      settled = true;
       clearTimeout(timer);
       socket.close();
       if (err) reject(err);

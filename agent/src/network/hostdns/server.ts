@@ -85,10 +85,11 @@ export function listenUdp(address: string, resolver: HostDnsResolver): Promise<D
       socket.removeAllListeners("error");
       socket.on("error", (err) => log.warn("DNS UDP socket error", { address, error: describeError(err) }));
       socket.on("message", (msg, rinfo) => {
-        resolver.resolve(msg, "udp").then(
-          (reply) => reply && socket.send(reply, rinfo.port, rinfo.address),
-          (err: unknown) => log.warn("DNS query failed", { address, error: describeError(err) }),
-        );
+        // The answer may come after the listener closed (a slow upstream): send throws then, caught here.
+        resolver
+          .resolve(msg, "udp")
+          .then((reply) => reply && socket.send(reply, rinfo.port, rinfo.address))
+          .catch((err: unknown) => log.warn("DNS query failed", { address, error: describeError(err) }));
       });
       resolve({ transport: "udp", address, close: () => new Promise((done) => socket.close(() => done())) });
     });
@@ -112,10 +113,10 @@ export function listenTcp(address: string, resolver: HostDnsResolver): Promise<D
       while (buf.length >= 2 && buf.length >= 2 + buf.readUInt16BE(0)) {
         const query = buf.subarray(2, 2 + buf.readUInt16BE(0));
         buf = buf.subarray(2 + query.length);
-        resolver.resolve(Buffer.from(query), "tcp").then(
-          (reply) => reply && !conn.destroyed && conn.write(frame(reply)),
-          (err: unknown) => log.warn("DNS query failed", { address, error: describeError(err) }),
-        );
+        resolver
+          .resolve(Buffer.from(query), "tcp")
+          .then((reply) => reply && !conn.destroyed && conn.write(frame(reply)))
+          .catch((err: unknown) => log.warn("DNS query failed", { address, error: describeError(err) }));
       }
     });
   });

@@ -27,7 +27,11 @@ export function queryNtp(address: string, clock: Pick<SystemClock, "now">, opts:
     let sentMs = 0;
     let request: Buffer | undefined;
     let lastRejection: unknown;
+    let settled = false;
+    // Once only: a send callback may still come after the timeout closed the socket, and a second close throws.
     const finish = (err: unknown, result?: NtpMeasurement) => {
+      if (settled) return;
+      settled = true;
       clearTimeout(timer);
       opts.signal?.removeEventListener("abort", aborted);
       socket.close();
