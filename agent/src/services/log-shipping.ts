@@ -64,8 +64,10 @@ export function logSender(dest: LogDestination): Sender {
   // Warned once per failing spell: the warning is a log line too, shipped (and failing) again.
   let failing = false;
   const failed = (err: Error) => {
-    if (!failing) log.warn("sending logs failed", { endpoint: dest.endpoint, error: err });
+    if (failing) return;
+    // Set first: the warning is shipped too, and a send that fails at once would come back here.
     failing = true;
+    log.warn("sending logs failed", { endpoint: dest.endpoint, error: err });
   };
   const sent = () => (failing = false);
   let url: URL;
@@ -81,7 +83,14 @@ export function logSender(dest: LogDestination): Sender {
     sock.on("error", failed);
     sock.unref();
     return {
-      send: (record) => sock.send(Buffer.from(JSON.stringify(record)), port, host, (err) => (err ? failed(err) : sent())),
+      send: (record) => {
+        // An endpoint without a port (Talos accepts udp://host) makes send throw; every log line passes here.
+        try {
+          sock.send(Buffer.from(JSON.stringify(record)), port, host, (err) => (err ? failed(err) : sent()));
+        } catch (err) {
+          failed(err as Error);
+        }
+      },
       close: () => sock.close(),
     };
   }

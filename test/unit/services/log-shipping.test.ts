@@ -50,3 +50,23 @@ test("talos.logging.kernel: each kernel record goes out as Talos's record", asyn
   ac.abort();
   await shipping;
 });
+
+test("a UDP destination without a port (Talos accepts it) fails its sends with one warning; logging goes on", async (t) => {
+  const { LogShipper } = await import("../../../agent/src/services/log-shipping.js");
+  const { ServiceLogs } = await import("../../../agent/src/services/logs.js");
+  const { logger, setLogSink } = await import("../../../agent/src/log.js");
+  const lines: string[] = [];
+  const previous = setLogSink((l) => lines.push(l));
+  t.after(() => setLogSink(previous));
+  const logs = new ServiceLogs();
+  const shipper = new LogShipper(logs);
+  t.after(() => shipper.close());
+  shipper.configure([{ endpoint: "udp://127.0.0.1", format: "json_lines" }]);
+  // Any later line is shipped too: a machined log line goes through the service log's writer.
+  const writer = logs.writer("machined");
+  writer.write("first\n");
+  writer.write("second\n");
+  logger("test").info("still logging");
+  assert.equal(lines.filter((l) => l.includes("sending logs failed")).length, 1);
+  assert.equal(lines.filter((l) => l.includes("still logging")).length, 1);
+});
