@@ -7,7 +7,7 @@
 import type * as grpc from "@grpc/grpc-js";
 import { constants, promises as fs, type Stats } from "node:fs";
 import path from "node:path";
-import { Readable } from "node:stream";
+import { pipeline, Readable } from "node:stream";
 import { createGzip } from "node:zlib";
 import { InvalidInputError, SystemError } from "../../errors.js";
 import { errnoText, pathErrorText } from "./errno.js";
@@ -109,15 +109,20 @@ export async function* tarTree(root: string, errors: string[], signal?: AbortSig
       continue;
     }
     if (item.relative_name === "." && st.isDirectory()) continue;
-    // An entry is built whole before any of it is written, so a failure mid-file does not corrupt the archive.
+    // Parts are held back (16 at a time) so an entry that fails early (a sysfs attribute whose read fails
+    // after its header) is skipped whole; one that fails after some of it went out cannot be, and ends the archive.
     const parts: Buffer[] = [];
+    let sent = false;
     try {
       for await (const part of entry(item.name, item.relative_name, st)) {
         parts.push(part);
-        if (parts.length >= 16) yield Buffer.concat(parts.splice(0));
+        if (parts.length >= 16) {
+          sent = true;
+          yield Buffer.concat(parts.splice(0));
+        }
       }
     } catch (err) {
-      if (parts.length > 0) throw err;
+      if (sent) throw err;
       errors.push(`skipping ${JSON.stringify(item.name)}: ${err instanceof SystemError ? err.message : errnoText(err)}`);
       continue;
     }
@@ -139,7 +144,9 @@ export async function streamCopy(call: grpc.ServerWritableStream<CopyRequest, un
       return false;
     });
     if (ok) {
-      const gz = Readable.from(tarTree(rootPath, errors, signal)).pipe(createGzip());
+      const gz = createGzip();
+      // pipeline hands a failed walk on to gz, read below (.pipe would leave it an unheard 'error'), and a destroyed gz ends the walk.
+      pipeline(Readable.from(tarTree(rootPath, errors, signal)), gz, () => undefined);
       for await (const chunk of gz) {
         if (!(await send(call, { bytes: chunk as Buffer }))) {
           gz.destroy();
