@@ -73,19 +73,16 @@ export class ContainerRunner implements ServiceRunner {
       this.pid = await client.startTask(id);
       this.running = { exited, abort };
       this.log.debug("task started", { pid: this.pid });
+      const ended = async (err: Error | undefined) => {
+        if (this.running?.exited !== exited) return;
+        this.running = undefined;
+        // The exit is reported even when containerd cannot clean up (it may be what failed); nothing awaits this chain.
+        await this.cleanUp(client).catch((e: unknown) => this.log.warn("cleaning up the ended task failed", { error: describeError(e) }));
+        onExit(err);
+      };
       exited.then(
-        async (status) => {
-          if (this.running?.exited !== exited) return;
-          this.running = undefined;
-          await this.cleanUp(client);
-          onExit(status === 0 ? undefined : new SystemError(`task ${id} failed: exit code ${status}`, { code: status }));
-        },
-        async (err: unknown) => {
-          if (this.running?.exited !== exited) return;
-          this.running = undefined;
-          await this.cleanUp(client);
-          onExit(new SystemError(`waiting for task ${id} failed: ${describeError(err)}`, {}, { cause: err }));
-        },
+        (status) => ended(status === 0 ? undefined : new SystemError(`task ${id} failed: exit code ${status}`, { code: status })),
+        (err: unknown) => ended(new SystemError(`waiting for task ${id} failed: ${describeError(err)}`, {}, { cause: err })),
       );
     } catch (err) {
       abort.abort();
