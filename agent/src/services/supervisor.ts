@@ -362,7 +362,7 @@ export class Supervisor {
     this.record(entry, "Waiting", `${msg} (restarting in ${delay} ms)`);
     const def = entry.def;
     entry.timer = setTimeout(() => {
-      if (entry.wanted && entry.def === def) void this.launch(entry, restart);
+      if (entry.wanted && entry.def === def) this.launch(entry, restart).catch((err: unknown) => log.error("restarting service failed", { service: def.id, error: describeError(err) }));
     }, delay);
     entry.timer.unref();
   }
@@ -375,7 +375,14 @@ export class Supervisor {
     const status = entry.record.status();
     // The console line Talos prints for every service event.
     log.info(`service[${status.id}](${status.state}): ${event.msg}`);
-    for (const l of this.listeners) l(status, event);
+    // Events are announced from timers and promise handlers: a failing listener is logged, not thrown there.
+    for (const l of this.listeners) {
+      try {
+        l(status, event);
+      } catch (err) {
+        log.error("service event listener failed", { service: status.id, error: describeError(err), stack: err instanceof Error ? err.stack : undefined });
+      }
+    }
   }
 }
 

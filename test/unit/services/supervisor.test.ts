@@ -277,3 +277,22 @@ test("restart=untilSuccess restarts after a failed exit, not after a successful 
   assert.deepEqual(sup.get("ext-once")!.events.map((e) => e.state).slice(-1), ["Finished"]);
   await sup.stopAll();
 });
+
+test("a listener that throws is logged: the service still starts and its health is reported (nothing escapes as an unhandled rejection)", async (t) => {
+  const rejections: unknown[] = [];
+  const onRejection = (err: unknown) => rejections.push(err);
+  process.on("unhandledRejection", onRejection);
+  t.after(() => process.off("unhandledRejection", onRejection));
+  const sup = new Supervisor(60_000);
+  t.after(() => sup.stopAll());
+  sup.onChange(() => {
+    throw new Error("listener broke");
+  });
+  const runner = fakeRunner();
+  runner.health = async () => undefined;
+  await sup.start({ id: "svc", runner, restart: "always" });
+  for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
+  assert.equal(sup.get("svc")?.state, "Running");
+  assert.equal(sup.get("svc")?.health.healthy, true);
+  assert.deepEqual(rejections, []);
+});
