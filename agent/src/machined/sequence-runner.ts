@@ -57,7 +57,10 @@ export class SequenceRunner {
     this.refuseUnlessPreempts(name);
     this.requested = true;
     setTimeout(() => {
-      this.run(name, begin(), actorId).catch((err: unknown) => log.error(`${name} sequence failed`, { error: describeError(err) }));
+      // begin() runs inside the chain: building the phases may throw too, and a throw in a timer ends machined.
+      Promise.resolve()
+        .then(() => this.run(name, begin(), actorId))
+        .catch((err: unknown) => log.error(`${name} sequence failed`, { error: describeError(err) }));
     }, this.replyGraceMs);
   }
 

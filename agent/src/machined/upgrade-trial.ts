@@ -57,7 +57,12 @@ function watchTrial(r: MachineRuntime, verdict: Extract<BootVerdict, { kind: "tr
     stop.abort();
     const reason = `the upgraded system in slot ${verdict.booted} did not reach Running and ready within ${Math.round((opts.boundMs ?? upgradeTrialBoundMs) / 1000)} s: rebooting into slot ${verdict.previous}`;
     log.error(reason, { ...verdict });
-    opts.rollback(reason);
+    // Refused (Conflict) while a shutdown, reset or upgrade runs: that one ends this boot instead; a throw here would end machined.
+    try {
+      opts.rollback(reason);
+    } catch (err) {
+      log.error("rolling back the upgrade failed", { error: describeError(err) });
+    }
   }, opts.boundMs ?? upgradeTrialBoundMs);
   stop.signal.addEventListener("abort", () => clearTimeout(timer), { once: true });
   r.state.watch<MachineStatusSpec>({ namespace: RUNTIME_NAMESPACE, type: MachineStatusType, id: MachineStatusId }, { signal: stop.signal, bootstrap: true }, (ev) => {

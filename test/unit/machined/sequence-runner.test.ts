@@ -64,3 +64,15 @@ test("machined stopping stops the running sequence", async () => {
   await assert.rejects(booting, SequenceAbortedError);
   assert.deepEqual(log, ["boot1"]);
 });
+
+test("a lifecycle sequence whose phases cannot be built fails with a log line; the runner takes the next request", async () => {
+  const log: string[] = [];
+  const runner = new SequenceRunner(() => () => undefined, new AbortController().signal, 0);
+  runner.request("reboot", () => {
+    throw new Error("no system disk");
+  });
+  await new Promise((r) => setTimeout(r, 10));
+  runner.request("reboot", () => [{ name: "reboot", tasks: [{ name: "reboot", run: async () => void log.push("reboot") }] }]);
+  await new Promise((r) => setTimeout(r, 10));
+  assert.deepEqual(log, ["reboot"]);
+});
