@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { SystemError } from "../errors.js";
+import { describeError, SystemError } from "../errors.js";
 import { logger } from "../log.js";
 import type { LogWriter } from "./logs.js";
 import type { RunContext, ServiceRunner } from "./service.js";
@@ -58,8 +58,12 @@ export class ProcessRunner implements ServiceRunner {
         const decode = stream === child.stdout && this.spec.decodeStdout ? this.spec.decodeStdout(output) : (chunk: Buffer) => output.write(chunk);
         stream?.on("data", decode);
         stream?.once("end", () => output.flush());
+        // A pipe read error is the output's loss, not a reason to end machined (unheard, 'error' throws).
+        stream?.on("error", (err) => this.log.warn("reading the process output failed", { error: describeError(err) }));
       }
     }
+    // After start too (a failed kill): 'error' may come more than once, and once() would leave the next unheard.
+    child.on("error", (err) => this.log.warn("process error", { pid: child.pid, error: describeError(err) }));
     const ac = new AbortController();
     const exited = new Promise<never>((_, reject) => {
       child.once("error", (err) => reject(new SystemError(`starting ${this.spec.id} failed`, {}, { cause: err })));

@@ -156,3 +156,14 @@ test("a process's output lands in its service's log, kept across a restart; the 
   assert.equal(logs.read("printer", -1).lines.length, 6, "the second run's lines follow the first's");
   assert.equal(placed[1]![1], "/system/printer", "by default a service's group is /system/<id>");
 });
+
+test("a process's 'error' events after start (a failed kill, a pipe read error) are logged, never thrown", async (t) => {
+  const runner = new ProcessRunner({ id: "sleeper", command: "/bin/sleep", args: ["30"] });
+  const logs = new ServiceLogs();
+  await runner.start(() => undefined, { openOutput: () => logs.writer("sleeper"), placeProcess: () => undefined, cgroup: "/system/sleeper", oomScoreAdj: undefined });
+  t.after(() => runner.stop());
+  // The child is private; the test reaches it to emit what Node emits on those failures.
+  const child = (runner as unknown as { child: import("node:child_process").ChildProcess }).child;
+  for (const emitter of [child, child, child.stdout!, child.stderr!]) emitter.emit("error", Object.assign(new Error("EPERM"), { code: "EPERM" }));
+  assert.equal(child.exitCode, null, "still running");
+});
