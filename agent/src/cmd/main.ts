@@ -2,6 +2,7 @@
 // One entry point for every process, chosen by the first argument (as a
 // multi-call binary): the image ships a single bundle.
 import { describeError } from "../errors.js";
+import { installCrashReport } from "./crash-report.js";
 
 const commands: Record<string, () => Promise<{ main(argv: string[]): Promise<void> }>> = {
   machined: () => import("./machined.js"),
@@ -17,6 +18,7 @@ if (!load) {
   process.stderr.write(`usage: basalt {${Object.keys(commands).join("|")}} [args...]\n`);
   process.exit(2);
 }
+installCrashReport(name);
 load()
   .then((m) => m.main(rest))
   .catch((err: unknown) => {
