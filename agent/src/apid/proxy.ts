@@ -292,13 +292,13 @@ function serverStream(m: ProxiedMethod, opts: ProxyOptions): grpc.handleServerSt
       if (--pending === 0 && !call.cancelled) call.end();
     };
     for (const leg of legs) {
-      connected(leg, perTarget).then(
-        () => {
+      // open() throws when the node's channel closed meanwhile (a certificate rotation): that node fails, apid goes on.
+      connected(leg, perTarget)
+        .then(() => {
           if (call.cancelled) return legDone(leg, undefined);
           relayStream(open(leg), call, leg.tag, (st) => legDone(leg, st));
-        },
-        (err) => legDone(leg, asStatus(err)),
-      );
+        })
+        .catch((err: unknown) => legDone(leg, asStatus(err)));
     }
   };
 }
