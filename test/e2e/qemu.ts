@@ -145,7 +145,7 @@ export async function waitFor<T>(node: BootedNode, what: string, probe: () => Pr
   const lines = node.console().split("\n");
   // CI prints only the failure, not the console file: init's own lines and every failure give the story of
   // earlier boots and machined restarts that the tail has scrolled past.
-  const notable = lines.filter((l) => /basalt-init:|failed|panic|uncaught|Error:/.test(l)).slice(-40).join("\n");
+  const notable = lines.filter((l) => /basalt-init:|failed|fatal|panic|Error:/.test(l)).slice(-40).join("\n");
   const tail = lines.slice(-40).join("\n");
   throw new Error(`${what} not reached: ${last instanceof Error ? last.message : String(last)}\n--- init and failures ---\n${notable}\n--- console tail ---\n${tail}`);
 }
