@@ -8,6 +8,7 @@ import type { ResourceDefinitionInput } from "../resources/definitions.js";
 import type { BlockSysfs } from "../sys/block.js";
 import type { Cgroups } from "../sys/cgroups.js";
 import type { Paths } from "../sys/paths.js";
+import { isProxyVariable } from "../config/environment.js";
 import { configChecker, cosiFactory } from "./wiring.js";
 
 export interface RunOptions {
@@ -35,6 +36,7 @@ export interface RunOptions {
   power?: Power;
   cmdline?: Map<string, string[]>;
   kernelParams: MachinedOptions["kernelParams"];
+  kernelModules: MachinedOptions["kernelModules"];
   smbios?: MachinedOptions["smbios"];
   /** Talos's cgroups (a node); unset in the sandbox. */
   cgroups?: Cgroups;
@@ -82,7 +84,7 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
           id: "apid",
           command: opts.self.command,
           args: [...apidNodeFlags(), ...opts.self.args, "apid", "--listen", opts.apidListen, "--machined-socket", opts.paths.machinedSocket, "--apid-socket", opts.paths.apidSocket, ...flags],
-          env: apidEnv(),
+          env: withoutProxyVariables(apidEnv()),
           stopTimeoutMs: 5000,
           ipc: true,
           ...(opts.apidUser ? { user: opts.apidUser } : {}),
@@ -106,6 +108,7 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
       ...(opts.clock ? { clock: opts.clock } : {}),
       ...(opts.hostDnsListen ? { hostDnsListen: opts.hostDnsListen } : {}),
       ...(opts.extraDefinitions ? { extraDefinitions: opts.extraDefinitions } : {}),
+      kernelModules: opts.kernelModules,
       kernelParams: opts.kernelParams,
       ...(opts.smbios ? { smbios: opts.smbios } : {}),
       ...(opts.cgroups ? { cgroups: opts.cgroups } : {}),
@@ -141,6 +144,11 @@ export const agentEnv: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: "2
 
 function apidEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   return { ...agentEnv, ...env };
+}
+
+/** apid's environment has no proxy variables (.machine.env may set them), as Talos starts it. */
+function withoutProxyVariables(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(env).filter(([key]) => !isProxyVariable(key)));
 }
 
 /**

@@ -42,6 +42,7 @@ import type { Mounter } from "../sys/mount.js";
 import type { Paths } from "../sys/paths.js";
 import type { Power } from "../sys/power.js";
 import type { KernelParams } from "../sys/kernel-params.js";
+import type { KernelModules } from "../sys/kernel-modules.js";
 import type { SmbiosReader } from "../sys/smbios.js";
 import { machinedGuard } from "./access.js";
 import { inspectServiceImpl, machineServiceImpl, storageServiceImpl } from "./apis.js";
@@ -66,6 +67,7 @@ import { saveConfig } from "./tasks/state.js";
 import type { UpgradeRequest } from "./apis.js";
 import { bootPartition, checkUpgradeRequest, pullUpgrade, stageUpgrade, takeStagedUpgrade, type UpgradeOptions } from "./tasks/upgrade.js";
 import { settleUpgradeAtBoot } from "./upgrade-trial.js";
+import { userEnvironment } from "../config/environment.js";
 import { rollbackToOtherSlot } from "../storage/upgrade.js";
 
 const log = logger("machined");
@@ -111,6 +113,8 @@ export interface MachinedOptions {
   extraDefinitions?: readonly ResourceDefinitionInput<never>[];
   /** Where kernel parameters are applied (the sandbox: an overlay that leaves the host alone). */
   kernelParams: KernelParams;
+  /** Where `.machine.kernel.modules` are loaded (the sandbox: recorded under its state directory). */
+  kernelModules: KernelModules;
   smbios?: SmbiosReader;
   /** Talos's cgroups (a node); unset: none of our own (the sandbox). */
   cgroups?: Cgroups;
@@ -158,7 +162,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   if (kernelLogEndpoint) {
     shipKernelLog(kernelLogEndpoint, opts.signal).catch((err: unknown) => log.error("sending the kernel log failed", { endpoint: kernelLogEndpoint, error: describeError(err) }));
   }
-  const containerd = opts.containerd ? await systemContainerd(paths, state, { ...opts.containerd, ...(platform.mode !== "container" ? { mounter: opts.mounter } : {}) }) : undefined;
+  const containerd = opts.containerd ? await systemContainerd(paths, state, { ...opts.containerd, environment: () => userEnvironment(opts.cmdline, activeConfig.get()), ...(platform.mode !== "container" ? { mounter: opts.mounter } : {}) }) : undefined;
 
   // What only machined knows, reported to the controllers that publish it (the one writer of each type).
   const stage = new Observed<MachineStage>("booting");
@@ -262,6 +266,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     },
     network: opts.networking?.controllers ?? [],
     kernelParams: { params: opts.kernelParams, container: platform.mode === "container" },
+    kernelModules: opts.kernelModules,
     ...(opts.smbios ? { smbios: opts.smbios } : {}),
     addressEvents: (e) => events.publish("machine.AddressEvent", e),
     extensions: () => fs.readFile(path.join(paths.root, "etc", "extensions.yaml"), "utf8").catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? undefined : Promise.reject(err))),
