@@ -90,12 +90,12 @@ export interface MachinedOptions {
    * How to run apid: the process spec given its extra feature flags, or in
    * this process (`inProcess`: one Node runtime less, see the memory figures).
    */
-  apid: { listen: string; spec(flags: string[]): ProcessSpec; inProcess?: boolean; user?: { uid: number; gid: number } };
+  apid: { listen: string; spec(flags: string[], environment: string[]): ProcessSpec; inProcess?: boolean; user?: { uid: number; gid: number } };
   /**
    * How to run trustd on a control-plane node (the process, its listen address), and the user
    * owning its runtime socket (the user it runs as; unset when it runs as us).
    */
-  trustd?: { listen: string; spec(): Omit<ProcessSpec, "id">; user?: { uid: number; gid: number } };
+  trustd?: { listen: string; spec(environment: string[]): Omit<ProcessSpec, "id">; user?: { uid: number; gid: number } };
   /**
    * The networking controllers (DHCP on a node, observe-only in the sandbox), registered in machined's one list,
    * and what to wait for once they run (an address to print in maintenance mode).
@@ -219,7 +219,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     services: () => {
       // apid first: activation has usually started it already (and restarts it on feature changes).
       const machineType = activeConfig.get()?.machineType;
-      const trustd = opts.trustd && isControlPlane(machineType) ? [trustdService({ listen: opts.trustd.listen, process: opts.trustd.spec() })] : [];
+      const trustd = opts.trustd && isControlPlane(machineType) ? [trustdService({ listen: opts.trustd.listen, process: opts.trustd.spec(userEnvironment(opts.cmdline, activeConfig.get())) })] : [];
       return [apidService(), ...trustd, ...(containerd?.services() ?? [])];
     },
     platformConfig: (wantConfig) =>
@@ -414,7 +414,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     const maintenance = mode === "maintenance";
     const run = opts.apid.inProcess
       ? { inProcess: (signal: AbortSignal) => runApid({ listen: opts.apid.listen, machinedSocket: paths.machinedSocket, apidSocket: paths.apidSocket, enableRbac: features.rbac, checkExtKeyUsage: features.checkExtKeyUsage, signal }) }
-      : { process: opts.apid.spec(maintenance ? [] : [`--enable-rbac=${features.rbac}`, `--check-ext-key-usage=${features.checkExtKeyUsage}`]) };
+      : { process: opts.apid.spec(maintenance ? [] : [`--enable-rbac=${features.rbac}`, `--check-ext-key-usage=${features.checkExtKeyUsage}`], userEnvironment(opts.cmdline, activeConfig.get())) };
     return apidDefinition({ state, listen: opts.apid.listen, maintenance, run });
   };
   let apidCheckExtKeyUsage = false;
