@@ -155,7 +155,9 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   const supervisor = new Supervisor(undefined, undefined, undefined, { cgroups, logs: new ServiceLogs(undefined, echo) });
   // machined's own log is a service log too (`talosctl logs machined`).
   const machinedLog = supervisor.logs.writer("machined");
-  const untap = addLogTap((line) => machinedLog.write(line + "\n"));
+  // The controllers' lines go to their own log, as Talos's (`talosctl logs controller-runtime`, the support bundle).
+  const controllerRuntimeLog = supervisor.logs.writer("controller-runtime");
+  const untap = addLogTap((line, component) => (component === "controller-runtime" ? controllerRuntimeLog : machinedLog).write(line + "\n"));
   const shipper = new LogShipper(supervisor.logs);
   // talos.logging.kernel=<udp|tcp URL>: the kernel log goes there too, from the first record.
   const kernelLogEndpoint = opts.cmdline.get("talos.logging.kernel")?.at(-1);
