@@ -24,7 +24,7 @@ export function setLogSink(next: LogSink): LogSink {
 }
 
 /** Also receives every line, as `2006/01/02 15:04:05.000000 [basalt] component: msg {fields}` (machined's own service log). */
-export type LogTap = (line: string) => void;
+export type LogTap = (line: string, component: string) => void;
 const taps = new Set<LogTap>();
 
 export function addLogTap(tap: LogTap): () => void {
@@ -71,7 +71,7 @@ export class Logger {
     sink(format === "json" ? JSON.stringify(record) : human);
     if (taps.size > 0) {
       const line = `${goTime(new Date())} ${human}`;
-      for (const tap of taps) tap(line);
+      for (const tap of taps) tap(line, String(component));
     }
   }
 }

@@ -77,7 +77,10 @@ before(async () => {
   writeFileSync(path.join(stateDir, "etc/extensions.yaml"), "layers:\n  - image: hello\n    metadata:\n      name: hello\n      version: 1.0.0\n      author: Basalt tests\n      description: says hello\n      compatibility:\n        talos:\n          version: '>= v1.7.0'\n");
   port = await freePort();
   const generated = await generateConfigs({ clusterName: "ctd", endpoint: "https://127.0.0.1:6443", installDisk: "" });
-  const config = `${generated.controlplane}---\napiVersion: v1alpha1\nkind: ExtensionServiceConfig\nname: hello\nconfigFiles:\n  - content: hello-conf-line\n    mountPath: /etc/hello.conf\nenvironment:\n  - GREETING=bonjour\n`;
+  // .machine.env reaches extension services; their own environment (GREETING) wins over it, as on Talos.
+  const withEnv = generated.controlplane.replace(/^machine:\n/m, "machine:\n    env:\n        SITE: from-machine-env\n        GREETING: from-machine-env\n");
+  assert.notEqual(withEnv, generated.controlplane);
+  const config = `${withEnv}---\napiVersion: v1alpha1\nkind: ExtensionServiceConfig\nname: hello\nconfigFiles:\n  - content: hello-conf-line\n    mountPath: /etc/hello.conf\nenvironment:\n  - GREETING=bonjour\n`;
   sandbox = startSandbox(stateDir, port, ["--apid-in-process", "--containerd", containerdBin]);
   const insecure = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "insecure" } });
   clients.push(insecure);
@@ -123,11 +126,11 @@ test("ext-hello: its first run fails (status 3) and restart: always runs it agai
   assert.equal(runs(), "run 1\nrun 2\n");
   // Its output reaches machined's output as a process's does, first run and second.
   await eventually(async () => assert.match(sandbox.output(), /hello run 2 tick 1\n/));
-  assert.match(sandbox.output(), /hello run 1 greeting=bonjour conf=hello-conf-line\n/);
+  assert.match(sandbox.output(), /hello run 1 greeting=bonjour conf=hello-conf-line site=from-machine-env\n/);
   // And its log, as `talosctl logs ext-hello` reads it.
   const logged = await admin.collect<{ bytes: Buffer }>(admin.machine, "Logs", { namespace: "system", id: "ext-hello", driver: 0, follow: false, tail_lines: -1 });
   const text = Buffer.concat(logged.map((m) => m.bytes)).toString();
-  assert.match(text, /^hello run 1 greeting=bonjour conf=hello-conf-line\n/m);
+  assert.match(text, /^hello run 1 greeting=bonjour conf=hello-conf-line site=from-machine-env\n/m);
   assert.match(text, /^hello run 2 tick 1\n/m);
   assert.equal(readFileSync(path.join(stateDir, "system/overlays/extensions/hello/etc-hello.conf"), "utf8"), "hello-conf-line");
 });

@@ -8,6 +8,7 @@ import type { ResourceDefinitionInput } from "../resources/definitions.js";
 import type { BlockSysfs } from "../sys/block.js";
 import type { Cgroups } from "../sys/cgroups.js";
 import type { Paths } from "../sys/paths.js";
+import { isProxyVariable } from "../config/environment.js";
 import { configChecker, cosiFactory } from "./wiring.js";
 
 export interface RunOptions {
@@ -35,6 +36,7 @@ export interface RunOptions {
   power?: Power;
   cmdline?: Map<string, string[]>;
   kernelParams: MachinedOptions["kernelParams"];
+  kernelModules: MachinedOptions["kernelModules"];
   smbios?: MachinedOptions["smbios"];
   /** Talos's cgroups (a node); unset in the sandbox. */
   cgroups?: Cgroups;
@@ -78,11 +80,11 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
       apid: {
         listen: opts.apidListen,
         inProcess: opts.apidInProcess ?? false,
-        spec: (flags) => ({
+        spec: (flags, environment) => ({
           id: "apid",
           command: opts.self.command,
           args: [...apidNodeFlags(), ...opts.self.args, "apid", "--listen", opts.apidListen, "--machined-socket", opts.paths.machinedSocket, "--apid-socket", opts.paths.apidSocket, ...flags],
-          env: apidEnv(),
+          env: withoutProxyVariables(apidEnv(environment)),
           stopTimeoutMs: 5000,
           ipc: true,
           ...(opts.apidUser ? { user: opts.apidUser } : {}),
@@ -91,10 +93,10 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
       },
       trustd: {
         listen: opts.trustdListen,
-        spec: () => ({
+        spec: (environment) => ({
           command: opts.self.command,
           args: [...apidNodeFlags(), ...opts.self.args, "trustd", "--listen", opts.trustdListen, "--runtime-socket", opts.paths.trustdRuntimeSocket],
-          env: apidEnv(),
+          env: apidEnv(environment),
           stopTimeoutMs: 5000,
           ipc: true,
           ...(opts.trustdUser ? { user: opts.trustdUser } : {}),
@@ -106,6 +108,7 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
       ...(opts.clock ? { clock: opts.clock } : {}),
       ...(opts.hostDnsListen ? { hostDnsListen: opts.hostDnsListen } : {}),
       ...(opts.extraDefinitions ? { extraDefinitions: opts.extraDefinitions } : {}),
+      kernelModules: opts.kernelModules,
       kernelParams: opts.kernelParams,
       ...(opts.smbios ? { smbios: opts.smbios } : {}),
       ...(opts.cgroups ? { cgroups: opts.cgroups } : {}),
@@ -139,8 +142,15 @@ export const agentNodeFlags: readonly string[] = ["--optimize-for-size"];
  */
 export const agentEnv: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: "2" };
 
-function apidEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
-  return { ...agentEnv, ...env };
+/** machined's environment for apid and trustd, with Talos's (talos.environment=, .machine.env: "KEY=VALUE") over it. */
+function apidEnv(environment: readonly string[]): NodeJS.ProcessEnv {
+  const user = Object.fromEntries(environment.filter((e) => e.indexOf("=") > 0).map((e) => [e.slice(0, e.indexOf("=")), e.slice(e.indexOf("=") + 1)]));
+  return { ...agentEnv, ...process.env, ...user };
+}
+
+/** apid's environment has no proxy variables (.machine.env may set them), as Talos starts it. */
+function withoutProxyVariables(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(env).filter(([key]) => !isProxyVariable(key)));
 }
 
 /**

@@ -6,6 +6,7 @@ import { sysfsBlock } from "../sys/block.js";
 import { cgroupfs } from "../sys/cgroups.js";
 import { nodePaths } from "../sys/paths.js";
 import { kernelParamsAt } from "../sys/kernel-params.js";
+import { kernelModulesByModprobe } from "../sys/kernel-modules.js";
 import { sysfsSmbios } from "../sys/smbios.js";
 import { initPower } from "../sys/power.js";
 import { trustdUser } from "../services/definitions/trustd.js";
@@ -38,6 +39,7 @@ export async function main(argv: string[]): Promise<void> {
     networking: networking(nodePaths, { node: platform.mode !== "container", waitForAddressMs: 30_000 }),
     extraDefinitions: networkDefinitions,
     kernelParams: kernelParamsAt("/"),
+    kernelModules: kernelModulesByModprobe(),
     // In a container the host's firmware is not ours to report (Talos reads none there).
     ...(platform.mode === "container" ? {} : { smbios: sysfsSmbios() }),
     // In a container the cgroups are the container runtime's.

@@ -7,6 +7,7 @@ import { sandboxPlatform } from "../machined/platform.js";
 import { sysfsBlock } from "../sys/block.js";
 import { pathsAt } from "../sys/paths.js";
 import { kernelParamsOverlay } from "../sys/kernel-params.js";
+import { kernelModulesRecorded } from "../sys/kernel-modules.js";
 import { FakeClock } from "../sys/clock-fake.js";
 import { durationMs } from "../config/checks.js";
 import { parseFlags } from "./flags.js";
@@ -72,6 +73,8 @@ export async function main(argv: string[]): Promise<void> {
     extraDefinitions: networkDefinitions,
     // Kernel parameters are written under the state directory, never to the host's kernel.
     kernelParams: kernelParamsOverlay(path.join(stateDir, "kernel-params")),
+    // Kernel modules are recorded under the state directory, never loaded into the host.
+    kernelModules: kernelModulesRecorded(path.join(stateDir, "kernel-modules")),
     // A developer watches one terminal: the services' logs (also in `logs <id>`) join machined's there.
     echoServiceLogs: true,
   });

@@ -6,11 +6,14 @@ import type { Controller } from "../resources/controller-runtime.js";
 import type { MachineStage, PlatformMetadataSpec } from "../resources/catalog/runtime.js";
 import type { MountedVolume } from "../storage/volumes.js";
 import type { KernelParams } from "../sys/kernel-params.js";
+import type { KernelModules } from "../sys/kernel-modules.js";
 import type { SmbiosReader } from "../sys/smbios.js";
 import { SystemInfoController } from "./hardware/system-info.js";
 import { KernelParamConfigController } from "./runtime/kernel-param-config.js";
 import { KernelParamDefaultsController } from "./runtime/kernel-param-defaults.js";
 import { KernelParamSpecController } from "./runtime/kernel-param-spec.js";
+import { KernelModuleConfigController } from "./runtime/kernel-module-config.js";
+import { KernelModuleSpecController } from "./runtime/kernel-module-spec.js";
 import { MachineConfigController } from "./config/machine-config.js";
 import { MachineTypeController } from "./config/machine-type.js";
 import { ExtensionStatusController } from "./runtime/extension-status.js";
@@ -46,6 +49,8 @@ export interface ControllersOptions {
   network: Controller[];
   /** The kernel's parameters (sysctls, sysfs); `container`: the sandbox, with Talos's container-mode defaults. */
   kernelParams: { params: KernelParams; container: boolean };
+  /** Where `.machine.kernel.modules` are loaded (the sandbox: recorded, never loaded into the host). */
+  kernelModules: KernelModules;
   /** The firmware's SMBIOS table; absent in the sandbox (as Talos reads none in a container). */
   smbios?: SmbiosReader;
   /** Where machine.AddressEvents go (the Events stream). */
@@ -77,6 +82,8 @@ export function machinedControllers(opts: ControllersOptions): Controller[] {
     new KernelParamConfigController(),
     new KernelParamDefaultsController(opts.kernelParams.params, opts.kernelParams.container),
     new KernelParamSpecController(opts.kernelParams.params),
+    new KernelModuleConfigController(),
+    new KernelModuleSpecController(opts.kernelModules),
     ...(opts.smbios ? [new SystemInfoController(opts.smbios)] : []),
     new TimeSyncController(opts.time ?? {}),
     ...(opts.hostDns ? [new HostDNSConfigController(opts.hostDns.listen), new DNSResolveCacheController()] : []),

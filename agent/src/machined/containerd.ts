@@ -22,6 +22,8 @@ export interface SystemContainerdOptions {
   oomScoreAdj?: number;
   /** Overlays each extension's rootfs (a node: it is on the read-only root); absent in the sandbox. */
   mounter?: Mounter;
+  /** Talos's environment for services (talos.environment= and .machine.env), given to every extension service. */
+  environment?: () => string[];
 }
 
 /** The system containerd and the extension services it runs, with one client connection shared by machined. */
@@ -59,7 +61,7 @@ export async function systemContainerd(paths: Paths, state: ResourceState, opts:
     client,
     services: () => [
       containerdService({ paths: cp, command: opts.command, client }),
-      ...specs.map((spec) => extensionService({ spec, paths: ext, state, client, cgroupParent: opts.cgroupParent, oomScoreAdj: opts.oomScoreAdj, hostFiles, ...(opts.mounter ? { rootfsOverlay: { mounter: opts.mounter, upperDir: path.join(paths.system, "overlays", "containers") } } : {}) })),
+      ...specs.map((spec) => extensionService({ spec, paths: ext, state, client, cgroupParent: opts.cgroupParent, oomScoreAdj: opts.oomScoreAdj, hostFiles, ...(opts.environment ? { environment: opts.environment } : {}), ...(opts.mounter ? { rootfsOverlay: { mounter: opts.mounter, upperDir: path.join(paths.system, "overlays", "containers") } } : {}) })),
     ],
     close: () => root.close(),
   };

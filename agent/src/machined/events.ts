@@ -25,8 +25,6 @@ export interface MachineEvent {
   actorId: string;
 }
 
-export type EventListener = (event: MachineEvent) => void;
-
 const historySize = 1000;
 
 let counter = randomBytes(3).readUIntBE(0, 3);
@@ -36,36 +34,81 @@ function eventId(at: number): string {
   return `${at.toString(36).padStart(9, "0")}${counter.toString(36).padStart(5, "0")}${randomBytes(3).toString("hex")}`;
 }
 
+export interface TailOptions {
+  tailEvents?: number;
+  tailId?: string;
+  tailSeconds?: number;
+}
+
+/**
+ * Published events: the last `historySize` are kept, each at an absolute position (0 for the
+ * first ever published), so a follower reads from where it is at its own pace; one that falls
+ * more than the history behind has lost events, as Talos's ring buffer overrun.
+ */
 export class EventBus {
   private readonly history: MachineEvent[] = [];
-  private readonly listeners = new Set<EventListener>();
+  /** The position of history[0]. */
+  private first = 0;
+  private waiters: (() => void)[] = [];
 
   publish(type: string, payload: object, actorId = ""): void {
     const at = Date.now();
     const event: MachineEvent = { id: eventId(at), at, type, payload: encode(type, payload), actorId };
     this.history.push(event);
-    if (this.history.length > historySize) this.history.splice(0, this.history.length - historySize);
-    for (const l of this.listeners) l(event);
+    if (this.history.length > historySize) {
+      const drop = this.history.length - historySize;
+      this.history.splice(0, drop);
+      this.first += drop;
+    }
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const w of waiters) w();
   }
 
-  /** Events already published, as EventsRequest selects them (tail_events -1: all; tail_id: those after it). */
-  backlog(opts: { tailEvents?: number; tailId?: string; tailSeconds?: number }): MachineEvent[] {
+  /** The position after the last event published. */
+  get end(): number {
+    return this.first + this.history.length;
+  }
+
+  /** Where a follower starts, as EventsRequest selects (tail_events -1: all kept; tail_id: after it; none: new events only). */
+  position(opts: TailOptions): number {
     if (opts.tailId) {
       const i = this.history.findIndex((e) => e.id === opts.tailId);
-      return i >= 0 ? this.history.slice(i + 1) : [...this.history];
+      return i >= 0 ? this.first + i + 1 : this.first;
     }
     if (opts.tailSeconds && opts.tailSeconds > 0) {
       const since = Date.now() - opts.tailSeconds * 1000;
-      return this.history.filter((e) => e.at >= since);
+      const i = this.history.findIndex((e) => e.at >= since);
+      return i >= 0 ? this.first + i : this.end;
     }
     const n = opts.tailEvents ?? 0;
-    if (n < 0) return [...this.history];
-    return n === 0 ? [] : this.history.slice(-n);
+    if (n < 0) return this.first;
+    return Math.max(this.first, this.end - n);
   }
 
-  subscribe(listener: EventListener): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+  /** The events from `position` on; undefined when some of them are no longer kept (the follower fell behind). */
+  from(position: number): MachineEvent[] | undefined {
+    if (position < this.first) return undefined;
+    return this.history.slice(position - this.first);
+  }
+
+  /** Events already published, as EventsRequest selects them. */
+  backlog(opts: TailOptions): MachineEvent[] {
+    return this.from(this.position(opts)) ?? [];
+  }
+
+  /** Resolves at the next publish, or when `signal` aborts. */
+  next(signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        signal.removeEventListener("abort", done);
+        this.waiters = this.waiters.filter((w) => w !== done);
+        resolve();
+      };
+      this.waiters.push(done);
+      signal.addEventListener("abort", done, { once: true });
+    });
   }
 
   /** Sequence, phase and task events of one sequence run, tagged with the actor that asked for it. */

@@ -42,6 +42,7 @@ import type { Mounter } from "../sys/mount.js";
 import type { Paths } from "../sys/paths.js";
 import type { Power } from "../sys/power.js";
 import type { KernelParams } from "../sys/kernel-params.js";
+import type { KernelModules } from "../sys/kernel-modules.js";
 import type { SmbiosReader } from "../sys/smbios.js";
 import { machinedGuard } from "./access.js";
 import { inspectServiceImpl, machineServiceImpl, storageServiceImpl } from "./apis.js";
@@ -66,6 +67,7 @@ import { saveConfig } from "./tasks/state.js";
 import type { UpgradeRequest } from "./apis.js";
 import { bootPartition, checkUpgradeRequest, pullUpgrade, stageUpgrade, takeStagedUpgrade, type UpgradeOptions } from "./tasks/upgrade.js";
 import { settleUpgradeAtBoot } from "./upgrade-trial.js";
+import { userEnvironment } from "../config/environment.js";
 import { rollbackToOtherSlot } from "../storage/upgrade.js";
 
 const log = logger("machined");
@@ -88,12 +90,12 @@ export interface MachinedOptions {
    * How to run apid: the process spec given its extra feature flags, or in
    * this process (`inProcess`: one Node runtime less, see the memory figures).
    */
-  apid: { listen: string; spec(flags: string[]): ProcessSpec; inProcess?: boolean; user?: { uid: number; gid: number } };
+  apid: { listen: string; spec(flags: string[], environment: string[]): ProcessSpec; inProcess?: boolean; user?: { uid: number; gid: number } };
   /**
    * How to run trustd on a control-plane node (the process, its listen address), and the user
    * owning its runtime socket (the user it runs as; unset when it runs as us).
    */
-  trustd?: { listen: string; spec(): Omit<ProcessSpec, "id">; user?: { uid: number; gid: number } };
+  trustd?: { listen: string; spec(environment: string[]): Omit<ProcessSpec, "id">; user?: { uid: number; gid: number } };
   /**
    * The networking controllers (DHCP on a node, observe-only in the sandbox), registered in machined's one list,
    * and what to wait for once they run (an address to print in maintenance mode).
@@ -111,6 +113,8 @@ export interface MachinedOptions {
   extraDefinitions?: readonly ResourceDefinitionInput<never>[];
   /** Where kernel parameters are applied (the sandbox: an overlay that leaves the host alone). */
   kernelParams: KernelParams;
+  /** Where `.machine.kernel.modules` are loaded (the sandbox: recorded under its state directory). */
+  kernelModules: KernelModules;
   smbios?: SmbiosReader;
   /** Talos's cgroups (a node); unset: none of our own (the sandbox). */
   cgroups?: Cgroups;
@@ -151,14 +155,16 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   const supervisor = new Supervisor(undefined, undefined, undefined, { cgroups, logs: new ServiceLogs(undefined, echo) });
   // machined's own log is a service log too (`talosctl logs machined`).
   const machinedLog = supervisor.logs.writer("machined");
-  const untap = addLogTap((line) => machinedLog.write(line + "\n"));
+  // The controllers' lines go to their own log, as Talos's (`talosctl logs controller-runtime`, the support bundle).
+  const controllerRuntimeLog = supervisor.logs.writer("controller-runtime");
+  const untap = addLogTap((line, component) => (component === "controller-runtime" ? controllerRuntimeLog : machinedLog).write(line + "\n"));
   const shipper = new LogShipper(supervisor.logs);
   // talos.logging.kernel=<udp|tcp URL>: the kernel log goes there too, from the first record.
   const kernelLogEndpoint = opts.cmdline.get("talos.logging.kernel")?.at(-1);
   if (kernelLogEndpoint) {
     shipKernelLog(kernelLogEndpoint, opts.signal).catch((err: unknown) => log.error("sending the kernel log failed", { endpoint: kernelLogEndpoint, error: describeError(err) }));
   }
-  const containerd = opts.containerd ? await systemContainerd(paths, state, { ...opts.containerd, ...(platform.mode !== "container" ? { mounter: opts.mounter } : {}) }) : undefined;
+  const containerd = opts.containerd ? await systemContainerd(paths, state, { ...opts.containerd, environment: () => userEnvironment(opts.cmdline, activeConfig.get()), ...(platform.mode !== "container" ? { mounter: opts.mounter } : {}) }) : undefined;
 
   // What only machined knows, reported to the controllers that publish it (the one writer of each type).
   const stage = new Observed<MachineStage>("booting");
@@ -215,7 +221,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     services: () => {
       // apid first: activation has usually started it already (and restarts it on feature changes).
       const machineType = activeConfig.get()?.machineType;
-      const trustd = opts.trustd && isControlPlane(machineType) ? [trustdService({ listen: opts.trustd.listen, process: opts.trustd.spec() })] : [];
+      const trustd = opts.trustd && isControlPlane(machineType) ? [trustdService({ listen: opts.trustd.listen, process: opts.trustd.spec(userEnvironment(opts.cmdline, activeConfig.get())) })] : [];
       return [apidService(), ...trustd, ...(containerd?.services() ?? [])];
     },
     platformConfig: (wantConfig) =>
@@ -262,6 +268,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     },
     network: opts.networking?.controllers ?? [],
     kernelParams: { params: opts.kernelParams, container: platform.mode === "container" },
+    kernelModules: opts.kernelModules,
     ...(opts.smbios ? { smbios: opts.smbios } : {}),
     addressEvents: (e) => events.publish("machine.AddressEvent", e),
     extensions: () => fs.readFile(path.join(paths.root, "etc", "extensions.yaml"), "utf8").catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? undefined : Promise.reject(err))),
@@ -409,7 +416,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     const maintenance = mode === "maintenance";
     const run = opts.apid.inProcess
       ? { inProcess: (signal: AbortSignal) => runApid({ listen: opts.apid.listen, machinedSocket: paths.machinedSocket, apidSocket: paths.apidSocket, enableRbac: features.rbac, checkExtKeyUsage: features.checkExtKeyUsage, signal }) }
-      : { process: opts.apid.spec(maintenance ? [] : [`--enable-rbac=${features.rbac}`, `--check-ext-key-usage=${features.checkExtKeyUsage}`]) };
+      : { process: opts.apid.spec(maintenance ? [] : [`--enable-rbac=${features.rbac}`, `--check-ext-key-usage=${features.checkExtKeyUsage}`], userEnvironment(opts.cmdline, activeConfig.get())) };
     return apidDefinition({ state, listen: opts.apid.listen, maintenance, run });
   };
   let apidCheckExtKeyUsage = false;

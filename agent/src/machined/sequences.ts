@@ -7,6 +7,9 @@ import { ownsDisks, type MachineRuntime } from "./runtime.js";
 import { closeServiceLogFiles, spillServiceLogs } from "./tasks/logs.js";
 import { mountEphemeralPartition, mountOverlayFilesystems, setupVarDirectory, unmountEphemeralPartition, unmountOverlayFilesystems } from "./tasks/ephemeral.js";
 import { install } from "./tasks/install.js";
+import { setUserEnvVars } from "./tasks/env.js";
+import { pauseOnFailure } from "./tasks/pause.js";
+import { writeUserFilesTask } from "./tasks/user-files.js";
 import { reloadMeta } from "./tasks/meta.js";
 import { kexecInstalled, reboot, shutdown } from "./tasks/power.js";
 import { startAllServices, stopAllServices } from "./tasks/services.js";
@@ -15,13 +18,13 @@ import { wipeRequest, wipeSystemDiskAtBoot, wipeSystemPartitions, wipeUserDisks 
 import { bootUpgraded, writeUpgrade, type UpgradeOptions, type WrittenUpgrade } from "./tasks/upgrade.js";
 import type { PulledInstaller } from "../oci/installer.js";
 
-type TaskFn = (r: MachineRuntime) => Promise<void>;
+type TaskFn = (r: MachineRuntime, signal: AbortSignal) => Promise<void>;
 type Step = [name: string, ...tasks: [string, TaskFn][]] | false;
 
 function build(r: MachineRuntime, steps: Step[]): Phase[] {
   return steps.filter((s): s is Exclude<Step, false> => s !== false).map(([name, ...tasks]) => ({
     name,
-    tasks: tasks.map(([taskName, fn]) => ({ name: taskName, run: () => fn(r) })),
+    tasks: tasks.map(([taskName, fn]) => ({ name: taskName, run: (signal: AbortSignal) => fn(r, signal) })),
   }));
 }
 
@@ -57,10 +60,12 @@ export function bootSequence(r: MachineRuntime): Phase[] {
   const metal = ownsDisks(r);
   return build(r, [
     ["saveConfig", ["saveConfig", saveConfig]],
+    ["env", ["setUserEnvVars", setUserEnvVars]],
     metal && ["ephemeral", ["mountEphemeralPartition", mountEphemeralPartition]],
     metal && ["var", ["setupVarDirectory", setupVarDirectory]],
     metal && ["overlay", ["mountOverlayFilesystems", mountOverlayFilesystems]],
     ["logs", ["spillServiceLogs", spillServiceLogs]],
+    ["userSetup", ["writeUserFiles", pauseOnFailure("writeUserFiles", writeUserFilesTask)]],
     ["startEverything", ["startAllServices", startAllServices]],
   ]);
 }

@@ -29,7 +29,7 @@ int main(void) {
     fclose(f);
     for (char *p = conf; *p; p++) if (*p == '\n') *p = 0;
   }
-  printf("hello run %d greeting=%s conf=%s\n", run, getenv("GREETING") ? getenv("GREETING") : "", conf);
+  printf("hello run %d greeting=%s conf=%s site=%s\n", run, getenv("GREETING") ? getenv("GREETING") : "", conf, getenv("SITE") ? getenv("SITE") : "");
   fflush(stdout);
   if (run == 1) return 3;
   signal(SIGTERM, on_term);

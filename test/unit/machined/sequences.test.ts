@@ -38,13 +38,15 @@ test("install ends in kexec after saving the config to STATE", () => {
 test("boot mounts EPHEMERAL and the overlays on metal only", () => {
   assert.deepEqual(shape(bootSequence(runtime("metal"))), [
     "saveConfig[saveConfig]",
+    "env[setUserEnvVars]",
     "ephemeral[mountEphemeralPartition]",
     "var[setupVarDirectory]",
     "overlay[mountOverlayFilesystems]",
     "logs[spillServiceLogs]",
+    "userSetup[writeUserFiles]",
     "startEverything[startAllServices]",
   ]);
-  assert.deepEqual(shape(bootSequence(runtime("container"))), ["saveConfig[saveConfig]", "logs[spillServiceLogs]", "startEverything[startAllServices]"]);
+  assert.deepEqual(shape(bootSequence(runtime("container"))), ["saveConfig[saveConfig]", "env[setUserEnvVars]", "logs[spillServiceLogs]", "userSetup[writeUserFiles]", "startEverything[startAllServices]"]);
 });
 
 const reset = (o: Partial<ResetOptions>): ResetOptions => ({ labels: [], reboot: true, mode: "all", userDisks: [], ...o });

@@ -72,7 +72,11 @@ export function metricsFrom(data: Any): { memoryUsage: number; cpuUsage: number 
   throw new InvalidInputError(`unknown task metrics type ${data.type_url}`);
 }
 
+/** No CRI runtime runs here, so the CRI driver sees no containers (Talos's CRI lists none before Kubernetes starts any). */
+const isCri = (req: ContainerRequest) => req.driver === ContainerDriver.CRI;
+
 export async function containersResponse(clients: ContainerdClients, req: ContainerRequest) {
+  if (isCri(req)) return { messages: [{ containers: [] }] };
   const client = clientFor(clients, req);
   const containers = (await view(client, false)).map((c) => ({
     namespace: req.namespace,
@@ -88,6 +92,7 @@ export async function containersResponse(clients: ContainerdClients, req: Contai
 }
 
 export async function statsResponse(clients: ContainerdClients, req: ContainerRequest) {
+  if (isCri(req)) return { messages: [{ stats: [] }] };
   const client = clientFor(clients, req);
   const stats = (await view(client, true)).flatMap((c) =>
     c.metrics ? [{ namespace: req.namespace, id: c.id, pod_id: c.id, name: c.id, memory_usage: c.metrics.memoryUsage, cpu_usage: c.metrics.cpuUsage }] : [],

@@ -8,6 +8,7 @@ import { clusterDefinitions } from "./cluster.js";
 import { configDefinitions } from "./config.js";
 import { hardwareDefinitions } from "./hardware.js";
 import { kernelParamDefinitions } from "./kernel-params.js";
+import { kernelModuleDefinitions } from "./kernel-modules.js";
 import { hostDnsDefinitions } from "./hostdns.js";
 import { namespaces } from "./meta.js";
 import { runtimeDefinitions } from "./runtime.js";
@@ -20,6 +21,7 @@ export const catalogDefinitions: readonly ResourceDefinition<never>[] = [
   ...clusterDefinitions,
   ...hardwareDefinitions,
   ...kernelParamDefinitions,
+  ...kernelModuleDefinitions,
   ...hostDnsDefinitions,
 ];
 

@@ -11,6 +11,7 @@ import { networkReady, pathExists, resourceExists, timeSynced, type NetworkReadi
 import type { OciMount } from "../containerd/oci-spec.js";
 import { ContainerRunner } from "../containerd/runner.js";
 import { parseEnvironmentFile, type ExtensionServiceSpec, type NetworkCheck } from "../extensions/spec.js";
+import { mergeEnvironment } from "../../config/environment.js";
 import type { Condition, ServiceDefinition } from "../service.js";
 
 /** Talos's locations for extension services. */
@@ -43,6 +44,8 @@ export interface ExtensionServiceOptions {
    * `upperDir`, on tmpfs) so runc can create its mount points there, as Talos does.
    */
   rootfsOverlay?: { mounter: Mounter; upperDir: string };
+  /** Talos's environment for services ("KEY=VALUE": talos.environment= and .machine.env), under the service's own. */
+  environment?: () => string[];
 }
 
 const networkParts: Record<NetworkCheck, NetworkReadiness> = { addresses: "address", connectivity: "connectivity", hostname: "hostname", etcfiles: "etc-files" };
@@ -90,10 +93,11 @@ export function extensionService(opts: ExtensionServiceOptions): ServiceDefiniti
       mounts.push({ destination: f.mountPath, type: "bind", source: host, options: ["ro", "bind"] });
     }
     env.push(...(cfg?.environment ?? []));
+    const merged = mergeEnvironment(opts.environment?.() ?? [], env);
     const sec = spec.container.security;
     return {
       args: [spec.container.entrypoint, ...spec.container.args],
-      env,
+      env: merged,
       rootfs,
       readonlyRootfs: !sec.writeableRootfs,
       mounts,

@@ -64,6 +64,7 @@ test("the one registration list registers into one runtime: every output type ha
     secrets: { fallback: () => ({ addresses: [], hostname: "h", fqdn: "h" }), maintenanceListenAddresses: [], callTrustd: async () => { throw new Error("unused"); } },
     network: [],
     kernelParams: { params: { read: async () => "", write: async () => undefined, remove: async () => undefined }, container: false },
+    kernelModules: { load: async () => undefined },
     smbios: { read: async () => undefined },
   });
   for (const c of list) runtime.register(c);
