@@ -1,10 +1,10 @@
 // The DHCPv6 part of Talos's OperatorSpecController: a DHCPv6 client on every link
 // the machine config asks it for (`.machine.network.interfaces[]` by name with
 // `dhcp: true` and `dhcpOptions.ipv6: true`; Talos never runs it by default), once
-// the link is up. It only emits: each lease's DNS servers, NTP servers and hostname
-// become operator-layer specs in `network-config` (ids dhcp6/<link>/resolvers|
-// timeservers|hostname) and its addresses (/128) an OperatorOutput for the address
-// specs; it never touches the kernel.
+// the link is up. It only emits: each lease's addresses (/128, global scope) and its
+// DNS servers, NTP servers and hostname become operator-layer specs in
+// `network-config` (ids dhcp6/<link>/...), which network.AddressSpecController puts
+// into the kernel; it never touches the kernel itself.
 
 import type { ConfigBundle } from "../../config/bundle.js";
 import { describeError } from "../../errors.js";
@@ -13,13 +13,16 @@ import { Dhcp6Client, type Dhcp6Transport, type Lease6Event } from "../../networ
 import { lease6ToOutput } from "../../network/dhcp6/lease.js";
 import { Dhcp6Port } from "../../network/dhcp6/udp.js";
 import type { Timers } from "../../network/dhcp4/client.js";
-import type { OperatorOutput } from "../../network/operator-output.js";
+import { type OperatorOutput, operatorSpecs } from "../../network/operator-output.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../resources/catalog/config.js";
 import {
+  AddressSpecType,
+  type AddressSpecSpec,
   HostnameSpecType,
   LinkStatusType,
   type LinkStatusSpec,
+  NETWORK_CONFIG_NAMESPACE,
   NETWORK_NAMESPACE,
   ResolverSpecType,
   TimeServerSpecType,
@@ -60,6 +63,7 @@ export class Dhcp6OperatorController implements Controller {
     { namespace: CONFIG_NAMESPACE, type: MachineConfigType, id: MachineConfigIds.active, kind: "weak" as const },
   ];
   readonly outputs = [
+    { type: AddressSpecType, kind: "shared" as const },
     { type: HostnameSpecType, kind: "shared" as const },
     { type: ResolverSpecType, kind: "shared" as const },
     { type: TimeServerSpecType, kind: "shared" as const },
@@ -148,11 +152,17 @@ export class Dhcp6OperatorController implements Controller {
 
   private publish(ctx: ControllerContext): void {
     const keep = keptNames();
+    const addresses = new Set<string>();
     for (const [link, entry] of this.running) {
       const out = entry.output;
       if (!out) continue;
+      for (const [id, spec] of operatorSpecs(`dhcp6/${link}`, link, out).addresses) {
+        ctx.modify<AddressSpecSpec>(NETWORK_CONFIG_NAMESPACE, AddressSpecType, id, () => spec);
+        addresses.add(id);
+      }
       publishOperatorNames(ctx, `dhcp6/${link}`, out, keep);
     }
     destroyOtherNames(ctx, keep);
+    ctx.destroyOthers(NETWORK_CONFIG_NAMESPACE, AddressSpecType, addresses);
   }
 }
