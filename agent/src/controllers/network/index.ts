@@ -22,6 +22,7 @@ import { AddressMergeController, LinkMergeController, OperatorMergeController, R
 import { RouteSpecController } from "./route-spec.js";
 import { NetworkStatusController } from "./network-status.js";
 import { NodeAddressController } from "./node-address.js";
+import { NodeAddressFilterController } from "./node-address-filter.js";
 import { RouteStatusController } from "./route-status.js";
 import { HostnameStatusController, ResolverStatusController, TimeServerStatusController } from "./status.js";
 
@@ -53,6 +54,7 @@ export function networkControllers(opts: NetworkControllersOptions): Controller[
     new AddressStatusController(opts.kernel),
     new RouteStatusController(opts.kernel),
     new NodeAddressController(),
+    new NodeAddressFilterController(),
     new HostnameConfigController(cmdline.hostname ? { hostname: cmdline.hostname, domainname: cmdline.domainname ?? "" } : undefined),
     new ResolverConfigController(cmdline.dnsServers),
     new TimeServerConfigController(cmdline.timeServers),
