@@ -1,6 +1,7 @@
 // DHCPv6 end to end: dnsmasq serves DHCPv6 in one network namespace, our DHCPv6
 // operator and the network controllers (the netlink kernel backend) run in another
-// (joined by a veth pair). Without rapid commit the client goes SOLICIT, ADVERTISE,
+// (joined by a veth pair). DHCPv6 is asked for as a nocloud network-config does it
+// (`dhcp6: true`): the platform layer's dhcp6 OperatorSpec starts the client. Without rapid commit the client goes SOLICIT, ADVERTISE,
 // REQUEST, REPLY; it renews at T1 (the operator's timers run 30x fast so T1 = 60 s
 // comes after 2 s). The leased address becomes an operator-layer AddressSpec that
 // network.AddressSpecController puts into the kernel (checked with `ip -j addr`), and
@@ -15,7 +16,10 @@ import path from "node:path";
 import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { Dhcp6OperatorController } from "../../agent/src/controllers/network/dhcp6-operator.js";
+import { Observed } from "../../agent/src/controllers/index.js";
 import { networkControllers } from "../../agent/src/controllers/network/index.js";
+import { PlatformConfigController, type PlatformNetwork } from "../../agent/src/controllers/runtime/platform-network.js";
+import { parseNocloudNetwork } from "../../agent/src/network/nocloud-network.js";
 import { registerCatalog } from "../../agent/src/resources/catalog/index.js";
 import { NETWORK_CONFIG_NAMESPACE, NETWORK_NAMESPACE, networkDefinitions } from "../../agent/src/resources/catalog/network.js";
 import { ControllerRuntime } from "../../agent/src/resources/controller-runtime.js";
@@ -39,9 +43,9 @@ async function runNode(link: string, root: string): Promise<void> {
   registerCatalog(state, networkDefinitions);
   const runtime = new ControllerRuntime(state);
   for (const c of networkControllers({ kernel: new NetlinkNetKernel(), paths: pathsAt(root) })) runtime.register(c);
+  runtime.register(new PlatformConfigController(new Observed<PlatformNetwork | undefined>({ nocloud: parseNocloudNetwork(`version: 2\nethernets:\n  ${link}:\n    dhcp6: true\n`)! })));
   const fast = 30;
   const operator = new Dhcp6OperatorController({
-    links: [link],
     rapidCommit: false,
     timers: { now: () => Date.now() * fast, setTimeout: (fn, ms) => setTimeout(fn, ms / fast), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) },
   });

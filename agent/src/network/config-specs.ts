@@ -32,11 +32,21 @@ export interface Dhcp4Want {
   layer: ConfigLayer;
 }
 
+export interface Dhcp6Want {
+  linkName: string;
+  routeMetric: number;
+  /** Hex, "" for the client's default. */
+  duid: string;
+  layer: ConfigLayer;
+}
+
 export interface LayeredSpecs {
   addresses: AddressSpecSpec[];
   routes: RouteSpecSpec[];
   links: LinkSpecSpec[];
   dhcp4: Dhcp4Want[];
+  /** Only the machine config asks for DHCPv6 (Talos never runs it by default). */
+  dhcp6: Dhcp6Want[];
   /** Links no spec may touch (device.ignore, talos.network.interface.ignore). */
   ignored: Set<string>;
 }
@@ -137,7 +147,7 @@ function bondMaster(b: Bond, links: readonly KnownLink[]): BondMasterSpec {
 
 /** Every layer below `operator` and `platform`, from the kernel command line and the machine config. */
 export function layeredSpecs(network: NetworkConfig | undefined, links: readonly KnownLink[], cmdline: CmdlineNetworking): LayeredSpecs {
-  const out: LayeredSpecs = { addresses: [], routes: [], links: [], dhcp4: [], ignored: new Set(cmdline.ignoreLinks) };
+  const out: LayeredSpecs = { addresses: [], routes: [], links: [], dhcp4: [], dhcp6: [], ignored: new Set(cmdline.ignoreLinks) };
   const configured = new Set<string>();
 
   // default: the loopback.
@@ -209,6 +219,7 @@ export function layeredSpecs(network: NetworkConfig | undefined, links: readonly
     for (const a of addrs) out.addresses.push(staticAddress(name, a, layer));
     for (const r of dev.routes ?? []) out.routes.push(configRoute(name, r, layer));
     if (dev.dhcp && dev.dhcpOptions?.ipv4 !== false) out.dhcp4.push({ linkName: name, routeMetric: dev.dhcpOptions?.routeMetric || DEFAULT_ROUTE_METRIC, layer });
+    if (dev.dhcp && dev.dhcpOptions?.ipv6 === true) out.dhcp6.push({ linkName: name, routeMetric: dev.dhcpOptions.routeMetric || DEFAULT_ROUTE_METRIC, duid: dev.dhcpOptions.duidv6 ?? "", layer });
     for (const v of dev.vlans ?? []) {
       if (!v.vlanId) continue;
       const vname = `${name}.${v.vlanId}`;
@@ -217,6 +228,7 @@ export function layeredSpecs(network: NetworkConfig | undefined, links: readonly
       for (const a of [...(v.addresses ?? []), ...(v.cidr ? [v.cidr] : [])]) out.addresses.push(staticAddress(vname, a, layer));
       for (const r of v.routes ?? []) out.routes.push(configRoute(vname, r, layer));
       if (v.dhcp && v.dhcpOptions?.ipv4 !== false) out.dhcp4.push({ linkName: vname, routeMetric: v.dhcpOptions?.routeMetric || DEFAULT_ROUTE_METRIC, layer });
+      if (v.dhcp && v.dhcpOptions?.ipv6 === true) out.dhcp6.push({ linkName: vname, routeMetric: v.dhcpOptions.routeMetric || DEFAULT_ROUTE_METRIC, duid: v.dhcpOptions.duidv6 ?? "", layer });
     }
   }
 
@@ -232,5 +244,6 @@ export function layeredSpecs(network: NetworkConfig | undefined, links: readonly
   out.addresses = keep(out.addresses, (a) => a.linkName);
   out.routes = keep(out.routes, (r) => r.outLinkName ?? "");
   out.dhcp4 = keep(out.dhcp4, (d) => d.linkName);
+  out.dhcp6 = keep(out.dhcp6, (d) => d.linkName);
   return out;
 }

@@ -1,12 +1,10 @@
-// The DHCPv6 part of Talos's OperatorSpecController: a DHCPv6 client on every link
-// the machine config asks it for (`.machine.network.interfaces[]` by name with
-// `dhcp: true` and `dhcpOptions.ipv6: true`; Talos never runs it by default), once
-// the link is up. It only emits: each lease's addresses (/128, global scope) and its
+// The DHCPv6 part of Talos's OperatorSpecController: a DHCPv6 client for every merged
+// dhcp6 OperatorSpec (the machine config's `dhcp: true` with `dhcpOptions.ipv6: true`,
+// the platform's network-config; Talos never runs it by default), once the link is up. It only emits: each lease's addresses (/128, global scope) and its
 // DNS servers, NTP servers and hostname become operator-layer specs in
 // `network-config` (ids dhcp6/<link>/...), which network.AddressSpecController puts
 // into the kernel; it never touches the kernel itself.
 
-import type { ConfigBundle } from "../../config/bundle.js";
 import { describeError } from "../../errors.js";
 import { logger } from "../../log.js";
 import { Dhcp6Client, type Dhcp6Transport, type Lease6Event } from "../../network/dhcp6/client.js";
@@ -15,7 +13,6 @@ import { Dhcp6Port } from "../../network/dhcp6/udp.js";
 import type { Timers } from "../../network/dhcp4/client.js";
 import { type OperatorOutput, operatorSpecs } from "../../network/operator-output.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
-import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../resources/catalog/config.js";
 import {
   AddressSpecType,
   type AddressSpecSpec,
@@ -24,6 +21,8 @@ import {
   type LinkStatusSpec,
   NETWORK_CONFIG_NAMESPACE,
   NETWORK_NAMESPACE,
+  OperatorSpecType,
+  type OperatorSpecSpec,
   ResolverSpecType,
   TimeServerSpecType,
 } from "../../resources/catalog/network.js";
@@ -35,8 +34,6 @@ export interface Dhcp6OperatorOptions {
   /** Per-link transport; default: one shared UDP [::]:546 socket. */
   transport?: (linkName: string) => Promise<Dhcp6Transport>;
   timers?: Timers;
-  /** Run on exactly these links (tests), instead of the ones the machine config names. */
-  links?: readonly string[];
   /** Offer rapid commit in SOLICIT (default true, as Talos's client does). */
   rapidCommit?: boolean;
 }
@@ -47,20 +44,16 @@ interface Running {
   output?: OperatorOutput;
 }
 
-/** Links `.machine.network.interfaces` asks DHCPv6 for, with the DUID each wants (hex, "" for the default). */
-export function dhcp6Links(config: ConfigBundle | undefined): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const i of config?.v1alpha1()?.machine?.network?.interfaces ?? []) {
-    if (i.interface && i.dhcp === true && i.dhcpOptions?.ipv6 === true && i.ignore !== true) out.set(i.interface, i.dhcpOptions.duidv6 ?? "");
-  }
-  return out;
+/** Links the merged OperatorSpecs give DHCPv6, with the DUID each wants (hex, "" for the default). */
+function dhcp6Links(specs: readonly OperatorSpecSpec[]): Map<string, string> {
+  return new Map(specs.filter((s) => s.operator === "dhcp6").map((s) => [s.linkName, s.dhcp6?.DUID ?? ""]));
 }
 
 export class Dhcp6OperatorController implements Controller {
   readonly name = "network.DHCP6OperatorController";
   readonly inputs = [
     { namespace: NETWORK_NAMESPACE, type: LinkStatusType, kind: "weak" as const },
-    { namespace: CONFIG_NAMESPACE, type: MachineConfigType, id: MachineConfigIds.active, kind: "weak" as const },
+    { namespace: NETWORK_NAMESPACE, type: OperatorSpecType, kind: "weak" as const },
   ];
   readonly outputs = [
     { type: AddressSpecType, kind: "shared" as const },
@@ -93,8 +86,7 @@ export class Dhcp6OperatorController implements Controller {
       this.stopHooked = ctx.signal;
       ctx.signal.addEventListener("abort", () => void this.stopAll(), { once: true });
     }
-    const config = ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec;
-    const asked = this.opts.links ? new Map(this.opts.links.map((l) => [l, ""])) : dhcp6Links(config);
+    const asked = dhcp6Links(ctx.list<OperatorSpecSpec>(NETWORK_NAMESPACE, OperatorSpecType).map((r) => r.spec));
     const wanted = new Set<string>();
     for (const link of ctx.list<LinkStatusSpec>(NETWORK_NAMESPACE, LinkStatusType)) {
       const name = link.metadata.id;

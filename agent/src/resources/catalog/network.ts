@@ -701,6 +701,8 @@ export interface OperatorSpecSpec {
   linkName: string;
   requireUp: boolean;
   dhcp4?: { routeMetric: number; skipHostnameRequest?: boolean };
+  /** `DUID` is Talos's YAML key (hex, absent for the default). */
+  dhcp6?: { DUID?: string; routeMetric: number; skipHostnameRequest?: boolean };
   layer: ConfigLayer;
 }
 const operatorNumbers = { dhcp4: 0, dhcp6: 1, vip: 2 } as const;
@@ -713,6 +715,7 @@ export const operatorSpecDefinition = defineResource<OperatorSpecSpec>({
     link_name: s.linkName,
     require_up: s.requireUp,
     dhcp4: { route_metric: s.dhcp4?.routeMetric ?? 0, skip_hostname_request: s.dhcp4?.skipHostnameRequest ?? false },
+    dhcp6: { duid: s.dhcp6?.DUID ?? "", route_metric: s.dhcp6?.routeMetric ?? 0, skip_hostname_request: s.dhcp6?.skipHostnameRequest ?? false },
     config_layer: netValues.layer(s.layer),
   }),
 });
