@@ -113,3 +113,24 @@ export class OperatorConfigController implements Controller {
     publish(ctx, OperatorSpecType, [...dhcp4, ...dhcp6]);
   }
 }
+
+/**
+ * network.OperatorVIPConfigController: a `vip` OperatorSpec for every layer 2 `vip.ip`
+ * (interfaces and their vlans), gratuitous ARP on, as Talos builds them. Nothing runs
+ * the VIP operator yet: Talos campaigns for the address in etcd, which this node does
+ * not run, and without etcd Talos never takes the address either.
+ */
+export class OperatorVipConfigController implements Controller {
+  readonly name = "network.OperatorVIPConfigController";
+  readonly inputs = configInputs;
+  readonly outputs = [{ type: OperatorSpecType, kind: "shared" as const }];
+  constructor(private readonly cmdline: CmdlineNetworking) {}
+
+  async reconcile(ctx: ControllerContext): Promise<void> {
+    const specs = currentLayers(ctx, this.cmdline).vips.map((v): [string, OperatorSpecSpec] => [
+      `configuration/vip/${v.linkName}`,
+      { operator: "vip", linkName: v.linkName, requireUp: true, vip: { ip: v.ip, gratuitousARP: true }, layer: "configuration" },
+    ]);
+    publish(ctx, OperatorSpecType, specs);
+  }
+}

@@ -14,7 +14,7 @@ import { AddressStatusController } from "./address-status.js";
 import { HostnameConfigController, ResolverConfigController, TimeServerConfigController } from "./defaults.js";
 import { AddressSpecController } from "./address-spec.js";
 import { EtcFileController } from "./etc-files.js";
-import { AddressConfigController, LinkConfigController, OperatorConfigController, RouteConfigController } from "./config-layers.js";
+import { AddressConfigController, LinkConfigController, OperatorConfigController, OperatorVipConfigController, RouteConfigController } from "./config-layers.js";
 import { Dhcp4OperatorController, type Dhcp4OperatorOptions } from "./dhcp4-operator.js";
 import { type LinkDetailsReader, LinkStatusController } from "./link-status.js";
 import { LinkSpecController } from "./link-spec.js";
@@ -78,6 +78,7 @@ export function networkControllers(opts: NetworkControllersOptions): Controller[
       new RouteConfigController(cmdline),
       new LinkConfigController(cmdline),
       new OperatorConfigController(cmdline),
+      new OperatorVipConfigController(cmdline),
       new AddressMergeController(),
       new RouteMergeController(),
       new LinkMergeController(),

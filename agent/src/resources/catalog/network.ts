@@ -703,6 +703,8 @@ export interface OperatorSpecSpec {
   dhcp4?: { routeMetric: number; skipHostnameRequest?: boolean };
   /** `DUID` is Talos's YAML key (hex, absent for the default). */
   dhcp6?: { DUID?: string; routeMetric: number; skipHostnameRequest?: boolean };
+  /** A layer 2 shared address (the cloud providers' VIPs are not built). */
+  vip?: { ip: string; gratuitousARP: boolean };
   layer: ConfigLayer;
 }
 const operatorNumbers = { dhcp4: 0, dhcp6: 1, vip: 2 } as const;
@@ -716,6 +718,7 @@ export const operatorSpecDefinition = defineResource<OperatorSpecSpec>({
     require_up: s.requireUp,
     dhcp4: { route_metric: s.dhcp4?.routeMetric ?? 0, skip_hostname_request: s.dhcp4?.skipHostnameRequest ?? false },
     dhcp6: { duid: s.dhcp6?.DUID ?? "", route_metric: s.dhcp6?.routeMetric ?? 0, skip_hostname_request: s.dhcp6?.skipHostnameRequest ?? false },
+    ...(s.vip ? { vip: { ip: netIP(s.vip.ip), gratuitous_arp: s.vip.gratuitousARP } } : {}),
     config_layer: netValues.layer(s.layer),
   }),
 });
