@@ -159,7 +159,9 @@ function defineTests(): void {
       "default/timeservers": { timeServers: ["time.cloudflare.com"], layer: "default" },
       "dhcp6/eth0/timeservers": { timeServers: [`${PREFIX}::123`], layer: "operator" },
     });
-    const exchange = dnsmasqLog().match(/DHCP(SOLICIT|ADVERTISE|REQUEST|REPLY)\(eth0\)/g)!.slice(0, 4);
+    // The kinds in the order they first appear: a SOLICIT retransmitted before the ADVERTISE
+    // came (the timers run 30x fast, a loaded host answers late) is still the same exchange.
+    const exchange = [...new Set(dnsmasqLog().match(/DHCP(SOLICIT|ADVERTISE|REQUEST|REPLY)\(eth0\)/g))].slice(0, 4);
     assert.deepEqual(exchange, ["DHCPSOLICIT(eth0)", "DHCPADVERTISE(eth0)", "DHCPREQUEST(eth0)", "DHCPREPLY(eth0)"]);
 
     await until("a RENEW at T1", () => (/DHCPRENEW\(eth0\)/.test(dnsmasqLog()) ? true : undefined), 30_000);

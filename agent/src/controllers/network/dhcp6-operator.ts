@@ -1,6 +1,7 @@
 // The DHCPv6 part of Talos's OperatorSpecController: a DHCPv6 client for every merged
 // dhcp6 OperatorSpec (the machine config's `dhcp: true` with `dhcpOptions.ipv6: true`,
-// the platform's network-config; Talos never runs it by default), once the link is up. It only emits: each lease's addresses (/128, global scope) and its
+// the platform's network-config; Talos never runs it by default), once the link is up
+// and its IPv6 link-local address is no longer tentative (the client sends from it). It only emits: each lease's addresses (/128, global scope) and its
 // DNS servers, NTP servers and hostname become operator-layer specs in
 // `network-config` (ids dhcp6/<link>/...), which network.AddressSpecController puts
 // into the kernel; it never touches the kernel itself.
@@ -16,6 +17,8 @@ import type { Controller, ControllerContext } from "../../resources/controller-r
 import {
   AddressSpecType,
   type AddressSpecSpec,
+  AddressStatusType,
+  type AddressStatusSpec,
   HostnameSpecType,
   LinkStatusType,
   type LinkStatusSpec,
@@ -53,6 +56,7 @@ export class Dhcp6OperatorController implements Controller {
   readonly name = "network.DHCP6OperatorController";
   readonly inputs = [
     { namespace: NETWORK_NAMESPACE, type: LinkStatusType, kind: "weak" as const },
+    { namespace: NETWORK_NAMESPACE, type: AddressStatusType, kind: "weak" as const },
     { namespace: NETWORK_NAMESPACE, type: OperatorSpecType, kind: "weak" as const },
   ];
   readonly outputs = [
@@ -87,6 +91,12 @@ export class Dhcp6OperatorController implements Controller {
       ctx.signal.addEventListener("abort", () => void this.stopAll(), { once: true });
     }
     const asked = dhcp6Links(ctx.list<OperatorSpecSpec>(NETWORK_NAMESPACE, OperatorSpecType).map((r) => r.spec));
+    const linkLocalReady = new Set(
+      ctx
+        .list<AddressStatusSpec>(NETWORK_NAMESPACE, AddressStatusType)
+        .filter((a) => a.spec.family === "inet6" && a.spec.scope === "link" && !a.spec.flags.split(",").includes("tentative"))
+        .map((a) => a.spec.linkName),
+    );
     const wanted = new Set<string>();
     for (const link of ctx.list<LinkStatusSpec>(NETWORK_NAMESPACE, LinkStatusType)) {
       const name = link.metadata.id;
@@ -94,7 +104,8 @@ export class Dhcp6OperatorController implements Controller {
       if (duid === undefined) continue;
       if (link.spec.operationalState !== "up" && link.spec.operationalState !== "unknown") continue;
       wanted.add(name);
-      if (!this.running.has(name)) await this.startClient(name, link.spec.hardwareAddr, duid);
+      // A new client waits for its source address (Talos's waitIPv6LinkReady); a running one keeps running.
+      if (!this.running.has(name) && linkLocalReady.has(name)) await this.startClient(name, link.spec.hardwareAddr, duid);
     }
     for (const name of [...this.running.keys()]) {
       if (!wanted.has(name)) await this.stopClient(name, false);
