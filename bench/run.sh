@@ -30,3 +30,5 @@ echo "== streamed throughput through apid beside machined's socket (sandbox)"
 node dist/bench/stream-throughput.js | column -t -s $'\t'
 echo "== apid fan-out latency (3 sandboxes in network namespaces)"
 node dist/bench/fanout.js
+echo "== networking start-up (sandbox in a network namespace, DHCPv4 from dnsmasq)"
+node dist/bench/network.js

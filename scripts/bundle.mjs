@@ -53,7 +53,7 @@ fs.cpSync(path.join(repo, "agent/containerd-api"), path.join(outdir, "containerd
   recursive: true,
   filter: (src) => fs.statSync(src).isDirectory() || src.endsWith(".proto"),
 });
-// koffi's addon (libc FFI for the kernel clock), loaded as native/koffi-<arch>.node by sys/clock-kernel.ts.
+// koffi's addon (libc FFI: the kernel clock, gratuitous ARP), loaded as native/koffi-<arch>.node by sys/koffi.ts.
 for (const arch of nativeArchs) {
   fs.copyFileSync(path.join(repo, "node_modules/koffi/build/koffi", `linux_${arch}`, "koffi.node"), path.join(outdir, "native", `koffi-${arch}.node`));
 }

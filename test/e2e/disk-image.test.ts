@@ -3,7 +3,8 @@
 // http://10.0.2.2:<port>/${uuid} (served here, QEMU's -uuid filled in), serves mutual TLS
 // and grows EPHEMERAL to the disk's end; it then boots from the disk alone under UEFI and
 // under BIOS with its stored config. A second copy boots the nocloud platform from a
-// cidata seed disk (user-data, meta-data).
+// cidata seed disk (user-data, meta-data, and a network-config v2 whose link is named by
+// MAC: a static address beside DHCP, a route and a nameserver in the platform layer).
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -91,13 +92,19 @@ test("disk image: talos.config= URL on first boot, EPHEMERAL grown, UEFI and BIO
     });
   }
 
-  await t.test("nocloud: a cidata seed disk's user-data configures the node, meta-data names it", async () => {
+  await t.test("nocloud: a cidata seed disk's user-data configures the node, meta-data names it, network-config adds its address, route and nameserver", async () => {
     await node.stop({ removeDisk: true });
     const seedDir = path.join(outDir, "nocloud-seed");
     fs.rmSync(seedDir, { recursive: true, force: true });
     fs.mkdirSync(seedDir, { recursive: true });
     fs.writeFileSync(path.join(seedDir, "user-data"), generated.controlplane);
     fs.writeFileSync(path.join(seedDir, "meta-data"), "instance-id: iid-basalt-e2e\nlocal-hostname: nocloud-node\n");
+    // QEMU's first NIC has MAC 52:54:00:12:34:56; `lan0` is not its name in the guest.
+    fs.writeFileSync(
+      path.join(seedDir, "network-config"),
+      "version: 2\nethernets:\n  lan0:\n    match:\n      macaddress: '52:54:00:12:34:56'\n    dhcp4: true\n    addresses: [10.0.2.50/24]\n" +
+        "    nameservers:\n      addresses: [10.0.2.3]\n    routes:\n      - to: 192.0.2.0/24\n        via: 10.0.2.2\n",
+    );
     const seed = path.join(outDir, "nocloud-seed.iso");
     execFileSync("xorriso", ["-as", "mkisofs", "-quiet", "-V", "cidata", "-J", "-r", "-o", seed, seedDir]);
     t.after(() => {
@@ -111,5 +118,20 @@ test("disk image: talos.config= URL on first boot, EPHEMERAL grown, UEFI and BIO
     const metadata = (await c.resourceGet("runtime", "PlatformMetadatas.talos.dev", "platformmetadata")) as ResourceReply;
     assert.equal(metadata.resource.spec.yaml_spec, "platform: nocloud\nhostname: nocloud-node\ninstanceId: iid-basalt-e2e\n");
     assert.match(node.console(), /machine configuration loaded from the platform .*nocloud/);
+
+    type Listed = { resource: { metadata: { id: string }; spec: { yaml_spec: string } } }[];
+    const list = async (ns: string, type: string) => new Map(((await c.resourceList(ns, type)) as Listed).map((r) => [r.resource.metadata.id, r.resource.spec.yaml_spec] as const));
+    // Go's YAML quotes a MAC (YAML 1.1 would read it as a base-60 number).
+    const lan = [...(await list("network", "LinkStatuses.net.talos.dev"))].find(([, y]) => /^hardwareAddr: "?52:54:00:12:34:56"?$/m.test(y))?.[0];
+    assert.ok(lan, "the NIC with QEMU's MAC");
+    await waitFor(node, "network-config's address and route beside the DHCP lease", async () => {
+      const addresses = await list("network", "AddressStatuses.net.talos.dev");
+      assert.ok(addresses.has(`${lan}/10.0.2.50/24`) && addresses.has(`${lan}/10.0.2.15/24`), [...addresses.keys()].join(" "));
+      const routes = await list("network", "RouteStatuses.net.talos.dev");
+      assert.ok(routes.has("inet4/10.0.2.2/192.0.2.0/24/1024"), [...routes.keys()].join(" "));
+    }, 60_000);
+    const operators = [...(await list("network-config", "OperatorSpecs.net.talos.dev")).keys()];
+    assert.ok(operators.includes(`platform/dhcp4/${lan}`) && !operators.includes(`default/dhcp4/${lan}`), operators.join(" "));
+    assert.equal((await list("network-config", "ResolverSpecs.net.talos.dev")).get("platform/resolvers"), "dnsServers:\n    - 10.0.2.3\nlayer: platform\n");
   });
 });

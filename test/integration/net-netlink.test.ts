@@ -17,6 +17,10 @@ const NS = `bsl-nl-${tag}`;
 const VETH = `nlv${tag}`;
 const PEER = `nlp${tag}`;
 const BRIDGE = `nlbr${tag}`;
+// The gratuitous ARP check: a second namespace (the neighbour) across its own veth pair.
+const NEIGHBOUR_NS = `bsl-nlg-${tag}`;
+const GARP = `nlga${tag}`;
+const GARP_PEER = `nlgb${tag}`;
 
 if (process.env.BASALT_NL_STEP) {
   process.stdout.write(JSON.stringify(await runStep(process.env.BASALT_NL_STEP)) + "\n");
@@ -68,6 +72,13 @@ async function runStep(step: string): Promise<unknown> {
         await k.deleteLink(BRIDGE); // absent: no error
         return { links: (await k.listLinks()).map((l) => l.name).sort() };
       }
+      case "announce": {
+        await k.addAddress({ linkName: GARP, address: "10.78.0.100", prefixLen: 32 });
+        await k.announceAddress(GARP, "10.78.0.100");
+        // IPv6 has no ARP: nothing is sent, as in Talos.
+        await k.announceAddress(GARP, "fd78::100");
+        return {};
+      }
       default:
         throw new Error(`unknown step ${step}`);
     }
@@ -93,6 +104,33 @@ interface IpAddr {
 
 function defineTests(): void {
   const skip = canRunNetns();
+  test("gratuitous ARP for an address lands in the neighbour namespace's ARP table with our MAC", { skip: skip ?? false, timeout: 60_000 }, (t) => {
+    t.after(() => {
+      for (const n of [NS, NEIGHBOUR_NS]) {
+        try {
+          ip("netns", "del", n);
+        } catch {
+          // already gone
+        }
+      }
+    });
+    ip("netns", "add", NS);
+    ip("netns", "add", NEIGHBOUR_NS);
+    ip("-n", NS, "link", "add", GARP, "type", "veth", "peer", "name", GARP_PEER, "netns", NEIGHBOUR_NS);
+    ip("-n", NS, "addr", "add", "10.78.0.2/24", "dev", GARP);
+    ip("-n", NEIGHBOUR_NS, "addr", "add", "10.78.0.1/24", "dev", GARP_PEER);
+    ip("-n", NS, "link", "set", GARP, "up");
+    ip("-n", NEIGHBOUR_NS, "link", "set", GARP_PEER, "up");
+    // A neighbour takes entries from gratuitous ARP only with arp_accept (the default ignores unsolicited ones).
+    execFileSync("ip", ["netns", "exec", NEIGHBOUR_NS, "sh", "-c", `echo 1 > /proc/sys/net/ipv4/conf/${GARP_PEER}/arp_accept`]);
+    const mac = (JSON.parse(ip("-n", NS, "-j", "link", "show", "dev", GARP)) as { address: string }[])[0]!.address;
+    assert.equal(ip("-n", NEIGHBOUR_NS, "neigh", "show", "10.78.0.100").trim(), "", "no entry before the announcement");
+
+    step("announce");
+    const entries = JSON.parse(ip("-n", NEIGHBOUR_NS, "-j", "neigh", "show", "10.78.0.100")) as { dst: string; dev: string; lladdr: string }[];
+    assert.deepEqual(entries.map((e) => [e.dst, e.dev, e.lladdr]), [["10.78.0.100", GARP_PEER, mac]]);
+  });
+
   test("rtnetlink adapter: links, addresses, routes and notifications in a namespace", { skip: skip ?? false, timeout: 60_000 }, (t) => {
     t.after(() => {
       try {

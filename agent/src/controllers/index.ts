@@ -21,7 +21,7 @@ import { MachineStatusController, type RequiredServices } from "./runtime/machin
 import { MetaKeysController } from "./runtime/meta-keys.js";
 import { MountStatusController } from "./runtime/mount-status.js";
 import { PlatformMetadataController } from "./runtime/platform-metadata.js";
-import { PlatformHostnameController, PlatformResolversController, type PlatformNetwork } from "./runtime/platform-network.js";
+import { PlatformConfigController, type PlatformNetwork } from "./runtime/platform-network.js";
 import { ServiceController, type ServiceStatuses } from "./runtime/service.js";
 import type { Source } from "./runtime/source.js";
 import { secretsControllers, type SecretsOptions } from "./secrets/index.js";
@@ -76,8 +76,7 @@ export function machinedControllers(opts: ControllersOptions): Controller[] {
     new MetaKeysController(s.metaKeys),
     ...(opts.extensions ? [new ExtensionStatusController(opts.extensions)] : []),
     new PlatformMetadataController(s.platformMetadata),
-    new PlatformHostnameController(s.platformNetwork),
-    new PlatformResolversController(s.platformNetwork),
+    new PlatformConfigController(s.platformNetwork),
     ...secretsControllers(opts.secrets),
     new KernelParamConfigController(),
     new KernelParamDefaultsController(opts.kernelParams.params, opts.kernelParams.container),

@@ -5,7 +5,8 @@
 // `.machine.network.interfaces` (by name or deviceSelector, vlans, bond, bridge,
 // dummy, addresses, routes, mtu, dhcp, ignore). Pure: the controllers publish it.
 
-import type { Bond, Device, DeviceSelector, NetworkConfig, Route } from "../config/types/v1alpha1.js";
+import { isIP } from "node:net";
+import type { Bond, Device, DeviceSelector, NetworkConfig, Route, VIPConfig } from "../config/types/v1alpha1.js";
 import {
   type AddressSpecSpec,
   type BondMasterSpec,
@@ -32,11 +33,28 @@ export interface Dhcp4Want {
   layer: ConfigLayer;
 }
 
+export interface Dhcp6Want {
+  linkName: string;
+  routeMetric: number;
+  /** Hex, "" for the client's default. */
+  duid: string;
+  layer: ConfigLayer;
+}
+
+export interface VipWant {
+  linkName: string;
+  ip: string;
+}
+
 export interface LayeredSpecs {
   addresses: AddressSpecSpec[];
   routes: RouteSpecSpec[];
   links: LinkSpecSpec[];
   dhcp4: Dhcp4Want[];
+  /** Only the machine config asks for DHCPv6 (Talos never runs it by default). */
+  dhcp6: Dhcp6Want[];
+  /** Layer 2 shared addresses (`vip.ip`), configuration layer. */
+  vips: VipWant[];
   /** Links no spec may touch (device.ignore, talos.network.interface.ignore). */
   ignored: Set<string>;
 }
@@ -135,9 +153,14 @@ function bondMaster(b: Bond, links: readonly KnownLink[]): BondMasterSpec {
   return ordered;
 }
 
+/** A shared address held by election on the link; Equinix Metal's and Hetzner's (their APIs move it) are not built. */
+function isLayer2Vip(vip: VIPConfig | undefined): vip is VIPConfig & { ip: string } {
+  return vip?.ip !== undefined && isIP(vip.ip) !== 0 && !vip.equinixMetal && !vip.hcloud;
+}
+
 /** Every layer below `operator` and `platform`, from the kernel command line and the machine config. */
 export function layeredSpecs(network: NetworkConfig | undefined, links: readonly KnownLink[], cmdline: CmdlineNetworking): LayeredSpecs {
-  const out: LayeredSpecs = { addresses: [], routes: [], links: [], dhcp4: [], ignored: new Set(cmdline.ignoreLinks) };
+  const out: LayeredSpecs = { addresses: [], routes: [], links: [], dhcp4: [], dhcp6: [], vips: [], ignored: new Set(cmdline.ignoreLinks) };
   const configured = new Set<string>();
 
   // default: the loopback.
@@ -209,6 +232,8 @@ export function layeredSpecs(network: NetworkConfig | undefined, links: readonly
     for (const a of addrs) out.addresses.push(staticAddress(name, a, layer));
     for (const r of dev.routes ?? []) out.routes.push(configRoute(name, r, layer));
     if (dev.dhcp && dev.dhcpOptions?.ipv4 !== false) out.dhcp4.push({ linkName: name, routeMetric: dev.dhcpOptions?.routeMetric || DEFAULT_ROUTE_METRIC, layer });
+    if (dev.dhcp && dev.dhcpOptions?.ipv6 === true) out.dhcp6.push({ linkName: name, routeMetric: dev.dhcpOptions.routeMetric || DEFAULT_ROUTE_METRIC, duid: dev.dhcpOptions.duidv6 ?? "", layer });
+    if (isLayer2Vip(dev.vip)) out.vips.push({ linkName: name, ip: dev.vip.ip });
     for (const v of dev.vlans ?? []) {
       if (!v.vlanId) continue;
       const vname = `${name}.${v.vlanId}`;
@@ -217,6 +242,8 @@ export function layeredSpecs(network: NetworkConfig | undefined, links: readonly
       for (const a of [...(v.addresses ?? []), ...(v.cidr ? [v.cidr] : [])]) out.addresses.push(staticAddress(vname, a, layer));
       for (const r of v.routes ?? []) out.routes.push(configRoute(vname, r, layer));
       if (v.dhcp && v.dhcpOptions?.ipv4 !== false) out.dhcp4.push({ linkName: vname, routeMetric: v.dhcpOptions?.routeMetric || DEFAULT_ROUTE_METRIC, layer });
+      if (v.dhcp && v.dhcpOptions?.ipv6 === true) out.dhcp6.push({ linkName: vname, routeMetric: v.dhcpOptions.routeMetric || DEFAULT_ROUTE_METRIC, duid: v.dhcpOptions.duidv6 ?? "", layer });
+      if (isLayer2Vip(v.vip)) out.vips.push({ linkName: vname, ip: v.vip.ip });
     }
   }
 
@@ -232,5 +259,7 @@ export function layeredSpecs(network: NetworkConfig | undefined, links: readonly
   out.addresses = keep(out.addresses, (a) => a.linkName);
   out.routes = keep(out.routes, (r) => r.outLinkName ?? "");
   out.dhcp4 = keep(out.dhcp4, (d) => d.linkName);
+  out.dhcp6 = keep(out.dhcp6, (d) => d.linkName);
+  out.vips = out.vips.filter((v) => !out.ignored.has(v.linkName));
   return out;
 }

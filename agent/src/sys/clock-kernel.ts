@@ -4,9 +4,9 @@
 // asks, and clock_gettime on a PTP device's dynamic clock id.
 
 import { closeSync, openSync } from "node:fs";
-import { createRequire } from "node:module";
 import { SystemError } from "../errors.js";
 import type { ClockAdjustment, LeapIndicator, SystemClock } from "./clock.js";
+import { type Koffi, loadKoffi } from "./koffi.js";
 
 export class ClockError extends SystemError {}
 
@@ -60,19 +60,11 @@ interface Libc {
 }
 
 function loadLibc(): Libc {
-  // The bundle carries koffi's addon as native/koffi-<arch>.node beside it (its API is the addon's own);
-  // from dist, the koffi package. Names are computed so esbuild leaves both alone.
-  const require = createRequire(import.meta.url);
-  let koffi: { load(lib: string): { func(sig: string): (...args: unknown[]) => number }; errno(): number };
+  let koffi: Koffi;
   try {
-    koffi = require(`./native/koffi-${process.arch}.node`);
-  } catch (bundled) {
-    try {
-      const name = "koffi";
-      koffi = require(name);
-    } catch (err) {
-      throw new ClockError("the FFI library (koffi) is not available", {}, { cause: new AggregateError([bundled, err]) });
-    }
+    koffi = loadKoffi();
+  } catch (err) {
+    throw new ClockError("the FFI library (koffi) is not available", {}, { cause: err });
   }
   const libc = koffi.load("libc.so.6");
   const adjtimex = libc.func("int adjtimex(_Inout_ uint8_t *buf)");

@@ -174,6 +174,10 @@ export class FakeNetKernel implements NetKernel {
     this.emit("address", "route");
   }
 
+  async announceAddress(linkName: string, address: string): Promise<void> {
+    this.calls.push(`announceAddress ${linkName} ${address}`);
+  }
+
   async removeAddress(req: AddressRequest): Promise<void> {
     this.calls.push(`removeAddress ${req.linkName} ${req.address}/${req.prefixLen}`);
     const link = this.links.find((l) => l.name === req.linkName);

@@ -7,6 +7,7 @@ import { isIP } from "node:net";
 import { createRtNetlink, FlagsNew, rt, type RtNetlinkSocket } from "netlink";
 import { describeError, SystemError } from "../errors.js";
 import { logger } from "../log.js";
+import { sendGratuitousArp } from "./arp-announce.js";
 import {
   type AddressRequest,
   type BondOptions,
@@ -18,6 +19,7 @@ import {
   type NetChange,
   type NetKernel,
   type RouteRequest,
+  ARPHRD_ETHER,
   IFF_LOWER_UP,
   RTN_UNICAST,
   RTPROT_BOOT,
@@ -421,6 +423,14 @@ export class NetlinkNetKernel implements NetKernel {
     } catch (err) {
       if (!isAbsent(err)) throw err;
     }
+  }
+
+  async announceAddress(linkName: string, address: string): Promise<void> {
+    if (isIP(address) !== 4) return;
+    const link = (await this.listLinks()).find((l) => l.name === linkName);
+    if (!link) throw new SystemError(`announce ${address} on ${linkName}: link not found`, { link: linkName });
+    if (link.type !== ARPHRD_ETHER || !/^([0-9a-f]{2}:){5}[0-9a-f]{2}$/.test(link.hardwareAddr)) return;
+    sendGratuitousArp(link.index, link.hardwareAddr, address);
   }
 
   // NLM_F_REPLACE swaps out the first route with the same destination and metric,

@@ -165,6 +165,8 @@ export interface NetKernel {
   addAddress(req: AddressRequest): Promise<void>;
   /** Removes an address; absent already is not an error. */
   removeAddress(req: AddressRequest): Promise<void>;
+  /** Broadcasts a gratuitous ARP for an IPv4 address on an Ethernet link (nothing for IPv6 or other links, as Talos). */
+  announceAddress(linkName: string, address: string): Promise<void>;
   /** Adds or replaces a route. */
   addRoute(req: RouteRequest): Promise<void>;
   /** Removes a route; absent already is not an error. */

@@ -113,3 +113,17 @@ test("link specs merge field by field: a higher layer's MTU over a default link 
   const merged = mergeLinkSpecs(link({ name: "eth0", layer: "default" }), link({ name: "eth0", up: false, mtu: 9000, layer: "operator" }));
   assert.deepEqual(merged, link({ name: "eth0", up: true, mtu: 9000, layer: "operator" }));
 });
+
+test("an address with announceWithARP is announced each time it is added (a VIP taken over), others never", async (t) => {
+  const { kernel, runtime, put } = setup(t);
+  await kernel.setLinkUp("eth0", true);
+  const vip: AddressSpecSpec = { address: "10.9.0.100/32", linkName: "eth0", family: "inet4", scope: "global", flags: "permanent", announceWithARP: true, layer: "operator" };
+  put("AddressSpecs.net.talos.dev", "eth0/10.9.0.100/32", vip);
+  put("AddressSpecs.net.talos.dev", "eth0/10.9.0.5/24", { ...vip, address: "10.9.0.5/24", announceWithARP: undefined, layer: "configuration" });
+  await waitFor("added", () => kernel.addresses.some((a) => a.address === "10.9.0.100") && kernel.addresses.some((a) => a.address === "10.9.0.5"));
+  await runtime.whenIdle();
+  assert.deepEqual(kernel.calls.filter((c) => c.startsWith("announceAddress")), ["announceAddress eth0 10.9.0.100"]);
+  // Deleted behind our back and put back: announced again.
+  await kernel.removeAddress({ linkName: "eth0", address: "10.9.0.100", prefixLen: 32 });
+  await waitFor("announced again", () => kernel.calls.filter((c) => c === "announceAddress eth0 10.9.0.100").length === 2);
+});

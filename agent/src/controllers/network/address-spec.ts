@@ -1,11 +1,14 @@
 // network.AddressSpecController: makes the kernel hold the merged AddressSpecs. An
 // address it added that is no longer specified is removed; a specified address
 // missing from the kernel (deleted behind our back) is added again on the next
-// kernel notification. Links absent from the kernel wait until they appear.
+// kernel notification. Links absent from the kernel wait until they appear. An
+// address with announceWithARP (a VIP taken over) is announced by gratuitous ARP
+// each time it is added, as Talos does.
 
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
 import { AddressSpecType, type AddressSpecSpec, NETWORK_NAMESPACE, netValues } from "../../resources/catalog/network.js";
 import type { AddressRequest, NetKernel } from "../../sys/net.js";
+import { describeError } from "../../errors.js";
 import { KernelTrigger } from "./kernel-watch.js";
 
 export function addressRequest(s: AddressSpecSpec): AddressRequest {
@@ -37,9 +40,11 @@ export class AddressSpecController implements Controller {
     const links = new Set((await this.kernel.listLinks()).map((l) => l.name));
     const present = new Set((await this.kernel.listAddresses()).map((a) => key(a)));
     const wanted = new Map<string, AddressRequest>();
+    const announced = new Set<string>();
     for (const r of ctx.list<AddressSpecSpec>(NETWORK_NAMESPACE, AddressSpecType)) {
       const req = addressRequest(r.spec);
       wanted.set(key(req), req);
+      if (r.spec.announceWithARP) announced.add(key(req));
     }
     for (const [k, req] of this.applied) {
       if (wanted.has(k)) continue;
@@ -54,6 +59,11 @@ export class AddressSpecController implements Controller {
       if (!present.has(k)) {
         ctx.log.info("adding address", { link: req.linkName, address: `${req.address}/${req.prefixLen}` });
         await this.kernel.addAddress(req);
+        if (announced.has(k)) {
+          await this.kernel.announceAddress(req.linkName, req.address).catch((err: unknown) =>
+            ctx.log.warn("failure sending gratuitous ARP", { link: req.linkName, address: req.address, error: describeError(err) }),
+          );
+        }
       }
       this.applied.set(k, req);
     }

@@ -1,6 +1,6 @@
 // network.AddressConfigController, RouteConfigController, LinkConfigController and
 // OperatorConfigController: the `default`, `cmdline` and `configuration` layers of
-// addresses, routes, links and DHCPv4 operators
+// addresses, routes, links and DHCPv4/DHCPv6 operators
 // (network/config-specs.ts) as specs in `network-config`, ids `<layer>/<id>` as
 // Talos builds them. They re-run when the machine config or the set of links changes.
 
@@ -92,14 +92,44 @@ export class LinkConfigController implements Controller {
 
 export class OperatorConfigController implements Controller {
   readonly name = "network.OperatorConfigController";
+  readonly inputs = [...configInputs, { namespace: NETWORK_CONFIG_NAMESPACE, type: LinkSpecType, kind: "weak" as const }];
+  readonly outputs = [{ type: OperatorSpecType, kind: "shared" as const }];
+  constructor(private readonly cmdline: CmdlineNetworking) {}
+
+  async reconcile(ctx: ControllerContext): Promise<void> {
+    // A link the platform configures (nocloud's network-config) gets no default DHCPv4, as in Talos.
+    const platformLinks = new Set(ctx.list<LinkSpecSpec>(NETWORK_CONFIG_NAMESPACE, LinkSpecType).filter((r) => r.spec.layer === "platform").map((r) => r.spec.name));
+    const layers = currentLayers(ctx, this.cmdline);
+    const dhcp4 = layers.dhcp4
+      .filter((d) => d.layer !== "default" || !platformLinks.has(d.linkName))
+      .map((d): [string, OperatorSpecSpec] => [
+        `${d.layer}/dhcp4/${d.linkName}`,
+        { operator: "dhcp4", linkName: d.linkName, requireUp: true, dhcp4: { routeMetric: d.routeMetric }, layer: d.layer },
+      ]);
+    const dhcp6 = layers.dhcp6.map((d): [string, OperatorSpecSpec] => [
+      `${d.layer}/dhcp6/${d.linkName}`,
+      { operator: "dhcp6", linkName: d.linkName, requireUp: true, dhcp6: { ...(d.duid ? { DUID: d.duid } : {}), routeMetric: d.routeMetric }, layer: d.layer },
+    ]);
+    publish(ctx, OperatorSpecType, [...dhcp4, ...dhcp6]);
+  }
+}
+
+/**
+ * network.OperatorVIPConfigController: a `vip` OperatorSpec for every layer 2 `vip.ip`
+ * (interfaces and their vlans), gratuitous ARP on, as Talos builds them. Nothing runs
+ * the VIP operator yet: Talos campaigns for the address in etcd, which this node does
+ * not run, and without etcd Talos never takes the address either.
+ */
+export class OperatorVipConfigController implements Controller {
+  readonly name = "network.OperatorVIPConfigController";
   readonly inputs = configInputs;
   readonly outputs = [{ type: OperatorSpecType, kind: "shared" as const }];
   constructor(private readonly cmdline: CmdlineNetworking) {}
 
   async reconcile(ctx: ControllerContext): Promise<void> {
-    const specs = currentLayers(ctx, this.cmdline).dhcp4.map((d): [string, OperatorSpecSpec] => [
-      `${d.layer}/dhcp4/${d.linkName}`,
-      { operator: "dhcp4", linkName: d.linkName, requireUp: true, dhcp4: { routeMetric: d.routeMetric }, layer: d.layer },
+    const specs = currentLayers(ctx, this.cmdline).vips.map((v): [string, OperatorSpecSpec] => [
+      `configuration/vip/${v.linkName}`,
+      { operator: "vip", linkName: v.linkName, requireUp: true, vip: { ip: v.ip, gratuitousARP: true }, layer: "configuration" },
     ]);
     publish(ctx, OperatorSpecType, specs);
   }

@@ -1,26 +1,31 @@
-// The DHCPv6 part of Talos's OperatorSpecController: a DHCPv6 client on every link
-// the machine config asks it for (`.machine.network.interfaces[]` by name with
-// `dhcp: true` and `dhcpOptions.ipv6: true`; Talos never runs it by default), once
-// the link is up. It only emits: each lease's DNS servers, NTP servers and hostname
-// become operator-layer specs in `network-config` (ids dhcp6/<link>/resolvers|
-// timeservers|hostname) and its addresses (/128) an OperatorOutput for the address
-// specs; it never touches the kernel.
+// The DHCPv6 part of Talos's OperatorSpecController: a DHCPv6 client for every merged
+// dhcp6 OperatorSpec (the machine config's `dhcp: true` with `dhcpOptions.ipv6: true`,
+// the platform's network-config; Talos never runs it by default), once the link is up
+// and its IPv6 link-local address is no longer tentative (the client sends from it). It only emits: each lease's addresses (/128, global scope) and its
+// DNS servers, NTP servers and hostname become operator-layer specs in
+// `network-config` (ids dhcp6/<link>/...), which network.AddressSpecController puts
+// into the kernel; it never touches the kernel itself.
 
-import type { ConfigBundle } from "../../config/bundle.js";
 import { describeError } from "../../errors.js";
 import { logger } from "../../log.js";
 import { Dhcp6Client, type Dhcp6Transport, type Lease6Event } from "../../network/dhcp6/client.js";
 import { lease6ToOutput } from "../../network/dhcp6/lease.js";
 import { Dhcp6Port } from "../../network/dhcp6/udp.js";
 import type { Timers } from "../../network/dhcp4/client.js";
-import type { OperatorOutput } from "../../network/operator-output.js";
+import { type OperatorOutput, operatorSpecs } from "../../network/operator-output.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
-import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../resources/catalog/config.js";
 import {
+  AddressSpecType,
+  type AddressSpecSpec,
+  AddressStatusType,
+  type AddressStatusSpec,
   HostnameSpecType,
   LinkStatusType,
   type LinkStatusSpec,
+  NETWORK_CONFIG_NAMESPACE,
   NETWORK_NAMESPACE,
+  OperatorSpecType,
+  type OperatorSpecSpec,
   ResolverSpecType,
   TimeServerSpecType,
 } from "../../resources/catalog/network.js";
@@ -32,8 +37,6 @@ export interface Dhcp6OperatorOptions {
   /** Per-link transport; default: one shared UDP [::]:546 socket. */
   transport?: (linkName: string) => Promise<Dhcp6Transport>;
   timers?: Timers;
-  /** Run on exactly these links (tests), instead of the ones the machine config names. */
-  links?: readonly string[];
   /** Offer rapid commit in SOLICIT (default true, as Talos's client does). */
   rapidCommit?: boolean;
 }
@@ -44,22 +47,20 @@ interface Running {
   output?: OperatorOutput;
 }
 
-/** Links `.machine.network.interfaces` asks DHCPv6 for, with the DUID each wants (hex, "" for the default). */
-export function dhcp6Links(config: ConfigBundle | undefined): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const i of config?.v1alpha1()?.machine?.network?.interfaces ?? []) {
-    if (i.interface && i.dhcp === true && i.dhcpOptions?.ipv6 === true && i.ignore !== true) out.set(i.interface, i.dhcpOptions.duidv6 ?? "");
-  }
-  return out;
+/** Links the merged OperatorSpecs give DHCPv6, with the DUID each wants (hex, "" for the default). */
+function dhcp6Links(specs: readonly OperatorSpecSpec[]): Map<string, string> {
+  return new Map(specs.filter((s) => s.operator === "dhcp6").map((s) => [s.linkName, s.dhcp6?.DUID ?? ""]));
 }
 
 export class Dhcp6OperatorController implements Controller {
   readonly name = "network.DHCP6OperatorController";
   readonly inputs = [
     { namespace: NETWORK_NAMESPACE, type: LinkStatusType, kind: "weak" as const },
-    { namespace: CONFIG_NAMESPACE, type: MachineConfigType, id: MachineConfigIds.active, kind: "weak" as const },
+    { namespace: NETWORK_NAMESPACE, type: AddressStatusType, kind: "weak" as const },
+    { namespace: NETWORK_NAMESPACE, type: OperatorSpecType, kind: "weak" as const },
   ];
   readonly outputs = [
+    { type: AddressSpecType, kind: "shared" as const },
     { type: HostnameSpecType, kind: "shared" as const },
     { type: ResolverSpecType, kind: "shared" as const },
     { type: TimeServerSpecType, kind: "shared" as const },
@@ -89,8 +90,13 @@ export class Dhcp6OperatorController implements Controller {
       this.stopHooked = ctx.signal;
       ctx.signal.addEventListener("abort", () => void this.stopAll(), { once: true });
     }
-    const config = ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec;
-    const asked = this.opts.links ? new Map(this.opts.links.map((l) => [l, ""])) : dhcp6Links(config);
+    const asked = dhcp6Links(ctx.list<OperatorSpecSpec>(NETWORK_NAMESPACE, OperatorSpecType).map((r) => r.spec));
+    const linkLocalReady = new Set(
+      ctx
+        .list<AddressStatusSpec>(NETWORK_NAMESPACE, AddressStatusType)
+        .filter((a) => a.spec.family === "inet6" && a.spec.scope === "link" && !a.spec.flags.split(",").includes("tentative"))
+        .map((a) => a.spec.linkName),
+    );
     const wanted = new Set<string>();
     for (const link of ctx.list<LinkStatusSpec>(NETWORK_NAMESPACE, LinkStatusType)) {
       const name = link.metadata.id;
@@ -98,7 +104,8 @@ export class Dhcp6OperatorController implements Controller {
       if (duid === undefined) continue;
       if (link.spec.operationalState !== "up" && link.spec.operationalState !== "unknown") continue;
       wanted.add(name);
-      if (!this.running.has(name)) await this.startClient(name, link.spec.hardwareAddr, duid);
+      // A new client waits for its source address (Talos's waitIPv6LinkReady); a running one keeps running.
+      if (!this.running.has(name) && linkLocalReady.has(name)) await this.startClient(name, link.spec.hardwareAddr, duid);
     }
     for (const name of [...this.running.keys()]) {
       if (!wanted.has(name)) await this.stopClient(name, false);
@@ -148,11 +155,17 @@ export class Dhcp6OperatorController implements Controller {
 
   private publish(ctx: ControllerContext): void {
     const keep = keptNames();
+    const addresses = new Set<string>();
     for (const [link, entry] of this.running) {
       const out = entry.output;
       if (!out) continue;
+      for (const [id, spec] of operatorSpecs(`dhcp6/${link}`, link, out).addresses) {
+        ctx.modify<AddressSpecSpec>(NETWORK_CONFIG_NAMESPACE, AddressSpecType, id, () => spec);
+        addresses.add(id);
+      }
       publishOperatorNames(ctx, `dhcp6/${link}`, out, keep);
     }
     destroyOtherNames(ctx, keep);
+    ctx.destroyOthers(NETWORK_CONFIG_NAMESPACE, AddressSpecType, addresses);
   }
 }

@@ -14,7 +14,7 @@ import { AddressStatusController } from "./address-status.js";
 import { HostnameConfigController, ResolverConfigController, TimeServerConfigController } from "./defaults.js";
 import { AddressSpecController } from "./address-spec.js";
 import { EtcFileController } from "./etc-files.js";
-import { AddressConfigController, LinkConfigController, OperatorConfigController, RouteConfigController } from "./config-layers.js";
+import { AddressConfigController, LinkConfigController, OperatorConfigController, OperatorVipConfigController, RouteConfigController } from "./config-layers.js";
 import { Dhcp4OperatorController, type Dhcp4OperatorOptions } from "./dhcp4-operator.js";
 import { type LinkDetailsReader, LinkStatusController } from "./link-status.js";
 import { LinkSpecController } from "./link-spec.js";
@@ -22,6 +22,7 @@ import { AddressMergeController, LinkMergeController, OperatorMergeController, R
 import { RouteSpecController } from "./route-spec.js";
 import { NetworkStatusController } from "./network-status.js";
 import { NodeAddressController } from "./node-address.js";
+import { NodeAddressFilterController } from "./node-address-filter.js";
 import { RouteStatusController } from "./route-status.js";
 import { HostnameStatusController, ResolverStatusController, TimeServerStatusController } from "./status.js";
 
@@ -53,6 +54,7 @@ export function networkControllers(opts: NetworkControllersOptions): Controller[
     new AddressStatusController(opts.kernel),
     new RouteStatusController(opts.kernel),
     new NodeAddressController(),
+    new NodeAddressFilterController(),
     new HostnameConfigController(cmdline.hostname ? { hostname: cmdline.hostname, domainname: cmdline.domainname ?? "" } : undefined),
     new ResolverConfigController(cmdline.dnsServers),
     new TimeServerConfigController(cmdline.timeServers),
@@ -76,6 +78,7 @@ export function networkControllers(opts: NetworkControllersOptions): Controller[
       new RouteConfigController(cmdline),
       new LinkConfigController(cmdline),
       new OperatorConfigController(cmdline),
+      new OperatorVipConfigController(cmdline),
       new AddressMergeController(),
       new RouteMergeController(),
       new LinkMergeController(),

@@ -2,18 +2,24 @@
 // `default` (one address, sticky while it stays on the node), `current` (on links
 // that are up), `routed` (current minus SideroLink) and `accumulative` (every address
 // ever seen). Only global/site-scope, non-loopback, non-link-local, non-multicast.
+// Each NodeAddressFilter `<f>` adds `current-<f>`, `routed-<f>` and
+// `accumulative-<f>` narrowed by its subnets (Talos 1.7 has no filtered default).
 
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
 import { ipBytes } from "../../resources/codec.js";
+import { prefixContains } from "../../network/ip-prefix.js";
 import {
   AddressStatusType,
   type AddressStatusSpec,
   LinkStatusType,
   type LinkStatusSpec,
   NETWORK_NAMESPACE,
+  NodeAddressFilterType,
+  type NodeAddressFilterSpec,
   NodeAddressIds,
   NodeAddressType,
   type NodeAddressSpec,
+  filteredNodeAddressId,
 } from "../../resources/catalog/network.js";
 import type { Resource } from "../../resources/resource.js";
 import { ADDRESS_STATUS_CONTROLLER as addressStatusOwner } from "./address-status.js";
@@ -44,6 +50,27 @@ function isSideroLink(ip: string): boolean {
 function sortUnique(prefixes: string[]): string[] {
   const sorted = [...prefixes].sort((a, b) => compareIp(ipOf(a), ipOf(b)) || a.localeCompare(b));
   return sorted.filter((p, i) => i === 0 || p !== sorted[i - 1]);
+}
+
+/** Adds each address (by IP) not yet in `recorded`, keeping IP order; what is recorded stays. */
+export function mergeAccumulative(recorded: readonly string[], seen: readonly string[]): string[] {
+  const out = [...recorded];
+  for (const p of seen) {
+    const ip = ipOf(p);
+    const at = out.findIndex((q) => compareIp(ipOf(q), ip) >= 0);
+    if (at >= 0 && compareIp(ipOf(out[at]!), ip) === 0) continue;
+    out.splice(at < 0 ? out.length : at, 0, p);
+  }
+  return out;
+}
+
+/** The addresses a filter lets through, in order (Talos's filterIPs). */
+export function filterAddresses(prefixes: readonly string[], filter: NodeAddressFilterSpec): string[] {
+  return prefixes.filter((p) => {
+    const ip = ipOf(p);
+    if (filter.includeSubnets.length > 0 && !filter.includeSubnets.some((n) => prefixContains(n, ip))) return false;
+    return !filter.excludeSubnets.some((n) => prefixContains(n, ip));
+  });
 }
 
 export interface NodeAddressSets {
@@ -88,6 +115,7 @@ export class NodeAddressController implements Controller {
   readonly inputs = [
     { namespace: NETWORK_NAMESPACE, type: AddressStatusType, kind: "weak" as const },
     { namespace: NETWORK_NAMESPACE, type: LinkStatusType, kind: "weak" as const },
+    { namespace: NETWORK_NAMESPACE, type: NodeAddressFilterType, kind: "weak" as const },
   ];
   readonly outputs = [{ type: NodeAddressType }];
 
@@ -96,7 +124,7 @@ export class NodeAddressController implements Controller {
       ctx.list<LinkStatusSpec>(NETWORK_NAMESPACE, LinkStatusType),
       ctx.list<AddressStatusSpec>(NETWORK_NAMESPACE, AddressStatusType),
     );
-    const keep = new Set<string>([NodeAddressIds.current, NodeAddressIds.routed, NodeAddressIds.accumulative]);
+    const keep = new Set<string>();
     if (sets.default) {
       const chosen = sets.default;
       keep.add(NodeAddressIds.default);
@@ -106,11 +134,19 @@ export class NodeAddressController implements Controller {
         return { addresses: [chosen] };
       });
     }
-    ctx.modify<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, NodeAddressIds.current, () => ({ addresses: sets.current }));
-    ctx.modify<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, NodeAddressIds.routed, () => ({ addresses: sets.routed }));
-    ctx.modify<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, NodeAddressIds.accumulative, (cur) => ({
-      addresses: sortUnique([...(cur?.addresses ?? []), ...sets.accumulative]),
-    }));
+    const publish = (suffix: (kind: string) => string, narrow: (prefixes: string[]) => string[]) => {
+      const ids = { current: suffix(NodeAddressIds.current), routed: suffix(NodeAddressIds.routed), accumulative: suffix(NodeAddressIds.accumulative) };
+      ctx.modify<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, ids.current, () => ({ addresses: narrow(sets.current) }));
+      ctx.modify<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, ids.routed, () => ({ addresses: narrow(sets.routed) }));
+      ctx.modify<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, ids.accumulative, (cur) => ({
+        addresses: mergeAccumulative(cur?.addresses ?? [], narrow(sets.accumulative)),
+      }));
+      for (const id of Object.values(ids)) keep.add(id);
+    };
+    publish((kind) => kind, (prefixes) => prefixes);
+    for (const filter of ctx.list<NodeAddressFilterSpec>(NETWORK_NAMESPACE, NodeAddressFilterType)) {
+      publish((kind) => filteredNodeAddressId(kind, filter.metadata.id), (prefixes) => filterAddresses(prefixes, filter.spec));
+    }
     ctx.destroyOthers(NETWORK_NAMESPACE, NodeAddressType, keep);
   }
 }

@@ -13,7 +13,8 @@ import type { Mounter } from "../../sys/mount.js";
 import type { Platform } from "../platform.js";
 import { downloadConfig, gunzipIfCompressed, type DownloadOptions } from "./download.js";
 import { readLabelledVolume } from "./labelled-volume.js";
-import { nocloudDnsServers, splitFqdn } from "./network-config.js";
+import { parseNocloudNetwork, type NocloudNetworkConfig } from "../../network/nocloud-network.js";
+import { splitFqdn } from "./network-config.js";
 import { nocloudFiles, nocloudLabels, nocloudMetadata, nocloudPlatformMetadata } from "./nocloud.js";
 import { substituteConfigUrl, urlVariablesUsed } from "./url.js";
 import { urlValues } from "./url-values.js";
@@ -87,13 +88,13 @@ async function nocloud(d: AcquireDeps, wantConfig: boolean): Promise<Acquired> {
   const meta = nocloudMetadata(text(nocloudFiles.metaData), text(nocloudFiles.userData));
   const userData = volume.files.get(nocloudFiles.userData);
   const metadata = nocloudPlatformMetadata(meta);
-  let dnsServers: string[] = [];
+  let networkConfig: NocloudNetworkConfig | undefined;
   try {
-    dnsServers = nocloudDnsServers(text(nocloudFiles.networkConfig));
+    networkConfig = parseNocloudNetwork(text(nocloudFiles.networkConfig));
   } catch (err) {
     d.log.error("nocloud: network-config ignored", { error: describeError(err) });
   }
-  const network = { ...(metadata.hostname ? { hostname: splitFqdn(metadata.hostname) } : {}), dnsServers };
+  const network = { ...(metadata.hostname ? { hostname: splitFqdn(metadata.hostname) } : {}), ...(networkConfig ? { nocloud: networkConfig } : {}) };
   // An empty user-data is no configuration (Talos: ErrNoConfigSource).
   if (!wantConfig || !userData || userData.length === 0) return { metadata, network };
   return { metadata, network, config: { data: gunzipIfCompressed(userData), source: `nocloud (${path.join(volume.device, nocloudFiles.userData)})` } };

@@ -361,6 +361,32 @@ export const nodeAddressDefinition = defineResource<NodeAddressSpec>({
   toProto: (s) => ({ addresses: s.addresses.map(netIPPrefix) }),
 });
 
+/** The id of a NodeAddress kind narrowed by a NodeAddressFilter ("current" + "no-k8s" -> "current-no-k8s"). */
+export const filteredNodeAddressId = (kind: string, filterId: string): string => `${kind}-${filterId}`;
+
+// ---------------------------------------------------------------------------
+// NodeAddressFilters.net.talos.dev (ids no-k8s, only-k8s)
+
+export const NodeAddressFilterType = "NodeAddressFilters.net.talos.dev";
+export const NodeAddressFilterIds = { noK8s: "no-k8s", onlyK8s: "only-k8s" } as const;
+export interface NodeAddressFilterSpec {
+  /** An address is kept only if one of these holds it (when not empty). */
+  includeSubnets: string[];
+  /** An address one of these holds is dropped. */
+  excludeSubnets: string[];
+}
+
+export const nodeAddressFilterDefinition = defineResource<NodeAddressFilterSpec>({
+  type: NodeAddressFilterType,
+  defaultNamespace: NETWORK_NAMESPACE,
+  printColumns: [
+    { name: "Include Subnets", jsonPath: "{.includeSubnets}" },
+    { name: "Exclude Subnets", jsonPath: "{.excludeSubnets}" },
+  ],
+  protoSpecType: "talos.resource.definitions.network.NodeAddressFilterSpec",
+  toProto: (s) => ({ include_subnets: s.includeSubnets.map(netIPPrefix), exclude_subnets: s.excludeSubnets.map(netIPPrefix) }),
+});
+
 // ---------------------------------------------------------------------------
 // HostnameStatuses / ResolverStatuses / TimeServerStatuses (single ids)
 
@@ -675,6 +701,10 @@ export interface OperatorSpecSpec {
   linkName: string;
   requireUp: boolean;
   dhcp4?: { routeMetric: number; skipHostnameRequest?: boolean };
+  /** `DUID` is Talos's YAML key (hex, absent for the default). */
+  dhcp6?: { DUID?: string; routeMetric: number; skipHostnameRequest?: boolean };
+  /** A layer 2 shared address (the cloud providers' VIPs are not built). */
+  vip?: { ip: string; gratuitousARP: boolean };
   layer: ConfigLayer;
 }
 const operatorNumbers = { dhcp4: 0, dhcp6: 1, vip: 2 } as const;
@@ -687,6 +717,8 @@ export const operatorSpecDefinition = defineResource<OperatorSpecSpec>({
     link_name: s.linkName,
     require_up: s.requireUp,
     dhcp4: { route_metric: s.dhcp4?.routeMetric ?? 0, skip_hostname_request: s.dhcp4?.skipHostnameRequest ?? false },
+    dhcp6: { duid: s.dhcp6?.DUID ?? "", route_metric: s.dhcp6?.routeMetric ?? 0, skip_hostname_request: s.dhcp6?.skipHostnameRequest ?? false },
+    ...(s.vip ? { vip: { ip: netIP(s.vip.ip), gratuitous_arp: s.vip.gratuitousARP } } : {}),
     config_layer: netValues.layer(s.layer),
   }),
 });
@@ -696,6 +728,7 @@ export const networkDefinitions: readonly ResourceDefinition<never>[] = [
   addressStatusDefinition,
   routeStatusDefinition,
   nodeAddressDefinition,
+  nodeAddressFilterDefinition,
   hostnameStatusDefinition,
   resolverStatusDefinition,
   timeServerStatusDefinition,
