@@ -3,9 +3,11 @@
 // machine.install.image and comes back from the disk; Upgrade to this
 // build's installer pushed under a new tag (kexec into slot B, confirmed once ready, the
 // config kept); Rollback to slot A; an Upgrade to an installer whose initramfs is truncated
-// (the kernel panics in slot B, twice at most) ends with the node back in slot A, ready,
-// and the console saying why.
+// (the kernel panics in slot B, twice at most), and one to an installer whose machined exits
+// at start (init reboots after its restarts, twice at most), each end with the node back in
+// slot A, ready, and the console saying why.
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
@@ -25,6 +27,8 @@ import { artifactsPresent, bootNode, repoRoot, waitFor, type BootedNode } from "
 const bootMs = 1_200_000;
 // Install from PXE also pulls the ~90 MB installer inside the guest: 10 minutes of it on that host.
 const installMs = 2_400_000;
+// Upgrade answers once the installer is pulled: 145 s of it inside a TCG guest on a loaded host.
+const pullMs = 900_000;
 const disk = "upgrade-journey";
 const out = path.join(repoRoot, "_out");
 const installer = path.join(out, "installer-amd64.tar");
@@ -41,6 +45,13 @@ async function bootedSlot(c: NodeClient): Promise<string> {
 async function metaKeys(c: NodeClient): Promise<Map<string, string>> {
   const listed = await c.collect<ResourceItem>(c.cosi, "List", { namespace: "runtime", type: "MetaKeys.runtime.talos.dev" }, 10_000);
   return new Map(listed.map((r) => [r.resource.metadata.id, /value: (.*)/.exec(r.resource.spec.yaml_spec)?.[1] ?? ""]));
+}
+
+/** A newc cpio (the host's cpio) holding only agent/basalt.mjs with `script`. */
+function agentReplacement(dir: string, script: string): Buffer {
+  fs.mkdirSync(path.join(dir, "agent"), { recursive: true });
+  fs.writeFileSync(path.join(dir, "agent", "basalt.mjs"), script);
+  return execFileSync("cpio", ["-o", "-H", "newc", "-R", "0:0", "--quiet"], { cwd: dir, input: "agent\nagent/basalt.mjs\n" });
 }
 
 // Not yet part of the test command: this journey has not passed once (its boots outlasted their bounds on
@@ -66,12 +77,20 @@ test("upgrade journey: install → Upgrade (slot B) → Rollback (slot A) → br
   fs.writeFileSync(truncated, initramfs.subarray(0, Math.floor(initramfs.length / 2)));
   await buildInstallerArchive(path.join(work, "broken.tar"), "broken", [{ arch: "amd64", kernel: path.join(out, "vmlinuz-amd64"), initramfs: truncated }]);
   await (await LayoutArchive.open(path.join(work, "broken.tar"))).push(repo, "broken");
+  // An installer whose machined exits at start: this build's initramfs with one more cpio appended, whose
+  // agent/basalt.mjs replaces the bundle (the kernel unpacks the archives in order, a later file over an earlier one).
+  const exiting = path.join(work, "initramfs-machined-exits.xz");
+  fs.writeFileSync(exiting, Buffer.concat([initramfs, Buffer.alloc((4 - (initramfs.length % 4)) % 4), agentReplacement(path.join(work, "exiting-agent"), 'console.error("machined: exiting at start on purpose");\nprocess.exit(1);\n')]));
+  await buildInstallerArchive(path.join(work, "machined-exits.tar"), "machined-exits", [{ arch: "amd64", kernel: path.join(out, "vmlinuz-amd64"), initramfs: exiting }]);
+  await (await LayoutArchive.open(path.join(work, "machined-exits.tar"))).push(repo, "machined-exits");
 
   const generated = await generateConfigs({ clusterName: "upgrade", endpoint: "https://10.0.2.15:6443", installDisk: "/dev/vda" });
   const doc = parseDocument(generated.controlplane);
   // The node names the registry as the guest sees the host; plain HTTP is a mirror endpoint, as Talos users write it.
   doc.setIn(["machine", "registries", "mirrors", guestHost], { endpoints: [`http://${guestHost}`] });
   doc.setIn(["machine", "network", "hostname"], "upgrade-node");
+  // The guest reaches no NTP server; with sync off its clock (QEMU's, from the host) counts as synced and the node gets ready.
+  doc.setIn(["machine", "time", "disabled"], true);
   doc.setIn(["machine", "install", "image"], `${guestHost}/basalt/installer:upgrade-1`);
   const config = doc.toString();
   const creds = parseTalosconfig(generated.talosconfig);
@@ -85,20 +104,37 @@ test("upgrade journey: install → Upgrade (slot B) → Rollback (slot A) → br
     node = await bootNode({ name, boot: "disk", disk, freshDisk: false, netOpen: true });
   };
 
-  // It comes back from the disk's kernel (kexec); the Rollback below boots the disk through GRUB.
-  await t.test("a PXE boot installs from machine.install.image and comes back from the disk in slot A", async () => {
+  // Each step needs the one before it: once one fails, the rest are skipped rather than booted for nothing.
+  let failedStep: string | undefined;
+  const step = async (name: string, fn: () => Promise<void>) => {
+    await t.test(name, { skip: failedStep ? `after the failed step "${failedStep}"` : false }, async () => {
+      try {
+        await fn();
+      } catch (err) {
+        failedStep = name;
+        throw err;
+      }
+    });
+  };
+  // A node under load can take longer than one call's deadline to answer: reads after a boot are retried.
+  const slotOf = () => waitFor(node, "the booted slot (Read /proc/cmdline)", () => bootedSlot(admin()), bootMs);
+
+  // It comes back from the disk's kernel (kexec); the failed upgrades below boot the disk through GRUB.
+  await step("a PXE boot installs from machine.install.image and comes back from the disk in slot A", async () => {
     await waitFor(node, "maintenance API", () => node.client().disks(), bootMs);
-    await node.client().applyConfiguration(config, { mode: ApplyMode.REBOOT });
+    const insecure = node.client();
+    // Not retried (a second apply would meet a node already installing): one call with a deadline a loaded guest meets.
+    await insecure.unary(insecure.machine, "ApplyConfiguration", { data: Buffer.from(config), mode: ApplyMode.REBOOT, dry_run: false }, 300_000);
     await waitFor(node, "mTLS after install", () => admin().version(), installMs);
-    assert.equal(await bootedSlot(admin()), "A");
+    assert.equal(await slotOf(), "A");
     assert.match(node.console(), /no boot medium: installing from machine.install.image/);
     assert.match(node.console(), /installer pulled/);
   });
 
-  await t.test("Upgrade pulls from the registry, kexecs into slot B and confirms it once ready; the config is kept", async () => {
+  await step("Upgrade pulls from the registry, kexecs into slot B and confirms it once ready; the config is kept", async () => {
     const c = admin();
-    const bootId = (await c.read("/proc/sys/kernel/random/boot_id")).toString().trim();
-    const reply = await c.unary<{ messages: { ack: string; actor_id: string }[] }>(c.machine, "Upgrade", { image: `${guestHost}/basalt/installer:upgrade-1` }, 300_000);
+    const bootId = (await waitFor(node, "boot_id", () => c.read("/proc/sys/kernel/random/boot_id"), bootMs)).toString().trim();
+    const reply = await c.unary<{ messages: { ack: string; actor_id: string }[] }>(c.machine, "Upgrade", { image: `${guestHost}/basalt/installer:upgrade-1` }, pullMs);
     assert.equal(reply.messages[0]!.ack, "Upgrade request received");
     await waitFor(node, "a new boot after the upgrade", async () => {
       const now = (await admin().read("/proc/sys/kernel/random/boot_id")).toString().trim();
@@ -108,44 +144,55 @@ test("upgrade journey: install → Upgrade (slot B) → Rollback (slot A) → br
       const keys = await metaKeys(admin());
       if (keys.has("0x06")) throw new Error(`META 0x06 = ${keys.get("0x06")}`);
     }, bootMs);
-    const after = admin();
-    assert.equal(await bootedSlot(after), "B");
-    const hostname = (await after.resourceGet("network", "HostnameStatuses.net.talos.dev", "hostname")) as ResourceReply;
+    assert.equal(await slotOf(), "B");
+    const hostname = await waitFor(node, "HostnameStatus", () => admin().resourceGet("network", "HostnameStatuses.net.talos.dev", "hostname") as Promise<ResourceReply>, bootMs);
     assert.match(hostname.resource.spec.yaml_spec, /hostname: upgrade-node/);
     assert.match(node.console(), /upgrade confirmed: slot B is GRUB's default, slot A its fallback/);
   });
 
-  await t.test("Rollback reboots into slot A", async () => {
-    await admin().unary(admin().machine, "Rollback", {});
-    await reboot("upgrade-2-rollback");
-    await waitFor(node, "mTLS after rollback", () => admin().version(), bootMs);
-    assert.equal(await bootedSlot(admin()), "A");
+  // Rollback reboots as Reboot does: a kexec of GRUB's new default, in the same VM.
+  await step("Rollback reboots into slot A", async () => {
+    const c = admin();
+    const bootId = (await waitFor(node, "boot_id", () => c.read("/proc/sys/kernel/random/boot_id"), bootMs)).toString().trim();
+    await c.unary(c.machine, "Rollback", {}, 120_000);
+    await waitFor(node, "a new boot after the rollback", async () => {
+      const now = (await admin().read("/proc/sys/kernel/random/boot_id")).toString().trim();
+      if (now === bootId) throw new Error("still the old boot");
+    }, bootMs);
+    assert.equal(await slotOf(), "A");
   });
 
-  await t.test("an installer with a truncated initramfs: the node comes back on slot A, ready, and says why", async () => {
+  // An Upgrade to a broken installer: kexec into slot B, whose failure ends in a reboot (QEMU exits); from the
+  // disk, GRUB tries B once more (its one-time entry, set for a firmware reboot), which fails again; the next
+  // boot is GRUB's default, A, which says why and is ready.
+  const failedUpgrade = async (tag: string, failure: string, name: string) => {
     const c = admin();
-    await c.unary(c.machine, "Upgrade", { image: `${guestHost}/basalt/installer:broken` }, 300_000);
-    // kexec into the broken slot B: its kernel panics (panic=10) and the firmware reboot ends QEMU; from the
-    // disk, GRUB tries B once more (its one-time entry), which panics again; the next boot is GRUB's default, A.
+    await c.unary(c.machine, "Upgrade", { image: `${guestHost}/basalt/installer:${tag}` }, pullMs);
     for (let i = 2; ; i++) {
-      await reboot(`upgrade-3-broken-${i}`);
-      const back = await waitFor(node, "slot A's API, or another panic", async () => {
+      await reboot(`${name}-${i}`);
+      const back = await waitFor(node, "slot A's API, or another failure in slot B", async () => {
         if (node.console().includes("[vm.sh exited")) return false;
         await admin().version();
         return true;
       }, bootMs).catch((err: unknown) => {
-        if (node.console().includes("Kernel panic")) return false;
+        if (node.console().includes(failure)) return false;
         throw err;
       });
       if (back) break;
-      assert.ok(i < 4, "the node came back within two panics");
+      assert.ok(i < 4, `the node came back within two failures (${failure})`);
     }
-    assert.equal(await bootedSlot(admin()), "A");
+    assert.equal(await slotOf(), "A");
     assert.match(node.console(), /UPGRADE FAILED: the new system in slot B did not reach Running and ready/);
     await waitFor(node, "ready", async () => {
       const status = (await admin().resourceGet("runtime", "MachineStatuses.runtime.talos.dev", "machine")) as ResourceReply;
       assert.match(status.resource.spec.yaml_spec, /stage: running[\s\S]*ready: true/);
     }, bootMs);
-    assert.equal((await metaKeys(admin())).has("0x06"), false);
-  });
+    assert.equal((await waitFor(node, "MetaKeys", () => metaKeys(admin()), bootMs)).has("0x06"), false);
+  };
+
+  await step("an installer with a truncated initramfs: the node comes back on slot A, ready, and says why", () =>
+    failedUpgrade("broken", "Kernel panic", "upgrade-3-broken"));
+
+  await step("an installer whose machined exits at start: init gives up and reboots, the node comes back on slot A", () =>
+    failedUpgrade("machined-exits", "machined failed 6 times in a row", "upgrade-4-machined-exits"));
 });
