@@ -203,7 +203,7 @@ test("Logs: the tail and a follow return exactly the lines the service printed (
   const machined = await logs("machined", 2);
   assert.match(machined, /^\d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d\.\d{6} \[basalt\] .*\n\d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d\.\d{6} \[basalt\] .*\n$/);
   const containers = (await c.unary(c.machine, "LogsContainers")) as { messages: { ids: string[] }[] };
-  assert.deepEqual(containers.messages[0]!.ids, ["apid", "machined", "syslogd", "trustd"]);
+  assert.deepEqual(containers.messages[0]!.ids, ["apid", "controller-runtime", "machined", "syslogd", "trustd"]);
   const err = await c.collect(c.machine, "Logs", { namespace: "system", id: "nosuchservice", tail_lines: -1 }).then(() => assert.fail("expected an error"), (e: grpc.ServiceError) => e);
   assert.equal(err.code, grpc.status.UNKNOWN);
   assert.equal(err.details, 'log "nosuchservice" was not registered');
