@@ -1,3 +1,4 @@
+import { flushCompileCache } from "node:module";
 import { logger, setLogFormat } from "../log.js";
 import { describeError } from "../errors.js";
 import { KernelClock } from "../sys/clock-kernel.js";
@@ -9,7 +10,7 @@ import { kernelParamsAt } from "../sys/kernel-params.js";
 import { sysfsSmbios } from "../sys/smbios.js";
 import { initPower } from "../sys/power.js";
 import { trustdUser } from "../services/definitions/trustd.js";
-import { parseFlags } from "./flags.js";
+import { parseFlags } from "../flags.js";
 import { runMachinedProcess } from "./machined-run.js";
 import { DEFAULT_HOST_DNS_LISTEN } from "../controllers/network/host-dns-config.js";
 import { networkDefinitions, networking } from "./networking.js";
@@ -17,6 +18,9 @@ import { networkDefinitions, networking } from "./networking.js";
 /** machined on a node: paths rooted at /, platform from the kernel command line, apid on :50000. */
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseFlags(argv, { "apid-listen": "string", "apid-in-process": "boolean" });
+  // The bundle is compiled by now: when init gave a writable NODE_COMPILE_CACHE (an image without a baked
+  // one), write its code cache there before apid loads the same bundle.
+  flushCompileCache();
   const platform = nodePlatform();
   // The node console shows human-readable lines (as Talos prints to the console).
   setLogFormat("console");

@@ -9,7 +9,7 @@ import { pathsAt } from "../sys/paths.js";
 import { kernelParamsOverlay } from "../sys/kernel-params.js";
 import { FakeClock } from "../sys/clock-fake.js";
 import { durationMs } from "../config/checks.js";
-import { parseFlags } from "./flags.js";
+import { parseFlags } from "../flags.js";
 import { entryScript, runMachinedProcess } from "./machined-run.js";
 import { networkDefinitions, networking } from "./networking.js";
 

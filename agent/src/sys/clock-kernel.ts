@@ -59,21 +59,32 @@ interface Libc {
   errno(): number;
 }
 
-function loadLibc(): Libc {
-  // The bundle carries koffi's addon as native/koffi-<arch>.node beside it (its API is the addon's own);
-  // from dist, the koffi package. Names are computed so esbuild leaves both alone.
+/** koffi's API as we use it (the addon's own). */
+interface Koffi {
+  load(lib: string): { func(sig: string): (...args: unknown[]) => number };
+  errno(): number;
+}
+
+/**
+ * Where koffi is, found without loading it: the bundle carries its addon as native/koffi-<arch>.node
+ * beside it; from dist, the koffi package. Names are computed so esbuild leaves both alone.
+ */
+function locateKoffi(): () => Koffi {
   const require = createRequire(import.meta.url);
-  let koffi: { load(lib: string): { func(sig: string): (...args: unknown[]) => number }; errno(): number };
-  try {
-    koffi = require(`./native/koffi-${process.arch}.node`);
-  } catch (bundled) {
+  const candidates = [`./native/koffi-${process.arch}.node`, "koffi"];
+  const misses: unknown[] = [];
+  for (const name of candidates) {
     try {
-      const name = "koffi";
-      koffi = require(name);
+      const resolved = require.resolve(name);
+      return () => require(resolved);
     } catch (err) {
-      throw new ClockError("the FFI library (koffi) is not available", {}, { cause: new AggregateError([bundled, err]) });
+      misses.push(err);
     }
   }
+  throw new ClockError("the FFI library (koffi) is not available", {}, { cause: new AggregateError(misses) });
+}
+
+function openLibc(koffi: Koffi): Libc {
   const libc = koffi.load("libc.so.6");
   const adjtimex = libc.func("int adjtimex(_Inout_ uint8_t *buf)");
   const clockGettime = libc.func("int clock_gettime(int id, _Out_ uint8_t *ts)");
@@ -81,11 +92,24 @@ function loadLibc(): Libc {
 }
 
 export class KernelClock implements SystemClock {
-  private constructor(private readonly libc: Libc) {}
+  private opened: Libc | undefined;
+  private constructor(private readonly koffi: () => Koffi) {}
 
-  /** Throws ClockError when libc cannot be reached (no FFI addon in this build). */
+  /**
+   * Throws ClockError when this build has no FFI addon. The addon loads on first use: it takes
+   * ~0.2 s of CPU on a fast host (far more under emulation), which boot does not wait for.
+   */
   static load(): KernelClock {
-    return new KernelClock(loadLibc());
+    return new KernelClock(locateKoffi());
+  }
+
+  private get libc(): Libc {
+    try {
+      this.opened ??= openLibc(this.koffi());
+    } catch (err) {
+      throw new ClockError("loading the FFI library (koffi) failed", {}, { cause: err });
+    }
+    return this.opened;
   }
 
   now(): number {
