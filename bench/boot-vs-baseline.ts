@@ -93,7 +93,11 @@ async function bootSeconds(what: Artifacts, probe: Probe): Promise<number> {
   }
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+};
 
 for (const file of [...files(baselineBoot), ...files(ourBoot)]) {
   if (!fs.existsSync(file)) {
