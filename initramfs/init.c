@@ -220,11 +220,8 @@ static pid_t spawn(char *const argv[], int out_fd) {
   dup2(out_fd >= 0 ? out_fd : null, 2);
   // MALLOC_ARENA_MAX=2: glibc otherwise keeps up to 8 arenas per core for node's
   // worker threads; two cut machined's idle memory (measured by bench/memory.ts).
-  // NODE_COMPILE_CACHE: the code cache image.sh baked beside the bundle (scripts/compile-cache.sh) saves
-  // machined and apid compiling it; without one, machined writes one on /run as it starts, for apid.
-  char *compile_cache = access(AGENT_MOUNT "/compile-cache", R_OK) == 0 ? "NODE_COMPILE_CACHE=" AGENT_MOUNT "/compile-cache"
-                                                                         : "NODE_COMPILE_CACHE=/run/node-compile-cache";
-  char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/", "TERM=linux", compile_cache, "MALLOC_ARENA_MAX=2", NULL};
+  char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/", "TERM=linux",
+                  "NODE_COMPILE_CACHE=/run/node-compile-cache", "MALLOC_ARENA_MAX=2", NULL};
   execve(argv[0], argv, envp);
   _exit(127);
 }

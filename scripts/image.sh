@@ -143,12 +143,6 @@ say "agent: bundling agent/src/cmd/main.ts"
 node scripts/bundle.mjs "$agent" >&2
 CC="$cc" bash scripts/build-native.sh "$agent"
 "$strip_tool" "$agent/syslog-relay"
-# The V8 code cache of the bundle, made by the image's node: only where that node runs on this host
-# (an arm64 image built here has none; machined then writes one on /run for apid).
-if [ "$arch" = "$(dpkg --print-architecture)" ]; then
-  bash scripts/compile-cache.sh "$system/tree" "$agent"
-  say "agent: compile cache baked"
-fi
 
 # ---- 4. initramfs ------------------------------------------------------------
 work="$cache/${prefix}initramfs"

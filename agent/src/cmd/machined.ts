@@ -18,8 +18,9 @@ import { networkDefinitions, networking } from "./networking.js";
 /** machined on a node: paths rooted at /, platform from the kernel command line, apid on :50000. */
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseFlags(argv, { "apid-listen": "string", "apid-in-process": "boolean" });
-  // The bundle is compiled by now: when init gave a writable NODE_COMPILE_CACHE (an image without a baked
-  // one), write its code cache there before apid loads the same bundle.
+  // The bundle is compiled by now: write its code cache to init's NODE_COMPILE_CACHE (/run) for the agent
+  // processes machined starts later (apid, trustd). V8 tags a code cache with the CPU's features, so one
+  // baked at image build does not fit a node's (or a VM's) CPU.
   flushCompileCache();
   const platform = nodePlatform();
   // The node console shows human-readable lines (as Talos prints to the console).
