@@ -2,7 +2,10 @@
 // alternately in one run with the same QEMU arguments: seconds from QEMU start until
 // the baseline answers on TCP 50000 and until our node answers storage.Disks in
 // maintenance mode. Absolute times drift with the host's load; the ratio is the figure.
-// usage: node dist/bench/boot-vs-baseline.js [--rounds N] [--baseline-iso FILE]
+// --boot pxe boots each one's kernel and initramfs directly (QEMU -kernel/-initrd, as a PXE boot hands them over).
+// usage: node dist/bench/boot-vs-baseline.js [--rounds N] [--boot iso|pxe] [--baseline DIR] [--out DIR]
+//   --baseline: the output directory of ../shared/baseline/build.sh (default _out/baseline);
+//   --out: where our artifacts are (default _out; e.g. a copy of an earlier build, to compare before and after)
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
@@ -16,8 +19,22 @@ const arg = (name: string, dflt: string) => {
   return i > 0 ? (process.argv[i + 1] ?? dflt) : dflt;
 };
 const rounds = Number(arg("rounds", "2"));
-const baselineIso = path.resolve(arg("baseline-iso", path.join(repoRoot, "_out", "baseline", "baseline.iso")));
-const ourIso = path.join(repoRoot, "_out", "metal-amd64.iso");
+const boot = arg("boot", "iso");
+if (boot !== "iso" && boot !== "pxe") throw new Error(`--boot must be iso or pxe, got ${boot}`);
+const baselineDir = path.resolve(arg("baseline", path.join(repoRoot, "_out", "baseline")));
+const ourDir = path.resolve(arg("out", path.join(repoRoot, "_out")));
+
+/** What QEMU boots: an ISO, or a kernel, initramfs and command line. */
+type Artifacts = { iso: string } | { kernel: string; initrd: string; append: string };
+const baselineBoot: Artifacts =
+  boot === "iso"
+    ? { iso: path.join(baselineDir, "baseline.iso") }
+    : { kernel: path.join(baselineDir, "vmlinuz"), initrd: path.join(baselineDir, "initramfs.img"), append: "console=ttyS0 loglevel=4" };
+const ourBoot: Artifacts =
+  boot === "iso"
+    ? { iso: path.join(ourDir, "metal-amd64.iso") }
+    : { kernel: path.join(ourDir, "vmlinuz-amd64"), initrd: path.join(ourDir, "initramfs-amd64.xz"), append: fs.readFileSync(path.join(ourDir, "cmdline-amd64.txt"), "utf8").trim() };
+const files = (a: Artifacts) => ("iso" in a ? [a.iso] : [a.kernel, a.initrd]);
 const timeoutMs = 600_000;
 
 type Probe = (port: number) => Promise<void>;
@@ -42,8 +59,8 @@ const basaltAnswers: Probe = async (port) => {
   }
 };
 
-/** Boots `iso` under UEFI/TCG as scripts/vm.sh does and returns the seconds until `probe` succeeds. */
-async function bootSeconds(iso: string, probe: Probe): Promise<number> {
+/** Boots `what` under UEFI/TCG as scripts/vm.sh does and returns the seconds until `probe` succeeds. */
+async function bootSeconds(what: Artifacts, probe: Probe): Promise<number> {
   const port = await freePort();
   const vars = path.join(repoRoot, "_out", "cache", `OVMF_VARS.bench.${process.pid}.fd`);
   fs.copyFileSync("/usr/share/OVMF/OVMF_VARS_4M.fd", vars);
@@ -53,13 +70,15 @@ async function bootSeconds(iso: string, probe: Probe): Promise<number> {
     "-device", "virtio-rng-pci",
     "-drive", "if=pflash,format=raw,unit=0,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd",
     "-drive", `if=pflash,format=raw,unit=1,file=${vars}`,
-    "-drive", `file=${iso},if=none,id=cd0,media=cdrom,readonly=on`, "-device", "ide-cd,drive=cd0,bootindex=1",
+    ...("iso" in what
+      ? ["-drive", `file=${what.iso},if=none,id=cd0,media=cdrom,readonly=on`, "-device", "ide-cd,drive=cd0,bootindex=1"]
+      : ["-kernel", what.kernel, "-initrd", what.initrd, "-append", what.append]),
   ];
   const started = Date.now();
   const qemu = spawn("qemu-system-x86_64", args, { stdio: "ignore" });
   try {
     while (Date.now() - started < timeoutMs) {
-      if (qemu.exitCode !== null) throw new Error(`QEMU exited (${qemu.exitCode}) booting ${iso}`);
+      if (qemu.exitCode !== null) throw new Error(`QEMU exited (${qemu.exitCode}) booting ${files(what).join(" ")}`);
       try {
         await probe(port);
         return (Date.now() - started) / 1000;
@@ -67,26 +86,30 @@ async function bootSeconds(iso: string, probe: Probe): Promise<number> {
         await sleep(500);
       }
     }
-    throw new Error(`${iso} did not answer within ${timeoutMs / 1000} s`);
+    throw new Error(`${files(what).join(" ")} did not answer within ${timeoutMs / 1000} s`);
   } finally {
     qemu.kill("SIGKILL");
     fs.rmSync(vars, { force: true });
   }
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+};
 
-for (const iso of [baselineIso, ourIso]) {
-  if (!fs.existsSync(iso)) {
-    console.log(`missing ${iso} (baseline: bash ../shared/baseline/build.sh _out/baseline; ours: npm run image)`);
+for (const file of [...files(baselineBoot), ...files(ourBoot)]) {
+  if (!fs.existsSync(file)) {
+    console.log(`missing ${file} (baseline: bash ../shared/baseline/build.sh _out/baseline; ours: npm run image)`);
     process.exit(1);
   }
 }
 const baseline: number[] = [];
 const basalt: number[] = [];
 for (let i = 0; i < rounds; i++) {
-  baseline.push(await bootSeconds(baselineIso, baselineAnswers));
-  basalt.push(await bootSeconds(ourIso, basaltAnswers));
+  baseline.push(await bootSeconds(baselineBoot, baselineAnswers));
+  basalt.push(await bootSeconds(ourBoot, basaltAnswers));
   console.log(`round ${i + 1}: baseline ${baseline.at(-1)!.toFixed(1)} s, basalt ${basalt.at(-1)!.toFixed(1)} s`);
 }
-console.log(`qemu start -> answering (UEFI ISO, TCG, 1 vCPU), median of ${rounds}: baseline ${median(baseline).toFixed(1)} s, basalt ${median(basalt).toFixed(1)} s, ratio ${(median(basalt) / median(baseline)).toFixed(2)}`);
+console.log(`qemu start -> answering (UEFI ${boot === "iso" ? "ISO" : "PXE (direct kernel boot)"}, TCG, 1 vCPU), median of ${rounds}: baseline ${median(baseline).toFixed(1)} s, basalt ${median(basalt).toFixed(1)} s, ratio ${(median(basalt) / median(baseline)).toFixed(2)}`);

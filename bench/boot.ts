@@ -1,7 +1,8 @@
 // One boot of the built image in QEMU (--arch amd64|arm64, --boot iso|pxe, --firmware uefi|bios), measured: seconds from QEMU start to the
 // maintenance API answering storage.Disks, kernel uptime (from the console's
-// printk timestamps and init's own lines) at init start, machined start and API
-// answering, and the agent's memory once idle (PSS sum, RSS sum beside it). Prints figures only.
+// printk timestamps and init's own lines) along the boot (init start, machined start, its first line,
+// its API socket, the first address, apid listening, the maintenance banner, API answering), and the
+// agent's memory once idle (PSS sum, RSS sum beside it). Prints figures only.
 import { bootNode, waitFor } from "../test/e2e/qemu.js";
 
 const arg = (name: string, dflt: string) => {
@@ -17,6 +18,14 @@ function lastKernelTimestamp(text: string): number | undefined {
   const all = [...text.matchAll(/^\[\s*(\d+\.\d+)\]/gm)];
   const last = all.at(-1);
   return last ? Number(last[1]) : undefined;
+}
+/** Kernel uptime of the first console line matching `re` (machined's lines go to the console through init). */
+function consoleFigure(text: string, re: RegExp): string {
+  for (const line of text.split("\n")) {
+    const m = /^\[\s*(\d+\.\d+)\]/.exec(line);
+    if (m && re.test(line)) return `${Number(m[1]).toFixed(2)} s`;
+  }
+  return "n/a";
 }
 function initFigure(text: string, what: string): string {
   const m = new RegExp(`basalt-init: kernel uptime ([\\d.]+) s: ${what}`).exec(text);
@@ -36,6 +45,11 @@ try {
     ["kernel uptime: init started", initFigure(node.console(), "init started")],
     ["kernel uptime: switched root", initFigure(node.console(), "switched root")],
     ["kernel uptime: machined started", initFigure(node.console(), "machined started")],
+    ["kernel uptime: machined's first line", consoleFigure(node.console(), /\[basalt\] machined: starting/)],
+    ["kernel uptime: machined API listening (socket)", consoleFigure(node.console(), /machined API listening/)],
+    ["kernel uptime: first address on a link (not lo)", consoleFigure(node.console(), /adding address .*"link":"(?!lo")/)],
+    ["kernel uptime: apid listening", consoleFigure(node.console(), /api listener ready/)],
+    ["kernel uptime: maintenance banner", consoleFigure(node.console(), /entering maintenance service/)],
     ["kernel uptime: API answering (last console timestamp)", atApi !== undefined ? `${atApi.toFixed(2)} s` : "n/a"],
   ];
   // init prints the agent's memory 60 s after machined starts.

@@ -21,7 +21,8 @@ echo "== boot (arm64, TCG on this amd64 host)"
 node dist/bench/boot.js --arch arm64 "$@"
 echo "== boot beside the baseline (../shared/baseline, same QEMU arguments, alternately)"
 [ -f _out/baseline/baseline.iso ] || bash ../shared/baseline/build.sh _out/baseline >/dev/null
-node dist/bench/boot-vs-baseline.js
+node dist/bench/boot-vs-baseline.js --boot iso
+node dist/bench/boot-vs-baseline.js --boot pxe
 echo "== memory (sandbox)"
 node dist/bench/memory.js
 echo "== rpc latency (sandbox)"

@@ -22,7 +22,6 @@
 # so a change to the agent alone rebuilds only the bundle, the small cpio and the ISO.
 #
 # Environment:
-#   BASALT_AGENT=placeholder   ship rootfs/placeholder-agent.mjs instead of the agent bundle
 #   BASALT_EXTENSIONS=dir      the extensions to take in (default: extensions/ when it exists): each dir/<name>/
 #                              holds Talos's manifest.yaml and a rootfs/ tree copied onto the root tree
 #   BASALT_SQUASHFS_COMP=...   mksquashfs compressor options (default: xz, 1 MiB blocks, with the x86 BCJ filter
@@ -140,15 +139,10 @@ fi
 
 # ---- 3. agent bundle ---------------------------------------------------------
 agent="$out/bundle"
-if [ "${BASALT_AGENT:-}" = placeholder ]; then
-  say "agent: placeholder (rootfs/placeholder-agent.mjs)"
-  rm -rf "$agent" && mkdir -p "$agent" && cp rootfs/placeholder-agent.mjs "$agent/basalt.mjs"
-else
-  say "agent: bundling agent/src/cmd/main.ts"
-  node scripts/bundle.mjs "$agent" >&2
-  CC="$cc" bash scripts/build-native.sh "$agent"
-  "$strip_tool" "$agent/syslog-relay"
-fi
+say "agent: bundling agent/src/cmd/main.ts"
+node scripts/bundle.mjs "$agent" >&2
+CC="$cc" bash scripts/build-native.sh "$agent"
+"$strip_tool" "$agent/syslog-relay"
 
 # ---- 4. initramfs ------------------------------------------------------------
 work="$cache/${prefix}initramfs"

@@ -9,10 +9,6 @@ cd "$(dirname "$0")/.."
 arch=$1
 out=_out
 ctl=(node "$out/bundle/basalt.mjs" ctl installer build)
-if ! grep -q "installer build" "$out/bundle/basalt.mjs" 2>/dev/null; then
-  echo "installer-image: the agent bundle is a placeholder: no installer image" >&2
-  exit 0
-fi
 "${ctl[@]}" --output "$out/installer-$arch.tar" --platform "$arch=$out/vmlinuz-$arch,$out/initramfs-$arch.xz" >&2
 if [ -f "$out/vmlinuz-amd64" ] && [ -f "$out/initramfs-amd64.xz" ] && [ -f "$out/vmlinuz-arm64" ] && [ -f "$out/initramfs-arm64.xz" ]; then
   "${ctl[@]}" --output "$out/installer.tar" \

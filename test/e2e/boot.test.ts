@@ -5,7 +5,7 @@
 // Build first: `npm run image` (npm run test:e2e does it).
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
-import { artifactsPresent, bootNode, expectMaintenanceApi, type BootedNode } from "./qemu.js";
+import { artifactsPresent, bootNode, expectMaintenanceApi, waitFor, type BootedNode } from "./qemu.js";
 
 const BOOT_TIMEOUT_MS = Number(process.env.BASALT_E2E_BOOT_TIMEOUT_MS ?? 600_000);
 const cases = [
@@ -26,6 +26,13 @@ describe("boot to maintenance mode", { skip: artifactsPresent() ? false : "no im
       const consoleText = node.console();
       assert.match(consoleText, /basalt-init: kernel uptime [\d.]+ s: machined started/);
       assert.match(consoleText, /maintenance/i);
+      // The banner says where to apply a config only once the API listens (served from machined's process, as Talos does).
+      const withBanner = await waitFor(node, "the maintenance banner", async () => {
+        if (!node.console().includes("entering maintenance service")) throw new Error("not yet");
+        return node.console();
+      }, 120_000);
+      const listening = withBanner.indexOf("api listener ready");
+      assert.ok(listening >= 0 && listening < withBanner.indexOf("entering maintenance service"), "maintenance banner after the API listener");
     });
   }
 });

@@ -74,6 +74,14 @@ test("maintenance mode: disks and COSI reads without credentials, Version refuse
   const disks = (await eventually(() => insecure.disks())) as { messages: { disks: { device_name: string }[] }[] };
   assert.equal(disks.messages.length, 1);
   assert.ok(Array.isArray(disks.messages[0]!.disks));
+  // Served from machined's process, as Talos's maintenance service; the console names where to apply a config once it listens.
+  const out = await eventually(async () => {
+    const text = sandbox!.output();
+    if (!text.includes("entering maintenance service")) throw new Error("no maintenance banner yet");
+    return text;
+  });
+  assert.ok(out.indexOf("api listener ready") >= 0 && out.indexOf("api listener ready") < out.indexOf("entering maintenance service"), "banner after the listener");
+  assert.doesNotMatch(out, /service\[apid\]\(Running\): Process/);
 
   const namespaces = (await insecure.resourceList("meta", "Namespaces.meta.cosi.dev")) as { resource: { metadata: { id: string } } }[];
   assert.ok(namespaces.map((r) => r.resource.metadata.id).includes("config"));
@@ -139,6 +147,8 @@ test("apply-config leaves maintenance; mTLS with roles; other CAs refused", asyn
   const byId = new Map(services.messages[0]!.services.map((s) => [s.id, s.state]));
   assert.equal(byId.get("machined"), "Running");
   assert.equal(byId.get("apid"), "Running");
+  // Out of maintenance, apid is a process of its own.
+  assert.match(sandbox!.output(), /service\[apid\]\(Running\): Process/);
 
   const mc = (await adminClient.resourceGet("config", "MachineConfigs.config.talos.dev", "v1alpha1")) as { resource: { spec: { yaml_spec: string } } };
   assert.equal(mc.resource.spec.yaml_spec, text);

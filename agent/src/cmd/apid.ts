@@ -1,7 +1,7 @@
 import { runApid } from "../apid/apid.js";
 import { logger } from "../log.js";
 import { nodePaths } from "../sys/paths.js";
-import { parseFlags } from "./flags.js";
+import { parseFlags } from "../flags.js";
 
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseFlags(argv, { listen: "string", "machined-socket": "string", "enable-rbac": "boolean", "check-ext-key-usage": "boolean", "apid-socket": "string" });

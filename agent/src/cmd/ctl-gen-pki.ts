@@ -16,7 +16,7 @@ import {
   signCSR,
   splitSANs,
 } from "../pki/index.js";
-import { parseFlags } from "./flags.js";
+import { parseFlags } from "../flags.js";
 import { refuseExisting, writeSecretFile, type CtlIO } from "./ctl-gen.js";
 
 function required(flags: Record<string, string | boolean | string[]>, name: string): string {

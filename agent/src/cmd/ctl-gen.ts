@@ -12,7 +12,7 @@ import {
 } from "../config/generate/index.js";
 import { applyPatches } from "../config/patch/apply.js";
 import { InvalidInputError } from "../errors.js";
-import { parseFlags } from "./flags.js";
+import { parseFlags } from "../flags.js";
 
 export interface CtlIO {
   /** Output proper (stdout): usage, or a generated file written to `-`. */

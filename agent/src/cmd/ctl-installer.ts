@@ -11,7 +11,7 @@ import { LayoutArchive } from "../oci/layout.js";
 import { parseImageReference } from "../oci/reference.js";
 import { contractTag } from "../machined/version.js";
 import type { CtlIO } from "./ctl-gen.js";
-import { parseFlags } from "./flags.js";
+import { parseFlags } from "../flags.js";
 
 /** installer build --output F [--version V] --platform arch=KERNEL,INITRAMFS [--platform ...] */
 export async function installerBuild(argv: string[], io: CtlIO): Promise<void> {

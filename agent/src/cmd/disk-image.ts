@@ -16,7 +16,7 @@ import { volumeFilesystems } from "../storage/layout.js";
 import { runTool } from "../sys/exec.js";
 import { makeFilesystem } from "../sys/mkfs.js";
 import { systemMounter } from "../sys/mount.js";
-import { parseFlags } from "./flags.js";
+import { parseFlags } from "../flags.js";
 
 const log = logger("disk-image");
 

@@ -1,3 +1,4 @@
+import { flushCompileCache } from "node:module";
 import { logger, setLogFormat } from "../log.js";
 import { describeError } from "../errors.js";
 import { KernelClock } from "../sys/clock-kernel.js";
@@ -10,7 +11,7 @@ import { kernelModulesByModprobe } from "../sys/kernel-modules.js";
 import { sysfsSmbios } from "../sys/smbios.js";
 import { initPower } from "../sys/power.js";
 import { trustdUser } from "../services/definitions/trustd.js";
-import { parseFlags } from "./flags.js";
+import { parseFlags } from "../flags.js";
 import { runMachinedProcess } from "./machined-run.js";
 import { DEFAULT_HOST_DNS_LISTEN } from "../controllers/network/host-dns-config.js";
 import { networkDefinitions, networking } from "./networking.js";
@@ -18,6 +19,10 @@ import { networkDefinitions, networking } from "./networking.js";
 /** machined on a node: paths rooted at /, platform from the kernel command line, apid on :50000. */
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseFlags(argv, { "apid-listen": "string", "apid-in-process": "boolean" });
+  // The bundle is compiled by now: write its code cache to init's NODE_COMPILE_CACHE (/run) for the agent
+  // processes machined starts later (apid, trustd). V8 tags a code cache with the CPU's features, so one
+  // baked at image build does not fit a node's (or a VM's) CPU.
+  flushCompileCache();
   const platform = nodePlatform();
   // The node console shows human-readable lines (as Talos prints to the console).
   setLogFormat("console");

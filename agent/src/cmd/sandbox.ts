@@ -10,7 +10,7 @@ import { kernelParamsOverlay } from "../sys/kernel-params.js";
 import { kernelModulesRecorded } from "../sys/kernel-modules.js";
 import { FakeClock } from "../sys/clock-fake.js";
 import { durationMs } from "../config/checks.js";
-import { parseFlags } from "./flags.js";
+import { parseFlags } from "../flags.js";
 import { entryScript, runMachinedProcess } from "./machined-run.js";
 import { networkDefinitions, networking } from "./networking.js";
 

@@ -1,7 +1,7 @@
 import { logger } from "../log.js";
 import { nodePaths } from "../sys/paths.js";
 import { runTrustd } from "../trustd/trustd.js";
-import { parseFlags } from "./flags.js";
+import { parseFlags } from "../flags.js";
 
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseFlags(argv, { listen: "string", "runtime-socket": "string" });

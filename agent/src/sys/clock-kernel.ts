@@ -6,7 +6,7 @@
 import { closeSync, openSync } from "node:fs";
 import { SystemError } from "../errors.js";
 import type { ClockAdjustment, LeapIndicator, SystemClock } from "./clock.js";
-import { type Koffi, loadKoffi } from "./koffi.js";
+import { type Koffi, locateKoffi } from "./koffi.js";
 
 export class ClockError extends SystemError {}
 
@@ -59,13 +59,7 @@ interface Libc {
   errno(): number;
 }
 
-function loadLibc(): Libc {
-  let koffi: Koffi;
-  try {
-    koffi = loadKoffi();
-  } catch (err) {
-    throw new ClockError("the FFI library (koffi) is not available", {}, { cause: err });
-  }
+function openLibc(koffi: Koffi): Libc {
   const libc = koffi.load("libc.so.6");
   const adjtimex = libc.func("int adjtimex(_Inout_ uint8_t *buf)");
   const clockGettime = libc.func("int clock_gettime(int id, _Out_ uint8_t *ts)");
@@ -73,11 +67,28 @@ function loadLibc(): Libc {
 }
 
 export class KernelClock implements SystemClock {
-  private constructor(private readonly libc: Libc) {}
+  private opened: Libc | undefined;
+  private constructor(private readonly koffi: () => Koffi) {}
 
-  /** Throws ClockError when libc cannot be reached (no FFI addon in this build). */
+  /**
+   * Throws ClockError when this build has no FFI addon. The addon loads on first use: it takes
+   * ~0.2 s of CPU on a fast host (far more under emulation), which boot does not wait for.
+   */
   static load(): KernelClock {
-    return new KernelClock(loadLibc());
+    try {
+      return new KernelClock(locateKoffi());
+    } catch (err) {
+      throw new ClockError("the FFI library (koffi) is not available", {}, { cause: err });
+    }
+  }
+
+  private get libc(): Libc {
+    try {
+      this.opened ??= openLibc(this.koffi());
+    } catch (err) {
+      throw new ClockError("loading the FFI library (koffi) failed", {}, { cause: err });
+    }
+    return this.opened;
   }
 
   now(): number {

@@ -9,18 +9,26 @@ export interface Koffi {
   errno(): number;
 }
 
-/** koffi, or throws what both places answered. */
-export function loadKoffi(): Koffi {
+/**
+ * Where koffi is, found without loading it (the addon costs ~0.2 s of CPU on a fast host, far more
+ * under emulation, which boot does not wait for); throws what both places answered.
+ */
+export function locateKoffi(): () => Koffi {
   const require = createRequire(import.meta.url);
-  try {
-    return require(`./native/koffi-${process.arch}.node`) as Koffi;
-  } catch (bundled) {
+  // Computed names, so esbuild leaves both out of the bundle.
+  const candidates = [`./native/koffi-${process.arch}.node`, "koffi"];
+  const misses: unknown[] = [];
+  for (const name of candidates) {
     try {
-      // A computed name so esbuild leaves the package out of the bundle.
-      const name = "koffi";
-      return require(name) as Koffi;
+      const resolved = require.resolve(name);
+      return () => require(resolved) as Koffi;
     } catch (err) {
-      throw new AggregateError([bundled, err], "the FFI library (koffi) is not available");
+      misses.push(err);
     }
   }
+  throw new AggregateError(misses, "the FFI library (koffi) is not available");
+}
+
+export function loadKoffi(): Koffi {
+  return locateKoffi()();
 }
