@@ -316,6 +316,14 @@ static void reap_until_gone(long ms) {
   }
 }
 
+// Every process but init: SIGTERM, TERM_GRACE_MS to go, then SIGKILL.
+static void stop_all_processes(void) {
+  kill(-1, SIGTERM);
+  reap_until_gone(TERM_GRACE_MS);
+  kill(-1, SIGKILL);
+  reap_until_gone(2000);
+}
+
 static void unmount_all(void) {
   // Reverse order of /proc/self/mounts; whatever is busy is remounted read-only.
   char lines[256][256];
@@ -353,10 +361,7 @@ enum action { ACT_REBOOT, ACT_POWEROFF, ACT_HALT, ACT_KEXEC };
 static void final_action(enum action act, const char *why) {
   static const char *names[] = {"reboot", "poweroff", "halt", "kexec"};
   say("%s (%s): stopping all processes", names[act], why);
-  kill(-1, SIGTERM);
-  reap_until_gone(TERM_GRACE_MS);
-  kill(-1, SIGKILL);
-  reap_until_gone(2000);
+  stop_all_processes();
   links_down();
   sync();
   unmount_all();
@@ -431,10 +436,7 @@ static void machined_exited(int status) {
   // Every other process is a service machined started; the new machined starts them again, so the
   // old ones go first (they would hold its ports and sockets). Mounts stay: machined keeps those it finds.
   say("machined %s; stopping its processes, restarting (%d/%d) in %d s", why, restarts, MAX_RESTARTS, restarts);
-  kill(-1, SIGTERM);
-  reap_until_gone(TERM_GRACE_MS);
-  kill(-1, SIGKILL);
-  reap_until_gone(2000);
+  stop_all_processes();
   sleep_ms(1000L * restarts);
   start_machined();
 }
