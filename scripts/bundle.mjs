@@ -90,7 +90,11 @@ function builtinsThroughRequire() {
   return {
     name: "builtins-through-require",
     setup(b) {
-      b.onResolve({ filter: /^node:https?$/ }, (args) => ({ path: args.path, namespace: "builtin-require" }));
+      // The wrapper's own require() must reach Node's module: resolved here again it would be the wrapper
+      // itself, whose exports are still {} while it runs (http.request is then not a function).
+      b.onResolve({ filter: /^node:https?$/ }, (args) =>
+        args.namespace === "builtin-require" ? { path: args.path, external: true } : { path: args.path, namespace: "builtin-require" },
+      );
       b.onLoad({ filter: /.*/, namespace: "builtin-require" }, (args) => ({ contents: `module.exports = require(${JSON.stringify(args.path)});`, loader: "js" }));
     },
   };
