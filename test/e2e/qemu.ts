@@ -129,9 +129,18 @@ export async function bootNode(opts: BootOptions): Promise<BootedNode> {
   };
 }
 
-/** Calls `probe` until it resolves or the deadline passes; fails early with the console when QEMU is gone. */
-export async function waitFor<T>(node: BootedNode, what: string, probe: () => Promise<T>, timeoutMs: number): Promise<T> {
+export interface WaitOptions {
+  /** Console text that means the awaited event will not come (e.g. a failed sequence): fail at once. */
+  failOn?: RegExp;
+}
+
+/**
+ * Calls `probe` until it resolves or the deadline passes; fails early with the console when QEMU is gone
+ * or when `failOn` appears in console text printed after the wait began.
+ */
+export async function waitFor<T>(node: BootedNode, what: string, probe: () => Promise<T>, timeoutMs: number, opts: WaitOptions = {}): Promise<T> {
   const deadline = Date.now() + timeoutMs;
+  const from = node.console().length;
   let last: unknown;
   while (Date.now() < deadline) {
     try {
@@ -139,15 +148,42 @@ export async function waitFor<T>(node: BootedNode, what: string, probe: () => Pr
     } catch (err) {
       last = err;
     }
-    if (node.console().includes("[vm.sh exited")) break;
+    const text = node.console();
+    if (text.includes("[vm.sh exited")) break;
+    const failure = opts.failOn?.exec(text.slice(from));
+    if (failure) {
+      last = new Error(`the console says "${lineAround(text.slice(from), failure.index)}"`);
+      break;
+    }
     await sleep(2000);
   }
+  throw new Error(`${what} not reached: ${last instanceof Error ? last.message : String(last)}\n${consoleReport(node)}`);
+}
+
+/** Waits for QEMU to exit (the guest rebooted or powered off: -no-reboot), failing with the console at the deadline. */
+export async function waitExit(node: BootedNode, what: string, timeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), timeoutMs)));
+  const outcome = await Promise.race([node.exited.then(() => "exited" as const), timedOut]);
+  clearTimeout(timer);
+  if (outcome === "timeout") throw new Error(`${what}: QEMU still running after ${timeoutMs / 1000} s\n${consoleReport(node)}`);
+}
+
+function lineAround(text: string, index: number): string {
+  const start = text.lastIndexOf("\n", index) + 1;
+  const end = text.indexOf("\n", index);
+  return text.slice(start, end < 0 ? undefined : end).trim();
+}
+
+/**
+ * CI prints only the failure, not the console file: init's own lines and every failure give the story of
+ * earlier boots and machined restarts that the tail has scrolled past.
+ */
+export function consoleReport(node: BootedNode): string {
   const lines = node.console().split("\n");
-  // CI prints only the failure, not the console file: init's own lines and every failure give the story of
-  // earlier boots and machined restarts that the tail has scrolled past.
   const notable = lines.filter((l) => /basalt-init:|failed|fatal|panic|Error:/.test(l)).slice(-40).join("\n");
   const tail = lines.slice(-40).join("\n");
-  throw new Error(`${what} not reached: ${last instanceof Error ? last.message : String(last)}\n--- init and failures ---\n${notable}\n--- console tail ---\n${tail}`);
+  return `--- init and failures (${node.serialLog}) ---\n${notable}\n--- console tail ---\n${tail}`;
 }
 
 /** The GPT names of the disk's first six partitions, as the node's kernel reports them (Read of sysfs over the API). */
