@@ -6,7 +6,8 @@
 // Prints p50/p90/p99/max in ms, calls/s and the agent's CPU time per call
 // (machined + apid, from /proc/<pid>/stat); figures only, no thresholds.
 //
-// usage: node dist/bench/rpc-latency.js [--calls 500] [--concurrency 8] [--fanout 4] [--apid-in-process] [--bundle]
+// usage: node dist/bench/rpc-latency.js [--calls 500] [--concurrency 8] [--fanout 4] [--only TEXT] [--apid-in-process] [--bundle]
+//   --only measures just the methods whose row name holds TEXT (e.g. "Version (mTLS)"), for profiling one path.
 //   machined runs with the agent's node flags and environment (agentNodeFlags, agentEnv in
 //   agent/src/cmd/machined-run.ts), as init starts it; BENCH_NODE_FLAGS replaces machined's
 //   node flags, BASALT_APID_NODE_FLAGS apid's, MALLOC_ARENA_MAX the arena cap of both.
@@ -27,6 +28,7 @@ const calls = Math.max(1, Math.min(5000, Number(arg("calls", "500"))));
 const concurrency = Math.max(1, Math.min(64, Number(arg("concurrency", "8"))));
 const fanout = Math.max(1, Math.min(16, Number(arg("fanout", "4"))));
 const inProcess = process.argv.includes("--apid-in-process");
+const only = arg("only", "");
 /** The process and its descendants (apid is machined's child). */
 function processTree(root: number): number[] {
   const out = [root];
@@ -85,6 +87,7 @@ async function run(call: () => Promise<unknown>, n: number, inFlight: number): P
 
 const rows: string[][] = [];
 async function measure(name: string, call: () => Promise<unknown>): Promise<void> {
+  if (!name.includes(only)) return;
   // Warm up connections and JIT, so the figures are the steady state.
   for (let i = 0; i < 20; i++) await call();
   for (const c of [1, concurrency]) {

@@ -5,12 +5,14 @@ Whitelist, not blacklist: start from the packages the node uses (ROOTS), follow
 their Depends/Pre-Depends through dpkg's status file, never entering packages
 the node must not carry (no shell, package manager, init system, dbus, python,
 perl), and copy only the files those packages list, minus docs/man/locales and
-the few binaries a node does not need. Kernel modules are thinned to the driver
-classes a server can use. Every ELF file's shared libraries are checked to be
-present afterwards, so a wrong exclusion fails the build instead of the boot.
+the few binaries a node does not need. Kernel modules are only those
+rootfs/kernel-modules.txt names, with what they depend on. Every ELF file's shared
+libraries are checked to be present afterwards, so a wrong exclusion fails the
+build instead of the boot.
 
 usage: select-files.py [--arch amd64|arm64] <base-tree> <out-tree>
        select-files.py [--arch amd64|arm64] --roots   (prints ROOTS for the architecture)
+       select-files.py [--arch amd64|arm64] --modules <base-tree>   (prints the modules taken)
 """
 import fnmatch
 import os
@@ -89,35 +91,6 @@ EXCLUDED_PATHS = [
     "/usr/bin/grub-mkpasswd-pbkdf2", "/usr/bin/grub-mklayout", "/usr/bin/grub-glue-efi", "/usr/bin/grub-menulst2cfg",
 ]
 
-# Kernel module directories a server node does not need.
-EXCLUDED_MODULE_DIRS = [
-    "drivers/gpu", "drivers/media", "drivers/net/wireless", "drivers/staging", "drivers/infiniband",
-    "drivers/iio", "drivers/comedi", "drivers/isdn", "drivers/bluetooth", "drivers/video",
-    "drivers/mmc", "drivers/mtd", "drivers/hwmon", "drivers/input/touchscreen", "drivers/input/joystick",
-    "drivers/input/misc", "drivers/input/tablet", "drivers/leds", "drivers/w1", "drivers/nfc",
-    "drivers/net/can", "drivers/net/usb", "drivers/net/ieee802154", "drivers/net/wwan",
-    "drivers/net/hamradio", "drivers/net/arcnet", "drivers/net/fddi", "drivers/net/plip",
-    "drivers/net/ppp", "drivers/net/slip", "drivers/atm", "drivers/firewire", "drivers/parport",
-    "drivers/pcmcia", "drivers/usb/gadget", "drivers/usb/serial", "drivers/usb/misc", "drivers/usb/typec",
-    "drivers/hid", "drivers/platform/chrome", "drivers/power", "drivers/regulator", "drivers/extcon",
-    "drivers/thunderbolt", "drivers/target", "drivers/spi", "drivers/pinctrl", "drivers/gnss",
-    "drivers/mfd", "drivers/ssb", "drivers/bcma", "drivers/misc", "drivers/uio", "drivers/fpga",
-    "drivers/net/wan", "drivers/platform/surface", "drivers/platform/x86", "drivers/md/bcache",
-    "drivers/scsi/fcoe", "drivers/scsi/qla2xxx", "drivers/scsi/lpfc", "drivers/scsi/bfa",
-    "drivers/scsi/csiostor", "drivers/scsi/qedf", "drivers/scsi/qedi", "drivers/scsi/be2iscsi",
-    "drivers/scsi/bnx2fc", "drivers/scsi/bnx2i", "drivers/scsi/cxgbi", "drivers/scsi/elx",
-    "drivers/net/ethernet/mellanox/mlxsw", "drivers/net/ethernet/chelsio",
-    "drivers/net/ethernet/qlogic/qed", "drivers/net/ethernet/qlogic/qede",
-    "drivers/net/ethernet/netronome", "drivers/net/ethernet/pensando", "drivers/net/ethernet/sfc",
-    "sound", "net/bluetooth", "net/wireless", "net/mac80211", "net/mac802154", "net/ieee802154",
-    "net/nfc", "net/rxrpc", "net/ceph", "net/sunrpc", "net/9p", "net/atm", "net/can", "net/rds",
-    "fs/nfs", "fs/nfsd", "fs/cifs", "fs/smb", "fs/ceph", "fs/ocfs2", "fs/gfs2", "fs/btrfs",
-    "fs/ntfs3", "fs/ntfs", "fs/afs", "fs/coda", "fs/9p", "fs/ubifs", "fs/jffs2", "fs/f2fs",
-    "fs/reiserfs", "fs/jfs", "fs/nilfs2", "fs/hfs", "fs/hfsplus", "fs/ufs", "fs/udf", "fs/dlm",
-    "fs/orangefs", "fs/erofs", "fs/bcachefs", "arch/x86/kvm", "arch/arm64/kvm",
-]
-
-
 def parse_status(path):
     pkgs, cur = {}, {}
     with open(path, encoding="utf-8", errors="replace") as f:
@@ -192,13 +165,71 @@ def for_arch(globs):
     return [g.replace("@TRIPLET@", TRIPLETS[ARCH]) for g in globs]
 
 
+MODULE_LIST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel-modules.txt")
+MODULE_FILE = re.compile(r"^/(?:usr/)?lib/modules/[^/]+/kernel/(.+\.ko(?:\.[a-z]+)?)$")
+
+
+def module_patterns():
+    """The lines of kernel-modules.txt that count for ARCH."""
+    with open(MODULE_LIST) as f:
+        for line in f:
+            pattern, _, tag = line.split("#")[0].strip().partition(" ")
+            if pattern and tag.strip() in ("", f"[{ARCH}]"):
+                yield pattern
+
+
+def chosen_modules(base):
+    """Paths under kernel/ of the listed modules and of the modules they need (modules.dep, modules.softdep)."""
+    moddir = os.path.join(base, "usr/lib/modules")
+    moddir = os.path.join(moddir, sorted(os.listdir(moddir))[0])
+    deps, by_name = {}, {}
+    with open(os.path.join(moddir, "modules.dep")) as f:
+        for line in f:
+            mod, _, rest = line.partition(":")
+            mod = mod.removeprefix("kernel/")
+            deps[mod] = [d.removeprefix("kernel/") for d in rest.split()]
+            by_name[os.path.basename(mod).split(".ko")[0].replace("-", "_")] = mod
+    softdeps = {}
+    with open(os.path.join(moddir, "modules.softdep")) as f:
+        for line in f:
+            words = line.split()
+            if words[:1] == ["softdep"] and len(words) > 2:
+                softdeps[words[1].replace("-", "_")] = [w.replace("-", "_") for w in words[2:] if not w.endswith(":")]
+    chosen, unmatched = set(), []
+
+    def take(mod):
+        if mod in chosen:
+            return
+        chosen.add(mod)
+        for dep in deps[mod]:
+            take(dep)
+        for name in softdeps.get(os.path.basename(mod).split(".ko")[0].replace("-", "_"), []):
+            if name in by_name:
+                take(by_name[name])
+
+    for pattern in module_patterns():
+        hits = [m for m in deps if (m.startswith(pattern) if pattern.endswith("/") else fnmatch.fnmatch(m, pattern))]
+        if not hits:
+            unmatched.append(pattern)
+        for mod in hits:
+            take(mod)
+    if unmatched:
+        sys.exit(f"select-files: {MODULE_LIST} lines that match no {ARCH} module:\n  " + "\n  ".join(unmatched))
+    return chosen
+
+
+MODULES = set()  # chosen_modules() of the base tree, set by main()
+
+
 def path_excluded(path):
+    m = MODULE_FILE.match(path)
+    if m:
+        return m.group(1) not in MODULES
     if any(fnmatch.fnmatch(path, g) or path == g for g in for_arch(KEPT_PATHS)):
         return False
     if any(fnmatch.fnmatch(path, g) or path == g.rstrip("/*") for g in for_arch(EXCLUDED_PATHS)):
         return True
-    m = re.match(r"^/(?:usr/)?lib/modules/[^/]+/kernel/(.*)$", path)
-    return bool(m and any(m.group(1) == d or m.group(1).startswith(d + "/") for d in EXCLUDED_MODULE_DIRS))
+    return False
 
 
 def copy_entry(base, out, path):
@@ -255,7 +286,11 @@ def main():
     if args == ["--roots"]:
         print(" ".join(roots()))
         return
+    if args[:1] == ["--modules"]:
+        print("\n".join(sorted(chosen_modules(args[1]))))
+        return
     base, out = args
+    MODULES.update(chosen_modules(base))
     pkgs = parse_status(os.path.join(base, "var/lib/dpkg/status"))
     chosen = closure(pkgs)
     print("select-files: packages:", " ".join(chosen))

@@ -83,6 +83,31 @@ test("with apidCheckExtKeyUsage, certificates not limited to clientAuth are refu
   assert.equal(await call(lax, ["os:admin"], ["clientAuth", "serverAuth"]), "os:admin");
 });
 
+test("the clientAuth-only verdict holds for every call of the same certificate, remembered or not", async () => {
+  const port = await serve({ checkExtKeyUsage: true, enableRbac: true });
+  const verdicts = async (eku: ExtKeyUsageName[]) => {
+    const leaf = await issueCertificate(ca, { organizations: ["os:reader"], extKeyUsage: eku, lifetimeMs: 3600_000 });
+    const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createSsl(Buffer.from(ca.certPem), Buffer.from(tlsKeyPem(leaf.keyPem)), Buffer.from(leaf.certPem)));
+    const out: string[] = [];
+    try {
+      for (let i = 0; i < 3; i++) {
+        out.push(
+          await new Promise<string>((resolve) =>
+            client.makeUnaryRequest("/machine.MachineService/Version", identity, identity, Buffer.alloc(0), new grpc.Metadata(), (err, res) =>
+              resolve(err ? grpc.status[err.code] : res!.toString()),
+            ),
+          ),
+        );
+      }
+    } finally {
+      client.close();
+    }
+    return out;
+  };
+  assert.deepEqual(await verdicts(["clientAuth", "serverAuth"]), ["UNAUTHENTICATED", "UNAUTHENTICATED", "UNAUTHENTICATED"]);
+  assert.deepEqual(await verdicts(["clientAuth"]), ["os:reader", "os:reader", "os:reader"]);
+});
+
 test("an impersonator's talos-role metadata replaces its roles; RBAC off grants all roles", async () => {
   const port = await serve({ checkExtKeyUsage: true, enableRbac: true });
   assert.equal(await call(port, ["os:impersonator"], ["clientAuth"], { "talos-role": "os:operator" }), "os:operator");
