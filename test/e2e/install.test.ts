@@ -6,6 +6,7 @@
 // from the disk alone, and Reset of STATE and EPHEMERAL back to maintenance mode.
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { parseAllDocuments } from "yaml";
 import { ApplyMode } from "../../agent/src/api/enums.js";
 import type { NodeClient } from "../../agent/src/client/client.js";
 import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
@@ -19,6 +20,18 @@ type Versioned = { messages: { version: { tag: string } }[] };
 type MountsReply = { messages: { stats: { filesystem: string; mounted_on: string }[] }[] };
 type ResourceReply = { resource: { spec: { yaml_spec: string } } };
 
+/** The journey's config also loads a kernel module, writes files and sets an environment variable (checked once installed). */
+function withMachineSettings(config: string): string {
+  const docs = parseAllDocuments(config);
+  docs[0]!.setIn(["machine", "kernel"], { modules: [{ name: "dummy", parameters: ["numdummies=3"] }] });
+  docs[0]!.setIn(["machine", "files"], [
+    { op: "create", path: "/var/lib/journey/hello.conf", content: "hello\n", permissions: 0o640 },
+    { op: "append", path: "/etc/libaudit.conf", content: "# journey", permissions: 0o644 },
+  ]);
+  docs[0]!.setIn(["machine", "env"], { JOURNEY_EXAMPLE: "journey value" });
+  return docs.map((d) => d.toString()).join("---\n");
+}
+
 async function expectMaintenance(node: BootedNode) {
   const insecure = node.client();
   await waitFor(node, "maintenance API", () => insecure.disks(), bootMs);
@@ -27,6 +40,7 @@ async function expectMaintenance(node: BootedNode) {
 
 test("install journey: maintenance → install → mTLS → reboot → cold boot → reset", { skip: artifactsPresent() ? false : "image not built (npm run image)", timeout: 60 * 60_000 }, async (t) => {
   const generated = await generateConfigs({ clusterName: "journey", endpoint: "https://10.0.2.15:6443", installDisk: "/dev/vda" });
+  const controlplane = withMachineSettings(generated.controlplane);
   const creds = parseTalosconfig(generated.talosconfig);
   // The second NIC (an isolated network) becomes a bond member in the live network step.
   let node = await bootNode({ name: "journey-1-iso", boot: "iso", disk, secondNic: true });
@@ -35,7 +49,7 @@ test("install journey: maintenance → install → mTLS → reboot → cold boot
   await t.test("the ISO boots into maintenance mode", () => expectMaintenance(node));
 
   await t.test("apply-config installs to /dev/vda and the installed system serves mutual TLS", async () => {
-    await node.client().applyConfiguration(generated.controlplane, { mode: ApplyMode.REBOOT });
+    await node.client().applyConfiguration(controlplane, { mode: ApplyMode.REBOOT });
     const admin = node.mtlsClient(creds);
     const version = await waitFor(node, "mTLS Version after install", () => admin.version() as Promise<Versioned>, bootMs);
     assert.match(version.messages[0]!.version.tag, /basalt/);
@@ -113,10 +127,30 @@ test("install journey: maintenance → install → mTLS → reboot → cold boot
     await assert.rejects(c.collect(c.machine, "Logs", { namespace: "system", id: "nosuchservice", tail_lines: -1 }), /log "nosuchservice" was not registered/);
   });
 
+  await t.test("machine config: .machine.kernel.modules loaded with its parameters, .machine.files written, .machine.env in trustd's environment", async () => {
+    const c = admin();
+    assert.equal((await c.read("/sys/module/dummy/parameters/numdummies")).toString(), "3\n");
+    const modules = (await c.resourceGet("runtime", "KernelModuleSpecs.runtime.talos.dev", "dummy")) as ResourceReply;
+    assert.equal(modules.resource.spec.yaml_spec, "string: dummy\nparameters:\n    - numdummies=3\n");
+    assert.equal((await c.read("/var/lib/journey/hello.conf")).toString(), "hello\n");
+    const audit = (await c.read("/etc/libaudit.conf")).toString();
+    assert.ok(audit.endsWith("\n# journey"), audit);
+    assert.equal((await c.read("/var/etc/libaudit.conf")).toString(), audit, "written to /var and bound over /etc");
+    const mounts = ((await c.mounts()) as MountsReply).messages[0]!.stats;
+    assert.ok(mounts.some((m) => m.mounted_on === "/etc/libaudit.conf"), "bind mount over /etc/libaudit.conf");
+    const procs = (await c.collect<{ name: string }>(c.machine, "List", { root: "/proc", recurse: false })).map((f) => f.name).filter((n) => /^\/proc\/\d+$/.test(n));
+    let trustdEnv = "";
+    for (const p of procs) {
+      const argv = (await c.read(`${p}/cmdline`).catch(() => Buffer.alloc(0))).toString().split("\0");
+      if (argv.includes("trustd")) trustdEnv = (await c.read(`${p}/environ`)).toString();
+    }
+    assert.ok(trustdEnv.split("\0").includes("JOURNEY_EXAMPLE=journey value"), "trustd's environment");
+  });
+
   await t.test("a no-reboot hostname change shows in HostnameStatus", async () => {
     const c = admin();
-    const patched = generated.controlplane.replace(/^(\s+)network: \{\}$/m, "$1network:\n$1    hostname: journey-node");
-    assert.notEqual(patched, generated.controlplane, "the generated config has machine.network: {}");
+    const patched = controlplane.replace(/^(\s+)network: \{\}$/m, "$1network:\n$1    hostname: journey-node");
+    assert.notEqual(patched, controlplane, "the generated config has machine.network: {}");
     const reply = (await c.applyConfiguration(patched, { mode: ApplyMode.NO_REBOOT })) as { messages: { mode_details: string }[] };
     assert.equal(reply.messages[0]!.mode_details, "Applied configuration without a reboot");
     await waitFor(node, "hostname status", async () => {
@@ -136,8 +170,8 @@ test("install journey: maintenance → install → mTLS → reboot → cold boot
     const addresses = [...(await list("AddressStatuses.net.talos.dev")).keys()];
     const apiLink = physical.find((l) => addresses.some((a) => a.startsWith(`${l}/10.0.2.`)))!;
     const second = physical.find((l) => l !== apiLink)!;
-    const hostnameOnly = generated.controlplane.replace(/^(\s+)network: \{\}$/m, "$1network:\n$1    hostname: journey-node");
-    const withLinks = generated.controlplane.replace(/^(\s+)network: \{\}$/m, (_, i: string) =>
+    const hostnameOnly = controlplane.replace(/^(\s+)network: \{\}$/m, "$1network:\n$1    hostname: journey-node");
+    const withLinks = controlplane.replace(/^(\s+)network: \{\}$/m, (_, i: string) =>
       [
         `${i}network:`, `${i}    hostname: journey-node`, `${i}    interfaces:`,
         `${i}        - interface: ${apiLink}`, `${i}          dhcp: true`, `${i}          vlans:`, `${i}              - vlanId: 100`, `${i}                addresses: [172.20.0.2/24]`,
