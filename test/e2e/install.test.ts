@@ -12,6 +12,7 @@ import type { NodeClient } from "../../agent/src/client/client.js";
 import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
 import { generateConfigs } from "../../agent/src/config/generate/index.js";
 import { artifactsPresent, bootNode, systemPartitionNames, waitFor, type BootedNode } from "./qemu.js";
+import { expectServicesHealthy, expectTalosCgroups, namesUnder } from "./node-checks.js";
 
 const bootMs = Number(process.env.BASALT_E2E_BOOT_TIMEOUT_MS ?? 600_000);
 const disk = "install-journey";
@@ -95,31 +96,10 @@ test("install journey: maintenance → install → mTLS → reboot → cold boot
 
   await t.test("services: udevd and syslogd run; Talos's cgroups hold machined, apid and udevd; Logs answers", async () => {
     const c = admin();
-    await waitFor(node, "udevd and syslogd healthy", async () => {
-      const reply = (await c.serviceList()) as { messages: { services: { id: string; state: string; health: { healthy: boolean } }[] }[] };
-      const byId = new Map(reply.messages[0]!.services.map((s) => [s.id, s]));
-      for (const id of ["apid", "machined", "syslogd", "trustd", "udevd"]) {
-        assert.equal(byId.get(id)?.state, "Running", id);
-        assert.equal(byId.get(id)?.health.healthy, true, id);
-      }
-    }, 120_000);
-    const names = async (root: string) => (await c.collect<{ name: string }>(c.machine, "List", { root, recurse: false })).map((f) => f.name.slice(root.length + 1));
-    const groups = await names("/sys/fs/cgroup");
-    for (const g of ["init", "system", "podruntime", "kubepods"]) assert.ok(groups.includes(g), `/sys/fs/cgroup/${g}`);
-    // Each process's group, found by its command line.
-    const cgroupOf = async (match: (argv: string[]) => boolean) => {
-      for (const p of (await names("/proc")).filter((n) => /^\d+$/.test(n))) {
-        const argv = (await c.read(`/proc/${p}/cmdline`).catch(() => Buffer.alloc(0))).toString().split("\0");
-        if (match(argv)) return (await c.read(`/proc/${p}/cgroup`)).toString();
-      }
-      return "";
-    };
-    assert.equal(await cgroupOf((a) => a.includes("machined")), "0::/init\n");
-    assert.equal(await cgroupOf((a) => a.includes("apid")), "0::/system/apid\n");
-    assert.equal(await cgroupOf((a) => a[0] === "systemd-udevd"), "0::/system/udevd\n");
-    assert.equal(await cgroupOf((a) => a[0] === "/usr/bin/containerd"), "0::/system/runtime\n");
+    await expectServicesHealthy(node, c, ["apid", "machined", "syslogd", "trustd", "udevd"], 120_000);
+    await expectTalosCgroups(c);
     // udevd's trigger and settle made the by-* links.
-    assert.deepEqual((await names("/dev/disk/by-partlabel")).filter((n) => ["STATE", "EPHEMERAL"].includes(n)).sort(), ["EPHEMERAL", "STATE"]);
+    assert.deepEqual((await namesUnder(c, "/dev/disk/by-partlabel")).filter((n) => ["STATE", "EPHEMERAL"].includes(n)).sort(), ["EPHEMERAL", "STATE"]);
     const logs = Buffer.concat((await c.collect<{ bytes: Buffer }>(c.machine, "Logs", { namespace: "system", id: "apid", tail_lines: 5 })).map((d) => d.bytes)).toString();
     // apid may have printed fewer than 5 lines since its start; the tail is its last lines, whole.
     const lines = logs.split("\n");
