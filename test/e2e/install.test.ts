@@ -94,10 +94,13 @@ test("install journey: maintenance → install → mTLS → reboot → cold boot
     assert.deepEqual(reply.messages[0]!.containers, []);
   });
 
-  await t.test("services: udevd and syslogd run; Talos's cgroups hold machined, apid and udevd; Logs answers", async () => {
+  await t.test("services: udevd and syslogd run; Talos's cgroups hold machined, apid and udevd; the dashboard shows tty2; Logs answers", async () => {
     const c = admin();
     await expectServicesHealthy(node, c, ["apid", "machined", "syslogd", "trustd", "udevd"], 120_000);
     await expectTalosCgroups(c);
+    // The dashboard (no health check, as Talos's) shows the console summary on tty2.
+    assert.equal((await c.serviceList() as { messages: { services: { id: string; state: string }[] }[] }).messages[0]!.services.find((s) => s.id === "dashboard")?.state, "Running");
+    assert.equal((await c.read("/sys/class/tty/tty0/active")).toString(), "tty2\n");
     // udevd's trigger and settle made the by-* links.
     assert.deepEqual((await namesUnder(c, "/dev/disk/by-partlabel")).filter((n) => ["STATE", "EPHEMERAL"].includes(n)).sort(), ["EPHEMERAL", "STATE"]);
     const logs = Buffer.concat((await c.collect<{ bytes: Buffer }>(c.machine, "Logs", { namespace: "system", id: "apid", tail_lines: 5 })).map((d) => d.bytes)).toString();
