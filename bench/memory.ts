@@ -4,7 +4,10 @@
 // (from /proc/<pid>/smaps_rollup) of every agent process and their total.
 // Figures only, no thresholds.
 //
-// usage: node dist/bench/memory.js [--mode separate|in-process|both] [--bundle] [--idle-seconds 15]
+// usage: node dist/bench/memory.js [--mode separate|in-process|both|node] [--bundle] [--idle-seconds 15]
+//   --mode node: an installed node in QEMU instead (the amd64 ISO, apply-config, install, kexec): once
+//     containerd and udevd are Running and healthy and it has idled, every agent process and the system
+//     services beside it (containerd, udevd, syslogd's relay), read over mutual TLS from the node's /proc.
 //   --bundle: run the esbuild bundle (_out/bundle/basalt.mjs or $BENCH_BUNDLE, as in the image;
 //     made by scripts/bundle.mjs when missing) instead of dist/.
 //   machined runs with the agent's node flags and environment (agentNodeFlags, agentEnv in
@@ -17,6 +20,9 @@ import path from "node:path";
 import { NodeClient, type ClientCredentials } from "../agent/src/client/client.js";
 import { parseTalosconfig } from "../agent/src/client/talosconfig.js";
 import { generateConfigs } from "../agent/src/config/generate/index.js";
+import { ApplyMode } from "../agent/src/api/enums.js";
+import { expectServicesHealthy, namesUnder } from "../test/e2e/node-checks.js";
+import { bootNode, waitFor } from "../test/e2e/qemu.js";
 import { entry, eventually, freePort, nodeFlags, sandboxEnv, sleep, startSandbox, useBundle } from "./sandbox.js";
 
 const arg = (name: string, dflt: string) => {
@@ -56,18 +62,49 @@ interface Mem {
   privateKiB: number;
 }
 
-function memoryOf(pid: number): Mem {
-  const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, "utf8");
+function memoryFrom(pid: number, name: string, rollup: string): Mem {
   const field = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, "m").exec(rollup)?.[1] ?? NaN);
+  return { pid, name, rssKiB: field("Rss"), pssKiB: field("Pss"), privateKiB: field("Private_Clean") + field("Private_Dirty") };
+}
+
+function memoryOf(pid: number): Mem {
   const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
   const name = argv.includes("apid") ? "apid" : argv.some((a) => a.endsWith("sandbox.js") || a === "sandbox") ? "machined" : path.basename(argv[0] ?? "?");
-  return {
-    pid,
-    name,
-    rssKiB: field("Rss"),
-    pssKiB: field("Pss"),
-    privateKiB: field("Private_Clean") + field("Private_Dirty"),
-  };
+  return memoryFrom(pid, name, readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"));
+}
+
+/** What a node process is, from its command line; undefined for processes that are neither the agent's nor its services'. */
+function nodeProcessName(argv: string[]): string | undefined {
+  for (const agent of ["machined", "apid", "trustd"]) if (argv.includes(agent)) return agent;
+  const program = path.basename(argv[0] ?? "");
+  if (program === "containerd" || program === "systemd-udevd") return program;
+  if (program === "syslog-relay") return "syslogd";
+  return undefined;
+}
+
+/** An installed amd64 node in QEMU, idle with containerd and udevd running: its processes' memory, read over the API. */
+async function measureNode(): Promise<{ rows: Mem[]; uniqueKiB: undefined }> {
+  const generated = await generateConfigs({ clusterName: "bench", endpoint: "https://10.0.2.15:6443", installDisk: "/dev/vda" });
+  const creds = parseTalosconfig(generated.talosconfig);
+  const node = await bootNode({ name: "bench-memory-node", boot: "iso", disk: "bench-memory-node" });
+  try {
+    await waitFor(node, "maintenance API", () => node.client().disks(), 600_000);
+    await node.client().applyConfiguration(generated.controlplane, { mode: ApplyMode.REBOOT });
+    const c = node.mtlsClient(creds);
+    await waitFor(node, "mTLS Version after install", () => c.version(), 900_000);
+    await expectServicesHealthy(node, c, ["apid", "containerd", "machined", "syslogd", "trustd", "udevd"], 600_000);
+    await sleep(idleSeconds * 1000);
+    const rows: Mem[] = [];
+    for (const p of (await namesUnder(c, "/proc")).filter((n) => /^\d+$/.test(n))) {
+      const argv = (await c.read(`/proc/${p}/cmdline`).catch(() => Buffer.alloc(0))).toString().split("\0");
+      const name = nodeProcessName(argv);
+      if (name) rows.push(memoryFrom(Number(p), name, (await c.read(`/proc/${p}/smaps_rollup`)).toString()));
+    }
+    c.close();
+    return { rows, uniqueKiB: undefined };
+  } finally {
+    await node.stop({ removeDisk: true });
+  }
 }
 
 /**
@@ -162,9 +199,20 @@ function print(title: string, { rows, uniqueKiB }: { rows: Mem[]; uniqueKiB: num
   for (const r of rows) console.log(`${r.name.padEnd(10)} ${String(r.pid).padStart(7)} ${mib(r.rssKiB)} ${mib(r.pssKiB)} ${mib(r.privateKiB)}`);
   const sum = (k: keyof Mem) => rows.reduce((a, r) => a + (r[k] as number), 0);
   console.log(`${"total".padEnd(10)} ${"".padStart(7)} ${mib(sum("rssKiB"))} ${mib(sum("pssKiB"))} ${mib(sum("privateKiB"))}`);
+  if (uniqueKiB === undefined && rows.some((r) => !["machined", "apid", "trustd"].includes(r.name))) {
+    const agent = rows.filter((r) => ["machined", "apid", "trustd"].includes(r.name));
+    const agentSum = (k: keyof Mem) => agent.reduce((a, r) => a + (r[k] as number), 0);
+    console.log(`${"agent".padEnd(10)} ${"".padStart(7)} ${mib(agentSum("rssKiB"))} ${mib(agentSum("pssKiB"))} ${mib(agentSum("privateKiB"))}   (machined, apid, trustd)`);
+    return;
+  }
   console.log(`distinct pages of all agent processes (shared counted once): ${uniqueKiB === undefined ? "n/a (needs root)" : `${mib(uniqueKiB).trim()} MiB`}`);
 }
 
+if (modeArg === "node") {
+  console.log(`installed amd64 node in QEMU (_out/metal-amd64.iso), idle ${idleSeconds} s once containerd and udevd are Running and healthy`);
+  print("installed node: the agent, containerd, udevd, syslogd", await measureNode());
+  process.exit(0);
+}
 console.log(`node ${process.version}, ${useBundle ? `bundle ${entry()[0]}` : "dist/"}, idle ${idleSeconds} s after apply-config and 60 calls, machined node flags: [${nodeFlags.join(" ")}], MALLOC_ARENA_MAX=${sandboxEnv["MALLOC_ARENA_MAX"]}${process.env["BASALT_APID_NODE_FLAGS"] !== undefined ? `, apid node flags: [${process.env["BASALT_APID_NODE_FLAGS"]}]` : ""}`);
 if (modeArg === "separate" || modeArg === "both") print("separate processes (machined + apid)", await measure(false));
 if (modeArg === "in-process" || modeArg === "both") print("apid in machined's process (--apid-in-process)", await measure(true));

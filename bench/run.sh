@@ -23,6 +23,8 @@ echo "== boot beside the baseline (../shared/baseline, same QEMU arguments, alte
 [ -f _out/baseline/baseline.iso ] || bash ../shared/baseline/build.sh _out/baseline >/dev/null
 node dist/bench/boot-vs-baseline.js --boot iso
 node dist/bench/boot-vs-baseline.js --boot pxe
+echo "== memory (an installed amd64 node in QEMU, containerd and udevd running)"
+node dist/bench/memory.js --mode node --idle-seconds 60
 echo "== memory (sandbox)"
 node dist/bench/memory.js
 echo "== rpc latency (sandbox)"

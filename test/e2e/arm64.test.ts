@@ -3,13 +3,15 @@
 // mode; one machine then goes through the ISO into maintenance, apply-config, install to its
 // disk (GRUB arm64-efi), the reboot (Debian's arm64 kernel cannot kexec_file_load, so the
 // node reboots through the firmware, as Talos does when kexec is unavailable) and a boot
-// from the disk alone that serves mutual TLS and reports arm64.
+// from the disk alone that serves mutual TLS and reports arm64, with udevd, syslogd and containerd
+// Running and healthy and Talos's cgroups.
 // Build first: `npm run image -- --arch arm64` (npm run test:e2e does it).
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ApplyMode } from "../../agent/src/api/enums.js";
 import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
 import { generateConfigs } from "../../agent/src/config/generate/index.js";
+import { expectServicesHealthy, expectTalosCgroups } from "./node-checks.js";
 import { artifactsPresent, bootNode, expectMaintenanceApi, systemPartitionNames, waitFor, type BootedNode } from "./qemu.js";
 
 const BOOT_TIMEOUT_MS = Number(process.env.BASALT_E2E_BOOT_TIMEOUT_MS ?? 600_000);
@@ -64,6 +66,12 @@ describe("arm64", { skip }, () => {
       assert.doesNotMatch(consoleText, /error: (serial port|terminal)/, "grub.cfg asks for no serial port arm64's GRUB lacks");
       assert.match(consoleText, /loaded stored configuration/);
       assert.deepEqual(await systemPartitionNames(admin, "vda"), ["EFI", "BIOS", "BOOT", "META", "STATE", "EPHEMERAL"]);
+    });
+
+    await t.test("udevd, syslogd and containerd Running and healthy; Talos's cgroups hold machined, apid, udevd and containerd", async () => {
+      const admin = node.mtlsClient(creds);
+      await expectServicesHealthy(node, admin, ["apid", "containerd", "machined", "syslogd", "trustd", "udevd"], BOOT_TIMEOUT_MS);
+      await expectTalosCgroups(admin);
     });
   });
 });

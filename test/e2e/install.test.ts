@@ -6,11 +6,13 @@
 // from the disk alone, and Reset of STATE and EPHEMERAL back to maintenance mode.
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { parseAllDocuments } from "yaml";
 import { ApplyMode } from "../../agent/src/api/enums.js";
 import type { NodeClient } from "../../agent/src/client/client.js";
 import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
 import { generateConfigs } from "../../agent/src/config/generate/index.js";
 import { artifactsPresent, bootNode, systemPartitionNames, waitFor, type BootedNode } from "./qemu.js";
+import { expectServicesHealthy, expectTalosCgroups, namesUnder } from "./node-checks.js";
 
 const bootMs = Number(process.env.BASALT_E2E_BOOT_TIMEOUT_MS ?? 600_000);
 const disk = "install-journey";
@@ -18,6 +20,18 @@ const disk = "install-journey";
 type Versioned = { messages: { version: { tag: string } }[] };
 type MountsReply = { messages: { stats: { filesystem: string; mounted_on: string }[] }[] };
 type ResourceReply = { resource: { spec: { yaml_spec: string } } };
+
+/** The journey's config also loads a kernel module, writes files and sets an environment variable (checked once installed). */
+function withMachineSettings(config: string): string {
+  const docs = parseAllDocuments(config);
+  docs[0]!.setIn(["machine", "kernel"], { modules: [{ name: "dummy", parameters: ["numdummies=3"] }] });
+  docs[0]!.setIn(["machine", "files"], [
+    { op: "create", path: "/var/lib/journey/hello.conf", content: "hello\n", permissions: 0o640 },
+    { op: "append", path: "/etc/libaudit.conf", content: "# journey", permissions: 0o644 },
+  ]);
+  docs[0]!.setIn(["machine", "env"], { JOURNEY_EXAMPLE: "journey value" });
+  return docs.map((d) => d.toString()).join("---\n");
+}
 
 async function expectMaintenance(node: BootedNode) {
   const insecure = node.client();
@@ -27,6 +41,7 @@ async function expectMaintenance(node: BootedNode) {
 
 test("install journey: maintenance → install → mTLS → reboot → cold boot → reset", { skip: artifactsPresent() ? false : "image not built (npm run image)", timeout: 60 * 60_000 }, async (t) => {
   const generated = await generateConfigs({ clusterName: "journey", endpoint: "https://10.0.2.15:6443", installDisk: "/dev/vda" });
+  const controlplane = withMachineSettings(generated.controlplane);
   const creds = parseTalosconfig(generated.talosconfig);
   // The second NIC (an isolated network) becomes a bond member in the live network step.
   let node = await bootNode({ name: "journey-1-iso", boot: "iso", disk, secondNic: true });
@@ -35,7 +50,7 @@ test("install journey: maintenance → install → mTLS → reboot → cold boot
   await t.test("the ISO boots into maintenance mode", () => expectMaintenance(node));
 
   await t.test("apply-config installs to /dev/vda and the installed system serves mutual TLS", async () => {
-    await node.client().applyConfiguration(generated.controlplane, { mode: ApplyMode.REBOOT });
+    await node.client().applyConfiguration(controlplane, { mode: ApplyMode.REBOOT });
     const admin = node.mtlsClient(creds);
     const version = await waitFor(node, "mTLS Version after install", () => admin.version() as Promise<Versioned>, bootMs);
     assert.match(version.messages[0]!.version.tag, /basalt/);
@@ -79,33 +94,15 @@ test("install journey: maintenance → install → mTLS → reboot → cold boot
     assert.deepEqual(reply.messages[0]!.containers, []);
   });
 
-  await t.test("services: udevd and syslogd run; Talos's cgroups hold machined, apid and udevd; Logs answers", async () => {
+  await t.test("services: udevd and syslogd run; Talos's cgroups hold machined, apid and udevd; the dashboard shows tty2; Logs answers", async () => {
     const c = admin();
-    await waitFor(node, "udevd and syslogd healthy", async () => {
-      const reply = (await c.serviceList()) as { messages: { services: { id: string; state: string; health: { healthy: boolean } }[] }[] };
-      const byId = new Map(reply.messages[0]!.services.map((s) => [s.id, s]));
-      for (const id of ["apid", "machined", "syslogd", "trustd", "udevd"]) {
-        assert.equal(byId.get(id)?.state, "Running", id);
-        assert.equal(byId.get(id)?.health.healthy, true, id);
-      }
-    }, 120_000);
-    const names = async (root: string) => (await c.collect<{ name: string }>(c.machine, "List", { root, recurse: false })).map((f) => f.name.slice(root.length + 1));
-    const groups = await names("/sys/fs/cgroup");
-    for (const g of ["init", "system", "podruntime", "kubepods"]) assert.ok(groups.includes(g), `/sys/fs/cgroup/${g}`);
-    // Each process's group, found by its command line.
-    const cgroupOf = async (match: (argv: string[]) => boolean) => {
-      for (const p of (await names("/proc")).filter((n) => /^\d+$/.test(n))) {
-        const argv = (await c.read(`/proc/${p}/cmdline`).catch(() => Buffer.alloc(0))).toString().split("\0");
-        if (match(argv)) return (await c.read(`/proc/${p}/cgroup`)).toString();
-      }
-      return "";
-    };
-    assert.equal(await cgroupOf((a) => a.includes("machined")), "0::/init\n");
-    assert.equal(await cgroupOf((a) => a.includes("apid")), "0::/system/apid\n");
-    assert.equal(await cgroupOf((a) => a[0] === "systemd-udevd"), "0::/system/udevd\n");
-    assert.equal(await cgroupOf((a) => a[0] === "/usr/bin/containerd"), "0::/system/runtime\n");
+    await expectServicesHealthy(node, c, ["apid", "machined", "syslogd", "trustd", "udevd"], 120_000);
+    await expectTalosCgroups(c);
+    // The dashboard (no health check, as Talos's) shows the console summary on tty2.
+    assert.equal((await c.serviceList() as { messages: { services: { id: string; state: string }[] }[] }).messages[0]!.services.find((s) => s.id === "dashboard")?.state, "Running");
+    assert.equal((await c.read("/sys/class/tty/tty0/active")).toString(), "tty2\n");
     // udevd's trigger and settle made the by-* links.
-    assert.deepEqual((await names("/dev/disk/by-partlabel")).filter((n) => ["STATE", "EPHEMERAL"].includes(n)).sort(), ["EPHEMERAL", "STATE"]);
+    assert.deepEqual((await namesUnder(c, "/dev/disk/by-partlabel")).filter((n) => ["STATE", "EPHEMERAL"].includes(n)).sort(), ["EPHEMERAL", "STATE"]);
     const logs = Buffer.concat((await c.collect<{ bytes: Buffer }>(c.machine, "Logs", { namespace: "system", id: "apid", tail_lines: 5 })).map((d) => d.bytes)).toString();
     // apid may have printed fewer than 5 lines since its start; the tail is its last lines, whole.
     const lines = logs.split("\n");
@@ -113,10 +110,32 @@ test("install journey: maintenance → install → mTLS → reboot → cold boot
     await assert.rejects(c.collect(c.machine, "Logs", { namespace: "system", id: "nosuchservice", tail_lines: -1 }), /log "nosuchservice" was not registered/);
   });
 
+  await t.test("machine config: .machine.kernel.modules loaded with its parameters, .machine.files written, .machine.env in trustd's environment", async () => {
+    const c = admin();
+    // dummy's numdummies is not readable in sysfs (mode 0): the three links it made show it.
+    assert.equal((await c.read("/sys/module/dummy/initstate")).toString(), "live\n");
+    assert.deepEqual((await namesUnder(c, "/sys/class/net")).filter((n) => /^dummy\d+$/.test(n)).sort(), ["dummy0", "dummy1", "dummy2"]);
+    const modules = (await c.resourceGet("runtime", "KernelModuleSpecs.runtime.talos.dev", "dummy")) as ResourceReply;
+    assert.equal(modules.resource.spec.yaml_spec, "string: dummy\nparameters:\n    - numdummies=3\n");
+    assert.equal((await c.read("/var/lib/journey/hello.conf")).toString(), "hello\n");
+    const audit = (await c.read("/etc/libaudit.conf")).toString();
+    assert.ok(audit.endsWith("\n# journey"), audit);
+    assert.equal((await c.read("/var/etc/libaudit.conf")).toString(), audit, "written to /var and bound over /etc");
+    const mounts = ((await c.mounts()) as MountsReply).messages[0]!.stats;
+    assert.ok(mounts.some((m) => m.mounted_on === "/etc/libaudit.conf"), "bind mount over /etc/libaudit.conf");
+    const procs = (await c.collect<{ name: string }>(c.machine, "List", { root: "/proc", recurse: false })).map((f) => f.name).filter((n) => /^\/proc\/\d+$/.test(n));
+    let trustdEnv = "";
+    for (const p of procs) {
+      const argv = (await c.read(`${p}/cmdline`).catch(() => Buffer.alloc(0))).toString().split("\0");
+      if (argv.includes("trustd")) trustdEnv = (await c.read(`${p}/environ`)).toString();
+    }
+    assert.ok(trustdEnv.split("\0").includes("JOURNEY_EXAMPLE=journey value"), "trustd's environment");
+  });
+
   await t.test("a no-reboot hostname change shows in HostnameStatus", async () => {
     const c = admin();
-    const patched = generated.controlplane.replace(/^(\s+)network: \{\}$/m, "$1network:\n$1    hostname: journey-node");
-    assert.notEqual(patched, generated.controlplane, "the generated config has machine.network: {}");
+    const patched = controlplane.replace(/^(\s+)network: \{\}$/m, "$1network:\n$1    hostname: journey-node");
+    assert.notEqual(patched, controlplane, "the generated config has machine.network: {}");
     const reply = (await c.applyConfiguration(patched, { mode: ApplyMode.NO_REBOOT })) as { messages: { mode_details: string }[] };
     assert.equal(reply.messages[0]!.mode_details, "Applied configuration without a reboot");
     await waitFor(node, "hostname status", async () => {
@@ -136,8 +155,8 @@ test("install journey: maintenance → install → mTLS → reboot → cold boot
     const addresses = [...(await list("AddressStatuses.net.talos.dev")).keys()];
     const apiLink = physical.find((l) => addresses.some((a) => a.startsWith(`${l}/10.0.2.`)))!;
     const second = physical.find((l) => l !== apiLink)!;
-    const hostnameOnly = generated.controlplane.replace(/^(\s+)network: \{\}$/m, "$1network:\n$1    hostname: journey-node");
-    const withLinks = generated.controlplane.replace(/^(\s+)network: \{\}$/m, (_, i: string) =>
+    const hostnameOnly = controlplane.replace(/^(\s+)network: \{\}$/m, "$1network:\n$1    hostname: journey-node");
+    const withLinks = controlplane.replace(/^(\s+)network: \{\}$/m, (_, i: string) =>
       [
         `${i}network:`, `${i}    hostname: journey-node`, `${i}    interfaces:`,
         `${i}        - interface: ${apiLink}`, `${i}          dhcp: true`, `${i}          vlans:`, `${i}              - vlanId: 100`, `${i}                addresses: [172.20.0.2/24]`,

@@ -44,6 +44,8 @@ export interface RunOptions {
   echoServiceLogs?: boolean;
   /** Run udevd (a node). */
   udevd?: { udevadm: string };
+  /** The dashboard's terminals (a node). */
+  terminals?: MachinedOptions["terminals"];
 }
 
 /**
@@ -114,6 +116,7 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
       ...(opts.cgroups ? { cgroups: opts.cgroups } : {}),
       echoServiceLogs: opts.echoServiceLogs === true,
       ...(opts.udevd ? { udevd: opts.udevd } : {}),
+      ...(opts.terminals ? { terminals: opts.terminals } : {}),
       // Built beside the entry script (scripts/build-native.sh).
       syslogRelay: path.join(path.dirname(opts.self.args.at(-1) ?? "."), "syslog-relay"),
       signal: ac.signal,

@@ -10,6 +10,7 @@ import { kernelParamsAt } from "../sys/kernel-params.js";
 import { kernelModulesByModprobe } from "../sys/kernel-modules.js";
 import { sysfsSmbios } from "../sys/smbios.js";
 import { initPower } from "../sys/power.js";
+import { KernelVirtualTerminals } from "../sys/vt.js";
 import { trustdUser } from "../services/definitions/trustd.js";
 import { parseFlags } from "../flags.js";
 import { runMachinedProcess } from "./machined-run.js";
@@ -49,11 +50,23 @@ export async function main(argv: string[]): Promise<void> {
     ...(platform.mode === "container" ? {} : { smbios: sysfsSmbios() }),
     // In a container the cgroups are the container runtime's.
     ...(platform.mode !== "container" ? { cgroups: cgroupfs(), udevd: { udevadm: "/usr/bin/udevadm" } } : {}),
+    ...nodeTerminals(platform),
     containerd: { command: "/usr/bin/containerd", cgroupParent: "/system/extensions", oomScoreAdj: -600 },
     ...nodeClock(platform),
     // The host DNS cache (on when the config's machine.features.hostDNS says so).
     ...(platform.mode !== "container" ? { hostDnsListen: DEFAULT_HOST_DNS_LISTEN } : {}),
   });
+}
+
+/** The virtual terminals the dashboard draws on (none in a container, as Talos; none when this build has no FFI addon). */
+function nodeTerminals(platform: Platform): { terminals?: KernelVirtualTerminals } {
+  if (platform.mode === "container") return {};
+  try {
+    return { terminals: new KernelVirtualTerminals() };
+  } catch (err) {
+    logger("machined").warn("dashboard disabled: the terminals cannot be switched from this build", { error: describeError(err) });
+    return {};
+  }
 }
 
 /** The kernel clock time sync adjusts (none in a container, as Talos; none when this build has no FFI addon). */

@@ -44,12 +44,15 @@ import type { Power } from "../sys/power.js";
 import type { KernelParams } from "../sys/kernel-params.js";
 import type { KernelModules } from "../sys/kernel-modules.js";
 import type { SmbiosReader } from "../sys/smbios.js";
+import type { VirtualTerminals } from "../sys/vt.js";
 import { machinedGuard } from "./access.js";
 import { inspectServiceImpl, machineServiceImpl, storageServiceImpl } from "./apis.js";
 import { systemContainerd, type SystemContainerdOptions } from "./containerd.js";
 import { timeServiceImpl } from "./rpc/time.js";
 import type { SystemClock } from "../sys/clock.js";
 import { checkConfig, checkMaintenanceMode, maintenanceDryRunDetails, planApply, TryModeTimer, tryTimeoutMs, type ApplyRequest, type ConfigChecker } from "./apply/index.js";
+import { dashboardDisabled, dashboardService } from "./dashboard.js";
+import { contractTag } from "./version.js";
 import { announceMaintenance } from "./maintenance-console.js";
 import { published } from "./published.js";
 import { nodeAddresses, nodeHostname } from "./node-identity.js";
@@ -124,6 +127,8 @@ export interface MachinedOptions {
   syslogRelay?: string;
   /** Run udevd (a node); unset: the devices are the host's (the sandbox). */
   udevd?: { udevadm: string };
+  /** The virtual terminals the dashboard draws the console summary on (a node); unset: no dashboard. */
+  terminals?: VirtualTerminals;
   signal: AbortSignal;
 }
 
@@ -404,6 +409,11 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   // (nothing here looks devices up by /dev/disk/by-* names; disks are found through sysfs).
   if (opts.udevd) {
     supervisor.start(udevdService({ udevadm: opts.udevd.udevadm, controlSocket: path.join(paths.run, "udev", "control") })).catch((err: unknown) => log.error("starting udevd failed", { error: describeError(err) }));
+  }
+  // Talos's "dashboard" phase, skipped with talos.dashboard.disabled=1.
+  if (opts.terminals && !dashboardDisabled(opts.cmdline)) {
+    const dashboard = dashboardService({ state, terminals: opts.terminals, version: contractTag, apiPort: splitListen(opts.apid.listen).port });
+    supervisor.start(dashboard).catch((err: unknown) => log.error("starting the dashboard failed", { error: describeError(err) }));
   }
   if (opts.syslogRelay) {
     supervisor.start(syslogdService({ relay: opts.syslogRelay, socket: paths.syslogSocket })).catch((err: unknown) => log.error("starting syslogd failed", { error: describeError(err) }));

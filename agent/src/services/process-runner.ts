@@ -73,6 +73,8 @@ export class ProcessRunner implements ServiceRunner {
     try {
       if (this.spec.ready) await Promise.race([this.spec.ready(ac.signal), exited]);
     } catch (err) {
+      // A failed start leaves nothing to stop: stop() would wait for an exit already seen (or never coming).
+      if (this.child === child) this.child = undefined;
       child.kill("SIGKILL");
       throw err;
     } finally {
@@ -94,7 +96,8 @@ export class ProcessRunner implements ServiceRunner {
 
   async stop(): Promise<void> {
     const child = this.child;
-    if (!child || child.exitCode !== null) return;
+    // Exited (by a signal: exitCode stays null) or never spawned: no exit event will come.
+    if (!child || child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
     this.child = undefined;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => child.kill("SIGKILL"), this.spec.stopTimeoutMs ?? 10_000);

@@ -60,6 +60,8 @@ export class DhcpPort {
       const s = dgram.createSocket({ type: "udp4", reuseAddr: true });
       s.once("error", (err) => {
         this.opening = undefined;
+        // The socket that failed to bind is ours to close: each retry makes a new one.
+        s.close();
         reject(new SystemError(`cannot bind DHCP client port ${this.opts.clientPort ?? CLIENT_PORT}`, {}, { cause: err }));
       });
       s.bind({ port: this.opts.clientPort ?? CLIENT_PORT, address: this.opts.bindAddress ?? "0.0.0.0", exclusive: false }, () => {

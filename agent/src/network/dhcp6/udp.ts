@@ -55,6 +55,8 @@ export class Dhcp6Port {
       const s = dgram.createSocket({ type: "udp6", reuseAddr: true });
       s.once("error", (err) => {
         this.opening = undefined;
+        // The socket that failed to bind is ours to close: each retry makes a new one.
+        s.close();
         reject(new SystemError(`cannot bind DHCPv6 client port ${port}`, { port }, { cause: err }));
       });
       s.bind({ port, address: "::", exclusive: false }, () => {

@@ -254,17 +254,32 @@ export class ContainerdClient {
       call.on("end", () => resolve());
     });
     done.catch(() => undefined);
+    // A call that fails or ends while a write waits for room never drains: the wait ends with it.
+    const ended = done.then(() => true);
+    ended.catch(() => undefined);
+    /** Writes one message; false once the call has ended (containerd already has the content). */
+    const send = async (m: object): Promise<boolean> => {
+      if (call.write(m)) return true;
+      let onDrain = () => undefined as void;
+      const drained = new Promise<false>((resolve) => call.once("drain", (onDrain = () => resolve(false))));
+      try {
+        return !(await Promise.race([drained, ended]));
+      } finally {
+        call.off("drain", onDrain);
+      }
+    };
     let offset = 0;
-    const send = (m: object) => new Promise<void>((resolve) => (call.write(m) ? resolve() : call.once("drain", () => resolve())));
+    let open = true;
     try {
-      for await (const chunk of data) {
+      sending: for await (const chunk of data) {
         for (let i = 0; i < chunk.length; i += 1 << 20) {
           const part = chunk.subarray(i, i + (1 << 20));
-          await send({ action: 1, ref, total, expected, offset, data: part });
+          open = await send({ action: 1, ref, total, expected, offset, data: part });
+          if (!open) break sending;
           offset += part.length;
         }
       }
-      await send({ action: 2, ref, total, expected, offset, labels });
+      if (open) await send({ action: 2, ref, total, expected, offset, labels });
     } finally {
       call.end();
     }

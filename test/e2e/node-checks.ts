@@ -1,0 +1,41 @@
+// Checks of an installed node's services and cgroups shared by the amd64 and arm64 journeys, over mutual TLS.
+import assert from "node:assert/strict";
+import type { NodeClient } from "../../agent/src/client/client.js";
+import { waitFor, type BootedNode } from "./qemu.js";
+
+type Services = { messages: { services: { id: string; state: string; health: { healthy: boolean } }[] }[] };
+
+/** Waits until each of `ids` is Running and healthy in ServiceList. */
+export async function expectServicesHealthy(node: BootedNode, c: NodeClient, ids: string[], timeoutMs: number): Promise<void> {
+  await waitFor(node, `${ids.join(", ")} Running and healthy`, async () => {
+    const byId = new Map(((await c.serviceList()) as Services).messages[0]!.services.map((s) => [s.id, s]));
+    for (const id of ids) {
+      assert.equal(byId.get(id)?.state, "Running", id);
+      assert.equal(byId.get(id)?.health.healthy, true, id);
+    }
+  }, timeoutMs);
+}
+
+/** The names directly under `root` on the node. */
+export async function namesUnder(c: NodeClient, root: string): Promise<string[]> {
+  return (await c.collect<{ name: string }>(c.machine, "List", { root, recurse: false })).map((f) => f.name.slice(root.length + 1));
+}
+
+/** The /proc/<pid>/cgroup of the first process whose command line matches, or "" when none does. */
+export async function cgroupOf(c: NodeClient, match: (argv: string[]) => boolean): Promise<string> {
+  for (const p of (await namesUnder(c, "/proc")).filter((n) => /^\d+$/.test(n))) {
+    const argv = (await c.read(`/proc/${p}/cmdline`).catch(() => Buffer.alloc(0))).toString().split("\0");
+    if (match(argv)) return (await c.read(`/proc/${p}/cgroup`)).toString();
+  }
+  return "";
+}
+
+/** Talos's top-level groups exist; machined, apid, udevd and the system containerd sit in theirs. */
+export async function expectTalosCgroups(c: NodeClient): Promise<void> {
+  const groups = await namesUnder(c, "/sys/fs/cgroup");
+  for (const g of ["init", "system", "podruntime", "kubepods"]) assert.ok(groups.includes(g), `/sys/fs/cgroup/${g}`);
+  assert.equal(await cgroupOf(c, (a) => a.includes("machined")), "0::/init\n");
+  assert.equal(await cgroupOf(c, (a) => a.includes("apid")), "0::/system/apid\n");
+  assert.equal(await cgroupOf(c, (a) => a[0] === "systemd-udevd"), "0::/system/udevd\n");
+  assert.equal(await cgroupOf(c, (a) => a[0] === "/usr/bin/containerd"), "0::/system/runtime\n");
+}
