@@ -58,6 +58,7 @@ import { nodeAddresses, nodeHostname } from "./node-identity.js";
 import { EventBus } from "./events.js";
 import type { Platform } from "./platform.js";
 import { configFromPlatform } from "./platform-config.js";
+import { platformNetworkCache } from "./platform-network-cache.js";
 import type { PlatformNetwork } from "../controllers/runtime/platform-network.js";
 import { readSystemIdentity, type SystemIdentity } from "../sys/dmi.js";
 import { ownsDisks, type MachineRuntime } from "./runtime.js";
@@ -271,6 +272,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     },
     network: opts.networking?.controllers ?? [],
     kernelParams: { params: opts.kernelParams, container: platform.mode === "container" },
+    platformNetworkCache: platformNetworkCache(paths, platform.mode === "container"),
     kernelModules: opts.kernelModules,
     ...(opts.smbios ? { smbios: opts.smbios } : {}),
     addressEvents: (e) => events.publish("machine.AddressEvent", e),
