@@ -9,9 +9,8 @@ import { after, before, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ApplyMode } from "../../agent/src/api/enums.js";
 import { NodeClient } from "../../agent/src/client/client.js";
-import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
-import { generateConfigs } from "../../agent/src/config/generate/index.js";
-import { eventually, freePort, startSandbox, type SandboxProcess } from "./helpers/sandbox.js";
+import { eventually, type SandboxProcess } from "./helpers/sandbox.js";
+import { startConfiguredSandbox } from "./helpers/configured-sandbox.js";
 
 const stateDir = mkdtempSync(path.join(os.tmpdir(), "basalt-apply-modes-"));
 const configFile = path.join(stateDir, "system", "state", "config.yaml");
@@ -24,16 +23,7 @@ const hostname = async () => ((await client.resourceGet("network", "HostnameStat
 const withHostname = (name: string) => config.replace(/^(\s+)network: \{\}$/m, `$1network:\n$1    hostname: ${name}`);
 
 before(async () => {
-  const port = await freePort();
-  const generated = await generateConfigs({ clusterName: "apply-modes", endpoint: "https://127.0.0.1:6443", installDisk: "" });
-  config = generated.controlplane;
-  sandbox = startSandbox(stateDir, port, ["--apid-in-process"]);
-  const maintenance = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "insecure" } });
-  await eventually(() => maintenance.disks());
-  await maintenance.applyConfiguration(config);
-  maintenance.close();
-  client = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "mtls", ...parseTalosconfig(generated.talosconfig) } });
-  await eventually(() => client.version());
+  ({ sandbox, config, admin: client } = await startConfiguredSandbox({ clusterName: "apply-modes", stateDir, args: ["--apid-in-process"] }));
 });
 
 after(async () => {

@@ -11,9 +11,9 @@ import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import { NodeClient } from "../../agent/src/client/client.js";
-import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
-import { generateConfigs } from "../../agent/src/config/generate/index.js";
-import { eventually, freePort, startSandbox, type SandboxProcess } from "./helpers/sandbox.js";
+import type { GeneratedConfigs } from "../../agent/src/config/generate/index.js";
+import { eventually, type SandboxProcess } from "./helpers/sandbox.js";
+import { startConfiguredSandbox } from "./helpers/configured-sandbox.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 const containerdBin = "/usr/bin/containerd";
@@ -22,7 +22,6 @@ const skip = existsSync(containerdBin) && existsSync("/usr/bin/runc") ? false : 
 const stateDir = mkdtempSync(path.join(os.tmpdir(), "basalt-ctd-"));
 const dataDir = path.join(stateDir, "hello-data");
 let sandbox: SandboxProcess;
-let port = 0;
 const clients: NodeClient[] = [];
 let admin: NodeClient;
 
@@ -75,20 +74,14 @@ before(async () => {
   // What the image build writes for an extension it took in.
   mkdirSync(path.join(stateDir, "etc"), { recursive: true });
   writeFileSync(path.join(stateDir, "etc/extensions.yaml"), "layers:\n  - image: hello\n    metadata:\n      name: hello\n      version: 1.0.0\n      author: Basalt tests\n      description: says hello\n      compatibility:\n        talos:\n          version: '>= v1.7.0'\n");
-  port = await freePort();
-  const generated = await generateConfigs({ clusterName: "ctd", endpoint: "https://127.0.0.1:6443", installDisk: "" });
   // .machine.env reaches extension services; their own environment (GREETING) wins over it, as on Talos.
-  const withEnv = generated.controlplane.replace(/^machine:\n/m, "machine:\n    env:\n        SITE: from-machine-env\n        GREETING: from-machine-env\n");
-  assert.notEqual(withEnv, generated.controlplane);
-  const config = `${withEnv}---\napiVersion: v1alpha1\nkind: ExtensionServiceConfig\nname: hello\nconfigFiles:\n  - content: hello-conf-line\n    mountPath: /etc/hello.conf\nenvironment:\n  - GREETING=bonjour\n`;
-  sandbox = startSandbox(stateDir, port, ["--apid-in-process", "--containerd", containerdBin]);
-  const insecure = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "insecure" } });
-  clients.push(insecure);
-  await eventually(() => insecure.disks());
-  await insecure.applyConfiguration(config);
-  admin = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "mtls", ...parseTalosconfig(generated.talosconfig) } });
+  const config = (generated: GeneratedConfigs) => {
+    const withEnv = generated.controlplane.replace(/^machine:\n/m, "machine:\n    env:\n        SITE: from-machine-env\n        GREETING: from-machine-env\n");
+    assert.notEqual(withEnv, generated.controlplane);
+    return `${withEnv}---\napiVersion: v1alpha1\nkind: ExtensionServiceConfig\nname: hello\nconfigFiles:\n  - content: hello-conf-line\n    mountPath: /etc/hello.conf\nenvironment:\n  - GREETING=bonjour\n`;
+  };
+  ({ sandbox, admin } = await startConfiguredSandbox({ clusterName: "ctd", stateDir, args: ["--apid-in-process", "--containerd", containerdBin], config }));
   clients.push(admin);
-  await eventually(() => admin.version());
 });
 
 after(async () => {

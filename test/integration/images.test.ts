@@ -15,9 +15,9 @@ import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import { parse, stringify } from "yaml";
 import { NodeClient } from "../../agent/src/client/client.js";
-import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
-import { generateConfigs } from "../../agent/src/config/generate/index.js";
-import { eventually, freePort, startSandbox, stopProcess, type SandboxProcess } from "./helpers/sandbox.js";
+import type { GeneratedConfigs } from "../../agent/src/config/generate/index.js";
+import { eventually, freePort, stopProcess, type SandboxProcess } from "./helpers/sandbox.js";
+import { startConfiguredSandbox } from "./helpers/configured-sandbox.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 const skip = ["/usr/bin/containerd", "/usr/bin/runc", "/usr/bin/docker-registry"].every(existsSync) ? false : "containerd, runc or docker-registry is not installed (scripts/setup-deps.sh)";
@@ -111,23 +111,18 @@ before(async () => {
   offline = buildImage("offline");
   await push("basalt/hello", "v1", pulled);
 
-  const port = await freePort();
-  const generated = await generateConfigs({ clusterName: "img", endpoint: "https://127.0.0.1:6443", installDisk: "" });
-  const docs = generated.controlplane.split(/^---\n/m);
-  const machineConfig = parse(docs[0]!) as { machine: Record<string, unknown> };
-  machineConfig.machine.registries = {
-    mirrors: { "registry.basalt.test": { endpoints: [`https://127.0.0.1:${registryPort}`] } },
-    config: { [`127.0.0.1:${registryPort}`]: { tls: { ca: ca.toString("base64") } } },
+  const config = (generated: GeneratedConfigs) => {
+    const docs = generated.controlplane.split(/^---\n/m);
+    const machineConfig = parse(docs[0]!) as { machine: Record<string, unknown> };
+    machineConfig.machine.registries = {
+      mirrors: { "registry.basalt.test": { endpoints: [`https://127.0.0.1:${registryPort}`] } },
+      config: { [`127.0.0.1:${registryPort}`]: { tls: { ca: ca.toString("base64") } } },
+    };
+    docs[0] = stringify(machineConfig);
+    return docs.join("---\n");
   };
-  docs[0] = stringify(machineConfig);
-  sandbox = startSandbox(stateDir, port, ["--apid-in-process", "--containerd", "/usr/bin/containerd"]);
-  const insecure = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "insecure" } });
-  clients.push(insecure);
-  await eventually(() => insecure.disks());
-  await insecure.applyConfiguration(docs.join("---\n"));
-  admin = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "mtls", ...parseTalosconfig(generated.talosconfig) } });
+  ({ sandbox, admin } = await startConfiguredSandbox({ clusterName: "img", stateDir, args: ["--apid-in-process", "--containerd", "/usr/bin/containerd"], config }));
   clients.push(admin);
-  await eventually(() => admin.version());
   await eventually(async () => {
     const list = (await admin.serviceList()) as { messages: { services: { id: string; state: string }[] }[] };
     assert.equal(list.messages[0]!.services.find((s) => s.id === "containerd")?.state, "Running");

@@ -12,8 +12,8 @@ import { ApplyMode } from "../../agent/src/api/enums.js";
 import { decode } from "../../agent/src/api/index.js";
 import { NodeClient } from "../../agent/src/client/client.js";
 import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
-import { generateConfigs } from "../../agent/src/config/generate/index.js";
-import { eventually, freePort, startSandbox, type SandboxProcess } from "./helpers/sandbox.js";
+import { eventually, type SandboxProcess } from "./helpers/sandbox.js";
+import { startConfiguredSandbox } from "./helpers/configured-sandbox.js";
 
 const stateDir = mkdtempSync(path.join(os.tmpdir(), "basalt-lifecycle-"));
 const configFile = path.join(stateDir, "system", "state", "config.yaml");
@@ -31,16 +31,10 @@ function track(c: NodeClient) {
 type Reply = { messages: { mode_details: string; mode: number }[] };
 
 before(async () => {
-  port = await freePort();
-  const generated = await generateConfigs({ clusterName: "lifecycle", endpoint: "https://127.0.0.1:6443", installDisk: "" });
-  config = generated.controlplane;
-  creds = parseTalosconfig(generated.talosconfig);
-  sandbox = startSandbox(stateDir, port, ["--apid-in-process"]);
-  const c = insecure();
-  await eventually(() => c.disks());
-  await c.applyConfiguration(config);
-  const a = admin();
-  await eventually(() => a.version());
+  const started = await startConfiguredSandbox({ clusterName: "lifecycle", stateDir, args: ["--apid-in-process"] });
+  ({ sandbox, port, config } = started);
+  creds = parseTalosconfig(started.generated.talosconfig);
+  track(started.admin);
 });
 
 after(async () => {

@@ -9,13 +9,12 @@ import path from "node:path";
 import { after, before, test } from "node:test";
 import { parseAllDocuments } from "yaml";
 import { NodeClient } from "../../agent/src/client/client.js";
-import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
-import { generateConfigs } from "../../agent/src/config/generate/index.js";
-import { eventually, freePort, startSandbox, type SandboxProcess } from "./helpers/sandbox.js";
+import type { GeneratedConfigs } from "../../agent/src/config/generate/index.js";
+import { eventually, type SandboxProcess } from "./helpers/sandbox.js";
+import { startConfiguredSandbox } from "./helpers/configured-sandbox.js";
 
 const stateDir = mkdtempSync(path.join(os.tmpdir(), "basalt-machinecfg-"));
 let sandbox: SandboxProcess;
-let port = 0;
 let controlplane = "";
 const clients: NodeClient[] = [];
 let admin: NodeClient;
@@ -51,26 +50,19 @@ function childEnvironment(word: string): Map<string, string> {
 }
 
 before(async () => {
-  port = await freePort();
-  const generated = await generateConfigs({ clusterName: "machinecfg", endpoint: "https://127.0.0.1:6443", installDisk: "" });
-  controlplane = generated.controlplane;
   // The image's file that `append` extends.
   mkdirSync(path.join(stateDir, "etc"), { recursive: true });
   writeFileSync(path.join(stateDir, "etc", "motd"), "from the image");
-  sandbox = startSandbox(stateDir, port);
-  const insecure = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "insecure" } });
-  clients.push(insecure);
-  await eventually(() => insecure.disks());
-  await insecure.applyConfiguration(
-    configWith({
+  const config = (generated: GeneratedConfigs) => {
+    controlplane = generated.controlplane;
+    return configWith({
       kernel: { modules: [{ name: "br_netfilter" }, { name: "drbd", parameters: ["usermode_helper=disabled", "minor_count=8"] }] },
       files,
       env: { https_proxy: "http://proxy.example:3128", BASALT_EXAMPLE: "one two" },
-    }),
-  );
-  admin = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "mtls", ...parseTalosconfig(generated.talosconfig) } });
+    });
+  };
+  ({ sandbox, admin } = await startConfiguredSandbox({ clusterName: "machinecfg", stateDir, config }));
   clients.push(admin);
-  await eventually(() => admin.version());
 });
 
 after(async () => {

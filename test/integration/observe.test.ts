@@ -13,14 +13,12 @@ import { after, before, test } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import { parseAllDocuments } from "yaml";
 import { NodeClient } from "../../agent/src/client/client.js";
-import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
-import { generateConfigs } from "../../agent/src/config/generate/index.js";
-import { eventually, freePort, startSandbox, type SandboxProcess } from "./helpers/sandbox.js";
+import { eventually, type SandboxProcess } from "./helpers/sandbox.js";
+import { startConfiguredSandbox } from "./helpers/configured-sandbox.js";
 
 const stateDir = mkdtempSync(path.join(os.tmpdir(), "basalt-observe-"));
 const tree = mkdtempSync(path.join(os.tmpdir(), "basalt-observe-tree-"));
 let sandbox: SandboxProcess;
-let port = 0;
 let controlplane = "";
 const clients: NodeClient[] = [];
 let admin: NodeClient;
@@ -29,17 +27,8 @@ type Rec = Record<string, unknown>;
 const code = (expected: grpc.status, details?: RegExp) => (err: grpc.ServiceError) => err.code === expected && (!details || details.test(err.details));
 
 before(async () => {
-  port = await freePort();
-  const generated = await generateConfigs({ clusterName: "observe", endpoint: "https://127.0.0.1:6443", installDisk: "" });
-  controlplane = generated.controlplane;
-  sandbox = startSandbox(stateDir, port, ["--apid-in-process"]);
-  const insecure = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "insecure" } });
-  clients.push(insecure);
-  await eventually(() => insecure.disks());
-  await insecure.applyConfiguration(controlplane);
-  admin = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "mtls", ...parseTalosconfig(generated.talosconfig) } });
+  ({ sandbox, config: controlplane, admin } = await startConfiguredSandbox({ clusterName: "observe", stateDir, args: ["--apid-in-process"] }));
   clients.push(admin);
-  await eventually(() => admin.version());
 });
 
 after(async () => {

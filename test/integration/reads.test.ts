@@ -9,8 +9,8 @@ import { after, before, test } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import { NodeClient } from "../../agent/src/client/client.js";
 import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
-import { generateConfigs } from "../../agent/src/config/generate/index.js";
-import { eventually, freePort, startSandbox, type SandboxProcess } from "./helpers/sandbox.js";
+import { eventually, type SandboxProcess } from "./helpers/sandbox.js";
+import { startConfiguredSandbox } from "./helpers/configured-sandbox.js";
 
 const stateDir = mkdtempSync(path.join(os.tmpdir(), "basalt-reads-"));
 const tree = mkdtempSync(path.join(os.tmpdir(), "basalt-reads-tree-"));
@@ -28,16 +28,8 @@ function mtls(material: { ca: string; crt: string; key: string }): NodeClient {
 const code = (expected: grpc.status, details?: RegExp) => (err: grpc.ServiceError) => err.code === expected && (!details || details.test(err.details));
 
 before(async () => {
-  port = await freePort();
-  const generated = await generateConfigs({ clusterName: "reads", endpoint: "https://127.0.0.1:6443", installDisk: "" });
-  config = generated.controlplane;
-  sandbox = startSandbox(stateDir, port, ["--apid-in-process"]);
-  const insecure = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "insecure" } });
-  clients.push(insecure);
-  await eventually(() => insecure.disks());
-  await insecure.applyConfiguration(config);
-  admin = mtls(parseTalosconfig(generated.talosconfig));
-  await eventually(() => admin.version());
+  ({ sandbox, port, config, admin } = await startConfiguredSandbox({ clusterName: "reads", stateDir, args: ["--apid-in-process"] }));
+  clients.push(admin);
 });
 
 after(async () => {

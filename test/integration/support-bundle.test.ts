@@ -10,9 +10,9 @@ import path from "node:path";
 import { after, before, test } from "node:test";
 import { parse, parseAllDocuments } from "yaml";
 import { NodeClient } from "../../agent/src/client/client.js";
-import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
-import { generateConfigs } from "../../agent/src/config/generate/index.js";
-import { eventually, freePort, startSandbox, type SandboxProcess } from "./helpers/sandbox.js";
+import type { GeneratedConfigs } from "../../agent/src/config/generate/index.js";
+import { eventually, type SandboxProcess } from "./helpers/sandbox.js";
+import { startConfiguredSandbox } from "./helpers/configured-sandbox.js";
 
 const stateDir = mkdtempSync(path.join(os.tmpdir(), "basalt-support-"));
 let sandbox: SandboxProcess;
@@ -20,19 +20,14 @@ const clients: NodeClient[] = [];
 let admin: NodeClient;
 
 before(async () => {
-  const port = await freePort();
-  const generated = await generateConfigs({ clusterName: "support", endpoint: "https://127.0.0.1:6443", installDisk: "" });
   // A sysctl this kernel does not have: the kernel parameter controller fails and says so in controller-runtime's log.
-  const docs = parseAllDocuments(generated.controlplane);
-  docs[0]!.setIn(["machine", "sysctls"], { "basalt.nosuchparameter": "1" });
-  sandbox = startSandbox(stateDir, port);
-  const insecure = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "insecure" } });
-  clients.push(insecure);
-  await eventually(() => insecure.disks());
-  await insecure.applyConfiguration(docs.map((d) => d.toString()).join("---\n"));
-  admin = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "mtls", ...parseTalosconfig(generated.talosconfig) } });
+  const config = (generated: GeneratedConfigs) => {
+    const docs = parseAllDocuments(generated.controlplane);
+    docs[0]!.setIn(["machine", "sysctls"], { "basalt.nosuchparameter": "1" });
+    return docs.map((d) => d.toString()).join("---\n");
+  };
+  ({ sandbox, admin } = await startConfiguredSandbox({ clusterName: "support", stateDir, config }));
   clients.push(admin);
-  await eventually(() => admin.version());
   await eventually(async () => assert.equal(((await admin.serviceList()) as { messages: { services: { state: string }[] }[] }).messages[0]!.services.every((s) => s.state === "Running"), true));
 });
 

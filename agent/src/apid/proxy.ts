@@ -4,6 +4,7 @@ import { describeError } from "../errors.js";
 import { listenerKey, roleKey } from "../grpc/metadata.js";
 import { boundedStatusMessage } from "../grpc/status.js";
 import { whenStreamOver } from "../grpc/stream-outcome.js";
+import { replyDeliveryInterceptor } from "./reply-delivery.js";
 import { encodeMetadataMessage, failedNodeReply, tagStreamMessage, tagUnaryReply } from "../grpc/aggregate.js";
 
 export interface ProxiedMethod {
@@ -159,6 +160,8 @@ function deadlineOf(call: SurfaceCall, capMs?: number): grpc.Deadline {
  */
 export function buildProxyServer(opts: ProxyOptions): grpc.Server {
   const server = new grpc.Server({
+    // machined holds an apply's network changes until the reply has left (Talos #8566).
+    interceptors: [replyDeliveryInterceptor(() => opts.backends.local)],
     "grpc.max_receive_message_length": 32 * 1024 * 1024,
     "grpc.max_send_message_length": 32 * 1024 * 1024,
   });

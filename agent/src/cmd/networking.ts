@@ -1,4 +1,4 @@
-import { networkControllers } from "../controllers/network/index.js";
+import { NetworkChangeHold, networkControllers } from "../controllers/network/index.js";
 import { Dhcp6OperatorController } from "../controllers/network/dhcp6-operator.js";
 import { waitForNodeAddress } from "../machined/node-identity.js";
 import type { MachinedOptions } from "../machined/machined.js";
@@ -31,7 +31,9 @@ export function networking(paths: Paths, opts: NetworkingOptions): NonNullable<M
   const waitMs = opts.waitForAddressMs;
   const apply = opts.node || opts.applyInSandbox === true;
   const cmdline = opts.cmdline ?? (opts.node ? readProcCmdline(paths) : "");
+  const hold = new NetworkChangeHold();
   return {
+    hold,
     controllers: [
       ...networkControllers({
         kernel: new NetlinkNetKernel(),
@@ -40,6 +42,7 @@ export function networking(paths: Paths, opts: NetworkingOptions): NonNullable<M
         writeResolvConf: apply,
         setKernelHostname: opts.node,
         cmdline,
+        hold,
       }),
       // DHCPv6 where .machine.network.interfaces asks for it (dhcpOptions.ipv6).
       ...(apply ? [new Dhcp6OperatorController()] : []),

@@ -20,9 +20,12 @@ export function isProxyVariable(key: string): boolean {
 /** Entries merged in order, a later value of a key replacing an earlier one in its place (as containerd's WithEnv). */
 export function mergeEnvironment(...lists: readonly (readonly string[])[]): string[] {
   const merged = new Map<string, string>();
-  for (const entry of lists.flat()) {
-    const eq = entry.indexOf("=");
-    merged.set(eq === -1 ? entry : entry.slice(0, eq), entry);
-  }
+  for (const entry of lists.flat()) merged.set(splitEnvEntry(entry).key, entry);
   return [...merged.values()];
+}
+
+/** KEY=VALUE split at the first "=" (the value may hold more); an entry without one is all key, no value. */
+export function splitEnvEntry(entry: string): { key: string; value: string | undefined } {
+  const eq = entry.indexOf("=");
+  return eq === -1 ? { key: entry, value: undefined } : { key: entry.slice(0, eq), value: entry.slice(eq + 1) };
 }

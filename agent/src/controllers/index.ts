@@ -21,7 +21,7 @@ import { MachineStatusController, type RequiredServices } from "./runtime/machin
 import { MetaKeysController } from "./runtime/meta-keys.js";
 import { MountStatusController } from "./runtime/mount-status.js";
 import { PlatformMetadataController } from "./runtime/platform-metadata.js";
-import { PlatformConfigController, type PlatformNetwork } from "./runtime/platform-network.js";
+import { PlatformConfigController, type PlatformNetwork, type PlatformNetworkCache } from "./runtime/platform-network.js";
 import { ServiceController, type ServiceStatuses } from "./runtime/service.js";
 import type { Source } from "./runtime/source.js";
 import { secretsControllers, type SecretsOptions } from "./secrets/index.js";
@@ -59,6 +59,8 @@ export interface ControllersOptions {
   extensions?: () => Promise<string | undefined>;
   /** The clock the time sync adjusts (none: sync disabled, as Talos in a container). */
   time?: TimeSyncOptions;
+  /** Where the platform's network is kept between boots (Talos's STATE/platform-network.yaml). */
+  platformNetworkCache?: PlatformNetworkCache;
   /** Where the host DNS cache listens (a node: 127.0.0.53:53); absent: no host DNS cache (the sandbox unless asked). */
   hostDns?: { listen: string };
 }
@@ -76,7 +78,7 @@ export function machinedControllers(opts: ControllersOptions): Controller[] {
     new MetaKeysController(s.metaKeys),
     ...(opts.extensions ? [new ExtensionStatusController(opts.extensions)] : []),
     new PlatformMetadataController(s.platformMetadata),
-    new PlatformConfigController(s.platformNetwork),
+    new PlatformConfigController(s.platformNetwork, opts.platformNetworkCache),
     ...secretsControllers(opts.secrets),
     new KernelParamConfigController(),
     new KernelParamDefaultsController(opts.kernelParams.params, opts.kernelParams.container),

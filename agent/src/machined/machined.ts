@@ -54,11 +54,14 @@ import { checkConfig, checkMaintenanceMode, maintenanceDryRunDetails, planApply,
 import { dashboardDisabled, dashboardService } from "./dashboard.js";
 import { contractTag } from "./version.js";
 import { announceMaintenance } from "./maintenance-console.js";
+import { ReplyDeliveries } from "./reply-delivery.js";
+import type { NetworkChangeHold } from "../controllers/network/change-hold.js";
 import { published } from "./published.js";
 import { nodeAddresses, nodeHostname } from "./node-identity.js";
 import { EventBus } from "./events.js";
 import type { Platform } from "./platform.js";
 import { configFromPlatform } from "./platform-config.js";
+import { platformNetworkCache } from "./platform-network-cache.js";
 import type { PlatformNetwork } from "../controllers/runtime/platform-network.js";
 import { readSystemIdentity, type SystemIdentity } from "../sys/dmi.js";
 import { ownsDisks, type MachineRuntime } from "./runtime.js";
@@ -103,7 +106,7 @@ export interface MachinedOptions {
    * The networking controllers (DHCP on a node, observe-only in the sandbox), registered in machined's one list,
    * and what to wait for once they run (an address to print in maintenance mode).
    */
-  networking?: { controllers: Controller[]; ready?(state: ResourceState, signal: AbortSignal): Promise<void> };
+  networking?: { controllers: Controller[]; ready?(state: ResourceState, signal: AbortSignal): Promise<void>; hold?: NetworkChangeHold };
   /** Run the system containerd and the image's extension services (absent: neither runs). */
   containerd?: SystemContainerdOptions;
   /** The clock time sync adjusts: the kernel's on a node, a fake one in a sandbox that asks; none: sync disabled. */
@@ -274,6 +277,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     },
     network: opts.networking?.controllers ?? [],
     kernelParams: { params: opts.kernelParams, container: platform.mode === "container" },
+    platformNetworkCache: platformNetworkCache(paths, platform.mode === "container"),
     kernelModules: opts.kernelModules,
     ...(opts.smbios ? { smbios: opts.smbios } : {}),
     addressEvents: (e) => events.publish("machine.AddressEvent", e),
@@ -301,7 +305,9 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     activate(previous.toYaml()).catch((err: unknown) => log.error("reverting the tried configuration failed", { error: describeError(err) }));
   }, opts.signal);
 
-  const applyConfiguration = async (req: ApplyRequest): Promise<Record<string, unknown>> => {
+  // An apply's network changes wait for its reply to leave (Talos #8566).
+  const replies = new ReplyDeliveries(opts.networking?.hold);
+  const applyConfiguration = async (req: ApplyRequest, call: grpc.ServerUnaryCall<ApplyRequest, unknown>): Promise<Record<string, unknown>> => {
     const reqMode = req.mode ?? ApplyMode.REBOOT;
     const data = Buffer.from(req.data ?? Buffer.alloc(0));
     if (mode === "installing") throw new ConflictError("the node is installing: apply the configuration again once it has rebooted");
@@ -312,6 +318,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
         if (req.dry_run) return { warnings, mode: reqMode, mode_details: maintenanceDryRunDetails };
         // A config without a v1alpha1 document is kept but does not end maintenance (reference §2).
         if (config.completeForBoot) {
+          replies.expect(call.metadata);
           r.configText = data.toString("utf8");
           // Stored before the reply where there is somewhere to store it (STATE mounted, or the sandbox's
           // state directory); a node that is not installed stores it on STATE during install.
@@ -335,6 +342,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     if (plan.action === "try") {
       // A tried config is neither stored nor this boot's config: a reboot, or the timeout, goes back to the active one.
       tryTimer.cancel();
+      replies.expect(call.metadata);
       await activate(text);
       tryTimer.start(current!, timeoutMs);
       return { warnings, mode: plan.mode, mode_details: plan.details };
@@ -346,12 +354,14 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       lifecycle("reboot", "rebooting", () => rebootSequence(r));
       return { warnings, mode: plan.mode, mode_details: plan.details };
     }
+    replies.expect(call.metadata);
     await activate(text);
     return { warnings, mode: plan.mode, mode_details: plan.details };
   };
 
   const server = new grpc.Server({ "grpc.max_receive_message_length": 32 * 1024 * 1024, "grpc.max_send_message_length": 32 * 1024 * 1024 });
   const guard = machinedGuard(() => mode !== "normal");
+  replies.register(server);
   const ctx = {
     platform,
     supervisor,

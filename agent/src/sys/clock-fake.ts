@@ -7,6 +7,8 @@ import type { ClockAdjustment, SystemClock } from "./clock.js";
  */
 export class FakeClock implements SystemClock {
   readonly adjustments: ClockAdjustment[] = [];
+  /** What was written to the RTC (never the host's). */
+  readonly rtcWrites: number[] = [];
 
   constructor(
     private offsetMs = 0,
@@ -31,5 +33,9 @@ export class FakeClock implements SystemClock {
     const offset = this.ptpOffsetsMs.get(device);
     if (offset === undefined) throw Object.assign(new Error(`open ${device}: no such file or directory`), { code: "ENOENT" });
     return performance.timeOrigin + performance.now() + offset;
+  }
+
+  async writeRtc(epochMs: number): Promise<void> {
+    this.rtcWrites.push(epochMs);
   }
 }

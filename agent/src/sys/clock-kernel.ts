@@ -1,7 +1,8 @@
 // The kernel's clock through libc (koffi FFI, as DESIGN.md allows where Node has no
 // API): clock_gettime(CLOCK_REALTIME) to read it, adjtimex(2) to step
 // (ADJ_SETOFFSET) or slew (ADJ_OFFSET with the PLL) it exactly as Talos's SNTP client
-// asks, and clock_gettime on a PTP device's dynamic clock id.
+// asks, clock_gettime on a PTP device's dynamic clock id, and the RTC_SET_TIME ioctl
+// that writes the RTC after a step.
 
 import { closeSync, openSync } from "node:fs";
 import { SystemError } from "../errors.js";
@@ -22,6 +23,7 @@ const STA_PLL = 0x0001;
 const STA_INS = 0x0010;
 const STA_DEL = 0x0020;
 const CLOCK_REALTIME = 0;
+const RTC_DEVICE = "/dev/rtc0";
 /** struct timex on LP64 (x86_64, arm64): 208 bytes; offsets of the fields we set. */
 const TIMEX_SIZE = 208;
 const OFF = { modes: 0, offset: 8, maxerror: 24, esterror: 32, status: 40, constant: 48, timeSec: 72, timeUsec: 80 };
@@ -53,9 +55,23 @@ export function timexFor(a: ClockAdjustment): Buffer {
   return buf;
 }
 
+/** <linux/rtc.h> RTC_SET_TIME: _IOW('p', 0x0a, struct rtc_time), the same number on x86_64 and arm64. */
+const RTC_SET_TIME = 0x4024700a;
+
+/** struct rtc_time (nine ints, 36 bytes) for a moment, in UTC as the RTC keeps it. */
+export function rtcTimeFor(epochMs: number): Buffer {
+  const d = new Date(epochMs);
+  const yday = Math.floor((Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()) - Date.UTC(d.getUTCFullYear(), 0, 1)) / 86_400_000);
+  const fields = [d.getUTCSeconds(), d.getUTCMinutes(), d.getUTCHours(), d.getUTCDate(), d.getUTCMonth(), d.getUTCFullYear() - 1900, d.getUTCDay(), yday, 0];
+  const buf = Buffer.alloc(36);
+  fields.forEach((v, i) => buf.writeInt32LE(v, i * 4));
+  return buf;
+}
+
 interface Libc {
   adjtimex(buf: Buffer): number;
   clockGettime(id: number, ts: Buffer): number;
+  ioctl(fd: number, request: number, buf: Buffer): number;
   errno(): number;
 }
 
@@ -63,7 +79,13 @@ function openLibc(koffi: Koffi): Libc {
   const libc = koffi.load("libc.so.6");
   const adjtimex = libc.func("int adjtimex(_Inout_ uint8_t *buf)");
   const clockGettime = libc.func("int clock_gettime(int id, _Out_ uint8_t *ts)");
-  return { adjtimex: (b) => adjtimex(b), clockGettime: (id, ts) => clockGettime(id, ts), errno: () => koffi.errno() };
+  const ioctl = libc.func("int ioctl(int fd, unsigned long request, ...)");
+  return {
+    adjtimex: (b) => adjtimex(b),
+    clockGettime: (id, ts) => clockGettime(id, ts),
+    ioctl: (fd, request, b) => ioctl(fd, request, "uint8_t *", b),
+    errno: () => koffi.errno(),
+  };
 }
 
 export class KernelClock implements SystemClock {
@@ -104,6 +126,20 @@ export class KernelClock implements SystemClock {
     try {
       // clock_gettime(2): a file descriptor's dynamic clock id is (~fd << 3) | CLOCKFD (3).
       return this.gettime((~fd << 3) | 3, device);
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  async writeRtc(epochMs: number): Promise<void> {
+    let fd: number;
+    try {
+      fd = openSync(RTC_DEVICE, "r");
+    } catch (err) {
+      throw new ClockError(`opening ${RTC_DEVICE} failed`, { device: RTC_DEVICE }, { cause: err });
+    }
+    try {
+      if (this.libc.ioctl(fd, RTC_SET_TIME, rtcTimeFor(epochMs)) !== 0) throw new ClockError(`RTC_SET_TIME on ${RTC_DEVICE} failed: errno ${this.libc.errno()}`, { device: RTC_DEVICE, errno: this.libc.errno() });
     } finally {
       closeSync(fd);
     }

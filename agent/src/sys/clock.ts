@@ -28,4 +28,6 @@ export interface SystemClock {
   adjust(adjustment: ClockAdjustment): Promise<void>;
   /** The time a PTP hardware clock (/dev/ptpN) holds, in milliseconds since the Unix epoch. */
   readPtp(device: string): Promise<number>;
+  /** Sets the battery-backed clock (/dev/rtc0, kept in UTC) to epochMs, as Talos does after a step. */
+  writeRtc(epochMs: number): Promise<void>;
 }

@@ -178,6 +178,10 @@ export class FakeNetKernel implements NetKernel {
     this.calls.push(`announceAddress ${linkName} ${address}`);
   }
 
+  async broadcastUdp4(linkName: string, srcPort: number, dstPort: number, payload: Buffer): Promise<void> {
+    this.calls.push(`broadcastUdp4 ${linkName} ${srcPort}->${dstPort} ${payload.length} bytes`);
+  }
+
   async removeAddress(req: AddressRequest): Promise<void> {
     this.calls.push(`removeAddress ${req.linkName} ${req.address}/${req.prefixLen}`);
     const link = this.links.find((l) => l.name === req.linkName);

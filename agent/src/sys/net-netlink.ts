@@ -12,6 +12,7 @@ import * as rt from "netlink/dist/rt/structs.js";
 import { describeError, SystemError } from "../errors.js";
 import { logger } from "../log.js";
 import { sendGratuitousArp } from "./arp-announce.js";
+import { ETH_P_IP, sendLinkBroadcast, udp4BroadcastPacket } from "./packet-socket.js";
 import {
   type AddressRequest,
   type BondOptions,
@@ -435,6 +436,12 @@ export class NetlinkNetKernel implements NetKernel {
     if (!link) throw new SystemError(`announce ${address} on ${linkName}: link not found`, { link: linkName });
     if (link.type !== ARPHRD_ETHER || !/^([0-9a-f]{2}:){5}[0-9a-f]{2}$/.test(link.hardwareAddr)) return;
     sendGratuitousArp(link.index, link.hardwareAddr, address);
+  }
+
+  async broadcastUdp4(linkName: string, srcPort: number, dstPort: number, payload: Buffer): Promise<void> {
+    const link = (await this.listLinks()).find((l) => l.name === linkName);
+    if (!link) throw new SystemError(`broadcast on ${linkName}: link not found`, { link: linkName });
+    sendLinkBroadcast(link.index, ETH_P_IP, udp4BroadcastPacket(srcPort, dstPort, payload));
   }
 
   // NLM_F_REPLACE swaps out the first route with the same destination and metric,

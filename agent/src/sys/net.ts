@@ -167,6 +167,8 @@ export interface NetKernel {
   removeAddress(req: AddressRequest): Promise<void>;
   /** Broadcasts a gratuitous ARP for an IPv4 address on an Ethernet link (nothing for IPv6 or other links, as Talos). */
   announceAddress(linkName: string, address: string): Promise<void>;
+  /** Broadcasts one UDP packet from 0.0.0.0 to 255.255.255.255 out of a link (a DHCPv4 client without an address). */
+  broadcastUdp4(linkName: string, srcPort: number, dstPort: number, payload: Buffer): Promise<void>;
   /** Adds or replaces a route. */
   addRoute(req: RouteRequest): Promise<void>;
   /** Removes a route; absent already is not an error. */

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { isProxyVariable, mergeEnvironment, userEnvironment } from "../../../agent/src/config/environment.js";
+import { isProxyVariable, mergeEnvironment, splitEnvEntry, userEnvironment } from "../../../agent/src/config/environment.js";
 import { loadConfig } from "../../../agent/src/config/load.js";
 
 test("the kernel's talos.environment= entries come first, then .machine.env, as Talos's environment.Get", () => {
@@ -13,4 +13,11 @@ test("the kernel's talos.environment= entries come first, then .machine.env, as 
 test("proxy variables in any case; a later entry of a key replaces the earlier in its place", () => {
   assert.deepEqual(["HTTP_PROXY", "https_proxy", "No_Proxy", "all_proxy", "PATH"].map(isProxyVariable), [true, true, true, false, false]);
   assert.deepEqual(mergeEnvironment(["A=1", "B=2"], ["C=3", "A=4"]), ["A=4", "B=2", "C=3"]);
+});
+
+test("an entry splits at its first '='; one without '=' is all key (merged by that key, never set)", () => {
+  assert.deepEqual(splitEnvEntry("URL=http://h/?a=b"), { key: "URL", value: "http://h/?a=b" });
+  assert.deepEqual(splitEnvEntry("EMPTY="), { key: "EMPTY", value: "" });
+  assert.deepEqual(splitEnvEntry("BARE"), { key: "BARE", value: undefined });
+  assert.deepEqual(mergeEnvironment(["BARE", "X=1"], ["BARE=2"]), ["BARE=2", "X=1"]);
 });

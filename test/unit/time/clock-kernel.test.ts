@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { KernelClock, timexFor } from "../../../agent/src/sys/clock-kernel.js";
+import { KernelClock, rtcTimeFor, timexFor } from "../../../agent/src/sys/clock-kernel.js";
 
 test("adjtimex requests as Talos builds them: a step is ADJ_SETOFFSET|NANO with a positive nanosecond part, a slew ADJ_OFFSET with the PLL", () => {
   const step = timexFor({ kind: "step", offsetMs: -1500.25, leap: "insert" });
@@ -23,4 +23,12 @@ test("the kernel clock reads CLOCK_REALTIME (never adjusted here) and reports a 
   const after = Date.now();
   assert.ok(now >= before - 1 && now <= after + 1, `${before} <= ${now} <= ${after}`);
   await assert.rejects(clock.readPtp("/dev/ptp-basalt-none"), /ENOENT/);
+});
+
+test("RTC_SET_TIME's struct rtc_time: UTC fields, month from 0, years since 1900, weekday and day of year", () => {
+  const buf = rtcTimeFor(Date.UTC(2026, 10, 24, 14, 50, 7, 900));
+  assert.equal(buf.length, 36);
+  assert.deepEqual(Array.from({ length: 9 }, (_, i) => buf.readInt32LE(i * 4)), [7, 50, 14, 24, 10, 126, 2, 327, 0]);
+  const leapDay = rtcTimeFor(Date.UTC(2028, 1, 29, 0, 0, 0));
+  assert.deepEqual([leapDay.readInt32LE(12), leapDay.readInt32LE(16), leapDay.readInt32LE(28)], [29, 1, 59]);
 });

@@ -17,6 +17,7 @@ function answers(offsets: Record<string, number[]>) {
 
 test("syncer: steps beyond 400 ms, slews below (time constant from the next poll), reports the first sync once and a >15 min change as an epoch", async () => {
   const clock = new FakeClock();
+  const hostBefore = performance.timeOrigin + performance.now();
   const { asked, query } = answers({ "192.0.2.1": [5000, 10, -(20 * 60_000), 3] });
   let synced = 0;
   let epochs = 0;
@@ -39,6 +40,12 @@ test("syncer: steps beyond 400 ms, slews below (time constant from the next poll
   ]);
   assert.equal(synced, 1);
   assert.equal(epochs, 1);
+  // The two steps, and only they, were written to the RTC, each with the clock as it stood after the step.
+  assert.equal(clock.rtcWrites.length, 2);
+  const hostAfter = performance.timeOrigin + performance.now();
+  const within = (written: number, offsetMs: number) => written >= hostBefore + offsetMs && written <= hostAfter + offsetMs;
+  assert.ok(within(clock.rtcWrites[0]!, 5000), "the clock 5 s ahead");
+  assert.ok(within(clock.rtcWrites[1]!, 5000 - 20 * 60_000), "then 20 min behind that");
   assert.equal(syncer.currentServer, "192.0.2.1");
   assert.deepEqual(asked.slice(0, 4), ["192.0.2.1", "192.0.2.1", "192.0.2.1", "192.0.2.1"]);
 });

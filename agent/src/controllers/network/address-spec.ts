@@ -10,6 +10,7 @@ import { AddressSpecType, type AddressSpecSpec, NETWORK_NAMESPACE, netValues } f
 import type { AddressRequest, NetKernel } from "../../sys/net.js";
 import { describeError } from "../../errors.js";
 import { KernelTrigger } from "./kernel-watch.js";
+import type { NetworkChangeHold } from "./change-hold.js";
 
 export function addressRequest(s: AddressSpecSpec): AddressRequest {
   const [address, len] = s.address.split("/") as [string, string];
@@ -31,12 +32,16 @@ export class AddressSpecController implements Controller {
   /** What this controller added, by key: removed from the kernel when its spec goes. */
   private readonly applied = new Map<string, AddressRequest>();
 
-  constructor(private readonly kernel: NetKernel) {
+  constructor(
+    private readonly kernel: NetKernel,
+    private readonly hold?: NetworkChangeHold,
+  ) {
     this.trigger = new KernelTrigger(kernel, ["address", "link"]);
   }
 
   async reconcile(ctx: ControllerContext): Promise<void> {
     this.trigger.arm(ctx);
+    await this.hold?.released();
     const links = new Set((await this.kernel.listLinks()).map((l) => l.name));
     const present = new Set((await this.kernel.listAddresses()).map((a) => key(a)));
     const wanted = new Map<string, AddressRequest>();

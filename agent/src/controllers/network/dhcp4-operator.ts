@@ -35,7 +35,7 @@ import { destroyOtherNames, keptNames, publishOperatorNames } from "./operator-n
 const log = logger("network-dhcp4-operator");
 
 export interface Dhcp4OperatorOptions {
-  /** Only for the shared UDP port's temporary broadcast route (see network/dhcp4/udp.ts). */
+  /** Only for the shared UDP port's broadcasts out of a link (see network/dhcp4/udp.ts). */
   kernel: NetKernel;
   /** Per-link DHCP transport; default: one shared UDP port 68 socket. */
   transport?: (linkName: string) => Promise<DhcpTransport>;

@@ -13,6 +13,7 @@ import type { Paths } from "../../sys/paths.js";
 import { AddressStatusController } from "./address-status.js";
 import { HostnameConfigController, ResolverConfigController, TimeServerConfigController } from "./defaults.js";
 import { AddressSpecController } from "./address-spec.js";
+import type { NetworkChangeHold } from "./change-hold.js";
 import { EtcFileController } from "./etc-files.js";
 import { AddressConfigController, LinkConfigController, OperatorConfigController, OperatorVipConfigController, RouteConfigController } from "./config-layers.js";
 import { Dhcp4OperatorController, type Dhcp4OperatorOptions } from "./dhcp4-operator.js";
@@ -28,6 +29,7 @@ import { HostnameStatusController, ResolverStatusController, TimeServerStatusCon
 
 export { networkDefinitions } from "../../resources/catalog/network.js";
 export { Dhcp4OperatorController } from "./dhcp4-operator.js";
+export { NetworkChangeHold } from "./change-hold.js";
 
 export interface NetworkControllersOptions {
   kernel: NetKernel;
@@ -44,6 +46,8 @@ export interface NetworkControllersOptions {
   cmdline?: string;
   /** Driver/bus/speed facts per link; default: sysfs under paths.sys. */
   linkDetails?: LinkDetailsReader;
+  /** Holds the links, addresses and routes back while an apply's reply is on its way. */
+  hold?: NetworkChangeHold;
 }
 
 export function networkControllers(opts: NetworkControllersOptions): Controller[] {
@@ -83,9 +87,9 @@ export function networkControllers(opts: NetworkControllersOptions): Controller[
       new RouteMergeController(),
       new LinkMergeController(),
       new OperatorMergeController(),
-      new LinkSpecController(opts.kernel),
-      new AddressSpecController(opts.kernel),
-      new RouteSpecController(opts.kernel),
+      new LinkSpecController(opts.kernel, opts.hold),
+      new AddressSpecController(opts.kernel, opts.hold),
+      new RouteSpecController(opts.kernel, opts.hold),
       new Dhcp4OperatorController({ kernel: opts.kernel, ...opts.dhcpOptions }),
     );
   }

@@ -8,6 +8,7 @@ import type { Controller, ControllerContext } from "../../resources/controller-r
 import { type BondMasterSpec, LinkSpecType, type LinkSpecSpec, NETWORK_NAMESPACE, VLAN_PROTOCOLS, bondValue } from "../../resources/catalog/network.js";
 import { type BondOptions, IFF_UP, type KernelLink, type LinkCreateRequest, type NetKernel } from "../../sys/net.js";
 import { KernelTrigger } from "./kernel-watch.js";
+import type { NetworkChangeHold } from "./change-hold.js";
 
 export function bondOptions(b: BondMasterSpec, primaryName: string | undefined): BondOptions {
   const o: BondOptions = {
@@ -70,12 +71,16 @@ export class LinkSpecController implements Controller {
    */
   private readonly created = new Map<string, string>();
 
-  constructor(private readonly kernel: NetKernel) {
+  constructor(
+    private readonly kernel: NetKernel,
+    private readonly hold?: NetworkChangeHold,
+  ) {
     this.trigger = new KernelTrigger(kernel, ["link"]);
   }
 
   async reconcile(ctx: ControllerContext): Promise<void> {
     this.trigger.arm(ctx);
+    await this.hold?.released();
     const specs = new Map(ctx.list<LinkSpecSpec>(NETWORK_NAMESPACE, LinkSpecType).map((r) => [r.spec.name, r.spec] as const));
     let links = await this.kernel.listLinks();
     const find = (name: string) => links.find((l) => l.name === name);

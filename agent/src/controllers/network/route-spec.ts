@@ -8,6 +8,7 @@ import type { Controller, ControllerContext } from "../../resources/controller-r
 import { NETWORK_NAMESPACE, RouteSpecType, type RouteSpecSpec, netValues } from "../../resources/catalog/network.js";
 import type { KernelRoute, NetKernel, RouteRequest } from "../../sys/net.js";
 import { KernelTrigger } from "./kernel-watch.js";
+import type { NetworkChangeHold } from "./change-hold.js";
 
 export function routeRequest(s: RouteSpecSpec): RouteRequest {
   const family = s.family === "inet6" ? 6 : 4;
@@ -40,12 +41,16 @@ export class RouteSpecController implements Controller {
   private readonly trigger: KernelTrigger;
   private readonly applied = new Map<string, RouteRequest>();
 
-  constructor(private readonly kernel: NetKernel) {
+  constructor(
+    private readonly kernel: NetKernel,
+    private readonly hold?: NetworkChangeHold,
+  ) {
     this.trigger = new KernelTrigger(kernel, ["route", "address", "link"]);
   }
 
   async reconcile(ctx: ControllerContext): Promise<void> {
     this.trigger.arm(ctx);
+    await this.hold?.released();
     const links = new Set((await this.kernel.listLinks()).map((l) => l.name));
     const present = new Set((await this.kernel.listRoutes()).map(kernelKey));
     const wanted = new Map<string, RouteRequest>();

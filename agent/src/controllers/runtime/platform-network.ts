@@ -4,6 +4,8 @@
 // routes, DHCP operators, resolvers and the hostname. The merge controllers put them
 // above the defaults and the kernel command line, below DHCP and the machine config.
 // It re-runs as links appear, so a link network-config names by MAC is found once it does.
+// As Talos, what the platform gave is kept on STATE (platform-network.yaml) once STATE is
+// mounted, and a boot whose platform gives nothing (its source unreachable) uses that copy.
 
 import { type KnownLink } from "../../network/config-specs.js";
 import { type NocloudNetworkConfig, nocloudNetworkSpecs } from "../../network/nocloud-network.js";
@@ -22,7 +24,10 @@ import {
   addressId,
   routeId,
 } from "../../resources/catalog/network.js";
+import { MountStatusType, RUNTIME_NAMESPACE } from "../../resources/catalog/runtime.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
+import { describeError } from "../../errors.js";
+import { parse as parseYaml, stringify as toYaml } from "yaml";
 import type { Source } from "./source.js";
 
 export interface PlatformNetwork {
@@ -31,19 +36,41 @@ export interface PlatformNetwork {
   nocloud?: NocloudNetworkConfig;
 }
 
+/** Talos's platform-network.yaml on STATE. */
+export interface PlatformNetworkCache {
+  /** STATE is always there (the sandbox's state directory, as Talos in a container): no mount to wait for. */
+  alwaysMounted: boolean;
+  /** The file's text; undefined when there is none. */
+  read(): Promise<string | undefined>;
+  write(text: string): Promise<void>;
+}
+
 export class PlatformConfigController implements Controller {
   readonly name = "network.PlatformConfigController";
-  readonly inputs = [{ namespace: NETWORK_NAMESPACE, type: LinkStatusType, kind: "weak" as const }];
+  readonly inputs = [
+    { namespace: NETWORK_NAMESPACE, type: LinkStatusType, kind: "weak" as const },
+    { namespace: RUNTIME_NAMESPACE, type: MountStatusType, kind: "weak" as const },
+  ];
   readonly outputs = [AddressSpecType, LinkSpecType, RouteSpecType, OperatorSpecType, HostnameSpecType, ResolverSpecType].map((type) => ({ type, kind: "shared" as const }));
+  /** The copy read from STATE (once), or last written there. */
+  private cached: PlatformNetwork | undefined;
+  private cacheRead = false;
+  private cachedText: string | undefined;
 
-  constructor(private readonly network: Source<PlatformNetwork | undefined>) {}
+  constructor(
+    private readonly network: Source<PlatformNetwork | undefined>,
+    private readonly cache?: PlatformNetworkCache,
+  ) {}
 
   watchSources(trigger: () => void, signal: AbortSignal): void {
     this.network.subscribe(trigger, signal);
   }
 
   async reconcile(ctx: ControllerContext): Promise<void> {
-    const given = this.network.get();
+    const live = this.network.get();
+    if (this.cache && (this.cache.alwaysMounted || ctx.get(RUNTIME_NAMESPACE, MountStatusType, "STATE"))) await this.syncCache(ctx, this.cache, live);
+    // The live network always wins; the copy is the last resort.
+    const given = live ?? this.cached;
     const links: KnownLink[] = ctx.list<LinkStatusSpec>(NETWORK_NAMESPACE, LinkStatusType).map((r) => ({ name: r.metadata.id, spec: r.spec }));
     const specs = given?.nocloud ? nocloudNetworkSpecs(given.nocloud, links) : undefined;
     const publish = <S>(type: string, entries: [string, S][]) => {
@@ -63,5 +90,26 @@ export class PlatformConfigController implements Controller {
     publish(OperatorSpecType, (specs?.operators ?? []).map((o) => [`${o.operator}/${o.linkName}`, o]));
     publish(HostnameSpecType, given?.hostname ? [["hostname", { ...given.hostname, layer: "platform" }]] : []);
     publish(ResolverSpecType, specs && specs.dnsServers.length > 0 ? [["resolvers", { dnsServers: specs.dnsServers, layer: "platform" }]] : []);
+  }
+
+  private async syncCache(ctx: ControllerContext, cache: PlatformNetworkCache, live: PlatformNetwork | undefined): Promise<void> {
+    if (!this.cacheRead) {
+      this.cacheRead = true;
+      try {
+        this.cachedText = await cache.read();
+        // Written by this controller from a PlatformNetwork.
+        this.cached = this.cachedText === undefined ? undefined : (parseYaml(this.cachedText) as PlatformNetwork);
+      } catch (err) {
+        ctx.log.warn("ignored failure loading cached platform network config", { error: describeError(err) });
+      }
+    }
+    if (live === undefined) return;
+    const text = toYaml(live);
+    // An unchanged copy is not written again.
+    if (text !== this.cachedText) {
+      await cache.write(text);
+      this.cachedText = text;
+    }
+    this.cached = live;
   }
 }

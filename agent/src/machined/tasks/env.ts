@@ -1,4 +1,4 @@
-import { userEnvironment } from "../../config/environment.js";
+import { splitEnvEntry, userEnvironment } from "../../config/environment.js";
 import type { ConfigBundle } from "../../config/bundle.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../resources/catalog/config.js";
 import { logger } from "../../log.js";
@@ -15,9 +15,8 @@ export async function setUserEnvVars(r: MachineRuntime): Promise<void> {
   const config = r.state.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec;
   const entries = userEnvironment(r.cmdline, config);
   for (const entry of entries) {
-    const eq = entry.indexOf("=");
-    if (eq <= 0) continue;
-    process.env[entry.slice(0, eq)] = entry.slice(eq + 1);
+    const { key, value } = splitEnvEntry(entry);
+    if (key !== "" && value !== undefined) process.env[key] = value;
   }
-  if (entries.length > 0) log.info("environment set", { variables: entries.map((e) => e.split("=", 1)[0]) });
+  if (entries.length > 0) log.info("environment set", { variables: entries.map((e) => splitEnvEntry(e).key) });
 }

@@ -2,16 +2,15 @@
 // 0.0.0.0:68 is shared by every link's client, because unicast replies reach only one
 // of several sockets bound to the same port; each client filters by xid and MAC.
 //
-// A broadcast from a link that has no address yet needs a route: the kernel refuses
-// 255.255.255.255 without one (ENETUNREACH) and dgram cannot bind to a device. So each
-// broadcast is sent while a temporary `255.255.255.255/32 dev <link>` route exists;
-// broadcasts of different links are serialized so the route always names the right
-// link. The kernel routes at send time, so the route is removed right after.
+// A broadcast must leave by its own link, which may have no address yet: a UDP socket
+// cannot bind to a device, so broadcasts go out through a packet socket on the link
+// (NetKernel.broadcastUdp4), as Talos's client sends them, with no route to add.
+// Replies still arrive on the UDP socket.
 
 import dgram from "node:dgram";
 import { describeError, SystemError } from "../../errors.js";
 import { logger } from "../../log.js";
-import { type NetKernel, SCOPE_LINK, TABLE_MAIN } from "../../sys/net.js";
+import type { NetKernel } from "../../sys/net.js";
 import type { DhcpTransport } from "./client.js";
 import { CLIENT_PORT, SERVER_PORT } from "./packet.js";
 
@@ -29,7 +28,6 @@ export class DhcpPort {
   private socket: dgram.Socket | undefined;
   private opening: Promise<dgram.Socket> | undefined;
   private readonly handlers = new Set<(packet: Buffer) => void>();
-  private lane: Promise<void> = Promise.resolve();
 
   constructor(private readonly opts: DhcpPortOptions) {}
 
@@ -98,23 +96,10 @@ export class DhcpPort {
     await sendOn(this.current(), packet, this.opts.serverPort ?? SERVER_PORT, address);
   }
 
-  private broadcast(linkName: string, packet: Buffer): Promise<void> {
-    const run = async () => {
-      const s = this.current();
-      const route = { family: 4 as const, dst: "255.255.255.255", dstLen: 32, outLinkName: linkName, table: TABLE_MAIN, scope: SCOPE_LINK };
-      // A leftover from a crashed run would take precedence over ours.
-      await this.opts.kernel.removeRoute({ family: 4, dst: "255.255.255.255", dstLen: 32, table: TABLE_MAIN }).catch(() => undefined);
-      await this.opts.kernel.addRoute(route);
-      try {
-        await sendOn(s, packet, this.opts.serverPort ?? SERVER_PORT, "255.255.255.255");
-      } finally {
-        await this.opts.kernel.removeRoute(route).catch((err) => log.warn("temporary broadcast route not removed", { error: describeError(err), link: linkName }));
-      }
-    };
-    const next = this.lane.then(run);
-    // Keep the lane going whatever this send did.
-    this.lane = next.catch(() => undefined);
-    return next;
+  private async broadcast(linkName: string, packet: Buffer): Promise<void> {
+    // Only while a transport is open, as unicasts.
+    this.current();
+    await this.opts.kernel.broadcastUdp4(linkName, this.opts.clientPort ?? CLIENT_PORT, this.opts.serverPort ?? SERVER_PORT, packet);
   }
 }
 

@@ -182,6 +182,14 @@ export class NtpSyncer {
     else log.debug(`adjusting time (${how}) by ${m.offsetMs.toFixed(3)}ms via ${server}`, fields);
     this.firstSync = false;
     if (Math.abs(m.offsetMs) > EPOCH_LIMIT_MS) this.opts.onEpochChange();
+    // As Talos: a step is written to the RTC too, so the next boot starts near the right time.
+    // (Talos writes now+offset after the step has applied the offset; we write the stepped time.)
+    if (step) {
+      await this.opts.clock.writeRtc(this.opts.clock.now()).then(
+        () => log.info("synchronized RTC with system clock"),
+        (err: unknown) => log.error("error syncing RTC", { error: describeError(err) }),
+      );
+    }
     if (!this.synced) {
       this.synced = true;
       this.opts.onSynced();
