@@ -59,8 +59,7 @@ export function replyDeliveryInterceptor(machinedTarget: string): grpc.ServerInt
     if (stream) {
       const conn = connectionOf(stream);
       stream.once("close", () => void (conn ? acknowledged(conn) : Promise.resolve()).then(() => reportDelivery(machinedTarget, token)));
-    }
-    else log.error("no HTTP/2 stream on the call: machined will wait its bound for this reply", { method: method.path });
+    } else log.error("no HTTP/2 stream on the call: machined will wait its bound for this reply", { method: method.path });
     const listener = new grpc.ServerListenerBuilder()
       .withOnReceiveMetadata((metadata, next) => {
         metadata.set(replyDeliveryKey, token);
