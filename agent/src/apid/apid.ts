@@ -59,7 +59,7 @@ export async function runApid(opts: ApidOptions): Promise<void> {
   const backends: Backends = { local, get canForward() { return remotes.canForward; }, client: (t) => remotes.client(t) };
   const self = new SelfNames(listenHost(opts.listen));
   const isSelf = (t: string) => self.isSelf(t);
-  const proxyBase = { methods, backends, isSelf, perTargetTimeoutMs: opts.perTargetTimeoutMs };
+  const proxyBase = { methods, backends, isSelf, perTargetTimeoutMs: opts.perTargetTimeoutMs, machinedTarget: target };
 
   let current: { server: grpc.Server; key: string; creds: LiveServerCredentials } | undefined;
   let apiCerts: { server: PemPair; acceptedCAs: string[] } | undefined;

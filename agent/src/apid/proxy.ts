@@ -38,6 +38,8 @@ export interface ProxyOptions {
   isSelf(target: string): boolean;
   /** How long one node of a fan-out may take (unary) or take to connect (streams). Default 10 s. */
   perTargetTimeoutMs?: number;
+  /** machined's socket (unix:...), where the delivery of an apply's reply is reported; absent: not reported. */
+  machinedTarget?: string;
   /** Nodes of one fan-out called at the same time. Default 16. */
   maxConcurrentTargets?: number;
 }
@@ -161,7 +163,7 @@ function deadlineOf(call: SurfaceCall, capMs?: number): grpc.Deadline {
 export function buildProxyServer(opts: ProxyOptions): grpc.Server {
   const server = new grpc.Server({
     // machined holds an apply's network changes until the reply has left (Talos #8566).
-    interceptors: [replyDeliveryInterceptor(() => opts.backends.local)],
+    interceptors: opts.machinedTarget ? [replyDeliveryInterceptor(opts.machinedTarget)] : [],
     "grpc.max_receive_message_length": 32 * 1024 * 1024,
     "grpc.max_send_message_length": 32 * 1024 * 1024,
   });

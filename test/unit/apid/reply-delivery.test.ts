@@ -56,6 +56,7 @@ before(async () => {
     backends: { local, canForward: false, client: () => undefined },
     authenticate: () => ({ roles: ["os:admin"] }),
     isSelf: () => true,
+    machinedTarget: `unix:${socket}`,
   });
   port = await new Promise<number>((resolve, reject) => proxy.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
 });
