@@ -30,7 +30,7 @@ import { LogShipper, shipKernelLog } from "../services/log-shipping.js";
 import { apidService as apidDefinition } from "../services/definitions/apid.js";
 import { trustdService } from "../services/definitions/trustd.js";
 import { syslogdService } from "../services/definitions/syslogd.js";
-import { reloadUdevRules, settleUdevEvents, udevdService, writeUdevRules } from "../services/definitions/udevd.js";
+import { reloadUdevRules, udevdService, writeUdevRules } from "../services/definitions/udevd.js";
 import type { MountedVolume } from "../storage/volumes.js";
 import { callTrustd } from "../trustd/client.js";
 import { serveTrustdRuntime } from "../trustd/runtime-socket.js";
@@ -150,7 +150,6 @@ export interface Machined {
  */
 export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   const { paths, platform } = opts;
-  const udevControlSocket = path.join(paths.run, "udev", "control");
   const state = new ResourceState();
   registerCatalog(state, opts.extraDefinitions ?? []);
 
@@ -253,10 +252,6 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
         },
         wantConfig,
       ),
-    settleDevices: async () => {
-      if (!opts.udevd) return;
-      await settleUdevEvents(opts.udevd.udevadm, udevControlSocket).catch((err: unknown) => log.warn("waiting for udevd's events failed", { error: describeError(err) }));
-    },
     mountsChanged: () => volumes.set(new Map(r.volumes)),
     metaChanged: () => metaKeys.set(r.meta?.keys() ?? new Map()),
   };
@@ -423,7 +418,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   // First, as Talos's startUdevd; unlike Talos the boot does not wait for its trigger and settle
   // (nothing here looks devices up by /dev/disk/by-* names; disks are found through sysfs).
   if (opts.udevd) {
-    supervisor.start(udevdService({ udevadm: opts.udevd.udevadm, controlSocket: udevControlSocket })).catch((err: unknown) => log.error("starting udevd failed", { error: describeError(err) }));
+    supervisor.start(udevdService({ udevadm: opts.udevd.udevadm, controlSocket: path.join(paths.run, "udev", "control") })).catch((err: unknown) => log.error("starting udevd failed", { error: describeError(err) }));
   }
   // Talos's "dashboard" phase, skipped with talos.dashboard.disabled=1.
   if (opts.terminals && !dashboardDisabled(opts.cmdline)) {

@@ -41,8 +41,6 @@ export interface MachineRuntime {
   platformConfig(wantConfig: boolean): Promise<string | undefined>;
   /** The services this node runs with its configuration (apid; trustd on a control plane), in start order. */
   services(): ServiceDefinition[];
-  /** Waits until udevd has handled every pending device event; a no-op where udevd does not run. */
-  settleDevices(): Promise<void>;
   /** `volumes` changed: MountStatus resources follow. */
   mountsChanged(): void;
   /** META's keys changed: MetaKeys resources follow. */

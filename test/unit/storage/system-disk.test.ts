@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { NotFoundError } from "../../../agent/src/errors.js";
-import { awaitSystemDisk, findSystemDisk } from "../../../agent/src/storage/system-disk.js";
+import { findSystemDisk } from "../../../agent/src/storage/system-disk.js";
 import { fakeBlockSysfs } from "../../../agent/src/sys/block.js";
 
 const uevent = (name: string, n: number) => `MAJOR=259\nMINOR=${n}\nDEVNAME=x\nDEVTYPE=partition\nPARTN=${n}\nPARTNAME=${name}`;
@@ -20,33 +19,5 @@ describe("findSystemDisk", () => {
 
   it("finds nothing on disks without system partitions (and never on the ISO's drive)", () => {
     assert.equal(findSystemDisk(fakeBlockSysfs({ "vda/size": "1", "vda/vda1/uevent": uevent("root", 1), "sr0/size": "1" })), undefined);
-  });
-});
-
-describe("awaitSystemDisk", () => {
-  const names = ["EFI", "BIOS", "BOOT", "META", "STATE", "EPHEMERAL"];
-  const addPartitions = (attrs: Record<string, string>, only = names) => names.forEach((n, i) => only.includes(n) && (attrs[`vda/vda${i + 1}/uevent`] = uevent(n, i + 1)));
-
-  it("waits, settling udev each time, until every partition of the layout is back after udevd's re-read", async () => {
-    const attrs: Record<string, string> = { "vda/size": "100" };
-    addPartitions(attrs, ["META"]); // the re-read is half way: only META shows
-    let settles = 0;
-    const found = await awaitSystemDisk(fakeBlockSysfs(attrs), {
-      settle: async () => {
-        if (++settles === 3) addPartitions(attrs);
-      },
-      deviceExists: () => true,
-    });
-    assert.equal(settles, 3);
-    assert.equal(found.partitions.STATE, "/dev/vda5");
-    assert.equal(Object.keys(found.partitions).length, 6);
-  });
-
-  it("a partition without its device node is not there yet; past the deadline the missing ones are named", async () => {
-    const attrs: Record<string, string> = { "vda/size": "100" };
-    addPartitions(attrs);
-    const err = await awaitSystemDisk(fakeBlockSysfs(attrs), { settle: async () => undefined, timeoutMs: 300, deviceExists: (dev) => dev !== "/dev/vda5" }).catch((e: unknown) => e);
-    assert.ok(err instanceof NotFoundError);
-    assert.match(err.message, /does not show the partitions STATE$/);
   });
 });

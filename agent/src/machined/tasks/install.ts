@@ -6,7 +6,7 @@ import { loadConfig as parseConfig } from "../../config/load.js";
 import { chooseInstallDisk } from "../../storage/disk-selector.js";
 import { listDisks } from "../../storage/disks.js";
 import { installToDisk, locateInstallSource } from "../../storage/install.js";
-import { awaitSystemDisk } from "../../storage/system-disk.js";
+import { findSystemDisk } from "../../storage/system-disk.js";
 import type { MachineRuntime } from "../runtime.js";
 import { contractTag } from "../version.js";
 import { NotFoundError } from "../../errors.js";
@@ -47,7 +47,7 @@ export async function install(r: MachineRuntime): Promise<void> {
   } finally {
     await source.release().catch((err: unknown) => log.warn("unmounting the installation source failed", { error: String(err) }));
   }
-  r.systemDisk = await awaitSystemDisk(r.block, { settle: () => r.settleDevices() });
+  r.systemDisk = findSystemDisk(r.block);
   log.info("install to disk done", { disk, partitions: r.systemDisk?.partitions });
 }
 

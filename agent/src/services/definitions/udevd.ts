@@ -42,12 +42,6 @@ export function udevdService(opts: UdevdServiceOptions): ServiceDefinition {
   return { id: "udevd", restart: "always", runner, cgroup: "/system/udevd" };
 }
 
-/** Waits for udevd's event queue to drain; returns at once when udevd is not listening. */
-export async function settleUdevEvents(udevadm: string, controlSocket: string): Promise<void> {
-  const listening = await access(controlSocket).then(() => true, () => false);
-  if (listening) await runTool(udevadm, ["settle", "--timeout=60"], { timeoutMs: 90_000 });
-}
-
 /** Reloads udevd's rules and replays the devices through them (after machine.udev.rules changed). */
 export async function reloadUdevRules(udevadm: string): Promise<void> {
   await runTool(udevadm, ["control", "--reload"]);
