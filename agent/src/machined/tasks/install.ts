@@ -6,7 +6,8 @@ import { loadConfig as parseConfig } from "../../config/load.js";
 import { chooseInstallDisk } from "../../storage/disk-selector.js";
 import { listDisks } from "../../storage/disks.js";
 import { installToDisk, locateInstallSource } from "../../storage/install.js";
-import { findSystemDisk } from "../../storage/system-disk.js";
+import { findInstalledSystemDisk } from "../../storage/system-disk.js";
+import { rereadPartitionTable } from "../../sys/blockdev.js";
 import type { MachineRuntime } from "../runtime.js";
 import { contractTag } from "../version.js";
 import { NotFoundError } from "../../errors.js";
@@ -47,7 +48,11 @@ export async function install(r: MachineRuntime): Promise<void> {
   } finally {
     await source.release().catch((err: unknown) => log.warn("unmounting the installation source failed", { error: String(err) }));
   }
-  r.systemDisk = findSystemDisk(r.block);
+  r.systemDisk = await findInstalledSystemDisk(
+    r.block,
+    () => rereadPartitionTable(disk),
+    () => log.warn("the kernel shows no system partitions after the install: reading the partition table again", { disk }),
+  );
   log.info("install to disk done", { disk, partitions: r.systemDisk?.partitions });
 }
 
