@@ -24,10 +24,10 @@ import { registerCatalog } from "../../agent/src/resources/catalog/index.js";
 import { NETWORK_NAMESPACE, networkDefinitions, ResolverStatusId, ResolverStatusType } from "../../agent/src/resources/catalog/network.js";
 import { ControllerRuntime } from "../../agent/src/resources/controller-runtime.js";
 import { ResourceState } from "../../agent/src/resources/state.js";
-import { canRunNetns, ip } from "./helpers/netns.js";
+import { canRunNetns, freeSubnet, ip } from "./helpers/netns.js";
 import { freePort, stopProcess } from "./helpers/sandbox.js";
 
-const SUBNET = "10.214.62";
+const SUBNET = freeSubnet("10.214", 62);
 const DNS = `${SUBNET}.1`;
 const HOST = `${SUBNET}.254`;
 const tag = randomBytes(3).toString("hex");

@@ -13,6 +13,7 @@ import { after, before, test } from "node:test";
 import { NodeClient, type ClientOptions } from "../../agent/src/client/client.js";
 import { issueClientCredentials } from "../../agent/src/config/generate/talosconfig.js";
 import { generateSelfSignedCA, issueCertificate, loadCertificateAndKey } from "../../agent/src/pki/index.js";
+import { freeSubnet } from "./helpers/netns.js";
 import { eventually } from "./helpers/sandbox.js";
 import { readSlowly } from "./helpers/slow-reader.js";
 import { clusterUnsupported, startCluster, type Cluster, type Member } from "./multinode-cluster.js";
@@ -35,7 +36,7 @@ interface Tagged {
 
 before(async () => {
   if (skip) return;
-  cluster = await startCluster("10.214.7", [
+  cluster = await startCluster(freeSubnet("10.214", 7), [
     { name: "cp1", hostname: "basalt-cp-1", kind: "controlplane" },
     { name: "cp2", hostname: "basalt-cp-2", kind: "controlplane" },
     { name: "worker", hostname: "basalt-worker-3", kind: "worker" },

@@ -19,7 +19,7 @@ import { decode } from "../../agent/src/api/index.js";
 import { NodeClient } from "../../agent/src/client/client.js";
 import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
 import { generateConfigs } from "../../agent/src/config/generate/index.js";
-import { canRunNetns, ip } from "./helpers/netns.js";
+import { canRunNetns, freeSubnet, ip } from "./helpers/netns.js";
 import { eventually, stopProcess } from "./helpers/sandbox.js";
 
 const skip = canRunNetns();
@@ -30,7 +30,7 @@ const MGMT = `bsn${tag}`; // sandbox side, ignored by the sandbox
 const LINK = `bsc${tag}`; // the link the config drives
 const PEER = `bsp${tag}`;
 const octet = (process.pid % 200) + 20;
-const MGMT_NET = `10.214.${octet}`;
+const MGMT_NET = freeSubnet("10.214", octet);
 const NET = `10.215.${octet}`;
 const PORT = 50000;
 const sandboxJs = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../agent/src/cmd/sandbox.js");

@@ -14,11 +14,11 @@ import { fileURLToPath } from "node:url";
 import { NodeClient } from "../../agent/src/client/client.js";
 import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
 import { generateConfigs } from "../../agent/src/config/generate/index.js";
-import { canRunNetns, ip } from "./helpers/netns.js";
+import { canRunNetns, freeSubnet, ip } from "./helpers/netns.js";
 import { eventually, stopProcess } from "./helpers/sandbox.js";
 
 const sandboxJs = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../agent/src/cmd/sandbox.js");
-const SUBNET = "10.214.61";
+const SUBNET = freeSubnet("10.214", 61);
 const NTP = `${SUBNET}.1`;
 const NODE = `${SUBNET}.2`;
 const HOST = `${SUBNET}.254`;

@@ -18,11 +18,11 @@ import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
 import { generateConfigs, type GeneratedConfigs } from "../../agent/src/config/generate/index.js";
 import { createCSR } from "../../agent/src/pki/index.js";
 import { callTrustd } from "../../agent/src/trustd/client.js";
-import { canRunNetns, ip } from "./helpers/netns.js";
+import { canRunNetns, freeSubnet, ip } from "./helpers/netns.js";
 import { eventually, stopProcess } from "./helpers/sandbox.js";
 
 const sandboxJs = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../agent/src/cmd/sandbox.js");
-const SUBNET = "10.213.9";
+const SUBNET = freeSubnet("10.213", 9);
 const CP = `${SUBNET}.1`;
 const WORKER = `${SUBNET}.2`;
 const HOST = `${SUBNET}.254`;
