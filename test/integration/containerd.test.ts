@@ -71,6 +71,9 @@ before(async () => {
       "",
     ].join("\n"),
   );
+  // ext-broken: its entrypoint is not in its rootfs.
+  mkdirSync(path.join(stateDir, "usr/local/lib/containers/broken"), { recursive: true });
+  writeFileSync(path.join(stateDir, "usr/local/etc/containers/broken.yaml"), ["name: broken", "container:", "  entrypoint: /missing", "restart: never", ""].join("\n"));
   // What the image build writes for an extension it took in.
   mkdirSync(path.join(stateDir, "etc"), { recursive: true });
   writeFileSync(path.join(stateDir, "etc/extensions.yaml"), "layers:\n  - image: hello\n    metadata:\n      name: hello\n      version: 1.0.0\n      author: Basalt tests\n      description: says hello\n      compatibility:\n        talos:\n          version: '>= v1.7.0'\n");
@@ -114,7 +117,7 @@ test("ext-hello: its first run fails (status 3) and restart: always runs it agai
   const failed = events.findIndex(failedRun);
   // As Talos's restarter: the failed run is reported as Waiting (for the backoff), then it runs again.
   assert.deepEqual(events.slice(failed - 1, failed + 1).map((e) => e.state), ["Running", "Waiting"]);
-  assert.match(events[failed]!.msg, /^Error running ext-hello, going to restart forever: .*exit code 3/);
+  assert.equal(events[failed]!.msg, 'Error running Containerd(ext-hello), going to restart forever: task "ext-hello" failed: exit code 3');
   assert.equal(events.slice(failed + 1).find((e) => e.state !== "Waiting")?.state, "Running");
   assert.equal(runs(), "run 1\nrun 2\n");
   // Its output reaches machined's output as a process's does, first run and second.
@@ -126,6 +129,25 @@ test("ext-hello: its first run fails (status 3) and restart: always runs it agai
   assert.match(text, /^hello run 1 greeting=bonjour conf=hello-conf-line site=from-machine-env\n/m);
   assert.match(text, /^hello run 2 tick 1\n/m);
   assert.equal(readFileSync(path.join(stateDir, "system/overlays/extensions/hello/etc-hello.conf"), "utf8"), "hello-conf-line");
+});
+
+test("ext-broken, whose entrypoint does not exist, is Failed with Talos's message and never Running; no container is left", { skip }, async () => {
+  const s = await untilState("ext-broken", "Failed");
+  const events = s.events.events.map((e) => [e.state, e.msg]);
+  assert.deepEqual(events.slice(0, -1), [
+    ["Starting", "Starting service"],
+    ["Waiting", 'Waiting for service "containerd" to be "up"'],
+    ["Preparing", "Running pre state"],
+    ["Preparing", "Creating service runner"],
+  ]);
+  assert.equal(
+    events.at(-1)![1],
+    'Failed running service: error running service: failed to create task: "ext-broken": ' +
+      "failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: " +
+      'exec: "/missing": stat /missing: no such file or directory: unknown',
+  );
+  const containers = await admin.unary<Containers>(admin.machine, "Containers", { namespace: "system", driver: 0 });
+  assert.deepEqual(containers.messages[0]!.containers.filter((c) => c.id === "ext-broken"), []);
 });
 
 type Containers = { messages: { containers: { namespace: string; id: string; pod_id: string; name: string; image: string; pid: number; status: string }[] }[] };

@@ -30,6 +30,7 @@ import {
 } from "../resources/catalog/network.js";
 import { MachineStatusId, MachineStatusType, MountStatusType, RUNTIME_NAMESPACE, type MachineStatusSpec, type MountStatusSpec } from "../resources/catalog/runtime.js";
 import type { ResourceState } from "../resources/state.js";
+import { installFailureLines } from "./install-failure.js";
 
 const notAvailable = "n/a";
 const none = "<none>";
@@ -86,7 +87,7 @@ function listOr(values: string[] | undefined): string {
 }
 
 /** The summary's text for the resources in `state` now; `version` is the running version's tag. */
-export function renderConsoleSummary(state: ResourceState, opts: { version: string; apiPort: number }): string {
+export function renderConsoleSummary(state: ResourceState, opts: { version: string; apiPort: number; installFailure?: string | undefined }): string {
   const get = <S>(namespace: string, type: string, id: string) => state.get<S>(namespace, type, id)?.spec;
   const machine = get<MachineStatusSpec>(RUNTIME_NAMESPACE, MachineStatusType, MachineStatusId);
   const hostname = get<HostnameStatusSpec>(NETWORK_NAMESPACE, HostnameStatusType, HostnameStatusId)?.hostname ?? notAvailable;
@@ -120,6 +121,7 @@ export function renderConsoleSummary(state: ResourceState, opts: { version: stri
   if (machine?.stage === "maintenance") {
     const first = ips === notAvailable ? "<node-ip>" : ips.split(", ")[0]!.replace(/\/\d+$/, "");
     const node = opts.apiPort === 50000 ? first : `${first.includes(":") ? `[${first}]` : first}:${opts.apiPort}`;
+    if (opts.installFailure !== undefined) lines.push("", ...installFailureLines(opts.installFailure));
     lines.push("", "waiting for configuration; upload it using talosctl:", `  talosctl apply-config --insecure --nodes ${node} --file <config.yaml>`);
   }
   if (machine && machine.status.unmetConditions.length > 0) {

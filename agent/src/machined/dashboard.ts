@@ -23,6 +23,8 @@ export interface DashboardOptions {
   terminals: VirtualTerminals;
   version: string;
   apiPort: number;
+  /** Why the last install failed, shown while in maintenance (install-failure.ts). */
+  installFailure?: string | undefined;
 }
 
 /** Draws now, then again after each burst of changes to the summary's inputs, until `signal` aborts. */
@@ -33,7 +35,7 @@ export function drawSummaryUntil(opts: DashboardOptions, signal: AbortSignal): P
       pending = false;
       if (signal.aborted) return;
       try {
-        opts.terminals.draw(dashboardTty, renderConsoleSummary(opts.state, { version: opts.version, apiPort: opts.apiPort }));
+        opts.terminals.draw(dashboardTty, renderConsoleSummary(opts.state, { version: opts.version, apiPort: opts.apiPort, installFailure: opts.installFailure }));
       } catch (err) {
         reject(err);
       }

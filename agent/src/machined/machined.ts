@@ -53,6 +53,7 @@ import type { SystemClock } from "../sys/clock.js";
 import { checkConfig, checkMaintenanceMode, maintenanceDryRunDetails, planApply, TryModeTimer, tryTimeoutMs, type ApplyRequest, type ConfigChecker } from "./apply/index.js";
 import { dashboardDisabled, dashboardService } from "./dashboard.js";
 import { contractTag } from "./version.js";
+import { clearInstallFailure, lastInstallFailure, recordInstallFailure } from "./install-failure.js";
 import { announceMaintenance } from "./maintenance-console.js";
 import { ReplyDeliveries } from "./reply-delivery.js";
 import type { NetworkChangeHold } from "../controllers/network/change-hold.js";
@@ -150,6 +151,7 @@ export interface Machined {
  */
 export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   const { paths, platform } = opts;
+  const installFailure = lastInstallFailure(paths);
   const state = new ResourceState();
   registerCatalog(state, opts.extraDefinitions ?? []);
 
@@ -219,7 +221,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       setStage("maintenance");
       // The console says where to apply a config only once apid listens there.
       await supervisor.start(apidService());
-      await announceMaintenance(state, opts.apid.listen, maintenanceConsole.signal);
+      await announceMaintenance(state, opts.apid.listen, maintenanceConsole.signal, installFailure);
       // A stop (SIGTERM) while waiting for a configuration ends the wait, so machined can stop.
       return new Promise<string>((resolve, reject) => {
         maintenanceConfig.then(resolve, reject);
@@ -422,7 +424,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   }
   // Talos's "dashboard" phase, skipped with talos.dashboard.disabled=1.
   if (opts.terminals && !dashboardDisabled(opts.cmdline)) {
-    const dashboard = dashboardService({ state, terminals: opts.terminals, version: contractTag, apiPort: splitListen(opts.apid.listen).port });
+    const dashboard = dashboardService({ state, terminals: opts.terminals, version: contractTag, apiPort: splitListen(opts.apid.listen).port, installFailure });
     supervisor.start(dashboard).catch((err: unknown) => log.error("starting the dashboard failed", { error: describeError(err) }));
   }
   if (opts.syslogRelay) {
@@ -523,7 +525,14 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
         // A configuration arrived in maintenance mode on a node that is not installed: install, then kexec.
         mode = "installing";
         setStage("installing");
-        await sequences.run("install", installSequence(r));
+        try {
+          await sequences.run("install", installSequence(r));
+        } catch (err) {
+          // The machined init starts next is in maintenance again: it says why.
+          if (!opts.signal.aborted && !sequences.lifecycleRequested) recordInstallFailure(paths, err);
+          throw err;
+        }
+        clearInstallFailure(paths);
       } else {
         if (installed) await settleUpgrade();
         const staged = installed ? await runStagedUpgrade() : false;

@@ -12,16 +12,18 @@ import {
 } from "../resources/catalog/secrets.js";
 import type { ResourceState } from "../resources/state.js";
 import { splitListen } from "../services/readiness.js";
+import { installFailureLines } from "./install-failure.js";
 import { nodeAddresses } from "./node-identity.js";
 import { published } from "./published.js";
 
 const consoleLog = logger("maintenance");
 
-export function maintenanceConsoleLines(opts: { addresses: string[]; port: number; fingerprint: string }): string[] {
+export function maintenanceConsoleLines(opts: { addresses: string[]; port: number; fingerprint: string; installFailure?: string | undefined }): string[] {
   const target = (a: string) => (a.includes(":") ? `[${a}]` : a);
   const first = opts.addresses[0] ?? "<node-ip>";
   const node = opts.port === 50000 ? first : `${target(first)}:${opts.port}`;
   return [
+    ...(opts.installFailure !== undefined ? installFailureLines(opts.installFailure) : []),
     "entering maintenance service",
     "this machine is reachable at:",
     ...opts.addresses.map((a) => `\t${a}`),
@@ -68,7 +70,7 @@ function sameList(a: readonly string[], b: readonly string[]): boolean {
  * Prints where the maintenance API (apid listening on `listen`) is reached once its certificate is
  * published by the secrets controllers, and again when the node's addresses change, until `signal` aborts.
  */
-export async function announceMaintenance(state: ResourceState, listen: string, signal: AbortSignal): Promise<void> {
+export async function announceMaintenance(state: ResourceState, listen: string, signal: AbortSignal, installFailure?: string): Promise<void> {
   const cert = await published<MaintenanceServiceCertsSpec>(state, SECRETS_NAMESPACE, MaintenanceServiceCertificatesType, MaintenanceServiceCertificatesId, signal);
   if (!cert) return;
   const { host: listenHost, port } = splitListen(listen);
@@ -77,7 +79,7 @@ export async function announceMaintenance(state: ResourceState, listen: string, 
   const reachable = reachableNow();
   const fingerprint = spkiFingerprint(cert.server.crt);
   const print = (addresses: string[]) => {
-    for (const line of maintenanceConsoleLines({ addresses, port, fingerprint })) consoleLog.info(line);
+    for (const line of maintenanceConsoleLines({ addresses, port, fingerprint, installFailure })) consoleLog.info(line);
   };
   print(reachable);
   // Addresses that arrive later (the DHCPv4 lease after IPv6 SLAAC) are printed again, until a config is applied.

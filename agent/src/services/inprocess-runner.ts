@@ -1,4 +1,4 @@
-import { describeError, SystemError } from "../errors.js";
+import { SystemError } from "../errors.js";
 import type { ServiceRunner } from "./service.js";
 
 /**
@@ -42,7 +42,7 @@ export class InProcessRunner implements ServiceRunner {
         if (this.ac === ac && started) onExit(undefined);
       },
       (err: unknown) => {
-        end(new SystemError(`${this.spec.id} failed: ${describeError(err)}`, {}, { cause: err }));
+        end(new SystemError(`${this.spec.id} failed`, {}, { cause: err }));
         if (this.ac === ac && started) onExit(ended);
       },
     );
@@ -64,6 +64,11 @@ export class InProcessRunner implements ServiceRunner {
     }
     started = true;
     return "Service started as goroutine";
+  }
+
+  /** As Talos names its goroutine runner. */
+  describe(): string {
+    return `Goroutine(${JSON.stringify(this.spec.id)})`;
   }
 
   async stop(): Promise<void> {

@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { describeError, SystemError } from "../errors.js";
+import { BasaltError, describeError } from "../errors.js";
 import { logger } from "../log.js";
 import type { LogWriter } from "./logs.js";
+import { exitText, quotedArgs, startErrorText } from "./process-outcome.js";
 import type { RunContext, ServiceRunner } from "./service.js";
 
 export interface ProcessSpec {
@@ -22,6 +23,12 @@ export interface ProcessSpec {
   /** Turns what the process writes on stdout into log lines (syslogd's framed datagrams); unset: the bytes as they come. */
   decodeStdout?: (output: LogWriter) => (chunk: Buffer) => void;
 }
+
+/** The program could not be run at all (missing, not executable): no process exists. */
+export class ProcessStartError extends BasaltError {}
+
+/** The process ended (exited non-zero or by a signal), worded as Go's ProcessState. */
+export class ProcessExitError extends BasaltError {}
 
 /**
  * Runs a service as a child process: its stdout and stderr go to the service's log, and the
@@ -51,6 +58,20 @@ export class ProcessRunner implements ServiceRunner {
       stdio: this.spec.ipc ? ["ignore", out, out, "ipc"] : ["ignore", out, out],
     });
     this.child = child;
+    // After start too (a failed kill): 'error' may come more than once, and once() would leave the next unheard.
+    child.on("error", (err) => this.log.warn("process error", { pid: child.pid, error: describeError(err) }));
+    // A program that cannot be run (missing, not executable) has no process: that is a failed start, never Running.
+    try {
+      await new Promise<void>((resolve, reject) => {
+        child.once("spawn", resolve);
+        child.once("error", reject);
+      });
+    } catch (err) {
+      if (this.child === child) this.child = undefined;
+      const errno = err as NodeJS.ErrnoException; // spawn's 'error' is always a system error
+      // Go's text only: Node's own message ("spawn /x ENOENT") would repeat it in the event.
+      throw new ProcessStartError(`error starting process: ${startErrorText(this.spec.command, errno)}`, { command: this.spec.command, code: errno.code });
+    }
     if (ctx && child.pid !== undefined) ctx.placeProcess(child.pid);
     if (ctx) {
       for (const stream of [child.stdout, child.stderr]) {
@@ -62,12 +83,9 @@ export class ProcessRunner implements ServiceRunner {
         stream?.on("error", (err) => this.log.warn("reading the process output failed", { error: describeError(err) }));
       }
     }
-    // After start too (a failed kill): 'error' may come more than once, and once() would leave the next unheard.
-    child.on("error", (err) => this.log.warn("process error", { pid: child.pid, error: describeError(err) }));
     const ac = new AbortController();
     const exited = new Promise<never>((_, reject) => {
-      child.once("error", (err) => reject(new SystemError(`starting ${this.spec.id} failed`, {}, { cause: err })));
-      child.once("exit", (code, signal) => reject(new SystemError(`${this.spec.id} exited during start`, { code, signal })));
+      child.once("exit", (code, signal) => reject(new ProcessExitError(exitText(code, signal), { id: this.spec.id, code, signal })));
     });
     exited.catch(() => undefined);
     try {
@@ -83,15 +101,15 @@ export class ProcessRunner implements ServiceRunner {
     child.once("exit", (code, signal) => {
       if (this.child !== child) return;
       this.child = undefined;
-      onExit(code === 0 ? undefined : new SystemError(`${this.spec.id} exited`, { code, signal }));
+      onExit(code === 0 ? undefined : new ProcessExitError(exitText(code, signal), { id: this.spec.id, code, signal }));
     });
     this.log.debug("process started", { pid: child.pid });
     return `Process ${this.describe()} started with PID ${child.pid}`;
   }
 
-  /** As Talos names a process runner: Process(["/path", "arg", ...]). */
+  /** As Talos names a process runner: Process(["/path" "arg" ...]). */
   describe(): string {
-    return `Process(${JSON.stringify([this.spec.command, ...this.spec.args])})`;
+    return `Process(${quotedArgs([this.spec.command, ...this.spec.args])})`;
   }
 
   async stop(): Promise<void> {

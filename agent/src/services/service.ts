@@ -49,6 +49,8 @@ export interface ServiceRunner {
   stop(): Promise<void>;
   /** Optional health probe; rejects when unhealthy. */
   health?(): Promise<void>;
+  /** How Talos names the runner in restart events (e.g. `Process(["/bin/x"])`); unset: the service id. */
+  describe?(): string;
 }
 
 /** Something a service waits for before it starts (Talos's service conditions). */

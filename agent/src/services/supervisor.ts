@@ -256,20 +256,25 @@ export class Supervisor {
     }, this.slowStartNoticeMs);
     entry.slowTimer.unref();
     let runningMessage: string | void;
-    try {
-      if (!restart) {
-        try {
-          await def.pre?.();
-        } catch (err) {
-          throw new ServiceOperationError(`failed to run pre stage: ${describeError(err)}`, {}, { cause: err });
-        }
-        // Stopped (or replaced) during the pre stage: stop() recorded the outcome.
-        if (!entry.wanted || entry.def !== def) {
-          clearInterval(entry.slowTimer);
-          return;
-        }
-        this.record(entry, "Preparing", "Creating service runner");
+    if (!restart) {
+      try {
+        await def.pre?.();
+      } catch (err) {
+        clearInterval(entry.slowTimer);
+        if (!entry.wanted || entry.def !== def) return;
+        // As Talos: the pre stage runs outside the restart loop, so its failure ends the service whatever its policy.
+        log.warn("service failed to start", { service: def.id, reason: `failed to run pre stage: ${describeError(err)}`, elapsedMs: elapsed(entry) });
+        this.record(entry, "Failed", `Failed to run pre stage: ${describeError(err)}`);
+        return;
       }
+      // Stopped (or replaced) during the pre stage: stop() recorded the outcome.
+      if (!entry.wanted || entry.def !== def) {
+        clearInterval(entry.slowTimer);
+        return;
+      }
+      this.record(entry, "Preparing", "Creating service runner");
+    }
+    try {
       runningMessage = await def.runner.start((err) => this.exited(entry, def, err), this.runContext(def));
     } catch (err) {
       clearInterval(entry.slowTimer);
@@ -328,22 +333,23 @@ export class Supervisor {
     this.ended(entry, def, err);
   }
 
-  /** After a run ended by itself (or failed to start): restart, finish or fail per the service's policy. */
+  /** After a run ended by itself (or failed to start): restart, finish or fail per the service's policy, with Talos's words. */
   private ended(entry: Entry, def: ServiceDefinition, err: Error | undefined): void {
     void this.post(def);
     const reason = err ? describeError(err) : "";
     const restart = def.restart === "always" || (def.restart === "untilSuccess" && err !== undefined);
     if (!restart) {
-      if (err) this.failed(entry, `Failed running service: ${reason}`);
+      if (err) this.failed(entry, `Failed running service: error running service: ${reason}`);
       else this.record(entry, "Finished", "Service finished successfully");
       return;
     }
+    const runner = def.runner.describe?.() ?? def.id;
     const msg =
       def.restart === "untilSuccess"
-        ? `Error running ${def.id}, going to restart until it succeeds: ${reason}`
+        ? `Error running ${runner}, going to restart until it succeeds: ${reason}`
         : err
-          ? `Error running ${def.id}, going to restart forever: ${reason}`
-          : `Runner ${def.id} exited without error, going to restart it`;
+          ? `Error running ${runner}, going to restart forever: ${reason}`
+          : `Runner ${runner} exited without error, going to restart it`;
     this.scheduleRestart(entry, msg);
   }
 
@@ -359,7 +365,8 @@ export class Supervisor {
     const delay = Math.min(500 * 2 ** entry.restarts, 30_000);
     entry.restarts++;
     log.info("restarting service", { service: entry.def.id, reason: msg, delayMs: delay, restarts: entry.restarts, elapsedMs: elapsed(entry) });
-    this.record(entry, "Waiting", `${msg} (restarting in ${delay} ms)`);
+    // Talos's event has no delay in it; the log line above carries ours.
+    this.record(entry, "Waiting", msg);
     const def = entry.def;
     entry.timer = setTimeout(() => {
       if (entry.wanted && entry.def === def) this.launch(entry, restart).catch((err: unknown) => log.error("restarting service failed", { service: def.id, error: describeError(err) }));

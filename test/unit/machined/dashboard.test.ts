@@ -71,6 +71,22 @@ test("in maintenance it says how to apply a configuration, and lists unmet condi
   assert.ok(text.endsWith("waiting for configuration; upload it using talosctl:\n  talosctl apply-config --insecure --nodes [fd00::5]:51000 --file <config.yaml>\n\nunmet conditions:\n  network: waiting on: address\n"), text);
 });
 
+test("in maintenance after a failed install it says why, above how to apply the configuration again; not in other stages", () => {
+  const state = new ResourceState();
+  set(state, "runtime", "MachineStatuses.runtime.talos.dev", "machine", { stage: "maintenance", status: { ready: false, unmetConditions: [] } });
+  set(state, "network", "NodeAddresses.net.talos.dev", "routed", { addresses: ["10.0.2.15/24"] });
+  const text = renderConsoleSummary(state, { version: "v1", apiPort: 50000, installFailure: "the system disk has no STATE partition" });
+  assert.ok(
+    text.endsWith(
+      "\nthe last install failed, so the node is still in maintenance: the system disk has no STATE partition\nfix the cause, then apply the configuration again\n\n" +
+        "waiting for configuration; upload it using talosctl:\n  talosctl apply-config --insecure --nodes 10.0.2.15 --file <config.yaml>\n",
+    ),
+    text,
+  );
+  set(state, "runtime", "MachineStatuses.runtime.talos.dev", "machine", { stage: "installing", status: { ready: false, unmetConditions: [] } });
+  assert.doesNotMatch(renderConsoleSummary(state, { version: "v1", apiPort: 50000, installFailure: "x" }), /install failed/);
+});
+
 class FakeTerminals implements VirtualTerminals {
   readonly calls: string[] = [];
   readonly drawn: string[] = [];

@@ -58,3 +58,15 @@ test("with a DHCPv4 operator running, an IPv6-only address list waits for the IP
   t.mock.timers.tick(300_000);
   assert.equal(await noLease(), true, "no lease within the grace: maintenance starts with the IPv6 address");
 });
+
+test("after a failed install the banner starts with why the node is still in maintenance; without one it is unchanged", () => {
+  const opts = { addresses: ["10.0.0.5"], port: 50000, fingerprint: "abc=" };
+  const plain = maintenanceConsoleLines(opts);
+  const failed = maintenanceConsoleLines({ ...opts, installFailure: "task install (1/1): the install disk /dev/sdz was not found" });
+  assert.deepEqual(failed, [
+    "the last install failed, so the node is still in maintenance: task install (1/1): the install disk /dev/sdz was not found",
+    "fix the cause, then apply the configuration again",
+    ...plain,
+  ]);
+  assert.equal(plain[0], "entering maintenance service");
+});

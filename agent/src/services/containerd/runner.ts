@@ -67,10 +67,15 @@ export class ContainerRunner implements ServiceRunner {
     const uri = `file://${this.spec.logFile}`;
     const abort = new AbortController();
     try {
-      await client.createTask({ container_id: id, stdout: uri, stderr: uri });
+      // Talos's words for these failures (a missing entrypoint fails the create, in runc).
+      await client.createTask({ container_id: id, stdout: uri, stderr: uri }).catch((err: unknown) => {
+        throw taskError("create", id, err);
+      });
       const exited = client.waitTask(id, abort.signal);
       exited.catch(() => undefined);
-      this.pid = await client.startTask(id);
+      this.pid = await client.startTask(id).catch((err: unknown) => {
+        throw taskError("start", id, err);
+      });
       this.running = { exited, abort };
       this.log.debug("task started", { pid: this.pid });
       const ended = async (err: Error | undefined) => {
@@ -81,7 +86,7 @@ export class ContainerRunner implements ServiceRunner {
         onExit(err);
       };
       exited.then(
-        (status) => ended(status === 0 ? undefined : new SystemError(`task ${id} failed: exit code ${status}`, { code: status })),
+        (status) => ended(status === 0 ? undefined : new SystemError(`task ${JSON.stringify(id)} failed: exit code ${status}`, { code: status })),
         (err: unknown) => ended(new SystemError(`waiting for task ${id} failed: ${describeError(err)}`, {}, { cause: err })),
       );
     } catch (err) {
@@ -89,6 +94,11 @@ export class ContainerRunner implements ServiceRunner {
       await this.cleanUp(client);
       throw err;
     }
+  }
+
+  /** As Talos names its containerd runner. */
+  describe(): string {
+    return `Containerd(${this.spec.id})`;
   }
 
   async stop(): Promise<void> {
@@ -133,6 +143,26 @@ export class ContainerRunner implements ServiceRunner {
     }
     await client.deleteContainer(this.spec.id).catch(ignoreNotFound);
   }
+}
+
+/**
+ * A failed create or start as Talos's runner words it: `failed to create task: "<id>": <containerd's message>`.
+ * Only containerd's own message follows, as Go's client shows it; its code stays in the fields (a cause
+ * would repeat the message in the service's event).
+ */
+function taskError(step: "create" | "start", id: string, err: unknown): SystemError {
+  const status = grpcStatusOf(err);
+  const reason = status ? status.details : describeError(err);
+  return new SystemError(`failed to ${step} task: ${JSON.stringify(id)}: ${reason}`, { id, ...(status ? { code: status.code } : {}) }, status ? {} : { cause: err });
+}
+
+/** containerd's status in an error's cause chain (our client keeps it as the cause). */
+function grpcStatusOf(err: unknown): { code: number; details: string } | undefined {
+  for (let cur = err; cur instanceof Error; cur = cur.cause) {
+    const { code, details } = cur as Partial<{ code: unknown; details: unknown }>; // a grpc-js ServiceError carries both
+    if (typeof code === "number" && typeof details === "string") return { code, details };
+  }
+  return undefined;
 }
 
 function ignoreNotFound(err: unknown): undefined {
