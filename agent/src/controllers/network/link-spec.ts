@@ -5,40 +5,15 @@
 // without a spec (ignored ones included) are never touched.
 
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
-import { type BondMasterSpec, LinkSpecType, type LinkSpecSpec, NETWORK_NAMESPACE, VLAN_PROTOCOLS, bondValue } from "../../resources/catalog/network.js";
+import { type BondMasterSpec, LinkSpecType, type LinkSpecSpec, NETWORK_NAMESPACE, VLAN_PROTOCOLS, bondNumbers } from "../../resources/catalog/network.js";
 import { type BondOptions, IFF_UP, type KernelLink, type LinkCreateRequest, type NetKernel } from "../../sys/net.js";
 import { KernelTrigger } from "./kernel-watch.js";
 import type { NetworkChangeHold } from "./change-hold.js";
 import { withBondDefaults } from "../../network/bond-defaults.js";
 
-/** The kernel's numbers for every option of a bond spec (zero where unset); which of them reach the kernel is the encoder's choice by mode. */
+/** Every option of a bond spec in the kernel's numbers; which of them reach the kernel is the encoder's choice by mode. */
 export function bondOptions(b: BondMasterSpec, primaryName: string | undefined): BondOptions {
-  return {
-    mode: bondValue("mode", b.mode),
-    xmitHashPolicy: bondValue("xmitHashPolicy", b.xmitHashPolicy),
-    lacpRate: bondValue("lacpRate", b.lacpRate),
-    arpValidate: bondValue("arpValidate", b.arpValidate),
-    arpAllTargets: bondValue("arpAllTargets", b.arpAllTargets),
-    ...(primaryName ? { primary: primaryName } : {}),
-    primaryReselect: bondValue("primaryReselect", b.primaryReselect),
-    failOverMac: bondValue("failOverMac", b.failOverMac),
-    adSelect: bondValue("adSelect", b.adSelect ?? "stable"),
-    miimon: b.miimon ?? 0,
-    updelay: b.updelay ?? 0,
-    downdelay: b.downdelay ?? 0,
-    arpInterval: b.arpInterval ?? 0,
-    resendIgmp: b.resendIgmp ?? 0,
-    minLinks: b.minLinks ?? 0,
-    lpInterval: b.lpInterval ?? 0,
-    packetsPerSlave: b.packetsPerSlave ?? 0,
-    numPeerNotif: b.numPeerNotif ?? 0,
-    tlbDynamicLb: b.tlbLogicalLb ?? 0,
-    allSlavesActive: b.allSlavesActive ?? 0,
-    useCarrier: b.useCarrier ?? false,
-    adActorSysPrio: b.adActorSysPrio ?? 0,
-    adUserPortKey: b.adUserPortKey ?? 0,
-    peerNotifyDelay: b.peerNotifyDelay ?? 0,
-  };
+  return { ...bondNumbers(b), ...(primaryName ? { primary: primaryName } : {}) };
 }
 
 // A bond spec without options (no source of ours makes one) gets what Talos fills in: the kernel refuses lp_interval 0.
