@@ -110,6 +110,17 @@ test("install journey: maintenance → install → mTLS → reboot → cold boot
     await assert.rejects(c.collect(c.machine, "Logs", { namespace: "system", id: "nosuchservice", tail_lines: -1 }), /log "nosuchservice" was not registered/);
   });
 
+  await t.test("AdjtimeStatus node reports the kernel's clock discipline, consistent with itself as the kernel keeps it", async () => {
+    const yaml = ((await admin().resourceGet("runtime", "AdjtimeStatuses.v1alpha1.talos.dev", "node")) as ResourceReply).resource.spec.yaml_spec;
+    const field = (k: string) => new RegExp(`^${k}: (.*)$`, "m").exec(yaml)?.[1] ?? "";
+    const unsync = field("status").split(" | ").includes("STA_UNSYNC");
+    assert.equal(field("syncStatus"), String(!unsync), yaml);
+    // adjtimex answers TIME_ERROR whenever the clock is unsynchronized.
+    if (unsync) assert.equal(field("state"), "TIME_ERROR", yaml);
+    assert.match(field("state"), /^TIME_(OK|INS|DEL|OOP|WAIT|ERROR)$/, yaml);
+    assert.match(field("maxError"), /^[0-9hm.]+(ns|µs|ms|s)$/, yaml);
+  });
+
   await t.test("machine config: .machine.kernel.modules loaded with its parameters, .machine.files written, .machine.env in trustd's environment", async () => {
     const c = admin();
     // dummy's numdummies is not readable in sysfs (mode 0): the three links it made show it.
