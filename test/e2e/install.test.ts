@@ -1,7 +1,7 @@
 // The user's journey with one machine (one disk) across its boots: the ISO in
 // maintenance mode, apply-config, install and kexec into the installed system,
 // mutual TLS, partitions and mounts over the API, a live hostname change, a VLAN and
-// a bond built and removed live (the first boot has a second NIC), Reboot by kexec (the
+// bonds in three modes built and removed live (the first boot has a second NIC), Reboot by kexec (the
 // ISO still attached: the disk's config wins), a POWERCYCLE reboot into a cold BIOS boot
 // from the disk alone, and Reset of STATE and EPHEMERAL back to maintenance mode.
 import assert from "node:assert/strict";
@@ -110,6 +110,17 @@ test("install journey: maintenance → install → mTLS → reboot → cold boot
     await assert.rejects(c.collect(c.machine, "Logs", { namespace: "system", id: "nosuchservice", tail_lines: -1 }), /log "nosuchservice" was not registered/);
   });
 
+  await t.test("AdjtimeStatus node reports the kernel's clock discipline, consistent with itself as the kernel keeps it", async () => {
+    const yaml = ((await admin().resourceGet("runtime", "AdjtimeStatuses.v1alpha1.talos.dev", "node")) as ResourceReply).resource.spec.yaml_spec;
+    const field = (k: string) => new RegExp(`^${k}: (.*)$`, "m").exec(yaml)?.[1] ?? "";
+    const unsync = field("status").split(" | ").includes("STA_UNSYNC");
+    assert.equal(field("syncStatus"), String(!unsync), yaml);
+    // adjtimex answers TIME_ERROR whenever the clock is unsynchronized.
+    if (unsync) assert.equal(field("state"), "TIME_ERROR", yaml);
+    assert.match(field("state"), /^TIME_(OK|INS|DEL|OOP|WAIT|ERROR)$/, yaml);
+    assert.match(field("maxError"), /^[0-9hm.]+(ns|µs|ms|s)$/, yaml);
+  });
+
   await t.test("machine config: .machine.kernel.modules loaded with its parameters, .machine.files written, .machine.env in trustd's environment", async () => {
     const c = admin();
     // dummy's numdummies is not readable in sysfs (mode 0): the three links it made show it.
@@ -144,7 +155,7 @@ test("install journey: maintenance → install → mTLS → reboot → cold boot
     }, 60_000);
   });
 
-  await t.test("a NO_REBOOT apply builds a VLAN and an active-backup bond (LinkStatus), a second one removes them", async () => {
+  await t.test("a NO_REBOOT apply builds a VLAN and active-backup, balance-rr and 802.3ad bonds (LinkStatus, the kernel's options), a second one removes them", async () => {
     const c = admin();
     type Listed = { resource: { metadata: { id: string }; spec: { yaml_spec: string } } }[];
     const list = async (type: string) =>
@@ -161,6 +172,9 @@ test("install journey: maintenance → install → mTLS → reboot → cold boot
         `${i}network:`, `${i}    hostname: journey-node`, `${i}    interfaces:`,
         `${i}        - interface: ${apiLink}`, `${i}          dhcp: true`, `${i}          vlans:`, `${i}              - vlanId: 100`, `${i}                addresses: [172.20.0.2/24]`,
         `${i}        - interface: bond0`, `${i}          addresses: [172.21.0.2/24]`, `${i}          bond:`, `${i}              mode: active-backup`, `${i}              miimon: 100`, `${i}              interfaces: [${second}]`,
+        // Member-less bonds in the modes whose options the kernel refuses elsewhere (packets_per_slave, lacp_rate, ad_actor_sys_prio).
+        `${i}        - interface: bond1`, `${i}          bond:`, `${i}              mode: balance-rr`, `${i}              packetsPerSlave: 2`,
+        `${i}        - interface: bond2`, `${i}          bond:`, `${i}              mode: 802.3ad`, `${i}              lacpRate: fast`, `${i}              miimon: 100`,
       ].join("\n"),
     );
     const reply = (await c.applyConfiguration(withLinks, { mode: ApplyMode.NO_REBOOT })) as { messages: { mode_details: string }[] };
@@ -168,18 +182,24 @@ test("install journey: maintenance → install → mTLS → reboot → cold boot
     await waitFor(node, "vlan and bond in LinkStatus", async () => {
       const now = await list("LinkStatuses.net.talos.dev");
       assert.match(now.get(`${apiLink}.100`) ?? "", /^kind: vlan$/m);
-      assert.match(now.get("bond0") ?? "", /^kind: bond$/m);
+      for (const bond of ["bond0", "bond1", "bond2"]) assert.match(now.get(bond) ?? "", /^kind: bond$/m, bond);
       assert.match(now.get(second) ?? "", /^slaveKind: bond$/m);
       const addrs = await list("AddressStatuses.net.talos.dev");
       assert.ok(addrs.has(`${apiLink}.100/172.20.0.2/24`) && addrs.has("bond0/172.21.0.2/24"), [...addrs.keys()].join(" "));
     }, 120_000);
     const bondIndex = /^index: (\d+)$/m.exec((await list("LinkStatuses.net.talos.dev")).get("bond0")!)![1];
     assert.match((await list("LinkStatuses.net.talos.dev")).get(second)!, new RegExp(`^masterIndex: ${bondIndex}$`, "m"));
+    // The kernel took each mode's options: the config's, and Talos's defaults where the config is silent.
+    const sysfs = async (bond: string, option: string) => (await c.read(`/sys/class/net/${bond}/bonding/${option}`)).toString().trim();
+    const took = async (bond: string, options: string[]) => Promise.all(options.map(async (o) => `${o}=${await sysfs(bond, o)}`));
+    assert.deepEqual(await took("bond0", ["mode", "miimon", "resend_igmp", "lp_interval", "num_grat_arp"]), ["mode=active-backup 1", "miimon=100", "resend_igmp=1", "lp_interval=1", "num_grat_arp=1"]);
+    assert.deepEqual(await took("bond1", ["mode", "packets_per_slave", "miimon"]), ["mode=balance-rr 0", "packets_per_slave=2", "miimon=0"]);
+    assert.deepEqual(await took("bond2", ["mode", "lacp_rate", "ad_actor_sys_prio", "miimon", "xmit_hash_policy"]), ["mode=802.3ad 4", "lacp_rate=fast 1", "ad_actor_sys_prio=65535", "miimon=100", "xmit_hash_policy=layer2 0"]);
 
     await c.applyConfiguration(hostnameOnly, { mode: ApplyMode.NO_REBOOT });
     await waitFor(node, "vlan and bond removed", async () => {
       const now = await list("LinkStatuses.net.talos.dev");
-      assert.equal(now.has(`${apiLink}.100`) || now.has("bond0"), false, [...now.keys()].join(" "));
+      assert.equal(["bond0", "bond1", "bond2", `${apiLink}.100`].some((l) => now.has(l)), false, [...now.keys()].join(" "));
       assert.match(now.get(second) ?? "", /^slaveKind: ""$/m);
     }, 120_000);
     assert.match(((await c.resourceGet("network", "HostnameStatuses.net.talos.dev", "hostname")) as ResourceReply).resource.spec.yaml_spec, /hostname: journey-node/);

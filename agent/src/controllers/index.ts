@@ -27,6 +27,7 @@ import type { Source } from "./runtime/source.js";
 import { secretsControllers, type SecretsOptions } from "./secrets/index.js";
 import { AddressEventController, type AddressEvent } from "./network/address-event.js";
 import { TimeSyncController, type TimeSyncOptions } from "./time/sync.js";
+import { AdjtimeStatusController } from "./time/adjtime-status.js";
 import { DNSResolveCacheController } from "./network/dns-resolve-cache.js";
 import { HostDNSConfigController } from "./network/host-dns-config.js";
 
@@ -87,6 +88,7 @@ export function machinedControllers(opts: ControllersOptions): Controller[] {
     new KernelModuleSpecController(opts.kernelModules),
     ...(opts.smbios ? [new SystemInfoController(opts.smbios)] : []),
     new TimeSyncController(opts.time ?? {}),
+    ...(opts.time?.clock ? [new AdjtimeStatusController(opts.time.clock)] : []),
     ...(opts.hostDns ? [new HostDNSConfigController(opts.hostDns.listen), new DNSResolveCacheController()] : []),
   ];
 }

@@ -18,6 +18,7 @@ import {
   bondValue,
 } from "../resources/catalog/network.js";
 import type { CmdlineNetworking } from "./cmdline.js";
+import { withBondDefaults } from "./bond-defaults.js";
 
 export const DEFAULT_ROUTE_METRIC = 1024;
 
@@ -150,7 +151,7 @@ function bondMaster(b: Bond, links: readonly KnownLink[]): BondMasterSpec {
   if (b.adActorSysPrio) ordered.adActorSysPrio = b.adActorSysPrio;
   if (b.adUserPortKey) ordered.adUserPortKey = b.adUserPortKey;
   if (b.peerNotifyDelay) ordered.peerNotifyDelay = b.peerNotifyDelay;
-  return ordered;
+  return withBondDefaults(ordered);
 }
 
 /** A shared address held by election on the link; Equinix Metal's and Hetzner's (their APIs move it) are not built. */

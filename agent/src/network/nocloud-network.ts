@@ -18,6 +18,7 @@ import {
   netNames,
 } from "../resources/catalog/network.js";
 import { DEFAULT_ROUTE_METRIC, type KnownLink } from "./config-specs.js";
+import { withBondDefaults } from "./bond-defaults.js";
 
 interface V1Subnet {
   type: string;
@@ -303,10 +304,7 @@ function bondMaster(b: V2Bond): BondMasterSpec {
   if (b.miimon) spec.miimon = b.miimon;
   if (b.updelay) spec.updelay = b.updelay;
   if (b.downdelay) spec.downdelay = b.downdelay;
-  Object.assign(spec, { resendIgmp: 1, lpInterval: 1, packetsPerSlave: 1, numPeerNotif: 1 });
-  if (mode !== "balance-alb" && mode !== "balance-tlb") spec.tlbLogicalLb = 1;
-  if (mode === "802.3ad") spec.adActorSysPrio = 65535;
-  return spec;
+  return withBondDefaults(spec);
 }
 
 function v2Specs(ethernets: [string, V2Ethernet][], bonds: [string, V2Bond][], links: readonly KnownLink[], out: PlatformNetworkSpecs): void {

@@ -1,4 +1,4 @@
-import type { ClockAdjustment, SystemClock } from "./clock.js";
+import type { ClockAdjustment, KernelTimeState, SystemClock } from "./clock.js";
 
 /**
  * A clock that keeps its own offset from the host's and never changes the host:
@@ -9,6 +9,8 @@ export class FakeClock implements SystemClock {
   readonly adjustments: ClockAdjustment[] = [];
   /** What was written to the RTC (never the host's). */
   readonly rtcWrites: number[] = [];
+  /** What kernelState() reports; by default a kernel's at boot (unsynchronized, 16 s error bounds). */
+  state: KernelTimeState = { state: 5, offset: 0, freq: 0, maxErrorUs: 16_000_000, estErrorUs: 16_000_000, status: 0x40, constant: 2 };
 
   constructor(
     private offsetMs = 0,
@@ -37,5 +39,9 @@ export class FakeClock implements SystemClock {
 
   async writeRtc(epochMs: number): Promise<void> {
     this.rtcWrites.push(epochMs);
+  }
+
+  kernelState(): KernelTimeState {
+    return this.state;
   }
 }

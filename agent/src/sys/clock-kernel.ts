@@ -6,7 +6,7 @@
 
 import { closeSync, openSync } from "node:fs";
 import { SystemError } from "../errors.js";
-import type { ClockAdjustment, LeapIndicator, SystemClock } from "./clock.js";
+import type { ClockAdjustment, KernelTimeState, LeapIndicator, SystemClock } from "./clock.js";
 import { type Koffi, locateKoffi } from "./koffi.js";
 
 export class ClockError extends SystemError {}
@@ -26,7 +26,7 @@ const CLOCK_REALTIME = 0;
 const RTC_DEVICE = "/dev/rtc0";
 /** struct timex on LP64 (x86_64, arm64): 208 bytes; offsets of the fields we set. */
 const TIMEX_SIZE = 208;
-const OFF = { modes: 0, offset: 8, maxerror: 24, esterror: 32, status: 40, constant: 48, timeSec: 72, timeUsec: 80 };
+const OFF = { modes: 0, offset: 8, freq: 16, maxerror: 24, esterror: 32, status: 40, constant: 48, timeSec: 72, timeUsec: 80 };
 
 const leapBits = (leap: LeapIndicator) => (leap === "insert" ? STA_INS : leap === "delete" ? STA_DEL : 0);
 
@@ -53,6 +53,19 @@ export function timexFor(a: ClockAdjustment): Buffer {
     buf.writeBigInt64LE(BigInt(a.timeConstant), OFF.constant);
   }
   return buf;
+}
+
+/** The state in a struct timex adjtimex(2) filled (modes 0: nothing changed), with its return value. */
+export function kernelStateOf(state: number, buf: Buffer): KernelTimeState {
+  return {
+    state,
+    offset: Number(buf.readBigInt64LE(OFF.offset)),
+    freq: Number(buf.readBigInt64LE(OFF.freq)),
+    maxErrorUs: Number(buf.readBigInt64LE(OFF.maxerror)),
+    estErrorUs: Number(buf.readBigInt64LE(OFF.esterror)),
+    status: buf.readInt32LE(OFF.status),
+    constant: Number(buf.readBigInt64LE(OFF.constant)),
+  };
 }
 
 /** <linux/rtc.h> RTC_SET_TIME: _IOW('p', 0x0a, struct rtc_time), the same number on x86_64 and arm64. */
@@ -143,6 +156,13 @@ export class KernelClock implements SystemClock {
     } finally {
       closeSync(fd);
     }
+  }
+
+  kernelState(): KernelTimeState {
+    const buf = Buffer.alloc(TIMEX_SIZE);
+    const state = this.libc.adjtimex(buf);
+    if (state < 0) throw new ClockError(`adjtimex (read) failed: errno ${this.libc.errno()}`, { errno: this.libc.errno() });
+    return kernelStateOf(state, buf);
   }
 
   private gettime(id: number, what: string): number {

@@ -22,6 +22,22 @@ export interface ClockSlew {
 
 export type ClockAdjustment = ClockStep | ClockSlew;
 
+/** The kernel's clock discipline, as adjtimex(2) reports it when asked to change nothing. */
+export interface KernelTimeState {
+  /** adjtimex's return: TIME_OK 0, TIME_INS 1, TIME_DEL 2, TIME_OOP 3, TIME_WAIT 4, TIME_ERROR 5. */
+  state: number;
+  /** struct timex's offset: nanoseconds when status has STA_NANO, else microseconds. */
+  offset: number;
+  /** Frequency offset in ppm with a 16-bit fraction. */
+  freq: number;
+  maxErrorUs: number;
+  estErrorUs: number;
+  /** STA_* bits. */
+  status: number;
+  /** The PLL time constant. */
+  constant: number;
+}
+
 export interface SystemClock {
   /** Wall-clock time in milliseconds since the Unix epoch (fractional). */
   now(): number;
@@ -30,4 +46,5 @@ export interface SystemClock {
   readPtp(device: string): Promise<number>;
   /** Sets the battery-backed clock (/dev/rtc0, kept in UTC) to epochMs, as Talos does after a step. */
   writeRtc(epochMs: number): Promise<void>;
+  kernelState(): KernelTimeState;
 }

@@ -16,6 +16,7 @@ import { ETH_P_IP, sendLinkBroadcast, udp4BroadcastPacket } from "./packet-socke
 import {
   type AddressRequest,
   type BondOptions,
+  BOND_MODE,
   type IpFamily,
   type KernelAddress,
   type KernelLink,
@@ -110,39 +111,54 @@ function cstring(b: Buffer | undefined): string {
   return b.subarray(0, nul < 0 ? b.length : nul).toString();
 }
 
-/** IFLA_INFO_DATA of a bond (IFLA_BOND_* numbering); primary is resolved to its index by the caller. */
-export function bondInfoData(o: BondOptions, primaryIndex: number | undefined): Buffer {
-  const attrs: Buffer[] = [nlattr(1, u8(o.mode))];
-  const put = (type: number, v: number | undefined, enc: (n: number) => Buffer): void => {
-    if (v !== undefined) attrs.push(nlattr(type, enc(v)));
+// IFLA_BOND_* (linux/if_link.h).
+const BOND = {
+  MODE: 1, MIIMON: 3, UPDELAY: 4, DOWNDELAY: 5, USE_CARRIER: 6, ARP_INTERVAL: 7, ARP_VALIDATE: 9, ARP_ALL_TARGETS: 10,
+  PRIMARY: 11, PRIMARY_RESELECT: 12, FAIL_OVER_MAC: 13, XMIT_HASH_POLICY: 14, RESEND_IGMP: 15, NUM_PEER_NOTIF: 16,
+  ALL_SLAVES_ACTIVE: 17, MIN_LINKS: 18, LP_INTERVAL: 19, PACKETS_PER_SLAVE: 20, AD_LACP_RATE: 21, AD_SELECT: 22,
+  AD_ACTOR_SYS_PRIO: 24, AD_USER_PORT_KEY: 25, TLB_DYNAMIC_LB: 27, PEER_NOTIF_DELAY: 28,
+} as const;
+
+/**
+ * IFLA_INFO_DATA of a bond, as Talos v1.7 encodes it: every option in its order, except
+ * those the kernel refuses for the mode ("mode dependency failed") and the delays that
+ * only mean something with MII monitoring. primaryIndex is resolved by the caller (0: none).
+ */
+export function bondInfoData(o: BondOptions, primaryIndex: number): Buffer {
+  const lacp = o.mode === BOND_MODE.lacp;
+  const tlbOrAlb = o.mode === BOND_MODE.balanceTlb || o.mode === BOND_MODE.balanceAlb;
+  const attrs: Buffer[] = [];
+  const put = (type: number, payload: Buffer): void => {
+    attrs.push(nlattr(type, payload));
   };
-  put(3, o.miimon, u32);
-  put(4, o.updelay, u32);
-  put(5, o.downdelay, u32);
-  put(6, o.useCarrier === undefined ? undefined : o.useCarrier ? 1 : 0, u8);
-  put(7, o.arpInterval, u32);
-  if (o.arpIpTargets && o.arpIpTargets.length > 0) {
-    // IFLA_BOND_ARP_IP_TARGET: nested, one attribute per target (index as type), network order.
-    const targets = o.arpIpTargets.map((t, i) => nlattr(i, u32be(ipv4ToInt(t))));
-    attrs.push(nlattr(8, Buffer.concat(targets)));
+  put(BOND.MODE, u8(o.mode));
+  put(BOND.XMIT_HASH_POLICY, u8(o.xmitHashPolicy));
+  if (lacp) put(BOND.AD_LACP_RATE, u8(o.lacpRate));
+  if (!lacp && !tlbOrAlb) put(BOND.ARP_VALIDATE, u32(o.arpValidate));
+  put(BOND.ARP_ALL_TARGETS, u32(o.arpAllTargets));
+  if (o.mode === BOND_MODE.activeBackup || tlbOrAlb) put(BOND.PRIMARY, u32(primaryIndex));
+  put(BOND.PRIMARY_RESELECT, u8(o.primaryReselect));
+  put(BOND.FAIL_OVER_MAC, u8(o.failOverMac));
+  put(BOND.AD_SELECT, u8(o.adSelect));
+  put(BOND.MIIMON, u32(o.miimon));
+  if (o.miimon !== 0) {
+    put(BOND.UPDELAY, u32(o.updelay));
+    put(BOND.DOWNDELAY, u32(o.downdelay));
   }
-  put(9, o.arpValidate, u32);
-  put(10, o.arpAllTargets, u32);
-  put(11, primaryIndex, u32);
-  put(12, o.primaryReselect, u8);
-  put(13, o.failOverMac, u8);
-  put(14, o.xmitHashPolicy, u8);
-  put(15, o.resendIgmp, u32);
-  put(16, o.numPeerNotif, u8);
-  put(17, o.allSlavesActive, u8);
-  put(18, o.minLinks, u32);
-  put(19, o.lpInterval, u32);
-  put(20, o.packetsPerSlave, u32);
-  put(21, o.lacpRate, u8);
-  put(22, o.adSelect, u8);
-  put(24, o.adActorSysPrio, u16);
-  put(25, o.adUserPortKey, u16);
-  put(27, o.tlbDynamicLb, u8);
+  if (!lacp && !tlbOrAlb) put(BOND.ARP_INTERVAL, u32(o.arpInterval));
+  put(BOND.RESEND_IGMP, u32(o.resendIgmp));
+  put(BOND.MIN_LINKS, u32(o.minLinks));
+  put(BOND.LP_INTERVAL, u32(o.lpInterval));
+  if (o.mode === BOND_MODE.balanceRr) put(BOND.PACKETS_PER_SLAVE, u32(o.packetsPerSlave));
+  put(BOND.NUM_PEER_NOTIF, u8(o.numPeerNotif));
+  if (tlbOrAlb) put(BOND.TLB_DYNAMIC_LB, u8(o.tlbDynamicLb));
+  put(BOND.ALL_SLAVES_ACTIVE, u8(o.allSlavesActive));
+  put(BOND.USE_CARRIER, u8(o.useCarrier ? 1 : 0));
+  if (lacp) {
+    put(BOND.AD_ACTOR_SYS_PRIO, u16(o.adActorSysPrio));
+    put(BOND.AD_USER_PORT_KEY, u16(o.adUserPortKey));
+  }
+  if (o.miimon !== 0) put(BOND.PEER_NOTIF_DELAY, u32(o.peerNotifyDelay));
   return Buffer.concat(attrs);
 }
 
@@ -163,7 +179,7 @@ export function linkInfo(req: LinkCreateRequest, indexOf: (name: string) => numb
       return Buffer.concat([kind, nlattr(INFO_DATA, data)]);
     }
     case "bond": {
-      const primary = req.bond.primary ? indexOf(req.bond.primary) : undefined;
+      const primary = req.bond.primary ? (indexOf(req.bond.primary) ?? 0) : 0;
       return Buffer.concat([kind, nlattr(INFO_DATA, bondInfoData(req.bond, primary))]);
     }
     case "bridge": {

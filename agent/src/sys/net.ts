@@ -91,34 +91,40 @@ export interface AddressRequest {
   flags?: number;
 }
 
-/** Bond options (the kernel's IFLA_BOND_* attributes); omitted ones keep the kernel default. */
+/** BOND_MODE_* (linux/if_bonding.h). */
+export const BOND_MODE = { balanceRr: 0, activeBackup: 1, balanceXor: 2, broadcast: 3, lacp: 4, balanceTlb: 5, balanceAlb: 6 } as const;
+
+/**
+ * Every option of a bond, as Talos's BondMasterSpec holds them (zero where unset); the
+ * encoder decides which of them the bond's mode lets it send.
+ */
 export interface BondOptions {
-  /** BOND_MODE_*: 0 balance-rr, 1 active-backup, 2 balance-xor, 3 broadcast, 4 802.3ad, 5 balance-tlb, 6 balance-alb. */
+  /** A BOND_MODE value. */
   mode: number;
-  miimon?: number;
-  updelay?: number;
-  downdelay?: number;
-  useCarrier?: boolean;
-  arpInterval?: number;
-  arpIpTargets?: string[];
-  arpValidate?: number;
-  arpAllTargets?: number;
+  xmitHashPolicy: number;
+  lacpRate: number;
+  arpValidate: number;
+  arpAllTargets: number;
   /** Primary member's name (active-backup, tlb, alb). */
   primary?: string;
-  primaryReselect?: number;
-  failOverMac?: number;
-  xmitHashPolicy?: number;
-  resendIgmp?: number;
-  numPeerNotif?: number;
-  allSlavesActive?: number;
-  minLinks?: number;
-  lpInterval?: number;
-  packetsPerSlave?: number;
-  lacpRate?: number;
-  adSelect?: number;
-  adActorSysPrio?: number;
-  adUserPortKey?: number;
-  tlbDynamicLb?: number;
+  primaryReselect: number;
+  failOverMac: number;
+  adSelect: number;
+  miimon: number;
+  updelay: number;
+  downdelay: number;
+  arpInterval: number;
+  resendIgmp: number;
+  minLinks: number;
+  lpInterval: number;
+  packetsPerSlave: number;
+  numPeerNotif: number;
+  tlbDynamicLb: number;
+  allSlavesActive: number;
+  useCarrier: boolean;
+  adActorSysPrio: number;
+  adUserPortKey: number;
+  peerNotifyDelay: number;
 }
 
 export interface BridgeOptions {

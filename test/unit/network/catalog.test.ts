@@ -3,6 +3,7 @@ import { test } from "node:test";
 import { decode } from "../../../agent/src/api/index.js";
 import {
   addressStatusDefinition,
+  linkSpecDefinition,
   linkStatusDefinition,
   netNames,
   netValues,
@@ -111,4 +112,18 @@ test("RouteStatus: default route YAML, id and proto", () => {
   assert.equal(p.protocol, 3);
   assert.deepEqual(p.gateway, { ip: Buffer.from([10, 5, 0, 1]) });
   assert.deepEqual((p.destination as { ip: Buffer }).ip, Buffer.alloc(0));
+});
+
+test("LinkSpec's bond master: every option reaches its proto field (each distinct and nonzero, so a misnamed one decodes as 0)", () => {
+  const bondMaster = {
+    mode: "balance-alb", xmitHashPolicy: "encap3+4", lacpRate: "fast", arpValidate: "all", arpAllTargets: "all", primary: 3, primaryReselect: "failure", failOverMac: "follow", adSelect: "count",
+    miimon: 100, updelay: 200, downdelay: 300, arpInterval: 9, resendIgmp: 4, minLinks: 2, lpInterval: 6, packetsPerSlave: 8, numPeerNotif: 10, tlbLogicalLb: 1, allSlavesActive: 1,
+    useCarrier: true, adActorSysPrio: 65535, adUserPortKey: 5, peerNotifyDelay: 7,
+  };
+  const p = decode("talos.resource.definitions.network.LinkSpecSpec", encodeSpec(linkSpecDefinition, { name: "bond0", logical: true, up: true, mtu: 0, kind: "bond", type: "ether", bondMaster, layer: "configuration" }));
+  assert.deepEqual(p.bond_master, {
+    mode: 6, hash_policy: 4, lacp_rate: 1, arp_validate: 3, arp_all_targets: 1, primary_index: 3, primary_reselect: 2, fail_over_mac: 2, ad_select: 2,
+    mii_mon: 100, up_delay: 200, down_delay: 300, arp_interval: 9, resend_igmp: 4, min_links: 2, lp_interval: 6, packets_per_slave: 8, num_peer_notif: 10, tlb_dynamic_lb: 1, all_slaves_active: 1,
+    use_carrier: true, ad_actor_sys_prio: 65535, ad_user_port_key: 5, peer_notify_delay: 7,
+  });
 });

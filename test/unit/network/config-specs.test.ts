@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { parseCmdlineNetworking } from "../../../agent/src/network/cmdline.js";
 import { type KnownLink, layeredSpecs } from "../../../agent/src/network/config-specs.js";
+import type { Bond } from "../../../agent/src/config/types/v1alpha1.js";
 
 const link = (name: string, index: number, over: Partial<KnownLink["spec"]> = {}): KnownLink => ({
   name,
@@ -45,7 +46,7 @@ test("machine config: deviceSelector, bond with members, vlan with its address a
   );
   const byName = new Map(l.links.map((x) => [x.name, x]));
   assert.equal(byName.get("eth2")!.mtu, 9000);
-  assert.deepEqual(byName.get("bond0")!.bondMaster, { mode: "active-backup", xmitHashPolicy: "layer2", lacpRate: "slow", arpValidate: "none", arpAllTargets: "any", primary: 3, primaryReselect: "always", failOverMac: "none", miimon: 100, useCarrier: true });
+  assert.deepEqual(byName.get("bond0")!.bondMaster, { mode: "active-backup", xmitHashPolicy: "layer2", lacpRate: "slow", arpValidate: "none", arpAllTargets: "any", primary: 3, primaryReselect: "always", failOverMac: "none", miimon: 100, resendIgmp: 1, lpInterval: 1, packetsPerSlave: 1, numPeerNotif: 1, tlbLogicalLb: 1, useCarrier: true });
   assert.deepEqual(Object.keys(byName.get("bond0")!.bondMaster!).slice(0, 6), ["mode", "xmitHashPolicy", "lacpRate", "arpValidate", "arpAllTargets", "primary"], "Talos's key order");
   assert.deepEqual([byName.get("eth0")!.masterName, byName.get("eth0")!.slaveIndex, byName.get("eth1")!.slaveIndex], ["bond0", 0, 1]);
   assert.equal(byName.get("bond0.100")!.parentName, "bond0");
@@ -55,4 +56,20 @@ test("machine config: deviceSelector, bond with members, vlan with its address a
   assert.equal(byName.has("veth7"), false);
   assert.ok(l.ignored.has("veth7"));
   assert.throws(() => layeredSpecs({ interfaces: [{ interface: "bond1", bond: { mode: "fastest" } }] }, links, parseCmdlineNetworking("")), /unknown bond mode "fastest"/);
+});
+
+test("machine config bonds get Talos's FillDefaults: zero counts become 1, tlb_dynamic_lb and the 802.3ad system priority are forced", () => {
+  const bondOf = (bond: Bond) => layeredSpecs({ interfaces: [{ interface: "bond0", bond }] }, links, parseCmdlineNetworking("")).links.find((l) => l.name === "bond0")!.bondMaster!;
+  // 802.3ad: Talos overrides adActorSysPrio and tlbDynamicLb; keeps the counts the config gives.
+  const lacp = bondOf({ interfaces: ["eth0", "eth1"], mode: "802.3ad", lacpRate: "fast", miimon: 100, updelay: 200, downdelay: 200, resendIgmp: 3, adActorSysPrio: 100, tlbDynamicLb: 0 });
+  assert.deepEqual(Object.entries(lacp), Object.entries({
+    mode: "802.3ad", xmitHashPolicy: "layer2", lacpRate: "fast", arpValidate: "none", arpAllTargets: "any", primaryReselect: "always", failOverMac: "none",
+    miimon: 100, updelay: 200, downdelay: 200, resendIgmp: 3, lpInterval: 1, packetsPerSlave: 1, numPeerNotif: 1, tlbLogicalLb: 1, useCarrier: true, adActorSysPrio: 65535,
+  }), "values and Talos's key order");
+  // balance-alb: tlb_dynamic_lb is the config's (absent: zero); no system priority; use_carrier off when asked.
+  const alb = bondOf({ interfaces: ["eth0"], mode: "balance-alb", useCarrier: false, packetsPerSlave: 0 });
+  assert.deepEqual(alb, { mode: "balance-alb", xmitHashPolicy: "layer2", lacpRate: "slow", arpValidate: "none", arpAllTargets: "any", primaryReselect: "always", failOverMac: "none", resendIgmp: 1, lpInterval: 1, packetsPerSlave: 1, numPeerNotif: 1 });
+  // The command line's bond= gets the same.
+  const cmd = layeredSpecs(undefined, links, parseCmdlineNetworking("bond=bond1:eth0,eth1:mode=balance-rr")).links.find((l) => l.name === "bond1")!.bondMaster!;
+  assert.deepEqual([cmd.resendIgmp, cmd.lpInterval, cmd.packetsPerSlave, cmd.numPeerNotif, cmd.tlbLogicalLb, cmd.adActorSysPrio], [1, 1, 1, 1, 1, undefined]);
 });

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { AddressSpecController } from "../../../agent/src/controllers/network/address-spec.js";
-import { LinkSpecController } from "../../../agent/src/controllers/network/link-spec.js";
+import { LinkSpecController, createRequest } from "../../../agent/src/controllers/network/link-spec.js";
 import { mergeLinkSpecs } from "../../../agent/src/controllers/network/merge.js";
 import { RouteSpecController } from "../../../agent/src/controllers/network/route-spec.js";
 import { type AddressSpecSpec, type LinkSpecSpec, type RouteSpecSpec, networkDefinitions } from "../../../agent/src/resources/catalog/network.js";
@@ -126,4 +126,16 @@ test("an address with announceWithARP is announced each time it is added (a VIP 
   // Deleted behind our back and put back: announced again.
   await kernel.removeAddress({ linkName: "eth0", address: "10.9.0.100", prefixLen: 32 });
   await waitFor("announced again", () => kernel.calls.filter((c) => c === "announceAddress eth0 10.9.0.100").length === 2);
+});
+
+test("bond: the spec's names become the kernel's numbers, unset options zero, in the create request", () => {
+  const spec = { mode: "802.3ad", xmitHashPolicy: "layer3+4", lacpRate: "fast", arpValidate: "none", arpAllTargets: "any", primaryReselect: "always", failOverMac: "none", miimon: 100, adActorSysPrio: 65535 };
+  const req = createRequest({ name: "bond0", logical: true, up: true, mtu: 0, kind: "bond", type: "ether", bondMaster: spec, layer: "configuration" }, new Map());
+  assert.deepEqual(req, {
+    kind: "bond", name: "bond0",
+    bond: { mode: 4, xmitHashPolicy: 1, lacpRate: 1, arpValidate: 0, arpAllTargets: 0, primaryReselect: 0, failOverMac: 0, adSelect: 0, miimon: 100, updelay: 0, downdelay: 0, arpInterval: 0, resendIgmp: 0, minLinks: 0, lpInterval: 0, packetsPerSlave: 0, numPeerNotif: 0, tlbDynamicLb: 0, allSlavesActive: 0, useCarrier: false, adActorSysPrio: 65535, adUserPortKey: 0, peerNotifyDelay: 0 },
+  });
+  // A bond spec without options gets Talos's defaults (the kernel refuses lp_interval 0).
+  const bare = createRequest({ name: "bond1", logical: true, up: true, mtu: 0, kind: "bond", type: "ether", layer: "configuration" }, new Map());
+  assert.deepEqual(bare?.kind === "bond" && [bare.bond.mode, bare.bond.lpInterval, bare.bond.resendIgmp, bare.bond.packetsPerSlave, bare.bond.numPeerNotif, bare.bond.tlbDynamicLb], [0, 1, 1, 1, 1, 1]);
 });

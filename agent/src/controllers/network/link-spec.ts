@@ -5,35 +5,19 @@
 // without a spec (ignored ones included) are never touched.
 
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
-import { type BondMasterSpec, LinkSpecType, type LinkSpecSpec, NETWORK_NAMESPACE, VLAN_PROTOCOLS, bondValue } from "../../resources/catalog/network.js";
+import { type BondMasterSpec, LinkSpecType, type LinkSpecSpec, NETWORK_NAMESPACE, VLAN_PROTOCOLS, bondNumbers } from "../../resources/catalog/network.js";
 import { type BondOptions, IFF_UP, type KernelLink, type LinkCreateRequest, type NetKernel } from "../../sys/net.js";
 import { KernelTrigger } from "./kernel-watch.js";
 import type { NetworkChangeHold } from "./change-hold.js";
+import { withBondDefaults } from "../../network/bond-defaults.js";
 
+/** Every option of a bond spec in the kernel's numbers; which of them reach the kernel is the encoder's choice by mode. */
 export function bondOptions(b: BondMasterSpec, primaryName: string | undefined): BondOptions {
-  const o: BondOptions = {
-    mode: bondValue("mode", b.mode),
-    xmitHashPolicy: bondValue("xmitHashPolicy", b.xmitHashPolicy),
-    lacpRate: bondValue("lacpRate", b.lacpRate),
-    arpValidate: bondValue("arpValidate", b.arpValidate),
-    arpAllTargets: bondValue("arpAllTargets", b.arpAllTargets),
-    primaryReselect: bondValue("primaryReselect", b.primaryReselect),
-    failOverMac: bondValue("failOverMac", b.failOverMac),
-  };
-  // The kernel refuses options that do not apply to the mode (EINVAL): 802.3ad ones only with 802.3ad.
-  if (o.mode !== 4) {
-    delete o.lacpRate;
-  } else if (b.adSelect) {
-    o.adSelect = bondValue("adSelect", b.adSelect);
-  }
-  if (o.mode !== 2 && o.mode !== 4 && o.mode !== 5) delete o.xmitHashPolicy;
-  if (primaryName && (o.mode === 1 || o.mode === 5 || o.mode === 6)) o.primary = primaryName;
-  const copy = { miimon: b.miimon, updelay: b.updelay, downdelay: b.downdelay, arpInterval: b.arpInterval, resendIgmp: b.resendIgmp, minLinks: b.minLinks, lpInterval: b.lpInterval, packetsPerSlave: b.packetsPerSlave, numPeerNotif: b.numPeerNotif, allSlavesActive: b.allSlavesActive, adActorSysPrio: b.adActorSysPrio, adUserPortKey: b.adUserPortKey };
-  for (const [k, v] of Object.entries(copy)) if (v) (o as unknown as Record<string, number>)[k] = v; // every copied key is a number option
-  if (b.tlbLogicalLb) o.tlbDynamicLb = b.tlbLogicalLb;
-  if (b.useCarrier) o.useCarrier = true;
-  return o;
+  return { ...bondNumbers(b), ...(primaryName ? { primary: primaryName } : {}) };
 }
+
+// A bond spec without options (no source of ours makes one) gets what Talos fills in: the kernel refuses lp_interval 0.
+const defaultBond = withBondDefaults({ mode: "balance-rr", xmitHashPolicy: "layer2", lacpRate: "slow", arpValidate: "none", arpAllTargets: "any", primaryReselect: "always", failOverMac: "none" });
 
 export function createRequest(s: LinkSpecSpec, byIndex: Map<number, string>): LinkCreateRequest | undefined {
   switch (s.kind) {
@@ -43,7 +27,7 @@ export function createRequest(s: LinkSpecSpec, byIndex: Map<number, string>): Li
       if (!s.parentName || !s.vlan) return undefined;
       return { kind: "vlan", name: s.name, parentName: s.parentName, vlanId: s.vlan.vlanID, protocol: VLAN_PROTOCOLS[s.vlan.vlanProtocol] ?? 0x8100 };
     case "bond":
-      return { kind: "bond", name: s.name, bond: bondOptions(s.bondMaster ?? { mode: "balance-rr", xmitHashPolicy: "layer2", lacpRate: "slow", arpValidate: "none", arpAllTargets: "any", primaryReselect: "always", failOverMac: "none" }, s.bondMaster?.primary ? byIndex.get(s.bondMaster.primary) : undefined) };
+      return { kind: "bond", name: s.name, bond: bondOptions(s.bondMaster ?? defaultBond, s.bondMaster?.primary ? byIndex.get(s.bondMaster.primary) : undefined) };
     case "bridge":
       return { kind: "bridge", name: s.name, bridge: { stp: s.bridgeMaster?.stp?.enabled ?? false } };
     default:

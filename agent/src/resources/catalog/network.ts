@@ -8,6 +8,7 @@
 import { InvalidInputError } from "../../errors.js";
 import { netIP, netIPPrefix } from "../codec.js";
 import { defineResource, type ResourceDefinition } from "../definitions.js";
+import type { BondOptions } from "../../sys/net.js";
 
 export const NETWORK_NAMESPACE = "network";
 export const NETWORK_CONFIG_NAMESPACE = "network-config";
@@ -666,33 +667,42 @@ export const linkSpecDefinition = defineResource<LinkSpecSpec>({
   }),
 });
 
-function bondMasterProto(b: BondMasterSpec): Record<string, unknown> {
+/** A bond spec in the kernel's numbers, every option present (zero where unset), as Talos's BondMasterSpec holds it. */
+export function bondNumbers(b: BondMasterSpec): Omit<BondOptions, "primary"> {
   return {
     mode: bondValue("mode", b.mode),
-    hash_policy: bondValue("xmitHashPolicy", b.xmitHashPolicy),
-    lacp_rate: bondValue("lacpRate", b.lacpRate),
-    arp_validate: bondValue("arpValidate", b.arpValidate),
-    arp_all_targets: bondValue("arpAllTargets", b.arpAllTargets),
-    primary_index: b.primary ?? 0,
-    primary_reselect: bondValue("primaryReselect", b.primaryReselect),
-    fail_over_mac: bondValue("failOverMac", b.failOverMac),
-    ad_select: bondValue("adSelect", b.adSelect ?? "stable"),
-    mii_mon: b.miimon ?? 0,
-    up_delay: b.updelay ?? 0,
-    down_delay: b.downdelay ?? 0,
-    arp_interval: b.arpInterval ?? 0,
-    resend_igmp: b.resendIgmp ?? 0,
-    min_links: b.minLinks ?? 0,
-    lp_interval: b.lpInterval ?? 0,
-    packets_per_slave: b.packetsPerSlave ?? 0,
-    num_peer_notif: b.numPeerNotif ?? 0,
-    tlb_dynamic_lb: b.tlbLogicalLb ?? 0,
-    all_slaves_active: b.allSlavesActive ?? 0,
-    use_carrier: b.useCarrier ?? false,
-    ad_actor_sys_prio: b.adActorSysPrio ?? 0,
-    ad_user_port_key: b.adUserPortKey ?? 0,
-    peer_notify_delay: b.peerNotifyDelay ?? 0,
+    xmitHashPolicy: bondValue("xmitHashPolicy", b.xmitHashPolicy),
+    lacpRate: bondValue("lacpRate", b.lacpRate),
+    arpValidate: bondValue("arpValidate", b.arpValidate),
+    arpAllTargets: bondValue("arpAllTargets", b.arpAllTargets),
+    primaryReselect: bondValue("primaryReselect", b.primaryReselect),
+    failOverMac: bondValue("failOverMac", b.failOverMac),
+    adSelect: bondValue("adSelect", b.adSelect ?? "stable"),
+    miimon: b.miimon ?? 0,
+    updelay: b.updelay ?? 0,
+    downdelay: b.downdelay ?? 0,
+    arpInterval: b.arpInterval ?? 0,
+    resendIgmp: b.resendIgmp ?? 0,
+    minLinks: b.minLinks ?? 0,
+    lpInterval: b.lpInterval ?? 0,
+    packetsPerSlave: b.packetsPerSlave ?? 0,
+    numPeerNotif: b.numPeerNotif ?? 0,
+    tlbDynamicLb: b.tlbLogicalLb ?? 0,
+    allSlavesActive: b.allSlavesActive ?? 0,
+    useCarrier: b.useCarrier ?? false,
+    adActorSysPrio: b.adActorSysPrio ?? 0,
+    adUserPortKey: b.adUserPortKey ?? 0,
+    peerNotifyDelay: b.peerNotifyDelay ?? 0,
   };
+}
+
+// BondMasterSpec's proto field names where they are not the option's name in snake case.
+const bondProtoNames: Record<string, string> = { xmitHashPolicy: "hash_policy", miimon: "mii_mon", updelay: "up_delay", downdelay: "down_delay" };
+
+function bondMasterProto(b: BondMasterSpec): Record<string, unknown> {
+  const out: Record<string, unknown> = { primary_index: b.primary ?? 0 };
+  for (const [k, v] of Object.entries(bondNumbers(b))) out[bondProtoNames[k] ?? k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = v;
+  return out;
 }
 
 export const OperatorSpecType = "OperatorSpecs.net.talos.dev";

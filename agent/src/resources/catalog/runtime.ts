@@ -3,6 +3,8 @@
 
 import { autoProto, enumValue, netIP } from "../codec.js";
 import { defineResource, type ResourceDefinition } from "../definitions.js";
+import { goDuration } from "../go-duration.js";
+import { marshalGoYaml } from "../go-yaml.js";
 
 export const RUNTIME_NAMESPACE = "runtime";
 
@@ -211,6 +213,54 @@ export const timeStatusDefinition = defineResource<TimeStatusSpec>({
   toProto: autoProto("talos.resource.definitions.time.StatusSpec"),
 });
 
+// --- AdjtimeStatuses.v1alpha1.talos.dev (id "node"): the kernel's clock discipline ---
+export const AdjtimeStatusType = "AdjtimeStatuses.v1alpha1.talos.dev";
+export interface AdjtimeStatusSpec {
+  offsetNs: number;
+  frequencyAdjustmentRatio: number;
+  maxErrorNs: number;
+  estErrorNs: number;
+  status: string;
+  constant: number;
+  syncStatus: boolean;
+  state: string;
+}
+const protoDuration = (ns: number) => ({ seconds: Math.trunc(ns / 1e9), nanos: ns % 1e9 });
+export const adjtimeStatusDefinition = defineResource<AdjtimeStatusSpec>({
+  type: AdjtimeStatusType,
+  defaultNamespace: RUNTIME_NAMESPACE,
+  printColumns: [
+    { name: "Offset", jsonPath: "{.offset}" },
+    { name: "EstError", jsonPath: "{.estError}" },
+    { name: "MaxError", jsonPath: "{.maxError}" },
+    { name: "Status", jsonPath: "{.status}" },
+    { name: "Sync", jsonPath: "{.syncStatus}" },
+  ],
+  protoSpecType: "talos.resource.definitions.time.AdjtimeStatusSpec",
+  toProto: (s) => ({
+    offset: protoDuration(s.offsetNs),
+    frequency_adjustment_ratio: s.frequencyAdjustmentRatio,
+    max_error: protoDuration(s.maxErrorNs),
+    est_error: protoDuration(s.estErrorNs),
+    status: s.status,
+    constant: s.constant,
+    sync_status: s.syncStatus,
+    state: s.state,
+  }),
+  // Talos's durations print as Go's time.Duration.String().
+  toYaml: (s) =>
+    marshalGoYaml({
+      offset: goDuration(s.offsetNs / 1e6),
+      frequencyAdjustmentRatio: s.frequencyAdjustmentRatio,
+      maxError: goDuration(s.maxErrorNs / 1e6),
+      estError: goDuration(s.estErrorNs / 1e6),
+      status: s.status,
+      constant: s.constant,
+      syncStatus: s.syncStatus,
+      state: s.state,
+    }),
+});
+
 // --- KernelParamStatuses.runtime.talos.dev (id = the parameter's key, e.g. "proc.sys.net.ipv4.ip_forward", "sys.kernel.mm...") ---
 export const KernelParamStatusType = "KernelParamStatuses.runtime.talos.dev";
 export interface KernelParamStatusSpec {
@@ -281,5 +331,6 @@ export const runtimeDefinitions: readonly ResourceDefinition<never>[] = [
   discoveredVolumeDefinition,
   mountStatusDefinition,
   timeStatusDefinition,
+  adjtimeStatusDefinition,
   kernelParamStatusDefinition,
 ];
