@@ -6,7 +6,8 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { NotFoundError, SystemError } from "../errors.js";
 import type { Logger } from "../log.js";
-import { openBlockTarget, partitionPath, rereadPartitionTable, type BlockTarget } from "../sys/blockdev.js";
+import { openBlockTarget, partitionPath, type BlockTarget } from "../sys/blockdev.js";
+import { KernelDiskLocker, partitionChanges, withLockedDisk, type DiskLocker, type KernelPartition, type LockedDisk } from "../sys/disk-lock.js";
 import { filesystemUuid, findByLabel, makeFilesystem } from "../sys/mkfs.js";
 import type { Mounter } from "../sys/mount.js";
 import { writeFileAtomic } from "../sys/atomic-file.js";
@@ -35,8 +36,10 @@ export interface InstallOptions {
   workDir: string;
   mounter: Mounter;
   meta?: MetaValues;
-  /** How the new partitions become devices; default: the kernel re-reads the table and creates their nodes. */
+  /** How the new partitions become devices; default: the kernel is told each one (BLKPG) and creates its node. */
   attachPartitions?: (disk: string, table: GptTable) => Promise<string[]>;
+  /** Holds the disk's exclusive lock while it is written; default: the kernel's flock. */
+  locker?: DiskLocker;
   log: Logger;
 }
 
@@ -82,9 +85,17 @@ async function waitForDevice(file: string, timeoutMs = 15_000): Promise<void> {
   }
 }
 
-async function kernelPartitions(disk: string, table: GptTable): Promise<string[]> {
-  await rereadPartitionTable(disk);
-  const devices = table.partitions.map((_, i) => partitionPath(disk, i + 1));
+function tablePartitions(table: GptTable): KernelPartition[] {
+  return table.partitions.map((p, i) => ({
+    number: i + 1,
+    startBytes: Number(p.firstLba) * table.sectorSize,
+    sizeBytes: Number(p.lastLba - p.firstLba + 1n) * table.sectorSize,
+  }));
+}
+
+async function kernelPartitions(locked: LockedDisk, table: GptTable): Promise<string[]> {
+  await locked.setKernelPartitions(tablePartitions(table));
+  const devices = table.partitions.map((_, i) => partitionPath(locked.disk, i + 1));
   for (const d of devices) await waitForDevice(d);
   return devices;
 }
@@ -100,6 +111,10 @@ async function copyFileSynced(from: string, to: string): Promise<void> {
 }
 
 export async function installToDisk(opts: InstallOptions): Promise<InstalledDisk> {
+  return withLockedDisk(opts.locker ?? new KernelDiskLocker(), opts.disk, (locked) => installLocked(opts, locked));
+}
+
+async function installLocked(opts: InstallOptions, locked: LockedDisk): Promise<InstalledDisk> {
   const { log } = opts;
   const layout = systemLayout();
   const dev = await openBlockTarget(opts.disk);
@@ -113,11 +128,13 @@ export async function installToDisk(opts: InstallOptions): Promise<InstalledDisk
     const meta = table.partitions.find((p) => p.name === "META")!;
     const metaStart = Number(meta.firstLba) * table.sectorSize;
     await writeMeta(slice(dev, metaStart, Number(meta.lastLba - meta.firstLba + 1n) * table.sectorSize), opts.meta ?? new Map());
+    // The partitions' zeroed heads are in the disk's page cache; mkfs writes through the partitions' own.
+    await dev.sync();
   } finally {
     await dev.close();
   }
   log.info("partition table written", { disk: opts.disk, partitions: table.partitions.map((p) => p.name) });
-  const devices = await (opts.attachPartitions ?? kernelPartitions)(opts.disk, table);
+  const devices = opts.attachPartitions ? await opts.attachPartitions(opts.disk, table) : await kernelPartitions(locked, table);
   const partitions = Object.fromEntries(layout.map((p, i) => [p.name, devices[i]!])) as Record<SystemPartitionName, string>;
 
   for (const p of layout) if (p.installFs) await makeFilesystem(partitions[p.name], p.installFs, p.name);
@@ -135,7 +152,18 @@ export async function installToDisk(opts: InstallOptions): Promise<InstalledDisk
   } finally {
     await opts.mounter.unmount(bootDir);
   }
+  if (!opts.attachPartitions) await confirmKernelPartitions(locked, table, log);
   return { disk: opts.disk, partitions };
+}
+
+/** Before the lock goes: the kernel shows exactly the table's partitions, told again if it does not. */
+async function confirmKernelPartitions(locked: LockedDisk, table: GptTable, log: Logger): Promise<void> {
+  const wanted = tablePartitions(table);
+  const shown = locked.kernelPartitions();
+  const { remove, add } = partitionChanges(shown, wanted);
+  if (remove.length === 0 && add.length === 0) return;
+  log.warn("the kernel's partitions differ from the table written: telling it again", { disk: locked.disk, shown, wanted });
+  await locked.setKernelPartitions(wanted);
 }
 
 /**

@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import type { BlockSysfs } from "../sys/block.js";
 import { partitionPath } from "../sys/blockdev.js";
 import type { SystemPartitionName } from "./layout.js";
@@ -26,22 +25,4 @@ export function findSystemDisk(block: BlockSysfs): SystemDisk | undefined {
     if (partitions.STATE || partitions.META) return { disk: `/dev/${dev}`, partitions };
   }
   return undefined;
-}
-
-/**
- * The system disk an install just wrote. Twice in QEMU under load the kernel showed none of its
- * partitions right after the install, and still none 60 s later, with no second scan on the
- * console (cause not found); the table on the disk is ours, so it is read again once and looked up.
- */
-export async function findInstalledSystemDisk(block: BlockSysfs, reread: () => Promise<void>, onMissing: () => void): Promise<SystemDisk | undefined> {
-  const found = findSystemDisk(block);
-  if (found?.partitions.STATE && found.partitions.META) return found;
-  onMissing();
-  await reread();
-  for (let i = 0; i < 50; i++) {
-    const again = findSystemDisk(block);
-    if (again?.partitions.STATE && again.partitions.META) return again;
-    await sleep(100);
-  }
-  return findSystemDisk(block);
 }

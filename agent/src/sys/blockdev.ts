@@ -1,7 +1,6 @@
 import { promises as fs, readFileSync } from "node:fs";
 import path from "node:path";
 import { SystemError } from "../errors.js";
-import { runTool } from "./exec.js";
 
 /** A disk, partition or image file opened for raw reads and writes at byte offsets. */
 export interface BlockTarget {
@@ -64,15 +63,4 @@ export async function openBlockTarget(file: string, opts: { write?: boolean; sys
 /** /dev/sda + 1 → /dev/sda1; /dev/nvme0n1 + 1 → /dev/nvme0n1p1 (a name ending in a digit takes "p"). */
 export function partitionPath(disk: string, index: number): string {
   return /\d$/.test(disk) ? `${disk}p${index}` : `${disk}${index}`;
-}
-
-/** Makes the kernel read a new partition table (BLKRRPART, else partx for disks with busy partitions). */
-export async function rereadPartitionTable(disk: string): Promise<void> {
-  try {
-    await runTool("blockdev", ["--rereadpt", disk]);
-  } catch (err) {
-    await runTool("partx", ["-u", disk]).catch(() => {
-      throw err;
-    });
-  }
 }

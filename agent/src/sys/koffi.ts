@@ -7,6 +7,8 @@ import { createRequire } from "node:module";
 export interface Koffi {
   load(lib: string): { func(sig: string): (...args: unknown[]) => number };
   errno(): number;
+  /** Declares a C struct by name, for use in later `func` signatures. */
+  struct(name: string, fields: Record<string, string>): unknown;
 }
 
 /**

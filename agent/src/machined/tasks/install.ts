@@ -6,8 +6,6 @@ import { loadConfig as parseConfig } from "../../config/load.js";
 import { chooseInstallDisk } from "../../storage/disk-selector.js";
 import { listDisks } from "../../storage/disks.js";
 import { installToDisk, locateInstallSource } from "../../storage/install.js";
-import { findInstalledSystemDisk } from "../../storage/system-disk.js";
-import { rereadPartitionTable } from "../../sys/blockdev.js";
 import type { MachineRuntime } from "../runtime.js";
 import { contractTag } from "../version.js";
 import { NotFoundError } from "../../errors.js";
@@ -35,7 +33,9 @@ export async function install(r: MachineRuntime): Promise<void> {
   const source = await installSource(r, installCfg.image, work);
   try {
     log.info("installing", { disk, kernel: source.kernel });
-    await installToDisk({
+    // Our own table names the partitions: the kernel's partitions added one by one (BLKPG) carry no
+    // GPT names in sysfs until the next boot's scan.
+    r.systemDisk = await installToDisk({
       disk,
       source,
       cmdline: [installedCmdline(r.cmdline), ...(installCfg.extraKernelArgs ?? [])].join(" "),
@@ -48,11 +48,6 @@ export async function install(r: MachineRuntime): Promise<void> {
   } finally {
     await source.release().catch((err: unknown) => log.warn("unmounting the installation source failed", { error: String(err) }));
   }
-  r.systemDisk = await findInstalledSystemDisk(
-    r.block,
-    () => rereadPartitionTable(disk),
-    () => log.warn("the kernel shows no system partitions after the install: reading the partition table again", { disk }),
-  );
   log.info("install to disk done", { disk, partitions: r.systemDisk?.partitions });
 }
 
