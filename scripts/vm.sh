@@ -75,7 +75,8 @@ kvm_works() {
   boot_id=$(cat /proc/sys/kernel/random/boot_id)
   verdict="$cache/kvm-probe.$boot_id"  # one verdict per host boot
   [ -f "$verdict" ] && { [ "$(cat "$verdict")" = ok ]; return; }
-  local dir="$cache/kvm-probe"
+  # One probe directory per process: the e2e lanes may start two VMs at the same moment.
+  local dir="$cache/kvm-probe-run.$$"
   rm -rf "$dir" && mkdir -p "$dir/root/dev"
   gcc -static -Os -o "$dir/root/init" initramfs/kvm-probe.c
   (cd "$dir/root" && find . | cpio -o -H newc -R 0:0 --quiet | gzip -1) >"$dir/probe.cpio.gz"
@@ -83,10 +84,11 @@ kvm_works() {
   if timeout 20 qemu-system-x86_64 -accel kvm -m 256 -nographic -no-reboot -serial "file:$dir/serial.log" -monitor none \
       -kernel "$out/vmlinuz-amd64" -initrd "$dir/probe.cpio.gz" -append "console=ttyS0 quiet panic=-1" >/dev/null 2>&1 &&
      grep -q basalt-kvm-probe-ok "$dir/serial.log"; then
-    echo ok >"$verdict"
+    echo ok >"$dir/verdict"
   else
-    echo broken >"$verdict"
+    echo broken >"$dir/verdict"
   fi
+  mv -f "$dir/verdict" "$verdict" && rm -rf "$dir"
   find "$cache" -maxdepth 1 -name 'kvm-probe.*-*' ! -name "kvm-probe.$boot_id" -delete
   [ "$(cat "$verdict")" = ok ]
 }
