@@ -75,10 +75,15 @@ export function currentSlots(boot: BootPartition): Promise<BootSlots> {
  * META 0x06, and makes the new slot GRUB's one-time entry (the default stays).
  */
 export async function writeUpgradeSlot(boot: BootPartition, meta: MetaStore, source: { kernel: string; initramfs: string }, entry: GrubEntry, log: Logger): Promise<UpgradePlan> {
-  return withBoot(boot, async (dir) => {
+  // GRUB reads xfs without replaying its log: grub.cfg without the slot is unmounted (the log clean, every
+  // change in place) before the slot's files are touched, so a power loss in the copy leaves GRUB that grub.cfg.
+  const plan = await withBoot(boot, async (dir) => {
     const current = await readSlots(dir);
-    const plan = planUpgrade(current, entry);
-    if (current.entries[plan.target]) await writeSlots(dir, withoutSlot(current, plan.target), boot.arch);
+    const planned = planUpgrade(current, entry);
+    if (current.entries[planned.target]) await writeSlots(dir, withoutSlot(current, planned.target), boot.arch);
+    return planned;
+  });
+  return withBoot(boot, async (dir) => {
     const slotDir = path.join(dir, plan.target);
     // Whatever an earlier write left there (a power loss mid-write) goes with the slot's old system.
     await fs.rm(slotDir, { recursive: true, force: true });
