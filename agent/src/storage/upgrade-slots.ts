@@ -82,6 +82,6 @@ export function abandonSlots(slots: BootSlots, booted: BootLabel): BootSlots {
 /** The Rollback RPC: the other slot becomes the default, the current one its fallback. */
 export function rollbackSlots(slots: BootSlots): BootSlots {
   const target = otherLabel(slots.default);
-  if (!slots.entries[target]) throw new ConflictError(`cannot roll back: BOOT has no slot ${target} (the node was never upgraded)`, { target });
+  if (!slots.entries[target]) throw new ConflictError(`cannot roll back: BOOT has no slot ${target} (never upgraded, or its upgrade failed or was cut short)`, { target });
   return { default: target, fallback: slots.default, entries: slots.entries };
 }
