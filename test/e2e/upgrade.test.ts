@@ -102,7 +102,7 @@ const skip =
       ? false
       : "image or installer not built (npm run image), or docker-registry missing";
 
-test("upgrade journey: install → Upgrade (slot B) → Rollback (slot A) → broken Upgrade back on slot A", { skip, timeout: 90 * 60_000 }, async (t) => {
+test("upgrade journey: install → Upgrade (slot B) → Rollback (slot A) → power lost mid-write (slot A) → broken Upgrades back on slot A", { skip, timeout: 90 * 60_000 }, async (t) => {
   fs.rmSync(work, { recursive: true, force: true });
   const registry = await startRegistry(path.join(work, "registry"), { plain: true });
   t.after(() => registry.stop());
