@@ -44,7 +44,7 @@ export async function kexecInstalled(r: MachineRuntime): Promise<void> {
   try {
     await r.power.loadKexec(path.join(dir, label, "vmlinuz"), path.join(dir, label, "initramfs.xz"), `BOOT_IMAGE=/${label}/vmlinuz ${installed.cmdline}`);
   } catch (err) {
-    log.warn("the installed kernel cannot be kexec'd; rebooting through the firmware", { error: describeError(err) });
+    log.warn("cannot kexec the installed kernel: rebooting through the firmware", { error: describeError(err) });
     return reboot(r);
   }
   log.info("kexec into the installed system", { entry: label });

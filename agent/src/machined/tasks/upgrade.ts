@@ -135,7 +135,7 @@ export async function bootUpgraded(r: MachineRuntime, written: WrittenUpgrade, m
   try {
     await loadTrialKexec(bootPartition(r, "boot"), written.target, written.cmdline, (kernel, initrd, cmdline) => r.power.loadKexec(kernel, initrd, cmdline));
   } catch (err) {
-    log.warn("the kexec into the new system could not be prepared; rebooting through the firmware into GRUB's one-time entry", { error: describeError(err) });
+    log.warn("cannot kexec the new system: rebooting through the firmware into GRUB's one-time entry", { error: describeError(err) });
     return r.power.request("reboot");
   }
   log.info("kexec into the new system", { slot: written.target });
