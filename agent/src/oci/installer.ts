@@ -28,6 +28,8 @@ export interface InstallerPlatform {
 
 export const installerFiles = { kernel: "vmlinuz", initramfs: "initramfs.xz" } as const;
 
+const copyChunkBytes = 4 * 1024 * 1024;
+
 function installDir(arch: InstallerArch): string {
   return `usr/install/${arch}`;
 }
@@ -127,7 +129,8 @@ async function pullFrom(client: RepositoryClient, reference: string, opts: PullO
         if (!name || m.type !== "file") continue;
         // The layer's digest was verified above; its members are renamed into place whole.
         const tmp = path.join(opts.destDir, `.${name}-${token}`);
-        await pipeline(memberStream(tarFile, m), createWriteStream(tmp, { mode: 0o600 }));
+        // Large chunks: copying the ~84 MB in 64 KiB ones took 17 s inside a TCG guest (the cost is per chunk).
+        await pipeline(memberStream(tarFile, m, copyChunkBytes), createWriteStream(tmp, { mode: 0o600, highWaterMark: copyChunkBytes }));
         await fs.rename(tmp, path.join(opts.destDir, name));
         found.add(name);
       }
