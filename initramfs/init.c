@@ -50,8 +50,11 @@
 #define MODPROBE "/usr/sbin/modprobe"
 
 // machined is restarted at most this many times in a row (a run longer than
-// STABLE_SECONDS resets the count); then the node reboots.
-#define MAX_RESTARTS 5
+// STABLE_SECONDS resets the count); then the node reboots. Few: a machined that fails
+// three times in a row will not start by being retried, and the reboot is what gets
+// the node back (to the last good slot after an upgrade); Talos's machined is PID 1,
+// so there a crash reboots at once.
+#define MAX_RESTARTS 2
 #define STABLE_SECONDS 60
 #define TERM_GRACE_MS 5000
 
@@ -376,25 +379,6 @@ static void final_action(enum action act, const char *why) {
   for (;;) pause();
 }
 
-// "kexec <kernel> <initrd|-> <cmdline...>": loads the new kernel before anything stops,
-// so a bad request falls back to a plain reboot with the reason on the console.
-static void kexec_request(char *args) {
-  char *kernel = strtok(args, " ");
-  char *initrd = strtok(NULL, " ");
-  char *cmdline = strtok(NULL, "");
-  if (!cmdline) cmdline = "";
-  int kfd = kernel ? open(kernel, O_RDONLY | O_CLOEXEC) : -1;
-  int ifd = initrd && strcmp(initrd, "-") ? open(initrd, O_RDONLY | O_CLOEXEC) : -1;
-  unsigned long flags = ifd < 0 ? 4 /* KEXEC_FILE_NO_INITRAMFS */ : 0;
-  if (kfd < 0 || syscall(SYS_kexec_file_load, kfd, ifd, strlen(cmdline) + 1, cmdline, flags) < 0) {
-    // Debian's arm64 kernel has kexec_load only, which needs a userspace loader we do not carry.
-    if (errno == ENOSYS) say("this kernel cannot kexec (no kexec_file_load): rebooting through the firmware");
-    else say("kexec load of %s failed: %s", kernel ? kernel : "(none)", strerror(errno));
-    final_action(ACT_REBOOT, "kexec load failed");
-  }
-  final_action(ACT_KEXEC, "requested by machined");
-}
-
 static char ctl_buf[4096];
 static size_t ctl_len = 0;
 
@@ -403,7 +387,8 @@ static void handle_request(char *line) {
   if (!strcmp(line, "reboot")) final_action(ACT_REBOOT, "requested by machined");
   else if (!strcmp(line, "poweroff")) final_action(ACT_POWEROFF, "requested by machined");
   else if (!strcmp(line, "halt")) final_action(ACT_HALT, "requested by machined");
-  else if (!strncmp(line, "kexec ", 6)) kexec_request(line + 6);
+  // machined loaded the kernel (kexec_file_load) and knows it will boot; if it does not, reboot.
+  else if (!strcmp(line, "kexec")) final_action(ACT_KEXEC, "requested by machined");
   else if (line[0]) say("unknown control request: %.100s", line);
 }
 

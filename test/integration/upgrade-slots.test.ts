@@ -11,7 +11,7 @@ import { logger } from "../../agent/src/log.js";
 import type { GptTable } from "../../agent/src/storage/gpt.js";
 import { installToDisk, type InstalledDisk } from "../../agent/src/storage/install.js";
 import { MetaStore, MetaTag } from "../../agent/src/storage/meta.js";
-import { abandonUpgrade, confirmUpgrade, currentSlots, rollbackToOtherSlot, writeUpgradeSlot, type BootPartition } from "../../agent/src/storage/upgrade.js";
+import { abandonUpgrade, confirmUpgrade, currentSlots, loadTrialKexec, rollbackToOtherSlot, writeUpgradeSlot, type BootPartition } from "../../agent/src/storage/upgrade.js";
 import { openBlockTarget } from "../../agent/src/sys/blockdev.js";
 import { systemMounter } from "../../agent/src/sys/mount.js";
 
@@ -114,12 +114,40 @@ describe("A/B slots on an installed disk", { skip: canRun ? false : "needs root,
     assert.equal((await currentSlots(boot)).default, "A");
   });
 
+  it("a write that stops midway leaves grub.cfg without the slot, no 0x06 and no one-time entry; the next write starts clean", async () => {
+    const unreadable = { kernel: v2.kernel, initramfs: path.join(work, "no-such-initramfs") };
+    await assert.rejects(writeUpgradeSlot(boot, meta, unreadable, { version: "v2", cmdline: "x" }, log), /ENOENT/);
+    assert.deepEqual(await currentSlots(boot), { default: "A", entries: { A: { version: "v1", cmdline: "talos.platform=metal console=ttyS0" } } });
+    assert.equal(meta.get(MetaTag.upgrade), undefined);
+    await onBoot(installed.partitions.BOOT, (dir) => {
+      assert.equal(sh("grub-editenv", [path.join(dir, "grub", "grubenv"), "list"]), "");
+      assert.deepEqual(fs.readdirSync(path.join(dir, "B")).filter((f) => !f.startsWith(".")), [], "nothing under a final name");
+    });
+    await assert.rejects(rollbackToOtherSlot(boot, meta), /has no slot B \(never upgraded/);
+    await writeUpgradeSlot(boot, meta, v2, { version: "v2", cmdline: "talos.platform=metal console=ttyS0 panic=10" }, log);
+    await onBoot(installed.partitions.BOOT, (dir) => assert.deepEqual(fs.readdirSync(path.join(dir, "B")).sort(), ["initramfs.xz", "vmlinuz"]));
+    assert.equal(meta.get(MetaTag.upgrade), "A");
+  });
+
+  it("a kexec into the new slot takes GRUB's one-time entry away once the kernel is loaded, and leaves it when loading fails", async () => {
+    const grubenv = () => onBoot(installed.partitions.BOOT, (dir) => sh("grub-editenv", [path.join(dir, "grub", "grubenv"), "list"]));
+    await assert.rejects(loadTrialKexec(boot, "B", "c", async () => Promise.reject(new Error("no kexec_file_load"))), /no kexec_file_load/);
+    assert.equal(await grubenv(), "next_entry=B - Basalt v2\n");
+    const loaded: string[] = [];
+    await loadTrialKexec(boot, "B", "talos.platform=metal panic=10", async (kernel, initrd, cmdline) => {
+      loaded.push(fs.readFileSync(kernel, "utf8"), String(fs.readFileSync(initrd).equals(fs.readFileSync(v2.initramfs))), cmdline);
+    });
+    assert.deepEqual(loaded, ["kernel two", "true", "BOOT_IMAGE=/B/vmlinuz talos.platform=metal panic=10"]);
+    assert.equal(await grubenv(), "");
+    await meta.delete(MetaTag.upgrade);
+  });
+
   it("a failed trial (back in A with 0x06 = A) drops slot B from grub.cfg and deletes 0x06", async () => {
     await writeUpgradeSlot(boot, meta, v2, { version: "v3", cmdline: "x" }, log);
     assert.equal(meta.get(MetaTag.upgrade), "A");
     await abandonUpgrade(boot, meta, "A");
     assert.deepEqual(await currentSlots(boot), { default: "A", entries: { A: { version: "v1", cmdline: "talos.platform=metal console=ttyS0" } } });
     assert.equal(meta.get(MetaTag.upgrade), undefined);
-    await assert.rejects(rollbackToOtherSlot(boot, meta), /never upgraded/);
+    await assert.rejects(rollbackToOtherSlot(boot, meta), /has no slot B \(never upgraded/);
   });
 });

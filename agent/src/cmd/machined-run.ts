@@ -65,6 +65,7 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
         next = action;
         ac.abort();
       },
+      loadKexec: async () => undefined,
       kexec: async () => {
         next = "reboot";
         ac.abort();

@@ -28,6 +28,8 @@ export interface InstallerPlatform {
 
 export const installerFiles = { kernel: "vmlinuz", initramfs: "initramfs.xz" } as const;
 
+const copyChunkBytes = 4 * 1024 * 1024;
+
 function installDir(arch: InstallerArch): string {
   return `usr/install/${arch}`;
 }
@@ -111,20 +113,28 @@ async function pullFrom(client: RepositoryClient, reference: string, opts: PullO
   const wanted = new Map([[`${dir}/${installerFiles.kernel}`, installerFiles.kernel], [`${dir}/${installerFiles.initramfs}`, installerFiles.initramfs]]);
   const found = new Set<string>();
   const token = randomBytes(6).toString("hex");
+  // Where a pull's time goes (the download and its digest, or the copy of the members), for the log.
+  const spent = { layerBytes: 0, downloadMs: 0, extractMs: 0 };
   for (const layer of manifest.layers) {
     const blob = path.join(opts.destDir, `.layer-${token}`);
     try {
+      const started = performance.now();
       await client.blobToFile(layer, blob);
+      const downloaded = performance.now();
+      spent.layerBytes += layer.size;
+      spent.downloadMs += Math.round(downloaded - started);
       const tarFile = layer.mediaType.endsWith("gzip") ? await gunzipTo(blob, `${blob}.tar`) : blob;
       for (const m of await listTar(tarFile)) {
         const name = wanted.get(m.name);
         if (!name || m.type !== "file") continue;
         // The layer's digest was verified above; its members are renamed into place whole.
         const tmp = path.join(opts.destDir, `.${name}-${token}`);
-        await pipeline(memberStream(tarFile, m), createWriteStream(tmp, { mode: 0o600 }));
+        // Large chunks: copying the ~84 MB in 64 KiB ones took 17 s inside a TCG guest (the cost is per chunk).
+        await pipeline(memberStream(tarFile, m, copyChunkBytes), createWriteStream(tmp, { mode: 0o600, highWaterMark: copyChunkBytes }));
         await fs.rename(tmp, path.join(opts.destDir, name));
         found.add(name);
       }
+      spent.extractMs += Math.round(performance.now() - downloaded);
     } finally {
       await fs.rm(blob, { force: true });
       await fs.rm(`${blob}.tar`, { force: true });
@@ -133,7 +143,7 @@ async function pullFrom(client: RepositoryClient, reference: string, opts: PullO
   for (const name of Object.values(installerFiles)) {
     if (!found.has(name)) throw new NotFoundError(`the installer image has no ${dir}/${name}`, { digest: top.digest });
   }
-  opts.log.info("installer pulled", { digest: top.digest, endpoint: client.endpoint.base.origin });
+  opts.log.info("installer pulled", { digest: top.digest, endpoint: client.endpoint.base.origin, ...spent });
   return { kernel: path.join(opts.destDir, installerFiles.kernel), initramfs: path.join(opts.destDir, installerFiles.initramfs), digest: top.digest };
 }
 

@@ -134,8 +134,8 @@ export async function readMember(file: string, m: TarMember): Promise<Buffer> {
   }
 }
 
-/** A stream of one member's bytes. */
-export function memberStream(file: string, m: TarMember): Readable {
+/** A stream of one member's bytes, in chunks of `chunkBytes` (Node's default 64 KiB unless given). */
+export function memberStream(file: string, m: TarMember, chunkBytes?: number): Readable {
   // createReadStream refuses an end before its start, which an empty member would give.
-  return m.size === 0 ? Readable.from([]) : createReadStream(file, { start: m.offset, end: m.offset + m.size - 1 });
+  return m.size === 0 ? Readable.from([]) : createReadStream(file, { start: m.offset, end: m.offset + m.size - 1, ...(chunkBytes ? { highWaterMark: chunkBytes } : {}) });
 }

@@ -1,7 +1,8 @@
 // The A/B decisions of an upgrade, as pure functions of grub.cfg's slots and META's
 // upgrade tag (0x06, the label the node upgraded from):
-//   upgrade:  the new system goes into the other slot; grub.cfg's default stays the
-//             running (last good) slot and grubenv asks GRUB to boot the new one once;
+//   upgrade:  the new system goes into the other slot (dropped from grub.cfg while it is
+//             written); grub.cfg's default stays the running (last good) slot and grubenv
+//             asks GRUB to boot the new one once;
 //   boot:     in the new slot with 0x06 set, the upgrade is on trial until Running and
 //             ready, then confirmed (default = new, fallback = old, 0x06 deleted);
 //             back in the 0x06 slot, the trial failed: say so and delete 0x06;
@@ -63,6 +64,16 @@ export function confirmSlots(slots: BootSlots, booted: BootLabel): BootSlots {
   return { default: booted, ...(slots.entries[previous] ? { fallback: previous } : {}), entries: slots.entries };
 }
 
+/**
+ * grub.cfg while `label`'s files are rewritten: without that slot, so that a power loss in the
+ * middle leaves GRUB (and Rollback) nothing half-written to boot.
+ */
+export function withoutSlot(slots: BootSlots, label: BootLabel): BootSlots {
+  if (slots.default === label) throw new ConflictError(`slot ${label} is GRUB's default: it cannot be rewritten`, { label });
+  const { [label]: _dropped, ...entries } = slots.entries;
+  return { default: slots.default, ...(slots.fallback && slots.fallback !== label ? { fallback: slots.fallback } : {}), entries };
+}
+
 /** grub.cfg after a failed trial: the slot that booted stays the default, with no fallback to the failed one. */
 export function abandonSlots(slots: BootSlots, booted: BootLabel): BootSlots {
   return { default: booted, entries: { [booted]: slots.entries[booted]! } };
@@ -71,6 +82,6 @@ export function abandonSlots(slots: BootSlots, booted: BootLabel): BootSlots {
 /** The Rollback RPC: the other slot becomes the default, the current one its fallback. */
 export function rollbackSlots(slots: BootSlots): BootSlots {
   const target = otherLabel(slots.default);
-  if (!slots.entries[target]) throw new ConflictError(`cannot roll back: BOOT has no slot ${target} (the node was never upgraded)`, { target });
+  if (!slots.entries[target]) throw new ConflictError(`cannot roll back: BOOT has no slot ${target} (never upgraded, or its upgrade failed or was cut short)`, { target });
   return { default: target, fallback: slots.default, entries: slots.entries };
 }

@@ -1,7 +1,9 @@
 // BOOT's A/B slots on disk: an upgrade writes the other slot and asks GRUB to try it
 // once; the tried system confirms itself, or the node is back in the last good slot.
-// Every step leaves a bootable disk: the new files are renamed into place before
-// grub.cfg names them, and grub.cfg's default stays the old slot until confirmed.
+// Every step leaves a bootable disk whatever moment the power goes: grub.cfg forgets the
+// slot before its files are rewritten, the new files are renamed into place and made
+// durable before META 0x06 records the upgrade, grub.cfg names the slot and grubenv asks
+// for it last, and grub.cfg's default stays the old slot until the new one is confirmed.
 
 import { promises as fs } from "node:fs";
 import path from "node:path";
@@ -11,7 +13,7 @@ import { readFileIfExists, writeFileAtomic } from "../sys/atomic-file.js";
 import type { Mounter } from "../sys/mount.js";
 import { grubenvFile, parseBootSlots, renderBootSlots, renderGrubenv, type BootLabel, type BootSlots, type GrubArch, type GrubEntry } from "./bootloader/grub.js";
 import { MetaTag, type MetaStore } from "./meta.js";
-import { abandonSlots, confirmSlots, planUpgrade, rollbackSlots, type UpgradePlan } from "./upgrade-slots.js";
+import { abandonSlots, confirmSlots, planUpgrade, rollbackSlots, withoutSlot, type UpgradePlan } from "./upgrade-slots.js";
 
 export interface BootPartition {
   device: string;
@@ -43,16 +45,24 @@ async function writeSlots(dir: string, slots: BootSlots, arch: GrubArch, once: R
   await writeFileAtomic(path.join(dir, "grub", grubenvFile), renderGrubenv(once), 0o644);
 }
 
-async function copySynced(from: string, to: string): Promise<void> {
-  const tmp = `${to}.new`;
-  await fs.copyFile(from, tmp);
-  const fh = await fs.open(tmp, "r");
+async function syncPath(p: string): Promise<void> {
+  const fh = await fs.open(p, "r");
   try {
     await fh.sync();
   } finally {
     await fh.close();
   }
-  await fs.rename(tmp, to);
+}
+
+/** Copies each file to a temporary beside its target, makes it durable, then renames them all into place. */
+async function copyIntoSlot(slotDir: string, files: { from: string; name: string }[]): Promise<void> {
+  for (const f of files) {
+    const tmp = path.join(slotDir, `.${f.name}.new`);
+    await fs.copyFile(f.from, tmp);
+    await syncPath(tmp);
+  }
+  for (const f of files) await fs.rename(path.join(slotDir, `.${f.name}.new`), path.join(slotDir, f.name));
+  await syncPath(slotDir);
 }
 
 /** The slots as grub.cfg has them now. */
@@ -65,12 +75,24 @@ export function currentSlots(boot: BootPartition): Promise<BootSlots> {
  * META 0x06, and makes the new slot GRUB's one-time entry (the default stays).
  */
 export async function writeUpgradeSlot(boot: BootPartition, meta: MetaStore, source: { kernel: string; initramfs: string }, entry: GrubEntry, log: Logger): Promise<UpgradePlan> {
+  // GRUB reads xfs without replaying its log: grub.cfg without the slot is unmounted (the log clean, every
+  // change in place) before the slot's files are touched, so a power loss in the copy leaves GRUB that grub.cfg.
+  const plan = await withBoot(boot, async (dir) => {
+    const current = await readSlots(dir);
+    const planned = planUpgrade(current, entry);
+    if (current.entries[planned.target]) await writeSlots(dir, withoutSlot(current, planned.target), boot.arch);
+    return planned;
+  });
   return withBoot(boot, async (dir) => {
-    const plan = planUpgrade(await readSlots(dir), entry);
     const slotDir = path.join(dir, plan.target);
+    // Whatever an earlier write left there (a power loss mid-write) goes with the slot's old system.
+    await fs.rm(slotDir, { recursive: true, force: true });
     await fs.mkdir(slotDir, { recursive: true });
-    await copySynced(source.kernel, path.join(slotDir, "vmlinuz"));
-    await copySynced(source.initramfs, path.join(slotDir, "initramfs.xz"));
+    log.info("writing the new system into its slot", { slot: plan.target, version: entry.version });
+    await copyIntoSlot(slotDir, [
+      { from: source.kernel, name: "vmlinuz" },
+      { from: source.initramfs, name: "initramfs.xz" },
+    ]);
     log.info("new system written to its slot", { slot: plan.target, version: entry.version });
     await meta.set(MetaTag.upgrade, plan.previous);
     await writeSlots(dir, plan.slots, boot.arch, { next_entry: plan.nextEntry });
@@ -79,9 +101,24 @@ export async function writeUpgradeSlot(boot: BootPartition, meta: MetaStore, sou
   });
 }
 
+/**
+ * Hands the new slot's kernel to `load` (kexec_file_load) and, once it is loaded, clears GRUB's
+ * one-time entry: the kexec is the new system's one try. Throws what `load` threw, the entry kept.
+ */
+export async function loadTrialKexec(boot: BootPartition, target: BootLabel, cmdline: string, load: (kernel: string, initrd: string, cmdline: string) => Promise<void>): Promise<void> {
+  await withBoot(boot, async (dir) => {
+    await load(path.join(dir, target, "vmlinuz"), path.join(dir, target, "initramfs.xz"), `BOOT_IMAGE=/${target}/vmlinuz ${cmdline}`);
+    await clearOnceIn(dir);
+  });
+}
+
 /** Clears GRUB's one-time entry (a trial system that started must not be tried again after a failure). */
 export async function clearOnce(boot: BootPartition): Promise<void> {
-  await withBoot(boot, (dir) => writeFileAtomic(path.join(dir, "grub", grubenvFile), renderGrubenv({}), 0o644));
+  await withBoot(boot, clearOnceIn);
+}
+
+function clearOnceIn(dir: string): Promise<void> {
+  return writeFileAtomic(path.join(dir, "grub", grubenvFile), renderGrubenv({}), 0o644);
 }
 
 /** The new slot reached Running and ready: it becomes the default, 0x06 goes. */

@@ -5,7 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { entryTitle, parseBootSlots, renderBootSlots, renderGrubConfig, renderGrubenv, type BootSlots } from "../../../agent/src/storage/bootloader/grub.js";
-import { abandonSlots, bootedLabel, confirmSlots, judgeBoot, planUpgrade, rollbackSlots } from "../../../agent/src/storage/upgrade-slots.js";
+import { abandonSlots, bootedLabel, confirmSlots, judgeBoot, planUpgrade, rollbackSlots, withoutSlot } from "../../../agent/src/storage/upgrade-slots.js";
 
 const old = { version: "v1.7.6+basalt.0.1.0", cmdline: "talos.platform=metal console=ttyS0" };
 const neu = { version: "v1.7.6+basalt.0.2.0", cmdline: "talos.platform=metal console=ttyS0 panic=10" };
@@ -56,10 +56,18 @@ describe("A/B slots", () => {
     assert.deepEqual(abandonSlots(trial, "A"), { default: "A", entries: { A: old } });
   });
 
+  it("the slot about to be rewritten leaves grub.cfg first (a power loss mid-write leaves nothing half-written to boot)", () => {
+    const rolledBack: BootSlots = { default: "A", fallback: "B", entries: { A: old, B: neu } };
+    assert.deepEqual(withoutSlot(rolledBack, "B"), { default: "A", entries: { A: old } });
+    assert.deepEqual(withoutSlot({ default: "A", entries: { A: old, B: neu } }, "B"), { default: "A", entries: { A: old } });
+    assert.deepEqual(withoutSlot(installed, "B"), installed);
+    assert.throws(() => withoutSlot(rolledBack, "A"), /GRUB's default: it cannot be rewritten/);
+  });
+
   it("rollback flips to the other slot and refuses when there is none", () => {
     const upgraded: BootSlots = { default: "B", fallback: "A", entries: { A: old, B: neu } };
     assert.deepEqual(rollbackSlots(upgraded), { default: "A", fallback: "B", entries: { A: old, B: neu } });
-    assert.throws(() => rollbackSlots(installed), /never upgraded/);
+    assert.throws(() => rollbackSlots(installed), /has no slot B \(never upgraded/);
   });
 
   it("grubenv is GRUB's 1 KiB block", () => {

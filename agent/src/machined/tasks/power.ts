@@ -17,8 +17,8 @@ export async function shutdown(r: MachineRuntime): Promise<void> {
 
 /**
  * Boots GRUB's default entry of the installed system directly (kexec), as Talos does after an
- * install and on a reboot; init loads it before stopping anything and reboots if it cannot.
- * Without BOOT or a readable default entry, a reboot through the firmware.
+ * install and on a reboot. Without BOOT, a readable default entry or a kernel that kexec_file_load
+ * takes, a reboot through the firmware.
  */
 export async function kexecInstalled(r: MachineRuntime): Promise<void> {
   const boot = r.systemDisk?.partitions.BOOT;
@@ -40,7 +40,13 @@ export async function kexecInstalled(r: MachineRuntime): Promise<void> {
   }
   // The slot GRUB boots by default (B after a confirmed upgrade), with its own command line; BOOT_IMAGE, which
   // GRUB adds, tells the new boot which slot it is.
-  log.info("kexec into the installed system", { entry: slots.default });
   const label = slots.default;
-  await r.power.kexec(path.join(dir, label, "vmlinuz"), path.join(dir, label, "initramfs.xz"), `BOOT_IMAGE=/${label}/vmlinuz ${installed.cmdline}`);
+  try {
+    await r.power.loadKexec(path.join(dir, label, "vmlinuz"), path.join(dir, label, "initramfs.xz"), `BOOT_IMAGE=/${label}/vmlinuz ${installed.cmdline}`);
+  } catch (err) {
+    log.warn("cannot kexec the installed kernel: rebooting through the firmware", { error: describeError(err) });
+    return reboot(r);
+  }
+  log.info("kexec into the installed system", { entry: label });
+  await r.power.kexec();
 }

@@ -5,14 +5,14 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import type { ConfigBundle } from "../../config/bundle.js";
-import { ConflictError, InvalidInputError } from "../../errors.js";
+import { ConflictError, describeError, InvalidInputError } from "../../errors.js";
 import { logger } from "../../log.js";
 import type { RegistriesConfig } from "../../oci/hosts.js";
 import { pullInstaller, type InstallerArch, type PulledInstaller } from "../../oci/installer.js";
 import { parseImageReference } from "../../oci/reference.js";
 import type { BootLabel } from "../../storage/bootloader/grub.js";
 import { MetaTag } from "../../storage/meta.js";
-import { currentSlots, writeUpgradeSlot, type BootPartition } from "../../storage/upgrade.js";
+import { currentSlots, loadTrialKexec, writeUpgradeSlot, type BootPartition } from "../../storage/upgrade.js";
 import type { MachineRuntime } from "../runtime.js";
 import { contractTag } from "../version.js";
 
@@ -125,20 +125,19 @@ export async function stageUpgrade(r: MachineRuntime, opts: UpgradeOptions): Pro
 }
 
 /**
- * Boots the new slot: kexec by default (init reboots through the firmware where the
- * kernel cannot, and GRUB's one-time entry then picks the new slot), POWERCYCLE always
- * through the firmware.
+ * Boots the new slot once: kexec by default, POWERCYCLE (or a kernel that cannot be kexec'd)
+ * through the firmware, where GRUB's one-time entry picks the new slot. Once the kexec is
+ * loaded, the one-time entry goes: if the new system fails, the firmware reboot that follows
+ * is the last good slot's, as after a failed one-time entry.
  */
 export async function bootUpgraded(r: MachineRuntime, written: WrittenUpgrade, mode: RebootMode): Promise<void> {
   if (mode === "POWERCYCLE") return r.power.request("reboot");
-  const boot = bootPartition(r, "boot");
   try {
-    await fs.mkdir(boot.mountDir, { recursive: true });
-    await r.mounter.mount(boot.device, boot.mountDir, "xfs", ["ro"]);
+    await loadTrialKexec(bootPartition(r, "boot"), written.target, written.cmdline, (kernel, initrd, cmdline) => r.power.loadKexec(kernel, initrd, cmdline));
   } catch (err) {
-    log.warn("BOOT could not be mounted for kexec; rebooting instead", { error: String(err) });
+    log.warn("cannot kexec the new system: rebooting through the firmware into GRUB's one-time entry", { error: describeError(err) });
     return r.power.request("reboot");
   }
-  const slot = path.join(boot.mountDir, written.target);
-  await r.power.kexec(path.join(slot, "vmlinuz"), path.join(slot, "initramfs.xz"), `BOOT_IMAGE=/${written.target}/vmlinuz ${written.cmdline}`);
+  log.info("kexec into the new system", { slot: written.target });
+  await r.power.kexec();
 }
