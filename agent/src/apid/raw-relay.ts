@@ -1,0 +1,130 @@
+// Relays one gRPC call as HTTP/2 frames, without decoding a message: the caller's DATA
+// frames go to a backend session, the backend's headers, DATA and trailers come back as
+// they are. Through grpc-js's server and client instead, a Version call through apid
+// cost twice the agent CPU of machined's own handling (bench/rpc-latency, README).
+
+import http2, { type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders, type ServerHttp2Stream } from "node:http2";
+import type { Duplex } from "node:stream";
+import * as grpc from "@grpc/grpc-js";
+import { describeError } from "../errors.js";
+import { logger } from "../log.js";
+import { boundedStatusMessage } from "../grpc/status.js";
+
+const log = logger("apid");
+const { NGHTTP2_CANCEL, NGHTTP2_FLAG_END_STREAM, NGHTTP2_REFUSED_STREAM, NGHTTP2_ENHANCE_YOUR_CALM, NGHTTP2_INADEQUATE_SECURITY } = http2.constants;
+
+/** One HTTP/2 session to a backend, opened on first use and again after it closed. */
+export class BackendSession {
+  private session: ClientHttp2Session | undefined;
+
+  constructor(
+    private readonly name: string,
+    private readonly connect: () => Duplex,
+  ) {}
+
+  get(): ClientHttp2Session {
+    const current = this.session;
+    if (current && !current.closed && !current.destroyed) return current;
+    // As grpc-js's server does: large replies (Read, support bundles) must not hit nghttp2's session memory cap.
+    const s = http2.connect("http://localhost", { createConnection: this.connect, maxSessionMemory: Number.MAX_SAFE_INTEGER });
+    s.on("error", (err) => log.warn("backend session failed", { backend: this.name, error: describeError(err) }));
+    s.on("close", () => {
+      if (this.session === s) this.session = undefined;
+    });
+    // An idle session must not keep apid alive once everything else has stopped.
+    s.unref();
+    this.session = s;
+    return s;
+  }
+
+  close(): void {
+    this.session?.close();
+    this.session = undefined;
+  }
+}
+
+/** Answers a call with a status and no message (gRPC's trailers-only response), as grpc-js's server words it. */
+export function replyStatus(stream: ServerHttp2Stream, code: grpc.status, details: string): void {
+  if (stream.closed || stream.destroyed || stream.headersSent) return;
+  stream.respond(
+    { ":status": 200, "content-type": "application/grpc+proto", "grpc-status": String(code), "grpc-message": encodeURI(boundedStatusMessage(details)) },
+    { endStream: true },
+  );
+}
+
+/** The status grpc-js's client reports for a stream the backend reset before answering. */
+function statusOfReset(rstCode: number | undefined): grpc.status {
+  switch (rstCode) {
+    case NGHTTP2_REFUSED_STREAM:
+      return grpc.status.UNAVAILABLE;
+    case NGHTTP2_CANCEL:
+      return grpc.status.CANCELLED;
+    case NGHTTP2_ENHANCE_YOUR_CALM:
+      return grpc.status.RESOURCE_EXHAUSTED;
+    case NGHTTP2_INADEQUATE_SECURITY:
+      return grpc.status.PERMISSION_DENIED;
+    default:
+      return grpc.status.INTERNAL;
+  }
+}
+
+/** Response headers or trailers as the backend sent them, without HTTP/2's own pseudo-headers (but :status). */
+function passedOn(h: IncomingHttpHeaders): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  for (const k of Object.keys(h)) {
+    if (k.startsWith(":") && k !== ":status") continue;
+    out[k] = h[k];
+  }
+  return out;
+}
+
+/**
+ * Relays `front` (the caller's stream) to `backend` with `headers` as the request's.
+ * A backend unreachable or resetting before it answered becomes a status like the one grpc-js's
+ * client would have reported; a caller that goes away cancels the backend's stream.
+ */
+export function relayCall(front: ServerHttp2Stream, headers: OutgoingHttpHeaders, backend: BackendSession, backendName: string): void {
+  let up: ClientHttp2Stream;
+  try {
+    up = backend.get().request(headers);
+  } catch (err) {
+    replyStatus(front, grpc.status.UNAVAILABLE, `${backendName} unreachable: ${describeError(err)}`);
+    return;
+  }
+  let trailers: OutgoingHttpHeaders | undefined;
+  let upError: Error | undefined;
+  front.pipe(up);
+  up.on("response", (h, flags) => {
+    if (front.closed || front.destroyed) return;
+    if (flags & NGHTTP2_FLAG_END_STREAM) {
+      front.respond(passedOn(h), { endStream: true });
+      return;
+    }
+    front.respond(passedOn(h), { waitForTrailers: true });
+    up.pipe(front);
+  });
+  up.on("trailers", (t) => {
+    trailers = passedOn(t);
+  });
+  front.on("wantTrailers", () => {
+    front.sendTrailers(trailers ?? { "grpc-status": String(grpc.status.INTERNAL), "grpc-message": encodeURI(`${backendName} ended the call without a status`) });
+  });
+  up.on("error", (err) => {
+    upError = err;
+  });
+  front.on("error", (err) => log.debug("caller's stream failed", { error: describeError(err) }));
+  up.on("close", () => {
+    if (front.closed || front.destroyed) return;
+    if (!front.headersSent) {
+      // Unreachable before any answer (machined may be restarting): UNAVAILABLE, which callers retry; a reset is the backend's word.
+      const reset = (upError === undefined || ("code" in upError && upError.code === "ERR_HTTP2_STREAM_ERROR")) && !!up.rstCode;
+      const code = reset ? statusOfReset(up.rstCode) : grpc.status.UNAVAILABLE;
+      replyStatus(front, code, `${backendName}: ${upError ? describeError(upError) : `stream closed (code ${up.rstCode ?? 0})`}`);
+    } else if (trailers === undefined) {
+      front.close(up.rstCode || http2.constants.NGHTTP2_INTERNAL_ERROR);
+    }
+  });
+  front.on("close", () => {
+    if (!up.closed && !up.destroyed) up.close(NGHTTP2_CANCEL);
+  });
+}
