@@ -91,7 +91,17 @@ export async function runApid(opts: ApidOptions): Promise<void> {
     current = undefined;
     if (old) await old.front.close();
     if (!mode) return;
-    const front = new ApiFront({ listen: opts.listen, mode, methods, machined: machinedSession, proxy: proxySession, machinedTarget: target });
+    const front = new ApiFront({
+      listen: opts.listen,
+      mode,
+      methods,
+      machined: machinedSession,
+      proxy: proxySession,
+      machinedTarget: target,
+      isSelf,
+      canForward: () => remotes.canForward,
+      ...(opts.perTargetTimeoutMs !== undefined ? { perTargetTimeoutMs: opts.perTargetTimeoutMs } : {}),
+    });
     await front.listen();
     current = { front, key };
     log.info("api listener ready", { listen: opts.listen, mode: mode.kind });

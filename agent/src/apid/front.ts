@@ -1,8 +1,8 @@
 // apid's API listener (:50000): TLS and HTTP/2 from node:http2. Every call is authenticated
 // here (the client certificate read once per connection). A unary call for this node alone is
-// relayed as frames straight to machined's socket (raw-relay.ts); everything else (fan-out and
-// forwarding by node/nodes, streams, paths the API does not have) goes, as frames too, to apid's
-// grpc-js proxy (proxy.ts) in this process, with the roles decided here.
+// relayed as frames straight to machined's socket (raw-relay.ts), its reply tagged when it came as a
+// one-node fan-out; everything else (fan-out and forwarding to other nodes, streams, paths the API
+// does not have) goes, as frames too, to apid's grpc-js proxy (proxy.ts), with the roles decided here.
 
 import { randomUUID } from "node:crypto";
 import http2, { type Http2SecureServer, type Http2Session, type IncomingHttpHeaders, type OutgoingHttpHeaders, type ServerHttp2Stream } from "node:http2";
@@ -12,9 +12,12 @@ import { describeError } from "../errors.js";
 import { logger } from "../log.js";
 import { listenerKey, roleKey } from "../grpc/metadata.js";
 import { replyDeliveryKey, replyTrackedPaths } from "../grpc/reply-delivery.js";
+import { failedNodeReply, tagUnaryReply } from "../grpc/aggregate.js";
+import { boundedStatusMessage } from "../grpc/status.js";
 import { authenticatePeer, tlsOptions, type ListenerMode } from "./credentials.js";
 import type { Caller, ProxiedMethod } from "./proxy.js";
-import { BackendSession, relayCall, replyStatus } from "./raw-relay.js";
+import { failedNode } from "./proxy.js";
+import { BackendSession, relayCall, relayUnaryRewritten, replyStatus } from "./raw-relay.js";
 import { reportWhenDelivered } from "./reply-delivery.js";
 
 const log = logger("apid");
@@ -29,6 +32,12 @@ export interface FrontOptions {
   proxy: BackendSession;
   /** machined's socket (unix:...), where an apply's delivered reply is reported. */
   machinedTarget: string;
+  /** Whether a `nodes` target means this node. */
+  isSelf(target: string): boolean;
+  /** Whether this apid holds a client certificate to forward with (a fan-out's reply is then tagged). */
+  canForward(): boolean;
+  /** How long one node of a fan-out may take. Default 10 s, as the proxy's. */
+  perTargetTimeoutMs?: number;
 }
 
 // Never passed on as the caller sent them: the roles and listener tag are ours to set, the token is apid's.
@@ -145,14 +154,24 @@ export class ApiFront {
       replyStatus(stream, e.code ?? grpc.status.UNAUTHENTICATED, e.details ?? describeError(err));
       return;
     }
-    const direct = this.unary.has(path) && (headers["proxyfrom"] !== undefined || (headers["node"] === undefined && headers["nodes"] === undefined));
+    const unary = this.unary.has(path);
+    const nodes = headerValues(headers["nodes"]);
+    // talosctl -n <this node>: answered from machined here, as the proxy would (tagged when this apid can forward).
+    const selfOnly = unary && headers["proxyfrom"] === undefined && headers["node"] === undefined && nodes.length === 1 && this.opts.isSelf(nodes[0]!);
+    const tagged = selfOnly && this.opts.canForward();
+    const direct = unary && (headers["proxyfrom"] !== undefined || (headers["node"] === undefined && (headers["nodes"] === undefined || selfOnly)));
     const out = forwardedHeaders(headers, direct ? [...ownKeys, ...routingKeys] : ownKeys, caller);
     if (replyTrackedPaths.has(path)) {
       const token = randomUUID();
       out[replyDeliveryKey] = token;
       reportWhenDelivered(stream, this.opts.machinedTarget, token);
     }
-    if (direct) relayCall(stream, out, this.opts.machined, "machined");
+    if (tagged) {
+      const tag = nodes[0]!;
+      relayUnaryRewritten(stream, out, this.opts.machined, "machined", this.opts.perTargetTimeoutMs ?? 10_000, (o) =>
+        o.message ? tagUnaryReply(o.message, tag) : failedNodeReply(failedNode(tag, { code: o.code, details: boundedStatusMessage(o.details) })),
+      );
+    } else if (direct) relayCall(stream, out, this.opts.machined, "machined");
     else relayCall(stream, out, this.opts.proxy, "apid's proxy");
   }
 }

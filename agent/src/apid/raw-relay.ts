@@ -128,3 +128,93 @@ export function relayCall(front: ServerHttp2Stream, headers: OutgoingHttpHeaders
     if (!up.closed && !up.destroyed) up.close(NGHTTP2_CANCEL);
   });
 }
+
+/** A backend's answer to a unary call: its one message when the status is OK. */
+export interface UnaryOutcome {
+  code: grpc.status;
+  details: string;
+  message?: Buffer;
+}
+
+/** grpc-timeout's value in milliseconds ("<digits><unit>"); undefined when absent or malformed. */
+function timeoutMs(value: OutgoingHttpHeaders[string]): number | undefined {
+  const m = /^(\d{1,8})([HMSmun])$/.exec(String(value ?? ""));
+  if (!m) return undefined;
+  const perUnit: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 0.001, n: 0.000001 };
+  return Number(m[1]) * perUnit[m[2]!]!;
+}
+
+/** The first message of a gRPC body (length-prefixed, uncompressed); undefined when there is none. */
+function firstMessage(body: Buffer): Buffer | undefined {
+  if (body.length < 5 || body[0] !== 0) return undefined;
+  const length = body.readUInt32BE(1);
+  return body.length >= 5 + length ? body.subarray(5, 5 + length) : undefined;
+}
+
+/**
+ * A unary call to `backend` whose reply is rewritten before the caller gets it (a fan-out's one
+ * node tagging its answer): the backend's reply is read whole, `reply` makes the message sent, always
+ * with status OK as the proxy answers a fan-out. The backend gets at most `capMs` of the caller's deadline.
+ */
+export function relayUnaryRewritten(front: ServerHttp2Stream, headers: OutgoingHttpHeaders, backend: BackendSession, backendName: string, capMs: number, reply: (o: UnaryOutcome) => Buffer): void {
+  const own = timeoutMs(headers["grpc-timeout"]);
+  const out: OutgoingHttpHeaders = { ...headers, "grpc-timeout": `${Math.ceil(Math.min(own ?? capMs, capMs))}m` };
+  // The reply is read here, so it must come uncompressed.
+  delete out["grpc-accept-encoding"];
+  let up: ClientHttp2Stream | undefined;
+  let settled = false;
+  const answer = (o: UnaryOutcome) => {
+    if (settled || front.closed || front.destroyed) return;
+    settled = true;
+    let message: Buffer;
+    try {
+      message = reply(o);
+    } catch (err) {
+      // A reply that cannot be rewritten fails the call, as it does through the proxy.
+      replyStatus(front, grpc.status.INTERNAL, describeError(err));
+      return;
+    }
+    const body = Buffer.alloc(5 + message.length);
+    body.writeUInt32BE(message.length, 1);
+    message.copy(body, 5);
+    front.respond({ ":status": 200, "content-type": "application/grpc+proto", "grpc-accept-encoding": "identity,deflate,gzip", "grpc-encoding": "identity" }, { waitForTrailers: true });
+    front.once("wantTrailers", () => front.sendTrailers({ "grpc-status": String(grpc.status.OK), "grpc-message": "OK" }));
+    front.end(body);
+  };
+  try {
+    up = backend.get().request(out);
+  } catch (err) {
+    answer({ code: grpc.status.UNAVAILABLE, details: `${backendName} unreachable: ${describeError(err)}` });
+    return;
+  }
+  const stream = up;
+  const chunks: Buffer[] = [];
+  let status: IncomingHttpHeaders | undefined;
+  let upError: Error | undefined;
+  front.pipe(stream);
+  stream.on("response", (h) => {
+    if (h["grpc-status"] !== undefined) status = h;
+  });
+  stream.on("trailers", (t) => {
+    status = t;
+  });
+  stream.on("data", (b: Buffer) => chunks.push(b));
+  stream.on("error", (err) => {
+    upError = err;
+  });
+  front.on("error", (err) => log.debug("caller's stream failed", { error: describeError(err) }));
+  stream.on("close", () => {
+    if (!status) {
+      answer({ code: stream.rstCode ? statusOfReset(stream.rstCode) : grpc.status.UNAVAILABLE, details: `${backendName}: ${upError ? describeError(upError) : `stream closed (code ${stream.rstCode ?? 0})`}` });
+      return;
+    }
+    const code: grpc.status = Number(status["grpc-status"]);
+    const details = decodeURI(String(status["grpc-message"] ?? ""));
+    if (code !== grpc.status.OK) return answer({ code, details });
+    const message = firstMessage(Buffer.concat(chunks));
+    answer(message ? { code, details, message } : { code: grpc.status.INTERNAL, details: `${backendName} answered without a message` });
+  });
+  front.on("close", () => {
+    if (!stream.closed && !stream.destroyed) stream.close(NGHTTP2_CANCEL);
+  });
+}

@@ -10,6 +10,8 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
 import { ApiFront } from "../../../agent/src/apid/front.js";
+import { failedNode } from "../../../agent/src/apid/proxy.js";
+import { failedNodeReply, tagUnaryReply } from "../../../agent/src/grpc/aggregate.js";
 import { BackendSession } from "../../../agent/src/apid/raw-relay.js";
 import { generateSelfSignedCA, issueCertificate, type CertificateAuthority } from "../../../agent/src/pki/index.js";
 
@@ -31,6 +33,8 @@ const sessions: BackendSession[] = [];
 /** What machined's Hostname handler saw of the last call cancelled under it. */
 let cancelledAtMachined: Promise<void> = Promise.resolve();
 let lastRequestMetadata: grpc.Metadata | undefined;
+/** Whether the listener holds a client certificate to forward with. */
+let canForward = true;
 
 const big = Buffer.alloc(5 * 1024 * 1024 + 7, 0);
 for (let i = 0; i < big.length; i++) big[i] = (i * 31) & 0xff;
@@ -111,7 +115,16 @@ before(async () => {
     { path: hostname, requestStream: false, responseStream: false },
     { path: read, requestStream: false, responseStream: true },
   ];
-  front = new ApiFront({ listen: "127.0.0.1:0", mode: { kind: "maintenance", serverCert: cert.certPem, serverKey: cert.keyPem }, methods, machined: session(machinedSocket), proxy: session(proxySocket), machinedTarget: `unix:${machinedSocket}` });
+  front = new ApiFront({
+    listen: "127.0.0.1:0",
+    mode: { kind: "maintenance", serverCert: cert.certPem, serverKey: cert.keyPem },
+    methods,
+    machined: session(machinedSocket),
+    proxy: session(proxySocket),
+    machinedTarget: `unix:${machinedSocket}`,
+    isSelf: (t) => t === "self.node",
+    canForward: () => canForward,
+  });
   await front.listen();
 });
 
@@ -223,6 +236,29 @@ test("calls naming nodes and streams go to the proxy; proxyfrom makes a unary ca
   await once(stream, "end");
   c.close();
   assert.deepEqual(messages, ["proxy-stream"]);
+});
+
+test("nodes naming this node alone: machined answers, its reply tagged as the proxy tags it (a failure an error entry); untagged without a client certificate", async () => {
+  // { messages: [{ field 2: "hi" }] }, as machined's replies hold one messages element.
+  const reply = Buffer.from([0x0a, 0x04, 0x12, 0x02, 0x68, 0x69]);
+  const self = new grpc.Metadata();
+  self.set("nodes", "self.node");
+  const ok = await unary(version, reply, self);
+  assert.equal(ok.err, undefined);
+  assert.deepEqual(ok.reply, tagUnaryReply(reply, "self.node"));
+  assert.equal(lastRequestMetadata?.get("nodes").length, 0);
+  const failed = await unary(rollback, Buffer.alloc(0), self);
+  assert.equal(failed.err, undefined);
+  assert.deepEqual(failed.reply, failedNodeReply(failedNode("self.node", { code: grpc.status.FAILED_PRECONDITION, details: "rollback: no previous slot ✗ 100%" })));
+  // A reply that cannot be tagged fails the call instead of apid.
+  const untaggable = await unary(version, Buffer.from("not a reply"), self);
+  assert.equal(untaggable.err?.code, grpc.status.INTERNAL);
+  canForward = false;
+  try {
+    assert.deepEqual((await unary(version, reply, self)).reply, reply);
+  } finally {
+    canForward = true;
+  }
 });
 
 test("a path the API does not have is the proxy's to answer (UNIMPLEMENTED)", async () => {
