@@ -12,7 +12,7 @@
 //     made by scripts/bundle.mjs when missing) instead of dist/.
 //   machined runs with the agent's node flags and environment (agentNodeFlags, agentEnv in
 //   agent/src/cmd/machined-run.ts), as init starts it; to try levers:
-//   BENCH_NODE_FLAGS="--flag ..." replaces machined's node flags, BASALT_APID_NODE_FLAGS apid's,
+//   BENCH_NODE_FLAGS="--flag ..." replaces machined's node flags, BASALT_APID_NODE_FLAGS apid's, BASALT_TRUSTD_NODE_FLAGS trustd's,
 //   MALLOC_ARENA_MAX=<n> in the environment replaces the arena cap of both.
 import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -69,7 +69,7 @@ function memoryFrom(pid: number, name: string, rollup: string): Mem {
 
 function memoryOf(pid: number): Mem {
   const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-  const name = argv.includes("apid") ? "apid" : argv.some((a) => a.endsWith("sandbox.js") || a === "sandbox") ? "machined" : path.basename(argv[0] ?? "?");
+  const name = argv.includes("apid") ? "apid" : argv.includes("trustd") ? "trustd" : argv.some((a) => a.endsWith("sandbox.js") || a === "sandbox") ? "machined" : path.basename(argv[0] ?? "?");
   return memoryFrom(pid, name, readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"));
 }
 
@@ -213,6 +213,6 @@ if (modeArg === "node") {
   print("installed node: the agent, containerd, udevd, syslogd", await measureNode());
   process.exit(0);
 }
-console.log(`node ${process.version}, ${useBundle ? `bundle ${entry()[0]}` : "dist/"}, idle ${idleSeconds} s after apply-config and 60 calls, machined node flags: [${nodeFlags.join(" ")}], MALLOC_ARENA_MAX=${sandboxEnv["MALLOC_ARENA_MAX"]}${process.env["BASALT_APID_NODE_FLAGS"] !== undefined ? `, apid node flags: [${process.env["BASALT_APID_NODE_FLAGS"]}]` : ""}`);
+console.log(`node ${process.version}, ${useBundle ? `bundle ${entry()[0]}` : "dist/"}, idle ${idleSeconds} s after apply-config and 60 calls, machined node flags: [${nodeFlags.join(" ")}], MALLOC_ARENA_MAX=${sandboxEnv["MALLOC_ARENA_MAX"]}${process.env["BASALT_APID_NODE_FLAGS"] !== undefined ? `, apid node flags: [${process.env["BASALT_APID_NODE_FLAGS"]}]` : ""}${process.env["BASALT_TRUSTD_NODE_FLAGS"] !== undefined ? `, trustd node flags: [${process.env["BASALT_TRUSTD_NODE_FLAGS"]}]` : ""}`);
 if (modeArg === "separate" || modeArg === "both") print("separate processes (machined + apid)", await measure(false));
 if (modeArg === "in-process" || modeArg === "both") print("apid in machined's process (--apid-in-process)", await measure(true));

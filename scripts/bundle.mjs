@@ -1,10 +1,11 @@
 #!/usr/bin/env node
-// Bundles the agent (agent/src/cmd/main.ts, the multi-call entry point) into one
-// ESM file for Node 22 and copies agent/api/**/*.proto beside it as api/ (the
-// proto loader finds an `api` directory next to the bundle).
+// Bundles the agent (agent/src/cmd/main.ts, the multi-call entry point) for Node 22:
+// basalt.mjs, split at each command's dynamic import so a process parses and keeps
+// only its command's code (chunks beside it); copies agent/api/**/*.proto beside
+// it as api/ (the proto loader finds an `api` directory next to the bundle).
 //
 // usage: node scripts/bundle.mjs [outdir]     (default _out/bundle)
-// Output: <outdir>/basalt.mjs, <outdir>/api/**, <outdir>/meta.json (esbuild metafile),
+// Output: <outdir>/basalt.mjs, <outdir>/*-<hash>.mjs, <outdir>/api/**, <outdir>/meta.json (esbuild metafile),
 // <outdir>/native/netlink-{x64,arm64}.node (the rtnetlink addon's prebuilds; the bundle
 // loads the one of the running architecture), <outdir>/native/koffi-{x64,arm64}.node.
 import { build } from "esbuild";
@@ -21,7 +22,11 @@ fs.mkdirSync(outdir, { recursive: true });
 
 const result = await build({
   entryPoints: [path.join(repo, "agent/src/cmd/main.ts")],
-  outfile: path.join(outdir, "basalt.mjs"),
+  outdir,
+  entryNames: "basalt",
+  outExtension: { ".js": ".mjs" },
+  // apid and trustd would otherwise hold machined's and ctl's code too (session 5: PSS per process below).
+  splitting: true,
   bundle: true,
   platform: "node",
   format: "esm",
@@ -58,8 +63,9 @@ for (const arch of nativeArchs) {
   fs.copyFileSync(path.join(repo, "node_modules/koffi/build/koffi", `linux_${arch}`, "koffi.node"), path.join(outdir, "native", `koffi-${arch}.node`));
 }
 
-const size = fs.statSync(path.join(outdir, "basalt.mjs")).size;
-console.log(`bundle: ${path.relative(repo, outdir)}/basalt.mjs ${(size / 1024).toFixed(0)} KiB`);
+const scripts = fs.readdirSync(outdir).filter((f) => f.endsWith(".mjs"));
+const size = scripts.reduce((sum, f) => sum + fs.statSync(path.join(outdir, f)).size, 0);
+console.log(`bundle: ${path.relative(repo, outdir)}/basalt.mjs and ${scripts.length - 1} chunks, ${(size / 1024).toFixed(0)} KiB`);
 
 /**
  * netlink finds its addon with node-gyp-build(__dirname), which means nothing inside

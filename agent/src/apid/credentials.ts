@@ -1,7 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { X509Certificate } from "node:crypto";
-import type { PeerCertificate } from "node:tls";
-import { roleKey } from "../grpc/metadata.js";
+import type { PeerCertificate, SecureContextOptions } from "node:tls";
+import { listenerKey, roleKey } from "../grpc/metadata.js";
 import { tlsKeyPem } from "../pki/tls.js";
 import { allRoles, isAuthorized, normalizeRoles, Role } from "../grpc/roles.js";
 import type { SurfaceCall } from "../grpc/server.js";
@@ -13,6 +13,18 @@ export type ListenerMode =
   | { kind: "mtls"; serverCert: string; serverKey: string; acceptedCAs: string[]; checkExtKeyUsage: boolean; enableRbac: boolean };
 
 const clientAuthOid = "1.3.6.1.5.5.7.3.2";
+
+/** TLS settings of apid's listener: maintenance serves without asking for a client certificate; mTLS requires one from the accepted CAs. */
+export function tlsOptions(mode: ListenerMode): SecureContextOptions & { requestCert: boolean; rejectUnauthorized: boolean } {
+  const mtls = mode.kind === "mtls";
+  return {
+    cert: mode.serverCert,
+    key: tlsKeyPem(mode.serverKey),
+    ...(mtls ? { ca: mode.acceptedCAs.join("\n") } : {}),
+    requestCert: mtls,
+    rejectUnauthorized: mtls,
+  };
+}
 
 /** Certificate material handed to grpc-js as it changes, so renewals need no re-bind. */
 class MemoryCertificateProvider implements grpc.experimental.CertificateProvider {
@@ -67,11 +79,6 @@ export function liveServerCredentials(mode: ListenerMode): LiveServerCredentials
   return { credentials, update };
 }
 
-/** Fixed credentials (tests and one-off listeners). */
-export function serverCredentials(mode: ListenerMode): grpc.ServerCredentials {
-  return liveServerCredentials(mode).credentials;
-}
-
 // Parsing the certificate again took about a quarter of apid's CPU per call (bench/rpc-latency --cpu-prof);
 // the verdict is remembered by the certificate's SHA-256 fingerprint, which Node computes anyway.
 const clientAuthOnlyByFingerprint = new Map<string, boolean>();
@@ -97,20 +104,28 @@ function organizations(cert: PeerCertificate): string[] {
   return Array.isArray(o) ? o : [o];
 }
 
+/**
+ * A call apid's listener already authenticated and handed to its grpc-js proxy in the same process
+ * (front.ts): the roles and the maintenance tag are the listener's, which replaced any the caller sent.
+ */
+export function frontCaller(call: SurfaceCall): Caller {
+  const roles = normalizeRoles(call.metadata.get(roleKey).map(String));
+  return call.metadata.get(listenerKey).map(String).includes("maintenance") ? { roles, maintenance: true } : { roles };
+}
+
 /** A caller on apid's unix socket: the socket's permissions are the authentication; roles come from `talos-role`. */
 export function socketCaller(call: SurfaceCall): Caller {
   return { roles: normalizeRoles(call.metadata.get(roleKey).map(String)) };
 }
 
 /**
- * Roles of a caller: in maintenance everyone is a reader (machined applies the
- * maintenance rules); with mTLS the roles are the client certificate's O values,
- * replaced by `talos-role` metadata only for peers holding os:impersonator;
+ * Roles of a caller, from what its connection and headers carry: in maintenance everyone is a
+ * reader (machined applies the maintenance rules); with mTLS the roles are the client
+ * certificate's O values, replaced by `talos-role` values only for peers holding os:impersonator;
  * without RBAC every authenticated caller holds every role.
  */
-export function authenticate(mode: ListenerMode, call: SurfaceCall): Caller {
+export function authenticatePeer(mode: ListenerMode, cert: PeerCertificate | undefined, assertedRoles: readonly string[], path: string): Caller {
   if (mode.kind === "maintenance") return { roles: [Role.reader], maintenance: true };
-  const cert = call.getAuthContext()?.sslPeerCertificate;
   if (!cert || !cert.raw) throw unauthenticated("client certificate is required");
   if (mode.checkExtKeyUsage && !clientAuthOnly(cert)) {
     throw unauthenticated("client certificate must have extended key usage clientAuth only");
@@ -118,11 +133,11 @@ export function authenticate(mode: ListenerMode, call: SurfaceCall): Caller {
   if (!mode.enableRbac) return { roles: [...allRoles] };
   let roles = normalizeRoles(organizations(cert));
   if (roles.includes(Role.impersonator)) {
-    const asserted = normalizeRoles(call.metadata.get(roleKey).map(String));
+    const asserted = normalizeRoles(assertedRoles);
     if (asserted.length > 0) roles = asserted;
   }
   // Refused at the door too, so a call this caller may not make is never forwarded to other nodes.
-  if (!isAuthorized(call.getPath(), roles)) throw permissionDenied("not authorized");
+  if (!isAuthorized(path, roles)) throw permissionDenied("not authorized");
   return { roles };
 }
 

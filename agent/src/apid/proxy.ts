@@ -132,7 +132,8 @@ function asStatus(err: unknown): grpc.StatusObject {
 const asError = (st: Partial<grpc.StatusObject>): grpc.ServiceError =>
   Object.assign(new Error(st.details ?? ""), { code: st.code ?? grpc.status.UNKNOWN, details: st.details ?? "", metadata: st.metadata ?? new grpc.Metadata() });
 
-function failedNode(tag: string, st: grpc.StatusObject) {
+/** The error entry of a node that failed in a fan-out. */
+export function failedNode(tag: string, st: Pick<grpc.StatusObject, "code" | "details">) {
   return { hostname: tag, error: st.details, status: { code: st.code, message: st.details } };
 }
 

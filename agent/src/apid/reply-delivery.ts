@@ -49,17 +49,21 @@ export function reportDelivery(machinedTarget: string, token: string): void {
   });
 }
 
-/** The interceptor, outermost in apid's server; `machinedTarget` is machined's socket (unix:...). */
+/** Reports `token` to machined once `stream` has closed and the caller acknowledged what its connection carried. */
+export function reportWhenDelivered(stream: ServerHttp2Stream, machinedTarget: string, token: string): void {
+  const conn = connectionOf(stream);
+  stream.once("close", () => void (conn ? acknowledged(conn) : Promise.resolve()).then(() => reportDelivery(machinedTarget, token)));
+}
+
+/** The interceptor, outermost in apid's socket server; `machinedTarget` is machined's socket (unix:...). */
 export function replyDeliveryInterceptor(machinedTarget: string): grpc.ServerInterceptor {
   return (method, call) => {
     if (!replyTrackedPaths.has(method.path)) return new grpc.ServerInterceptingCall(call);
     const token = randomUUID();
     // grpc-js keeps the HTTP/2 stream private; as the first interceptor we are handed its base call, which holds it.
     const stream = (call as unknown as { stream?: ServerHttp2Stream }).stream;
-    if (stream) {
-      const conn = connectionOf(stream);
-      stream.once("close", () => void (conn ? acknowledged(conn) : Promise.resolve()).then(() => reportDelivery(machinedTarget, token)));
-    } else log.error("no HTTP/2 stream on the call: machined will wait its bound for this reply", { method: method.path });
+    if (stream) reportWhenDelivered(stream, machinedTarget, token);
+    else log.error("no HTTP/2 stream on the call: machined will wait its bound for this reply", { method: method.path });
     const listener = new grpc.ServerListenerBuilder()
       .withOnReceiveMetadata((metadata, next) => {
         metadata.set(replyDeliveryKey, token);

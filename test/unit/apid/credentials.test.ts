@@ -1,52 +1,57 @@
-// apid's authentication over real TLS handshakes: client certificate roles (O),
-// the clientAuth-only rule, impersonation and RBAC off.
+// apid's authentication over real TLS handshakes at its listener (front.ts): client certificate
+// roles (O), the clientAuth-only rule, impersonation and RBAC off. Behind the listener a stand-in
+// for machined answers with the talos-role it was handed.
 import * as grpc from "@grpc/grpc-js";
 import assert from "node:assert/strict";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
 import { after, before, test } from "node:test";
-import { authenticate, serverCredentials, type ListenerMode } from "../../../agent/src/apid/credentials.js";
+import { type ListenerMode } from "../../../agent/src/apid/credentials.js";
+import { ApiFront } from "../../../agent/src/apid/front.js";
+import { BackendSession } from "../../../agent/src/apid/raw-relay.js";
 import { generateSelfSignedCA, issueCertificate, type CertificateAuthority, type ExtKeyUsageName } from "../../../agent/src/pki/index.js";
 import { tlsKeyPem } from "../../../agent/src/pki/tls.js";
 
 const identity = (b: Buffer) => b;
 let ca: CertificateAuthority;
-const servers: grpc.Server[] = [];
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), "basalt-apid-credentials-"));
+const socket = path.join(dir, "machined.sock");
+const machined = new grpc.Server();
+const fronts: ApiFront[] = [];
+const sessions: BackendSession[] = [];
 
 before(async () => {
   ca = await generateSelfSignedCA({ organizations: ["talos"] });
-});
-after(() => {
-  for (const s of servers) s.forceShutdown();
-});
-
-/** Like serve: Version and Reboot answer with the caller's roles. */
-const registerAll = (mode: Parameters<typeof serve>[0]) => serve(mode, ["/machine.MachineService/Version", "/machine.MachineService/Reboot"]);
-
-/** Starts a server whose methods answer with the caller's roles (or the refusal). */
-async function serve(mode: Omit<ListenerMode & { kind: "mtls" }, "serverCert" | "serverKey" | "acceptedCAs" | "kind">, paths = ["/machine.MachineService/Version"]): Promise<number> {
-  const server = new grpc.Server();
-  servers.push(server);
-  const cert = await issueCertificate(ca, { commonName: "node", ipAddresses: ["127.0.0.1"], extKeyUsage: ["serverAuth"], lifetimeMs: 3600_000 });
-  const full: ListenerMode = { kind: "mtls", serverCert: cert.certPem, serverKey: cert.keyPem, acceptedCAs: [ca.certPem], ...mode };
-  for (const p of paths) {
-    server.register(
-      p,
-      (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
-        try {
-          cb(null, Buffer.from(authenticate(full, call).roles.join(",")));
-        } catch (err) {
-          cb(err as grpc.ServiceError);
-        }
-      },
-      identity,
-      identity,
-      "unary",
-    );
+  for (const p of ["/machine.MachineService/Version", "/machine.MachineService/Reboot"]) {
+    machined.register(p, (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb(null, Buffer.from(call.metadata.get("talos-role").join(","))), identity, identity, "unary");
   }
-  return new Promise((resolve, reject) =>
-    server.bindAsync("127.0.0.1:0", serverCredentials(full), (err, port) => (err ? reject(err) : resolve(port))),
-  );
+  await new Promise<void>((resolve, reject) => machined.bindAsync(`unix:${socket}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+});
+after(async () => {
+  for (const f of fronts) await f.close(0);
+  for (const s of sessions) s.close();
+  machined.forceShutdown();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+/** apid's listener on 127.0.0.1 with `mode`, relaying to the stand-in machined. */
+async function listen(mode: ListenerMode): Promise<ApiFront> {
+  const session = new BackendSession("machined", () => net.connect(socket));
+  sessions.push(session);
+  const methods = ["/machine.MachineService/Version", "/machine.MachineService/Reboot"].map((p) => ({ path: p, requestStream: false, responseStream: false }));
+  const front = new ApiFront({ listen: "127.0.0.1:0", mode, methods, machined: session, proxy: session, machinedTarget: `unix:${socket}`, isSelf: () => false, canForward: () => false });
+  fronts.push(front);
+  await front.listen();
+  return front;
 }
 
+/** A listener whose calls answer with the caller's roles (or the refusal). */
+async function serve(mode: Omit<ListenerMode & { kind: "mtls" }, "serverCert" | "serverKey" | "acceptedCAs" | "kind">): Promise<number> {
+  const cert = await issueCertificate(ca, { commonName: "node", ipAddresses: ["127.0.0.1"], extKeyUsage: ["serverAuth"], lifetimeMs: 3600_000 });
+  return (await listen({ kind: "mtls", serverCert: cert.certPem, serverKey: cert.keyPem, acceptedCAs: [ca.certPem], ...mode })).port();
+}
 async function call(
   port: number,
   roles: string[],
@@ -126,7 +131,7 @@ test("expired certificates and certificates from another CA are refused in the h
 });
 
 test("a method the caller's roles do not allow is refused at apid with Talos's message", async () => {
-  const port = await registerAll({ checkExtKeyUsage: true, enableRbac: true });
+  const port = await serve({ checkExtKeyUsage: true, enableRbac: true });
   const reboot = "/machine.MachineService/Reboot";
   await assert.rejects(
     call(port, ["os:reader"], ["clientAuth"], {}, { method: reboot }),
@@ -135,35 +140,31 @@ test("a method the caller's roles do not allow is refused at apid with Talos's m
   assert.equal(await call(port, ["os:operator"], ["clientAuth"], {}, { method: reboot }), "os:operator");
   // An impersonator's asserted roles are what is checked.
   await assert.rejects(call(port, ["os:impersonator"], ["clientAuth"], { "talos-role": "os:reader" }, { method: reboot }), (e: grpc.ServiceError) => e.code === grpc.status.PERMISSION_DENIED);
-  const open = await registerAll({ checkExtKeyUsage: true, enableRbac: false });
+  const open = await serve({ checkExtKeyUsage: true, enableRbac: false });
   assert.match(await call(open, ["os:reader"], ["clientAuth"], {}, { method: reboot }), /os:admin/);
 });
 
 test("renewed server certificates are swapped in without re-binding", async () => {
-  const { liveServerCredentials } = await import("../../../agent/src/apid/credentials.js");
   const issue = async (issuer: CertificateAuthority) =>
     issueCertificate(issuer, { commonName: "node", ipAddresses: ["127.0.0.1"], extKeyUsage: ["serverAuth"], lifetimeMs: 3600_000 });
   const first = await issue(ca);
-  const live = liveServerCredentials({ kind: "maintenance", serverCert: first.certPem, serverKey: first.keyPem });
-  const server = new grpc.Server();
-  servers.push(server);
-  server.register("/t.T/Ping", (_c: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb(null, Buffer.from("pong")), identity, identity, "unary");
-  const port: number = await new Promise((resolve, reject) => server.bindAsync("127.0.0.1:0", live.credentials, (e, p) => (e ? reject(e) : resolve(p))));
+  const front = await listen({ kind: "maintenance", serverCert: first.certPem, serverKey: first.keyPem });
   const ping = (trust: CertificateAuthority) => {
-    const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createSsl(Buffer.from(trust.certPem)));
+    const client = new grpc.Client(`127.0.0.1:${front.port()}`, grpc.credentials.createSsl(Buffer.from(trust.certPem)));
     return new Promise<string>((resolve, reject) =>
-      client.makeUnaryRequest("/t.T/Ping", identity, identity, Buffer.alloc(0), (err, res) => {
+      client.makeUnaryRequest("/machine.MachineService/Version", identity, identity, Buffer.alloc(0), (err, res) => {
         client.close();
         if (err) reject(err);
         else resolve(res!.toString());
       }),
     );
   };
-  assert.equal(await ping(ca), "pong");
+  // In maintenance every caller is a reader.
+  assert.equal(await ping(ca), "os:reader");
   const otherCA = await generateSelfSignedCA({ organizations: ["talos"] });
   const second = await issue(otherCA);
-  live.update({ kind: "maintenance", serverCert: second.certPem, serverKey: second.keyPem });
-  assert.equal(await ping(otherCA), "pong");
+  front.update({ kind: "maintenance", serverCert: second.certPem, serverKey: second.keyPem });
+  assert.equal(await ping(otherCA), "os:reader");
   await assert.rejects(ping(ca));
 });
 

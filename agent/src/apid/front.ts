@@ -1,0 +1,177 @@
+// apid's API listener (:50000): TLS and HTTP/2 from node:http2. Every call is authenticated
+// here (the client certificate read once per connection). A unary call for this node alone is
+// relayed as frames straight to machined's socket (raw-relay.ts), its reply tagged when it came as a
+// one-node fan-out; everything else (fan-out and forwarding to other nodes, streams, paths the API
+// does not have) goes, as frames too, to apid's grpc-js proxy (proxy.ts), with the roles decided here.
+
+import { randomUUID } from "node:crypto";
+import http2, { type Http2SecureServer, type Http2Session, type IncomingHttpHeaders, type OutgoingHttpHeaders, type ServerHttp2Stream } from "node:http2";
+import type { PeerCertificate, TLSSocket } from "node:tls";
+import * as grpc from "@grpc/grpc-js";
+import { describeError } from "../errors.js";
+import { logger } from "../log.js";
+import { listenerKey, roleKey } from "../grpc/metadata.js";
+import { replyDeliveryKey, replyTrackedPaths } from "../grpc/reply-delivery.js";
+import { failedNodeReply, tagUnaryReply } from "../grpc/aggregate.js";
+import { boundedStatusMessage } from "../grpc/status.js";
+import { authenticatePeer, tlsOptions, type ListenerMode } from "./credentials.js";
+import type { Caller, ProxiedMethod } from "./proxy.js";
+import { failedNode } from "./proxy.js";
+import { BackendSession, relayCall, relayUnaryRewritten, replyStatus } from "./raw-relay.js";
+import { reportWhenDelivered } from "./reply-delivery.js";
+
+const log = logger("apid");
+
+export interface FrontOptions {
+  listen: string; // host:port
+  mode: ListenerMode;
+  methods: readonly ProxiedMethod[];
+  /** machined's socket session: unary calls for this node. */
+  machined: BackendSession;
+  /** apid's grpc-js proxy: every other call. */
+  proxy: BackendSession;
+  /** machined's socket (unix:...), where an apply's delivered reply is reported. */
+  machinedTarget: string;
+  /** Whether a `nodes` target means this node. */
+  isSelf(target: string): boolean;
+  /** Whether this apid holds a client certificate to forward with (a fan-out's reply is then tagged). */
+  canForward(): boolean;
+  /** How long one node of a fan-out may take. Default 10 s, as the proxy's. */
+  perTargetTimeoutMs?: number;
+}
+
+// Never passed on as the caller sent them: the roles and listener tag are ours to set, the token is apid's.
+const ownKeys = [roleKey, listenerKey, replyDeliveryKey];
+// What the proxy consumes for routing; a call relayed to machined has no routing left to do.
+const routingKeys = ["node", "nodes", "proxyfrom"];
+
+/** Header values as grpc-js reads metadata: repeated values and comma-joined ones alike. */
+function headerValues(v: string | string[] | undefined): string[] {
+  if (v === undefined) return [];
+  return (Array.isArray(v) ? v : [v]).flatMap((s) => s.split(",")).map((s) => s.trim()).filter(Boolean);
+}
+
+/** The headers of the call as passed on: the caller's, without `drop`, with the caller's roles (and maintenance tag). */
+function forwardedHeaders(headers: IncomingHttpHeaders, drop: readonly string[], caller: Caller | undefined): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = { ":method": "POST", ":scheme": "http", ":authority": headers[":authority"] ?? "localhost", ":path": headers[":path"] };
+  for (const k of Object.keys(headers)) {
+    if (k.startsWith(":") || drop.includes(k)) continue;
+    out[k] = headers[k];
+  }
+  if (caller) {
+    out[roleKey] = caller.roles.join(",");
+    if (caller.maintenance) out[listenerKey] = "maintenance";
+  }
+  return out;
+}
+
+/** The TLS listener; `update` swaps renewed certificates of the same kind in place. */
+export class ApiFront {
+  private readonly server: Http2SecureServer;
+  private readonly sessions = new Set<Http2Session>();
+  private readonly peers = new WeakMap<Http2Session, PeerCertificate | undefined>();
+  private readonly unary: ReadonlySet<string>;
+  private readonly known: ReadonlySet<string>;
+  private mode: ListenerMode;
+
+  constructor(private readonly opts: FrontOptions) {
+    this.mode = opts.mode;
+    this.unary = new Set(opts.methods.filter((m) => !m.requestStream && !m.responseStream).map((m) => m.path));
+    this.known = new Set(opts.methods.map((m) => m.path));
+    // As grpc-js's server: no cap on header blocks or session memory (large replies), no idle timeout.
+    this.server = http2.createSecureServer({ ...tlsOptions(opts.mode), maxSendHeaderBlockLength: Number.MAX_SAFE_INTEGER, maxSessionMemory: Number.MAX_SAFE_INTEGER });
+    this.server.setTimeout(0);
+    this.server.on("secureConnection", (socket: TLSSocket) => socket.on("error", (err) => log.debug("connection failed", { error: describeError(err) })));
+    this.server.on("session", (s: Http2Session) => {
+      this.sessions.add(s);
+      s.on("close", () => this.sessions.delete(s));
+      s.on("error", (err) => log.debug("session failed", { error: describeError(err) }));
+    });
+    this.server.on("stream", (stream, headers) => this.serve(stream, headers));
+  }
+
+  /** Listens on opts.listen; rejects (listening nowhere) when the address cannot be bound. */
+  async listen(): Promise<void> {
+    const i = this.opts.listen.lastIndexOf(":");
+    const host = this.opts.listen.slice(0, i).replace(/^\[|\]$/g, "");
+    const port = Number(this.opts.listen.slice(i + 1));
+    await new Promise<void>((resolve, reject) => {
+      const onError = (err: Error) => reject(err);
+      this.server.once("error", onError);
+      this.server.listen(port, host, () => {
+        this.server.removeListener("error", onError);
+        resolve();
+      });
+    });
+  }
+
+  /** The port bound (for listeners on port 0). */
+  port(): number {
+    const a = this.server.address();
+    return typeof a === "object" && a ? a.port : 0;
+  }
+
+  update(mode: ListenerMode): void {
+    this.mode = mode;
+    this.server.setSecureContext(tlsOptions(mode));
+  }
+
+  /** Stops listening; calls in flight get `graceMs` to finish (an apply's reply among them). */
+  async close(graceMs = 2000): Promise<void> {
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    for (const s of this.sessions) s.close();
+    const timer = setTimeout(() => {
+      for (const s of this.sessions) s.destroy();
+    }, graceMs);
+    await closed;
+    clearTimeout(timer);
+  }
+
+  private peerOf(session: Http2Session | undefined): PeerCertificate | undefined {
+    if (!session) return undefined;
+    if (this.peers.has(session)) return this.peers.get(session);
+    // http2 hands out a proxy of the socket; the TLS methods are reachable through it.
+    const socket = session.socket as TLSSocket;
+    const cert = socket.getPeerCertificate?.();
+    const peer = cert && cert.raw ? cert : undefined;
+    this.peers.set(session, peer);
+    return peer;
+  }
+
+  private serve(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
+    const path = headers[":path"] ?? "";
+    const grpcCall = headers[":method"] === "POST" && String(headers["content-type"] ?? "").startsWith("application/grpc");
+    if (!grpcCall || !this.known.has(path)) {
+      // grpc-js answers these as it always has (UNIMPLEMENTED, 415, ...); no roles go with them.
+      relayCall(stream, forwardedHeaders(headers, ownKeys, undefined), this.opts.proxy, "apid's proxy");
+      return;
+    }
+    let caller: Caller;
+    try {
+      caller = authenticatePeer(this.mode, this.peerOf(stream.session), headerValues(headers[roleKey]), path);
+    } catch (err) {
+      const e = err as Partial<grpc.ServiceError>; // authenticatePeer throws grpc-shaped errors only
+      replyStatus(stream, e.code ?? grpc.status.UNAUTHENTICATED, e.details ?? describeError(err));
+      return;
+    }
+    const unary = this.unary.has(path);
+    const nodes = headerValues(headers["nodes"]);
+    // talosctl -n <this node>: answered from machined here, as the proxy would (tagged when this apid can forward).
+    const selfOnly = unary && headers["proxyfrom"] === undefined && headers["node"] === undefined && nodes.length === 1 && this.opts.isSelf(nodes[0]!);
+    const tagged = selfOnly && this.opts.canForward();
+    const direct = unary && (headers["proxyfrom"] !== undefined || (headers["node"] === undefined && (headers["nodes"] === undefined || selfOnly)));
+    const out = forwardedHeaders(headers, direct ? [...ownKeys, ...routingKeys] : ownKeys, caller);
+    if (replyTrackedPaths.has(path)) {
+      const token = randomUUID();
+      out[replyDeliveryKey] = token;
+      reportWhenDelivered(stream, this.opts.machinedTarget, token);
+    }
+    if (tagged) {
+      const tag = nodes[0]!;
+      relayUnaryRewritten(stream, out, this.opts.machined, "machined", this.opts.perTargetTimeoutMs ?? 10_000, (o) =>
+        o.message ? tagUnaryReply(o.message, tag) : failedNodeReply(failedNode(tag, { code: o.code, details: boundedStatusMessage(o.details) })),
+      );
+    } else if (direct) relayCall(stream, out, this.opts.machined, "machined");
+    else relayCall(stream, out, this.opts.proxy, "apid's proxy");
+  }
+}

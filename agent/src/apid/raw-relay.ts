@@ -1,0 +1,220 @@
+// Relays one gRPC call as HTTP/2 frames, without decoding a message: the caller's DATA
+// frames go to a backend session, the backend's headers, DATA and trailers come back as
+// they are. Through grpc-js's server and client instead, a Version call through apid
+// cost twice the agent CPU of machined's own handling (bench/rpc-latency, README).
+
+import http2, { type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders, type ServerHttp2Stream } from "node:http2";
+import type { Duplex } from "node:stream";
+import * as grpc from "@grpc/grpc-js";
+import { describeError } from "../errors.js";
+import { logger } from "../log.js";
+import { boundedStatusMessage } from "../grpc/status.js";
+
+const log = logger("apid");
+const { NGHTTP2_CANCEL, NGHTTP2_FLAG_END_STREAM, NGHTTP2_REFUSED_STREAM, NGHTTP2_ENHANCE_YOUR_CALM, NGHTTP2_INADEQUATE_SECURITY } = http2.constants;
+
+/** One HTTP/2 session to a backend, opened on first use and again after it closed. */
+export class BackendSession {
+  private session: ClientHttp2Session | undefined;
+
+  constructor(
+    private readonly name: string,
+    private readonly connect: () => Duplex,
+  ) {}
+
+  get(): ClientHttp2Session {
+    const current = this.session;
+    if (current && !current.closed && !current.destroyed) return current;
+    // As grpc-js's server does: large replies (Read, support bundles) must not hit nghttp2's session memory cap.
+    const s = http2.connect("http://localhost", { createConnection: this.connect, maxSessionMemory: Number.MAX_SAFE_INTEGER });
+    s.on("error", (err) => log.warn("backend session failed", { backend: this.name, error: describeError(err) }));
+    s.on("close", () => {
+      if (this.session === s) this.session = undefined;
+    });
+    // An idle session must not keep apid alive once everything else has stopped.
+    s.unref();
+    this.session = s;
+    return s;
+  }
+
+  close(): void {
+    this.session?.close();
+    this.session = undefined;
+  }
+}
+
+/** Answers a call with a status and no message (gRPC's trailers-only response), as grpc-js's server words it. */
+export function replyStatus(stream: ServerHttp2Stream, code: grpc.status, details: string): void {
+  if (stream.closed || stream.destroyed || stream.headersSent) return;
+  stream.respond(
+    { ":status": 200, "content-type": "application/grpc+proto", "grpc-status": String(code), "grpc-message": encodeURI(boundedStatusMessage(details)) },
+    { endStream: true },
+  );
+}
+
+/** The status grpc-js's client reports for a stream the backend reset before answering. */
+function statusOfReset(rstCode: number | undefined): grpc.status {
+  switch (rstCode) {
+    case NGHTTP2_REFUSED_STREAM:
+      return grpc.status.UNAVAILABLE;
+    case NGHTTP2_CANCEL:
+      return grpc.status.CANCELLED;
+    case NGHTTP2_ENHANCE_YOUR_CALM:
+      return grpc.status.RESOURCE_EXHAUSTED;
+    case NGHTTP2_INADEQUATE_SECURITY:
+      return grpc.status.PERMISSION_DENIED;
+    default:
+      return grpc.status.INTERNAL;
+  }
+}
+
+/** Response headers or trailers as the backend sent them, without HTTP/2's own pseudo-headers (but :status). */
+function passedOn(h: IncomingHttpHeaders): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  for (const k of Object.keys(h)) {
+    if (k.startsWith(":") && k !== ":status") continue;
+    out[k] = h[k];
+  }
+  return out;
+}
+
+/**
+ * Relays `front` (the caller's stream) to `backend` with `headers` as the request's.
+ * A backend unreachable or resetting before it answered becomes a status like the one grpc-js's
+ * client would have reported; a caller that goes away cancels the backend's stream.
+ */
+export function relayCall(front: ServerHttp2Stream, headers: OutgoingHttpHeaders, backend: BackendSession, backendName: string): void {
+  let up: ClientHttp2Stream;
+  try {
+    up = backend.get().request(headers);
+  } catch (err) {
+    replyStatus(front, grpc.status.UNAVAILABLE, `${backendName} unreachable: ${describeError(err)}`);
+    return;
+  }
+  let trailers: OutgoingHttpHeaders | undefined;
+  let upError: Error | undefined;
+  front.pipe(up);
+  up.on("response", (h, flags) => {
+    if (front.closed || front.destroyed) return;
+    if (flags & NGHTTP2_FLAG_END_STREAM) {
+      front.respond(passedOn(h), { endStream: true });
+      return;
+    }
+    front.respond(passedOn(h), { waitForTrailers: true });
+    up.pipe(front);
+  });
+  up.on("trailers", (t) => {
+    trailers = passedOn(t);
+  });
+  front.on("wantTrailers", () => {
+    front.sendTrailers(trailers ?? { "grpc-status": String(grpc.status.INTERNAL), "grpc-message": encodeURI(`${backendName} ended the call without a status`) });
+  });
+  up.on("error", (err) => {
+    upError = err;
+  });
+  front.on("error", (err) => log.debug("caller's stream failed", { error: describeError(err) }));
+  up.on("close", () => {
+    if (front.closed || front.destroyed) return;
+    if (!front.headersSent) {
+      // Unreachable before any answer (machined may be restarting): UNAVAILABLE, which callers retry; a reset is the backend's word.
+      const reset = (upError === undefined || ("code" in upError && upError.code === "ERR_HTTP2_STREAM_ERROR")) && !!up.rstCode;
+      const code = reset ? statusOfReset(up.rstCode) : grpc.status.UNAVAILABLE;
+      replyStatus(front, code, `${backendName}: ${upError ? describeError(upError) : `stream closed (code ${up.rstCode ?? 0})`}`);
+    } else if (trailers === undefined) {
+      front.close(up.rstCode || http2.constants.NGHTTP2_INTERNAL_ERROR);
+    }
+  });
+  front.on("close", () => {
+    if (!up.closed && !up.destroyed) up.close(NGHTTP2_CANCEL);
+  });
+}
+
+/** A backend's answer to a unary call: its one message when the status is OK. */
+export interface UnaryOutcome {
+  code: grpc.status;
+  details: string;
+  message?: Buffer;
+}
+
+/** grpc-timeout's value in milliseconds ("<digits><unit>"); undefined when absent or malformed. */
+function timeoutMs(value: OutgoingHttpHeaders[string]): number | undefined {
+  const m = /^(\d{1,8})([HMSmun])$/.exec(String(value ?? ""));
+  if (!m) return undefined;
+  const perUnit: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 0.001, n: 0.000001 };
+  return Number(m[1]) * perUnit[m[2]!]!;
+}
+
+/** The first message of a gRPC body (length-prefixed, uncompressed); undefined when there is none. */
+function firstMessage(body: Buffer): Buffer | undefined {
+  if (body.length < 5 || body[0] !== 0) return undefined;
+  const length = body.readUInt32BE(1);
+  return body.length >= 5 + length ? body.subarray(5, 5 + length) : undefined;
+}
+
+/**
+ * A unary call to `backend` whose reply is rewritten before the caller gets it (a fan-out's one
+ * node tagging its answer): the backend's reply is read whole, `reply` makes the message sent, always
+ * with status OK as the proxy answers a fan-out. The backend gets at most `capMs` of the caller's deadline.
+ */
+export function relayUnaryRewritten(front: ServerHttp2Stream, headers: OutgoingHttpHeaders, backend: BackendSession, backendName: string, capMs: number, reply: (o: UnaryOutcome) => Buffer): void {
+  const own = timeoutMs(headers["grpc-timeout"]);
+  const out: OutgoingHttpHeaders = { ...headers, "grpc-timeout": `${Math.ceil(Math.min(own ?? capMs, capMs))}m` };
+  // The reply is read here, so it must come uncompressed.
+  delete out["grpc-accept-encoding"];
+  let up: ClientHttp2Stream | undefined;
+  let settled = false;
+  const answer = (o: UnaryOutcome) => {
+    if (settled || front.closed || front.destroyed) return;
+    settled = true;
+    let message: Buffer;
+    try {
+      message = reply(o);
+    } catch (err) {
+      // A reply that cannot be rewritten fails the call, as it does through the proxy.
+      replyStatus(front, grpc.status.INTERNAL, describeError(err));
+      return;
+    }
+    const body = Buffer.alloc(5 + message.length);
+    body.writeUInt32BE(message.length, 1);
+    message.copy(body, 5);
+    front.respond({ ":status": 200, "content-type": "application/grpc+proto", "grpc-accept-encoding": "identity,deflate,gzip", "grpc-encoding": "identity" }, { waitForTrailers: true });
+    front.once("wantTrailers", () => front.sendTrailers({ "grpc-status": String(grpc.status.OK), "grpc-message": "OK" }));
+    front.end(body);
+  };
+  try {
+    up = backend.get().request(out);
+  } catch (err) {
+    answer({ code: grpc.status.UNAVAILABLE, details: `${backendName} unreachable: ${describeError(err)}` });
+    return;
+  }
+  const stream = up;
+  const chunks: Buffer[] = [];
+  let status: IncomingHttpHeaders | undefined;
+  let upError: Error | undefined;
+  front.pipe(stream);
+  stream.on("response", (h) => {
+    if (h["grpc-status"] !== undefined) status = h;
+  });
+  stream.on("trailers", (t) => {
+    status = t;
+  });
+  stream.on("data", (b: Buffer) => chunks.push(b));
+  stream.on("error", (err) => {
+    upError = err;
+  });
+  front.on("error", (err) => log.debug("caller's stream failed", { error: describeError(err) }));
+  stream.on("close", () => {
+    if (!status) {
+      answer({ code: stream.rstCode ? statusOfReset(stream.rstCode) : grpc.status.UNAVAILABLE, details: `${backendName}: ${upError ? describeError(upError) : `stream closed (code ${stream.rstCode ?? 0})`}` });
+      return;
+    }
+    const code: grpc.status = Number(status["grpc-status"]);
+    const details = decodeURI(String(status["grpc-message"] ?? ""));
+    if (code !== grpc.status.OK) return answer({ code, details });
+    const message = firstMessage(Buffer.concat(chunks));
+    answer(message ? { code, details, message } : { code: grpc.status.INTERNAL, details: `${backendName} answered without a message` });
+  });
+  front.on("close", () => {
+    if (!stream.closed && !stream.destroyed) stream.close(NGHTTP2_CANCEL);
+  });
+}
