@@ -207,6 +207,7 @@ test("install journey: maintenance → install → mTLS → reboot → cold boot
       assert.deepEqual(await took("bond2", ["lacp_rate"]), ["lacp_rate=slow 0"]);
       const now = await list("LinkStatuses.net.talos.dev");
       assert.match(now.get(second) ?? "", new RegExp(`^masterIndex: ${bondIndex}$`, "m"), "the member back in bond0");
+      assert.match(now.get("bond0") ?? "", /^bondMaster:\n(?: {4}.*\n)*? {4}miimon: 200$/m, "LinkStatus decodes the kernel's bond settings");
       assert.deepEqual(["bond0", "bond2"].map((b) => indexOf(now, b)), ["bond0", "bond2"].map((b) => indexOf(before, b)), "same ifindex");
       assert.ok((await list("AddressStatuses.net.talos.dev")).has("bond0/172.21.0.2/24"));
     }, 120_000);
