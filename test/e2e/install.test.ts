@@ -1,7 +1,7 @@
 // The user's journey with one machine (one disk) across its boots: the ISO in
 // maintenance mode, apply-config, install and kexec into the installed system,
 // mutual TLS, partitions and mounts over the API, a live hostname change, a VLAN and
-// bonds in three modes built and removed live (the first boot has a second NIC), Reboot by kexec (the
+// bonds in three modes built, changed in place and removed live (the first boot has a second NIC), Reboot by kexec (the
 // ISO still attached: the disk's config wins), a POWERCYCLE reboot into a cold BIOS boot
 // from the disk alone, and Reset of STATE and EPHEMERAL back to maintenance mode.
 import assert from "node:assert/strict";
@@ -155,7 +155,7 @@ test("install journey: maintenance → install → mTLS → reboot → cold boot
     }, 60_000);
   });
 
-  await t.test("a NO_REBOOT apply builds a VLAN and active-backup, balance-rr and 802.3ad bonds (LinkStatus, the kernel's options), a second one removes them", async () => {
+  await t.test("a NO_REBOOT apply builds a VLAN and active-backup, balance-rr and 802.3ad bonds (LinkStatus, the kernel's options), a second changes bond options in place, a third removes them", async () => {
     const c = admin();
     type Listed = { resource: { metadata: { id: string }; spec: { yaml_spec: string } } }[];
     const list = async (type: string) =>
@@ -195,6 +195,23 @@ test("install journey: maintenance → install → mTLS → reboot → cold boot
     assert.deepEqual(await took("bond0", ["mode", "miimon", "resend_igmp", "lp_interval", "num_grat_arp"]), ["mode=active-backup 1", "miimon=100", "resend_igmp=1", "lp_interval=1", "num_grat_arp=1"]);
     assert.deepEqual(await took("bond1", ["mode", "packets_per_slave", "miimon"]), ["mode=balance-rr 0", "packets_per_slave=2", "miimon=0"]);
     assert.deepEqual(await took("bond2", ["mode", "lacp_rate", "ad_actor_sys_prio", "miimon", "xmit_hash_policy"]), ["mode=802.3ad 4", "lacp_rate=fast 1", "ad_actor_sys_prio=65535", "miimon=100", "xmit_hash_policy=layer2 0"]);
+
+    // Options changed by a NO_REBOOT apply are changed in place, as Talos does: the same links (ifindex), the member back in its bond.
+    const indexOf = (statuses: Map<string, string>, link: string) => /^index: (\d+)$/m.exec(statuses.get(link) ?? "")?.[1];
+    const before = await list("LinkStatuses.net.talos.dev");
+    const changed = withLinks.replace(/(mode: active-backup\n\s+miimon: )100/, "$1200").replace(/lacpRate: fast/, "lacpRate: slow");
+    assert.notEqual(changed.replace(/lacpRate: slow/, "lacpRate: fast"), withLinks, "miimon replaced");
+    await c.applyConfiguration(changed, { mode: ApplyMode.NO_REBOOT });
+    await waitFor(node, "bond options changed in place", async () => {
+      assert.deepEqual(await took("bond0", ["miimon"]), ["miimon=200"]);
+      assert.deepEqual(await took("bond2", ["lacp_rate"]), ["lacp_rate=slow 0"]);
+      const now = await list("LinkStatuses.net.talos.dev");
+      assert.match(now.get(second) ?? "", new RegExp(`^masterIndex: ${bondIndex}$`, "m"), "the member back in bond0");
+      assert.match(now.get("bond0") ?? "", /^bondMaster:\n(?: {4}.*\n)*? {4}miimon: 200$/m, "LinkStatus decodes the kernel's bond settings");
+      assert.deepEqual(["bond0", "bond2"].map((b) => indexOf(now, b)), ["bond0", "bond2"].map((b) => indexOf(before, b)), "same ifindex");
+      assert.ok((await list("AddressStatuses.net.talos.dev")).has("bond0/172.21.0.2/24"));
+    }, 120_000);
+    assert.deepEqual(await took("bond0", ["mode", "resend_igmp"]), ["mode=active-backup 1", "resend_igmp=1"]);
 
     await c.applyConfiguration(hostnameOnly, { mode: ApplyMode.NO_REBOOT });
     await waitFor(node, "vlan and bond removed", async () => {

@@ -47,6 +47,13 @@ async function runStep(step: string): Promise<unknown> {
         await k.setLinkMaster(PEER, BRIDGE);
         return { links: await k.listLinks(), addresses: await k.listAddresses(), routes: await k.listRoutes() };
       }
+      case "change": {
+        // A bridge's settings change in place (the same path as a bond's, whose driver this kernel lacks).
+        const before = (await k.listLinks()).find((l) => l.name === BRIDGE)!;
+        await k.setLinkSettings({ kind: "bridge", name: BRIDGE, bridge: { stp: false } });
+        const after = (await k.listLinks()).find((l) => l.name === BRIDGE)!;
+        return { before: [before.index, before.bridge], after: [after.index, after.bridge] };
+      }
       case "watch": {
         // Reports the kinds of change the kernel announces for an address added by iproute2.
         const seen = new Set<NetChange>();
@@ -183,6 +190,11 @@ function defineTests(): void {
       `4 t254 /0 via 10.77.0.1 m1024 p4 src=10.77.0.2 mtu=0 ${VETH}`,
       `6 t254 fd78::/48 via fd77::1 m10 p3 src= mtu=0 ${VETH}`,
     ]);
+
+    const bridgeIndex = byName.get(BRIDGE)!.index;
+    assert.deepEqual(step("change"), { before: [bridgeIndex, { stp: true, vlanFiltering: false }], after: [bridgeIndex, { stp: false, vlanFiltering: false }] });
+    const bridge = (JSON.parse(ip("-n", NS, "-d", "-j", "link", "show", "dev", BRIDGE)) as { ifindex: number; linkinfo: { info_data: { stp_state: number } } }[])[0]!;
+    assert.deepEqual([bridge.ifindex, bridge.linkinfo.info_data.stp_state], [bridgeIndex, 0]);
 
     assert.deepEqual(step("watch"), ["address", "route"]);
 

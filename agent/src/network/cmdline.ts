@@ -2,7 +2,8 @@
 // `talos.network.interface.ignore=` (repeatable), `ip=` in the kernel's full syntax
 // (<client>:<server>:<gw>:<netmask>:<hostname>:<device>:<autoconf>:<dns0>:<dns1>:<ntp0>,
 // `ip=<dev>:dhcp`; bare `ip=dhcp` is ignored as Talos does), `vlan=<name>:<parent>`,
-// dracut's `bond=<name>[:<members>[:<options>[:<mtu>]]]` and `net.ifnames=0`.
+// dracut's `bond=<name>[:<members>[:<options>[:<mtu>]]]`. `net.ifnames=0` is udevd's to read
+// (it then keeps the kernel's link names), as on Talos, whose networking ignores it too.
 
 import type { Bond } from "../config/types/v1alpha1.js";
 import { bondNames } from "../resources/catalog/network.js";
@@ -22,8 +23,6 @@ export interface CmdlineNetworking {
   vlans: { name: string; parent: string; vlanId: number }[];
   /** `bond=`: members default to eth0,eth1 (dracut); options in the machine config's Bond shape. */
   bond?: { name: string; members: string[]; options: Bond; mtu: number };
-  /** `net.ifnames=0`: the kernel's own ethN names are kept. */
-  netIfnames0: boolean;
   /** Arguments seen but not handled yet. */
   unsupported: string[];
 }
@@ -101,7 +100,7 @@ function ipFields(value: string): string[] {
 }
 
 export function parseCmdlineNetworking(text: string): CmdlineNetworking {
-  const res: CmdlineNetworking = { ignoreLinks: [], dhcpLinks: [], static: [], dnsServers: [], timeServers: [], vlans: [], netIfnames0: false, unsupported: [] };
+  const res: CmdlineNetworking = { ignoreLinks: [], dhcpLinks: [], static: [], dnsServers: [], timeServers: [], vlans: [], unsupported: [] };
   let ipHostname: string | undefined;
   for (const [key, value] of cmdlineArgs(text)) {
     if (value === undefined) continue;
@@ -145,9 +144,6 @@ export function parseCmdlineNetworking(text: string): CmdlineNetworking {
         else res.unsupported.push(`vlan=${value}`);
         break;
       }
-      case "net.ifnames":
-        res.netIfnames0 = value === "0";
-        break;
       case "bond": {
         const parsed = parseBond(value);
         if (parsed) res.bond = parsed;

@@ -2,9 +2,10 @@
 // kernel's for the cases we use (link up/down with carrier, connected and local
 // routes for new IPv4 addresses, replace semantics), and every call is recorded.
 
-import { AlreadyExistsError, NotFoundError } from "../errors.js";
+import { AlreadyExistsError, ConflictError, InvalidInputError, NotFoundError } from "../errors.js";
 import {
   type AddressRequest,
+  type BondOptions,
   ARPHRD_ETHER,
   ARPHRD_LOOPBACK,
   IFA_F_PERMANENT,
@@ -18,6 +19,7 @@ import {
   type KernelLink,
   type KernelRoute,
   type LinkCreateRequest,
+  type LinkSettingsRequest,
   type NetChange,
   type NetKernel,
   OPER_DOWN,
@@ -43,6 +45,8 @@ export interface FakeLinkInit {
   mtu?: number;
   carrier?: boolean;
   up?: boolean;
+  /** A bond's settings, as the kernel would report them. */
+  bond?: BondOptions;
 }
 
 export class FakeNetKernel implements NetKernel {
@@ -82,6 +86,7 @@ export class FakeNetKernel implements NetKernel {
       carrier: init.carrier ?? true,
     };
     link.permanentAddr = link.hardwareAddr;
+    if (init.bond) link.bond = structuredClone(init.bond);
     this.links.push(link);
     if (init.up) this.applyUp(link, true);
     this.emit("link");
@@ -97,7 +102,13 @@ export class FakeNetKernel implements NetKernel {
   }
 
   async listLinks(): Promise<KernelLink[]> {
-    return structuredClone(this.links);
+    const links = structuredClone(this.links);
+    // Like the kernel: a bond names its primary only once that member is enslaved.
+    for (const l of links) {
+      const primary = l.bond?.primary;
+      if (primary && !links.some((m) => m.name === primary && m.masterIndex === l.index)) delete l.bond!.primary;
+    }
+    return links;
   }
 
   async listAddresses(): Promise<KernelAddress[]> {
@@ -129,6 +140,26 @@ export class FakeNetKernel implements NetKernel {
       link.vlanId = req.vlanId;
       link.vlanProtocol = req.protocol ?? 0x8100;
     }
+    if (req.kind === "bond") link.bond = structuredClone(req.bond);
+    if (req.kind === "bridge") link.bridge = { stp: req.bridge.stp ?? false, vlanFiltering: req.bridge.vlanFiltering ?? false };
+  }
+
+  /** Like the kernel's changelink, which refuses these bond options on a bond that is up (EBUSY) or has members (ENOTEMPTY). */
+  async setLinkSettings(req: LinkSettingsRequest): Promise<void> {
+    this.calls.push(`setLinkSettings ${req.kind} ${req.name}`);
+    const link = this.link(req.name);
+    if (link.kind !== req.kind) throw new InvalidInputError(`link ${req.name} is a ${link.kind || "device"}, not a ${req.kind}`, { link: req.name });
+    if (req.kind === "bridge") {
+      link.bridge = { stp: req.bridge.stp ?? link.bridge?.stp ?? false, vlanFiltering: req.bridge.vlanFiltering ?? link.bridge?.vlanFiltering ?? false };
+    } else {
+      const busy = (["mode", "lacpRate", "adSelect", "failOverMac", "tlbDynamicLb", "adActorSysPrio", "adUserPortKey"] as const).filter((k) => link.bond?.[k] !== req.bond[k]);
+      const members = this.links.some((l) => l.masterIndex === link.index);
+      if (busy.length > 0 && ((link.flags & IFF_UP) !== 0 || members)) {
+        throw new ConflictError(`bond ${req.name}: ${busy.join(", ")} cannot change while it is up or has members`, { link: req.name });
+      }
+      link.bond = structuredClone(req.bond);
+    }
+    this.emit("link");
   }
 
   async deleteLink(name: string): Promise<void> {

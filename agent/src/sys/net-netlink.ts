@@ -16,7 +16,9 @@ import { ETH_P_IP, sendLinkBroadcast, udp4BroadcastPacket } from "./packet-socke
 import {
   type AddressRequest,
   type BondOptions,
-  BOND_MODE,
+  type BridgeOptions,
+  type LinkSettingsRequest,
+  bondOptionsSent,
   type IpFamily,
   type KernelAddress,
   type KernelLink,
@@ -111,55 +113,59 @@ function cstring(b: Buffer | undefined): string {
   return b.subarray(0, nul < 0 ? b.length : nul).toString();
 }
 
-// IFLA_BOND_* (linux/if_link.h).
-const BOND = {
-  MODE: 1, MIIMON: 3, UPDELAY: 4, DOWNDELAY: 5, USE_CARRIER: 6, ARP_INTERVAL: 7, ARP_VALIDATE: 9, ARP_ALL_TARGETS: 10,
-  PRIMARY: 11, PRIMARY_RESELECT: 12, FAIL_OVER_MAC: 13, XMIT_HASH_POLICY: 14, RESEND_IGMP: 15, NUM_PEER_NOTIF: 16,
-  ALL_SLAVES_ACTIVE: 17, MIN_LINKS: 18, LP_INTERVAL: 19, PACKETS_PER_SLAVE: 20, AD_LACP_RATE: 21, AD_SELECT: 22,
-  AD_ACTOR_SYS_PRIO: 24, AD_USER_PORT_KEY: 25, TLB_DYNAMIC_LB: 27, PEER_NOTIF_DELAY: 28,
-} as const;
+// IFLA_BOND_* (linux/if_link.h) of each option, with its width in bytes on the wire.
+const BOND_ATTRS: Record<keyof BondOptions, [type: number, width: 1 | 2 | 4]> = {
+  mode: [1, 1], miimon: [3, 4], updelay: [4, 4], downdelay: [5, 4], useCarrier: [6, 1], arpInterval: [7, 4], arpValidate: [9, 4],
+  arpAllTargets: [10, 4], primary: [11, 4], primaryReselect: [12, 1], failOverMac: [13, 1], xmitHashPolicy: [14, 1], resendIgmp: [15, 4],
+  numPeerNotif: [16, 1], allSlavesActive: [17, 1], minLinks: [18, 4], lpInterval: [19, 4], packetsPerSlave: [20, 4], lacpRate: [21, 1],
+  adSelect: [22, 1], adActorSysPrio: [24, 2], adUserPortKey: [25, 2], tlbDynamicLb: [27, 1], peerNotifyDelay: [28, 4],
+};
+const bondKeyOf = new Map(Object.entries(BOND_ATTRS).map(([k, [type]]) => [type, k as keyof BondOptions] as const));
+
+function uint(width: 1 | 2 | 4, v: number): Buffer {
+  return width === 1 ? u8(v) : width === 2 ? u16(v) : u32(v);
+}
 
 /**
- * IFLA_INFO_DATA of a bond, as Talos v1.7 encodes it: every option in its order, except
- * those the kernel refuses for the mode ("mode dependency failed") and the delays that
- * only mean something with MII monitoring. primaryIndex is resolved by the caller (0: none).
+ * IFLA_INFO_DATA of a bond, as Talos v1.7 encodes it: the options its mode lets through
+ * (bondOptionsSent), in its order. primaryIndex is resolved by the caller (0: none).
  */
 export function bondInfoData(o: BondOptions, primaryIndex: number): Buffer {
-  const lacp = o.mode === BOND_MODE.lacp;
-  const tlbOrAlb = o.mode === BOND_MODE.balanceTlb || o.mode === BOND_MODE.balanceAlb;
-  const attrs: Buffer[] = [];
-  const put = (type: number, payload: Buffer): void => {
-    attrs.push(nlattr(type, payload));
+  return Buffer.concat(
+    bondOptionsSent(o).map((key) => {
+      const [type, width] = BOND_ATTRS[key];
+      const v = key === "primary" ? primaryIndex : key === "useCarrier" ? (o.useCarrier ? 1 : 0) : o[key];
+      return nlattr(type, uint(width, v));
+    }),
+  );
+}
+
+/** A bond's IFLA_INFO_DATA as the kernel reports it; options it leaves out are 0, its primary (an index) becomes a name. */
+export function decodeBondInfoData(data: Buffer, nameOf: (index: number) => string | undefined): BondOptions {
+  const o: BondOptions = {
+    mode: 0, xmitHashPolicy: 0, lacpRate: 0, arpValidate: 0, arpAllTargets: 0, primaryReselect: 0, failOverMac: 0, adSelect: 0, miimon: 0,
+    updelay: 0, downdelay: 0, arpInterval: 0, resendIgmp: 0, minLinks: 0, lpInterval: 0, packetsPerSlave: 0, numPeerNotif: 0,
+    tlbDynamicLb: 0, allSlavesActive: 0, useCarrier: false, adActorSysPrio: 0, adUserPortKey: 0, peerNotifyDelay: 0,
   };
-  put(BOND.MODE, u8(o.mode));
-  put(BOND.XMIT_HASH_POLICY, u8(o.xmitHashPolicy));
-  if (lacp) put(BOND.AD_LACP_RATE, u8(o.lacpRate));
-  if (!lacp && !tlbOrAlb) put(BOND.ARP_VALIDATE, u32(o.arpValidate));
-  put(BOND.ARP_ALL_TARGETS, u32(o.arpAllTargets));
-  if (o.mode === BOND_MODE.activeBackup || tlbOrAlb) put(BOND.PRIMARY, u32(primaryIndex));
-  put(BOND.PRIMARY_RESELECT, u8(o.primaryReselect));
-  put(BOND.FAIL_OVER_MAC, u8(o.failOverMac));
-  put(BOND.AD_SELECT, u8(o.adSelect));
-  put(BOND.MIIMON, u32(o.miimon));
-  if (o.miimon !== 0) {
-    put(BOND.UPDELAY, u32(o.updelay));
-    put(BOND.DOWNDELAY, u32(o.downdelay));
+  for (const [type, payload] of parseAttrs(data)) {
+    const key = bondKeyOf.get(type);
+    if (!key) continue;
+    const width = BOND_ATTRS[key][1];
+    if (payload.length < width) continue;
+    const v = width === 1 ? payload.readUInt8(0) : width === 2 ? payload.readUInt16LE(0) : payload.readUInt32LE(0);
+    if (key === "primary") {
+      const name = nameOf(v);
+      if (name) o.primary = name;
+    } else if (key === "useCarrier") o.useCarrier = v === 1;
+    else o[key] = v;
   }
-  if (!lacp && !tlbOrAlb) put(BOND.ARP_INTERVAL, u32(o.arpInterval));
-  put(BOND.RESEND_IGMP, u32(o.resendIgmp));
-  put(BOND.MIN_LINKS, u32(o.minLinks));
-  put(BOND.LP_INTERVAL, u32(o.lpInterval));
-  if (o.mode === BOND_MODE.balanceRr) put(BOND.PACKETS_PER_SLAVE, u32(o.packetsPerSlave));
-  put(BOND.NUM_PEER_NOTIF, u8(o.numPeerNotif));
-  if (tlbOrAlb) put(BOND.TLB_DYNAMIC_LB, u8(o.tlbDynamicLb));
-  put(BOND.ALL_SLAVES_ACTIVE, u8(o.allSlavesActive));
-  put(BOND.USE_CARRIER, u8(o.useCarrier ? 1 : 0));
-  if (lacp) {
-    put(BOND.AD_ACTOR_SYS_PRIO, u16(o.adActorSysPrio));
-    put(BOND.AD_USER_PORT_KEY, u16(o.adUserPortKey));
-  }
-  if (o.miimon !== 0) put(BOND.PEER_NOTIF_DELAY, u32(o.peerNotifyDelay));
-  return Buffer.concat(attrs);
+  return o;
+}
+
+/** A bridge's IFLA_INFO_DATA as the kernel reports it (STP on in kernel or user space: stp_state 1 or 2). */
+export function decodeBridgeInfoData(data: Buffer): Required<BridgeOptions> {
+  const a = parseAttrs(data);
+  return { stp: (a.get(BR_STP_STATE)?.readUInt32LE(0) ?? 0) !== 0, vlanFiltering: (a.get(BR_VLAN_FILTERING)?.readUInt8(0) ?? 0) !== 0 };
 }
 
 function u32be(v: number): Buffer {
@@ -169,7 +175,7 @@ function u32be(v: number): Buffer {
 }
 
 /** IFLA_LINKINFO for a new link of the request's kind. */
-export function linkInfo(req: LinkCreateRequest, indexOf: (name: string) => number | undefined): Buffer {
+export function linkInfo(req: LinkCreateRequest | LinkSettingsRequest, indexOf: (name: string) => number | undefined): Buffer {
   const kind = nlattr(INFO_KIND, str(req.kind));
   switch (req.kind) {
     case "dummy":
@@ -276,6 +282,7 @@ export class NetlinkNetKernel implements NetKernel {
 
   async listLinks(): Promise<KernelLink[]> {
     const msgs = await this.call("list links", () => this.socket.getLinks(undefined, undefined, { timeout: this.timeoutMs }));
+    const names = new Map(msgs.map((m) => [m.data.index ?? 0, m.attrs.ifname ?? ""] as const));
     return msgs.map((m) => {
       const a = m.attrs;
       const info = a.linkinfo ? parseAttrs(a.linkinfo) : new Map<number, Buffer>();
@@ -301,6 +308,8 @@ export class NetlinkNetKernel implements NetKernel {
         vlanProtocol: kind === "vlan" && data ? (parseAttrs(data).get(VLAN_PROTOCOL)?.readUInt16BE(0) ?? 0) : 0,
         queueDisc: a.qdisc ?? "",
         carrier: (flags & IFF_LOWER_UP) !== 0,
+        ...(kind === "bond" && data ? { bond: decodeBondInfoData(data, (i) => names.get(i)) } : {}),
+        ...(kind === "bridge" && data ? { bridge: decodeBridgeInfoData(data) } : {}),
       };
     });
   }
@@ -384,6 +393,17 @@ export class NetlinkNetKernel implements NetKernel {
     }
     await this.call(`create ${req.kind} link ${req.name}`, () =>
       this.socket.newLink({ family: AF_UNSPEC }, attrs, { flags: FlagsNew.CREATE | FlagsNew.EXCL, timeout: this.timeoutMs }),
+    );
+  }
+
+  // RTM_NEWLINK on an existing index without NLM_F_CREATE is the kernel's changelink
+  // (RTM_SETLINK ignores IFLA_LINKINFO).
+  async setLinkSettings(req: LinkSettingsRequest): Promise<void> {
+    const byName = new Map([...(await this.linkNames())].map(([i, n]) => [n, i] as const));
+    const index = byName.get(req.name);
+    if (index === undefined) throw new LinkNotFound(`change ${req.kind} ${req.name}: link not found`, { link: req.name });
+    await this.call(`change ${req.kind} link ${req.name}`, () =>
+      this.socket.newLink({ family: AF_UNSPEC, index }, { linkinfo: linkInfo(req, (n) => byName.get(n)) }, { timeout: this.timeoutMs }),
     );
   }
 

@@ -37,6 +37,10 @@ export interface KernelLink {
   queueDisc: string;
   /** Carrier present (IFF_LOWER_UP). */
   carrier: boolean;
+  /** A bond's settings as the kernel reports them (its primary: the member's name, when one is enslaved as primary). */
+  bond?: BondOptions;
+  /** A bridge's settings as the kernel reports them. */
+  bridge?: Required<BridgeOptions>;
 }
 
 export interface KernelAddress {
@@ -127,6 +131,26 @@ export interface BondOptions {
   peerNotifyDelay: number;
 }
 
+/**
+ * The options a bond's mode lets reach the kernel, in Talos's encoding order: the kernel
+ * refuses the others for the mode ("mode dependency failed"), and the delays mean nothing
+ * without MII monitoring.
+ */
+export function bondOptionsSent(o: BondOptions): Array<keyof BondOptions> {
+  const lacp = o.mode === BOND_MODE.lacp;
+  const tlbOrAlb = o.mode === BOND_MODE.balanceTlb || o.mode === BOND_MODE.balanceAlb;
+  const arpMonitor = !lacp && !tlbOrAlb;
+  const mii = o.miimon !== 0;
+  const keys: Array<[keyof BondOptions, boolean]> = [
+    ["mode", true], ["xmitHashPolicy", true], ["lacpRate", lacp], ["arpValidate", arpMonitor], ["arpAllTargets", true],
+    ["primary", o.mode === BOND_MODE.activeBackup || tlbOrAlb], ["primaryReselect", true], ["failOverMac", true], ["adSelect", true],
+    ["miimon", true], ["updelay", mii], ["downdelay", mii], ["arpInterval", arpMonitor], ["resendIgmp", true], ["minLinks", true],
+    ["lpInterval", true], ["packetsPerSlave", o.mode === BOND_MODE.balanceRr], ["numPeerNotif", true], ["tlbDynamicLb", tlbOrAlb],
+    ["allSlavesActive", true], ["useCarrier", true], ["adActorSysPrio", lacp], ["adUserPortKey", lacp], ["peerNotifyDelay", mii],
+  ];
+  return keys.filter(([, sent]) => sent).map(([k]) => k);
+}
+
 export interface BridgeOptions {
   stp?: boolean;
   vlanFiltering?: boolean;
@@ -138,6 +162,9 @@ export type LinkCreateRequest =
   | { kind: "vlan"; name: string; parentName: string; vlanId: number; /** 0x8100 (802.1Q, default) or 0x88a8 (802.1ad). */ protocol?: number }
   | { kind: "bond"; name: string; bond: BondOptions }
   | { kind: "bridge"; name: string; bridge: BridgeOptions };
+
+/** New settings for an existing bond or bridge, changed in place. */
+export type LinkSettingsRequest = Extract<LinkCreateRequest, { kind: "bond" | "bridge" }>;
 
 export interface RouteRequest {
   family: IpFamily;
@@ -163,6 +190,11 @@ export interface NetKernel {
   setLinkMtu(name: string, mtu: number): Promise<void>;
   /** Creates a logical link (down, as the kernel makes it). */
   createLink(req: LinkCreateRequest): Promise<void>;
+  /**
+   * Changes a bond's or bridge's settings in place (same index). The kernel takes some bond
+   * options only from a bond that is down and has no members; the caller sees to that.
+   */
+  setLinkSettings(req: LinkSettingsRequest): Promise<void>;
   /** Deletes a link; absent already is not an error. */
   deleteLink(name: string): Promise<void>;
   /** Enslaves a link to a bond or bridge, or frees it (master undefined). */

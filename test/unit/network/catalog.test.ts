@@ -82,6 +82,41 @@ test("LinkStatus of a vlan on a bond member's master: masterIndex after queueDis
   assert.deepEqual(p.vlan, { vid: 100, protocol: 0x8100 });
 });
 
+test("LinkStatus of a bond and a bridge: the kernel's settings as Talos decodes them (bondMaster, bridgeMaster only with STP: Go's omitempty)", () => {
+  const base = {
+    type: 1, flags: 0x1003, mtu: 1500, hardwareAddr: "52:54:00:12:34:57", broadcastAddr: "ff:ff:ff:ff:ff:ff", permanentAddr: "52:54:00:12:34:57",
+    operState: 6, slaveKind: "", masterIndex: 0, linkIndex: 0, vlanId: 0, vlanProtocol: 0, queueDisc: "noqueue", carrier: true,
+  };
+  const member = { ...base, index: 3, name: "eth1", kind: "", slaveKind: "bond", masterIndex: 9 };
+  const bond = {
+    ...base, index: 9, name: "bond0", kind: "bond",
+    bond: {
+      mode: 1, xmitHashPolicy: 0, lacpRate: 0, arpValidate: 0, arpAllTargets: 0, primary: "eth1", primaryReselect: 0, failOverMac: 0, adSelect: 0, miimon: 100,
+      updelay: 0, downdelay: 0, arpInterval: 0, resendIgmp: 1, minLinks: 0, lpInterval: 1, packetsPerSlave: 1, numPeerNotif: 1, tlbDynamicLb: 1,
+      allSlavesActive: 0, useCarrier: true, adActorSysPrio: 0, adUserPortKey: 0, peerNotifyDelay: 0,
+    },
+  };
+  const spec = linkStatusSpec(bond, {}, [member, bond]);
+  assert.match(
+    yamlSpec(linkStatusDefinition, spec),
+    /\nduplex: Unknown\nbondMaster:\n {4}mode: active-backup\n {4}xmitHashPolicy: layer2\n {4}lacpRate: slow\n {4}arpValidate: none\n {4}arpAllTargets: any\n {4}primary: 3\n {4}primaryReselect: always\n {4}failOverMac: none\n {4}miimon: 100\n {4}resendIgmp: 1\n {4}lpInterval: 1\n {4}packetsPerSlave: 1\n {4}numPeerNotif: 1\n {4}tlbLogicalLb: 1\n {4}useCarrier: true\n$/,
+  );
+  const p = decode("talos.resource.definitions.network.LinkStatusSpec", encodeSpec(linkStatusDefinition, spec));
+  assert.deepEqual(p.bond_master, {
+    mode: 1, hash_policy: 0, lacp_rate: 0, arp_validate: 0, arp_all_targets: 0, primary_index: 3, primary_reselect: 0, fail_over_mac: 0, ad_select: 0,
+    mii_mon: 100, up_delay: 0, down_delay: 0, arp_interval: 0, resend_igmp: 1, min_links: 0, lp_interval: 1, packets_per_slave: 1, num_peer_notif: 1, tlb_dynamic_lb: 1, all_slaves_active: 0,
+    use_carrier: true, ad_actor_sys_prio: 0, ad_user_port_key: 0, peer_notify_delay: 0,
+  });
+  // A hash policy Talos has no name for (vlan+srcmac, 5) shows its number and travels as it.
+  const odd = linkStatusSpec({ ...bond, bond: { ...bond.bond, xmitHashPolicy: 5 } }, {}, []);
+  assert.equal(odd.bondMaster!.xmitHashPolicy, "5");
+  assert.deepEqual((decode("talos.resource.definitions.network.LinkStatusSpec", encodeSpec(linkStatusDefinition, odd)).bond_master as { hash_policy: number }).hash_policy, 5);
+
+  const bridge = { ...base, index: 10, name: "br0", kind: "bridge", bridge: { stp: true, vlanFiltering: false } };
+  assert.match(yamlSpec(linkStatusDefinition, linkStatusSpec(bridge)), /\nbridgeMaster:\n {4}stp:\n {8}enabled: true\n$/);
+  assert.equal(yamlSpec(linkStatusDefinition, linkStatusSpec({ ...bridge, bridge: { stp: false, vlanFiltering: false } })).includes("bridgeMaster"), false);
+});
+
 test("AddressStatus: omitempty fields and NetIPPrefix on the wire", () => {
   const spec = addressStatusSpec({ linkIndex: 2, linkName: "eth0", family: 4, address: "10.5.0.2", prefixLen: 24, local: "10.5.0.2", broadcast: "10.5.0.255", scope: 0, flags: 0x80 });
   assert.equal(

@@ -22,7 +22,6 @@ test("ip= full syntax: hostname (talos.hostname= wins), DNS, NTP, prefix length 
   assert.equal(c.domainname, "example");
   assert.deepEqual(c.dnsServers, ["192.168.1.53", "9.9.9.9"]);
   assert.deepEqual(c.timeServers, ["192.168.1.123"]);
-  assert.equal(c.netIfnames0, true);
   assert.deepEqual(c.unsupported, ["bond=bond0:eth0,eth1:mode=fastest"]);
   assert.deepEqual(parseCmdlineNetworking("bond=bond1:eth3,eth4:mode=802.3ad,xmit_hash_policy=layer3+4,lacp_rate=fast,miimon=100:9000").bond, {
     name: "bond1", members: ["eth3", "eth4"], options: { mode: "802.3ad", xmitHashPolicy: "layer3+4", lacpRate: "fast", miimon: 100 }, mtu: 9000,

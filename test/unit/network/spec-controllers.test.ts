@@ -13,6 +13,9 @@ import { registerDefinitions } from "../../../agent/src/resources/definitions.js
 import { newResource } from "../../../agent/src/resources/resource.js";
 import { ResourceState } from "../../../agent/src/resources/state.js";
 import { FakeNetKernel } from "../../../agent/src/sys/net-fake.js";
+import { type BondOptions, IFF_UP } from "../../../agent/src/sys/net.js";
+import { bondOptionsDiffering } from "../../../agent/src/controllers/network/bond-settings.js";
+import { withBondDefaults } from "../../../agent/src/network/bond-defaults.js";
 
 const OWNER = { owner: "test" };
 
@@ -42,7 +45,8 @@ function setup(t: { after(fn: () => void): void }) {
     else state.create(newResource("network", type, id, spec), OWNER);
   };
   const drop = (type: string, id: string) => state.destroy("network", type, id, OWNER);
-  return { kernel, state, runtime, put, drop };
+  const up = (name: string) => ((kernel.links.find((l) => l.name === name)?.flags ?? 0) & IFF_UP) !== 0;
+  return { kernel, state, runtime, put, drop, up, waitFor };
 }
 
 const link = (over: Partial<LinkSpecSpec> & { name: string }): LinkSpecSpec => ({ logical: false, up: true, mtu: 0, kind: "", type: "ether", layer: "configuration", ...over });
@@ -75,17 +79,116 @@ test("links: a bond with two members, a vlan on it and a dummy are created; remo
   assert.deepEqual(kernel.links.map((l) => l.name), ["lo", "eth0", "eth1", "eth2"]);
 });
 
-test("a bond found in place (the bonding module's default bond0) or specified anew is re-created with the spec's options", async (t) => {
-  const { kernel, runtime, put } = setup(t);
-  kernel.addLink({ name: "bond0", kind: "bond" });
-  put("LinkSpecs.net.talos.dev", "bond0", link({ name: "bond0", logical: true, kind: "bond", bondMaster: bond }));
-  await waitFor("re-created", () => kernel.calls.includes("createLink bond bond0"));
+// The bonding module's default bond0 as the kernel reports it: balance-rr, no MII monitoring, the driver's defaults.
+const kernelDefaultBond: BondOptions = {
+  mode: 0, xmitHashPolicy: 0, lacpRate: 0, arpValidate: 0, arpAllTargets: 0, primaryReselect: 0, failOverMac: 0, adSelect: 0, miimon: 0,
+  updelay: 0, downdelay: 0, arpInterval: 0, resendIgmp: 1, minLinks: 0, lpInterval: 1, packetsPerSlave: 1, numPeerNotif: 1,
+  tlbDynamicLb: 1, allSlavesActive: 0, useCarrier: true, adActorSysPrio: 0, adUserPortKey: 0, peerNotifyDelay: 0,
+};
+const talosBond = (over: Partial<NonNullable<LinkSpecSpec["bondMaster"]>>) => withBondDefaults({ ...bond!, useCarrier: true, ...over });
+
+async function bondWithMembers(t: { after(fn: () => void): void }, spec: NonNullable<LinkSpecSpec["bondMaster"]>) {
+  const env = setup(t);
+  env.put("LinkSpecs.net.talos.dev", "bond0", link({ name: "bond0", logical: true, kind: "bond", bondMaster: spec }));
+  env.put("LinkSpecs.net.talos.dev", "eth0", link({ name: "eth0", masterName: "bond0", slaveIndex: 0 }));
+  env.put("LinkSpecs.net.talos.dev", "eth1", link({ name: "eth1", masterName: "bond0", slaveIndex: 1 }));
+  await env.waitFor("bond up with members", () => env.up("bond0") && env.up("eth0") && env.up("eth1"));
+  await env.runtime.whenIdle();
+  env.kernel.calls.length = 0;
+  return env;
+}
+
+test("a bond found in place (the bonding module's default bond0) takes the spec's options in place: same index, nothing re-created", async (t) => {
+  const { kernel, runtime, put, waitFor } = setup(t);
+  const index = kernel.addLink({ name: "bond0", kind: "bond", bond: kernelDefaultBond }).index;
+  put("LinkSpecs.net.talos.dev", "bond0", link({ name: "bond0", logical: true, kind: "bond", bondMaster: talosBond({}) }));
+  await waitFor("options set", () => kernel.links.find((l) => l.name === "bond0")?.bond?.mode === 1);
   await runtime.whenIdle();
-  assert.deepEqual(kernel.calls.filter((c) => c.includes("bond0") && /Link /.test(c)), ["deleteLink bond0", "createLink bond bond0"]);
-  put("LinkSpecs.net.talos.dev", "bond0", link({ name: "bond0", logical: true, kind: "bond", bondMaster: { ...bond, mode: "802.3ad", lacpRate: "fast" } }));
-  await waitFor("re-created for the new mode", () => kernel.calls.filter((c) => c === "createLink bond bond0").length === 2);
+  assert.deepEqual(kernel.calls.filter((c) => c.includes("bond0")), ["setLinkSettings bond bond0", "setLinkUp bond0 true"]);
+  const b = kernel.links.find((l) => l.name === "bond0")!;
+  assert.deepEqual([b.index, b.bond!.miimon], [index, 100]);
+});
+
+test("a bond's option changed (miimon): down, members freed, options set in place, members back, up; the same index", async (t) => {
+  const { kernel, runtime, put, waitFor, up } = await bondWithMembers(t, talosBond({}));
+  const index = kernel.links.find((l) => l.name === "bond0")!.index;
+  put("LinkSpecs.net.talos.dev", "bond0", link({ name: "bond0", logical: true, kind: "bond", bondMaster: talosBond({ miimon: 200 }) }));
+  await waitFor("back up with miimon 200", () => kernel.links.find((l) => l.name === "bond0")?.bond?.miimon === 200 && up("bond0") && up("eth0") && up("eth1"));
   await runtime.whenIdle();
-  assert.equal(kernel.calls.filter((c) => c === "deleteLink bond0").length, 2);
+  assert.deepEqual(kernel.calls, [
+    "setLinkUp bond0 false",
+    "setLinkMaster eth0 none",
+    "setLinkMaster eth1 none",
+    "setLinkSettings bond bond0",
+    "setLinkUp bond0 true",
+    // A bond takes only members that are down.
+    "setLinkUp eth0 false",
+    "setLinkMaster eth0 bond0",
+    "setLinkUp eth0 true",
+    "setLinkUp eth1 false",
+    "setLinkMaster eth1 bond0",
+    "setLinkUp eth1 true",
+  ]);
+  const byName = new Map(kernel.links.map((l) => [l.name, l]));
+  assert.equal(byName.get("bond0")!.index, index);
+  assert.deepEqual([byName.get("eth0")!.masterIndex, byName.get("eth1")!.masterIndex], [index, index]);
+});
+
+test("a bond's mode changes in place too (the kernel takes it only down and without members); nothing runs again once the kernel matches", async (t) => {
+  const { kernel, runtime, put, waitFor, up } = await bondWithMembers(t, talosBond({ primary: 2 }));
+  const index = kernel.links.find((l) => l.name === "bond0")!.index;
+  put("LinkSpecs.net.talos.dev", "bond0", link({ name: "bond0", logical: true, kind: "bond", bondMaster: talosBond({ mode: "802.3ad", lacpRate: "fast" }) }));
+  await waitFor("802.3ad, up with members", () => kernel.links.find((l) => l.name === "bond0")?.bond?.mode === 4 && up("bond0") && up("eth0") && up("eth1"));
+  await runtime.whenIdle();
+  const b = kernel.links.find((l) => l.name === "bond0")!;
+  assert.deepEqual([b.index, b.bond!.lacpRate, b.bond!.adActorSysPrio], [index, 1, 65535]);
+  assert.equal(kernel.calls.filter((c) => c.startsWith("setLinkSettings")).length, 1);
+  assert.equal(kernel.calls.some((c) => /createLink|deleteLink/.test(c)), false);
+  // A later link event (a cable) finds the kernel matching: nothing is sent again.
+  kernel.setCarrier("eth2", false);
+  await new Promise((r) => setTimeout(r, 20));
+  await runtime.whenIdle();
+  assert.equal(kernel.calls.filter((c) => c.startsWith("setLinkSettings")).length, 1);
+});
+
+test("bond options the kernel refuses: the bond comes back with its members and old options, and is not taken down again for the same spec", async (t) => {
+  const { kernel, runtime, put, waitFor, up } = await bondWithMembers(t, talosBond({}));
+  kernel.setLinkSettings = async (req) => {
+    kernel.calls.push(`setLinkSettings ${req.kind} ${req.name} (refused)`);
+    throw new Error("Request rejected: EINVAL");
+  };
+  put("LinkSpecs.net.talos.dev", "bond0", link({ name: "bond0", logical: true, kind: "bond", bondMaster: talosBond({ minLinks: 5 }) }));
+  await waitFor("refused", () => kernel.calls.includes("setLinkSettings bond bond0 (refused)"));
+  await waitFor("back up with members", () => up("bond0") && up("eth0") && up("eth1"));
+  kernel.setCarrier("eth2", false);
+  await new Promise((r) => setTimeout(r, 20));
+  await runtime.whenIdle();
+  assert.equal(kernel.calls.filter((c) => c === "setLinkUp bond0 false").length, 1);
+  assert.equal(kernel.links.find((l) => l.name === "bond0")!.bond!.minLinks, 0);
+});
+
+test("a bridge's STP changes in place; a VLAN whose protocol changes is re-created", async (t) => {
+  const { kernel, runtime, put, waitFor } = setup(t);
+  put("LinkSpecs.net.talos.dev", "br0", link({ name: "br0", logical: true, kind: "bridge", bridgeMaster: { stp: { enabled: false } } }));
+  put("LinkSpecs.net.talos.dev", "eth0.5", link({ name: "eth0.5", logical: true, kind: "vlan", parentName: "eth0", vlan: { vlanID: 5, vlanProtocol: "802.1q" } }));
+  await waitFor("created", () => kernel.links.some((l) => l.name === "br0") && kernel.links.some((l) => l.name === "eth0.5"));
+  await runtime.whenIdle();
+  const index = kernel.links.find((l) => l.name === "br0")!.index;
+  put("LinkSpecs.net.talos.dev", "br0", link({ name: "br0", logical: true, kind: "bridge", bridgeMaster: { stp: { enabled: true } } }));
+  put("LinkSpecs.net.talos.dev", "eth0.5", link({ name: "eth0.5", logical: true, kind: "vlan", parentName: "eth0", vlan: { vlanID: 5, vlanProtocol: "802.1ad" } }));
+  await waitFor("changed", () => kernel.links.find((l) => l.name === "br0")?.bridge?.stp === true && kernel.links.find((l) => l.name === "eth0.5")?.vlanProtocol === 0x88a8);
+  await runtime.whenIdle();
+  assert.equal(kernel.links.find((l) => l.name === "br0")!.index, index);
+  assert.deepEqual(kernel.calls.filter((c) => /(Link|Settings) (bridge|vlan)|deleteLink/.test(c)), ["createLink bridge br0", "createLink vlan eth0.5", "setLinkSettings bridge br0", "deleteLink eth0.5", "createLink vlan eth0.5"]);
+});
+
+test("bond options compared as the kernel holds them: only what the mode sends, delays in whole MII intervals, a primary named once enslaved", () => {
+  const want: BondOptions = { ...kernelDefaultBond, mode: 1, miimon: 100, updelay: 250, primary: "eth1", lacpRate: 1 };
+  const have: BondOptions = { ...kernelDefaultBond, mode: 1, miimon: 100, updelay: 200 };
+  assert.deepEqual(bondOptionsDiffering(want, have, []), [], "lacp_rate is not sent for active-backup; 250 ms is held as 200; eth1 not enslaved yet");
+  assert.deepEqual(bondOptionsDiffering(want, have, ["eth1"]), ["primary"]);
+  assert.deepEqual(bondOptionsDiffering({ ...want, primary: undefined }, { ...have, primary: "eth1" }, ["eth1"]), ["primary"]);
+  assert.deepEqual(bondOptionsDiffering({ ...want, downdelay: 100, useCarrier: false }, have, []), ["downdelay", "useCarrier"]);
 });
 
 test("addresses and routes: applied, restored when deleted behind the controller's back, removed when the spec goes", async (t) => {

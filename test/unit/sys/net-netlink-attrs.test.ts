@@ -3,7 +3,7 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ipText, linkInfo, parseAttrs } from "../../../agent/src/sys/net-netlink.js";
+import { decodeBondInfoData, decodeBridgeInfoData, ipText, linkInfo, parseAttrs } from "../../../agent/src/sys/net-netlink.js";
 import type { BondOptions } from "../../../agent/src/sys/net.js";
 
 test("vlan: kind, then INFO_DATA with IFLA_VLAN_ID (u16) and IFLA_VLAN_PROTOCOL (big-endian)", () => {
@@ -79,6 +79,23 @@ test("bond: without MII monitoring no updelay, downdelay or peer_notif_delay; a 
       "0500", "0600", "01", "000000", // USE_CARRIER
     ].join(""),
   );
+});
+
+test("bond: the kernel's report decodes back to the options (its primary index named), attributes we never send skipped", () => {
+  const sent = Buffer.from(bondData({ mode: 4, ...options }), "hex");
+  // What the kernel adds to its report: ARP_IP_TARGET (nested, empty), AD_INFO (nested), AD_ACTOR_SYSTEM (MAC), AD_LACP_ACTIVE, MISSED_MAX; and a primary.
+  const extra = Buffer.from(attr(8, "") + attr(23, attr(1, "0100")) + attr(26, "020000000001") + attr(29, "01") + attr(30, "02") + attr(11, "07000000"), "hex");
+  const names = new Map([[7, "eth1"]]);
+  assert.deepEqual(decodeBondInfoData(Buffer.concat([sent, extra]), (i) => names.get(i)), {
+    mode: 4, ...options, arpValidate: 0, arpInterval: 0, packetsPerSlave: 0, tlbDynamicLb: 0, primary: "eth1",
+  });
+  // A primary index that names no link is no primary.
+  assert.equal(decodeBondInfoData(Buffer.from(attr(11, "09000000"), "hex"), () => undefined).primary, undefined);
+});
+
+test("bridge: STP on whether the kernel or user space runs it", () => {
+  assert.deepEqual(decodeBridgeInfoData(Buffer.from(attr(5, "02000000") + attr(7, "01"), "hex")), { stp: true, vlanFiltering: true });
+  assert.deepEqual(decodeBridgeInfoData(Buffer.from(attr(5, "00000000"), "hex")), { stp: false, vlanFiltering: false });
 });
 
 test("dummy and bridge", () => {

@@ -1,12 +1,15 @@
 // network.LinkSpecController: makes the kernel's links match the merged LinkSpecs:
 // logical links (vlan, bond, bridge, dummy) are created, and deleted when their spec
-// goes; members join and leave their bond or bridge (down while joining a bond, as
-// the kernel requires); MTU is set when specified; links are brought up. Links
-// without a spec (ignored ones included) are never touched.
+// goes; a bond's or bridge's settings are changed in place, a link of another kind or
+// VLAN re-created; members join and leave their bond or bridge (down while joining a
+// bond, as the kernel requires); MTU is set when specified; links are brought up.
+// Links without a spec (ignored ones included) are never touched.
 
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
 import { type BondMasterSpec, LinkSpecType, type LinkSpecSpec, NETWORK_NAMESPACE, VLAN_PROTOCOLS, bondNumbers } from "../../resources/catalog/network.js";
-import { type BondOptions, IFF_UP, type KernelLink, type LinkCreateRequest, type NetKernel } from "../../sys/net.js";
+import { describeError } from "../../errors.js";
+import { type BondOptions, IFF_UP, type KernelLink, type LinkCreateRequest, type LinkSettingsRequest, type NetKernel } from "../../sys/net.js";
+import { bondOptionsDiffering } from "./bond-settings.js";
 import { KernelTrigger } from "./kernel-watch.js";
 import type { NetworkChangeHold } from "./change-hold.js";
 import { withBondDefaults } from "../../network/bond-defaults.js";
@@ -35,10 +38,18 @@ export function createRequest(s: LinkSpecSpec, byIndex: Map<number, string>): Li
   }
 }
 
-/** Whether an existing logical link must be re-created to match its spec. */
+/** Whether an existing logical link must be re-created to match its spec (a kind or a VLAN cannot change in place). */
 function mismatched(s: LinkSpecSpec, l: KernelLink): boolean {
   if (l.kind !== s.kind) return true;
-  return s.kind === "vlan" && s.vlan !== undefined && l.vlanId !== s.vlan.vlanID;
+  return s.kind === "vlan" && s.vlan !== undefined && (l.vlanId !== s.vlan.vlanID || l.vlanProtocol !== (VLAN_PROTOCOLS[s.vlan.vlanProtocol] ?? 0x8100));
+}
+
+/** What differs between a bond's or bridge's settings in the kernel and its request (names of options); empty when none. */
+function settingsDiffering(req: LinkSettingsRequest, l: KernelLink, links: readonly KernelLink[]): string[] {
+  if (req.kind === "bridge") return l.bridge && l.bridge.stp !== (req.bridge.stp ?? false) ? ["stp"] : [];
+  if (!l.bond) return [];
+  const members = links.filter((k) => k.masterIndex === l.index).map((k) => k.name);
+  return bondOptionsDiffering(req.bond, l.bond, members);
 }
 
 export class LinkSpecController implements Controller {
@@ -49,11 +60,11 @@ export class LinkSpecController implements Controller {
   /** The specs applied last round: a logical link whose spec goes is deleted, a member whose master goes is freed. */
   private previous = new Map<string, LinkSpecSpec>();
   /**
-   * The create request of each logical link this controller made. A logical link found
-   * otherwise (loading the bonding module makes a default "bond0") or made from an older
-   * spec is re-created, as the kernel cannot change most of these settings in place.
+   * The settings last sent in place to each bond or bridge. Settings the kernel still holds
+   * differently afterwards (it refused or adjusted them) are not sent again until the spec
+   * changes: each attempt takes the link down and frees its members.
    */
-  private readonly created = new Map<string, string>();
+  private readonly settingsSent = new Map<string, string>();
 
   constructor(
     private readonly kernel: NetKernel,
@@ -76,7 +87,7 @@ export class LinkSpecController implements Controller {
       if (prev.logical) {
         ctx.log.info("deleting link", { link: name, kind: prev.kind });
         await this.kernel.deleteLink(name);
-        this.created.delete(name);
+        this.settingsSent.delete(name);
       } else if ((prev.masterName || prev.bridgeSlave) && l.masterIndex) {
         await this.kernel.setLinkMaster(name, undefined);
       }
@@ -88,10 +99,10 @@ export class LinkSpecController implements Controller {
     for (const s of order) {
       let l = find(s.name);
       const req = s.logical ? createRequest(s, new Map(links.map((k) => [k.index, k.name]))) : undefined;
-      if (s.logical && l && (mismatched(s, l) || (req && this.created.get(s.name) !== JSON.stringify(req)))) {
-        ctx.log.info("re-creating link", { link: s.name, kind: s.kind });
+      if (s.logical && l && mismatched(s, l)) {
+        ctx.log.info("replacing link", { link: s.name, oldKind: l.kind, kind: s.kind });
         await this.kernel.deleteLink(s.name);
-        this.created.delete(s.name);
+        this.settingsSent.delete(s.name);
         links = await this.kernel.listLinks();
         l = undefined;
       }
@@ -99,11 +110,14 @@ export class LinkSpecController implements Controller {
         if (req.kind === "vlan" && !find(req.parentName)) continue;
         ctx.log.info("creating link", { link: s.name, kind: s.kind });
         await this.kernel.createLink(req);
-        this.created.set(s.name, JSON.stringify(req));
         links = await this.kernel.listLinks();
         l = find(s.name);
       }
       if (!l) continue;
+      if (req?.kind === "bond" || req?.kind === "bridge") {
+        links = await this.syncSettings(ctx, req, l, links);
+        l = find(s.name)!;
+      }
       const master = s.masterName ?? s.bridgeSlave?.masterName;
       const currentMaster = l.masterIndex ? links.find((k) => k.index === l!.masterIndex)?.name : undefined;
       if (master !== currentMaster && (master === undefined || find(master))) {
@@ -121,8 +135,33 @@ export class LinkSpecController implements Controller {
     }
     this.previous = specs;
   }
-}
 
+  /**
+   * Changes a bond's or bridge's settings in place, as Talos does: down first and its members
+   * freed (the kernel takes a bond's mode and several options only then); the members rejoin
+   * and the link comes back up later in the same round. Returns the links as they are after.
+   */
+  private async syncSettings(ctx: ControllerContext, req: LinkSettingsRequest, l: KernelLink, links: KernelLink[]): Promise<KernelLink[]> {
+    const differing = settingsDiffering(req, l, links);
+    if (differing.length === 0) {
+      this.settingsSent.delete(req.name);
+      return links;
+    }
+    const key = JSON.stringify(req);
+    if (this.settingsSent.get(req.name) === key) return links;
+    this.settingsSent.set(req.name, key);
+    ctx.log.info("updating link settings", { link: req.name, kind: req.kind, options: differing });
+    if ((l.flags & IFF_UP) !== 0) await this.kernel.setLinkUp(req.name, false);
+    for (const member of links.filter((k) => k.masterIndex === l.index)) await this.kernel.setLinkMaster(member.name, undefined);
+    try {
+      await this.kernel.setLinkSettings(req);
+    } catch (err) {
+      // The link keeps its old settings and comes back with its members; the next spec may be taken.
+      ctx.log.warn("link settings refused", { link: req.name, options: differing, error: describeError(err) });
+    }
+    return this.kernel.listLinks();
+  }
+}
 function rank(s: LinkSpecSpec): number {
   if (s.kind === "bond" || s.kind === "bridge") return 0;
   if (s.kind === "vlan") return 2;

@@ -1,7 +1,7 @@
 // network.LinkStatusController: one LinkStatus per kernel link (id = link name).
 
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
-import { LinkStatusType, type LinkStatusSpec, NETWORK_NAMESPACE, VLAN_PROTOCOLS, netNames } from "../../resources/catalog/network.js";
+import { LinkStatusType, type LinkStatusSpec, NETWORK_NAMESPACE, VLAN_PROTOCOLS, bondMasterSpec, netNames } from "../../resources/catalog/network.js";
 import type { KernelLink, NetKernel } from "../../sys/net.js";
 import { KernelTrigger } from "./kernel-watch.js";
 
@@ -21,7 +21,8 @@ export interface LinkDetails {
 
 export type LinkDetailsReader = (link: KernelLink) => Promise<LinkDetails>;
 
-export function linkStatusSpec(link: KernelLink, details: LinkDetails = {}): LinkStatusSpec {
+/** links: every kernel link, to name a bond's primary member by its index. */
+export function linkStatusSpec(link: KernelLink, details: LinkDetails = {}, links: readonly KernelLink[] = []): LinkStatusSpec {
   const spec: LinkStatusSpec = {
     index: link.index,
     type: netNames.linkType(link.type),
@@ -42,6 +43,9 @@ export function linkStatusSpec(link: KernelLink, details: LinkDetails = {}): Lin
   };
   const vlanProtocol = Object.entries(VLAN_PROTOCOLS).find(([, v]) => v === link.vlanProtocol)?.[0];
   if (link.kind === "vlan" && vlanProtocol) spec.vlan = { vlanID: link.vlanId, vlanProtocol };
+  // Go's omitempty leaves out a zero struct: a bridge without STP shows no bridgeMaster.
+  if (link.bridge?.stp) spec.bridgeMaster = { stp: { enabled: true } };
+  if (link.bond) spec.bondMaster = bondMasterSpec(link.bond, links.find((l) => l.name === link.bond!.primary)?.index ?? 0);
   // Keep Talos's key order: optional keys are inserted where its struct has them.
   const ordered: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(spec)) {
@@ -75,7 +79,7 @@ export class LinkStatusController implements Controller {
     const keep = new Set<string>();
     for (const link of links) {
       const details = this.details ? await this.details(link).catch(() => ({})) : {};
-      const spec = linkStatusSpec(link, details);
+      const spec = linkStatusSpec(link, details, links);
       ctx.modify<LinkStatusSpec>(NETWORK_NAMESPACE, LinkStatusType, link.name, () => spec);
       keep.add(link.name);
     }

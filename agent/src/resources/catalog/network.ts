@@ -211,6 +211,8 @@ export interface LinkStatusSpec {
   port: string;
   duplex: string;
   vlan?: { vlanID: number; vlanProtocol: string };
+  bridgeMaster?: { stp: { enabled: boolean } };
+  bondMaster?: BondMasterSpec;
 }
 
 export const linkStatusDefinition = defineResource<LinkStatusSpec>({
@@ -253,6 +255,9 @@ export const linkStatusDefinition = defineResource<LinkStatusSpec>({
     port: netValues.port(s.port),
     duplex: netValues.duplex(s.duplex),
     ...(s.vlan ? { vlan: { vid: s.vlan.vlanID, protocol: VLAN_PROTOCOLS[s.vlan.vlanProtocol] ?? 0 } } : {}),
+    ...(s.bridgeMaster ? { bridge_master: { stp: { enabled: s.bridgeMaster.stp.enabled } } } : {}),
+    // The kernel may hold a value Talos has no name for; its number travels as it is.
+    ...(s.bondMaster ? { bond_master: bondMasterProto(s.bondMaster, (option, name) => bondNameIndex(option, name) ?? (Number(name) || 0)) } : {}),
   }),
 });
 
@@ -532,9 +537,41 @@ export type BondOptionName = keyof typeof bondNames;
 
 /** The kernel number of a bond option's name; InvalidInputError for a name Talos does not know. */
 export function bondValue(option: BondOptionName, name: string): number {
-  const i = (bondNames[option] as readonly string[]).indexOf(name);
-  if (i < 0) throw new InvalidInputError(`unknown bond ${option} ${JSON.stringify(name)}`, { option, value: name });
+  const i = bondNameIndex(option, name);
+  if (i === undefined) throw new InvalidInputError(`unknown bond ${option} ${JSON.stringify(name)}`, { option, value: name });
   return i;
+}
+
+function bondNameIndex(option: BondOptionName, name: string): number | undefined {
+  const i = (bondNames[option] as readonly string[]).indexOf(name);
+  return i < 0 ? undefined : i;
+}
+
+/**
+ * A bond's settings as the kernel reports them, in Talos's BondMasterSpec YAML: names for
+ * the enumerations (a number Talos has no name for as its digits), omitempty fields left
+ * out when zero. primaryIndex: the primary member's index, 0 for none.
+ */
+export function bondMasterSpec(o: BondOptions, primaryIndex: number): BondMasterSpec {
+  const name = (option: BondOptionName, n: number) => bondNames[option][n] ?? String(n);
+  const spec: Record<string, unknown> = {
+    mode: name("mode", o.mode),
+    xmitHashPolicy: name("xmitHashPolicy", o.xmitHashPolicy),
+    lacpRate: name("lacpRate", o.lacpRate),
+    arpValidate: name("arpValidate", o.arpValidate),
+    arpAllTargets: name("arpAllTargets", o.arpAllTargets),
+    primary: primaryIndex,
+    primaryReselect: name("primaryReselect", o.primaryReselect),
+    failOverMac: name("failOverMac", o.failOverMac),
+    adSelect: o.adSelect === 0 ? undefined : name("adSelect", o.adSelect),
+  };
+  const counts = ["miimon", "updelay", "downdelay", "arpInterval", "resendIgmp", "minLinks", "lpInterval", "packetsPerSlave", "numPeerNotif"] as const;
+  for (const k of counts) spec[k] = o[k];
+  Object.assign(spec, { tlbLogicalLb: o.tlbDynamicLb, allSlavesActive: o.allSlavesActive, useCarrier: o.useCarrier || undefined, adActorSysPrio: o.adActorSysPrio, adUserPortKey: o.adUserPortKey, peerNotifyDelay: o.peerNotifyDelay });
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(spec)) if (v !== undefined && v !== 0) out[k] = v;
+  // Built key by key above from BondMasterSpec's own fields.
+  return out as unknown as BondMasterSpec;
 }
 
 export const VLAN_PROTOCOLS: Record<string, number> = { "802.1q": 0x8100, "802.1ad": 0x88a8 };
@@ -668,16 +705,16 @@ export const linkSpecDefinition = defineResource<LinkSpecSpec>({
 });
 
 /** A bond spec in the kernel's numbers, every option present (zero where unset), as Talos's BondMasterSpec holds it. */
-export function bondNumbers(b: BondMasterSpec): Omit<BondOptions, "primary"> {
+export function bondNumbers(b: BondMasterSpec, value: (option: BondOptionName, name: string) => number = bondValue): Omit<BondOptions, "primary"> {
   return {
-    mode: bondValue("mode", b.mode),
-    xmitHashPolicy: bondValue("xmitHashPolicy", b.xmitHashPolicy),
-    lacpRate: bondValue("lacpRate", b.lacpRate),
-    arpValidate: bondValue("arpValidate", b.arpValidate),
-    arpAllTargets: bondValue("arpAllTargets", b.arpAllTargets),
-    primaryReselect: bondValue("primaryReselect", b.primaryReselect),
-    failOverMac: bondValue("failOverMac", b.failOverMac),
-    adSelect: bondValue("adSelect", b.adSelect ?? "stable"),
+    mode: value("mode", b.mode),
+    xmitHashPolicy: value("xmitHashPolicy", b.xmitHashPolicy),
+    lacpRate: value("lacpRate", b.lacpRate),
+    arpValidate: value("arpValidate", b.arpValidate),
+    arpAllTargets: value("arpAllTargets", b.arpAllTargets),
+    primaryReselect: value("primaryReselect", b.primaryReselect),
+    failOverMac: value("failOverMac", b.failOverMac),
+    adSelect: value("adSelect", b.adSelect ?? "stable"),
     miimon: b.miimon ?? 0,
     updelay: b.updelay ?? 0,
     downdelay: b.downdelay ?? 0,
@@ -699,9 +736,9 @@ export function bondNumbers(b: BondMasterSpec): Omit<BondOptions, "primary"> {
 // BondMasterSpec's proto field names where they are not the option's name in snake case.
 const bondProtoNames: Record<string, string> = { xmitHashPolicy: "hash_policy", miimon: "mii_mon", updelay: "up_delay", downdelay: "down_delay" };
 
-function bondMasterProto(b: BondMasterSpec): Record<string, unknown> {
+function bondMasterProto(b: BondMasterSpec, value?: (option: BondOptionName, name: string) => number): Record<string, unknown> {
   const out: Record<string, unknown> = { primary_index: b.primary ?? 0 };
-  for (const [k, v] of Object.entries(bondNumbers(b))) out[bondProtoNames[k] ?? k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = v;
+  for (const [k, v] of Object.entries(bondNumbers(b, value))) out[bondProtoNames[k] ?? k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = v;
   return out;
 }
 
