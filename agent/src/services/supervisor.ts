@@ -191,7 +191,7 @@ export class Supervisor {
     const ac = new AbortController();
     entry.waitAbort = ac;
     try {
-      await Promise.all([...deps.map((d) => this.untilRunning(d, ac.signal)), ...conditions.map((c) => c.wait(ac.signal))]);
+      await Promise.all([...deps.map((d) => this.untilUp(d, ac.signal)), ...conditions.map((c) => c.wait(ac.signal))]);
       return entry.wanted && entry.def === def;
     } catch (err) {
       // Aborted: stop() recorded the outcome.
@@ -205,10 +205,13 @@ export class Supervisor {
     }
   }
 
-  private untilRunning(id: string, signal: AbortSignal): Promise<void> {
+  /** Talos's "up": Running and healthy (a service without a health check is healthy once Running), or Finished or Skipped. */
+  private untilUp(id: string, signal: AbortSignal): Promise<void> {
     return new Promise((resolve, reject) => {
       const check = () => {
-        if (this.entries.get(id)?.record.state !== "Running") return;
+        const record = this.entries.get(id)?.record;
+        const up = record !== undefined && (record.state === "Finished" || record.state === "Skipped" || (record.state === "Running" && record.health.healthy));
+        if (!up) return;
         off();
         resolve();
       };

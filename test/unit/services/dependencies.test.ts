@@ -45,6 +45,29 @@ test("a service waits (state Waiting, Talos's wording) until its dependencies ru
   assert.deepEqual(log, ["start containerd", "start apid"]);
 });
 
+test("a dependency is up once Running and healthy (Talos's StateEventUp), or once Finished", async (t) => {
+  t.mock.timers.enable({ apis: ["setInterval"] });
+  const sup = new Supervisor(1000);
+  const log: string[] = [];
+  let serving = false;
+  const health = async () => {
+    if (!serving) throw new Error("not serving");
+  };
+  await sup.start({ id: "containerd", runner: { ...runner(log, "containerd"), health }, restart: "never" });
+  const ext = sup.start({ id: "ext-hello", dependsOn: ["containerd"], runner: runner(log, "ext-hello"), restart: "never" });
+  await tick();
+  assert.deepEqual([sup.get("containerd")?.state, sup.get("ext-hello")?.state], ["Running", "Waiting"], "Running but unhealthy is not up");
+  serving = true;
+  t.mock.timers.tick(1000);
+  await ext;
+  assert.deepEqual([sup.get("ext-hello")?.state, log], ["Running", ["start containerd", "start ext-hello"]]);
+  await sup.start({ id: "once", runner: runner(log, "once"), restart: "never" });
+  await sup.stop("once");
+  await sup.start({ id: "after-once", dependsOn: ["once"], runner: runner(log, "after-once"), restart: "never" });
+  assert.equal(sup.get("after-once")?.state, "Running", "a Finished dependency is up");
+  await sup.stopAll();
+});
+
 test("stopAll stops dependents before what they depend on; pre runs before the start, post after the stop", async () => {
   const sup = new Supervisor(60_000);
   const log: string[] = [];
