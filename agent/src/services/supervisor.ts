@@ -186,12 +186,24 @@ export class Supervisor {
   private async prerequisites(entry: Entry, def: ServiceDefinition): Promise<boolean> {
     const deps = def.dependsOn ?? [];
     const conditions = def.conditions ?? [];
-    const awaited = [...deps.map((d) => `service ${JSON.stringify(d)} to be "up"`), ...conditions.map((c) => c.description)];
-    this.record(entry, "Waiting", `Waiting for ${awaited.join(", ")}`);
     const ac = new AbortController();
+    const waits = [
+      ...deps.map((d) => ({ description: `service ${JSON.stringify(d)} to be "up"`, wait: () => this.untilUp(d, ac.signal) })),
+      ...conditions.map((c) => ({ description: c.description, wait: () => c.wait(ac.signal) })),
+    ];
+    const pending = new Set(waits);
+    const waiting = () => `Waiting for ${[...pending].map((w) => w.description).join(", ")}`;
+    this.record(entry, "Waiting", waiting());
     entry.waitAbort = ac;
     try {
-      await Promise.all([...deps.map((d) => this.untilUp(d, ac.signal)), ...conditions.map((c) => c.wait(ac.signal))]);
+      await Promise.all(
+        waits.map(async (w) => {
+          await w.wait();
+          pending.delete(w);
+          // As Talos, the event names what is still awaited once part of it holds.
+          if (pending.size > 0 && !ac.signal.aborted) this.record(entry, "Waiting", waiting());
+        }),
+      );
       return entry.wanted && entry.def === def;
     } catch (err) {
       // Aborted: stop() recorded the outcome.

@@ -43,6 +43,10 @@ test("a service waits (state Waiting, Talos's wording) until its dependencies ru
   await apid;
   assert.equal(sup.get("apid")?.state, "Running");
   assert.deepEqual(log, ["start containerd", "start apid"]);
+  assert.deepEqual(sup.get("apid")?.events.filter((e) => e.state === "Waiting").map((e) => e.msg), [
+    'Waiting for service "containerd" to be "up", the gate',
+    "Waiting for the gate",
+  ], "once containerd is up, the event names what is still awaited (as Talos)");
 });
 
 test("a dependency is up once Running and healthy (Talos's StateEventUp), or once Finished", async (t) => {
