@@ -33,6 +33,13 @@ function withMachineSettings(config: string): string {
   return docs.map((d) => d.toString()).join("---\n");
 }
 
+/** The same configuration, installing to `disk`. */
+function withInstallDisk(config: string, disk: string): string {
+  const docs = parseAllDocuments(config);
+  docs[0]!.setIn(["machine", "install", "disk"], disk);
+  return docs.map((d) => d.toString()).join("---\n");
+}
+
 async function expectMaintenance(node: BootedNode) {
   const insecure = node.client();
   await waitFor(node, "maintenance API", () => insecure.disks(), bootMs);
@@ -48,6 +55,25 @@ test("install journey: maintenance → install → mTLS → reboot → cold boot
   t.after(() => node.stop({ removeDisk: true }));
 
   await t.test("the ISO boots into maintenance mode", () => expectMaintenance(node));
+
+  await t.test("apply-config naming the ISO's drive or a missing disk is refused (InvalidArgument); the node stays in maintenance", async () => {
+    const insecure = node.client();
+    const disks = ((await insecure.disks()) as { messages: { disks: { device_name: string }[] }[] }).messages[0]!.disks.map((d) => d.device_name);
+    assert.deepEqual(disks, ["/dev/vda"], "Disks lists the disk, not the ISO's /dev/sr0 (as Talos's disk list)");
+    const refusals: [string, string][] = [
+      ["/dev/sr0", 'specified install disk is not a disk the node can install to: "/dev/sr0" (talosctl disks lists those)'],
+      ["/dev/sdz", 'specified install disk does not exist: "/dev/sdz"'],
+    ];
+    for (const [target, problem] of refusals) {
+      await assert.rejects(insecure.applyConfiguration(withInstallDisk(controlplane, target), { mode: ApplyMode.REBOOT }), (e: Error & { code?: number; details?: string }) => {
+        assert.equal(e.code, 3, `${target}: InvalidArgument, not ${e.code}: ${e.message}`);
+        assert.equal(e.details, `configuration validation failed: 1 error occurred:\n\t* .machine.install.disk: ${problem}\n\n`);
+        return true;
+      });
+    }
+    await expectMaintenance(node);
+    assert.doesNotMatch(node.console(), /configuration received in maintenance mode|task install/);
+  });
 
   await t.test("apply-config installs to /dev/vda and the installed system serves mutual TLS", async () => {
     await node.client().applyConfiguration(controlplane, { mode: ApplyMode.REBOOT });
@@ -101,6 +127,9 @@ test("install journey: maintenance → install → mTLS → reboot → cold boot
     // The dashboard (no health check, as Talos's) shows the console summary on tty2.
     assert.equal((await c.serviceList() as { messages: { services: { id: string; state: string }[] }[] }).messages[0]!.services.find((s) => s.id === "dashboard")?.state, "Running");
     assert.equal((await c.read("/sys/class/tty/tty0/active")).toString(), "tty2\n");
+    // Drawing the summary and its kernel-log pane (the terminal's size, /dev/kmsg followed) never failed.
+    const dashboardEvents = (await c.serviceList() as { messages: { services: { id: string; events: { events: { msg: string }[] } }[] }[] }).messages[0]!.services.find((s) => s.id === "dashboard")!.events.events.map((e) => e.msg);
+    assert.deepEqual(dashboardEvents.filter((m) => /Error running|going to restart|Failed/.test(m)), [], dashboardEvents.join("\n"));
     // udevd's trigger and settle made the by-* links.
     assert.deepEqual((await namesUnder(c, "/dev/disk/by-partlabel")).filter((n) => ["STATE", "EPHEMERAL"].includes(n)).sort(), ["EPHEMERAL", "STATE"]);
     const logs = Buffer.concat((await c.collect<{ bytes: Buffer }>(c.machine, "Logs", { namespace: "system", id: "apid", tail_lines: 5 })).map((d) => d.bytes)).toString();

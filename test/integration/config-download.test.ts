@@ -7,7 +7,8 @@ import type { AddressInfo } from "node:net";
 import { gzipSync } from "node:zlib";
 import { after, before, test } from "node:test";
 import { decode } from "../../agent/src/api/index.js";
-import { loadConfig, validateConfig } from "../../agent/src/config/index.js";
+import { configChecker } from "../../agent/src/cmd/wiring.js";
+import { fakeBlockSysfs } from "../../agent/src/sys/block.js";
 import { generateConfigs } from "../../agent/src/config/generate/index.js";
 import { networkDefinitions } from "../../agent/src/controllers/network/index.js";
 import { logger } from "../../agent/src/log.js";
@@ -57,7 +58,8 @@ async function boot(url: string) {
       log: logger("test"),
       // Retried at once: the test counts attempts, it does not time them.
       download: { backoffMs: () => 0 },
-      checker: { parse: (d) => loadConfig(d), validate: (b) => validateConfig(b, { mode: "metal", diskExists: (p) => p === "/dev/sda" }) },
+      // The node's checker, on a machine whose one disk is /dev/sda.
+      checker: configChecker({ name: "metal", mode: "metal" }, fakeBlockSysfs({ "sda/size": "2097152" })),
       events,
       setMetadata: (m) => (metadata = m),
       setNetwork: () => undefined,

@@ -78,7 +78,7 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
       mounter: systemMounter(),
       power: opts.power ?? sandboxPower,
       cmdline: opts.cmdline ?? new Map(),
-      configChecker: configChecker(opts.platform),
+      configChecker: configChecker(opts.platform, opts.block),
       cosi: cosiFactory(),
       apid: {
         listen: opts.apidListen,

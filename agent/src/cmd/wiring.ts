@@ -1,4 +1,3 @@
-import { existsSync } from "node:fs";
 import { loadConfig } from "../config/load.js";
 import { validateConfig } from "../config/validate.js";
 import type { ConfigBundle } from "../config/bundle.js";
@@ -7,13 +6,16 @@ import { cosiStateImpl } from "../grpc/cosi-server.js";
 import { callRoles } from "../machined/access.js";
 import type { CosiFactory } from "../machined/machined.js";
 import type { Platform } from "../machined/platform.js";
+import { installDiskProblem } from "../storage/disk-selector.js";
+import { listDisks } from "../storage/disks.js";
+import type { BlockSysfs } from "../sys/block.js";
 
-/** Parses with the config module's loader and validates for the platform's mode. */
-export function configChecker(platform: Platform): ConfigChecker<ConfigBundle> {
+/** Parses with the config module's loader and validates for the platform's mode, the install disk against `block`'s disks. */
+export function configChecker(platform: Platform, block: BlockSysfs): ConfigChecker<ConfigBundle> {
   return {
     parse: (data) => loadConfig(data),
-    // Nothing is installed yet (install is a later issue); metal needs machine.install with a disk that exists.
-    validate: (bundle) => validateConfig(bundle, { mode: platform.mode, installed: false, diskExists: (p) => existsSync(p) }),
+    // Metal needs machine.install naming a disk the install can write (Disks lists it, not read-only).
+    validate: (bundle) => validateConfig(bundle, { mode: platform.mode, installDisk: (install) => installDiskProblem(install, listDisks(block), (p) => block.deviceNode(p)) }),
   };
 }
 

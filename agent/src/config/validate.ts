@@ -9,7 +9,7 @@ import { childPath } from "./decode.js";
 import { schemaOf } from "./schemas.js";
 import type { Schema } from "./types/schema.js";
 import { type BondOptionName, bondNames } from "../resources/catalog/network.js";
-import type { Bond, Device, V1Alpha1Config, Vlan } from "./types/v1alpha1.js";
+import type { Bond, Device, InstallDiskSelector, V1Alpha1Config, Vlan } from "./types/v1alpha1.js";
 
 export type RuntimeMode = "metal" | "cloud" | "container";
 
@@ -17,8 +17,8 @@ export interface ValidateOptions {
   mode: RuntimeMode;
   /** The node already runs from an installed disk (install instructions not needed). */
   installed?: boolean;
-  /** Whether a block device path exists on this node (install disk check in metal mode). */
-  diskExists?: (path: string) => boolean;
+  /** Why this node cannot install to what `.machine.install` names (metal mode), or undefined; unset: not checked. */
+  installDisk?: (install: { disk?: string; diskSelector?: InstallDiskSelector }) => string | undefined;
 }
 
 export interface ValidationResult {
@@ -198,10 +198,9 @@ function validateInstall(cfg: V1Alpha1Config, opts: ValidateOptions, err: Report
     err(".machine.install.disk", `an install disk is required in "metal" mode`);
     return;
   }
-  // A selector is resolved at install time; only an explicit path can be checked now.
-  if (!install.diskSelector && nonEmpty(install.disk) && opts.diskExists && !opts.diskExists(install.disk!)) {
-    err(".machine.install.disk", `specified install disk does not exist: ${JSON.stringify(install.disk)}`);
-  }
+  // As Talos's Validate outside the installer: the path must exist and a selector must match, now.
+  const problem = opts.installDisk?.(install);
+  if (problem !== undefined) err(install.diskSelector ? ".machine.install.diskSelector" : ".machine.install.disk", problem);
 }
 
 function validateDevice(dev: Device, path: string, worker: boolean, err: Report, warn: Report): void {

@@ -1,12 +1,14 @@
 // The `dashboard` service, as Talos's: after machined, it shows tty2 with the console summary
-// (console-summary.ts) redrawn whenever a resource it reads changes, keeps the kernel's messages
-// on tty1, and switches back to tty1 when it stops. `talos.dashboard.disabled=1` leaves it out.
+// (console-summary.ts) and below it the kernel-log pane (kernel-log-pane.ts), redrawn whenever a
+// resource it reads changes or a kernel message arrives, keeps the kernel's messages on tty1, and
+// switches back to tty1 when it stops. `talos.dashboard.disabled=1` leaves it out.
 
 import type { ServiceDefinition } from "../services/service.js";
 import { InProcessRunner } from "../services/inprocess-runner.js";
 import type { ResourceState } from "../resources/state.js";
 import type { VirtualTerminals } from "../sys/vt.js";
 import { renderConsoleSummary, summaryInputs } from "./console-summary.js";
+import { composeScreen, followKernelLog, LogLines } from "./kernel-log-pane.js";
 
 /** Talos's constants.DashboardTTY and KernelLogsTTY. */
 export const dashboardTty = 2;
@@ -25,17 +27,26 @@ export interface DashboardOptions {
   apiPort: number;
   /** Why the last install failed, shown while in maintenance (install-failure.ts). */
   installFailure?: string | undefined;
+  /** The kernel's messages as Dmesg sends them, from the first, followed until the signal aborts (rpc/dmesg.ts). */
+  kernelLog: (signal: AbortSignal) => AsyncIterable<string>;
+  /**
+   * How long a kernel message waits for the redraw that shows it (default 500 ms): at boot they come by the
+   * hundred, and every redraw repaints the whole screen.
+   */
+  logRedrawMs?: number;
 }
 
-/** Draws now, then again after each burst of changes to the summary's inputs, until `signal` aborts. */
+/** Draws now, then again after each burst of changes to the summary's inputs or the kernel log, until `signal` aborts. */
 export function drawSummaryUntil(opts: DashboardOptions, signal: AbortSignal): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     let pending = false;
+    const kernelLines = new LogLines();
     const draw = () => {
       pending = false;
       if (signal.aborted) return;
       try {
-        opts.terminals.draw(dashboardTty, renderConsoleSummary(opts.state, { version: opts.version, apiPort: opts.apiPort, installFailure: opts.installFailure }));
+        const summary = renderConsoleSummary(opts.state, { version: opts.version, apiPort: opts.apiPort, installFailure: opts.installFailure });
+        opts.terminals.draw(dashboardTty, composeScreen(summary, kernelLines.lines(), opts.terminals.size(dashboardTty)));
       } catch (err) {
         reject(err);
       }
@@ -46,9 +57,20 @@ export function drawSummaryUntil(opts: DashboardOptions, signal: AbortSignal): P
       pending = true;
       setImmediate(draw);
     };
+    let logTimer: NodeJS.Timeout | undefined;
+    const scheduleForLog = () => {
+      logTimer ??= setTimeout(() => {
+        logTimer = undefined;
+        schedule();
+      }, opts.logRedrawMs ?? 500);
+    };
     for (const kind of summaryInputs) opts.state.watch(kind, { signal }, schedule);
-    signal.addEventListener("abort", () => resolve(), { once: true });
+    signal.addEventListener("abort", () => {
+      clearTimeout(logTimer);
+      resolve();
+    }, { once: true });
     if (signal.aborted) resolve();
+    followKernelLog(opts.kernelLog, kernelLines, scheduleForLog, signal).catch(reject);
     schedule();
   });
 }

@@ -52,6 +52,7 @@ import { timeServiceImpl } from "./rpc/time.js";
 import type { SystemClock } from "../sys/clock.js";
 import { checkConfig, checkMaintenanceMode, maintenanceDryRunDetails, planApply, TryModeTimer, tryTimeoutMs, type ApplyRequest, type ConfigChecker } from "./apply/index.js";
 import { dashboardDisabled, dashboardService } from "./dashboard.js";
+import { dmesgLines } from "./rpc/dmesg.js";
 import { contractTag } from "./version.js";
 import { clearInstallFailure, lastInstallFailure, recordInstallFailure } from "./install-failure.js";
 import { announceMaintenance } from "./maintenance-console.js";
@@ -424,7 +425,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   }
   // Talos's "dashboard" phase, skipped with talos.dashboard.disabled=1.
   if (opts.terminals && !dashboardDisabled(opts.cmdline)) {
-    const dashboard = dashboardService({ state, terminals: opts.terminals, version: contractTag, apiPort: splitListen(opts.apid.listen).port, installFailure });
+    const dashboard = dashboardService({ state, terminals: opts.terminals, version: contractTag, apiPort: splitListen(opts.apid.listen).port, installFailure, kernelLog: (signal) => dmesgLines(signal) });
     supervisor.start(dashboard).catch((err: unknown) => log.error("starting the dashboard failed", { error: describeError(err) }));
   }
   if (opts.syslogRelay) {

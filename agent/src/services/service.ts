@@ -75,7 +75,7 @@ export interface ServiceDefinition {
   /** Runs once the service has stopped. */
   post?(): Promise<void>;
   runner: ServiceRunner;
-  /** What happens after the service exits by itself (restarts back off exponentially). */
+  /** What happens after the service exits by itself (a restart follows Talos's fixed 5 s interval). */
   restart: RestartPolicy;
   /** The user and group it runs as (its runner starts it so); unset: as machined. */
   user?: { uid: number; gid: number };

@@ -16,11 +16,8 @@ interface Entry {
   def: ServiceDefinition;
   record: ServiceRecord;
   wanted: boolean;
-  restarts: number;
   timer: NodeJS.Timeout | undefined;
   healthTimer: NodeJS.Timeout | undefined;
-  /** Fires once the current run has lasted long enough to forget earlier failures. */
-  stableTimer: NodeJS.Timeout | undefined;
   /** Notes, while the service is still starting, that it is slow (not failed). */
   slowTimer: NodeJS.Timeout | undefined;
   /** When the current run was launched (ms since epoch), for the elapsed time in logs. */
@@ -41,11 +38,10 @@ export interface SupervisorIo {
 
 /**
  * Runs services through Talos's states (Starting, Waiting, Preparing, Running, Stopping,
- * Finished, Failed, Skipped), restarts them per their policy with capped exponential backoff,
- * polls their health, and reports every event to listeners (machined mirrors them into Service
- * resources and the Events stream, the console logs them). A run that stays up and healthy
- * for `stableRunMs` resets the backoff, so a crash after a long healthy run is retried quickly
- * again. Starting has no deadline: a slow start stays Preparing (logged every
+ * Finished, Failed, Skipped), restarts them per their policy after Talos's fixed interval
+ * (`restartIntervalMs`, 5 s as Talos's restart runner), polls their health, and reports every
+ * event to listeners (machined mirrors them into Service resources and the Events stream, the
+ * console logs them). Starting has no deadline: a slow start stays Preparing (logged every
  * `slowStartNoticeMs`); only an exit is a failure.
  */
 export class Supervisor {
@@ -56,7 +52,7 @@ export class Supervisor {
 
   constructor(
     private readonly healthIntervalMs = 5000,
-    private readonly stableRunMs = 60_000,
+    private readonly restartIntervalMs = 5000,
     private readonly slowStartNoticeMs = 30_000,
     io: SupervisorIo = {},
   ) {
@@ -100,7 +96,6 @@ export class Supervisor {
     }
     entry.def = def;
     entry.wanted = true;
-    entry.restarts = 0;
     await this.launch(entry, false);
   }
 
@@ -113,7 +108,6 @@ export class Supervisor {
     entry.waitAbort?.abort();
     clearTimeout(entry.timer);
     clearInterval(entry.healthTimer);
-    clearTimeout(entry.stableTimer);
     clearInterval(entry.slowTimer);
     const state = entry.record.state;
     if (state === "Running" || state === "Preparing") {
@@ -122,9 +116,12 @@ export class Supervisor {
       await entry.def.runner.stop().catch((err) => log.warn("stop failed", { service: id, error: describeError(err) }));
       await this.post(entry.def);
       this.record(entry, "Finished", "Service finished successfully");
+    } else if (waitingToStart) {
+      // As Talos: the cancelled wait is the condition's failure (its context canceled).
+      this.failed(entry, conditionFailed(canceled));
     } else if (state === "Waiting" || state === "Starting") {
-      // The pending restart (or the wait to start) was cancelled above; do not keep announcing it.
-      this.record(entry, "Stopping", waitingToStart ? "Aborting wait to start" : "Aborting restart sequence");
+      // The pending restart was cancelled above; do not keep announcing it.
+      this.record(entry, "Stopping", "Aborting restart sequence");
       this.record(entry, "Finished", "Service finished successfully");
     }
   }
@@ -177,35 +174,56 @@ export class Supervisor {
 
   private newEntry(def: ServiceDefinition): Entry {
     return {
-      def, record: new ServiceRecord(def.id), wanted: true, restarts: 0,
-      timer: undefined, healthTimer: undefined, stableTimer: undefined, slowTimer: undefined, launchedAt: Date.now(), waitAbort: undefined,
+      def, record: new ServiceRecord(def.id), wanted: true,
+      timer: undefined, healthTimer: undefined, slowTimer: undefined, launchedAt: Date.now(), waitAbort: undefined,
     };
   }
 
-  /** Waits (state Waiting) until the service's dependencies run and its conditions hold; false when it should not start. */
+  /**
+   * Waits (state Waiting) until the service's dependencies run and its conditions hold; false when it
+   * should not start. As Talos, a failed wait ends the service Failed whatever its restart policy.
+   */
   private async prerequisites(entry: Entry, def: ServiceDefinition): Promise<boolean> {
     const deps = def.dependsOn ?? [];
     const conditions = def.conditions ?? [];
-    const awaited = [...deps.map((d) => `service ${JSON.stringify(d)} to be "up"`), ...conditions.map((c) => c.description)];
-    this.record(entry, "Waiting", `Waiting for ${awaited.join(", ")}`);
     const ac = new AbortController();
+    const waits = [
+      ...deps.map((d) => ({ description: `service ${JSON.stringify(d)} to be "up"`, wait: () => this.untilUp(d, ac.signal) })),
+      ...conditions.map((c) => ({ description: c.description, wait: () => c.wait(ac.signal) })),
+    ];
+    const pending = new Set(waits);
+    const waiting = () => `Waiting for ${[...pending].map((w) => w.description).join(", ")}`;
+    this.record(entry, "Waiting", waiting());
     entry.waitAbort = ac;
     try {
-      await Promise.all([...deps.map((d) => this.untilRunning(d, ac.signal)), ...conditions.map((c) => c.wait(ac.signal))]);
+      await Promise.all(
+        waits.map(async (w) => {
+          await w.wait();
+          pending.delete(w);
+          // As Talos, the event names what is still awaited once part of it holds.
+          if (pending.size > 0 && !ac.signal.aborted) this.record(entry, "Waiting", waiting());
+        }),
+      );
       return entry.wanted && entry.def === def;
     } catch (err) {
+      // Aborted: stop() recorded the outcome.
       if (ac.signal.aborted) return false;
-      this.failed(entry, `Condition failed: ${describeError(err)}`);
+      if (entry.wanted && entry.def === def) this.failed(entry, conditionFailed(err));
       return false;
     } finally {
+      // The other waits end too (one failed, or all held).
+      ac.abort();
       if (entry.waitAbort === ac) entry.waitAbort = undefined;
     }
   }
 
-  private untilRunning(id: string, signal: AbortSignal): Promise<void> {
+  /** Talos's "up": Running and healthy (a service without a health check is healthy once Running), or Finished or Skipped. */
+  private untilUp(id: string, signal: AbortSignal): Promise<void> {
     return new Promise((resolve, reject) => {
       const check = () => {
-        if (this.entries.get(id)?.record.state !== "Running") return;
+        const record = this.entries.get(id)?.record;
+        const up = record !== undefined && (record.state === "Finished" || record.state === "Skipped" || (record.state === "Running" && record.health.healthy));
+        if (!up) return;
         off();
         resolve();
       };
@@ -292,12 +310,6 @@ export class Supervisor {
       return;
     }
     this.record(entry, "Running", runningMessage || "Service started");
-    clearTimeout(entry.stableTimer);
-    entry.stableTimer = setTimeout(() => {
-      // A run that is still failing its health check has not proven anything.
-      if (record.state === "Running" && record.health.healthy) entry.restarts = 0;
-    }, this.stableRunMs);
-    entry.stableTimer.unref();
     this.watchHealth(entry, def);
   }
 
@@ -327,7 +339,6 @@ export class Supervisor {
 
   private exited(entry: Entry, def: ServiceDefinition, err: Error | undefined): void {
     clearInterval(entry.healthTimer);
-    clearTimeout(entry.stableTimer);
     if (!entry.wanted || entry.def !== def) return;
     log.warn("service exited", { service: def.id, reason: err ? describeError(err) : "exited with status 0", elapsedMs: elapsed(entry) });
     this.ended(entry, def, err);
@@ -356,21 +367,17 @@ export class Supervisor {
   private failed(entry: Entry, msg: string): void {
     log.warn("service failed", { service: entry.def.id, reason: msg });
     this.record(entry, "Failed", msg);
-    // A failed condition is retried like a failed run, unless the service never restarts.
-    if (entry.def.restart !== "never" && msg.startsWith("Condition failed")) this.scheduleRestart(entry, msg, false);
   }
 
-  private scheduleRestart(entry: Entry, msg: string, restart = true): void {
+  /** As Talos's restart runner: the same interval after every run, however often it has failed. */
+  private scheduleRestart(entry: Entry, msg: string): void {
     if (!entry.wanted) return;
-    const delay = Math.min(500 * 2 ** entry.restarts, 30_000);
-    entry.restarts++;
-    log.info("restarting service", { service: entry.def.id, reason: msg, delayMs: delay, restarts: entry.restarts, elapsedMs: elapsed(entry) });
-    // Talos's event has no delay in it; the log line above carries ours.
+    log.info("restarting service", { service: entry.def.id, reason: msg, delayMs: this.restartIntervalMs, elapsedMs: elapsed(entry) });
     this.record(entry, "Waiting", msg);
     const def = entry.def;
     entry.timer = setTimeout(() => {
-      if (entry.wanted && entry.def === def) this.launch(entry, restart).catch((err: unknown) => log.error("restarting service failed", { service: def.id, error: describeError(err) }));
-    }, delay);
+      if (entry.wanted && entry.def === def) this.launch(entry, true).catch((err: unknown) => log.error("restarting service failed", { service: def.id, error: describeError(err) }));
+    }, this.restartIntervalMs);
     entry.timer.unref();
   }
 
@@ -391,6 +398,14 @@ export class Supervisor {
       }
     }
   }
+}
+
+/** What a cancelled wait fails with: Go's context.Canceled, as Talos's message shows it. */
+const canceled = new Error("context canceled");
+
+/** Talos's event for a wait that failed: its runner's "condition failed: <err>", capitalized. */
+function conditionFailed(err: unknown): string {
+  return `Condition failed: ${describeError(err)}`;
 }
 
 function elapsed(entry: Entry): number {

@@ -78,21 +78,44 @@ export function matchesSelector(disk: DiskInfo, s: DiskSelector): boolean {
   return true;
 }
 
-// Talos's disk search leaves out optical drives and SCSI generic nodes (virtual devices are never listed).
-const notInstallable = ["sr", "sg"];
+/** Follows a device path's symlinks (/dev/disk/by-id/x → /dev/vda); undefined when nothing is there. */
+export type DeviceNode = (devicePath: string) => string | undefined;
 
-/** The install disk: the first disk the selector matches, else the path given, which must exist. */
-export function chooseInstallDisk(install: { disk?: string; diskSelector?: DiskSelector }, disks: readonly DiskInfo[]): string {
+/**
+ * The install disk: the first of the node's disks (as Disks lists them) the selector matches, else the
+ * disk the path names. As Talos, a missing path or an unmatched selector is refused; beyond Talos (whose
+ * installer would fail later), so is a path that is none of those disks (an optical drive, a partition, a
+ * loop device) and a read-only disk.
+ */
+export function chooseInstallDisk(install: { disk?: string; diskSelector?: DiskSelector }, disks: readonly DiskInfo[], deviceNode: DeviceNode): string {
+  const chosen = namedDisk(install, disks, deviceNode);
+  if (chosen.readonly) throw new InvalidInputError(`specified install disk is read-only: ${JSON.stringify(chosen.device_name)}`, { disk: chosen.device_name });
+  return chosen.device_name;
+}
+
+/** Why the node cannot install to what `install` names (chooseInstallDisk's refusal), or undefined. */
+export function installDiskProblem(install: { disk?: string; diskSelector?: DiskSelector }, disks: readonly DiskInfo[], deviceNode: DeviceNode): string | undefined {
+  try {
+    chooseInstallDisk(install, disks, deviceNode);
+    return undefined;
+  } catch (err) {
+    if (err instanceof InvalidInputError) return err.message;
+    throw err;
+  }
+}
+
+function namedDisk(install: { disk?: string; diskSelector?: DiskSelector }, disks: readonly DiskInfo[], deviceNode: DeviceNode): DiskInfo {
   const selector = install.diskSelector;
   // As Talos: a selector with no field set selects nothing, and the disk path applies.
   if (selector && Object.values(selector).some((v) => v !== undefined && v !== "")) {
-    const match = disks.find((d) => !notInstallable.some((p) => d.device_name.startsWith(`/dev/${p}`)) && matchesSelector(d, selector));
+    const match = disks.find((d) => matchesSelector(d, selector));
     if (!match) throw new InvalidInputError("no disk found matching provided parameters", { selector });
-    return match.device_name;
+    return match;
   }
   if (!install.disk) throw new InvalidInputError("an install disk is required in \"metal\" mode");
-  if (!disks.some((d) => d.device_name === install.disk)) {
-    throw new InvalidInputError(`specified install disk does not exist: ${JSON.stringify(install.disk)}`, { disk: install.disk });
-  }
-  return install.disk;
+  const node = deviceNode(install.disk);
+  if (node === undefined) throw new InvalidInputError(`specified install disk does not exist: ${JSON.stringify(install.disk)}`, { disk: install.disk });
+  const disk = disks.find((d) => d.device_name === node);
+  if (!disk) throw new InvalidInputError(`specified install disk is not a disk the node can install to: ${JSON.stringify(install.disk)} (talosctl disks lists those)`, { disk: install.disk, node });
+  return disk;
 }

@@ -1,6 +1,6 @@
 import type { BlockSysfs } from "../sys/block.js";
 
-/** storage.Disk.DiskType numbers (CD drives have no value of their own in v1.7 and report UNKNOWN). */
+/** storage.Disk.DiskType numbers. */
 export const DiskType = { UNKNOWN: 0, SSD: 1, HDD: 2, NVME: 3, SD: 4 } as const;
 
 /** One `storage.Disk` message (snake_case fields as in the proto). */
@@ -20,8 +20,8 @@ export interface DiskInfo {
   readonly: boolean;
 }
 
-// Virtual devices are not disks a user could install to or wipe.
-const virtualPrefixes = ["loop", "ram", "zram", "dm-", "md", "nbd", "fd"];
+// As Talos's disk list (go-blockdevice's disk.List): no optical drives, SCSI generic nodes, or virtual devices.
+const notDisks = ["sg", "sr", "loop", "md", "dm-", "ram"];
 
 function diskType(dev: string, sysfs: BlockSysfs): number {
   if (dev.startsWith("nvme")) return DiskType.NVME;
@@ -29,7 +29,6 @@ function diskType(dev: string, sysfs: BlockSysfs): number {
     const t = sysfs.attr(dev, "device/type");
     return t === "SD" || t === "MMC" || t === undefined ? DiskType.SD : DiskType.UNKNOWN;
   }
-  if (dev.startsWith("sr")) return DiskType.UNKNOWN;
   const rotational = sysfs.attr(dev, "queue/rotational");
   if (rotational === "1") return DiskType.HDD;
   if (rotational === "0") return DiskType.SSD;
@@ -53,7 +52,7 @@ function busPath(dev: string, sysfs: BlockSysfs): string {
 export function listDisks(sysfs: BlockSysfs, opts: { systemDisk?: string } = {}): DiskInfo[] {
   const out: DiskInfo[] = [];
   for (const dev of sysfs.devices()) {
-    if (virtualPrefixes.some((p) => dev.startsWith(p))) continue;
+    if (notDisks.some((p) => dev.startsWith(p))) continue;
     const sectors = Number(sysfs.attr(dev, "size") ?? "0");
     if (!Number.isFinite(sectors) || sectors <= 0) continue;
     out.push({

@@ -14,12 +14,15 @@ export interface VirtualTerminals {
   draw(tty: number, text: string): void;
   /** Shows tty`n` on the screen, the kernel's messages staying on tty`kernelTty`. */
   activate(tty: number, kernelTty: number): void;
+  /** How many rows and columns tty`n` has. */
+  size(tty: number): { rows: number; cols: number };
 }
 
 // <linux/vt.h>, <asm-generic/ioctls.h>, <linux/tiocl.h>
 const VT_ACTIVATE = 0x5606;
 const TIOCLINUX = 0x541c;
 const TIOCL_SETKMSGREDIRECT = 11;
+const TIOCGWINSZ = 0x5413;
 
 interface Ioctl {
   withInt(fd: number, request: number, arg: number): number;
@@ -60,6 +63,15 @@ export class KernelVirtualTerminals implements VirtualTerminals {
     this.withTty(0, "r+", (fd) => {
       if (this.ioctl.withInt(fd, VT_ACTIVATE, tty) < 0) throw new VirtualTerminalError(`activating tty${tty} failed: errno ${this.ioctl.errno()}`, { tty });
     });
+  }
+
+  size(tty: number): { rows: number; cols: number } {
+    // struct winsize: rows, columns, then pixel sizes (unsigned short each).
+    const winsize = Buffer.alloc(8);
+    this.withTty(tty, "r", (fd) => {
+      if (this.ioctl.withBytes(fd, TIOCGWINSZ, winsize) < 0) throw new VirtualTerminalError(`reading the size of tty${tty} failed: errno ${this.ioctl.errno()}`, { tty });
+    });
+    return { rows: winsize.readUInt16LE(0), cols: winsize.readUInt16LE(2) };
   }
 
   private get ioctl(): Ioctl {

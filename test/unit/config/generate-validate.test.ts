@@ -12,10 +12,10 @@ test("generated controlplane and worker configs load and validate cleanly (conta
     assert.deepEqual(bundle.warnings, [], name);
     assert.equal(bundle.v1alpha1()?.machine?.type, name);
     assert.deepEqual(validateConfig(bundle, { mode: "container" }), { errors: [], warnings: [] }, name);
-    assert.deepEqual(validateConfig(bundle, { mode: "metal", diskExists: (p) => p === "/dev/sda" }).errors, [], `${name} metal`);
+    assert.deepEqual(validateConfig(bundle, { mode: "metal", installDisk: (i) => (i.disk === "/dev/sda" ? undefined : "specified install disk does not exist") }).errors, [], `${name} metal`);
   }
   // The metal check really looks at the install disk.
-  const missingDisk = validateConfig(loadConfig(out.worker), { mode: "metal", diskExists: () => false });
+  const missingDisk = validateConfig(loadConfig(out.worker), { mode: "metal", installDisk: () => "specified install disk does not exist" });
   assert.notDeepEqual(missingDisk.errors, []);
 
   const rpc = await generateMachineConfig(

@@ -3,7 +3,8 @@ import { test } from "node:test";
 import { applyDefaults, defaults, loadConfig, validateConfig } from "../../../agent/src/config/index.js";
 import { fixture, otherKindFixtures, stabilityConfigs } from "./fixtures.js";
 
-const existing = (paths: string[]) => (p: string) => paths.includes(p);
+// The node's side of the install disk check (storage's, tested with it): here, only which paths exist.
+const existing = (paths: string[]) => (install: { disk?: string }) => (paths.includes(install.disk ?? "") ? undefined : `specified install disk does not exist: ${JSON.stringify(install.disk)}`);
 
 for (const { name, text } of stabilityConfigs) {
   test(`stability ${name}: validates in container mode and when installed on metal`, () => {
@@ -16,8 +17,8 @@ for (const { name, text } of stabilityConfigs) {
 test("stability overrides (install disk /dev/vda) validate on metal when the disk exists", () => {
   for (const { text } of stabilityConfigs.filter((c) => c.name.startsWith("overrides"))) {
     const b = loadConfig(text);
-    assert.deepEqual(validateConfig(b, { mode: "metal", diskExists: existing(["/dev/vda"]) }).errors, []);
-    assert.deepEqual(validateConfig(b, { mode: "metal", diskExists: existing(["/dev/sda"]) }).errors, [
+    assert.deepEqual(validateConfig(b, { mode: "metal", installDisk: existing(["/dev/vda"]) }).errors, []);
+    assert.deepEqual(validateConfig(b, { mode: "metal", installDisk: existing(["/dev/sda"]) }).errors, [
       '.machine.install.disk: specified install disk does not exist: "/dev/vda"',
     ]);
   }
@@ -25,7 +26,7 @@ test("stability overrides (install disk /dev/vda) validate on metal when the dis
 
 test("stability base configs have no install disk: metal mode asks for one", () => {
   for (const { text } of stabilityConfigs.filter((c) => c.name.startsWith("base"))) {
-    assert.deepEqual(validateConfig(loadConfig(text), { mode: "metal", diskExists: existing(["/dev/sda"]) }).errors, [
+    assert.deepEqual(validateConfig(loadConfig(text), { mode: "metal", installDisk: existing(["/dev/sda"]) }).errors, [
       '.machine.install.disk: an install disk is required in "metal" mode',
     ]);
   }
@@ -158,7 +159,7 @@ cluster:
 
 test("warnings: join machine type and deprecated install extensions", () => {
   const text = "version: v1alpha1\nmachine:\n  type: join\n  ca:\n    crt: Y3J0\n  install:\n    disk: /dev/sda\n    extensions:\n      - image: ghcr.io/x/y:1\ncluster:\n  controlPlane:\n    endpoint: https://cp:6443\n";
-  const r = validateConfig(loadConfig(text), { mode: "metal", diskExists: existing(["/dev/sda"]) });
+  const r = validateConfig(loadConfig(text), { mode: "metal", installDisk: existing(["/dev/sda"]) });
   assert.deepEqual(r.errors, []);
   assert.deepEqual(r.warnings, [
     '.machine.type: use "worker" instead of "join" for machine type',

@@ -8,7 +8,8 @@ import path from "node:path";
 import { gzipSync } from "node:zlib";
 import { after, before, test } from "node:test";
 import { decode } from "../../../agent/src/api/index.js";
-import { loadConfig, validateConfig } from "../../../agent/src/config/index.js";
+import { configChecker } from "../../../agent/src/cmd/wiring.js";
+import { fakeBlockSysfs } from "../../../agent/src/sys/block.js";
 import { generateConfigs } from "../../../agent/src/config/generate/index.js";
 import { logger } from "../../../agent/src/log.js";
 import { EventBus } from "../../../agent/src/machined/events.js";
@@ -38,7 +39,8 @@ async function boot(cmdline: Record<string, string>) {
       meta: () => undefined,
       signal: new AbortController().signal,
       log: logger("test"),
-      checker: { parse: (d) => loadConfig(d), validate: (b) => validateConfig(b, { mode: "metal", diskExists: (p) => p === "/dev/sda" }) },
+      // The node's checker, on a machine whose one disk is /dev/sda.
+      checker: configChecker({ name: "metal", mode: "metal" }, fakeBlockSysfs({ "sda/size": "2097152" })),
       events,
       setMetadata: (m) => (metadata = m),
       setNetwork: () => undefined,

@@ -43,6 +43,33 @@ test("a service waits (state Waiting, Talos's wording) until its dependencies ru
   await apid;
   assert.equal(sup.get("apid")?.state, "Running");
   assert.deepEqual(log, ["start containerd", "start apid"]);
+  assert.deepEqual(sup.get("apid")?.events.filter((e) => e.state === "Waiting").map((e) => e.msg), [
+    'Waiting for service "containerd" to be "up", the gate',
+    "Waiting for the gate",
+  ], "once containerd is up, the event names what is still awaited (as Talos)");
+});
+
+test("a dependency is up once Running and healthy (Talos's StateEventUp), or once Finished", async (t) => {
+  t.mock.timers.enable({ apis: ["setInterval"] });
+  const sup = new Supervisor(1000);
+  const log: string[] = [];
+  let serving = false;
+  const health = async () => {
+    if (!serving) throw new Error("not serving");
+  };
+  await sup.start({ id: "containerd", runner: { ...runner(log, "containerd"), health }, restart: "never" });
+  const ext = sup.start({ id: "ext-hello", dependsOn: ["containerd"], runner: runner(log, "ext-hello"), restart: "never" });
+  await tick();
+  assert.deepEqual([sup.get("containerd")?.state, sup.get("ext-hello")?.state], ["Running", "Waiting"], "Running but unhealthy is not up");
+  serving = true;
+  t.mock.timers.tick(1000);
+  await ext;
+  assert.deepEqual([sup.get("ext-hello")?.state, log], ["Running", ["start containerd", "start ext-hello"]]);
+  await sup.start({ id: "once", runner: runner(log, "once"), restart: "never" });
+  await sup.stop("once");
+  await sup.start({ id: "after-once", dependsOn: ["once"], runner: runner(log, "after-once"), restart: "never" });
+  assert.equal(sup.get("after-once")?.state, "Running", "a Finished dependency is up");
+  await sup.stopAll();
 });
 
 test("stopAll stops dependents before what they depend on; pre runs before the start, post after the stop", async () => {
@@ -56,16 +83,41 @@ test("stopAll stops dependents before what they depend on; pre runs before the s
   assert.deepEqual(log, ["start containerd", "pre apid", "start apid", "start udevd", "stop udevd", "stop apid", "post apid", "stop containerd"]);
 });
 
-test("a service stopped while it waits never starts", async () => {
+test("a service stopped while it waits never starts: Failed with Talos's canceled condition", async () => {
   const sup = new Supervisor(60_000);
   const log: string[] = [];
-  const starting = sup.start({ id: "apid", conditions: [gate()], runner: runner(log, "apid"), restart: "never" });
+  const starting = sup.start({ id: "apid", conditions: [gate()], runner: runner(log, "apid"), restart: "always" });
   await tick();
   await sup.stop("apid");
   await starting;
-  assert.equal(sup.get("apid")?.state, "Finished");
-  assert.deepEqual(sup.get("apid")?.events.slice(-2).map((e) => [e.state, e.msg]), [["Stopping", "Aborting wait to start"], ["Finished", "Service finished successfully"]]);
+  assert.deepEqual(sup.get("apid")?.events.map((e) => [e.state, e.msg]), [
+    ["Starting", "Starting service"],
+    ["Waiting", "Waiting for the gate"],
+    ["Failed", "Condition failed: context canceled"],
+  ]);
   assert.deepEqual(log, []);
+});
+
+test("a condition that fails ends the service Failed with Talos's text, whatever its policy: no retry, no pre, no post, the other waits end", async (t) => {
+  t.mock.timers.enable({ apis: ["setTimeout"] });
+  for (const restart of ["always", "untilSuccess", "never"] as const) {
+    const sup = new Supervisor(60_000);
+    const log: string[] = [];
+    const other = gate();
+    let otherAborted = false;
+    const failing: Condition = { description: "file \"/x\" to exist", wait: async () => { throw new Error("stat /x: permission denied"); } };
+    const watched: Condition = { description: other.description, wait: (signal) => { signal.addEventListener("abort", () => (otherAborted = true)); return other.wait(signal); } };
+    await sup.start({ id: "svc", conditions: [watched, failing], runner: runner(log, "svc"), restart, pre: async () => void log.push("pre"), post: async () => void log.push("post") });
+    assert.deepEqual(sup.get("svc")?.events.map((e) => [e.state, e.msg]), [
+      ["Starting", "Starting service"],
+      ["Waiting", 'Waiting for the gate, file "/x" to exist'],
+      ["Failed", "Condition failed: stat /x: permission denied"],
+    ], restart);
+    assert.equal(otherAborted, true, "the wait that had not ended is ended");
+    t.mock.timers.tick(120_000);
+    await tick();
+    assert.deepEqual([log, sup.get("svc")?.state], [[], "Failed"], restart);
+  }
 });
 
 test("conditions: resourceExists (with a predicate), networkReady, timeSynced, pathExists, allOf", async (t) => {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { chooseInstallDisk, globMatch, matchesSelector, parseByteSize, sizeMatcher } from "../../../agent/src/storage/disk-selector.js";
+import { chooseInstallDisk, globMatch, installDiskProblem, matchesSelector, parseByteSize, sizeMatcher } from "../../../agent/src/storage/disk-selector.js";
 import { DiskType, type DiskInfo } from "../../../agent/src/storage/disks.js";
 import { InvalidInputError } from "../../../agent/src/errors.js";
 
@@ -9,12 +9,19 @@ function disk(over: Partial<DiskInfo>): DiskInfo {
 }
 
 const GB = 1e9;
+// As Disks lists them: no optical drive among them.
 const disks = [
-  disk({ device_name: "/dev/sr0", size: 4 * GB, model: "QEMU DVD-ROM" }),
   disk({ device_name: "/dev/sda", size: 8 * GB, model: "QEMU HARDDISK", serial: "QM00001", type: DiskType.HDD, bus_path: "/pci0000:00/0000:00:01.1/ata1/host0/target0:0:0/0:0:0:0", wwid: "t10.ATA QEMU HARDDISK QM00001" }),
   disk({ device_name: "/dev/vda", size: 20 * 2 ** 30, modalias: "virtio:d00000002v00001AF4", type: DiskType.HDD, bus_path: "/pci0000:00/0000:00:04.0/virtio1" }),
   disk({ device_name: "/dev/nvme0n1", size: 512 * GB, model: "Samsung SSD 980", serial: "S64ANS0T", type: DiskType.NVME, uuid: "3a5b0e4e-1c2d-4f00-9e7b-aa00bb11cc22" }),
+  disk({ device_name: "/dev/vdb", size: 1 * GB, readonly: true, bus_path: "/pci0000:00/0000:00:05.0/virtio2" }),
 ];
+
+// The node's device paths: each disk's, the ISO's drive (which Disks leaves out), a partition, and a by-id link.
+const nodes: Record<string, string> = Object.fromEntries(disks.map((d) => [d.device_name, d.device_name]));
+Object.assign(nodes, { "/dev/sr0": "/dev/sr0", "/dev/vda1": "/dev/vda1", "/dev/disk/by-id/virtio-data": "/dev/vda" });
+const deviceNode = (p: string) => nodes[p];
+const choose = (install: Parameters<typeof chooseInstallDisk>[0]) => chooseInstallDisk(install, disks, deviceNode);
 
 describe("install disk selection", () => {
   it("parses sizes as go-humanize does: decimal and binary units, commas, spaces", () => {
@@ -49,25 +56,36 @@ describe("install disk selection", () => {
   });
 
   it("requires every given field to match", () => {
-    const sda = disks[1]!;
+    const sda = disks[0]!;
     assert.equal(matchesSelector(sda, { model: "QEMU*", type: "hdd" }), true);
     assert.equal(matchesSelector(sda, { model: "QEMU*", type: "ssd" }), false);
     assert.equal(matchesSelector(sda, { busPath: "/pci0000:00/*", serial: "QM00001", size: "8GB" }), true);
     assert.equal(matchesSelector(sda, { wwid: "t10.ATA*" }), true);
-    assert.equal(matchesSelector(disks[3]!, { uuid: "3a5b0e4e-*" }), true);
-    assert.equal(matchesSelector(disks[2]!, { modalias: "virtio:d00000002*" }), true);
+    assert.equal(matchesSelector(disks[2]!, { uuid: "3a5b0e4e-*" }), true);
+    assert.equal(matchesSelector(disks[1]!, { modalias: "virtio:d00000002*" }), true);
   });
 
-  it("picks the first matching disk, never an optical drive", () => {
-    assert.equal(chooseInstallDisk({ diskSelector: { size: "<= 10GB" } }, disks), "/dev/sda");
-    assert.equal(chooseInstallDisk({ diskSelector: { type: "nvme" } }, disks), "/dev/nvme0n1");
-    assert.equal(chooseInstallDisk({ diskSelector: { size: ">= 10GB", type: "hdd" } }, disks), "/dev/vda");
-    assert.equal(chooseInstallDisk({ disk: "/dev/sda", diskSelector: { model: "Samsung*" } }, disks), "/dev/nvme0n1", "the selector wins over disk");
+  it("picks the first matching disk; a path through a symlink is the disk it names", () => {
+    assert.equal(choose({ diskSelector: { size: "<= 10GB" } }), "/dev/sda");
+    assert.equal(choose({ diskSelector: { type: "nvme" } }), "/dev/nvme0n1");
+    assert.equal(choose({ diskSelector: { size: ">= 10GB", type: "hdd" } }), "/dev/vda");
+    assert.equal(choose({ disk: "/dev/sda", diskSelector: { model: "Samsung*" } }), "/dev/nvme0n1", "the selector wins over disk");
+    assert.equal(choose({ disk: "/dev/disk/by-id/virtio-data" }), "/dev/vda");
   });
 
-  it("answers with Talos's errors", () => {
-    assert.throws(() => chooseInstallDisk({ diskSelector: { size: ">= 1TB" } }, disks), (e: unknown) => e instanceof InvalidInputError && e.message === "no disk found matching provided parameters");
-    assert.throws(() => chooseInstallDisk({ disk: "/dev/sdz" }, disks), (e: unknown) => e instanceof InvalidInputError && e.message === 'specified install disk does not exist: "/dev/sdz"');
-    assert.equal(chooseInstallDisk({ disk: "/dev/vda", diskSelector: {} }, disks), "/dev/vda", "an empty selector leaves the disk path in charge");
+  it("answers with Talos's errors where Talos checks: a missing path, an unmatched selector", () => {
+    assert.throws(() => choose({ diskSelector: { size: ">= 1TB" } }), (e: unknown) => e instanceof InvalidInputError && e.message === "no disk found matching provided parameters");
+    assert.throws(() => choose({ disk: "/dev/sdz" }), (e: unknown) => e instanceof InvalidInputError && e.message === 'specified install disk does not exist: "/dev/sdz"');
+    assert.throws(() => choose({}), (e: unknown) => e instanceof InvalidInputError && e.message === 'an install disk is required in "metal" mode');
+    assert.equal(choose({ disk: "/dev/vda", diskSelector: {} }), "/dev/vda", "an empty selector leaves the disk path in charge");
+  });
+
+  it("refuses what the install cannot write: the ISO's drive, a partition, a read-only disk (named or selected)", () => {
+    const problem = (install: Parameters<typeof chooseInstallDisk>[0]) => installDiskProblem(install, disks, deviceNode);
+    assert.equal(problem({ disk: "/dev/sr0" }), 'specified install disk is not a disk the node can install to: "/dev/sr0" (talosctl disks lists those)');
+    assert.equal(problem({ disk: "/dev/vda1" }), 'specified install disk is not a disk the node can install to: "/dev/vda1" (talosctl disks lists those)');
+    assert.equal(problem({ disk: "/dev/vdb" }), 'specified install disk is read-only: "/dev/vdb"');
+    assert.equal(problem({ diskSelector: { busPath: "/pci0000:00/0000:00:05.0/*" } }), 'specified install disk is read-only: "/dev/vdb"');
+    assert.equal(problem({ disk: "/dev/vda" }), undefined);
   });
 });

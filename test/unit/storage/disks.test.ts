@@ -6,6 +6,12 @@ import { fakeBlockSysfs } from "../../../agent/src/sys/block.js";
 const sysfs = fakeBlockSysfs(
   {
     "loop0/size": "2048",
+    "sr0/size": "2097152",
+    "sr0/ro": "1",
+    "sg0/size": "8",
+    "dm-0/size": "2048",
+    "md0/size": "2048",
+    "ram0/size": "2048",
     "sda/size": "2097152",
     "sda/ro": "0",
     "sda/queue/rotational": "1",
@@ -26,7 +32,7 @@ const sysfs = fakeBlockSysfs(
   },
 );
 
-test("lists real disks with their sysfs attributes and skips virtual or empty devices", () => {
+test("lists real disks with their sysfs attributes and skips what Talos's disk list skips: optical drives, SCSI generic nodes, virtual or empty devices", () => {
   const disks = listDisks(sysfs, { systemDisk: "sda" });
   assert.deepEqual(disks.map((d) => d.device_name), ["/dev/mmcblk0", "/dev/nvme0n1", "/dev/sda"]);
   const sda = disks.find((d) => d.device_name === "/dev/sda")!;

@@ -38,6 +38,28 @@ export function formatKmsg(rec: KmsgRecord, bootNs: bigint): string {
   return `${facility}: ${priority}: [${rfc3339Nano(bootNs + BigInt(rec.usec) * 1000n)}]: ${rec.message}`;
 }
 
+/**
+ * The kernel log as Dmesg's lines, from the first record, followed until `signal` aborts (the dashboard's
+ * pane, as Talos's follows Dmesg). A record that cannot be parsed is left out, as talosctl leaves out an
+ * error entry; a failed read ends the lines with that error.
+ */
+export async function* dmesgLines(signal: AbortSignal, kmsgFile = "/dev/kmsg"): AsyncGenerator<string> {
+  const boot = bootTimeNs();
+  const fh = await openKmsg(kmsgFile).catch((err: unknown) => {
+    throw new SystemError(`error opening /dev/kmsg reader: ${pathErrorText("open", kmsgFile, err)}`, { file: kmsgFile });
+  });
+  let lastError: string | undefined;
+  try {
+    for await (const p of readKmsg(fh, { follow: true, fromTail: false, signal })) {
+      if ("record" in p) yield formatKmsg(p.record, boot);
+      else lastError = p.error;
+    }
+  } finally {
+    await fh.close();
+  }
+  if (lastError !== undefined && !signal.aborted) throw new SystemError(lastError, { file: kmsgFile });
+}
+
 /** Streams the kernel log until it is read (or, with follow, until the client cancels). */
 export async function streamDmesg(call: grpc.ServerWritableStream<DmesgRequest, unknown>, kmsgFile = "/dev/kmsg"): Promise<void> {
   const boot = bootTimeNs();

@@ -28,7 +28,7 @@ export function installedCmdline(cmdline: Map<string, string[]>): string {
 export async function install(r: MachineRuntime): Promise<void> {
   if (r.configText === undefined) throw new InvalidInputError("install needs a configuration");
   const installCfg = parseConfig(Buffer.from(r.configText)).v1alpha1WithDefaults()?.machine?.install ?? {};
-  const disk = chooseInstallDisk(installCfg, listDisks(r.block));
+  const disk = chooseInstallDisk(installCfg, listDisks(r.block), (p) => r.block.deviceNode(p));
   const work = path.join(r.paths.system, "install");
   const source = await installSource(r, installCfg.image, work);
   try {

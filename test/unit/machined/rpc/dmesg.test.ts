@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
 import { InvalidInputError, SystemError } from "../../../../agent/src/errors.js";
-import { bootTimeNs, formatKmsg, rfc3339Nano, streamDmesg, type DmesgRequest } from "../../../../agent/src/machined/rpc/dmesg.js";
+import { bootTimeNs, dmesgLines, formatKmsg, rfc3339Nano, streamDmesg, type DmesgRequest } from "../../../../agent/src/machined/rpc/dmesg.js";
 import { parseKmsgRecord, unescapeKmsg } from "../../../../agent/src/sys/kmsg.js";
 import { FakeCall } from "./fake-call.js";
 
@@ -88,4 +88,19 @@ test("streamDmesg follow ends when the client cancels, with no listener left", a
   assert.equal(call.written.length, 1);
   assert.equal(call.ended, false);
   assert.equal(call.leftover(), 0);
+});
+
+test("dmesgLines (the dashboard's pane): Dmesg's line for each record, followed until the signal aborts", async () => {
+  const file = path.join(dir, "pane");
+  writeFileSync(file, "4,7,1000000,-;eth0: link up\n");
+  const ac = new AbortController();
+  const lines: string[] = [];
+  for await (const line of dmesgLines(ac.signal, file)) {
+    lines.push(line);
+    ac.abort();
+  }
+  assert.equal(lines.length, 1);
+  assert.match(lines[0]!, /^kern: warning: \[\d{4}-[\d-]+T[\d:.]+Z\]: eth0: link up\n$/);
+  const missing = path.join(dir, "missing-pane");
+  await assert.rejects(dmesgLines(ac.signal, missing).next(), (e: Error) => e instanceof SystemError && e.message === `error opening /dev/kmsg reader: open ${missing}: no such file or directory`);
 });
