@@ -49,7 +49,7 @@ before(async () => {
     platform,
     block,
     mounter: { mount: refuse("mounts"), unmount: refuse("unmounts"), list: () => [] },
-    power: { request: refuse("power actions"), kexec: refuse("kexec") },
+    power: { request: refuse("power actions"), loadKexec: refuse("kexec loads"), kexec: refuse("kexec") },
     cmdline: new Map(),
     configChecker: configChecker(platform, block),
     cosi: cosiFactory(),
