@@ -175,7 +175,8 @@ export function apidNodeFlags(env: NodeJS.ProcessEnv = process.env): string[] {
 export function trustdNodeFlags(env: NodeJS.ProcessEnv = process.env): string[] {
   const override = env["BASALT_TRUSTD_NODE_FLAGS"];
   if (override !== undefined) return override.split(/\s+/).filter(Boolean);
-  return [...agentNodeFlags, "--lite-mode"];
+  // Lite mode turns wasm off; unless asked for, V8 says so on stdout, which would be trustd's first log line.
+  return [...agentNodeFlags, "--lite-mode", "--no-expose-wasm"];
 }
 
 /** The entry script of the multi-call program, beside this module (dist) or the bundle itself. */
