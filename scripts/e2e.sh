@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Runs the e2e journeys in two lanes side by side. Every e2e VM has one vCPU (test/e2e/qemu.ts) and the host
-# (CI's too) has two cores, so two lanes take about as long as the longer one. Lane "upgrade" is the upgrade
-# journey alone, the longest; lane "others" runs every other journey in turn.
+# (CI's too) has two cores, so two lanes take about as long as the longer one. Lane "upgrade" runs the upgrade
+# journey, the longest, and the power-loss boots; lane "others" runs every other journey. Each lane runs its
+# files one at a time, in node --test's order. The split keeps the lanes about even (README, End-to-end tests).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-long=dist/test/e2e/upgrade.test.js
+first=(dist/test/e2e/upgrade.test.js dist/test/e2e/power-loss.test.js)
 others=()
-for f in dist/test/e2e/*.test.js; do [ "$f" = "$long" ] || others+=("$f"); done
+for f in dist/test/e2e/*.test.js; do
+  case " ${first[*]} " in *" $f "*) ;; *) others+=("$f") ;; esac
+done
 
 lane() {
   local name=$1 start=$SECONDS rc
@@ -17,7 +20,7 @@ lane() {
   return "$rc"
 }
 
-lane upgrade "$long" &
+lane upgrade "${first[@]}" &
 upgrade=$!
 lane others "${others[@]}" &
 rest=$!
