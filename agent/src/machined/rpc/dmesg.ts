@@ -38,6 +38,13 @@ export function formatKmsg(rec: KmsgRecord, bootNs: bigint): string {
   return `${facility}: ${priority}: [${rfc3339Nano(bootNs + BigInt(rec.usec) * 1000n)}]: ${rec.message}`;
 }
 
+/** Opens the kernel log for reading, failing with Talos's words for Dmesg. */
+async function openKmsgReader(kmsgFile: string): ReturnType<typeof openKmsg> {
+  return openKmsg(kmsgFile).catch((err: unknown) => {
+    throw new SystemError(`error opening /dev/kmsg reader: ${pathErrorText("open", kmsgFile, err)}`, { file: kmsgFile });
+  });
+}
+
 /**
  * The kernel log as Dmesg's lines, from the first record, followed until `signal` aborts (the dashboard's
  * pane, as Talos's follows Dmesg). A record that cannot be parsed is left out, as talosctl leaves out an
@@ -45,9 +52,7 @@ export function formatKmsg(rec: KmsgRecord, bootNs: bigint): string {
  */
 export async function* dmesgLines(signal: AbortSignal, kmsgFile = "/dev/kmsg"): AsyncGenerator<string> {
   const boot = bootTimeNs();
-  const fh = await openKmsg(kmsgFile).catch((err: unknown) => {
-    throw new SystemError(`error opening /dev/kmsg reader: ${pathErrorText("open", kmsgFile, err)}`, { file: kmsgFile });
-  });
+  const fh = await openKmsgReader(kmsgFile);
   let lastError: string | undefined;
   try {
     for await (const p of readKmsg(fh, { follow: true, fromTail: false, signal })) {
@@ -63,9 +68,7 @@ export async function* dmesgLines(signal: AbortSignal, kmsgFile = "/dev/kmsg"): 
 /** Streams the kernel log until it is read (or, with follow, until the client cancels). */
 export async function streamDmesg(call: grpc.ServerWritableStream<DmesgRequest, unknown>, kmsgFile = "/dev/kmsg"): Promise<void> {
   const boot = bootTimeNs();
-  const fh = await openKmsg(kmsgFile).catch((err: unknown) => {
-    throw new SystemError(`error opening /dev/kmsg reader: ${pathErrorText("open", kmsgFile, err)}`, { file: kmsgFile });
-  });
+  const fh = await openKmsgReader(kmsgFile);
   const { signal, dispose } = cancellation(call);
   try {
     for await (const p of readKmsg(fh, { follow: call.request.follow === true, fromTail: call.request.tail === true, signal })) {
