@@ -68,6 +68,11 @@ function statusOfReset(rstCode: number | undefined): grpc.status {
   }
 }
 
+/** Why a backend's stream ended before it answered: its error, else its reset code. */
+function closedDetails(backendName: string, err: Error | undefined, rstCode: number | undefined): string {
+  return `${backendName}: ${err ? describeError(err) : `stream closed (code ${rstCode ?? 0})`}`;
+}
+
 /** Response headers or trailers as the backend sent them, without HTTP/2's own pseudo-headers (but :status). */
 function passedOn(h: IncomingHttpHeaders): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
@@ -119,7 +124,7 @@ export function relayCall(front: ServerHttp2Stream, headers: OutgoingHttpHeaders
       // Unreachable before any answer (machined may be restarting): UNAVAILABLE, which callers retry; a reset is the backend's word.
       const reset = (upError === undefined || ("code" in upError && upError.code === "ERR_HTTP2_STREAM_ERROR")) && !!up.rstCode;
       const code = reset ? statusOfReset(up.rstCode) : grpc.status.UNAVAILABLE;
-      replyStatus(front, code, `${backendName}: ${upError ? describeError(upError) : `stream closed (code ${up.rstCode ?? 0})`}`);
+      replyStatus(front, code, closedDetails(backendName, upError, up.rstCode));
     } else if (trailers === undefined) {
       front.close(up.rstCode || http2.constants.NGHTTP2_INTERNAL_ERROR);
     }
@@ -205,7 +210,7 @@ export function relayUnaryRewritten(front: ServerHttp2Stream, headers: OutgoingH
   front.on("error", (err) => log.debug("caller's stream failed", { error: describeError(err) }));
   stream.on("close", () => {
     if (!status) {
-      answer({ code: stream.rstCode ? statusOfReset(stream.rstCode) : grpc.status.UNAVAILABLE, details: `${backendName}: ${upError ? describeError(upError) : `stream closed (code ${stream.rstCode ?? 0})`}` });
+      answer({ code: stream.rstCode ? statusOfReset(stream.rstCode) : grpc.status.UNAVAILABLE, details: closedDetails(backendName, upError, stream.rstCode) });
       return;
     }
     const code: grpc.status = Number(status["grpc-status"]);
