@@ -99,6 +99,7 @@ export async function runApid(opts: ApidOptions): Promise<void> {
       proxy: proxySession,
       machinedTarget: target,
       isSelf,
+      remote: (t) => remotes.client(t),
       canForward: () => remotes.canForward,
       ...(opts.perTargetTimeoutMs !== undefined ? { perTargetTimeoutMs: opts.perTargetTimeoutMs } : {}),
     });

@@ -1,8 +1,10 @@
 // apid's API listener (:50000): TLS and HTTP/2 from node:http2. Every call is authenticated
 // here (the client certificate read once per connection). A unary call for this node alone is
-// relayed as frames straight to machined's socket (raw-relay.ts), its reply tagged when it came as a
-// one-node fan-out; everything else (fan-out and forwarding to other nodes, streams, paths the API
-// does not have) goes, as frames too, to apid's grpc-js proxy (proxy.ts), with the roles decided here.
+// relayed as frames straight to machined's socket (raw-relay.ts); a unary call naming nodes is
+// routed here too: its request read once, sent to machined for this node and to the other nodes'
+// apid, the replies merged and tagged as Talos's proxy does. Streams, paths the API does not have and
+// compressed requests that would need decoding go, as frames too, to apid's grpc-js proxy (proxy.ts),
+// with the roles decided here.
 
 import { randomUUID } from "node:crypto";
 import http2, { type Http2SecureServer, type Http2Session, type IncomingHttpHeaders, type OutgoingHttpHeaders, type ServerHttp2Stream } from "node:http2";
@@ -12,12 +14,9 @@ import { describeError } from "../errors.js";
 import { logger } from "../log.js";
 import { listenerKey, roleKey } from "../grpc/metadata.js";
 import { replyDeliveryKey, replyTrackedPaths } from "../grpc/reply-delivery.js";
-import { failedNodeReply, tagUnaryReply } from "../grpc/aggregate.js";
-import { boundedStatusMessage } from "../grpc/status.js";
 import { authenticatePeer, tlsOptions, type ListenerMode } from "./credentials.js";
-import type { Caller, ProxiedMethod } from "./proxy.js";
-import { failedNode } from "./proxy.js";
-import { BackendSession, relayCall, relayUnaryRewritten, replyStatus } from "./raw-relay.js";
+import { asStatus, forwardedMetadata, mergedReplies, route, type Caller, type Leg, type ProxiedMethod, type Route } from "./proxy.js";
+import { answerUnary, BackendSession, BodyTooLargeError, firstMessage, readRequest, relayCall, replyStatus, timeoutMs, unaryExchange } from "./raw-relay.js";
 import { reportWhenDelivered } from "./reply-delivery.js";
 
 const log = logger("apid");
@@ -28,8 +27,10 @@ export interface FrontOptions {
   methods: readonly ProxiedMethod[];
   /** machined's socket session: unary calls for this node. */
   machined: BackendSession;
-  /** apid's grpc-js proxy: every other call. */
+  /** apid's grpc-js proxy: streams, unknown paths, compressed requests for other nodes. */
   proxy: BackendSession;
+  /** The channel to another node's apid (undefined when this apid cannot forward). */
+  remote(target: string): grpc.Client | undefined;
   /** machined's socket (unix:...), where an apply's delivered reply is reported. */
   machinedTarget: string;
   /** Whether a `nodes` target means this node. */
@@ -38,7 +39,16 @@ export interface FrontOptions {
   canForward(): boolean;
   /** How long one node of a fan-out may take. Default 10 s, as the proxy's. */
   perTargetTimeoutMs?: number;
+  /** Nodes of one fan-out called at the same time. Default 16, as the proxy's. */
+  maxConcurrentTargets?: number;
 }
+
+/** Where one leg of a call goes: machined's socket, or another node's apid. */
+type Destination = "machined" | grpc.Client;
+
+const identity = (b: Buffer): Buffer => b;
+// As grpc-js's server and machined: messages up to 32 MiB.
+const maxMessageBytes = 32 * 1024 * 1024;
 
 // Never passed on as the caller sent them: the roles and listener tag are ours to set, the token is apid's.
 const ownKeys = [roleKey, listenerKey, replyDeliveryKey];
@@ -154,24 +164,84 @@ export class ApiFront {
       replyStatus(stream, e.code ?? grpc.status.UNAUTHENTICATED, e.details ?? describeError(err));
       return;
     }
-    const unary = this.unary.has(path);
-    const nodes = headerValues(headers["nodes"]);
-    // talosctl -n <this node>: answered from machined here, as the proxy would (tagged when this apid can forward).
-    const selfOnly = unary && headers["proxyfrom"] === undefined && headers["node"] === undefined && nodes.length === 1 && this.opts.isSelf(nodes[0]!);
-    const tagged = selfOnly && this.opts.canForward();
-    const direct = unary && (headers["proxyfrom"] !== undefined || (headers["node"] === undefined && (headers["nodes"] === undefined || selfOnly)));
-    const out = forwardedHeaders(headers, direct ? [...ownKeys, ...routingKeys] : ownKeys, caller);
-    if (replyTrackedPaths.has(path)) {
-      const token = randomUUID();
-      out[replyDeliveryKey] = token;
-      reportWhenDelivered(stream, this.opts.machinedTarget, token);
+    const token = replyTrackedPaths.has(path) ? randomUUID() : undefined;
+    if (token) reportWhenDelivered(stream, this.opts.machinedTarget, token);
+    const withToken = (out: OutgoingHttpHeaders) => (token ? { ...out, [replyDeliveryKey]: token } : out);
+    const toProxy = () => relayCall(stream, withToken(forwardedHeaders(headers, ownKeys, caller)), this.opts.proxy, "apid's proxy");
+    if (!this.unary.has(path)) return toProxy();
+    const canForward = this.opts.canForward();
+    const r = route<Destination>(path, (k) => headerValues(headers[k]), {
+      local: "machined",
+      remote: (t) => this.opts.remote(t),
+      canForward,
+      isSelf: (t) => this.opts.isSelf(t),
+    });
+    if (r.kind === "error") return replyStatus(stream, r.error.code, r.error.details);
+    if (r.kind === "one" && !r.leg.remote) {
+      relayCall(stream, withToken(forwardedHeaders(headers, [...ownKeys, ...routingKeys], caller)), this.opts.machined, "machined");
+      return;
     }
-    if (tagged) {
-      const tag = nodes[0]!;
-      relayUnaryRewritten(stream, out, this.opts.machined, "machined", this.opts.perTargetTimeoutMs ?? 10_000, (o) =>
-        o.message ? tagUnaryReply(o.message, tag) : failedNodeReply(failedNode(tag, { code: o.code, details: boundedStatusMessage(o.details) })),
-      );
-    } else if (direct) relayCall(stream, out, this.opts.machined, "machined");
-    else relayCall(stream, out, this.opts.proxy, "apid's proxy");
+    // A compressed request would have to be decoded for other nodes' channels: the proxy does that.
+    const encoding = headers["grpc-encoding"];
+    if (encoding !== undefined && encoding !== "identity") return toProxy();
+    this.forward(stream, headers, caller, r, withToken).catch((err: unknown) => {
+      log.warn("forwarding a call failed", { path, error: describeError(err) });
+      replyStatus(stream, grpc.status.INTERNAL, describeError(err));
+    });
+  }
+
+  /** A unary call for other nodes (or several): the request read once, each leg called, the replies merged. */
+  private async forward(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, caller: Caller, r: Route<Destination> & { kind: "one" | "many" }, withToken: (o: OutgoingHttpHeaders) => OutgoingHttpHeaders): Promise<void> {
+    let body: Buffer;
+    try {
+      body = await readRequest(stream, maxMessageBytes + 5);
+    } catch (err) {
+      if (err instanceof BodyTooLargeError) replyStatus(stream, grpc.status.RESOURCE_EXHAUSTED, `Received message larger than max (limit ${maxMessageBytes} bytes)`);
+      return; // otherwise the caller went away
+    }
+    const message = firstMessage(body);
+    if (!message) return replyStatus(stream, grpc.status.INTERNAL, "the request holds no complete uncompressed message");
+    const path = headers[":path"]!;
+    const cap = this.opts.perTargetTimeoutMs ?? 10_000;
+    const own = timeoutMs(headers["grpc-timeout"]);
+    // Each node of a fan-out gets at most `cap` of the caller's deadline; a call forwarded to one node gets all of it.
+    const legMs = r.kind === "many" ? Math.min(own ?? cap, cap) : own;
+    const cancels = new Set<() => void>();
+    stream.once("close", () => cancels.forEach((c) => c()));
+    const localHeaders = withToken(forwardedHeaders(headers, [...ownKeys, ...routingKeys], caller));
+    if (legMs !== undefined) localHeaders["grpc-timeout"] = `${Math.ceil(legMs)}m`;
+    const callerMetadata = grpc.Metadata.fromHttp2Headers(headers);
+    for (const k of ownKeys) callerMetadata.remove(k);
+    const send = (leg: Leg<Destination>): Promise<Buffer> => {
+      if (stream.closed) return Promise.reject(Object.assign(new Error("cancelled"), { code: grpc.status.CANCELLED, details: "the caller went away" }));
+      if (leg.client === "machined") {
+        const x = unaryExchange(this.opts.machined, "machined", localHeaders, body);
+        cancels.add(x.cancel);
+        return x.outcome.then((o) => {
+          cancels.delete(x.cancel);
+          if (o.message) return o.message;
+          throw Object.assign(new Error(o.details), { code: o.code, details: o.details });
+        });
+      }
+      const client = leg.client;
+      return new Promise<Buffer>((resolve, reject) => {
+        const md = forwardedMetadata(callerMetadata, caller, true, headers[":authority"]);
+        const call = client.makeUnaryRequest(path, identity, identity, message, md, { deadline: legMs === undefined ? Infinity : Date.now() + legMs }, (err, resp) => {
+          cancels.delete(cancel);
+          if (err) reject(err);
+          else resolve(resp ?? Buffer.alloc(0));
+        });
+        const cancel = () => call.cancel();
+        cancels.add(cancel);
+      });
+    };
+    const reply = r.kind === "one" ? send(r.leg) : mergedReplies(r.legs, send, this.opts.maxConcurrentTargets ?? 16);
+    await reply.then(
+      (m) => answerUnary(stream, m),
+      (err: unknown) => {
+        const st = asStatus(err);
+        replyStatus(stream, st.code, st.details);
+      },
+    );
   }
 }

@@ -46,48 +46,57 @@ export interface ProxyOptions {
 
 const identity = (b: Buffer): Buffer => b;
 
-/** A destination of one call: machined, or another node's apid; `tag` is the hostname appended in a fan-out. */
-interface Leg {
-  client: grpc.Client;
+/** A destination of one call: this node's machined, or another node's apid; `tag` is the hostname appended in a fan-out. */
+export interface Leg<C> {
+  client: C;
   remote: boolean;
   tag?: string;
 }
 
-type Route =
-  | { kind: "one"; leg: Leg }
-  | { kind: "many"; legs: Leg[] }
-  | { kind: "error"; error: Partial<grpc.StatusObject> };
+export type Route<C> =
+  | { kind: "one"; leg: Leg<C> }
+  | { kind: "many"; legs: Leg<C>[] }
+  | { kind: "error"; error: Pick<grpc.StatusObject, "code" | "details"> };
+
+/** What a route can lead to: this node's machined, other nodes' apid (when this apid can forward). */
+export interface RouteEnds<C> {
+  local: C;
+  /** The way to another node's apid; undefined when this apid cannot forward. */
+  remote(target: string): C | undefined;
+  readonly canForward: boolean;
+  isSelf(target: string): boolean;
+}
 
 // Metadata that must not be forwarded: transport headers and the routing keys we consume.
 const dropKeys = new Set(["nodes", "node", "proxyfrom", roleKey, listenerKey, ":authority", "content-type", "user-agent", "te", "grpc-timeout", "grpc-accept-encoding", "accept-encoding", "grpc-encoding"]);
 
-const refused = (code: grpc.status, details: string): Route => ({ kind: "error", error: { code, details } });
+const refused = <C>(code: grpc.status, details: string): Route<C> => ({ kind: "error", error: { code, details } });
 
 function values(md: grpc.Metadata, key: string): string[] {
   // grpc-js joins repeated header values with ", "; a node name never holds a comma.
   return md.get(key).flatMap((v) => String(v).split(",")).map((s) => s.trim()).filter(Boolean);
 }
 
-/** The director (reference §3): which backends serve this call. */
-export function route(path: string, md: grpc.Metadata, opts: Pick<ProxyOptions, "backends" | "isSelf">): Route {
-  const { backends, isSelf } = opts;
-  const local: Leg = { client: backends.local, remote: false };
-  if (md.get("proxyfrom").length > 0) return { kind: "one", leg: local };
-  const node = values(md, "node");
-  const nodes = values(md, "nodes");
+/** The director (reference §3): which backends serve a call, from its `proxyfrom`, `node` and `nodes` values. */
+export function route<C>(path: string, valuesOf: (key: string) => string[], ends: RouteEnds<C>): Route<C> {
+  const { isSelf } = ends;
+  const local: Leg<C> = { client: ends.local, remote: false };
+  if (valuesOf("proxyfrom").length > 0) return { kind: "one", leg: local };
+  const node = valuesOf("node");
+  const nodes = valuesOf("nodes");
   if (node.length > 1) return refused(grpc.status.INVALID_ARGUMENT, "node metadata must be single-valued");
   // A node that cannot forward serves a call naming only itself as if it named nothing.
-  if (!backends.canForward && nodes.length === 1 && isSelf(nodes[0]!)) return { kind: "one", leg: local };
+  if (!ends.canForward && nodes.length === 1 && isSelf(nodes[0]!)) return { kind: "one", leg: local };
   if (nodes.length > 0) {
     if (path.startsWith("/cosi.")) return refused(grpc.status.INVALID_ARGUMENT, "one-2-many proxying is not supported for COSI methods");
-    const legs: Leg[] = [];
+    const legs: Leg<C>[] = [];
     for (const t of nodes) {
       // This node answers from machined directly rather than through its own TLS listener: same reply, one hop less.
       if (isSelf(t)) {
         legs.push({ ...local, tag: t });
         continue;
       }
-      const client = backends.client(t);
+      const client = ends.remote(t);
       if (!client) return refused(grpc.status.PERMISSION_DENIED, "no request forwarding");
       legs.push({ client, remote: true, tag: t });
     }
@@ -95,33 +104,37 @@ export function route(path: string, md: grpc.Metadata, opts: Pick<ProxyOptions, 
   }
   if (node.length === 1) {
     if (isSelf(node[0]!)) return { kind: "one", leg: local };
-    const client = backends.client(node[0]!);
+    const client = ends.remote(node[0]!);
     if (!client) return refused(grpc.status.PERMISSION_DENIED, "no request forwarding");
     return { kind: "one", leg: { client, remote: true } };
   }
   return { kind: "one", leg: local };
 }
 
-/** Metadata sent to a backend: the caller's, without routing keys, with the caller's roles (and `proxyfrom` to another apid). */
-function forwardedMetadata(call: SurfaceCall, caller: Caller, leg: Leg): grpc.Metadata {
-  const md = call.metadata;
+function routeOf(path: string, md: grpc.Metadata, backends: Backends, isSelf: (t: string) => boolean): Route<grpc.Client> {
+  return route(path, (k) => values(md, k), { local: backends.local, remote: (t) => backends.client(t), canForward: backends.canForward, isSelf });
+}
+
+/**
+ * Metadata sent to a backend: the caller's `md`, without routing keys, with the caller's roles; to another
+ * node's apid `proxyfrom` names the host the caller addressed (its :authority), as Talos's apid does.
+ */
+export function forwardedMetadata(md: grpc.Metadata, caller: Caller, remote: boolean, authority: string | undefined): grpc.Metadata {
   const out = new grpc.Metadata();
   for (const k of Object.keys(md.getMap())) {
     if (dropKeys.has(k) || k.startsWith("grpc-")) continue;
     for (const value of md.get(k)) out.add(k, value);
   }
   for (const r of caller.roles) out.add(roleKey, r);
-  if (leg.remote) out.set("proxyfrom", hostOfCall(call));
+  if (remote) out.set("proxyfrom", authority || "unknown");
   else if (caller.maintenance) out.set(listenerKey, "maintenance");
   return out;
 }
 
-function hostOfCall(call: SurfaceCall): string {
-  return call.getHost() || "unknown";
-}
+const callMetadata = (call: SurfaceCall, caller: Caller, leg: Leg<grpc.Client>) => forwardedMetadata(call.metadata, caller, leg.remote, call.getHost());
 
 /** A backend failure as the status apid reports (message bounded, so it always fits a trailer). */
-function asStatus(err: unknown): grpc.StatusObject {
+export function asStatus(err: unknown): grpc.StatusObject {
   const e = err as Partial<grpc.ServiceError>;
   if (typeof e?.code === "number") {
     return { code: e.code, details: boundedStatusMessage(e.details ?? e.message ?? ""), metadata: e.metadata ?? new grpc.Metadata() };
@@ -132,13 +145,17 @@ function asStatus(err: unknown): grpc.StatusObject {
 const asError = (st: Partial<grpc.StatusObject>): grpc.ServiceError =>
   Object.assign(new Error(st.details ?? ""), { code: st.code ?? grpc.status.UNKNOWN, details: st.details ?? "", metadata: st.metadata ?? new grpc.Metadata() });
 
-/** The error entry of a node that failed in a fan-out. */
+// grpc-go's names of the status codes: Talos's apid words a failed node's error as grpc-go prints a status.
+const goCodeNames = ["OK", "Canceled", "Unknown", "InvalidArgument", "DeadlineExceeded", "NotFound", "AlreadyExists", "PermissionDenied", "ResourceExhausted", "FailedPrecondition", "Aborted", "OutOfRange", "Unimplemented", "Internal", "Unavailable", "DataLoss", "Unauthenticated"];
+
+/** The error entry of a node that failed in a fan-out: `error` as Talos's apid words it (the status error's text), and the status. */
 export function failedNode(tag: string, st: Pick<grpc.StatusObject, "code" | "details">) {
-  return { hostname: tag, error: st.details, status: { code: st.code, message: st.details } };
+  const code = goCodeNames[st.code] ?? `Code(${st.code})`;
+  return { hostname: tag, error: `rpc error: code = ${code} desc = ${st.details}`, status: { code: st.code, message: st.details } };
 }
 
 /** Runs `fns` with at most `limit` of them in flight at once, keeping the order of results. */
-async function bounded<T>(fns: (() => Promise<T>)[], limit: number): Promise<T[]> {
+export async function bounded<T>(fns: (() => Promise<T>)[], limit: number): Promise<T[]> {
   const out: T[] = new Array(fns.length);
   let next = 0;
   const worker = async () => {
@@ -149,6 +166,21 @@ async function bounded<T>(fns: (() => Promise<T>)[], limit: number): Promise<T[]
   };
   await Promise.all(Array.from({ length: Math.min(limit, fns.length) }, worker));
   return out;
+}
+
+/**
+ * A unary fan-out's reply: every leg's answer tagged with its node, a failing leg's error entry in its place,
+ * in the order of the legs (at most `limit` in flight), as Talos's one-to-many proxy merges them.
+ */
+export async function mergedReplies<C>(legs: Leg<C>[], send: (leg: Leg<C>) => Promise<Buffer>, limit: number): Promise<Buffer> {
+  const perLeg = legs.map((leg) => () =>
+    send(leg).then(
+      (resp) => tagUnaryReply(resp, leg.tag!),
+      // A failing node contributes an error entry beside the others' answers.
+      (err: unknown) => failedNodeReply(failedNode(leg.tag!, asStatus(err))),
+    ),
+  );
+  return Buffer.concat(await bounded(perLeg, limit));
 }
 
 function deadlineOf(call: SurfaceCall, capMs?: number): grpc.Deadline {
@@ -182,14 +214,14 @@ export function buildProxyServer(opts: ProxyOptions): grpc.Server {
   return server;
 }
 
-function admit(call: SurfaceCall, m: ProxiedMethod, opts: ProxyOptions): { caller: Caller; route: Route } | { error: Partial<grpc.StatusObject> } {
+function admit(call: SurfaceCall, m: ProxiedMethod, opts: ProxyOptions): { caller: Caller; route: Route<grpc.Client> } | { error: Partial<grpc.StatusObject> } {
   let caller: Caller;
   try {
     caller = opts.authenticate(call);
   } catch (err) {
     return { error: asStatus(err) };
   }
-  return { caller, route: route(m.path, call.metadata, opts) };
+  return { caller, route: routeOf(m.path, call.metadata, opts.backends, opts.isSelf) };
 }
 
 function unary(m: ProxiedMethod, opts: ProxyOptions): grpc.handleUnaryCall<Buffer, Buffer> {
@@ -203,9 +235,9 @@ function unary(m: ProxiedMethod, opts: ProxyOptions): grpc.handleUnaryCall<Buffe
     call.on("cancelled", () => {
       for (const c of cancels) c();
     });
-    const send = (leg: Leg, deadline: grpc.Deadline) =>
+    const send = (leg: Leg<grpc.Client>, deadline: grpc.Deadline) =>
       new Promise<Buffer>((resolve, reject) => {
-        const c = leg.client.makeUnaryRequest(m.path, identity, identity, call.request, forwardedMetadata(call, caller, leg), { deadline }, (err, resp) => {
+        const c = leg.client.makeUnaryRequest(m.path, identity, identity, call.request, callMetadata(call, caller, leg), { deadline }, (err, resp) => {
           cancels.delete(cancel);
           if (err) reject(err);
           else resolve(resp ?? Buffer.alloc(0));
@@ -217,16 +249,8 @@ function unary(m: ProxiedMethod, opts: ProxyOptions): grpc.handleUnaryCall<Buffe
       send(a.route.leg, deadlineOf(call)).then((resp) => callback(null, resp), (err) => callback(asError(asStatus(err))));
       return;
     }
-    const legs = a.route.legs;
-    const perLeg = legs.map((leg) => () =>
-      send(leg, deadlineOf(call, perTarget)).then(
-        (resp) => tagUnaryReply(resp, leg.tag!),
-        // A failing node contributes an error entry beside the others' answers.
-        (err) => failedNodeReply(failedNode(leg.tag!, asStatus(err))),
-      ),
-    );
-    bounded(perLeg, opts.maxConcurrentTargets ?? 16).then(
-      (parts) => callback(null, Buffer.concat(parts)),
+    mergedReplies(a.route.legs, (leg) => send(leg, deadlineOf(call, perTarget)), opts.maxConcurrentTargets ?? 16).then(
+      (reply) => callback(null, reply),
       (err) => callback(asError(asStatus(err))),
     );
   };
@@ -267,7 +291,7 @@ function relayRequests(down: grpc.ServerReadableStream<Buffer, Buffer> | grpc.Se
 }
 
 /** Resolves once a remote channel is connected, or rejects after `timeoutMs`: a dead node must not hold a stream fan-out. */
-function connected(leg: Leg, timeoutMs: number): Promise<void> {
+function connected(leg: Leg<grpc.Client>, timeoutMs: number): Promise<void> {
   if (!leg.remote) return Promise.resolve();
   return new Promise((resolve, reject) =>
     leg.client.waitForReady(Date.now() + timeoutMs, (err) =>
@@ -284,7 +308,7 @@ function serverStream(m: ProxiedMethod, opts: ProxyOptions): grpc.handleServerSt
     if ("error" in a) return fail(a.error);
     if (a.route.kind === "error") return fail(a.route.error);
     const caller = a.caller;
-    const open = (leg: Leg) => leg.client.makeServerStreamRequest(m.path, identity, identity, call.request, forwardedMetadata(call, caller, leg), { deadline: deadlineOf(call) });
+    const open = (leg: Leg<grpc.Client>) => leg.client.makeServerStreamRequest(m.path, identity, identity, call.request, callMetadata(call, caller, leg), { deadline: deadlineOf(call) });
     if (a.route.kind === "one") {
       const leg = a.route.leg;
       relayStream(open(leg), call, undefined, (st) => (st ? fail(st) : call.end()));
@@ -292,7 +316,7 @@ function serverStream(m: ProxiedMethod, opts: ProxyOptions): grpc.handleServerSt
     }
     const legs = a.route.legs;
     let pending = legs.length;
-    const legDone = (leg: Leg, st: grpc.StatusObject | undefined) => {
+    const legDone = (leg: Leg<grpc.Client>, st: grpc.StatusObject | undefined) => {
       // A failing node contributes one error message instead of failing the call.
       if (st && !call.cancelled) call.write(encodeMetadataMessage(failedNode(leg.tag!, st)));
       if (--pending === 0 && !call.cancelled) call.end();
@@ -318,7 +342,7 @@ function clientStream(m: ProxiedMethod, opts: ProxyOptions): grpc.handleClientSt
       return callback(asError(a.route.kind === "error" ? a.route.error : { code: grpc.status.INVALID_ARGUMENT, details: "client streaming methods are proxied one-to-one only" }));
     }
     const leg = a.route.leg;
-    const up = leg.client.makeClientStreamRequest(m.path, identity, identity, forwardedMetadata(call, a.caller, leg), { deadline: deadlineOf(call) }, (err, resp) =>
+    const up = leg.client.makeClientStreamRequest(m.path, identity, identity, callMetadata(call, a.caller, leg), { deadline: deadlineOf(call) }, (err, resp) =>
       err ? callback(asError(asStatus(err))) : callback(null, resp ?? Buffer.alloc(0)),
     );
     relayRequests(call, up);
@@ -334,7 +358,7 @@ function bidi(m: ProxiedMethod, opts: ProxyOptions): grpc.handleBidiStreamingCal
       return fail(a.route.kind === "error" ? a.route.error : { code: grpc.status.INVALID_ARGUMENT, details: "bidirectional methods are proxied one-to-one only" });
     }
     const leg = a.route.leg;
-    const up = leg.client.makeBidiStreamRequest(m.path, identity, identity, forwardedMetadata(call, a.caller, leg), { deadline: deadlineOf(call) });
+    const up = leg.client.makeBidiStreamRequest(m.path, identity, identity, callMetadata(call, a.caller, leg), { deadline: deadlineOf(call) });
     relayRequests(call, up);
     relayStream(up, call, undefined, (st) => (st ? fail(st) : call.end()));
   };

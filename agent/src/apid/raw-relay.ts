@@ -142,7 +142,7 @@ export interface UnaryOutcome {
 }
 
 /** grpc-timeout's value in milliseconds ("<digits><unit>"); undefined when absent or malformed. */
-function timeoutMs(value: OutgoingHttpHeaders[string]): number | undefined {
+export function timeoutMs(value: OutgoingHttpHeaders[string]): number | undefined {
   const m = /^(\d{1,8})([HMSmun])$/.exec(String(value ?? ""));
   if (!m) return undefined;
   const perUnit: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 0.001, n: 0.000001 };
@@ -150,76 +150,102 @@ function timeoutMs(value: OutgoingHttpHeaders[string]): number | undefined {
 }
 
 /** The first message of a gRPC body (length-prefixed, uncompressed); undefined when there is none. */
-function firstMessage(body: Buffer): Buffer | undefined {
+export function firstMessage(body: Buffer): Buffer | undefined {
   if (body.length < 5 || body[0] !== 0) return undefined;
   const length = body.readUInt32BE(1);
   return body.length >= 5 + length ? body.subarray(5, 5 + length) : undefined;
 }
 
+/** A request or reply body that is too large to hold (grpc-js's limit on a message). */
+export class BodyTooLargeError extends Error {
+  constructor(readonly limit: number) {
+    super(`request larger than ${limit} bytes`);
+    this.name = "BodyTooLargeError";
+  }
+}
+
+/** The caller's request body, read whole (a unary call's one message, framed); rejects past `limit` bytes or when the caller goes. */
+export function readRequest(front: ServerHttp2Stream, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    front.on("data", (b: Buffer) => {
+      size += b.length;
+      if (size > limit) {
+        front.removeAllListeners("data");
+        front.pause();
+        reject(new BodyTooLargeError(limit));
+        return;
+      }
+      chunks.push(b);
+    });
+    front.once("end", () => resolve(Buffer.concat(chunks)));
+    front.once("close", () => reject(new Error("the caller went away")));
+  });
+}
+
+/** One unary call to a backend with the request read already: its outcome, and a way to cancel it. */
+export interface Exchange {
+  outcome: Promise<UnaryOutcome>;
+  cancel(): void;
+}
+
 /**
- * A unary call to `backend` whose reply is rewritten before the caller gets it (a fan-out's one
- * node tagging its answer): the backend's reply is read whole, `reply` makes the message sent, always
- * with status OK as the proxy answers a fan-out. The backend gets at most `capMs` of the caller's deadline.
+ * Sends `body` (a request's gRPC frames) to `backend` with `headers` and reads the reply whole; an
+ * unreachable backend or a stream reset before any status becomes the status grpc-js's client would report.
  */
-export function relayUnaryRewritten(front: ServerHttp2Stream, headers: OutgoingHttpHeaders, backend: BackendSession, backendName: string, capMs: number, reply: (o: UnaryOutcome) => Buffer): void {
-  const own = timeoutMs(headers["grpc-timeout"]);
-  const out: OutgoingHttpHeaders = { ...headers, "grpc-timeout": `${Math.ceil(Math.min(own ?? capMs, capMs))}m` };
+export function unaryExchange(backend: BackendSession, backendName: string, headers: OutgoingHttpHeaders, body: Buffer): Exchange {
   // The reply is read here, so it must come uncompressed.
+  const out: OutgoingHttpHeaders = { ...headers };
   delete out["grpc-accept-encoding"];
-  let up: ClientHttp2Stream | undefined;
-  let settled = false;
-  const answer = (o: UnaryOutcome) => {
-    if (settled || front.closed || front.destroyed) return;
-    settled = true;
-    let message: Buffer;
-    try {
-      message = reply(o);
-    } catch (err) {
-      // A reply that cannot be rewritten fails the call, as it does through the proxy.
-      replyStatus(front, grpc.status.INTERNAL, describeError(err));
-      return;
-    }
-    const body = Buffer.alloc(5 + message.length);
-    body.writeUInt32BE(message.length, 1);
-    message.copy(body, 5);
-    front.respond({ ":status": 200, "content-type": "application/grpc+proto", "grpc-accept-encoding": "identity,deflate,gzip", "grpc-encoding": "identity" }, { waitForTrailers: true });
-    front.once("wantTrailers", () => front.sendTrailers({ "grpc-status": String(grpc.status.OK), "grpc-message": "OK" }));
-    front.end(body);
-  };
+  let up: ClientHttp2Stream;
   try {
     up = backend.get().request(out);
   } catch (err) {
-    answer({ code: grpc.status.UNAVAILABLE, details: `${backendName} unreachable: ${describeError(err)}` });
-    return;
+    return { outcome: Promise.resolve({ code: grpc.status.UNAVAILABLE, details: `${backendName} unreachable: ${describeError(err)}` }), cancel: () => {} };
   }
-  const stream = up;
-  const chunks: Buffer[] = [];
-  let status: IncomingHttpHeaders | undefined;
-  let upError: Error | undefined;
-  front.pipe(stream);
-  stream.on("response", (h) => {
-    if (h["grpc-status"] !== undefined) status = h;
+  const outcome = new Promise<UnaryOutcome>((resolve) => {
+    const chunks: Buffer[] = [];
+    let status: IncomingHttpHeaders | undefined;
+    let upError: Error | undefined;
+    up.on("response", (h) => {
+      if (h["grpc-status"] !== undefined) status = h;
+    });
+    up.on("trailers", (t) => {
+      status = t;
+    });
+    up.on("data", (b: Buffer) => chunks.push(b));
+    up.on("error", (err) => {
+      upError = err;
+    });
+    up.on("close", () => {
+      if (!status) {
+        resolve({ code: up.rstCode ? statusOfReset(up.rstCode) : grpc.status.UNAVAILABLE, details: closedDetails(backendName, upError, up.rstCode) });
+        return;
+      }
+      const code: grpc.status = Number(status["grpc-status"]);
+      const details = decodeURI(String(status["grpc-message"] ?? ""));
+      if (code !== grpc.status.OK) return resolve({ code, details });
+      const message = firstMessage(Buffer.concat(chunks));
+      resolve(message ? { code, details, message } : { code: grpc.status.INTERNAL, details: `${backendName} answered without a message` });
+    });
   });
-  stream.on("trailers", (t) => {
-    status = t;
-  });
-  stream.on("data", (b: Buffer) => chunks.push(b));
-  stream.on("error", (err) => {
-    upError = err;
-  });
-  front.on("error", (err) => log.debug("caller's stream failed", { error: describeError(err) }));
-  stream.on("close", () => {
-    if (!status) {
-      answer({ code: stream.rstCode ? statusOfReset(stream.rstCode) : grpc.status.UNAVAILABLE, details: closedDetails(backendName, upError, stream.rstCode) });
-      return;
-    }
-    const code: grpc.status = Number(status["grpc-status"]);
-    const details = decodeURI(String(status["grpc-message"] ?? ""));
-    if (code !== grpc.status.OK) return answer({ code, details });
-    const message = firstMessage(Buffer.concat(chunks));
-    answer(message ? { code, details, message } : { code: grpc.status.INTERNAL, details: `${backendName} answered without a message` });
-  });
-  front.on("close", () => {
-    if (!stream.closed && !stream.destroyed) stream.close(NGHTTP2_CANCEL);
-  });
+  up.end(body);
+  return {
+    outcome,
+    cancel: () => {
+      if (!up.closed && !up.destroyed) up.close(NGHTTP2_CANCEL);
+    },
+  };
+}
+
+/** Answers a unary call with `message` and status OK (uncompressed). */
+export function answerUnary(front: ServerHttp2Stream, message: Buffer): void {
+  if (front.closed || front.destroyed || front.headersSent) return;
+  const body = Buffer.alloc(5 + message.length);
+  body.writeUInt32BE(message.length, 1);
+  message.copy(body, 5);
+  front.respond({ ":status": 200, "content-type": "application/grpc+proto", "grpc-accept-encoding": "identity,deflate,gzip", "grpc-encoding": "identity" }, { waitForTrailers: true });
+  front.once("wantTrailers", () => front.sendTrailers({ "grpc-status": String(grpc.status.OK), "grpc-message": "OK" }));
+  front.end(body);
 }

@@ -41,7 +41,7 @@ async function listen(mode: ListenerMode): Promise<ApiFront> {
   const session = new BackendSession("machined", () => net.connect(socket));
   sessions.push(session);
   const methods = ["/machine.MachineService/Version", "/machine.MachineService/Reboot"].map((p) => ({ path: p, requestStream: false, responseStream: false }));
-  const front = new ApiFront({ listen: "127.0.0.1:0", mode, methods, machined: session, proxy: session, machinedTarget: `unix:${socket}`, isSelf: () => false, canForward: () => false });
+  const front = new ApiFront({ listen: "127.0.0.1:0", mode, methods, machined: session, proxy: session, machinedTarget: `unix:${socket}`, isSelf: () => false, remote: () => undefined, canForward: () => false });
   fronts.push(front);
   await front.listen();
   return front;

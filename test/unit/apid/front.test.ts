@@ -1,6 +1,7 @@
 // apid's listener relaying calls as HTTP/2 frames (front.ts, raw-relay.ts): what the caller gets back
 // must be what machined sent (headers, trailers, statuses, large messages), deadlines and
-// cancellation must reach machined, and calls naming nodes must go to the proxy instead.
+// cancellation must reach machined; unary calls naming nodes are sent to machined and to the other
+// nodes' apid (a fake on a unix socket) and merged; streams go to the proxy instead.
 import * as grpc from "@grpc/grpc-js";
 import assert from "node:assert/strict";
 import { once } from "node:events";
@@ -19,6 +20,7 @@ const identity = (b: Buffer) => b;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "basalt-apid-front-"));
 const machinedSocket = path.join(dir, "machined.sock");
 const proxySocket = path.join(dir, "proxy.sock");
+const remoteSocket = path.join(dir, "remote-apid.sock");
 const version = "/machine.MachineService/Version";
 const rollback = "/machine.MachineService/Rollback";
 const hostname = "/machine.MachineService/Hostname";
@@ -29,6 +31,15 @@ let front: ApiFront;
 // As machined serves: messages up to 32 MiB.
 const machined = new grpc.Server({ "grpc.max_receive_message_length": 32 * 1024 * 1024, "grpc.max_send_message_length": 32 * 1024 * 1024 });
 const proxy = new grpc.Server();
+// Another node's apid: Version answers with what it got; Hostname never answers.
+const remoteApid = new grpc.Server();
+const remoteClients = new Map<string, grpc.Client>();
+let remoteSeen: grpc.Metadata | undefined;
+/** `{ messages: [{ field 2: text }] }`: a reply with one messages element, as every node's reply holds. */
+const oneMessage = (text: string) => {
+  const t = Buffer.from(text);
+  return Buffer.concat([Buffer.from([0x0a, t.length + 2, 0x12, t.length]), t]);
+};
 const sessions: BackendSession[] = [];
 /** What machined's Hostname handler saw of the last call cancelled under it. */
 let cancelledAtMachined: Promise<void> = Promise.resolve();
@@ -100,7 +111,19 @@ before(async () => {
     identity,
     "serverStream",
   );
-  for (const [server, socket] of [[machined, machinedSocket], [proxy, proxySocket]] as const) {
+  remoteApid.register(
+    version,
+    (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+      remoteSeen = call.metadata;
+      cb(null, oneMessage(`remote got ${call.request.length} bytes`));
+    },
+    identity,
+    identity,
+    "unary",
+  );
+  remoteApid.register(rollback, (_call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb({ code: grpc.status.NOT_FOUND, details: "remote: nothing" }), identity, identity, "unary");
+  remoteApid.register(hostname, () => {}, identity, identity, "unary");
+  for (const [server, socket] of [[machined, machinedSocket], [proxy, proxySocket], [remoteApid, remoteSocket]] as const) {
     await new Promise<void>((resolve, reject) => server.bindAsync(`unix:${socket}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
   }
   const cert = await issueCertificate(ca, { commonName: "node", ipAddresses: ["127.0.0.1"], extKeyUsage: ["serverAuth"], lifetimeMs: 3600_000 });
@@ -123,7 +146,15 @@ before(async () => {
     proxy: session(proxySocket),
     machinedTarget: `unix:${machinedSocket}`,
     isSelf: (t) => t === "self.node",
+    // 10.5.0.2 is the fake apid; any other node has no one listening.
+    remote: (t) => {
+      if (!canForward) return undefined;
+      const socket = t === "10.5.0.2" ? remoteSocket : path.join(dir, "nobody.sock");
+      if (!remoteClients.has(t)) remoteClients.set(t, new grpc.Client(`unix:${socket}`, grpc.credentials.createInsecure()));
+      return remoteClients.get(t);
+    },
     canForward: () => canForward,
+    perTargetTimeoutMs: 1000,
   });
   await front.listen();
 });
@@ -131,8 +162,10 @@ before(async () => {
 after(async () => {
   await front.close(0);
   for (const s of sessions) s.close();
+  for (const c of remoteClients.values()) c.close();
   machined.forceShutdown();
   proxy.forceShutdown();
+  remoteApid.forceShutdown();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
@@ -221,10 +254,15 @@ test("a caller that cancels cancels machined's call", async () => {
   await cancelledAtMachined;
 });
 
-test("calls naming nodes and streams go to the proxy; proxyfrom makes a unary call machined's", async () => {
+test("streams and compressed requests naming nodes go to the proxy; proxyfrom makes a unary call machined's", async () => {
   const nodes = new grpc.Metadata();
   nodes.set("nodes", "10.5.0.2");
-  assert.equal((await unary(version, Buffer.alloc(0), nodes)).reply?.toString(), "proxy nodes=10.5.0.2");
+  const gzip = new grpc.Client(`127.0.0.1:${front.port()}`, grpc.credentials.createSsl(Buffer.from(ca.certPem)), { "grpc.default_compression_algorithm": 2 });
+  const compressed = await new Promise<Buffer | undefined>((resolve, reject) =>
+    gzip.makeUnaryRequest(version, identity, identity, Buffer.alloc(64, 1), nodes, (err, reply) => (err ? reject(err) : resolve(reply))),
+  );
+  gzip.close();
+  assert.equal(compressed?.toString(), "proxy nodes=10.5.0.2");
   const proxied = new grpc.Metadata();
   proxied.set("nodes", "10.5.0.2");
   proxied.set("proxyfrom", "10.5.0.1");
@@ -266,6 +304,81 @@ test("a path the API does not have is the proxy's to answer (UNIMPLEMENTED)", as
   assert.equal(r.err?.code, grpc.status.UNIMPLEMENTED);
 });
 
+test("nodes naming this node and another: the request read once and sent to both, the replies tagged and merged in the nodes' order", async () => {
+  const md = new grpc.Metadata();
+  md.set("nodes", "10.5.0.2,self.node");
+  md.set("x-caller", "kept");
+  md.set("talos-role", "os:admin");
+  const request = oneMessage("hi");
+  const r = await unary(version, request, md);
+  assert.equal(r.err, undefined);
+  assert.deepEqual(r.reply, Buffer.concat([tagUnaryReply(oneMessage(`remote got ${request.length} bytes`), "10.5.0.2"), tagUnaryReply(request, "self.node")]));
+  // machined: no routing keys left, the listener's roles; the other node: the roles, proxyfrom the authority the caller addressed.
+  assert.deepEqual(lastRequestMetadata?.get("nodes"), []);
+  assert.deepEqual(lastRequestMetadata?.get("talos-role"), ["os:reader"]);
+  assert.deepEqual(remoteSeen?.get("nodes"), []);
+  assert.deepEqual(remoteSeen?.get("talos-role"), ["os:reader"]);
+  assert.deepEqual(remoteSeen?.get("proxyfrom"), [`127.0.0.1:${front.port()}`]);
+  assert.deepEqual(remoteSeen?.get("x-caller"), ["kept"]);
+  assert.deepEqual(remoteSeen?.get("basalt-listener"), []);
+});
+
+test("a node that fails, cannot be reached or does not answer in time is an error entry worded as Talos's apid words it; the others answer", async () => {
+  const md = new grpc.Metadata();
+  md.set("nodes", "self.node,10.5.0.2");
+  const failed = await unary(rollback, Buffer.alloc(5), md);
+  assert.equal(failed.err, undefined);
+  assert.deepEqual(
+    failed.reply,
+    Buffer.concat([
+      failedNodeReply({ hostname: "self.node", error: "rpc error: code = FailedPrecondition desc = rollback: no previous slot ✗ 100%", status: { code: grpc.status.FAILED_PRECONDITION, message: "rollback: no previous slot ✗ 100%" } }),
+      failedNodeReply({ hostname: "10.5.0.2", error: "rpc error: code = NotFound desc = remote: nothing", status: { code: grpc.status.NOT_FOUND, message: "remote: nothing" } }),
+    ]),
+  );
+  const down = new grpc.Metadata();
+  down.set("nodes", "10.5.0.9,self.node");
+  const r = await unary(version, oneMessage("x"), down);
+  assert.equal(r.err, undefined);
+  const [first, second] = splitMessages(r.reply!);
+  assert.match(first!.toString("latin1"), /10\.5\.0\.9.*rpc error: code = Unavailable desc = /s);
+  assert.deepEqual(second, tagUnaryReply(oneMessage("x"), "self.node").subarray(2));
+  // Hostname: neither machined nor the other node answers; each is cut at the per-node deadline (1 s here).
+  const slow = new grpc.Metadata();
+  slow.set("nodes", "self.node,10.5.0.2");
+  const s = await unary(hostname, Buffer.alloc(5), slow);
+  assert.equal(s.err, undefined);
+  assert.deepEqual(splitMessages(s.reply!).map((m) => /code = (\w+)/.exec(m.toString("latin1"))?.[1]), ["DeadlineExceeded", "DeadlineExceeded"]);
+});
+
+test("node naming another node: forwarded untagged, its failure the call's status", async () => {
+  const md = new grpc.Metadata();
+  md.set("node", "10.5.0.2");
+  assert.deepEqual((await unary(version, oneMessage("abc"), md)).reply, oneMessage(`remote got ${oneMessage("abc").length} bytes`));
+  assert.deepEqual(remoteSeen?.get("node"), []);
+  const failed = await unary(rollback, Buffer.alloc(5), md);
+  assert.equal(failed.err?.code, grpc.status.NOT_FOUND);
+  assert.equal(failed.err?.details, "remote: nothing");
+});
+
+test("refused as the proxy refuses: node with two values, other nodes without a client certificate", async () => {
+  const many = new grpc.Metadata();
+  many.set("node", "10.5.0.2");
+  many.add("node", "10.5.0.3");
+  const twice = await unary(version, Buffer.alloc(5), many);
+  assert.equal(twice.err?.code, grpc.status.INVALID_ARGUMENT);
+  canForward = false;
+  try {
+    const md = new grpc.Metadata();
+    md.set("nodes", "10.5.0.2");
+    const r = await unary(version, Buffer.alloc(5), md);
+    assert.equal(r.err?.code, grpc.status.PERMISSION_DENIED);
+    assert.equal(r.err?.details, "no request forwarding");
+  } finally {
+    canForward = true;
+  }
+});
+
+// Last: it replaces machined.
 test("machined unreachable: UNAVAILABLE, and served again once it is back", async () => {
   machined.forceShutdown();
   const down = await unary(version, Buffer.from("x"));
@@ -280,3 +393,23 @@ test("machined unreachable: UNAVAILABLE, and served again once it is back", asyn
     again.forceShutdown();
   }
 });
+
+/** The messages elements of a merged reply (field 1, each with its tag and length stripped). */
+function splitMessages(reply: Buffer): Buffer[] {
+  const out: Buffer[] = [];
+  for (let i = 0; i < reply.length; ) {
+    assert.equal(reply[i], 0x0a);
+    let len = 0;
+    let shift = 0;
+    let j = i + 1;
+    for (;;) {
+      const b = reply[j++]!;
+      len |= (b & 0x7f) << shift;
+      shift += 7;
+      if (!(b & 0x80)) break;
+    }
+    out.push(reply.subarray(j, j + len));
+    i = j + len;
+  }
+  return out;
+}
