@@ -14,18 +14,20 @@ export function isCidr(s: string): boolean {
   return family === 4 ? bits <= 32 : family === 6 ? bits <= 128 : false;
 }
 
+// Go's two spellings of microseconds, U+00B5 and U+03BC, as escapes: one character above Latin-1 in the
+// bundle makes V8 hold machined's whole source as two-byte text (scripts/bundle.mjs checks for it).
 /** Go time.ParseDuration syntax: "0" or a sequence of number+unit ("1h30m", "3m0s", "1.5s"). */
 export function isDuration(s: string): boolean {
-  return s === "0" || /^[-+]?((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+$/.test(s);
+  return s === "0" || /^[-+]?((\d+(\.\d*)?|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h))+$/.test(s);
 }
 
 /** Duration text in milliseconds (undefined when not a duration). */
 export function durationMs(s: string): number | undefined {
   if (!isDuration(s)) return undefined;
   if (s === "0") return 0;
-  const unit: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, μs: 1e-3, ms: 1, s: 1000, m: 60000, h: 3600000 };
+  const unit: Record<string, number> = { ns: 1e-6, us: 1e-3, "\u00b5s": 1e-3, "\u03bcs": 1e-3, ms: 1, s: 1000, m: 60000, h: 3600000 };
   let total = 0;
-  for (const m of s.matchAll(/(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/g)) total += Number(m[1]) * unit[m[2]];
+  for (const m of s.matchAll(/(\d+(?:\.\d*)?|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)/g)) total += Number(m[1]) * unit[m[2]];
   return s.startsWith("-") ? -total : total;
 }
 
