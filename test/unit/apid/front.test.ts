@@ -10,7 +10,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
-import { ApiFront } from "../../../agent/src/apid/front.js";
+import { ApiFront, type FrontOptions } from "../../../agent/src/apid/front.js";
 import { failedNode } from "../../../agent/src/apid/proxy.js";
 import { failedNodeReply, tagUnaryReply } from "../../../agent/src/grpc/aggregate.js";
 import { BackendSession } from "../../../agent/src/apid/raw-relay.js";
@@ -28,6 +28,8 @@ const read = "/machine.MachineService/Read";
 
 let ca: CertificateAuthority;
 let front: ApiFront;
+/** The listener's options; one test lengthens the per-node deadline in place (the listener reads it per call). */
+let frontOptions: FrontOptions;
 // As machined serves: messages up to 32 MiB.
 const machined = new grpc.Server({ "grpc.max_receive_message_length": 32 * 1024 * 1024, "grpc.max_send_message_length": 32 * 1024 * 1024 });
 const proxy = new grpc.Server();
@@ -35,6 +37,8 @@ const proxy = new grpc.Server();
 const remoteApid = new grpc.Server();
 const remoteClients = new Map<string, grpc.Client>();
 let remoteSeen: grpc.Metadata | undefined;
+/** What the other node's Hostname handler saw of the last call cancelled under it. */
+let cancelledAtRemote: Promise<void> = Promise.resolve();
 /** `{ messages: [{ field 2: text }] }`: a reply with one messages element, as every node's reply holds. */
 const oneMessage = (text: string) => {
   const t = Buffer.from(text);
@@ -122,7 +126,15 @@ before(async () => {
     "unary",
   );
   remoteApid.register(rollback, (_call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb({ code: grpc.status.NOT_FOUND, details: "remote: nothing" }), identity, identity, "unary");
-  remoteApid.register(hostname, () => {}, identity, identity, "unary");
+  remoteApid.register(
+    hostname,
+    (call: grpc.ServerUnaryCall<Buffer, Buffer>) => {
+      cancelledAtRemote = once(call, "cancelled").then(() => undefined);
+    },
+    identity,
+    identity,
+    "unary",
+  );
   for (const [server, socket] of [[machined, machinedSocket], [proxy, proxySocket], [remoteApid, remoteSocket]] as const) {
     await new Promise<void>((resolve, reject) => server.bindAsync(`unix:${socket}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
   }
@@ -138,7 +150,7 @@ before(async () => {
     { path: hostname, requestStream: false, responseStream: false },
     { path: read, requestStream: false, responseStream: true },
   ];
-  front = new ApiFront({
+  frontOptions = {
     listen: "127.0.0.1:0",
     mode: { kind: "maintenance", serverCert: cert.certPem, serverKey: cert.keyPem },
     methods,
@@ -155,7 +167,8 @@ before(async () => {
     },
     canForward: () => canForward,
     perTargetTimeoutMs: 1000,
-  });
+  };
+  front = new ApiFront(frontOptions);
   await front.listen();
 });
 
@@ -348,6 +361,27 @@ test("a node that fails, cannot be reached or does not answer in time is an erro
   const s = await unary(hostname, Buffer.alloc(5), slow);
   assert.equal(s.err, undefined);
   assert.deepEqual(splitMessages(s.reply!).map((m) => /code = (\w+)/.exec(m.toString("latin1"))?.[1]), ["DeadlineExceeded", "DeadlineExceeded"]);
+});
+
+test("a caller that cancels a fan-out cancels every node's call", { timeout: 10_000 }, async () => {
+  const md = new grpc.Metadata();
+  md.set("nodes", "self.node,10.5.0.2");
+  const before = [cancelledAtMachined, cancelledAtRemote];
+  // Past the test's own timeout, so only the cancel can end the nodes' calls in time.
+  frontOptions.perTargetTimeoutMs = 60_000;
+  const c = client();
+  const call = c.makeUnaryRequest(hostname, identity, identity, Buffer.alloc(5), md, () => {});
+  // Cancelled once both nodes hold the call.
+  while (cancelledAtMachined === before[0] || cancelledAtRemote === before[1]) await new Promise((r) => setTimeout(r, 20));
+  const outcome = new Promise<grpc.StatusObject>((resolve) => call.on("status", resolve));
+  call.cancel();
+  assert.equal((await outcome).code, grpc.status.CANCELLED);
+  c.close();
+  try {
+    await Promise.all([cancelledAtMachined, cancelledAtRemote]);
+  } finally {
+    frontOptions.perTargetTimeoutMs = 1000;
+  }
 });
 
 test("node naming another node: forwarded untagged, its failure the call's status", async () => {
