@@ -6,7 +6,7 @@ import path from "node:path";
 import { describeError, SystemError } from "../../errors.js";
 import type { Logger } from "../../log.js";
 import type { PlatformNetwork } from "../../controllers/runtime/platform-network.js";
-import { DevicesStatusId, DevicesStatusType, type DevicesStatusSpec, type PlatformMetadataSpec, RUNTIME_NAMESPACE } from "../../resources/catalog/runtime.js";
+import type { PlatformMetadataSpec } from "../../resources/catalog/runtime.js";
 import type { ResourceState } from "../../resources/state.js";
 import type { SystemIdentity } from "../../sys/dmi.js";
 import type { Mounter } from "../../sys/mount.js";
@@ -18,7 +18,7 @@ import { splitFqdn } from "./network-config.js";
 import { nocloudFiles, nocloudLabels, nocloudMetadata, nocloudPlatformMetadata } from "./nocloud.js";
 import { substituteConfigUrl, urlVariablesUsed } from "./url.js";
 import { urlValues } from "./url-values.js";
-import { published } from "../published.js";
+import { devicesReady } from "../devices-ready.js";
 
 /** The platform's configuration source failed (not: it has none). */
 export class ConfigSourceError extends SystemError {}
@@ -49,9 +49,9 @@ export interface Acquired {
 }
 
 /** A volume is looked for by its label only once udev has settled the devices (Talos's WaitForDevicesReady). */
-async function devicesReady(d: AcquireDeps): Promise<void> {
+async function waitForDevices(d: AcquireDeps): Promise<void> {
   d.log.info("waiting for devices to be ready");
-  await published<DevicesStatusSpec>(d.state, RUNTIME_NAMESPACE, DevicesStatusType, DevicesStatusId, d.signal, (s) => s.ready);
+  await devicesReady(d.state, d.signal);
   d.signal.throwIfAborted();
 }
 
@@ -62,7 +62,7 @@ async function metal(d: AcquireDeps, wantConfig: boolean): Promise<Acquired> {
   const option = d.cmdline.get("talos.config")?.at(-1);
   if (!wantConfig || option === undefined || option === "" || option === "none") return { metadata };
   if (option === metalIsoLabel) {
-    await devicesReady(d);
+    await waitForDevices(d);
     const volume = await readLabelledVolume([metalIsoLabel], ["config.yaml"], d.mounter, d.mountDir).catch((err: unknown) => {
       throw new ConfigSourceError(`failed to read the ${metalIsoLabel} volume`, {}, { cause: err });
     });
@@ -85,7 +85,7 @@ async function metal(d: AcquireDeps, wantConfig: boolean): Promise<Acquired> {
 }
 
 async function nocloud(d: AcquireDeps, wantConfig: boolean): Promise<Acquired> {
-  await devicesReady(d);
+  await waitForDevices(d);
   const names = Object.values(nocloudFiles);
   const volume = await readLabelledVolume(nocloudLabels, names, d.mounter, d.mountDir).catch((err: unknown) => {
     throw new ConfigSourceError("failed to read the cidata volume", {}, { cause: err });
