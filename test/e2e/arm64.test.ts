@@ -12,7 +12,7 @@ import { ApplyMode } from "../../agent/src/api/enums.js";
 import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
 import { generateConfigs } from "../../agent/src/config/generate/index.js";
 import { expectServicesHealthy, expectTalosCgroups } from "./node-checks.js";
-import { artifactsPresent, bootNode, expectMaintenanceApi, systemPartitionNames, waitFor, type BootedNode } from "./qemu.js";
+import { artifactsPresent, bootNode, expectMaintenanceApi, physicalLinkNames, systemPartitionNames, waitFor, type BootedNode } from "./qemu.js";
 
 const BOOT_TIMEOUT_MS = Number(process.env.BASALT_E2E_BOOT_TIMEOUT_MS ?? 600_000);
 const skip = artifactsPresent("arm64") ? false : "no arm64 image under _out (npm run image -- --arch arm64)";
@@ -25,11 +25,14 @@ function expectArm64Kernel(node: BootedNode): void {
 }
 
 describe("arm64", { skip }, () => {
-  test("arm64-pxe: maintenance API answers Disks and AddressStatuses", { timeout: BOOT_TIMEOUT_MS + 120_000 }, async (t) => {
+  test("arm64-pxe: maintenance API answers Disks and AddressStatuses; the NIC is enp0s2", { timeout: BOOT_TIMEOUT_MS + 120_000 }, async (t) => {
     const node = await bootNode({ name: "arm64-pxe", boot: "pxe", arch: "arm64" });
     t.after(() => node.stop());
-    await expectMaintenanceApi(node, BOOT_TIMEOUT_MS, (msg) => t.diagnostic(`arm64-pxe: ${msg}`));
+    const addresses = await expectMaintenanceApi(node, BOOT_TIMEOUT_MS, (msg) => t.diagnostic(`arm64-pxe: ${msg}`));
     expectArm64Kernel(node);
+    // udev's predictable name: virtio-net in PCI slot 2 of virt's PCIe root (slot 1 is the disk).
+    assert.deepEqual(await physicalLinkNames(node.client()), ["enp0s2"]);
+    assert.ok(addresses.some((r) => r.resource.metadata.id === "enp0s2/10.0.2.15/24"), addresses.map((r) => r.resource.metadata.id).join(" "));
   });
 
   test("arm64 journey: ISO → maintenance → install → reboot → disk boot over mTLS", { timeout: 3 * BOOT_TIMEOUT_MS }, async (t) => {

@@ -191,7 +191,8 @@ test("install journey: maintenance → install → mTLS → reboot → cold boot
       new Map(((await c.resourceList("network", type)) as Listed).map((r) => [r.resource.metadata.id, r.resource.spec.yaml_spec] as const));
     const links = await list("LinkStatuses.net.talos.dev");
     const physical = [...links].filter(([, y]) => /^type: ether$/m.test(y) && /^kind: ""$/m.test(y)).map(([id]) => id).sort();
-    assert.equal(physical.length, 2, `two NICs: ${[...links.keys()].join(" ")}`);
+    // udev's predictable names: virtio-net in q35's PCI slots 3 and 5 (slot 4 is the RNG).
+    assert.deepEqual(physical, ["enp0s3", "enp0s5"], `two NICs: ${[...links.keys()].join(" ")}`);
     const addresses = [...(await list("AddressStatuses.net.talos.dev")).keys()];
     const apiLink = physical.find((l) => addresses.some((a) => a.startsWith(`${l}/10.0.2.`)))!;
     const second = physical.find((l) => l !== apiLink)!;

@@ -206,6 +206,19 @@ export interface ListedResource {
   resource: { metadata: { namespace: string; type: string; id: string }; spec: { yaml_spec: string } };
 }
 
+/** The names udev gave the NICs: the node's physical links (LinkStatus of type ether, no kind), sorted. */
+export async function physicalLinkNames(c: NodeClient): Promise<string[]> {
+  const listed = await c.collect<ListedResource>(c.cosi, "List", { namespace: "network", type: "LinkStatuses.net.talos.dev" }, 10_000);
+  const physical = listed.filter((r) => /^type: ether$/m.test(r.resource.spec.yaml_spec) && /^kind: ""$/m.test(r.resource.spec.yaml_spec));
+  return physical.map((r) => r.resource.metadata.id).sort();
+}
+
+/** DevicesStatus `devices` as `talosctl get devicesstatuses -o yaml` shows its spec. */
+export async function devicesStatusYaml(c: NodeClient): Promise<string[]> {
+  const listed = await c.collect<ListedResource>(c.cosi, "List", { namespace: "runtime", type: "DevicesStatuses.runtime.talos.dev" }, 10_000);
+  return listed.map((r) => `${r.resource.metadata.id}: ${r.resource.spec.yaml_spec}`);
+}
+
 /**
  * Waits for the maintenance API and checks what every fresh boot shows through it: storage.Disks lists the
  * blank 10 GiB virtio disk /dev/vda, and COSI's AddressStatuses the DHCP lease 10.0.2.15/24 (which may land

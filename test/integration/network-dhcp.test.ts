@@ -13,6 +13,8 @@ import path from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { networkControllers } from "../../agent/src/controllers/network/index.js";
+import { DevicesStatusController } from "../../agent/src/controllers/runtime/devices-status.js";
+import { devicesStatusDefinition } from "../../agent/src/resources/catalog/runtime.js";
 import { networkDefinitions } from "../../agent/src/resources/catalog/network.js";
 import { ControllerRuntime } from "../../agent/src/resources/controller-runtime.js";
 import { registerDefinitions } from "../../agent/src/resources/definitions.js";
@@ -41,10 +43,11 @@ if (process.env.BASALT_NET_NODE === "1") {
 /** The client side, inside its namespace: prints a snapshot line after every change. */
 async function runNode(links: string[], root: string): Promise<void> {
   const state = new ResourceState();
-  registerDefinitions(state, networkDefinitions);
+  registerDefinitions(state, [...networkDefinitions, devicesStatusDefinition]);
   const runtime = new ControllerRuntime(state);
   const kernel = new NetlinkNetKernel();
   for (const c of networkControllers({ kernel, paths: pathsAt(root), cmdline: links.map((l) => `ip=${l}:dhcp`).join(" ") })) runtime.register(c);
+  runtime.register(new DevicesStatusController({ udevd: false }));
   const ac = new AbortController();
   runtime.start(ac.signal);
   let timer: NodeJS.Timeout | undefined;

@@ -20,6 +20,7 @@ import { fileURLToPath } from "node:url";
 import { Dhcp6OperatorController } from "../../agent/src/controllers/network/dhcp6-operator.js";
 import { Observed } from "../../agent/src/controllers/index.js";
 import { networkControllers } from "../../agent/src/controllers/network/index.js";
+import { DevicesStatusController } from "../../agent/src/controllers/runtime/devices-status.js";
 import { PlatformConfigController, type PlatformNetwork } from "../../agent/src/controllers/runtime/platform-network.js";
 import { parseNocloudNetwork } from "../../agent/src/network/nocloud-network.js";
 import { loadConfig } from "../../agent/src/config/load.js";
@@ -47,6 +48,7 @@ async function runNode(link: string, root: string, selectMac: string | undefined
   registerCatalog(state, networkDefinitions);
   const runtime = new ControllerRuntime(state);
   for (const c of networkControllers({ kernel: new NetlinkNetKernel(), paths: pathsAt(root) })) runtime.register(c);
+  runtime.register(new DevicesStatusController({ udevd: false }));
   if (selectMac) {
     const config = ["version: v1alpha1", "machine:", "    type: worker", "    network:", "        interfaces:", `            - deviceSelector: {hardwareAddr: "${selectMac}"}`, "              dhcp: true", "              dhcpOptions: {ipv4: false, ipv6: true}", ""].join("\n");
     state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test", () => loadConfig(Buffer.from(config)));

@@ -316,6 +316,20 @@ test("inspect dependencies: every controller's declared inputs and outputs, each
   assert.equal(new Set(exclusive).size, exclusive.length);
 });
 
+test("DevicesStatus: ready at once in the sandbox, which runs no udevd (Talos in a container); the link controllers wait on it", async () => {
+  type S = { resource?: { metadata: { id: string; namespace: string }; spec: { yaml_spec: string } } };
+  const listed = ((await admin.resourceList("runtime", "DevicesStatuses.runtime.talos.dev")) as S[]).flatMap((m) => (m.resource ? [m.resource] : []));
+  assert.deepEqual(listed.map((r) => [r.metadata.namespace, r.metadata.id, r.spec.yaml_spec]), [["runtime", "devices", "ready: true\n"]]);
+  type E = { controller_name: string; edge_type: number; resource_namespace: string; resource_type: string; resource_id: string };
+  const reply = await admin.unary<{ messages: { edges: E[] }[] }>(admin.inspect, "ControllerRuntimeDependencies");
+  const of = (name: string) => reply.messages[0]!.edges.filter((e) => e.controller_name === name).map((e) => [e.edge_type, e.resource_namespace, e.resource_type, e.resource_id]);
+  assert.deepEqual(of("runtime.DevicesStatusController"), [[0, "", "DevicesStatuses.runtime.talos.dev", ""]]);
+  assert.deepEqual(of("network.LinkStatusController"), [
+    [2, "runtime", "DevicesStatuses.runtime.talos.dev", "devices"],
+    [0, "", "LinkStatuses.net.talos.dev", ""],
+  ]);
+});
+
 test("KernelParamStatus: Talos's container defaults, and .machine.sysctls applied live and removed live (the sandbox writes its overlay, not the host)", async () => {
   type S = { resource?: { metadata: { id: string }; spec: { yaml_spec: string } } };
   const statuses = async () => new Map(((await admin.resourceList("runtime", "KernelParamStatuses.runtime.talos.dev")) as S[]).flatMap((m) => (m.resource ? [[m.resource.metadata.id, m.resource.spec.yaml_spec] as const] : [])));

@@ -1,6 +1,7 @@
 import { NetworkChangeHold, networkControllers } from "../controllers/network/index.js";
 import { Dhcp6OperatorController } from "../controllers/network/dhcp6-operator.js";
 import { waitForNodeAddress } from "../machined/node-identity.js";
+import { devicesReady } from "../machined/devices-ready.js";
 import type { MachinedOptions } from "../machined/machined.js";
 import { NetlinkNetKernel } from "../sys/net-netlink.js";
 import type { Paths } from "../sys/paths.js";
@@ -8,6 +9,9 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 
 export { networkDefinitions } from "../controllers/network/index.js";
+
+/** The longest the boot waits for udevd to settle the devices before it goes on (udevd's own trigger timeout). */
+const DEVICES_WAIT_MS = 300_000;
 
 export interface NetworkingOptions {
   /** A node: the specs are applied to the kernel (links, addresses, routes, DHCP), /etc files and the kernel hostname written. */
@@ -48,7 +52,16 @@ export function networking(paths: Paths, opts: NetworkingOptions): NonNullable<M
       ...(apply ? [new Dhcp6OperatorController()] : []),
     ],
     // With DHCP running, an IPv6 SLAAC address alone waits briefly for the DHCPv4 lease (machined still re-prints on change).
-    ...(waitMs ? { ready: (state, signal) => waitForNodeAddress(state, signal, waitMs, opts.node ? { ipv4GraceMs: 10_000 } : {}) } : {}),
+    // The address wait starts once links can come up (udevd names them first, which takes tens of seconds
+    // under emulation); otherwise the boot goes on without the lease and its start competes with DHCP's.
+    ...(waitMs
+      ? {
+          ready: async (state, signal) => {
+            await devicesReady(state, AbortSignal.any([signal, AbortSignal.timeout(DEVICES_WAIT_MS)]));
+            await waitForNodeAddress(state, signal, waitMs, opts.node ? { ipv4GraceMs: 10_000 } : {});
+          },
+        }
+      : {}),
   };
 }
 

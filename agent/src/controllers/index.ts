@@ -30,6 +30,7 @@ import { TimeSyncController, type TimeSyncOptions } from "./time/sync.js";
 import { AdjtimeStatusController } from "./time/adjtime-status.js";
 import { DNSResolveCacheController } from "./network/dns-resolve-cache.js";
 import { HostDNSConfigController } from "./network/host-dns-config.js";
+import { DevicesStatusController } from "./runtime/devices-status.js";
 
 /** What machined reports to its controllers: the facts only its sequences and supervisor know. */
 export interface MachinedSources {
@@ -64,6 +65,8 @@ export interface ControllersOptions {
   platformNetworkCache?: PlatformNetworkCache;
   /** Where the host DNS cache listens (a node: 127.0.0.53:53); absent: no host DNS cache (the sandbox unless asked). */
   hostDns?: { listen: string };
+  /** Whether machined runs udevd (a node): the devices are ready once it is healthy; otherwise at once. */
+  udevd: boolean;
 }
 
 export function machinedControllers(opts: ControllersOptions): Controller[] {
@@ -75,6 +78,7 @@ export function machinedControllers(opts: ControllersOptions): Controller[] {
     new MachineTypeController(),
     new MachineStatusController(s.stage, s.requiredServices),
     new ServiceController(s.services),
+    new DevicesStatusController({ udevd: opts.udevd }),
     new MountStatusController(s.volumes),
     new MetaKeysController(s.metaKeys),
     ...(opts.extensions ? [new ExtensionStatusController(opts.extensions)] : []),

@@ -287,6 +287,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     extensions: () => fs.readFile(path.join(paths.root, "etc", "extensions.yaml"), "utf8").catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? undefined : Promise.reject(err))),
     time: opts.clock ? { clock: opts.clock } : {},
     ...(opts.hostDnsListen ? { hostDns: { listen: opts.hostDnsListen } } : {}),
+    udevd: opts.udevd !== undefined,
   })) {
     controllers.register(c);
   }
@@ -419,7 +420,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   // Early services (Talos's earlyServices phase): they run in maintenance mode too.
   const udevRulesFile = path.join(paths.run, "udev", "rules.d", "99-basalt.rules");
   // First, as Talos's startUdevd; unlike Talos the boot does not wait for its trigger and settle
-  // (nothing here looks devices up by /dev/disk/by-* names; disks are found through sysfs).
+  // (disks are found through sysfs). The links do: DevicesStatus turns ready once udevd is healthy.
   if (opts.udevd) {
     supervisor.start(udevdService({ udevadm: opts.udevd.udevadm, controlSocket: path.join(paths.run, "udev", "control") })).catch((err: unknown) => log.error("starting udevd failed", { error: describeError(err) }));
   }

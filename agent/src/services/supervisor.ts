@@ -320,11 +320,16 @@ export class Supervisor {
       this.healthChanged(entry, record.setHealth(true, ""));
       return;
     }
+    // One probe at a time, as Talos's health loop runs its check in line: a slow probe (udevd's first
+    // trigger and settle takes tens of seconds under emulation) is not started again beside itself.
+    let probing = false;
     const probe = () => {
+      if (probing) return;
+      probing = true;
       def.runner.health!().then(
         () => this.healthChanged(entry, record.setHealth(true, "")),
         (err: unknown) => this.healthChanged(entry, record.setHealth(false, describeError(err))),
-      );
+      ).finally(() => (probing = false));
     };
     probe();
     entry.healthTimer = setInterval(probe, this.healthIntervalMs);

@@ -93,6 +93,14 @@ export class FakeNetKernel implements NetKernel {
     return link;
   }
 
+  /** Simulates udev renaming a link; the kernel refuses while the link is up (EBUSY). */
+  renameLink(from: string, to: string): void {
+    const link = this.link(from);
+    if ((link.flags & IFF_UP) !== 0) throw new ConflictError(`cannot rename link ${from}: it is up`, { link: from });
+    link.name = to;
+    this.emit("link");
+  }
+
   /** Simulates a cable (un)plugged. */
   setCarrier(name: string, carrier: boolean): void {
     const link = this.link(name);

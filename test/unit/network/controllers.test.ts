@@ -4,6 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
 import { networkControllers } from "../../../agent/src/controllers/network/index.js";
+import { DevicesStatusController } from "../../../agent/src/controllers/runtime/devices-status.js";
 import type { DhcpTransport } from "../../../agent/src/network/dhcp4/client.js";
 import { BOOTREPLY, MessageType, Option, decodeMessage, encodeMessage, ipToBuffer, parseOptions, u32Buffer } from "../../../agent/src/network/dhcp4/packet.js";
 import { ControllerRuntime } from "../../../agent/src/resources/controller-runtime.js";
@@ -65,6 +66,7 @@ test("with no config: DHCP on the physical link, statuses published, resolv.conf
   const served: string[] = [];
   const paths = pathsAt(dir);
   for (const c of networkControllers({ kernel, paths, linkDetails: async () => ({}), dhcpOptions: { transport: fakeServerTransport(served) } })) runtime.register(c);
+  runtime.register(new DevicesStatusController({ udevd: false }));
   const ac = new AbortController();
   t.after(async () => {
     ac.abort();
@@ -138,6 +140,7 @@ test("default hostname follows the default node address when DHCP gives none", a
   const state = new ResourceState();
   const runtime = new ControllerRuntime(state);
   for (const c of networkControllers({ kernel, paths: pathsAt("/nonexistent"), linkDetails: async () => ({}), dhcp: false, writeResolvConf: false })) runtime.register(c);
+  runtime.register(new DevicesStatusController({ udevd: false }));
   const ac = new AbortController();
   t.after(() => ac.abort());
   runtime.start(ac.signal);
@@ -160,6 +163,7 @@ test("kernel arguments: talos.hostname sets the cmdline layer, ignored links sta
     cmdline: "console=ttyS0 talos.hostname=box.example.org talos.network.interface.ignore=eth1",
     dhcpOptions: { transport: silent },
   })) runtime.register(c);
+  runtime.register(new DevicesStatusController({ udevd: false }));
   const ac = new AbortController();
   t.after(() => ac.abort());
   runtime.start(ac.signal);

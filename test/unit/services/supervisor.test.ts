@@ -289,3 +289,34 @@ test("a failed pre stage is Failed with Talos's message whatever the restart pol
   await new Promise((r) => setImmediate(r));
   assert.deepEqual([starts, posts, sup.get("svc")!.state], [0, 0, "Failed"]);
 });
+
+test("a health probe slower than the interval is not started again beside itself", async () => {
+  const sup = new Supervisor(5);
+  let inFlight = 0;
+  let most = 0;
+  let calls = 0;
+  let finish: (() => void) | undefined;
+  const runner: ServiceRunner = {
+    start: async () => undefined,
+    stop: async () => undefined,
+    health: () => {
+      calls++;
+      inFlight++;
+      most = Math.max(most, inFlight);
+      return new Promise<void>((resolve) => (finish = () => {
+        inFlight--;
+        resolve();
+      }));
+    },
+  };
+  await sup.start({ id: "slow-probe", runner, restart: "never" });
+  // Twenty intervals pass while the first probe runs.
+  await new Promise((r) => setTimeout(r, 100));
+  assert.equal(calls, 1, "one probe while it has not answered");
+  finish!();
+  while (calls < 2) await new Promise((r) => setTimeout(r, 5));
+  finish!();
+  assert.equal(most, 1, "never two probes at once");
+  assert.equal(sup.get("slow-probe")?.health.healthy, true);
+  await sup.stopAll();
+});

@@ -3,7 +3,8 @@
 // goes; a bond's or bridge's settings are changed in place, a link of another kind or
 // VLAN re-created; members join and leave their bond or bridge (down while joining a
 // bond, as the kernel requires); MTU is set when specified; links are brought up.
-// Links without a spec (ignored ones included) are never touched.
+// Links without a spec (ignored ones included) are never touched. Nothing happens before
+// the devices are ready: the kernel refuses to rename a link that is up.
 
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
 import { type BondMasterSpec, LinkSpecType, type LinkSpecSpec, NETWORK_NAMESPACE, VLAN_PROTOCOLS, bondNumbers } from "../../resources/catalog/network.js";
@@ -13,6 +14,7 @@ import { bondOptionsDiffering } from "./bond-settings.js";
 import { KernelTrigger } from "./kernel-watch.js";
 import type { NetworkChangeHold } from "./change-hold.js";
 import { withBondDefaults } from "../../network/bond-defaults.js";
+import { devicesReady, devicesStatusInput } from "../runtime/devices-status.js";
 
 /** Every option of a bond spec in the kernel's numbers; which of them reach the kernel is the encoder's choice by mode. */
 export function bondOptions(b: BondMasterSpec, primaryName: string | undefined): BondOptions {
@@ -54,7 +56,7 @@ function settingsDiffering(req: LinkSettingsRequest, l: KernelLink, links: reado
 
 export class LinkSpecController implements Controller {
   readonly name = "network.LinkSpecController";
-  readonly inputs = [{ namespace: NETWORK_NAMESPACE, type: LinkSpecType, kind: "weak" as const }];
+  readonly inputs = [{ namespace: NETWORK_NAMESPACE, type: LinkSpecType, kind: "weak" as const }, devicesStatusInput];
   readonly outputs = [];
   private readonly trigger: KernelTrigger;
   /** The specs applied last round: a logical link whose spec goes is deleted, a member whose master goes is freed. */
@@ -74,6 +76,7 @@ export class LinkSpecController implements Controller {
   }
 
   async reconcile(ctx: ControllerContext): Promise<void> {
+    if (!devicesReady(ctx)) return;
     this.trigger.arm(ctx);
     await this.hold?.released();
     const specs = new Map(ctx.list<LinkSpecSpec>(NETWORK_NAMESPACE, LinkSpecType).map((r) => [r.spec.name, r.spec] as const));

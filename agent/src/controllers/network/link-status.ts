@@ -1,9 +1,12 @@
-// network.LinkStatusController: one LinkStatus per kernel link (id = link name).
+// network.LinkStatusController: one LinkStatus per kernel link (id = link name), once the
+// devices are ready: before that udev may still rename links, and nothing (DHCP, the config's
+// device selectors) may start from a name that is about to change.
 
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
 import { LinkStatusType, type LinkStatusSpec, NETWORK_NAMESPACE, VLAN_PROTOCOLS, bondMasterSpec, netNames } from "../../resources/catalog/network.js";
 import type { KernelLink, NetKernel } from "../../sys/net.js";
 import { KernelTrigger } from "./kernel-watch.js";
+import { devicesReady, devicesStatusInput } from "../runtime/devices-status.js";
 
 /** Talos's notion of a physical link: a plain ethernet device. */
 export function isPhysical(spec: Pick<LinkStatusSpec, "type" | "kind">): boolean {
@@ -62,7 +65,7 @@ export function linkStatusSpec(link: KernelLink, details: LinkDetails = {}, link
 
 export class LinkStatusController implements Controller {
   readonly name = "network.LinkStatusController";
-  readonly inputs = [];
+  readonly inputs = [devicesStatusInput];
   readonly outputs = [{ type: LinkStatusType }];
   private readonly trigger: KernelTrigger;
 
@@ -74,6 +77,7 @@ export class LinkStatusController implements Controller {
   }
 
   async reconcile(ctx: ControllerContext): Promise<void> {
+    if (!devicesReady(ctx)) return;
     this.trigger.arm(ctx);
     const links = await this.kernel.listLinks();
     const keep = new Set<string>();

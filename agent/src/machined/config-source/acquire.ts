@@ -18,6 +18,7 @@ import { splitFqdn } from "./network-config.js";
 import { nocloudFiles, nocloudLabels, nocloudMetadata, nocloudPlatformMetadata } from "./nocloud.js";
 import { substituteConfigUrl, urlVariablesUsed } from "./url.js";
 import { urlValues } from "./url-values.js";
+import { devicesReady } from "../devices-ready.js";
 
 /** The platform's configuration source failed (not: it has none). */
 export class ConfigSourceError extends SystemError {}
@@ -47,6 +48,13 @@ export interface Acquired {
   config?: { data: Buffer; source: string };
 }
 
+/** A volume is looked for by its label only once udev has settled the devices (Talos's WaitForDevicesReady). */
+async function waitForDevices(d: AcquireDeps): Promise<void> {
+  d.log.info("waiting for devices to be ready");
+  await devicesReady(d.state, d.signal);
+  d.signal.throwIfAborted();
+}
+
 async function metal(d: AcquireDeps, wantConfig: boolean): Promise<Acquired> {
   const hostname = d.cmdline.get("talos.hostname")?.at(-1);
   const uuid = d.identity().uuid;
@@ -54,6 +62,7 @@ async function metal(d: AcquireDeps, wantConfig: boolean): Promise<Acquired> {
   const option = d.cmdline.get("talos.config")?.at(-1);
   if (!wantConfig || option === undefined || option === "" || option === "none") return { metadata };
   if (option === metalIsoLabel) {
+    await waitForDevices(d);
     const volume = await readLabelledVolume([metalIsoLabel], ["config.yaml"], d.mounter, d.mountDir).catch((err: unknown) => {
       throw new ConfigSourceError(`failed to read the ${metalIsoLabel} volume`, {}, { cause: err });
     });
@@ -76,6 +85,7 @@ async function metal(d: AcquireDeps, wantConfig: boolean): Promise<Acquired> {
 }
 
 async function nocloud(d: AcquireDeps, wantConfig: boolean): Promise<Acquired> {
+  await waitForDevices(d);
   const names = Object.values(nocloudFiles);
   const volume = await readLabelledVolume(nocloudLabels, names, d.mounter, d.mountDir).catch((err: unknown) => {
     throw new ConfigSourceError("failed to read the cidata volume", {}, { cause: err });

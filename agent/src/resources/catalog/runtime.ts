@@ -306,6 +306,20 @@ export const extensionStatusDefinition = defineResource<ExtensionStatusSpec>({
   toProto: autoProto("talos.resource.definitions.extensions.Layer"),
 });
 
+// --- DevicesStatuses.runtime.talos.dev (id "devices"): udevd has named and settled the devices ---
+export const DevicesStatusType = "DevicesStatuses.runtime.talos.dev";
+export const DevicesStatusId = "devices";
+export interface DevicesStatusSpec {
+  ready: boolean;
+}
+export const devicesStatusDefinition = defineResource<DevicesStatusSpec>({
+  type: DevicesStatusType,
+  defaultNamespace: RUNTIME_NAMESPACE,
+  printColumns: [{ name: "Ready", jsonPath: "{.ready}" }],
+  protoSpecType: "talos.resource.definitions.runtime.DevicesStatusSpec",
+  toProto: (s) => ({ ready: s.ready }),
+});
+
 // --- MaintenanceServiceConfigs.runtime.talos.dev (id "maintenance") ---
 export const MaintenanceServiceConfigType = "MaintenanceServiceConfigs.runtime.talos.dev";
 export const MaintenanceServiceConfigId = "maintenance";
@@ -333,4 +347,5 @@ export const runtimeDefinitions: readonly ResourceDefinition<never>[] = [
   timeStatusDefinition,
   adjtimeStatusDefinition,
   kernelParamStatusDefinition,
+  devicesStatusDefinition,
 ];
