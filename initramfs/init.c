@@ -225,8 +225,11 @@ static pid_t spawn(char *const argv[], int out_fd) {
   dup2(out_fd >= 0 ? out_fd : null, 2);
   // MALLOC_ARENA_MAX=2: glibc otherwise keeps up to 8 arenas per core for node's
   // worker threads; two cut machined's idle memory (measured by bench/memory.ts).
+  // BASALT_V8_FLAGS: V8 flags machined sets itself once its modules are loaded (agent/src/cmd/main.ts):
+  // on node's command line they would make Node refuse the code cache of its own built-in modules.
   char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/", "TERM=linux",
-                  "NODE_COMPILE_CACHE=/run/node-compile-cache", "MALLOC_ARENA_MAX=2", NULL};
+                  "NODE_COMPILE_CACHE=/run/node-compile-cache", "MALLOC_ARENA_MAX=2",
+                  "BASALT_V8_FLAGS=--optimize-for-size", NULL};
   execve(argv[0], argv, envp);
   _exit(127);
 }
@@ -279,9 +282,8 @@ static double started_at = 0;
 static int out_pipe[2] = {-1, -1};
 
 static void start_machined(void) {
-  // --optimize-for-size (smaller V8 heap growth) is a V8 flag NODE_OPTIONS refuses,
-  // so it goes on the command line; machined gives apid the same flags itself.
-  char *argv[] = {NODE_BIN, "--optimize-for-size", AGENT_BUNDLE, "machined", NULL};
+  // No V8 flags here: machined applies BASALT_V8_FLAGS (see spawn) itself; it gives apid and trustd theirs.
+  char *argv[] = {NODE_BIN, AGENT_BUNDLE, "machined", NULL};
   machined = spawn(argv, out_pipe[1]);
   started_at = uptime();
   say("kernel uptime %.3f s: machined started (pid %d)", started_at, machined);

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the Basalt boot artifacts for one architecture (ARCH: amd64, the default, or arm64) under _out/:
 #   vmlinuz-ARCH          the kernel (Debian bookworm's linux-image-ARCH)
-#   initramfs-ARCH.xz     uncompressed cpio holding rootfs.sqsh, then an xz cpio
-#                         with /init, the root-reaching modules and the agent bundle
+#   initramfs-ARCH.xz     uncompressed cpio holding rootfs.sqsh, then a zstd cpio with /init, the
+#                         root-reaching modules and the agent bundle (the name is Talos's)
 #   metal-ARCH.iso        ISO, volume label BASALT: amd64 hybrid (UEFI and legacy BIOS), arm64 UEFI; GRUB
 #   cmdline-ARCH.txt      the kernel command line (for PXE boots)
 #   metal-ARCH.raw.zst    disk image: the installed layout (EFI, BIOS, BOOT with slot A, META, STATE and
@@ -102,7 +102,7 @@ ext_key=""
 if [ -d "$ext_dir" ]; then
   ext_key=$({ cd "$ext_dir" && find . -printf "%M %p %l\n" | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat; } | sha256sum | cut -c1-16)
 fi
-sys_key=$(hash_of <(echo "$base_key $NODE_VERSION $comp $mount_points${ext_key:+ extensions $ext_key}") rootfs/select-files.py <(cd rootfs/overlay && find . -printf "%M %p %l\n" | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat))
+sys_key=$(hash_of <(echo "$base_key $NODE_VERSION $comp $mount_points${ext_key:+ extensions $ext_key}") rootfs/select-files.py rootfs/icu-reduce.py rootfs/icu-uses.mjs <(cd rootfs/overlay && find . -printf "%M %p %l\n" | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat))
 system="$cache/${prefix}system-$sys_key"
 if [ ! -f "$system/rootfs.sqsh" ]; then
   say "assembling the system tree (key $sys_key)"
@@ -111,7 +111,21 @@ if [ ! -f "$system/rootfs.sqsh" ]; then
   tree="$system/tree"
   python3 rootfs/select-files.py --arch "$arch" "$base/tree" "$tree" | cut -c1-200
   tar -xzf "$node_tgz" -C "$system" package/bin/node
-  "$strip_tool" -o "$tree/usr/bin/node" "$system/package/bin/node" && rm -rf "$system/package"
+  if [ "$arch" = amd64 ]; then
+    # English-only ICU data in place of the full set (rootfs/icu-reduce.py); then the image's node must
+    # answer the agent's ICU uses exactly as npm's does (rootfs/icu-uses.mjs), in init's empty environment.
+    python3 rootfs/icu-reduce.py "$system/package/bin/node" "$system/package/node-icu" "$system/icu" >&2
+    "$strip_tool" -o "$tree/usr/bin/node" "$system/package/node-icu"
+    env -i "$system/package/bin/node" rootfs/icu-uses.mjs >"$system/icu/uses-npm.json"
+    env -i "$tree/usr/bin/node" rootfs/icu-uses.mjs >"$system/icu/uses-image.json"
+    diff -u "$system/icu/uses-npm.json" "$system/icu/uses-image.json" >&2 ||
+      { echo "image.sh: the image's node (reduced ICU data) answers the agent's ICU uses differently from npm's" >&2; exit 1; }
+    rm -rf "$system/icu"
+  else
+    # arm64 keeps the full ICU data: its node cannot run on this host to prove the reduced set.
+    "$strip_tool" -o "$tree/usr/bin/node" "$system/package/bin/node"
+  fi
+  rm -rf "$system/package"
   chmod 0755 "$tree/usr/bin/node"
   cp -a rootfs/overlay/. "$tree/"
   if [ -n "$ext_key" ]; then
@@ -150,11 +164,16 @@ rm -rf "$work" && mkdir -p "$work/sqsh" "$work/early/dev" "$work/early/agent"
 "$cc" -static -Os -Wall -Wextra -Werror -o "$work/early/init" initramfs/init.c
 "$strip_tool" "$work/early/init"
 python3 initramfs/modules.py "$base/tree/usr/lib/modules/$kver" initramfs/modules.txt "$work/early" "$arch" >&2
-(cd "$agent" && find . -mindepth 1 -maxdepth 1 ! -name meta.json -exec cp -a {} "$repo/$work/early/agent/" \;)
+(cd "$agent" && find . -mindepth 1 -maxdepth 1 ! -name meta.json ! -name native -exec cp -a {} "$repo/$work/early/agent/" \;)
+# Only this architecture's addons, stripped: the initramfs stays in RAM for the node's life.
+node_arch=$([ "$arch" = amd64 ] && echo x64 || echo arm64)
+mkdir -p "$work/early/agent/native"
+for addon in "$agent"/native/*-"$node_arch".node; do "$strip_tool" -o "$work/early/agent/native/$(basename "$addon")" "$addon"; done
 ln "$system/rootfs.sqsh" "$work/sqsh/rootfs.sqsh" 2>/dev/null || cp "$system/rootfs.sqsh" "$work/sqsh/rootfs.sqsh"
-# The kernel only unpacks this order: the big uncompressed cpio first, the xz one after.
+# The kernel only unpacks this order: the big uncompressed cpio first, the compressed one after. zstd, not
+# xz: the kernel unpacks it ~6 times faster (0.04 against 0.24 s of CPU on this host), for 0.5 MB more.
 (cd "$work/sqsh" && echo rootfs.sqsh | cpio -o -H newc -R 0:0 --quiet) >"$work/initramfs"
-(cd "$work/early" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet | xz -9 --check=crc32 -T2) >>"$work/initramfs"
+(cd "$work/early" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet | zstd -19 -q -T2) >>"$work/initramfs"
 mv "$work/initramfs" "$out/initramfs-$arch.xz"
 cp "$base/tree/boot/vmlinuz-$kver" "$out/vmlinuz-$arch"
 say "initramfs-$arch.xz: $(du -h "$out/initramfs-$arch.xz" | cut -f1), vmlinuz-$arch ($kver)"

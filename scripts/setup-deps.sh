@@ -12,6 +12,8 @@ apt_packages+=(chrony)
 # image: mkosi base tree, static init, initramfs/ISO assembly, QEMU boots (scripts/image.sh, vm.sh, test/e2e, bench)
 apt_packages+=(mkosi debootstrap systemd-container python3 gcc libc6-dev binutils kmod cpio xz-utils zstd squashfs-tools)
 apt_packages+=(grub-common grub-pc-bin grub-efi-amd64-bin xorriso mtools dosfstools)
+# image: icupkg, to cut the node binary's embedded ICU data to English (rootfs/icu-reduce.py)
+apt_packages+=(icu-devtools)
 # install to disk: the storage integration test installs onto a loop device
 apt_packages+=(grub2-common xfsprogs)
 apt_packages+=(qemu-system-x86 qemu-utils ovmf seabios)

@@ -2,6 +2,7 @@
 // One entry point for every process, chosen by the first argument (as a
 // multi-call binary): the image ships a single bundle.
 import { describeError } from "../errors.js";
+import { setFlagsFromString } from "node:v8";
 import { installCrashReport } from "./crash-report.js";
 
 const commands: Record<string, () => Promise<{ main(argv: string[]): Promise<void> }>> = {
@@ -20,8 +21,26 @@ if (!load) {
 }
 installCrashReport(name);
 load()
-  .then((m) => m.main(rest))
+  .then((m) => {
+    applyStartedV8Flags();
+    return m.main(rest);
+  })
   .catch((err: unknown) => {
     process.stderr.write(`basalt ${name}: ${describeError(err)}\n`);
     process.exit(1);
   });
+
+/**
+ * BASALT_V8_FLAGS (init sets `--optimize-for-size` for machined) are V8 flags applied once the command's
+ * modules are loaded instead of on node's command line: any V8 flag there changes V8's flag hash, so Node
+ * refuses the code cache built into it for its own modules and compiles every one the agent loads at start
+ * again (machined's import: 224 against 52 ms of compiling on this host, seconds under TCG). Set this late,
+ * `--optimize-for-size` still gave machined the same idle memory (README, start-up decisions, session 6).
+ */
+function applyStartedV8Flags(): void {
+  const flags = process.env["BASALT_V8_FLAGS"];
+  if (!flags) return;
+  setFlagsFromString(flags);
+  // Not handed on: machined gives apid and trustd their flags on their command lines.
+  delete process.env["BASALT_V8_FLAGS"];
+}
