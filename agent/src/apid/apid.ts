@@ -7,6 +7,7 @@ import { allMethods } from "../api/index.js";
 import { describeError } from "../errors.js";
 import { runtimeClient, watchResource } from "../grpc/resource-watch.js";
 import { bindServer } from "../grpc/server.js";
+import { messageSizeOptions } from "../grpc/limits.js";
 import { logger } from "../log.js";
 import { hostnameStatusDefinition, HostnameStatusId, HostnameStatusType, NETWORK_NAMESPACE, nodeAddressDefinition, NodeAddressIds, NodeAddressType } from "../resources/catalog/network.js";
 import {
@@ -56,7 +57,7 @@ interface PemPair {
 export async function runApid(opts: ApidOptions): Promise<void> {
   const target = `unix:${opts.machinedSocket}`;
   // Large replies and status messages are machined's to bound; the channel reconnects by itself if it drops.
-  const local = new grpc.Client(target, grpc.credentials.createInsecure(), { "grpc.max_receive_message_length": 32 * 1024 * 1024, "grpc.max_send_message_length": 32 * 1024 * 1024 });
+  const local = new grpc.Client(target, grpc.credentials.createInsecure(), { ...messageSizeOptions });
   const cosi = runtimeClient(opts.machinedSocket);
   const methods: ProxiedMethod[] = allMethods().map((m) => ({ path: m.path, requestStream: m.requestStream, responseStream: m.responseStream }));
   const remotes = new RemoteBackends();

@@ -1,5 +1,6 @@
 import * as grpc from "@grpc/grpc-js";
 import { tlsTarget, withPort } from "../grpc/tls-target.js";
+import { messageSizeOptions } from "../grpc/limits.js";
 
 /** apid's own client identity for forwarding (ApiCertificates.client, O=os:impersonator). */
 export interface ForwardingIdentity {
@@ -10,8 +11,7 @@ export interface ForwardingIdentity {
 }
 
 const channelOptions: grpc.ChannelOptions = {
-  "grpc.max_receive_message_length": 32 * 1024 * 1024,
-  "grpc.max_send_message_length": 32 * 1024 * 1024,
+  ...messageSizeOptions,
   // A node that went away is noticed while idle too, and its channel reconnects on the next call.
   "grpc.keepalive_time_ms": 30_000,
   "grpc.keepalive_timeout_ms": 10_000,

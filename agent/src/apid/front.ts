@@ -13,6 +13,7 @@ import * as grpc from "@grpc/grpc-js";
 import { describeError } from "../errors.js";
 import { logger } from "../log.js";
 import { listenerKey, roleKey } from "../grpc/metadata.js";
+import { MAX_MESSAGE_BYTES } from "../grpc/limits.js";
 import { replyDeliveryKey, replyTrackedPaths } from "../grpc/reply-delivery.js";
 import { authenticatePeer, tlsOptions, type ListenerMode } from "./credentials.js";
 import { asStatus, forwardedMetadata, mergedReplies, route, type Caller, type Leg, type ProxiedMethod, type Route } from "./proxy.js";
@@ -47,8 +48,6 @@ export interface FrontOptions {
 type Destination = "machined" | grpc.Client;
 
 const identity = (b: Buffer): Buffer => b;
-// As grpc-js's server and machined: messages up to 32 MiB.
-const maxMessageBytes = 32 * 1024 * 1024;
 
 // Never passed on as the caller sent them: the roles and listener tag are ours to set, the token is apid's.
 const ownKeys = [roleKey, listenerKey, replyDeliveryKey];
@@ -194,9 +193,9 @@ export class ApiFront {
   private async forward(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, caller: Caller, r: Route<Destination> & { kind: "one" | "many" }, withToken: (o: OutgoingHttpHeaders) => OutgoingHttpHeaders): Promise<void> {
     let body: Buffer;
     try {
-      body = await readRequest(stream, maxMessageBytes + 5);
+      body = await readRequest(stream, MAX_MESSAGE_BYTES + 5);
     } catch (err) {
-      if (err instanceof BodyTooLargeError) replyStatus(stream, grpc.status.RESOURCE_EXHAUSTED, `Received message larger than max (limit ${maxMessageBytes} bytes)`);
+      if (err instanceof BodyTooLargeError) replyStatus(stream, grpc.status.RESOURCE_EXHAUSTED, `Received message larger than max (limit ${MAX_MESSAGE_BYTES} bytes)`);
       return; // otherwise the caller went away
     }
     const message = firstMessage(body);

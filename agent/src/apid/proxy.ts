@@ -3,6 +3,7 @@ import type { SurfaceCall } from "../grpc/server.js";
 import { describeError } from "../errors.js";
 import { listenerKey, roleKey } from "../grpc/metadata.js";
 import { boundedStatusMessage } from "../grpc/status.js";
+import { messageSizeOptions } from "../grpc/limits.js";
 import { whenStreamOver } from "../grpc/stream-outcome.js";
 import { replyDeliveryInterceptor } from "./reply-delivery.js";
 import { encodeMetadataMessage, failedNodeReply, tagStreamMessage, tagUnaryReply } from "../grpc/aggregate.js";
@@ -197,8 +198,7 @@ export function buildProxyServer(opts: ProxyOptions): grpc.Server {
   const server = new grpc.Server({
     // machined holds an apply's network changes until the reply has left (Talos #8566).
     interceptors: opts.machinedTarget ? [replyDeliveryInterceptor(opts.machinedTarget)] : [],
-    "grpc.max_receive_message_length": 32 * 1024 * 1024,
-    "grpc.max_send_message_length": 32 * 1024 * 1024,
+    ...messageSizeOptions,
   });
   for (const m of opts.methods) {
     if (!m.requestStream && !m.responseStream) {

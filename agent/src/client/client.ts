@@ -2,6 +2,7 @@ import * as grpc from "@grpc/grpc-js";
 import { InvalidInputError } from "../errors.js";
 import { serviceDefinition } from "../api/index.js";
 import { roleKey } from "../grpc/metadata.js";
+import { MAX_MESSAGE_BYTES } from "../grpc/limits.js";
 import { type ClientCredentials, tlsTarget, withPort } from "../grpc/tls-target.js";
 import type { TalosContext } from "./talosconfig.js";
 
@@ -43,7 +44,7 @@ export class NodeClient {
     const address = c.kind === "socket" ? opts.endpoint : withPort(opts.endpoint);
     const tlsOpts = c.kind === "socket" ? { creds: grpc.credentials.createInsecure(), options: {} } : tlsTarget(address, c);
     const creds = tlsOpts.creds;
-    const options: grpc.ChannelOptions = { ...tlsOpts.options, "grpc.max_receive_message_length": 32 * 1024 * 1024 };
+    const options: grpc.ChannelOptions = { ...tlsOpts.options, "grpc.max_receive_message_length": MAX_MESSAGE_BYTES };
     const make = (service: string) => {
       const Ctor = grpc.makeGenericClientConstructor(serviceDefinition(service), service);
       const c = new Ctor(address, creds, options);

@@ -76,6 +76,7 @@ import type { UpgradeRequest } from "./apis.js";
 import { bootPartition, checkUpgradeRequest, pullUpgrade, stageUpgrade, takeStagedUpgrade, type UpgradeOptions } from "./tasks/upgrade.js";
 import { settleUpgradeAtBoot } from "./upgrade-trial.js";
 import { userEnvironment } from "../config/environment.js";
+import { messageSizeOptions } from "../grpc/limits.js";
 import { rollbackToOtherSlot } from "../storage/upgrade.js";
 
 const log = logger("machined");
@@ -363,7 +364,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     return { warnings, mode: plan.mode, mode_details: plan.details };
   };
 
-  const server = new grpc.Server({ "grpc.max_receive_message_length": 32 * 1024 * 1024, "grpc.max_send_message_length": 32 * 1024 * 1024 });
+  const server = new grpc.Server({ ...messageSizeOptions });
   const guard = machinedGuard(() => mode !== "normal");
   replies.register(server);
   const ctx = {
