@@ -16,7 +16,7 @@ import { listenerKey, roleKey } from "../grpc/metadata.js";
 import { MAX_MESSAGE_BYTES } from "../grpc/limits.js";
 import { replyDeliveryKey, replyTrackedPaths } from "../grpc/reply-delivery.js";
 import { authenticatePeer, tlsOptions, type ListenerMode } from "./credentials.js";
-import { asStatus, forwardedMetadata, mergedReplies, route, type Caller, type Leg, type ProxiedMethod, type Route } from "./proxy.js";
+import { asStatus, forwardedMetadata, mergedReplies, route, unaryBytes, type Caller, type Leg, type ProxiedMethod, type Route } from "./proxy.js";
 import { answerUnary, BackendSession, BodyTooLargeError, firstMessage, readRequest, relayCall, replyStatus, timeoutMs, unaryExchange } from "./raw-relay.js";
 import { reportWhenDelivered } from "./reply-delivery.js";
 
@@ -47,7 +47,6 @@ export interface FrontOptions {
 /** Where one leg of a call goes: machined's socket, or another node's apid. */
 type Destination = "machined" | grpc.Client;
 
-const identity = (b: Buffer): Buffer => b;
 
 // Never passed on as the caller sent them: the roles and listener tag are ours to set, the token is apid's.
 const ownKeys = [roleKey, listenerKey, replyDeliveryKey];
@@ -222,17 +221,8 @@ export class ApiFront {
           throw Object.assign(new Error(o.details), { code: o.code, details: o.details });
         });
       }
-      const client = leg.client;
-      return new Promise<Buffer>((resolve, reject) => {
-        const md = forwardedMetadata(callerMetadata, caller, true, headers[":authority"]);
-        const call = client.makeUnaryRequest(path, identity, identity, message, md, { deadline: legMs === undefined ? Infinity : Date.now() + legMs }, (err, resp) => {
-          cancels.delete(cancel);
-          if (err) reject(err);
-          else resolve(resp ?? Buffer.alloc(0));
-        });
-        const cancel = () => call.cancel();
-        cancels.add(cancel);
-      });
+      const md = forwardedMetadata(callerMetadata, caller, true, headers[":authority"]);
+      return unaryBytes(leg.client, path, message, md, legMs === undefined ? Infinity : Date.now() + legMs, cancels);
     };
     const reply = r.kind === "one" ? send(r.leg) : mergedReplies(r.legs, send, this.opts.maxConcurrentTargets ?? 16);
     await reply.then(

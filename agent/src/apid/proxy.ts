@@ -184,6 +184,19 @@ export async function mergedReplies<C>(legs: Leg<C>[], send: (leg: Leg<C>) => Pr
   return Buffer.concat(await bounded(perLeg, limit));
 }
 
+/** One unary call of raw message bytes over a grpc-js channel; its cancel sits in `cancels` while it runs. */
+export function unaryBytes(client: grpc.Client, path: string, message: Buffer, md: grpc.Metadata, deadline: grpc.Deadline, cancels: Set<() => void>): Promise<Buffer> {
+  return new Promise<Buffer>((resolve, reject) => {
+    const call = client.makeUnaryRequest(path, identity, identity, message, md, { deadline }, (err, resp) => {
+      cancels.delete(cancel);
+      if (err) reject(err);
+      else resolve(resp ?? Buffer.alloc(0));
+    });
+    const cancel = () => call.cancel();
+    cancels.add(cancel);
+  });
+}
+
 function deadlineOf(call: SurfaceCall, capMs?: number): grpc.Deadline {
   const own = call.getDeadline();
   const ownMs = own instanceof Date ? own.getTime() : own;
@@ -235,16 +248,7 @@ function unary(m: ProxiedMethod, opts: ProxyOptions): grpc.handleUnaryCall<Buffe
     call.on("cancelled", () => {
       for (const c of cancels) c();
     });
-    const send = (leg: Leg<grpc.Client>, deadline: grpc.Deadline) =>
-      new Promise<Buffer>((resolve, reject) => {
-        const c = leg.client.makeUnaryRequest(m.path, identity, identity, call.request, callMetadata(call, caller, leg), { deadline }, (err, resp) => {
-          cancels.delete(cancel);
-          if (err) reject(err);
-          else resolve(resp ?? Buffer.alloc(0));
-        });
-        const cancel = () => c.cancel();
-        cancels.add(cancel);
-      });
+    const send = (leg: Leg<grpc.Client>, deadline: grpc.Deadline) => unaryBytes(leg.client, m.path, call.request, callMetadata(call, caller, leg), deadline, cancels);
     if (a.route.kind === "one") {
       send(a.route.leg, deadlineOf(call)).then((resp) => callback(null, resp), (err) => callback(asError(asStatus(err))));
       return;
