@@ -25,7 +25,7 @@ const result = await build({
   outdir,
   entryNames: "basalt",
   outExtension: { ".js": ".mjs" },
-  // apid and trustd would otherwise hold machined's and ctl's code too (session 5: PSS per process below).
+  // apid would otherwise hold machined's and ctl's code too (session 5: PSS per process below).
   splitting: true,
   bundle: true,
   platform: "node",

@@ -150,7 +150,7 @@ test("install journey: maintenance → install → mTLS → reboot → cold boot
     assert.match(field("maxError"), /^[0-9hm.]+(ns|µs|ms|s)$/, yaml);
   });
 
-  await t.test("machine config: .machine.kernel.modules loaded with its parameters, .machine.files written, .machine.env in trustd's environment", async () => {
+  await t.test("machine config: .machine.kernel.modules loaded with its parameters, .machine.files written, .machine.env in apid's environment", async () => {
     const c = admin();
     // dummy's numdummies is not readable in sysfs (mode 0): the three links it made show it.
     assert.equal((await c.read("/sys/module/dummy/initstate")).toString(), "live\n");
@@ -164,12 +164,13 @@ test("install journey: maintenance → install → mTLS → reboot → cold boot
     const mounts = ((await c.mounts()) as MountsReply).messages[0]!.stats;
     assert.ok(mounts.some((m) => m.mounted_on === "/etc/libaudit.conf"), "bind mount over /etc/libaudit.conf");
     const procs = (await c.collect<{ name: string }>(c.machine, "List", { root: "/proc", recurse: false })).map((f) => f.name).filter((n) => /^\/proc\/\d+$/.test(n));
-    let trustdEnv = "";
+    // apid is the agent's one process besides machined (trustd runs inside machined).
+    let apidEnv = "";
     for (const p of procs) {
       const argv = (await c.read(`${p}/cmdline`).catch(() => Buffer.alloc(0))).toString().split("\0");
-      if (argv.includes("trustd")) trustdEnv = (await c.read(`${p}/environ`)).toString();
+      if (argv.includes("apid")) apidEnv = (await c.read(`${p}/environ`)).toString();
     }
-    assert.ok(trustdEnv.split("\0").includes("JOURNEY_EXAMPLE=journey value"), "trustd's environment");
+    assert.ok(apidEnv.split("\0").includes("JOURNEY_EXAMPLE=journey value"), "apid's environment");
   });
 
   await t.test("a no-reboot hostname change shows in HostnameStatus", async () => {

@@ -16,10 +16,8 @@ export interface RunOptions {
   platform: Platform;
   block: BlockSysfs;
   apidListen: string;
-  /** Where trustd listens on a control-plane node. */
+  /** Where trustd (in machined's process) listens on a control-plane node. */
   trustdListen: string;
-  /** Run trustd as this user (a node: Talos's uid/gid 51); unset, it runs as we do (the sandbox). */
-  trustdUser?: { uid: number; gid: number };
   /** Run apid as this user (a node: Talos's uid/gid 50); unset, it runs as we do (the sandbox). */
   apidUser?: { uid: number; gid: number };
   /** Run apid inside machined's process instead of as a child process. */
@@ -94,18 +92,7 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
         }),
         ...(opts.apidUser ? { user: opts.apidUser } : {}),
       },
-      trustd: {
-        listen: opts.trustdListen,
-        spec: (environment) => ({
-          command: opts.self.command,
-          args: [...trustdNodeFlags(), ...opts.self.args, "trustd", "--listen", opts.trustdListen, "--runtime-socket", opts.paths.trustdRuntimeSocket],
-          env: apidEnv(environment),
-          stopTimeoutMs: 5000,
-          ipc: true,
-          ...(opts.trustdUser ? { user: opts.trustdUser } : {}),
-        }),
-        ...(opts.trustdUser ? { user: opts.trustdUser } : {}),
-      },
+      trustd: { listen: opts.trustdListen },
       ...(opts.networking ? { networking: opts.networking } : {}),
       ...(opts.containerd ? { containerd: opts.containerd } : {}),
       ...(opts.clock ? { clock: opts.clock } : {}),
@@ -146,7 +133,7 @@ export const agentNodeFlags: readonly string[] = ["--optimize-for-size"];
  */
 export const agentEnv: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: "2" };
 
-/** machined's environment for apid and trustd, with Talos's (talos.environment=, .machine.env: "KEY=VALUE") over it. */
+/** machined's environment for apid, with Talos's (talos.environment=, .machine.env: "KEY=VALUE") over it. */
 function apidEnv(environment: readonly string[]): NodeJS.ProcessEnv {
   const user = Object.fromEntries(environment.filter((e) => e.indexOf("=") > 0).map((e) => [e.slice(0, e.indexOf("=")), e.slice(e.indexOf("=") + 1)]));
   return { ...agentEnv, ...process.env, ...user };
@@ -165,18 +152,6 @@ export function apidNodeFlags(env: NodeJS.ProcessEnv = process.env): string[] {
   const override = env["BASALT_APID_NODE_FLAGS"];
   if (override !== undefined) return override.split(/\s+/).filter(Boolean);
   return [...agentNodeFlags];
-}
-
-/**
- * Node flags for the trustd child: the agent's, and `--lite-mode` (no optimizing compiler): trustd
- * signs a certificate now and then, and the interpreter alone holds 3 MiB less private memory and
- * 9 MiB less RSS (bench/memory, session 5). BASALT_TRUSTD_NODE_FLAGS (space-separated) replaces them.
- */
-export function trustdNodeFlags(env: NodeJS.ProcessEnv = process.env): string[] {
-  const override = env["BASALT_TRUSTD_NODE_FLAGS"];
-  if (override !== undefined) return override.split(/\s+/).filter(Boolean);
-  // Lite mode turns wasm off; unless asked for, V8 says so on stdout, which would be trustd's first log line.
-  return [...agentNodeFlags, "--lite-mode", "--no-expose-wasm"];
 }
 
 /** The entry script of the multi-call program, beside this module (dist) or the bundle itself. */

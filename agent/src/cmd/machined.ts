@@ -11,7 +11,6 @@ import { kernelModulesByModprobe } from "../sys/kernel-modules.js";
 import { sysfsSmbios } from "../sys/smbios.js";
 import { initPower } from "../sys/power.js";
 import { KernelVirtualTerminals } from "../sys/vt.js";
-import { trustdUser } from "../services/definitions/trustd.js";
 import { parseFlags } from "../flags.js";
 import { runMachinedProcess } from "./machined-run.js";
 import { DEFAULT_HOST_DNS_LISTEN } from "../controllers/network/host-dns-config.js";
@@ -21,7 +20,7 @@ import { networkDefinitions, networking } from "./networking.js";
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseFlags(argv, { "apid-listen": "string", "apid-in-process": "boolean" });
   // The bundle is compiled by now: write its code cache to init's NODE_COMPILE_CACHE (/run) for the agent
-  // processes machined starts later (apid, trustd). V8 tags a code cache with the CPU's features, so one
+  // process machined starts later (apid). V8 tags a code cache with the CPU's features, so one
   // baked at image build does not fit a node's (or a VM's) CPU.
   flushCompileCache();
   const platform = nodePlatform();
@@ -36,8 +35,8 @@ export async function main(argv: string[]): Promise<void> {
     block: sysfsBlock(),
     apidListen: (flags["apid-listen"] as string | undefined) ?? "0.0.0.0:50000",
     trustdListen: "0.0.0.0:50001",
-    // Unprivileged as on Talos; only root can hand trustd its own user.
-    ...(process.getuid?.() === 0 ? { trustdUser: trustdUser, apidUser: { uid: 50, gid: 50 } } : {}),
+    // Unprivileged as on Talos; only root can hand apid its own user.
+    ...(process.getuid?.() === 0 ? { apidUser: { uid: 50, gid: 50 } } : {}),
     apidInProcess: flags["apid-in-process"] === true,
     // One multi-call program: re-run this same entry (bundle or dist main.js) as `apid`.
     self: { command: process.execPath, args: [process.argv[1]!] },

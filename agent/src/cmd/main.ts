@@ -8,7 +8,6 @@ import { installCrashReport } from "./crash-report.js";
 const commands: Record<string, () => Promise<{ main(argv: string[]): Promise<void> }>> = {
   machined: () => import("./machined.js"),
   apid: () => import("./apid.js"),
-  trustd: () => import("./trustd.js"),
   sandbox: () => import("./sandbox.js"),
   ctl: () => import("./ctl.js"),
 };
@@ -41,6 +40,6 @@ function applyStartedV8Flags(): void {
   const flags = process.env["BASALT_V8_FLAGS"];
   if (!flags) return;
   setFlagsFromString(flags);
-  // Not handed on: machined gives apid and trustd their flags on their command lines.
+  // Not handed on: machined gives apid its flags on their command lines.
   delete process.env["BASALT_V8_FLAGS"];
 }

@@ -21,7 +21,7 @@ const log = logger("sandbox");
  * under a scratch directory, platform "container" (no install, as Talos in a container).
  */
 export async function main(argv: string[]): Promise<void> {
-  const { flags } = parseFlags(argv, { "state-dir": "string", "apid-listen": "string", "trustd-listen": "string", "trustd-user": "string", "apid-in-process": "boolean", "network-apply": "boolean", "kernel-cmdline": "string", containerd: "string", "fake-clock-offset": "string", "host-dns-listen": "string" });
+  const { flags } = parseFlags(argv, { "state-dir": "string", "apid-listen": "string", "trustd-listen": "string", "apid-in-process": "boolean", "network-apply": "boolean", "kernel-cmdline": "string", containerd: "string", "fake-clock-offset": "string", "host-dns-listen": "string" });
   const stateDir = path.resolve((flags["state-dir"] as string | undefined) ?? path.join("_out", "sandbox"));
   const apidListen = (flags["apid-listen"] as string | undefined) ?? "127.0.0.1:50000";
   const trustdListen = (flags["trustd-listen"] as string | undefined) ?? "127.0.0.1:50001";
@@ -53,8 +53,6 @@ export async function main(argv: string[]): Promise<void> {
     apidListen,
     trustdListen,
     apidInProcess: flags["apid-in-process"] === true,
-    // `--trustd-user 51:51` (as root): trustd unprivileged as on a node; the state directory must be traversable for it.
-    ...(typeof flags["trustd-user"] === "string" ? { trustdUser: parseUser(flags["trustd-user"]) } : {}),
     self: { command: process.execPath, args: [entry] },
     // `--containerd /usr/bin/containerd`: run it (and extension services), its paths under the state directory.
     ...(typeof flags.containerd === "string" ? { containerd: { command: flags.containerd, cgroupParent: `/basalt-sandbox-${process.pid}/extensions` } } : {}),
@@ -84,12 +82,6 @@ function parseOffset(value: string): number {
   const ms = durationMs(value);
   if (ms === undefined) throw new InvalidInputError(`--fake-clock-offset wants a duration such as -5s or 1h, got ${JSON.stringify(value)}`);
   return ms;
-}
-
-function parseUser(value: string): { uid: number; gid: number } {
-  const [uid, gid = uid] = value.split(":").map(Number);
-  if (!Number.isInteger(uid) || !Number.isInteger(gid)) throw new InvalidInputError(`--trustd-user wants uid[:gid], got ${JSON.stringify(value)}`);
-  return { uid: uid!, gid: gid! };
 }
 
 /** Started as `node dist/agent/src/cmd/sandbox.js` (npm start), not through main.js or a bundle holding this module. */

@@ -1,5 +1,5 @@
-// Following one resource over machined's COSI API (apid its certificates and names,
-// trustd its secrets), watched again whenever the watch ends, until aborted.
+// Following one resource over machined's COSI API (apid its certificates and names),
+// watched again whenever the watch ends, until aborted.
 
 import * as grpc from "@grpc/grpc-js";
 import { decode, serviceDefinition } from "../api/index.js";

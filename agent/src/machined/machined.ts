@@ -25,7 +25,7 @@ import { runApid } from "../apid/apid.js";
 import type { ProcessSpec } from "../services/process-runner.js";
 import { splitListen } from "../services/readiness.js";
 import { Supervisor } from "../services/supervisor.js";
-import { ServiceLogs } from "../services/logs.js";
+import { ServiceLogs, type LogWriter } from "../services/logs.js";
 import { LogShipper, shipKernelLog } from "../services/log-shipping.js";
 import { apidService as apidDefinition } from "../services/definitions/apid.js";
 import { trustdService } from "../services/definitions/trustd.js";
@@ -33,7 +33,7 @@ import { syslogdService } from "../services/definitions/syslogd.js";
 import { reloadUdevRules, udevdService, writeUdevRules } from "../services/definitions/udevd.js";
 import type { MountedVolume } from "../storage/volumes.js";
 import { callTrustd } from "../trustd/client.js";
-import { serveTrustdRuntime } from "../trustd/runtime-socket.js";
+import { runTrustd } from "../trustd/trustd.js";
 import { installComplete } from "../storage/install.js";
 import { findSystemDisk } from "../storage/system-disk.js";
 import type { BlockSysfs } from "../sys/block.js";
@@ -100,11 +100,8 @@ export interface MachinedOptions {
    * this process (`inProcess`: one Node runtime less, see the memory figures).
    */
   apid: { listen: string; spec(flags: string[], environment: string[]): ProcessSpec; inProcess?: boolean; user?: { uid: number; gid: number } };
-  /**
-   * How to run trustd on a control-plane node (the process, its listen address), and the user
-   * owning its runtime socket (the user it runs as; unset when it runs as us).
-   */
-  trustd?: { listen: string; spec(environment: string[]): Omit<ProcessSpec, "id">; user?: { uid: number; gid: number } };
+  /** Where trustd listens on a control-plane node; it runs in this process, reading this machined's store. */
+  trustd?: { listen: string };
   /**
    * The networking controllers (DHCP on a node, observe-only in the sandbox), registered in machined's one list,
    * and what to wait for once they run (an address to print in maintenance mode).
@@ -169,7 +166,10 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   const machinedLog = supervisor.logs.writer("machined");
   // The controllers' lines go to their own log, as Talos's (`talosctl logs controller-runtime`, the support bundle).
   const controllerRuntimeLog = supervisor.logs.writer("controller-runtime");
-  const untap = addLogTap((line, component) => (component === "controller-runtime" ? controllerRuntimeLog : machinedLog).write(line + "\n"));
+  // trustd runs in this process; its lines still go to its own log (`talosctl logs trustd`), registered by its first line.
+  let trustdLog: LogWriter | undefined;
+  const logOf = (component: string) => (component === "controller-runtime" ? controllerRuntimeLog : component === "trustd" ? (trustdLog ??= supervisor.logs.writer("trustd")) : machinedLog);
+  const untap = addLogTap((line, component) => logOf(component).write(line + "\n"));
   const shipper = new LogShipper(supervisor.logs);
   // talos.logging.kernel=<udp|tcp URL>: the kernel log goes there too, from the first record.
   const kernelLogEndpoint = opts.cmdline.get("talos.logging.kernel")?.at(-1);
@@ -234,7 +234,8 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     services: () => {
       // apid first: activation has usually started it already (and restarts it on feature changes).
       const machineType = activeConfig.get()?.machineType;
-      const trustd = opts.trustd && isControlPlane(machineType) ? [trustdService({ listen: opts.trustd.listen, process: opts.trustd.spec(userEnvironment(opts.cmdline, activeConfig.get())) })] : [];
+      const listen = opts.trustd?.listen;
+      const trustd = listen !== undefined && isControlPlane(machineType) ? [trustdService({ listen, run: (signal) => runTrustd({ listen, state, signal }) })] : [];
       return [apidService(), ...trustd, ...(containerd?.services() ?? [])];
     },
     platformConfig: (wantConfig) =>
@@ -435,7 +436,6 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   }
   if (opts.apid.user && !opts.apid.inProcess) await openSocketsTo(opts.apid.user, paths);
   log.info("machined API listening", { socket: paths.machinedSocket });
-  const trustdRuntime = opts.trustd ? await serveTrustdRuntime(state, paths.trustdRuntimeSocket, opts.trustd.user) : undefined;
 
   const apidService = () => {
     const features = { rbac, checkExtKeyUsage: apidCheckExtKeyUsage };
@@ -563,7 +563,6 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       // Open streams (Events, Dmesg --follow) never end by themselves: give calls a moment, then cut them.
       await Promise.race([new Promise<void>((resolve) => server.tryShutdown(() => resolve())), sleep(2000)]);
       server.forceShutdown();
-      await trustdRuntime?.close();
       containerd?.close();
       await fs.rm(paths.machinedSocket, { force: true });
     }

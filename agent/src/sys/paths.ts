@@ -11,8 +11,6 @@ export interface Paths {
   readonly configFile: string;
   readonly machinedSocket: string;
   readonly apidSocket: string;
-  /** machined's read-only COSI socket for trustd (its secrets only). */
-  readonly trustdRuntimeSocket: string;
   readonly run: string;
   readonly var: string;
   readonly etc: string;
@@ -32,7 +30,6 @@ export function pathsAt(root: string): Paths {
     configFile: at("system", "state", "config.yaml"),
     machinedSocket: at("system", "run", "machined", "machine.sock"),
     apidSocket: at("system", "run", "apid", "apid.sock"),
-    trustdRuntimeSocket: at("system", "run", "trustd", "runtime.sock"),
     run: at("run"),
     var: at("var"),
     etc: at("system", "etc"),

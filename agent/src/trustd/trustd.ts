@@ -4,16 +4,16 @@ import { describeError } from "../errors.js";
 import { addService, bindServer } from "../grpc/server.js";
 import { logger } from "../log.js";
 import {
-  osRootDefinition,
   OSRootSecretsId,
   OSRootSecretsType,
   SECRETS_NAMESPACE,
-  trustdCertsDefinition,
   TrustdCertificatesId,
   TrustdCertificatesType,
   type OSRootSpec,
+  type TrustdCertsSpec,
 } from "../resources/catalog/secrets.js";
-import { runtimeClient, watchResource } from "../grpc/resource-watch.js";
+import type { PemCertAndKey } from "../resources/codec.js";
+import type { ResourceState } from "../resources/state.js";
 import { securityServiceImpl, tokenGuard } from "./service.js";
 
 const log = logger("trustd");
@@ -21,52 +21,38 @@ const log = logger("trustd");
 export interface TrustdOptions {
   /** host:port, 0.0.0.0:50001 on a node. */
   listen: string;
-  /** machined's trustd runtime socket, where its secrets are watched (read-only, filtered). */
-  runtimeSocket: string;
+  /** machined's resource store: trustd reads the OS root secrets and its own certificate from it, nothing else. */
+  state: ResourceState;
   signal: AbortSignal;
 }
 
-interface PemWire {
-  crt?: Buffer;
-  key?: Buffer;
-}
-
-const text = (b: Buffer | undefined) => b?.toString("utf8") ?? "";
-
-/** OSRootSecrets as the COSI wire carries it (PEM bytes, snake_case). */
-function osRootFromWire(spec: Record<string, unknown>): Pick<OSRootSpec, "issuingCA" | "acceptedCAs" | "token"> {
-  const ca = spec["issuing_ca"] as PemWire | undefined;
-  return {
-    ...(ca?.crt?.length ? { issuingCA: { crt: text(ca.crt), key: text(ca.key) } } : {}),
-    acceptedCAs: ((spec["accepted_c_as"] ?? []) as PemWire[]).map((c) => ({ crt: text(c.crt) })).filter((c) => c.crt !== ""),
-    token: String(spec["token"] ?? ""),
-  };
-}
+/** Open calls get this long to finish once trustd stops; then the listener's connections are cut. */
+const drainMs = 2000;
 
 /**
- * trustd: signs worker CSRs on :50001 for callers holding the machine token. It
- * reads only the OS root secrets and its own certificate, by watching them over
- * machined's socket; the listener binds once its certificate is published and
- * takes renewed certificates in place.
+ * trustd: signs worker CSRs on :50001 for callers holding the machine token. It runs
+ * inside machined's process and watches the OS root secrets and its own certificate in
+ * machined's store; the listener binds once its certificate is published and takes
+ * renewed certificates in place. Resolves once `signal` aborts and the listener is closed.
  */
 export async function runTrustd(opts: TrustdOptions): Promise<void> {
-  const runtime = runtimeClient(opts.runtimeSocket);
-  let root: ReturnType<typeof osRootFromWire> | undefined;
+  let root: OSRootSpec | undefined;
   let listener: { server: grpc.Server; creds: LiveServerCredentials } | undefined;
   let binding: Promise<void> = Promise.resolve();
 
-  watchResource(runtime.client, { namespace: SECRETS_NAMESPACE, type: OSRootSecretsType, id: OSRootSecretsId, specType: osRootDefinition.protoSpecType }, opts.signal, log, (spec) => {
-    root = spec ? osRootFromWire(spec) : undefined;
+  opts.state.watch<OSRootSpec>({ namespace: SECRETS_NAMESPACE, type: OSRootSecretsType, id: OSRootSecretsId }, { signal: opts.signal }, (ev) => {
+    root = ev.type === "destroyed" ? undefined : ev.resource.spec;
   });
 
-  const serve = async (server: PemWire) => {
+  const serve = async (server: PemCertAndKey) => {
     // Server-only TLS (no client certificate), as Talos's trustd: callers prove themselves with the token.
-    const mode = { kind: "maintenance" as const, serverCert: text(server.crt), serverKey: text(server.key) };
+    const mode = { kind: "maintenance" as const, serverCert: server.crt, serverKey: server.key };
     if (listener) {
       listener.creds.update(mode);
       log.info("trustd certificate renewed");
       return;
     }
+    if (opts.signal.aborted) return;
     const creds = liveServerCredentials(mode);
     const grpcServer = new grpc.Server();
     addService(grpcServer, "securityapi.SecurityService", securityServiceImpl(() => root, log), tokenGuard(() => root, log));
@@ -77,7 +63,7 @@ export async function runTrustd(opts: TrustdOptions): Promise<void> {
 
   // A failed bind is retried with the newest certificate until it succeeds: workers depend on this listener.
   let retry: NodeJS.Timeout | undefined;
-  let latest: PemWire | undefined;
+  let latest: PemCertAndKey | undefined;
   const schedule = () => {
     clearTimeout(retry);
     binding = binding.then(() => (latest ? serve(latest) : undefined)).catch((err: unknown) => {
@@ -87,16 +73,25 @@ export async function runTrustd(opts: TrustdOptions): Promise<void> {
   };
   opts.signal.addEventListener("abort", () => clearTimeout(retry), { once: true });
 
-  watchResource(runtime.client, { namespace: SECRETS_NAMESPACE, type: TrustdCertificatesType, id: TrustdCertificatesId, specType: trustdCertsDefinition.protoSpecType }, opts.signal, log, (spec) => {
-    const server = spec?.["server"] as PemWire | undefined;
+  opts.state.watch<TrustdCertsSpec>({ namespace: SECRETS_NAMESPACE, type: TrustdCertificatesType, id: TrustdCertificatesId }, { signal: opts.signal }, (ev) => {
     // A destroyed certificate keeps the last one serving, as Talos's provider ignores destroy events.
-    if (!server?.crt?.length || !server.key?.length) return;
+    if (ev.type === "destroyed") return;
+    const server = ev.resource.spec.server;
+    if (!server.crt || !server.key) return;
     latest = server;
     schedule();
   });
 
   await new Promise<void>((resolve) => (opts.signal.aborted ? resolve() : opts.signal.addEventListener("abort", () => resolve(), { once: true })));
   await binding;
-  if (listener) await new Promise<void>((resolve) => listener!.server.tryShutdown(() => resolve()));
-  runtime.close();
+  if (listener) await closeListener(listener.server);
+}
+
+/** Stops accepting at once; calls in flight get drainMs to finish before their connections are cut. */
+async function closeListener(server: grpc.Server): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([new Promise<void>((resolve) => server.tryShutdown(() => resolve())), new Promise<void>((resolve) => (timer = setTimeout(resolve, drainMs)))]);
+  clearTimeout(timer);
+  server.forceShutdown();
+  log.info("trustd stopped listening");
 }
