@@ -12,7 +12,7 @@
 //     made by scripts/bundle.mjs when missing) instead of dist/.
 //   machined runs with the agent's node flags and environment (agentNodeFlags, agentEnv in
 //   agent/src/cmd/machined-run.ts), as init starts it; to try levers:
-//   BENCH_NODE_FLAGS="--flag ..." replaces machined's node flags, BASALT_APID_NODE_FLAGS apid's, BASALT_TRUSTD_NODE_FLAGS trustd's,
+//   BENCH_NODE_FLAGS="--flag ..." replaces machined's node flags, BASALT_APID_NODE_FLAGS apid's,
 //   MALLOC_ARENA_MAX=<n> in the environment replaces the arena cap of both.
 import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -69,13 +69,13 @@ function memoryFrom(pid: number, name: string, rollup: string): Mem {
 
 function memoryOf(pid: number): Mem {
   const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-  const name = argv.includes("apid") ? "apid" : argv.includes("trustd") ? "trustd" : argv.some((a) => a.endsWith("sandbox.js") || a === "sandbox") ? "machined" : path.basename(argv[0] ?? "?");
+  const name = argv.includes("apid") ? "apid" : argv.some((a) => a.endsWith("sandbox.js") || a === "sandbox") ? "machined" : path.basename(argv[0] ?? "?");
   return memoryFrom(pid, name, readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"));
 }
 
 /** What a node process is, from its command line; undefined for processes that are neither the agent's nor its services'. */
 function nodeProcessName(argv: string[]): string | undefined {
-  for (const agent of ["machined", "apid", "trustd"]) if (argv.includes(agent)) return agent;
+  for (const agent of ["machined", "apid"]) if (argv.includes(agent)) return agent;
   const program = path.basename(argv[0] ?? "");
   if (program === "containerd" || program === "systemd-udevd") return program;
   if (program === "syslog-relay") return "syslogd";
@@ -199,10 +199,10 @@ function print(title: string, { rows, uniqueKiB }: { rows: Mem[]; uniqueKiB: num
   for (const r of rows) console.log(`${r.name.padEnd(10)} ${String(r.pid).padStart(7)} ${mib(r.rssKiB)} ${mib(r.pssKiB)} ${mib(r.privateKiB)}`);
   const sum = (k: keyof Mem) => rows.reduce((a, r) => a + (r[k] as number), 0);
   console.log(`${"total".padEnd(10)} ${"".padStart(7)} ${mib(sum("rssKiB"))} ${mib(sum("pssKiB"))} ${mib(sum("privateKiB"))}`);
-  if (uniqueKiB === undefined && rows.some((r) => !["machined", "apid", "trustd"].includes(r.name))) {
-    const agent = rows.filter((r) => ["machined", "apid", "trustd"].includes(r.name));
+  if (uniqueKiB === undefined && rows.some((r) => !["machined", "apid"].includes(r.name))) {
+    const agent = rows.filter((r) => ["machined", "apid"].includes(r.name));
     const agentSum = (k: keyof Mem) => agent.reduce((a, r) => a + (r[k] as number), 0);
-    console.log(`${"agent".padEnd(10)} ${"".padStart(7)} ${mib(agentSum("rssKiB"))} ${mib(agentSum("pssKiB"))} ${mib(agentSum("privateKiB"))}   (machined, apid, trustd)`);
+    console.log(`${"agent".padEnd(10)} ${"".padStart(7)} ${mib(agentSum("rssKiB"))} ${mib(agentSum("pssKiB"))} ${mib(agentSum("privateKiB"))}   (machined with trustd in it, apid)`);
     return;
   }
   console.log(`distinct pages of all agent processes (shared counted once): ${uniqueKiB === undefined ? "n/a (needs root)" : `${mib(uniqueKiB).trim()} MiB`}`);
@@ -213,6 +213,6 @@ if (modeArg === "node") {
   print("installed node: the agent, containerd, udevd, syslogd", await measureNode());
   process.exit(0);
 }
-console.log(`node ${process.version}, ${useBundle ? `bundle ${entry()[0]}` : "dist/"}, idle ${idleSeconds} s after apply-config and 60 calls, machined node flags: [${nodeFlags.join(" ")}], MALLOC_ARENA_MAX=${sandboxEnv["MALLOC_ARENA_MAX"]}${process.env["BASALT_APID_NODE_FLAGS"] !== undefined ? `, apid node flags: [${process.env["BASALT_APID_NODE_FLAGS"]}]` : ""}${process.env["BASALT_TRUSTD_NODE_FLAGS"] !== undefined ? `, trustd node flags: [${process.env["BASALT_TRUSTD_NODE_FLAGS"]}]` : ""}`);
+console.log(`node ${process.version}, ${useBundle ? `bundle ${entry()[0]}` : "dist/"}, idle ${idleSeconds} s after apply-config and 60 calls, machined node flags: [${nodeFlags.join(" ")}], MALLOC_ARENA_MAX=${sandboxEnv["MALLOC_ARENA_MAX"]}${process.env["BASALT_APID_NODE_FLAGS"] !== undefined ? `, apid node flags: [${process.env["BASALT_APID_NODE_FLAGS"]}]` : ""}`);
 if (modeArg === "separate" || modeArg === "both") print("separate processes (machined + apid)", await measure(false));
 if (modeArg === "in-process" || modeArg === "both") print("apid in machined's process (--apid-in-process)", await measure(true));
