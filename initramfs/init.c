@@ -282,7 +282,7 @@ static double started_at = 0;
 static int out_pipe[2] = {-1, -1};
 
 static void start_machined(void) {
-  // No V8 flags here: machined applies BASALT_V8_FLAGS (see spawn) itself; it gives apid and trustd theirs.
+  // No V8 flags here: machined applies BASALT_V8_FLAGS (see spawn) itself; it gives apid its own.
   char *argv[] = {NODE_BIN, AGENT_BUNDLE, "machined", NULL};
   machined = spawn(argv, out_pipe[1]);
   started_at = uptime();

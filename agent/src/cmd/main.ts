@@ -40,6 +40,6 @@ function applyStartedV8Flags(): void {
   const flags = process.env["BASALT_V8_FLAGS"];
   if (!flags) return;
   setFlagsFromString(flags);
-  // Not handed on: machined gives apid its flags on their command lines.
+  // Not handed on: machined gives apid its flags on its command line.
   delete process.env["BASALT_V8_FLAGS"];
 }
