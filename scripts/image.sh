@@ -211,7 +211,7 @@ say "metal-$arch.raw.zst: $(du -h "$out/metal-$arch.raw.zst" | cut -f1)"
 {
   printf '# Basalt root tree (rootfs.sqsh, kernel %s) and agent (/usr/lib/basalt): bytes<TAB>path\n' "$kver"
   (cd "$system/tree" && find . -type f -printf '%s\t/%P\n')
-  (cd "$agent" && find . -type f ! -name meta.json -printf '%s\t/usr/lib/basalt/%P\n')
+  (cd "$work/early/agent" && find . -type f -printf '%s\t/usr/lib/basalt/%P\n')  # what the initramfs carries
 } | LC_ALL=C sort -t$'\t' -k2 >"$out/rootfs-manifest$suffix.tsv"
 {
   printf 'rootfs.sqsh\t%s\n' "$(stat -c %s "$system/rootfs.sqsh")"
