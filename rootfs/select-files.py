@@ -4,13 +4,16 @@
 Whitelist, not blacklist: start from the packages the node uses (ROOTS), follow
 their Depends/Pre-Depends through dpkg's status file, never entering packages
 the node must not carry (no shell, package manager, init system, dbus, python,
-perl), and copy only the files those packages list, minus docs/man/locales and
-the few binaries a node does not need. Kernel modules are only those
-rootfs/kernel-modules.txt names, with what they depend on. Every ELF file's shared
+perl), and copy only the files those packages list, minus docs/man/locales;
+of /usr/bin and /usr/sbin only the programs rootfs/programs.txt lists, and of the
+shared libraries only those the kept programs need. Kernel modules are only those
+rootfs/kernel-modules.txt names, and GRUB modules only those rootfs/grub-modules.txt
+names, each with what they depend on. Every ELF file's shared
 libraries are checked to be present afterwards, so a wrong exclusion fails the
 build instead of the boot.
 
-usage: select-files.py [--arch amd64|arm64] <base-tree> <out-tree>
+usage: select-files.py [--arch amd64|arm64] [--needs <elf>]... <base-tree> <out-tree>
+       (--needs: a binary added to the tree later, node, whose libraries must be kept)
        select-files.py [--arch amd64|arm64] --roots   (prints ROOTS for the architecture)
        select-files.py [--arch amd64|arm64] --modules <base-tree>   (prints the modules taken)
 """
@@ -89,6 +92,15 @@ EXCLUDED_PATHS = [
     "/usr/sbin/grub-sparc64-setup", "/usr/bin/grub-render-label", "/usr/bin/grub-file", "/usr/bin/grub-syslinux2cfg",
     "/usr/bin/grub-mkstandalone", "/usr/bin/grub-mknetdir", "/usr/bin/grub-mkfont", "/usr/bin/grub-script-check",
     "/usr/bin/grub-mkpasswd-pbkdf2", "/usr/bin/grub-mklayout", "/usr/bin/grub-glue-efi", "/usr/bin/grub-menulst2cfg",
+    # grub-install links its BIOS set-up code; it runs no helper (strace -f -e execve of an i386-pc install)
+    "/usr/lib/grub/*/grub-bios-setup", "/usr/lib/grub/*/grub-ntldr-img",
+    # the certificates one by one: /etc/ssl/certs/ca-certificates.crt holds them all
+    "/usr/share/ca-certificates/*",
+    # other packages' hook files (gdb, apport, Java, Maven, Perl, doc-base)
+    "/usr/share/gcc/*", "/usr/share/gdb/*", "/usr/share/apport/*", "/usr/share/java/*", "/usr/share/maven-repo/*",
+    "/usr/share/perl5/*", "/usr/share/doc-base/*",
+    # time zones: the node runs in UTC (/etc/localtime); node carries its own zone data (ICU), containers theirs
+    "/usr/share/zoneinfo/*",
 ]
 
 def parse_status(path):
@@ -152,12 +164,13 @@ def package_files(base, name):
     return []
 
 
-# Kept although a glob above excludes their directory: mtools converts FAT short names through
+# Kept although a glob above excludes their directory. mtools converts FAT short names through
 # glibc's iconv with code page 850 (install writes the EFI loader with mcopy).
 KEPT_PATHS = [
     "/usr/lib/@TRIPLET@/gconv/IBM850.so", "/usr/lib/@TRIPLET@/gconv/gconv-modules",
     "/usr/lib/@TRIPLET@/gconv/gconv-modules.cache", "/usr/lib/@TRIPLET@/gconv/gconv-modules.d",
     "/usr/lib/@TRIPLET@/gconv/gconv-modules.d/*",
+    "/usr/share/zoneinfo/Etc/UTC",  # /etc/localtime points here
 ]
 
 
@@ -207,18 +220,85 @@ def chosen_modules(base):
             if name in by_name:
                 take(by_name[name])
 
-    for pattern in module_patterns():
-        hits = [m for m in deps if (m.startswith(pattern) if pattern.endswith("/") else fnmatch.fnmatch(m, pattern))]
+    def matching(pattern):
+        return [m for m in deps if (m.startswith(pattern) if pattern.endswith("/") else fnmatch.fnmatch(m, pattern))]
+
+    patterns = list(module_patterns())
+    left_out = set()
+    for pattern in (p[1:] for p in patterns if p.startswith("!")):
+        hits = matching(pattern)
+        if not hits:
+            unmatched.append("!" + pattern)
+        left_out.update(hits)
+    for pattern in (p for p in patterns if not p.startswith("!")):
+        hits = matching(pattern)
         if not hits:
             unmatched.append(pattern)
         for mod in hits:
-            take(mod)
+            if mod not in left_out:
+                take(mod)
     if unmatched:
         sys.exit(f"select-files: {MODULE_LIST} lines that match no {ARCH} module:\n  " + "\n  ".join(unmatched))
     return chosen
 
 
 MODULES = set()  # chosen_modules() of the base tree, set by main()
+
+PROGRAM_LIST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs.txt")
+PROGRAM_DIRS = ("/usr/bin/", "/usr/sbin/")
+
+
+def usr_path(path):
+    """A package's /bin/x or /sbin/x as the merged-/usr tree holds it."""
+    return "/usr" + path if path.startswith(("/bin/", "/sbin/")) else path
+
+
+def kept_programs():
+    """The paths rootfs/programs.txt lists."""
+    with open(PROGRAM_LIST) as f:
+        lines = [line.split("#")[0].strip() for line in f]
+    return {usr_path(p) for p in for_arch(p for p in lines if p)}
+
+
+PROGRAMS = set()  # kept_programs(), set by main()
+
+GRUB_LIST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "grub-modules.txt")
+GRUB_MODULE = re.compile(r"^/usr/lib/grub/([^/]+)/([^/]+)\.mod$")
+
+
+def grub_modules(base):
+    """{platform: module names}: the modules grub-modules.txt names and what they need, per platform
+    directory of the base tree's /usr/lib/grub."""
+    wanted = []
+    with open(GRUB_LIST) as f:
+        for line in f:
+            name, _, tag = line.split("#")[0].strip().partition(" ")
+            if name and tag.strip() in ("", f"[{ARCH}]"):
+                wanted.append(name)
+    grub, kept, known = os.path.join(base, "usr/lib/grub"), {}, set()
+    for platform in sorted(os.listdir(grub)) if os.path.isdir(grub) else []:
+        moddep = os.path.join(grub, platform, "moddep.lst")
+        if not os.path.exists(moddep):
+            continue
+        deps = {}
+        with open(moddep) as f:
+            for line in f:
+                name, _, rest = line.partition(":")
+                deps[name.strip()] = rest.split()
+        known.update(deps)
+        todo, kept[platform] = [w for w in wanted if w in deps], set()
+        while todo:
+            name = todo.pop()
+            if name not in kept[platform]:
+                kept[platform].add(name)
+                todo += deps.get(name, [])
+    unknown = [w for w in wanted if w not in known]
+    if unknown:
+        sys.exit(f"select-files: {GRUB_LIST} names modules no GRUB platform has: {' '.join(unknown)}")
+    return kept
+
+
+GRUB_MODULES = {}  # grub_modules() of the base tree, set by main()
 
 
 def path_excluded(path):
@@ -227,6 +307,11 @@ def path_excluded(path):
         return m.group(1) not in MODULES
     if any(fnmatch.fnmatch(path, g) or path == g for g in for_arch(KEPT_PATHS)):
         return False
+    if usr_path(path).startswith(PROGRAM_DIRS) and usr_path(path) not in PROGRAMS:
+        return True
+    m = GRUB_MODULE.match(usr_path(path))
+    if m and m.group(2) not in GRUB_MODULES.get(m.group(1), set()):
+        return True
     if any(fnmatch.fnmatch(path, g) or path == g.rstrip("/*") for g in for_arch(EXCLUDED_PATHS)):
         return True
     return False
@@ -250,29 +335,95 @@ def copy_entry(base, out, path):
 
 
 def elf_needed(path):
+    """The shared libraries an ELF file names (NEEDED) and its program interpreter, if any."""
     try:
-        out = subprocess.run(["readelf", "-d", path], capture_output=True, text=True).stdout
+        out = subprocess.run(["readelf", "-d", "-l", "-W", path], capture_output=True, text=True).stdout
     except OSError:
         return []
-    return re.findall(r"\(NEEDED\).*\[(.+)\]", out)
+    return re.findall(r"\(NEEDED\).*\[(.+)\]", out) + re.findall(r"Requesting program interpreter: (.+)\]", out)
 
 
-def check_libraries(out):
-    libdirs = ["/usr/lib/" + TRIPLETS[ARCH], "/usr/lib", "/usr/lib64"]
-    missing = []
+def is_elf(path):
+    if os.path.islink(path) or not os.path.isfile(path):
+        return False
+    with open(path, "rb") as f:
+        return f.read(4) == b"\x7fELF"
+
+
+def merged(path):
+    """A path as merged-/usr holds it (/lib/x -> /usr/lib/x)."""
+    for top in ("/bin/", "/sbin/", "/lib/", "/lib64/"):
+        if path.startswith(top):
+            return "/usr" + path
+    return path
+
+
+def link_chain(out, rel):
+    """rel and every path its symlinks lead through, inside the tree."""
+    chain = [rel]
+    while os.path.islink(out + rel) and len(chain) < 16:
+        target = os.readlink(out + rel)
+        rel = merged(os.path.normpath(target if target.startswith("/") else os.path.join(os.path.dirname(rel), target)))
+        chain.append(rel)
+    return chain
+
+
+def prune_libraries(out, later_elves):
+    """Drops the shared libraries under /usr/lib/TRIPLET that no kept ELF file needs (NEEDED and the program
+    interpreter, transitively), nor programs.txt lists; later_elves are files image.sh adds afterwards (node)."""
+    libroot = "/usr/lib/" + TRIPLETS[ARCH]
+    libdirs = [libroot, "/usr/lib", "/usr/lib64"]
+    libraries, todo = set(), []
     for root, _, files in os.walk(out):
-        if "/lib/modules" in root:
+        rel_root = root[len(out):]
+        if "/lib/modules" in rel_root:
             continue
         for fn in files:
-            p = os.path.join(root, fn)
-            if os.path.islink(p) or not os.path.isfile(p):
-                continue
-            with open(p, "rb") as f:
-                if f.read(4) != b"\x7fELF":
-                    continue
-            for lib in elf_needed(p):
-                if not any(os.path.lexists(out + d + "/" + lib) for d in libdirs):
-                    missing.append(f"{p[len(out):]} needs {lib}")
+            rel = os.path.join(rel_root, fn)
+            if rel.startswith(libroot + "/") and not rel.startswith(libroot + "/gconv/"):
+                libraries.add(rel)
+            elif is_elf(out + rel):
+                todo.append(out + rel)
+    todo += later_elves
+    kept = {p for p in PROGRAMS if p in libraries}
+    todo += [out + p for p in kept]
+    seen = set()
+    while todo:
+        elf = todo.pop()
+        if elf in seen:
+            continue
+        seen.add(elf)
+        for name in elf_needed(elf):
+            cands = [merged(name)] if name.startswith("/") else [d + "/" + name for d in libdirs]
+            for cand in cands:
+                if os.path.lexists(out + cand):
+                    chain = link_chain(out, cand)
+                    kept.update(chain)
+                    todo.append(out + chain[-1])
+                    break
+    dropped = sorted(libraries - kept)
+    size = sum(os.lstat(out + p).st_size for p in dropped)
+    for p in dropped:
+        os.remove(out + p)
+    for root, dirs, _ in os.walk(out + libroot, topdown=False):  # plugin directories left empty
+        for d in dirs:
+            if not os.listdir(os.path.join(root, d)):
+                os.rmdir(os.path.join(root, d))
+    print(f"select-files: {len(dropped)} libraries no kept program needs dropped ({size} bytes)")
+
+
+def check_libraries(out, later_elves):
+    libdirs = ["/usr/lib/" + TRIPLETS[ARCH], "/usr/lib", "/usr/lib64"]
+    elves = list(later_elves)
+    for root, _, files in os.walk(out):
+        if "/lib/modules" not in root:
+            elves += [p for p in (os.path.join(root, fn) for fn in files) if is_elf(p)]
+    missing = []
+    for p in elves:
+        for lib in elf_needed(p):
+            found = os.path.lexists(out + merged(lib)) if lib.startswith("/") else any(os.path.lexists(out + d + "/" + lib) for d in libdirs)
+            if not found:
+                missing.append(f"{p[len(out):] if p.startswith(out) else p} needs {lib}")
     return missing
 
 
@@ -289,8 +440,14 @@ def main():
     if args[:1] == ["--modules"]:
         print("\n".join(sorted(chosen_modules(args[1]))))
         return
+    later_elves = []
+    while args[:1] == ["--needs"]:
+        later_elves.append(args[1])
+        args = args[2:]
     base, out = args
     MODULES.update(chosen_modules(base))
+    PROGRAMS.update(kept_programs())
+    GRUB_MODULES.update(grub_modules(base))
     pkgs = parse_status(os.path.join(base, "var/lib/dpkg/status"))
     chosen = closure(pkgs)
     print("select-files: packages:", " ".join(chosen))
@@ -308,7 +465,8 @@ def main():
     for path in ("/etc/ssl/certs/ca-certificates.crt", "/etc/ld.so.cache", "/etc/passwd", "/etc/group",
                  "/etc/nsswitch.conf", "/etc/localtime", "/etc/timezone"):
         copy_entry(base, out, path)
-    missing = check_libraries(out)
+    prune_libraries(out, later_elves)
+    missing = check_libraries(out, later_elves)
     if missing:
         sys.exit("select-files: missing shared libraries:\n  " + "\n  ".join(missing))
 

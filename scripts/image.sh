@@ -19,6 +19,7 @@
 #   base-<key>          mkosi's Debian tree (key: mkosi.conf)              ~1 min
 #   arm64-base-<key>    Debian's arm64 packages unpacked (key: their list)  ~30 s
 #   [arm64-]system-<key>  pruned tree + Node + rootfs/overlay -> rootfs.sqsh  ~3 min (xz)
+#                         (key: base, select-files.py and its lists kernel-modules.txt and programs.txt, ICU, overlay)
 # so a change to the agent alone rebuilds only the bundle, the small cpio and the ISO.
 #
 # Environment:
@@ -102,29 +103,30 @@ ext_key=""
 if [ -d "$ext_dir" ]; then
   ext_key=$({ cd "$ext_dir" && find . -printf "%M %p %l\n" | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat; } | sha256sum | cut -c1-16)
 fi
-sys_key=$(hash_of <(echo "$base_key $NODE_VERSION $comp $mount_points${ext_key:+ extensions $ext_key}") rootfs/select-files.py rootfs/icu-reduce.py rootfs/icu-uses.mjs <(cd rootfs/overlay && find . -printf "%M %p %l\n" | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat))
+sys_key=$(hash_of <(echo "$base_key $NODE_VERSION $comp $mount_points${ext_key:+ extensions $ext_key}") rootfs/select-files.py rootfs/kernel-modules.txt rootfs/programs.txt rootfs/icu-reduce.py rootfs/icu-uses.mjs <(cd rootfs/overlay && find . -printf "%M %p %l\n" | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat))
 system="$cache/${prefix}system-$sys_key"
 if [ ! -f "$system/rootfs.sqsh" ]; then
   say "assembling the system tree (key $sys_key)"
   rm -rf "$cache/${prefix}"system-*
   mkdir -p "$system"
   tree="$system/tree"
-  python3 rootfs/select-files.py --arch "$arch" "$base/tree" "$tree" | cut -c1-200
   tar -xzf "$node_tgz" -C "$system" package/bin/node
-  if [ "$arch" = amd64 ]; then
-    # English-only ICU data in place of the full set (rootfs/icu-reduce.py); then the image's node must
-    # answer the agent's ICU uses exactly as npm's does (rootfs/icu-uses.mjs), in init's empty environment.
-    python3 rootfs/icu-reduce.py "$system/package/bin/node" "$system/package/node-icu" "$system/icu" >&2
-    "$strip_tool" -o "$tree/usr/bin/node" "$system/package/node-icu"
-    env -i "$system/package/bin/node" rootfs/icu-uses.mjs >"$system/icu/uses-npm.json"
-    env -i "$tree/usr/bin/node" rootfs/icu-uses.mjs >"$system/icu/uses-image.json"
-    diff -u "$system/icu/uses-npm.json" "$system/icu/uses-image.json" >&2 ||
-      { echo "image.sh: the image's node (reduced ICU data) answers the agent's ICU uses differently from npm's" >&2; exit 1; }
-    rm -rf "$system/icu"
-  else
-    # arm64 keeps the full ICU data: its node cannot run on this host to prove the reduced set.
-    "$strip_tool" -o "$tree/usr/bin/node" "$system/package/bin/node"
+  python3 rootfs/select-files.py --arch "$arch" --needs "$system/package/bin/node" "$base/tree" "$tree" | cut -c1-200
+  # English-only ICU data in place of the full set (rootfs/icu-reduce.py); then the image's node must
+  # answer the agent's ICU uses exactly as npm's does (rootfs/icu-uses.mjs), in init's empty environment.
+  # arm64's node runs under qemu-user with the arm64 tree's libraries.
+  run_node=()
+  if [ "$arch" = arm64 ]; then
+    qemu_user=$(command -v qemu-aarch64-static) || { echo "image.sh: arm64 needs qemu-aarch64-static (scripts/setup-deps.sh)" >&2; exit 1; }
+    run_node=("$qemu_user" -L "$base/tree")
   fi
+  python3 rootfs/icu-reduce.py "$system/package/bin/node" "$system/package/node-icu" "$system/icu" >&2
+  "$strip_tool" -o "$tree/usr/bin/node" "$system/package/node-icu"
+  env -i "${run_node[@]}" "$system/package/bin/node" rootfs/icu-uses.mjs >"$system/icu/uses-npm.json"
+  env -i "${run_node[@]}" "$tree/usr/bin/node" rootfs/icu-uses.mjs >"$system/icu/uses-image.json"
+  diff -u "$system/icu/uses-npm.json" "$system/icu/uses-image.json" >&2 ||
+    { echo "image.sh: the image's node (reduced ICU data) answers the agent's ICU uses differently from npm's" >&2; exit 1; }
+  rm -rf "$system/icu"
   rm -rf "$system/package"
   chmod 0755 "$tree/usr/bin/node"
   cp -a rootfs/overlay/. "$tree/"
@@ -209,7 +211,7 @@ say "metal-$arch.raw.zst: $(du -h "$out/metal-$arch.raw.zst" | cut -f1)"
 {
   printf '# Basalt root tree (rootfs.sqsh, kernel %s) and agent (/usr/lib/basalt): bytes<TAB>path\n' "$kver"
   (cd "$system/tree" && find . -type f -printf '%s\t/%P\n')
-  (cd "$agent" && find . -type f ! -name meta.json -printf '%s\t/usr/lib/basalt/%P\n')
+  (cd "$work/early/agent" && find . -type f -printf '%s\t/usr/lib/basalt/%P\n')  # what the initramfs carries
 } | LC_ALL=C sort -t$'\t' -k2 >"$out/rootfs-manifest$suffix.tsv"
 {
   printf 'rootfs.sqsh\t%s\n' "$(stat -c %s "$system/rootfs.sqsh")"

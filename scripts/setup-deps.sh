@@ -20,5 +20,7 @@ apt_packages+=(qemu-system-x86 qemu-utils ovmf seabios)
 # arm64 image (scripts/image.sh --arch arm64, test/e2e/arm64.test.ts): cross compiler for init, QEMU and its
 # UEFI firmware; GRUB's arm64 modules come from Debian's arm64 packages (rootfs/foreign-tree.sh adds the architecture)
 apt_packages+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross binutils-aarch64-linux-gnu qemu-system-arm qemu-efi-aarch64)
+# arm64 image: the arm64 node runs under qemu-user (no binfmt needed) to prove its reduced ICU data
+apt_packages+=(qemu-user-static)
 # upgrade: a real OCI registry for the installer image (test/integration/oci-registry.test.ts, the upgrade e2e)
 apt_packages+=(docker-registry)
