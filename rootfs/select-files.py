@@ -60,6 +60,21 @@ EXCLUDED_PACKAGES = [
     "libicu72",  # only xfs_scrub uses it (32 MiB)
 ]
 
+# udev: a node keeps Debian's 50-udev-default, 60-block, 60-cdrom_id, 60-persistent-storage (/dev/disk/by-*),
+# 75-net-description (net_id: the names 80-net-name-slot gives), 80-drivers (modules for new devices) and the
+# device-mapper rules; the others (input, sound, video, seats, sensors, serial, firmware, hwclock, ...) only cost
+# every device a pass through them at udevd's first trigger (issue 16, session 7).
+UDEV_DROPPED = [
+    "rules.d/50-firmware.rules", "rules.d/60-autosuspend.rules", "rules.d/60-drm.rules", "rules.d/60-evdev.rules",
+    "rules.d/60-fido-id.rules", "rules.d/60-infiniband.rules", "rules.d/60-input-id.rules",
+    "rules.d/60-persistent-alsa.rules", "rules.d/60-persistent-input.rules", "rules.d/60-persistent-storage-tape.rules",
+    "rules.d/60-persistent-v4l.rules", "rules.d/60-sensor.rules", "rules.d/60-serial.rules", "rules.d/64-btrfs.rules",
+    "rules.d/70-*.rules", "rules.d/71-seat.rules", "rules.d/73-*.rules", "rules.d/75-probe_mtd.rules",
+    "rules.d/78-sound-card.rules", "rules.d/80-debian-compat.rules", "rules.d/80-net-setup-link.rules",
+    "rules.d/81-net-dhcp.rules", "rules.d/85-hwclock.rules", "rules.d/99-systemd.rules",
+    "fido_id", "v4l_id", "mtd_probe", "dmi_memory_id", "hwclock-set",
+]
+
 # Files never copied, whatever package lists them (globs on the path).
 EXCLUDED_PATHS = [
     "/usr/share/doc/*", "/usr/share/man/*", "/usr/share/info/*", "/usr/share/locale/*",
@@ -72,6 +87,8 @@ EXCLUDED_PATHS = [
     "/lib/systemd/*", "/usr/lib/systemd/*", "/etc/systemd/*",
     # udev: no hwdb on a server node (keyboard maps, USB names); no initramfs hooks
     "/lib/udev/hwdb.d/*", "/usr/lib/udev/hwdb.d/*",
+    # udev rules and helpers a node does without (UDEV_DROPPED, below), under /lib (udev) and /usr/lib (util-linux)
+    *[f"{d}/udev/{name}" for d in ("/lib", "/usr/lib") for name in UDEV_DROPPED],
     "/usr/lib/tmpfiles.d/*", "/usr/lib/sysusers.d/*", "/usr/share/lintian*",
     "/boot/*", "/vmlinuz*", "/initrd.img*",
     # containerd: no ctr on a node, no v1 shims

@@ -85,7 +85,7 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
           id: "apid",
           command: opts.self.command,
           args: [...apidNodeFlags(), ...opts.self.args, "apid", "--listen", opts.apidListen, "--machined-socket", opts.paths.machinedSocket, "--apid-socket", opts.paths.apidSocket, ...flags],
-          env: withoutProxyVariables(apidEnv(environment)),
+          env: { ...withoutProxyVariables(apidEnv(environment)), ...apidLateV8Flags() },
           stopTimeoutMs: 5000,
           ipc: true,
           ...(opts.apidUser ? { user: opts.apidUser } : {}),
@@ -145,13 +145,21 @@ function withoutProxyVariables(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 }
 
 /**
- * Node flags for the apid child (it does not inherit machined's). BASALT_APID_NODE_FLAGS
- * (space-separated) replaces them, for measuring levers (bench/memory).
+ * Node flags for the apid child's command line: none unless BASALT_APID_NODE_FLAGS (space-separated)
+ * gives some, for measuring levers (bench/memory). apid's V8 flags come from apidLateV8Flags.
  */
 export function apidNodeFlags(env: NodeJS.ProcessEnv = process.env): string[] {
-  const override = env["BASALT_APID_NODE_FLAGS"];
-  if (override !== undefined) return override.split(/\s+/).filter(Boolean);
-  return [...agentNodeFlags];
+  return (env["BASALT_APID_NODE_FLAGS"] ?? "").split(/\s+/).filter(Boolean);
+}
+
+/**
+ * apid's V8 flags (the agent's) in BASALT_V8_FLAGS, which apid sets once its modules are loaded (cmd/main.ts),
+ * as init does for machined: on node's command line they make Node refuse its built-in code cache and the
+ * compile cache machined wrote. apid's start to its first call on machined's socket, host, bundle, 6 alternating
+ * runs: CPU median 330 ms with them on the command line, 280 ms set late (issue 16, session 7).
+ */
+export function apidLateV8Flags(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  return env["BASALT_APID_NODE_FLAGS"] !== undefined ? {} : { BASALT_V8_FLAGS: agentNodeFlags.join(" ") };
 }
 
 /** The entry script of the multi-call program, beside this module (dist) or the bundle itself. */
