@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
-# Builds the agent's native helper (syslogd's socket relay, agent/native/syslog-relay.c) into
-# DIR (default dist/agent/src/cmd, beside the entry script the sandbox runs). CC picks the
-# compiler (scripts/image.sh passes the target architecture's).
+# Builds the agent's native helpers into DIR (default dist/agent/src/cmd, beside the entry script
+# the sandbox runs): syslogd's socket relay (agent/native/syslog-relay.c) and the kernel clock
+# addon (agent/native/clock.c) as DIR/native/clock-<node arch>.node. CC picks the compiler
+# (scripts/image.sh passes the target architecture's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-dist/agent/src/cmd}
-mkdir -p "$out"
-"${CC:-gcc}" -Os -Wall -Wextra -Werror -o "$out/syslog-relay" agent/native/syslog-relay.c
+cc=${CC:-gcc}
+case "$("$cc" -dumpmachine)" in
+  x86_64-*) node_arch=x64 ;;
+  aarch64-*) node_arch=arm64 ;;
+  *) echo "build-native: no Node architecture for $("$cc" -dumpmachine)" >&2; exit 1 ;;
+esac
+mkdir -p "$out/native"
+"$cc" -Os -Wall -Wextra -Werror -o "$out/syslog-relay" agent/native/syslog-relay.c
+# A Node-API addon links against nothing of node's: the process that loads it provides the symbols.
+"$cc" -Os -Wall -Wextra -Werror -shared -fPIC -I _out/tools/node22/include/node -o "$out/native/clock-$node_arch.node" agent/native/clock.c

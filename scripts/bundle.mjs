@@ -7,7 +7,8 @@
 // usage: node scripts/bundle.mjs [outdir]     (default _out/bundle)
 // Output: <outdir>/basalt.mjs, <outdir>/*-<hash>.mjs, <outdir>/api/**, <outdir>/meta.json (esbuild metafile),
 // <outdir>/native/netlink-{x64,arm64}.node (the rtnetlink addon's prebuilds; the bundle
-// loads the one of the running architecture), <outdir>/native/koffi-{x64,arm64}.node.
+// loads the one of the running architecture), <outdir>/native/koffi-{x64,arm64}.node
+// (scripts/build-native.sh adds native/clock-<arch>.node for the target alone).
 import { build } from "esbuild";
 import fs from "node:fs";
 import path from "node:path";
@@ -58,7 +59,7 @@ fs.cpSync(path.join(repo, "agent/containerd-api"), path.join(outdir, "containerd
   recursive: true,
   filter: (src) => fs.statSync(src).isDirectory() || src.endsWith(".proto"),
 });
-// koffi's addon (libc FFI: the kernel clock, gratuitous ARP), loaded as native/koffi-<arch>.node by sys/koffi.ts.
+// koffi's addon (libc FFI: VT ioctls, disk locks, kexec, gratuitous ARP), loaded as native/koffi-<arch>.node by sys/koffi.ts.
 for (const arch of nativeArchs) {
   fs.copyFileSync(path.join(repo, "node_modules/koffi/build/koffi", `linux_${arch}`, "koffi.node"), path.join(outdir, "native", `koffi-${arch}.node`));
 }

@@ -1,5 +1,5 @@
-// The kernel's clock through libc (koffi FFI, as DESIGN.md allows where Node has no
-// API): clock_gettime(CLOCK_REALTIME) to read it, adjtimex(2) to step
+// The kernel's clock through the project's own addon (agent/native/clock.c; Node has no API
+// for these): clock_gettime(CLOCK_REALTIME) to read it, adjtimex(2) to step
 // (ADJ_SETOFFSET) or slew (ADJ_OFFSET with the PLL) it exactly as Talos's SNTP client
 // asks, clock_gettime on a PTP device's dynamic clock id, and the RTC_SET_TIME ioctl
 // that writes the RTC after a step.
@@ -7,7 +7,7 @@
 import { closeSync, openSync } from "node:fs";
 import { SystemError } from "../errors.js";
 import type { ClockAdjustment, KernelTimeState, LeapIndicator, SystemClock } from "./clock.js";
-import { type Koffi, locateKoffi } from "./koffi.js";
+import { type ClockAddon, locateClockAddon } from "./clock-addon.js";
 
 export class ClockError extends SystemError {}
 
@@ -68,9 +68,6 @@ export function kernelStateOf(state: number, buf: Buffer): KernelTimeState {
   };
 }
 
-/** <linux/rtc.h> RTC_SET_TIME: _IOW('p', 0x0a, struct rtc_time), the same number on x86_64 and arm64. */
-const RTC_SET_TIME = 0x4024700a;
-
 /** struct rtc_time (nine ints, 36 bytes) for a moment, in UTC as the RTC keeps it. */
 export function rtcTimeFor(epochMs: number): Buffer {
   const d = new Date(epochMs);
@@ -81,47 +78,24 @@ export function rtcTimeFor(epochMs: number): Buffer {
   return buf;
 }
 
-interface Libc {
-  adjtimex(buf: Buffer): number;
-  clockGettime(id: number, ts: Buffer): number;
-  ioctl(fd: number, request: number, buf: Buffer): number;
-  errno(): number;
-}
-
-function openLibc(koffi: Koffi): Libc {
-  const libc = koffi.load("libc.so.6");
-  const adjtimex = libc.func("int adjtimex(_Inout_ uint8_t *buf)");
-  const clockGettime = libc.func("int clock_gettime(int id, _Out_ uint8_t *ts)");
-  const ioctl = libc.func("int ioctl(int fd, unsigned long request, ...)");
-  return {
-    adjtimex: (b) => adjtimex(b),
-    clockGettime: (id, ts) => clockGettime(id, ts),
-    ioctl: (fd, request, b) => ioctl(fd, request, "uint8_t *", b),
-    errno: () => koffi.errno(),
-  };
-}
-
 export class KernelClock implements SystemClock {
-  private opened: Libc | undefined;
-  private constructor(private readonly koffi: () => Koffi) {}
+  private opened: ClockAddon | undefined;
+  private constructor(private readonly addon: () => ClockAddon) {}
 
-  /**
-   * Throws ClockError when this build has no FFI addon. The addon loads on first use: it takes
-   * ~0.2 s of CPU on a fast host (far more under emulation), which boot does not wait for.
-   */
+  /** Throws ClockError when this build has no clock addon; it loads on first use. */
   static load(): KernelClock {
     try {
-      return new KernelClock(locateKoffi());
+      return new KernelClock(locateClockAddon());
     } catch (err) {
-      throw new ClockError("the FFI library (koffi) is not available", {}, { cause: err });
+      throw new ClockError("the clock addon (clock.node) is not available", {}, { cause: err });
     }
   }
 
-  private get libc(): Libc {
+  private get calls(): ClockAddon {
     try {
-      this.opened ??= openLibc(this.koffi());
+      this.opened ??= this.addon();
     } catch (err) {
-      throw new ClockError("loading the FFI library (koffi) failed", {}, { cause: err });
+      throw new ClockError("loading the clock addon (clock.node) failed", {}, { cause: err });
     }
     return this.opened;
   }
@@ -131,7 +105,8 @@ export class KernelClock implements SystemClock {
   }
 
   async adjust(a: ClockAdjustment): Promise<void> {
-    if (this.libc.adjtimex(timexFor(a)) < 0) throw new ClockError(`adjtimex (${a.kind} by ${a.offsetMs} ms) failed: errno ${this.libc.errno()}`, { errno: this.libc.errno() });
+    const ret = this.calls.adjtimex(timexFor(a));
+    if (ret < 0) throw new ClockError(`adjtimex (${a.kind} by ${a.offsetMs} ms) failed: errno ${-ret}`, { errno: -ret });
   }
 
   async readPtp(device: string): Promise<number> {
@@ -152,7 +127,8 @@ export class KernelClock implements SystemClock {
       throw new ClockError(`opening ${RTC_DEVICE} failed`, { device: RTC_DEVICE }, { cause: err });
     }
     try {
-      if (this.libc.ioctl(fd, RTC_SET_TIME, rtcTimeFor(epochMs)) !== 0) throw new ClockError(`RTC_SET_TIME on ${RTC_DEVICE} failed: errno ${this.libc.errno()}`, { device: RTC_DEVICE, errno: this.libc.errno() });
+      const ret = this.calls.rtcSetTime(fd, rtcTimeFor(epochMs));
+      if (ret !== 0) throw new ClockError(`RTC_SET_TIME on ${RTC_DEVICE} failed: errno ${-ret}`, { device: RTC_DEVICE, errno: -ret });
     } finally {
       closeSync(fd);
     }
@@ -160,14 +136,15 @@ export class KernelClock implements SystemClock {
 
   kernelState(): KernelTimeState {
     const buf = Buffer.alloc(TIMEX_SIZE);
-    const state = this.libc.adjtimex(buf);
-    if (state < 0) throw new ClockError(`adjtimex (read) failed: errno ${this.libc.errno()}`, { errno: this.libc.errno() });
+    const state = this.calls.adjtimex(buf);
+    if (state < 0) throw new ClockError(`adjtimex (read) failed: errno ${-state}`, { errno: -state });
     return kernelStateOf(state, buf);
   }
 
   private gettime(id: number, what: string): number {
     const ts = Buffer.alloc(16);
-    if (this.libc.clockGettime(id, ts) !== 0) throw new ClockError(`clock_gettime(${what}) failed: errno ${this.libc.errno()}`, { clock: what });
+    const ret = this.calls.clockGettime(id, ts);
+    if (ret !== 0) throw new ClockError(`clock_gettime(${what}) failed: errno ${-ret}`, { clock: what, errno: -ret });
     return Number(ts.readBigInt64LE(0)) * 1000 + Number(ts.readBigInt64LE(8)) / 1e6;
   }
 }

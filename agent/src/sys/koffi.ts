@@ -1,6 +1,7 @@
-// The FFI library (koffi) for the few kernel calls Node has no API for (adjtimex,
-// packet sockets). The bundle carries koffi's addon as native/koffi-<arch>.node beside
-// it (its API is the addon's own); from dist, the koffi package.
+// The FFI library (koffi) for the few kernel calls Node has no API for (disk locks, kexec,
+// VT ioctls, packet sockets; the clock has an addon of its own, sys/clock-addon.ts). The
+// bundle carries koffi's addon as native/koffi-<arch>.node beside it (its API is the
+// addon's own); from dist, the koffi package.
 
 import { createRequire } from "node:module";
 
