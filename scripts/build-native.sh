@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the agent's native helpers into DIR (default dist/agent/src/cmd, beside the entry script
-# the sandbox runs): syslogd's socket relay (agent/native/syslog-relay.c) and the kernel clock
-# addon (agent/native/clock.c) as DIR/native/clock-<node arch>.node. CC picks the compiler
+# the sandbox runs): syslogd's socket relay (agent/native/syslog-relay.c) and the kernel-calls
+# addon (agent/native/kernel-calls.c) as DIR/native/kernel-calls-<node arch>.node. CC picks the compiler
 # (scripts/image.sh passes the target architecture's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,4 +15,4 @@ esac
 mkdir -p "$out/native"
 "$cc" -Os -Wall -Wextra -Werror -o "$out/syslog-relay" agent/native/syslog-relay.c
 # A Node-API addon links against nothing of node's: the process that loads it provides the symbols.
-"$cc" -Os -Wall -Wextra -Werror -shared -fPIC -I _out/tools/node22/include/node -o "$out/native/clock-$node_arch.node" agent/native/clock.c
+"$cc" -Os -Wall -Wextra -Werror -shared -fPIC -I _out/tools/node22/include/node -o "$out/native/kernel-calls-$node_arch.node" agent/native/kernel-calls.c

@@ -8,7 +8,7 @@
 // Output: <outdir>/basalt.mjs, <outdir>/*-<hash>.mjs, <outdir>/api/**, <outdir>/meta.json (esbuild metafile),
 // <outdir>/native/netlink-{x64,arm64}.node (the rtnetlink addon's prebuilds; the bundle
 // loads the one of the running architecture), <outdir>/native/koffi-{x64,arm64}.node
-// (scripts/build-native.sh adds native/clock-<arch>.node for the target alone).
+// (scripts/build-native.sh adds native/kernel-calls-<arch>.node for the target alone).
 import { build } from "esbuild";
 import fs from "node:fs";
 import path from "node:path";

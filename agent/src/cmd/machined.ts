@@ -68,7 +68,7 @@ function nodeTerminals(platform: Platform): { terminals?: KernelVirtualTerminals
   }
 }
 
-/** The kernel clock time sync adjusts (none in a container, as Talos; none when this build has no clock addon). */
+/** The kernel clock time sync adjusts (none in a container, as Talos; none when this build has no kernel-calls addon). */
 function nodeClock(platform: Platform): { clock?: KernelClock } {
   if (platform.mode === "container") return {};
   try {

@@ -1,4 +1,4 @@
-// The kernel's clock through the project's own addon (agent/native/clock.c; Node has no API
+// The kernel's clock through the project's own addon (agent/native/kernel-calls.c; Node has no API
 // for these): clock_gettime(CLOCK_REALTIME) to read it, adjtimex(2) to step
 // (ADJ_SETOFFSET) or slew (ADJ_OFFSET with the PLL) it exactly as Talos's SNTP client
 // asks, clock_gettime on a PTP device's dynamic clock id, and the RTC_SET_TIME ioctl
@@ -7,7 +7,7 @@
 import { closeSync, openSync } from "node:fs";
 import { SystemError } from "../errors.js";
 import type { ClockAdjustment, KernelTimeState, LeapIndicator, SystemClock } from "./clock.js";
-import { type ClockAddon, locateClockAddon } from "./clock-addon.js";
+import { type KernelCalls, locateKernelCalls } from "./kernel-calls.js";
 
 export class ClockError extends SystemError {}
 
@@ -79,23 +79,23 @@ export function rtcTimeFor(epochMs: number): Buffer {
 }
 
 export class KernelClock implements SystemClock {
-  private opened: ClockAddon | undefined;
-  private constructor(private readonly addon: () => ClockAddon) {}
+  private opened: KernelCalls | undefined;
+  private constructor(private readonly addon: () => KernelCalls) {}
 
-  /** Throws ClockError when this build has no clock addon; it loads on first use. */
+  /** Throws ClockError when this build has no kernel-calls addon; it loads on first use. */
   static load(): KernelClock {
     try {
-      return new KernelClock(locateClockAddon());
+      return new KernelClock(locateKernelCalls());
     } catch (err) {
-      throw new ClockError("the clock addon (clock.node) is not available", {}, { cause: err });
+      throw new ClockError("the kernel-calls addon is not available", {}, { cause: err });
     }
   }
 
-  private get calls(): ClockAddon {
+  private get calls(): KernelCalls {
     try {
       this.opened ??= this.addon();
     } catch (err) {
-      throw new ClockError("loading the clock addon (clock.node) failed", {}, { cause: err });
+      throw new ClockError("loading the kernel-calls addon failed", {}, { cause: err });
     }
     return this.opened;
   }

@@ -1,10 +1,10 @@
 // The Linux virtual terminals the console summary is drawn on, as Talos's dashboard uses them: the
 // kernel's messages kept on tty1 (TIOCLINUX TIOCL_SETKMSGREDIRECT), the summary on tty2, and
-// VT_ACTIVATE to show one of them. Node has no ioctl, so these go through libc (koffi).
+// VT_ACTIVATE to show one of them. Node has no ioctl, so these go through the project's kernel-calls addon.
 
 import { closeSync, openSync, writeSync } from "node:fs";
 import { SystemError } from "../errors.js";
-import { type Koffi, locateKoffi } from "./koffi.js";
+import { type KernelCalls, locateKernelCalls } from "./kernel-calls.js";
 
 export class VirtualTerminalError extends SystemError {}
 
@@ -18,32 +18,15 @@ export interface VirtualTerminals {
   size(tty: number): { rows: number; cols: number };
 }
 
-// <linux/vt.h>, <asm-generic/ioctls.h>, <linux/tiocl.h>
-const VT_ACTIVATE = 0x5606;
-const TIOCLINUX = 0x541c;
+// <linux/tiocl.h> (the ioctl numbers are the addon's)
 const TIOCL_SETKMSGREDIRECT = 11;
-const TIOCGWINSZ = 0x5413;
-
-interface Ioctl {
-  withInt(fd: number, request: number, arg: number): number;
-  withBytes(fd: number, request: number, arg: Buffer): number;
-  errno(): number;
-}
-
-function openIoctl(koffi: Koffi): Ioctl {
-  const libc = koffi.load("libc.so.6");
-  // ioctl is variadic; on x86_64 and arm64 Linux an int or pointer third argument passes as a fixed one.
-  const withInt = libc.func("int ioctl(int fd, unsigned long request, long arg)");
-  const withBytes = libc.func("int ioctl(int fd, unsigned long request, _Inout_ uint8_t *arg)");
-  return { withInt: (fd, r, a) => withInt(fd, r, a), withBytes: (fd, r, a) => withBytes(fd, r, a), errno: () => koffi.errno() };
-}
 
 /** The kernel's terminals under `dev` (/dev on a node). */
 export class KernelVirtualTerminals implements VirtualTerminals {
-  private opened: Ioctl | undefined;
+  private opened: KernelCalls | undefined;
   constructor(
     private readonly dev = "/dev",
-    private readonly koffi: () => Koffi = locateKoffi(),
+    private readonly addon: () => KernelCalls = locateKernelCalls(),
   ) {}
 
   draw(tty: number, text: string): void {
@@ -55,13 +38,13 @@ export class KernelVirtualTerminals implements VirtualTerminals {
 
   activate(tty: number, kernelTty: number): void {
     this.withTty(kernelTty, "r+", (fd) => {
-      if (this.ioctl.withBytes(fd, TIOCLINUX, Buffer.from([TIOCL_SETKMSGREDIRECT, kernelTty])) < 0) {
-        throw new VirtualTerminalError(`redirecting kernel messages to tty${kernelTty} failed: errno ${this.ioctl.errno()}`, { tty: kernelTty });
-      }
+      const ret = this.calls.ttyLinux(fd, Buffer.from([TIOCL_SETKMSGREDIRECT, kernelTty]));
+      if (ret < 0) throw new VirtualTerminalError(`redirecting kernel messages to tty${kernelTty} failed: errno ${-ret}`, { tty: kernelTty });
     });
     // Any terminal's descriptor can switch; tty0 is the one always present.
     this.withTty(0, "r+", (fd) => {
-      if (this.ioctl.withInt(fd, VT_ACTIVATE, tty) < 0) throw new VirtualTerminalError(`activating tty${tty} failed: errno ${this.ioctl.errno()}`, { tty });
+      const ret = this.calls.vtActivate(fd, tty);
+      if (ret < 0) throw new VirtualTerminalError(`activating tty${tty} failed: errno ${-ret}`, { tty });
     });
   }
 
@@ -69,16 +52,17 @@ export class KernelVirtualTerminals implements VirtualTerminals {
     // struct winsize: rows, columns, then pixel sizes (unsigned short each).
     const winsize = Buffer.alloc(8);
     this.withTty(tty, "r", (fd) => {
-      if (this.ioctl.withBytes(fd, TIOCGWINSZ, winsize) < 0) throw new VirtualTerminalError(`reading the size of tty${tty} failed: errno ${this.ioctl.errno()}`, { tty });
+      const ret = this.calls.ttyWinsize(fd, winsize);
+      if (ret < 0) throw new VirtualTerminalError(`reading the size of tty${tty} failed: errno ${-ret}`, { tty });
     });
     return { rows: winsize.readUInt16LE(0), cols: winsize.readUInt16LE(2) };
   }
 
-  private get ioctl(): Ioctl {
+  private get calls(): KernelCalls {
     try {
-      this.opened ??= openIoctl(this.koffi());
+      this.opened ??= this.addon();
     } catch (err) {
-      throw new VirtualTerminalError("loading the FFI library (koffi) failed", {}, { cause: err });
+      throw new VirtualTerminalError("loading the kernel-calls addon failed", {}, { cause: err });
     }
     return this.opened;
   }

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { locateClockAddon } from "../../../agent/src/sys/clock-addon.js";
+import { locateKernelCalls } from "../../../agent/src/sys/kernel-calls.js";
 import { KernelClock, kernelStateOf, rtcTimeFor, timexFor } from "../../../agent/src/sys/clock-kernel.js";
 
 test("adjtimex requests as Talos builds them: a step is ADJ_SETOFFSET|NANO with a positive nanosecond part, a slew ADJ_OFFSET with the PLL", () => {
@@ -35,7 +35,7 @@ test("RTC_SET_TIME's struct rtc_time: UTC fields, month from 0, years since 1900
 });
 
 test("the clock addon itself on this host: clock_gettime(CLOCK_REALTIME) fills a timespec, a read-only adjtimex a state and struct timex", () => {
-  const addon = locateClockAddon()();
+  const addon = locateKernelCalls()();
   const ts = Buffer.alloc(16);
   const before = Date.now();
   assert.equal(addon.clockGettime(0, ts), 0);

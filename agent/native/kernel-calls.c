@@ -1,10 +1,11 @@
-// The kernel clock calls machined makes on every node (adjtimex(2), clock_gettime(2), the RTC_SET_TIME
-// ioctl), as a Node-API addon of our own: koffi's general FFI addon costs ~4 MiB of private memory in
-// machined for these three calls. Each takes and fills the caller's Buffer (the JS side builds and reads
-// the structs) and returns the call's result, or -errno when it failed.
+// The kernel calls machined makes on every node, as a Node-API addon of our own (koffi's general FFI
+// addon costs ~4 MiB of private memory in machined): the clock's (adjtimex(2), clock_gettime(2), the
+// RTC_SET_TIME ioctl) and the console's terminal ioctls. Each takes and fills the caller's Buffer (the JS
+// side builds and reads the structs) and returns the call's result, or -errno when it failed.
 #define NAPI_VERSION 8
 #include <errno.h>
 #include <linux/rtc.h>
+#include <linux/vt.h>
 #include <node_api.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -86,11 +87,51 @@ static napi_value js_rtc_set_time(napi_env env, napi_callback_info info) {
   return result(env, ioctl(fd, RTC_SET_TIME, &tm));
 }
 
+// vtActivate(fd: number, tty: number): the VT_ACTIVATE ioctl, 0 or -errno.
+static napi_value js_vt_activate(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  int32_t fd, tty;
+  if (!int_arg(env, argv, argc, 0, &fd) || !int_arg(env, argv, argc, 1, &tty)) return NULL;
+  return result(env, ioctl(fd, VT_ACTIVATE, (unsigned long)tty));
+}
+
+// ttyLinux(fd: number, buf: Buffer): the TIOCLINUX ioctl with the subcode and its arguments in buf, 0 or -errno.
+static napi_value js_tty_linux(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  int32_t fd;
+  if (!int_arg(env, argv, argc, 0, &fd)) return NULL;
+  void *data = buffer_arg(env, argv, argc, 1, 1);
+  if (data == NULL) return NULL;
+  return result(env, ioctl(fd, TIOCLINUX, data));
+}
+
+// ttyWinsize(fd: number, buf: Buffer /* struct winsize */): the TIOCGWINSZ ioctl, 0 or -errno.
+static napi_value js_tty_winsize(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  int32_t fd;
+  if (!int_arg(env, argv, argc, 0, &fd)) return NULL;
+  void *data = buffer_arg(env, argv, argc, 1, sizeof(struct winsize));
+  if (data == NULL) return NULL;
+  struct winsize ws;
+  int ret = ioctl(fd, TIOCGWINSZ, &ws);
+  if (ret == 0) memcpy(data, &ws, sizeof ws);
+  return result(env, ret);
+}
+
 NAPI_MODULE_INIT() {
   napi_property_descriptor props[] = {
       {"adjtimex", NULL, js_adjtimex, NULL, NULL, NULL, napi_enumerable, NULL},
       {"clockGettime", NULL, js_clock_gettime, NULL, NULL, NULL, napi_enumerable, NULL},
       {"rtcSetTime", NULL, js_rtc_set_time, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"vtActivate", NULL, js_vt_activate, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"ttyLinux", NULL, js_tty_linux, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"ttyWinsize", NULL, js_tty_winsize, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;
   return exports;

@@ -1,0 +1,39 @@
+// The project's addon for the kernel calls Node has no API for (agent/native/kernel-calls.c, built by
+// scripts/build-native.sh as native/kernel-calls-<arch>.node): beside the bundle's chunks in the image, beside the entry script
+// (dist/agent/src/cmd) in dist.
+
+import { createRequire } from "node:module";
+
+/** The addon's calls; each fills the caller's Buffer and returns the call's result or -errno. */
+export interface KernelCalls {
+  /** adjtimex(2) on a struct timex: the clock state (0..5) or -errno. */
+  adjtimex(timex: Buffer): number;
+  /** clock_gettime(2) into a struct timespec: 0 or -errno. */
+  clockGettime(clockId: number, timespec: Buffer): number;
+  /** The RTC_SET_TIME ioctl on an open RTC with a struct rtc_time: 0 or -errno. */
+  rtcSetTime(fd: number, rtcTime: Buffer): number;
+  /** The VT_ACTIVATE ioctl on a terminal: 0 or -errno. */
+  vtActivate(fd: number, tty: number): number;
+  /** The TIOCLINUX ioctl, its subcode and arguments in `args`: 0 or -errno. */
+  ttyLinux(fd: number, args: Buffer): number;
+  /** The TIOCGWINSZ ioctl into a struct winsize: 0 or -errno. */
+  ttyWinsize(fd: number, winsize: Buffer): number;
+}
+
+/** Where the addon is, found without loading it (it loads on first use); throws what both places answered. */
+export function locateKernelCalls(): () => KernelCalls {
+  const require = createRequire(import.meta.url);
+  // Computed names, so esbuild leaves them out of the bundle.
+  const candidates = [`./native/kernel-calls-${process.arch}.node`, `../cmd/native/kernel-calls-${process.arch}.node`];
+  const misses: unknown[] = [];
+  for (const name of candidates) {
+    try {
+      const resolved = require.resolve(name);
+      // The addon's exports are the functions kernel-calls.c defines, which KernelCalls describes.
+      return () => require(resolved) as KernelCalls;
+    } catch (err) {
+      misses.push(err);
+    }
+  }
+  throw new AggregateError(misses, "the kernel-calls addon is not available");
+}

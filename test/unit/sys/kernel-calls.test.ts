@@ -1,0 +1,30 @@
+// The kernel-calls addon's terminal ioctls on this host, for real: a pseudo-terminal answers
+// TIOCGWINSZ, a regular file answers ENOTTY to every terminal ioctl.
+import assert from "node:assert/strict";
+import { closeSync, openSync } from "node:fs";
+import { test } from "node:test";
+import { locateKernelCalls } from "../../../agent/src/sys/kernel-calls.js";
+
+const ENOTTY = 25;
+
+test("the terminal ioctls reach the kernel: a new pty's size fills struct winsize, a file is not a tty", () => {
+  const calls = locateKernelCalls()();
+  const pty = openSync("/dev/ptmx", "r+");
+  try {
+    // A new pseudo-terminal is 0 x 0: the kernel writes zeros over the filler.
+    const winsize = Buffer.alloc(8, 0xa5);
+    assert.equal(calls.ttyWinsize(pty, winsize), 0);
+    assert.deepEqual([...winsize], [0, 0, 0, 0, 0, 0, 0, 0]);
+  } finally {
+    closeSync(pty);
+  }
+  const file = openSync("/proc/self/stat", "r");
+  try {
+    assert.equal(calls.ttyWinsize(file, Buffer.alloc(8)), -ENOTTY);
+    assert.equal(calls.vtActivate(file, 2), -ENOTTY);
+    assert.equal(calls.ttyLinux(file, Buffer.from([11, 1])), -ENOTTY);
+  } finally {
+    closeSync(file);
+  }
+  assert.throws(() => calls.ttyWinsize(0, Buffer.alloc(4)), TypeError, "a buffer shorter than struct winsize is refused");
+});
