@@ -1,16 +1,20 @@
 // The kernel calls machined makes on every node, as a Node-API addon of our own (koffi's general FFI
 // addon costs ~4 MiB of private memory in machined): the clock's (adjtimex(2), clock_gettime(2), the
-// RTC_SET_TIME ioctl) and the console's terminal ioctls. Each takes and fills the caller's Buffer (the JS
+// RTC_SET_TIME ioctl), the console's terminal ioctls, and link-layer broadcasts (DHCPv4, gratuitous ARP). Each takes and fills the caller's Buffer (the JS
 // side builds and reads the structs) and returns the call's result, or -errno when it failed.
 #define NAPI_VERSION 8
 #include <errno.h>
+#include <linux/if_packet.h>
 #include <linux/rtc.h>
 #include <linux/vt.h>
 #include <node_api.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/timex.h>
 #include <time.h>
+#include <unistd.h>
 
 // Reads argument i as a Buffer of at least size bytes; throws a TypeError and returns NULL otherwise.
 static void *buffer_arg(napi_env env, napi_value *argv, size_t argc, size_t i, size_t size) {
@@ -124,6 +128,34 @@ static napi_value js_tty_winsize(napi_env env, napi_callback_info info) {
   return result(env, ret);
 }
 
+// packetBroadcast(ifindex: number, ethertype: number, payload: Buffer): sends payload to ff:ff:ff:ff:ff:ff on the
+// link through a packet socket (SOCK_DGRAM: the kernel adds the Ethernet header); the bytes sent or -errno.
+static napi_value js_packet_broadcast(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  int32_t ifindex, ethertype;
+  if (!int_arg(env, argv, argc, 0, &ifindex) || !int_arg(env, argv, argc, 1, &ethertype)) return NULL;
+  void *data = buffer_arg(env, argv, argc, 2, 0);
+  if (data == NULL) return NULL;
+  size_t len = 0;
+  napi_get_buffer_info(env, argv[2], NULL, &len);
+  int fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC, htons((uint16_t)ethertype));
+  if (fd < 0) return result(env, -1);
+  struct sockaddr_ll addr;
+  memset(&addr, 0, sizeof addr);
+  addr.sll_family = AF_PACKET;
+  addr.sll_protocol = htons((uint16_t)ethertype);
+  addr.sll_ifindex = ifindex;
+  addr.sll_halen = 6;
+  memset(addr.sll_addr, 0xff, 6);
+  ssize_t sent = sendto(fd, data, len, 0, (struct sockaddr *)&addr, sizeof addr);
+  int err = errno;
+  close(fd);
+  errno = err;
+  return result(env, (int)sent);
+}
+
 NAPI_MODULE_INIT() {
   napi_property_descriptor props[] = {
       {"adjtimex", NULL, js_adjtimex, NULL, NULL, NULL, napi_enumerable, NULL},
@@ -132,6 +164,7 @@ NAPI_MODULE_INIT() {
       {"vtActivate", NULL, js_vt_activate, NULL, NULL, NULL, napi_enumerable, NULL},
       {"ttyLinux", NULL, js_tty_linux, NULL, NULL, NULL, napi_enumerable, NULL},
       {"ttyWinsize", NULL, js_tty_winsize, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"packetBroadcast", NULL, js_packet_broadcast, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;
   return exports;

@@ -18,6 +18,8 @@ export interface KernelCalls {
   ttyLinux(fd: number, args: Buffer): number;
   /** The TIOCGWINSZ ioctl into a struct winsize: 0 or -errno. */
   ttyWinsize(fd: number, winsize: Buffer): number;
+  /** Sends `payload` to the Ethernet broadcast address of link `ifindex` (a packet socket of `ethertype`): the bytes sent or -errno. */
+  packetBroadcast(ifindex: number, ethertype: number, payload: Buffer): number;
 }
 
 /** Where the addon is, found without loading it (it loads on first use); throws what both places answered. */

@@ -1,5 +1,5 @@
-// The FFI library (koffi) for the kernel calls Node has no API for that run rarely (disk locks, kexec,
-// packet sockets); what runs on every node (clock, terminals) is in sys/kernel-calls.ts. The
+// The FFI library (koffi) for the kernel calls Node has no API for that run rarely (install's disk
+// locks, kexec); what runs on every node (clock, terminals, packet sockets) is in sys/kernel-calls.ts. The
 // bundle carries koffi's addon as native/koffi-<arch>.node beside it (its API is the
 // addon's own); from dist, the koffi package.
 

@@ -1,68 +1,30 @@
-// Link-layer broadcasts through a packet socket (Node has none, so libc through koffi):
+// Link-layer broadcasts through a packet socket (Node has none, so the project's kernel-calls addon):
 // socket(AF_PACKET, SOCK_DGRAM, <ethertype>) and sendto the Ethernet broadcast address of
 // one link, the kernel adding the Ethernet header. Used for gratuitous ARP and for DHCPv4
 // broadcasts from a link without an address, as Talos's DHCP client sends them (no route
 // needed, nothing else on the link sees a change).
 
 import { SystemError } from "../errors.js";
-import { type Koffi, loadKoffi } from "./koffi.js";
+import { type KernelCalls, locateKernelCalls } from "./kernel-calls.js";
 
 export class PacketSocketError extends SystemError {}
 
-const AF_PACKET = 17;
-const SOCK_DGRAM = 2;
-const SOCK_CLOEXEC = 0o2000000;
 export const ETH_P_IP = 0x0800;
 export const ETH_P_ARP = 0x0806;
 
-/** struct sockaddr_ll for the Ethernet broadcast address on link `ifindex`. */
-function broadcastAddress(ifindex: number, ethertype: number): Buffer {
-  const a = Buffer.alloc(20);
-  a.writeUInt16LE(AF_PACKET, 0);
-  a.writeUInt16BE(ethertype, 2);
-  a.writeInt32LE(ifindex, 4);
-  a.writeUInt8(6, 11);
-  Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff]).copy(a, 12);
-  return a;
-}
-
-interface PacketCalls {
-  socket(domain: number, type: number, protocol: number): number;
-  sendto(fd: number, buf: Buffer, len: number, flags: number, addr: Buffer, addrlen: number): number;
-  close(fd: number): number;
-  errno(): number;
-}
-
-let calls: PacketCalls | undefined;
-
-function packetCalls(): PacketCalls {
-  if (calls) return calls;
-  let koffi: Koffi;
-  try {
-    koffi = loadKoffi();
-  } catch (err) {
-    throw new PacketSocketError("packet sockets need the FFI library (koffi)", {}, { cause: err });
-  }
-  const libc = koffi.load("libc.so.6");
-  const socket = libc.func("int socket(int domain, int type, int protocol)");
-  const sendto = libc.func("long sendto(int fd, const uint8_t *buf, size_t len, int flags, const uint8_t *addr, uint32_t addrlen)");
-  const close = libc.func("int close(int fd)");
-  calls = { socket: (d, t, p) => socket(d, t, p), sendto: (fd, b, l, f, a, al) => sendto(fd, b, l, f, a, al), close: (fd) => close(fd), errno: () => koffi.errno() };
-  return calls;
-}
+let calls: KernelCalls | undefined;
 
 /** Sends `payload` (the frame's content after the Ethernet header) to ff:ff:ff:ff:ff:ff on link `ifindex`. */
 export function sendLinkBroadcast(ifindex: number, ethertype: number, payload: Buffer): void {
-  const c = packetCalls();
-  const fd = c.socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC, ((ethertype & 0xff) << 8) | (ethertype >> 8));
-  if (fd < 0) throw new PacketSocketError(`socket(AF_PACKET) failed: errno ${c.errno()}`, { errno: c.errno() });
   try {
-    const addr = broadcastAddress(ifindex, ethertype);
-    if (c.sendto(fd, payload, payload.length, 0, addr, addr.length) !== payload.length) {
-      throw new PacketSocketError(`sending a broadcast (ethertype 0x${ethertype.toString(16)}) on link ${ifindex} failed: errno ${c.errno()}`, { errno: c.errno(), ifindex });
-    }
-  } finally {
-    c.close(fd);
+    calls ??= locateKernelCalls()();
+  } catch (err) {
+    throw new PacketSocketError("packet sockets need the kernel-calls addon", {}, { cause: err });
+  }
+  const sent = calls.packetBroadcast(ifindex, ethertype, payload);
+  if (sent !== payload.length) {
+    const errno = sent < 0 ? -sent : 0;
+    throw new PacketSocketError(`sending a broadcast (ethertype 0x${ethertype.toString(16)}) on link ${ifindex} failed: ${sent < 0 ? `errno ${errno}` : `${sent} of ${payload.length} bytes sent`}`, { errno, ifindex });
   }
 }
 

@@ -1,5 +1,5 @@
 // The kernel-calls addon's terminal ioctls on this host, for real: a pseudo-terminal answers
-// TIOCGWINSZ, a regular file answers ENOTTY to every terminal ioctl.
+// TIOCGWINSZ, a regular file answers ENOTTY to every terminal ioctl; a packet socket sends on loopback.
 import assert from "node:assert/strict";
 import { closeSync, openSync } from "node:fs";
 import { test } from "node:test";
@@ -27,4 +27,11 @@ test("the terminal ioctls reach the kernel: a new pty's size fills struct winsiz
     closeSync(file);
   }
   assert.throws(() => calls.ttyWinsize(0, Buffer.alloc(4)), TypeError, "a buffer shorter than struct winsize is refused");
+});
+
+test("packetBroadcast sends through a real packet socket: all bytes on loopback, ENXIO for a link that does not exist", { skip: process.getuid?.() === 0 ? false : "needs CAP_NET_RAW (root)" }, () => {
+  const calls = locateKernelCalls()();
+  const payload = Buffer.from("a frame's content after the Ethernet header");
+  assert.equal(calls.packetBroadcast(1, 0x88b5, payload), payload.length);
+  assert.equal(calls.packetBroadcast(0x7ffffff0, 0x88b5, payload), -6);
 });
