@@ -136,7 +136,7 @@ static napi_value js_packet_broadcast(napi_env env, napi_callback_info info) {
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   int32_t ifindex, ethertype;
   if (!int_arg(env, argv, argc, 0, &ifindex) || !int_arg(env, argv, argc, 1, &ethertype)) return NULL;
-  void *data = buffer_arg(env, argv, argc, 2, 0);
+  void *data = buffer_arg(env, argv, argc, 2, 1);
   if (data == NULL) return NULL;
   size_t len = 0;
   napi_get_buffer_info(env, argv[2], NULL, &len);
