@@ -6,7 +6,7 @@ import path from "node:path";
 import { allMethods } from "../api/index.js";
 import { describeError } from "../errors.js";
 import { runtimeClient, watchResource } from "../grpc/resource-watch.js";
-import { bindServer } from "../grpc/server.js";
+import { bindServer, drainAndClose } from "../grpc/server.js";
 import { messageSizeOptions } from "../grpc/limits.js";
 import { logger } from "../log.js";
 import { hostnameStatusDefinition, HostnameStatusId, HostnameStatusType, NETWORK_NAMESPACE, nodeAddressDefinition, NodeAddressIds, NodeAddressType } from "../resources/catalog/network.js";
@@ -203,15 +203,6 @@ function chooseMode(
 
 async function shutdown(server: grpc.Server): Promise<void> {
   // Let in-flight replies (e.g. the ApplyConfiguration that triggered this) finish first.
-  await new Promise<void>((resolve) => {
-    const timer = setTimeout(() => {
-      server.forceShutdown();
-      resolve();
-    }, 2000);
-    server.tryShutdown(() => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
+  await drainAndClose(server, 2000);
 }
 

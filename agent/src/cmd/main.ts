@@ -40,6 +40,6 @@ function applyStartedV8Flags(): void {
   const flags = process.env["BASALT_V8_FLAGS"];
   if (!flags) return;
   setFlagsFromString(flags);
-  // Not handed on: machined gives apid its flags on its command line.
+  // Not inherited: machined hands apid its own (apidLateV8Flags).
   delete process.env["BASALT_V8_FLAGS"];
 }

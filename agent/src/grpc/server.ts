@@ -27,6 +27,14 @@ export async function bindServer(server: grpc.Server, address: string, credentia
   }
 }
 
+/** Stops accepting at once; calls in flight get `drainMs` to finish, then their connections are cut. */
+export async function drainAndClose(server: grpc.Server, drainMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([new Promise<void>((resolve) => server.tryShutdown(() => resolve())), new Promise<void>((resolve) => (timer = setTimeout(resolve, drainMs)))]);
+  clearTimeout(timer);
+  server.forceShutdown();
+}
+
 function methodName(path: string): string {
   return path.slice(path.lastIndexOf("/") + 1);
 }

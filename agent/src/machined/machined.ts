@@ -2,13 +2,12 @@ import * as grpc from "@grpc/grpc-js";
 import { promises as fs } from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { ApplyMode } from "../api/enums.js";
 import type { ConfigBundle } from "../config/bundle.js";
 import { machinedControllers, Observed } from "../controllers/index.js";
 import { isControlPlane } from "../controllers/secrets/api.js";
 import { ConflictError, describeError, SystemError, UnimplementedError } from "../errors.js";
-import { addService, bindServer } from "../grpc/server.js";
+import { addService, bindServer, drainAndClose } from "../grpc/server.js";
 import { addLogTap, logger } from "../log.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../resources/catalog/config.js";
 import { registerCatalog } from "../resources/catalog/index.js";
@@ -561,8 +560,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       shipper.close();
       untap();
       // Open streams (Events, Dmesg --follow) never end by themselves: give calls a moment, then cut them.
-      await Promise.race([new Promise<void>((resolve) => server.tryShutdown(() => resolve())), sleep(2000)]);
-      server.forceShutdown();
+      await drainAndClose(server, 2000);
       containerd?.close();
       await fs.rm(paths.machinedSocket, { force: true });
     }

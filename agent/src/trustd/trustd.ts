@@ -1,7 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { liveServerCredentials, type LiveServerCredentials } from "../apid/credentials.js";
 import { describeError } from "../errors.js";
-import { addService, bindServer } from "../grpc/server.js";
+import { addService, bindServer, drainAndClose } from "../grpc/server.js";
 import { logger } from "../log.js";
 import {
   OSRootSecretsId,
@@ -87,11 +87,7 @@ export async function runTrustd(opts: TrustdOptions): Promise<void> {
   if (listener) await closeListener(listener.server);
 }
 
-/** Stops accepting at once; calls in flight get drainMs to finish before their connections are cut. */
 async function closeListener(server: grpc.Server): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([new Promise<void>((resolve) => server.tryShutdown(() => resolve())), new Promise<void>((resolve) => (timer = setTimeout(resolve, drainMs)))]);
-  clearTimeout(timer);
-  server.forceShutdown();
+  await drainAndClose(server, drainMs);
   log.info("trustd stopped listening");
 }
