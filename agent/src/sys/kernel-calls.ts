@@ -2,7 +2,7 @@
 // scripts/build-native.sh as native/kernel-calls-<arch>.node): beside the bundle's chunks in the image, beside the entry script
 // (dist/agent/src/cmd) in dist.
 
-import { createRequire } from "node:module";
+import { locateAddon } from "./addon.js";
 
 /** The addon's calls; each fills the caller's Buffer and returns the call's result or -errno. */
 export interface KernelCalls {
@@ -24,18 +24,5 @@ export interface KernelCalls {
 
 /** Where the addon is, found without loading it (it loads on first use); throws what both places answered. */
 export function locateKernelCalls(): () => KernelCalls {
-  const require = createRequire(import.meta.url);
-  // Computed names, so esbuild leaves them out of the bundle.
-  const candidates = [`./native/kernel-calls-${process.arch}.node`, `../cmd/native/kernel-calls-${process.arch}.node`];
-  const misses: unknown[] = [];
-  for (const name of candidates) {
-    try {
-      const resolved = require.resolve(name);
-      // The addon's exports are the functions kernel-calls.c defines, which KernelCalls describes.
-      return () => require(resolved) as KernelCalls;
-    } catch (err) {
-      misses.push(err);
-    }
-  }
-  throw new AggregateError(misses, "the kernel-calls addon is not available");
+  return locateAddon<KernelCalls>([`./native/kernel-calls-${process.arch}.node`, `../cmd/native/kernel-calls-${process.arch}.node`], "the kernel-calls addon is not available");
 }

@@ -3,7 +3,7 @@
 // bundle carries koffi's addon as native/koffi-<arch>.node beside it (its API is the
 // addon's own); from dist, the koffi package.
 
-import { createRequire } from "node:module";
+import { locateAddon } from "./addon.js";
 
 export interface Koffi {
   load(lib: string): { func(sig: string): (...args: unknown[]) => number };
@@ -17,19 +17,7 @@ export interface Koffi {
  * under emulation, which boot does not wait for); throws what both places answered.
  */
 export function locateKoffi(): () => Koffi {
-  const require = createRequire(import.meta.url);
-  // Computed names, so esbuild leaves both out of the bundle.
-  const candidates = [`./native/koffi-${process.arch}.node`, "koffi"];
-  const misses: unknown[] = [];
-  for (const name of candidates) {
-    try {
-      const resolved = require.resolve(name);
-      return () => require(resolved) as Koffi;
-    } catch (err) {
-      misses.push(err);
-    }
-  }
-  throw new AggregateError(misses, "the FFI library (koffi) is not available");
+  return locateAddon<Koffi>([`./native/koffi-${process.arch}.node`, "koffi"], "the FFI library (koffi) is not available");
 }
 
 export function loadKoffi(): Koffi {
