@@ -38,6 +38,16 @@ static bool int_arg(napi_env env, napi_value *argv, size_t argc, size_t i, int32
   return true;
 }
 
+// Reads the (n: number, buf: Buffer of at least size bytes) arguments most calls take (a clock id or an fd,
+// and the struct); NULL, a TypeError thrown, otherwise.
+static void *int_and_buffer(napi_env env, napi_callback_info info, size_t size, int32_t *n) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (!int_arg(env, argv, argc, 0, n)) return NULL;
+  return buffer_arg(env, argv, argc, 1, size);
+}
+
 static napi_value result(napi_env env, int ret) {
   napi_value v;
   napi_create_int32(env, ret < 0 ? -errno : ret, &v);
@@ -64,12 +74,8 @@ static napi_value js_adjtimex(napi_env env, napi_callback_info info) {
 
 // clockGettime(id: number, buf: Buffer /* struct timespec */): 0 or -errno.
 static napi_value js_clock_gettime(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   int32_t id;
-  if (!int_arg(env, argv, argc, 0, &id)) return NULL;
-  void *data = buffer_arg(env, argv, argc, 1, sizeof(struct timespec));
+  void *data = int_and_buffer(env, info, sizeof(struct timespec), &id);
   if (data == NULL) return NULL;
   struct timespec ts;
   int ret = clock_gettime((clockid_t)id, &ts);
@@ -79,12 +85,8 @@ static napi_value js_clock_gettime(napi_env env, napi_callback_info info) {
 
 // rtcSetTime(fd: number, buf: Buffer /* struct rtc_time */): 0 or -errno.
 static napi_value js_rtc_set_time(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   int32_t fd;
-  if (!int_arg(env, argv, argc, 0, &fd)) return NULL;
-  void *data = buffer_arg(env, argv, argc, 1, sizeof(struct rtc_time));
+  void *data = int_and_buffer(env, info, sizeof(struct rtc_time), &fd);
   if (data == NULL) return NULL;
   struct rtc_time tm;
   memcpy(&tm, data, sizeof tm);
@@ -103,24 +105,16 @@ static napi_value js_vt_activate(napi_env env, napi_callback_info info) {
 
 // ttyLinux(fd: number, buf: Buffer): the TIOCLINUX ioctl with the subcode and its arguments in buf, 0 or -errno.
 static napi_value js_tty_linux(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   int32_t fd;
-  if (!int_arg(env, argv, argc, 0, &fd)) return NULL;
-  void *data = buffer_arg(env, argv, argc, 1, 1);
+  void *data = int_and_buffer(env, info, 1, &fd);
   if (data == NULL) return NULL;
   return result(env, ioctl(fd, TIOCLINUX, data));
 }
 
 // ttyWinsize(fd: number, buf: Buffer /* struct winsize */): the TIOCGWINSZ ioctl, 0 or -errno.
 static napi_value js_tty_winsize(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   int32_t fd;
-  if (!int_arg(env, argv, argc, 0, &fd)) return NULL;
-  void *data = buffer_arg(env, argv, argc, 1, sizeof(struct winsize));
+  void *data = int_and_buffer(env, info, sizeof(struct winsize), &fd);
   if (data == NULL) return NULL;
   struct winsize ws;
   int ret = ioctl(fd, TIOCGWINSZ, &ws);
