@@ -96,6 +96,12 @@ fi
 kver=$(ls "$base/tree/usr/lib/modules" | head -1)
 
 # ---- 2. system tree and rootfs.sqsh ------------------------------------------
+# The image's node runs here to check it (arm64's under qemu-user with the arm64 tree's libraries).
+run_node=()
+if [ "$arch" = arm64 ]; then
+  qemu_user=$(command -v qemu-aarch64-static) || { echo "image.sh: arm64 needs qemu-aarch64-static (scripts/setup-deps.sh)" >&2; exit 1; }
+  run_node=("$qemu_user" -L "$base/tree")
+fi
 comp=${BASALT_SQUASHFS_COMP:-"-comp xz $bcj -b 1M"}
 mount_points="dev proc sys run system tmp var usr/lib/basalt usr/libexec/kubernetes etc/kubernetes etc/cni opt/cni/bin"
 ext_dir=${BASALT_EXTENSIONS:-$repo/extensions}
@@ -103,7 +109,7 @@ ext_key=""
 if [ -d "$ext_dir" ]; then
   ext_key=$({ cd "$ext_dir" && find . -printf "%M %p %l\n" | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat; } | sha256sum | cut -c1-16)
 fi
-sys_key=$(hash_of <(echo "$base_key $NODE_VERSION $comp $mount_points${ext_key:+ extensions $ext_key}") rootfs/select-files.py rootfs/kernel-modules.txt rootfs/programs.txt rootfs/icu-reduce.py rootfs/icu-uses.mjs <(cd rootfs/overlay && find . -printf "%M %p %l\n" | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat))
+sys_key=$(hash_of <(echo "$base_key $NODE_VERSION $comp $mount_points${ext_key:+ extensions $ext_key}") rootfs/select-files.py rootfs/kernel-modules.txt rootfs/programs.txt rootfs/icu-reduce.py rootfs/icu-uses.mjs rootfs/node-exports.py <(cd rootfs/overlay && find . -printf "%M %p %l\n" | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat))
 system="$cache/${prefix}system-$sys_key"
 if [ ! -f "$system/rootfs.sqsh" ]; then
   say "assembling the system tree (key $sys_key)"
@@ -115,13 +121,9 @@ if [ ! -f "$system/rootfs.sqsh" ]; then
   # English-only ICU data in place of the full set (rootfs/icu-reduce.py); then the image's node must
   # answer the agent's ICU uses exactly as npm's does (rootfs/icu-uses.mjs), in init's empty environment.
   # arm64's node runs under qemu-user with the arm64 tree's libraries.
-  run_node=()
-  if [ "$arch" = arm64 ]; then
-    qemu_user=$(command -v qemu-aarch64-static) || { echo "image.sh: arm64 needs qemu-aarch64-static (scripts/setup-deps.sh)" >&2; exit 1; }
-    run_node=("$qemu_user" -L "$base/tree")
-  fi
   python3 rootfs/icu-reduce.py "$system/package/bin/node" "$system/package/node-icu" "$system/icu" >&2
   "$strip_tool" -o "$tree/usr/bin/node" "$system/package/node-icu"
+  python3 rootfs/node-exports.py "$tree/usr/bin/node" "$tree"
   env -i "${run_node[@]}" "$system/package/bin/node" rootfs/icu-uses.mjs >"$system/icu/uses-npm.json"
   env -i "${run_node[@]}" "$tree/usr/bin/node" rootfs/icu-uses.mjs >"$system/icu/uses-image.json"
   diff -u "$system/icu/uses-npm.json" "$system/icu/uses-image.json" >&2 ||
@@ -159,6 +161,14 @@ say "agent: bundling agent/src/cmd/main.ts"
 node scripts/bundle.mjs "$agent" >&2
 CC="$cc" bash scripts/build-native.sh "$agent"
 "$strip_tool" "$agent/syslog-relay"
+node_arch=$([ "$arch" = amd64 ] && echo x64 || echo arm64)
+# The image's node exports only Node-API, libuv and what the tree's libraries name (rootfs/node-exports.py):
+# each addon must bind every symbol it needs there, at once (RTLD_NOW), not at its first call on a node.
+for addon in "$agent"/native/*-"$node_arch".node; do
+  env -i "${run_node[@]}" "$system/tree/usr/bin/node" -e \
+    'process.dlopen({ exports: {} }, process.argv[1], require("node:os").constants.dlopen.RTLD_NOW)' "$addon" ||
+    { echo "image.sh: $addon does not load in the image's node (rootfs/node-exports.py blanked a symbol it needs?)" >&2; exit 1; }
+done
 
 # ---- 4. initramfs ------------------------------------------------------------
 work="$cache/${prefix}initramfs"
@@ -168,7 +178,6 @@ rm -rf "$work" && mkdir -p "$work/sqsh" "$work/early/dev" "$work/early/agent"
 python3 initramfs/modules.py "$base/tree/usr/lib/modules/$kver" initramfs/modules.txt "$work/early" "$arch" >&2
 (cd "$agent" && find . -mindepth 1 -maxdepth 1 ! -name meta.json ! -name native -exec cp -a {} "$repo/$work/early/agent/" \;)
 # Only this architecture's addons, stripped: the initramfs stays in RAM for the node's life.
-node_arch=$([ "$arch" = amd64 ] && echo x64 || echo arm64)
 mkdir -p "$work/early/agent/native"
 for addon in "$agent"/native/*-"$node_arch".node; do "$strip_tool" -o "$work/early/agent/native/$(basename "$addon")" "$addon"; done
 ln "$system/rootfs.sqsh" "$work/sqsh/rootfs.sqsh" 2>/dev/null || cp "$system/rootfs.sqsh" "$work/sqsh/rootfs.sqsh"
