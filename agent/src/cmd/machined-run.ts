@@ -84,8 +84,8 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
         spec: (flags, environment) => ({
           id: "apid",
           command: opts.self.command,
-          args: [...apidNodeFlags(), ...opts.self.args, "apid", "--listen", opts.apidListen, "--machined-socket", opts.paths.machinedSocket, "--apid-socket", opts.paths.apidSocket, ...flags],
-          env: { ...withoutProxyVariables(apidEnv(environment)), ...apidLateV8Flags() },
+          args: [...apidFlags().args, ...opts.self.args, "apid", "--listen", opts.apidListen, "--machined-socket", opts.paths.machinedSocket, "--apid-socket", opts.paths.apidSocket, ...flags],
+          env: { ...withoutProxyVariables(apidEnv(environment)), ...apidFlags().env },
           stopTimeoutMs: 5000,
           ipc: true,
           ...(opts.apidUser ? { user: opts.apidUser } : {}),
@@ -145,21 +145,17 @@ function withoutProxyVariables(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 }
 
 /**
- * Node flags for the apid child's command line: none unless BASALT_APID_NODE_FLAGS (space-separated)
- * gives some, for measuring levers (bench/memory). apid's V8 flags come from apidLateV8Flags.
+ * How apid gets its Node and V8 flags. By default none on node's command line and the agent's V8 flags in
+ * BASALT_V8_FLAGS, which apid sets once its modules are loaded (cmd/main.ts), as init does for machined: on the
+ * command line they make Node refuse its built-in code cache and the compile cache machined wrote (apid's start
+ * to its first call on machined's socket, host, bundle, 6 alternating runs: CPU median 330 ms with them on the
+ * command line, 280 ms set late; issue 16, session 7). BASALT_APID_NODE_FLAGS (space-separated) puts exactly its
+ * flags on the command line instead, for measuring levers (bench/memory).
  */
-export function apidNodeFlags(env: NodeJS.ProcessEnv = process.env): string[] {
-  return (env["BASALT_APID_NODE_FLAGS"] ?? "").split(/\s+/).filter(Boolean);
-}
-
-/**
- * apid's V8 flags (the agent's) in BASALT_V8_FLAGS, which apid sets once its modules are loaded (cmd/main.ts),
- * as init does for machined: on node's command line they make Node refuse its built-in code cache and the
- * compile cache machined wrote. apid's start to its first call on machined's socket, host, bundle, 6 alternating
- * runs: CPU median 330 ms with them on the command line, 280 ms set late (issue 16, session 7).
- */
-export function apidLateV8Flags(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
-  return env["BASALT_APID_NODE_FLAGS"] !== undefined ? {} : { BASALT_V8_FLAGS: agentNodeFlags.join(" ") };
+export function apidFlags(env: NodeJS.ProcessEnv = process.env): { args: string[]; env: NodeJS.ProcessEnv } {
+  const given = env["BASALT_APID_NODE_FLAGS"];
+  if (given !== undefined) return { args: given.split(/\s+/).filter(Boolean), env: {} };
+  return { args: [], env: { BASALT_V8_FLAGS: agentNodeFlags.join(" ") } };
 }
 
 /** The entry script of the multi-call program, beside this module (dist) or the bundle itself. */

@@ -40,6 +40,6 @@ function applyStartedV8Flags(): void {
   const flags = process.env["BASALT_V8_FLAGS"];
   if (!flags) return;
   setFlagsFromString(flags);
-  // Not inherited: machined hands apid its own (apidLateV8Flags).
+  // Not inherited: machined hands apid its own (apidFlags).
   delete process.env["BASALT_V8_FLAGS"];
 }
