@@ -61,7 +61,8 @@ export async function runApid(opts: ApidOptions): Promise<void> {
   const cosi = runtimeClient(opts.machinedSocket);
   const methods: ProxiedMethod[] = allMethods().map((m) => ({ path: m.path, requestStream: m.requestStream, responseStream: m.responseStream }));
   const remotes = new RemoteBackends();
-  const backends: Backends = { local, get canForward() { return remotes.canForward; }, client: (t) => remotes.client(t) };
+  const machinedSession = new BackendSession("machined", () => net.connect(opts.machinedSocket));
+  const backends: Backends = { local, frames: machinedSession, get canForward() { return remotes.canForward; }, client: (t) => remotes.client(t) };
   const self = new SelfNames(listenHost(opts.listen));
   const isSelf = (t: string) => self.isSelf(t);
   const proxyBase = { methods, backends, isSelf, perTargetTimeoutMs: opts.perTargetTimeoutMs, machinedTarget: target };
@@ -73,7 +74,6 @@ export async function runApid(opts: ApidOptions): Promise<void> {
   const proxy = buildProxyServer({ methods, backends, isSelf, perTargetTimeoutMs: opts.perTargetTimeoutMs, authenticate: frontCaller });
   await bindServer(proxy, `unix:${proxySocket}`, grpc.ServerCredentials.createInsecure());
   const proxySession = new BackendSession("apid's proxy", () => net.connect(proxySocket));
-  const machinedSession = new BackendSession("machined", () => net.connect(opts.machinedSocket));
 
   let current: { front: ApiFront; key: string } | undefined;
   let apiCerts: { server: PemPair; acceptedCAs: string[] } | undefined;

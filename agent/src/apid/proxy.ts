@@ -4,7 +4,8 @@ import { describeError } from "../errors.js";
 import { listenerKey, roleKey } from "../grpc/metadata.js";
 import { boundedStatusMessage } from "../grpc/status.js";
 import { messageSizeOptions } from "../grpc/limits.js";
-import { whenStreamOver } from "../grpc/stream-outcome.js";
+import { grpcSource, openFrameStream, type MessageSource } from "./frame-stream.js";
+import type { BackendSession } from "./raw-relay.js";
 import { replyDeliveryInterceptor } from "./reply-delivery.js";
 import { encodeMetadataMessage, failedNodeReply, tagStreamMessage, tagUnaryReply } from "../grpc/aggregate.js";
 
@@ -24,6 +25,8 @@ export interface Caller {
 /** Where calls go: machined's socket, and other nodes' apid. */
 export interface Backends {
   local: grpc.Client;
+  /** machined's socket as an HTTP/2 session: this node's server streams are read from it as frames (frame-stream.ts). */
+  frames: BackendSession;
   /** Whether this apid holds a client certificate to forward with (workers do not). */
   readonly canForward: boolean;
   /** The channel to another node's apid; undefined when this apid cannot forward. */
@@ -265,17 +268,18 @@ type Downstream = grpc.ServerWritableStream<Buffer, Buffer> | grpc.ServerDuplexS
 /**
  * Relays one backend stream into the caller's stream, pausing the backend while
  * the caller is slow. Ends with the backend's status (undefined = OK) once every
- * message has been passed on.
+ * message has been passed on (grpc-js's server sends an error status only after
+ * the messages written before it).
  */
-function relayStream(up: grpc.ClientReadableStream<Buffer>, down: Downstream, tag: string | undefined, onDone: (st: grpc.StatusObject | undefined) => void): void {
+function relayStream(up: MessageSource, down: Downstream, tag: string | undefined, onDone: (st: grpc.StatusObject | undefined) => void): void {
   const cancel = () => up.cancel();
-  up.on("data", (b: Buffer) => {
+  up.onMessage((b: Buffer) => {
     if (!down.write(tag === undefined ? b : tagStreamMessage(b, tag))) {
       up.pause();
       down.once("drain", () => up.resume());
     }
   });
-  whenStreamOver(up, (st) => {
+  up.whenOver((st) => {
     down.removeListener("cancelled", cancel);
     onDone(st.code === grpc.status.OK ? undefined : asStatus(st));
   });
@@ -312,7 +316,10 @@ function serverStream(m: ProxiedMethod, opts: ProxyOptions): grpc.handleServerSt
     if ("error" in a) return fail(a.error);
     if (a.route.kind === "error") return fail(a.route.error);
     const caller = a.caller;
-    const open = (leg: Leg<grpc.Client>) => leg.client.makeServerStreamRequest(m.path, identity, identity, call.request, callMetadata(call, caller, leg), { deadline: deadlineOf(call) });
+    const open = (leg: Leg<grpc.Client>): MessageSource =>
+      leg.remote
+        ? grpcSource(leg.client.makeServerStreamRequest(m.path, identity, identity, call.request, callMetadata(call, caller, leg), { deadline: deadlineOf(call) }))
+        : openFrameStream(opts.backends.frames, "machined", m.path, callMetadata(call, caller, leg), call.request, deadlineOf(call));
     if (a.route.kind === "one") {
       const leg = a.route.leg;
       relayStream(open(leg), call, undefined, (st) => (st ? fail(st) : call.end()));
@@ -364,6 +371,6 @@ function bidi(m: ProxiedMethod, opts: ProxyOptions): grpc.handleBidiStreamingCal
     const leg = a.route.leg;
     const up = leg.client.makeBidiStreamRequest(m.path, identity, identity, callMetadata(call, a.caller, leg), { deadline: deadlineOf(call) });
     relayRequests(call, up);
-    relayStream(up, call, undefined, (st) => (st ? fail(st) : call.end()));
+    relayStream(grpcSource(up), call, undefined, (st) => (st ? fail(st) : call.end()));
   };
 }

@@ -8,12 +8,14 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import net from "node:net";
 import { after, before, test } from "node:test";
 import { allMethods } from "../../../agent/src/api/index.js";
 import { buildProxyServer } from "../../../agent/src/apid/proxy.js";
 import { NetworkChangeHold } from "../../../agent/src/controllers/network/change-hold.js";
 import { replyDeliveryKey } from "../../../agent/src/grpc/reply-delivery.js";
 import { ReplyDeliveries } from "../../../agent/src/machined/reply-delivery.js";
+import { BackendSession } from "../../../agent/src/apid/raw-relay.js";
 
 const identity = (b: Buffer) => b;
 const APPLY = "/machine.MachineService/ApplyConfiguration";
@@ -53,7 +55,7 @@ before(async () => {
   local = new grpc.Client(`unix:${socket}`, grpc.credentials.createInsecure());
   proxy = buildProxyServer({
     methods: allMethods().filter((m) => m.path === APPLY),
-    backends: { local, canForward: false, client: () => undefined },
+    backends: { local, frames: new BackendSession("machined", () => net.connect(socket)), canForward: false, client: () => undefined },
     authenticate: () => ({ roles: ["os:admin"] }),
     isSelf: () => true,
     machinedTarget: `unix:${socket}`,
