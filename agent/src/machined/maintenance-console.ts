@@ -3,7 +3,7 @@
 // to pin with `talosctl --cert-fingerprint`.
 
 import { logger } from "../log.js";
-import { spkiFingerprint } from "../pki/index.js";
+import { spkiFingerprint } from "../pki/fingerprint.js";
 import {
   MaintenanceServiceCertificatesId,
   MaintenanceServiceCertificatesType,
