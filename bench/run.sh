@@ -25,6 +25,8 @@ node dist/bench/boot-vs-baseline.js --boot iso
 node dist/bench/boot-vs-baseline.js --boot pxe
 echo "== memory (an installed amd64 node in QEMU, containerd and udevd running)"
 node dist/bench/memory.js --mode node --idle-seconds 60
+echo "== machined's start to the maintenance listener (sandbox from the bundle, as init starts it)"
+node dist/bench/start.js --bundles _out/bundle/basalt.mjs
 echo "== memory (sandbox)"
 node dist/bench/memory.js
 echo "== rpc latency (sandbox)"

@@ -1,6 +1,7 @@
 import type * as grpc from "@grpc/grpc-js";
 import { randomUUID } from "node:crypto";
-import { generateMachineConfig, MachineTypeEnum, secretsBundleFromConfig, type GenerateConfigurationRequestLike } from "../config/generate/index.js";
+import { MachineTypeEnum } from "../config/generate/machine-type-enum.js";
+import type { GenerateConfigurationRequestLike } from "../config/generate/request.js";
 import { unaryHandler, type ServiceImpl } from "../grpc/server.js";
 import { listDisks, type DiskInfo } from "../storage/disks.js";
 import type { BlockSysfs } from "../sys/block.js";
@@ -192,6 +193,8 @@ export function machineServiceImpl(ctx: MachineApiContext): ServiceImpl {
       }
       // Normal mode: configs joining this node's cluster (its own secrets); maintenance: a new cluster.
       const active = ctx.inMaintenance() ? undefined : ctx.activeConfig();
+      // Config generation (and @peculiar/x509 with it) loads on the first call, not on every machined start.
+      const { generateMachineConfig, secretsBundleFromConfig } = await import("../config/generate/index.js");
       const out = await generateMachineConfig(req, active ? { secrets: secretsBundleFromConfig(active.toYaml()) } : {});
       return { messages: [{ data: out.data.map((d) => Buffer.from(d)), talosconfig: Buffer.from(out.talosconfig) }] };
     }),

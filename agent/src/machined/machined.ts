@@ -170,6 +170,15 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   const logOf = (component: string) => (component === "controller-runtime" ? controllerRuntimeLog : component === "trustd" ? (trustdLog ??= supervisor.logs.writer("trustd")) : machinedLog);
   const untap = addLogTap((line, component) => logOf(component).write(line + "\n"));
   const shipper = new LogShipper(supervisor.logs);
+  // udevd first, as Talos's startUdevd, and before this process builds its API server: its first trigger and
+  // settle (seconds under emulation, waiting on the kernel and its workers) gate the links, DHCP and so the
+  // maintenance API, and now overlap the rest of machined's start (issue 16). Unlike Talos the boot does not
+  // wait for the settle (disks are found through sysfs); the links do: DevicesStatus turns ready once udevd is healthy.
+  if (opts.udevd) {
+    supervisor.start(udevdService({ udevadm: opts.udevd.udevadm, controlSocket: path.join(paths.run, "udev", "control") })).catch((err: unknown) => log.error("starting udevd failed", { error: describeError(err) }));
+    // Its launch reaches the spawn after a few promise hops: let them run before the synchronous building below holds the event loop.
+    await new Promise((resolve) => setImmediate(resolve));
+  }
   // talos.logging.kernel=<udp|tcp URL>: the kernel log goes there too, from the first record.
   const kernelLogEndpoint = opts.cmdline.get("talos.logging.kernel")?.at(-1);
   if (kernelLogEndpoint) {
@@ -418,13 +427,8 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   await listenUnix(server, paths.machinedSocket);
   // Healthy when its API socket accepts a connection (as Talos checks machined).
   supervisor.registerSelf("machined", () => unixProbe(paths.machinedSocket));
-  // Early services (Talos's earlyServices phase): they run in maintenance mode too.
+  // Early services (Talos's earlyServices phase): they run in maintenance mode too. udevd started above.
   const udevRulesFile = path.join(paths.run, "udev", "rules.d", "99-basalt.rules");
-  // First, as Talos's startUdevd; unlike Talos the boot does not wait for its trigger and settle
-  // (disks are found through sysfs). The links do: DevicesStatus turns ready once udevd is healthy.
-  if (opts.udevd) {
-    supervisor.start(udevdService({ udevadm: opts.udevd.udevadm, controlSocket: path.join(paths.run, "udev", "control") })).catch((err: unknown) => log.error("starting udevd failed", { error: describeError(err) }));
-  }
   // Talos's "dashboard" phase, skipped with talos.dashboard.disabled=1.
   if (opts.terminals && !dashboardDisabled(opts.cmdline)) {
     const dashboard = dashboardService({ state, terminals: opts.terminals, version: contractTag, apiPort: splitListen(opts.apid.listen).port, installFailure, kernelLog: (signal) => dmesgLines(signal) });

@@ -3,7 +3,7 @@
 // to pin with `talosctl --cert-fingerprint`.
 
 import { logger } from "../log.js";
-import { spkiFingerprint } from "../pki/index.js";
+import { spkiFingerprint } from "../pki/fingerprint.js";
 import {
   MaintenanceServiceCertificatesId,
   MaintenanceServiceCertificatesType,
@@ -38,28 +38,36 @@ export function maintenanceConsoleLines(opts: { addresses: string[]; port: numbe
 const networkNs = "network";
 const nodeAddressesType = "NodeAddresses.net.talos.dev";
 
+/** What the maintenance lines name: where the node is reached and its certificate's fingerprint. */
+export interface MaintenanceBanner {
+  addresses: string[];
+  fingerprint: string;
+}
+
 /**
- * Calls `print` with the reachable addresses each time they change (NodeAddresses
- * `current`/`default` events), as Talos re-prints where a node in maintenance can be
- * reached: the console lines may come before a DHCPv4 lease. `printed` is what the
- * console already shows; an empty list is never printed. Stops when `signal` aborts.
+ * Calls `print` each time the reachable addresses (NodeAddresses `current`/`default`) or the maintenance
+ * certificate's fingerprint change, as Talos prints again where a node in maintenance is reached and the
+ * fingerprint of a certificate issued again (its SANs follow the addresses, each issue has a new key):
+ * the console lines may come before a DHCPv4 lease. `printed` is what the console already shows; no
+ * address, nothing printed. Stops when `signal` aborts.
  */
-export function reprintOnAddressChange(
+export function reprintOnChange(
   state: ResourceState,
   signal: AbortSignal,
-  opts: { printed: readonly string[]; reachable: () => string[]; print: (addresses: string[]) => void },
+  opts: { printed: MaintenanceBanner; current: () => MaintenanceBanner | undefined; print: (banner: MaintenanceBanner) => void },
 ): void {
-  let last = [...opts.printed];
+  let last = { addresses: [...opts.printed.addresses], fingerprint: opts.printed.fingerprint };
   const check = () => {
     if (signal.aborted) return;
-    const now = opts.reachable();
-    if (now.length === 0 || sameList(now, last)) return;
+    const now = opts.current();
+    if (!now || now.addresses.length === 0 || (sameList(now.addresses, last.addresses) && now.fingerprint === last.fingerprint)) return;
     last = now;
     opts.print(now);
   };
   for (const id of ["current", "default"]) {
     state.watch({ namespace: networkNs, type: nodeAddressesType, id }, { signal }, check);
   }
+  state.watch({ namespace: SECRETS_NAMESPACE, type: MaintenanceServiceCertificatesType, id: MaintenanceServiceCertificatesId }, { signal }, check);
 }
 
 function sameList(a: readonly string[], b: readonly string[]): boolean {
@@ -68,7 +76,7 @@ function sameList(a: readonly string[], b: readonly string[]): boolean {
 
 /**
  * Prints where the maintenance API (apid listening on `listen`) is reached once its certificate is
- * published by the secrets controllers, and again when the node's addresses change, until `signal` aborts.
+ * published by the secrets controllers, and again when the node's addresses or the certificate change, until `signal` aborts.
  */
 export async function announceMaintenance(state: ResourceState, listen: string, signal: AbortSignal, installFailure?: string): Promise<void> {
   const cert = await published<MaintenanceServiceCertsSpec>(state, SECRETS_NAMESPACE, MaintenanceServiceCertificatesType, MaintenanceServiceCertificatesId, signal);
@@ -76,12 +84,18 @@ export async function announceMaintenance(state: ResourceState, listen: string, 
   const { host: listenHost, port } = splitListen(listen);
   // A listener bound to one address (the sandbox) is reachable only there.
   const reachableNow = () => (["", "0.0.0.0", "::"].includes(listenHost) ? nodeAddresses(state) : [listenHost]);
-  const reachable = reachableNow();
-  const fingerprint = spkiFingerprint(cert.server.crt);
-  const print = (addresses: string[]) => {
-    for (const line of maintenanceConsoleLines({ addresses, port, fingerprint, installFailure })) consoleLog.info(line);
+  // Every address event asks; the certificate changes far less often.
+  let known = { crt: "", fingerprint: "" };
+  const fingerprintOf = (crt: string) => (known.crt === crt ? known.fingerprint : (known = { crt, fingerprint: spkiFingerprint(crt) }).fingerprint);
+  const current = (): MaintenanceBanner | undefined => {
+    const now = state.get<MaintenanceServiceCertsSpec>(SECRETS_NAMESPACE, MaintenanceServiceCertificatesType, MaintenanceServiceCertificatesId)?.spec;
+    return now && { addresses: reachableNow(), fingerprint: fingerprintOf(now.server.crt) };
   };
-  print(reachable);
-  // Addresses that arrive later (the DHCPv4 lease after IPv6 SLAAC) are printed again, until a config is applied.
-  reprintOnAddressChange(state, signal, { printed: reachable, reachable: reachableNow, print });
+  const print = (banner: MaintenanceBanner) => {
+    for (const line of maintenanceConsoleLines({ ...banner, port, installFailure })) consoleLog.info(line);
+  };
+  const first = { addresses: reachableNow(), fingerprint: fingerprintOf(cert.server.crt) };
+  print(first);
+  // Addresses that arrive later (the DHCPv4 lease after IPv6 SLAAC), and the certificate issued again for them, are printed again until a config is applied.
+  reprintOnChange(state, signal, { printed: first, current, print });
 }

@@ -8,14 +8,10 @@ import { x509 } from "./provider.js";
 import { InvalidInputError } from "../errors.js";
 import { generateKeyPair, parsePrivateKeyPem, privateKeyToPem, signingAlgorithmFor, webCryptoKeys, type KeyAlgorithm, type KeyPair } from "./keys.js";
 import { decodePem, encodePem, PemLabel } from "./pem.js";
+import { caLifetimeMs } from "./lifetimes.js";
 
-export const hourMs = 60 * 60 * 1000;
-/** 87600 h, the lifetime of every CA `gen config` creates. */
-export const caLifetimeMs = 87600 * hourMs;
-/** 8760 h, the lifetime of the talosconfig client certificate. */
-export const clientCertLifetimeMs = 8760 * hourMs;
-/** 24 h, the lifetime of apid/trustd/maintenance server certificates and CSR-signed ones. */
-export const serverCertLifetimeMs = 24 * hourMs;
+export { caLifetimeMs, clientCertLifetimeMs, hourMs, serverCertLifetimeMs } from "./lifetimes.js";
+export { splitSANs } from "./sans.js";
 
 export type ExtKeyUsageName = "serverAuth" | "clientAuth";
 export type KeyUsageName = "digitalSignature" | "keyEncipherment" | "keyCertSign" | "cRLSign";
@@ -89,18 +85,6 @@ export function subjectName(options: SubjectOptions): x509.JsonName {
   if (orgs.length > 0) name.push({ O: orgs });
   if (options.commonName) name.push({ CN: [options.commonName] });
   return name;
-}
-
-/** Splits SANs into DNS names and IP addresses (as Talos does for certSANs). */
-export function splitSANs(sans: readonly string[]): { dnsNames: string[]; ipAddresses: string[] } {
-  const dnsNames: string[] = [];
-  const ipAddresses: string[] = [];
-  for (const san of sans) {
-    if (san === "") continue;
-    if (isIP(san) !== 0) ipAddresses.push(san);
-    else dnsNames.push(san);
-  }
-  return { dnsNames, ipAddresses };
 }
 
 function sanExtension(dnsNames: readonly string[], ipAddresses: readonly string[]): x509.Extension | undefined {

@@ -3,7 +3,6 @@ import { NotFoundError } from "../errors.js";
 import type { CallGuard, ServiceImpl, SurfaceCall } from "../grpc/server.js";
 import type { Logger } from "../log.js";
 import type { OSRootSpec } from "../resources/catalog/secrets.js";
-import { SigningFailedError, signWorkerCSR } from "./sign.js";
 import { TokenRejectedError, tokenMatches } from "./token.js";
 
 export const tokenKey = "token";
@@ -27,6 +26,8 @@ export function securityServiceImpl(root: RootSource, log: Logger): ServiceImpl 
     async Certificate(call: grpc.ServerUnaryCall<{ csr?: Buffer }, unknown>, callback: grpc.sendUnaryData<unknown>): Promise<void> {
       const spec = root();
       if (!spec) throw new NotFoundError("the OS root secrets are not published yet");
+      // Signing loads @peculiar/x509: on a control plane's first CSR, not on every machined start.
+      const { SigningFailedError, signWorkerCSR } = await import("./sign.js");
       try {
         const signed = await signWorkerCSR(spec, Buffer.from(call.request.csr ?? Buffer.alloc(0)));
         log.info("signed a CSR", { peer: call.getPeer(), ...signed.issued });

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { maintenanceConsoleLines, reprintOnAddressChange } from "../../../agent/src/machined/maintenance-console.js";
+import { maintenanceConsoleLines, reprintOnChange, type MaintenanceBanner } from "../../../agent/src/machined/maintenance-console.js";
 import { nodeAddresses, waitForNodeAddress } from "../../../agent/src/machined/node-identity.js";
 import { ResourceState } from "../../../agent/src/resources/state.js";
 
@@ -18,20 +18,28 @@ test("console lines name the addresses, the wait and the fingerprint", () => {
 const setAddresses = (state: ResourceState, id: string, addresses: string[]) =>
   state.modify<{ addresses: string[] }>("network", "NodeAddresses.net.talos.dev", id, "network.NodeAddressController", () => ({ addresses }));
 
-test("the reachable addresses are printed again when they change (the DHCPv4 lease after SLAAC), not when unchanged, not after leaving maintenance", () => {
+const setCert = (state: ResourceState, crt: string) =>
+  state.modify<{ ca: { crt: string; key: string }; server: { crt: string; key: string } }>("secrets", "MaintenanceServiceCertificates.secrets.talos.dev", "maintenance", "secrets.MaintenanceController", () => ({ ca: { crt: "", key: "" }, server: { crt, key: "" } }));
+
+test("the banner is printed again when the reachable addresses change (the DHCPv4 lease after SLAAC) or the certificate is issued again, not when unchanged, not after leaving maintenance", () => {
   const state = new ResourceState();
   setAddresses(state, "current", ["fec0::5054:ff:fe12:3456/64"]);
-  const printed: string[][] = [];
+  setCert(state, "cert-1");
+  const printed: MaintenanceBanner[] = [];
   const ac = new AbortController();
-  reprintOnAddressChange(state, ac.signal, { printed: nodeAddresses(state), reachable: () => nodeAddresses(state), print: (a) => printed.push(a) });
+  const current = () => ({ addresses: nodeAddresses(state), fingerprint: `fp-of-${state.get<{ server: { crt: string } }>("secrets", "MaintenanceServiceCertificates.secrets.talos.dev", "maintenance")!.spec.server.crt}` });
+  reprintOnChange(state, ac.signal, { printed: current(), current, print: (b) => printed.push(b) });
   assert.deepEqual(printed, [], "what is already on the console is not printed twice");
   setAddresses(state, "current", ["10.0.2.15/24", "fec0::5054:ff:fe12:3456/64"]);
-  assert.deepEqual(printed, [["10.0.2.15", "fec0::5054:ff:fe12:3456"]]);
+  assert.deepEqual(printed, [{ addresses: ["10.0.2.15", "fec0::5054:ff:fe12:3456"], fingerprint: "fp-of-cert-1" }]);
   setAddresses(state, "default", ["10.0.2.15/24"]);
   assert.equal(printed.length, 1, "an event that leaves the reachable list as printed prints nothing");
+  setCert(state, "cert-2");
+  assert.deepEqual(printed[1], { addresses: ["10.0.2.15", "fec0::5054:ff:fe12:3456"], fingerprint: "fp-of-cert-2" }, "a certificate issued for the new SANs has a new key: its fingerprint is shown");
   ac.abort();
   setAddresses(state, "current", ["10.0.2.16/24"]);
-  assert.equal(printed.length, 1);
+  setCert(state, "cert-3");
+  assert.equal(printed.length, 2);
 });
 
 test("with a DHCPv4 operator running, an IPv6-only address list waits for the IPv4 lease (bounded); without one any address will do", async (t) => {

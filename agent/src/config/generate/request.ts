@@ -6,9 +6,9 @@ import { InvalidInputError } from "../../errors.js";
 import { checkClusterOptions, machineConfigYaml, type ClusterOptions, type MachineOptions, type MachineType } from "./machine-config.js";
 import { generateSecretsBundle, type SecretsBundle } from "./secrets.js";
 import { generateTalosconfig } from "./talosconfig.js";
+import { MachineTypeEnum } from "./machine-type-enum.js";
 
-/** machine.MachineConfig.MachineType values. */
-export const MachineTypeEnum = { TYPE_UNKNOWN: 0, TYPE_INIT: 1, TYPE_CONTROL_PLANE: 2, TYPE_WORKER: 3 } as const;
+export { MachineTypeEnum };
 
 export interface GenerateConfigurationRequestLike {
   config_version?: string;

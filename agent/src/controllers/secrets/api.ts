@@ -1,6 +1,5 @@
 import type { ConfigBundle } from "../../config/bundle.js";
 import { describeError } from "../../errors.js";
-import { parseCertificatePem } from "../../pki/index.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
 import { MemberType, type MemberSpec } from "../../resources/catalog/cluster.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType, MachineTypeId, MachineTypeType, type MachineTypeName } from "../../resources/catalog/config.js";
@@ -116,6 +115,8 @@ export class APIController implements Controller {
       if (endpoints.length === 0) this.sayWaiting(ctx, endpoints, "", err);
       throw err;
     });
+    // A worker only: @peculiar/x509 loads here, not on every machined start.
+    const { parseCertificatePem } = await import("../../pki/index.js");
     const cert = parseCertificatePem(signed.crt);
     ctx.log.info("API certificate received from trustd", { endpoint: signed.endpoint, notAfter: cert.notAfter.toISOString() });
     this.lastWaitingLog = undefined;

@@ -1,5 +1,6 @@
 import type { ConfigBundle } from "../../config/bundle.js";
-import { pemFromBase64, splitSANs } from "../../pki/index.js";
+import { pemFromBase64 } from "../../pki/pem.js";
+import { splitSANs } from "../../pki/sans.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../resources/catalog/config.js";
 import { OSRootSecretsId, OSRootSecretsType, SECRETS_NAMESPACE, type OSRootSpec } from "../../resources/catalog/secrets.js";

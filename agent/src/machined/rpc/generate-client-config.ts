@@ -4,7 +4,6 @@
 // maintenance mode refuses the method before it gets here (machined/access.ts).
 
 import type { ConfigBundle } from "../../config/bundle.js";
-import { issueClientCredentials, secretsBundleFromConfig, talosconfigYaml } from "../../config/generate/index.js";
 import { ConflictError, InvalidInputError } from "../../errors.js";
 
 export interface GenerateClientConfigurationRequest {
@@ -36,6 +35,8 @@ export function generateClientConfiguration(ctx: ClientConfigContext) {
     const ttlMs = (req.crt_ttl?.seconds ?? 0) * 1000 + (req.crt_ttl?.nanos ?? 0) / 1e6;
     if (!(ttlMs > 0)) throw new InvalidInputError("crt_ttl should be positive", { crtTtl: req.crt_ttl });
     const roles = parseRoles(req.roles ?? []);
+    // Config generation (and @peculiar/x509 with it) loads on the first call, not on every machined start.
+    const { issueClientCredentials, secretsBundleFromConfig, talosconfigYaml } = await import("../../config/generate/index.js");
     // The secrets reader takes the document as the plain object the YAML parser produced.
     const secrets = secretsBundleFromConfig(doc as unknown as Record<string, unknown>);
     const credentials = await issueClientCredentials(secrets, { roles, lifetimeMs: ttlMs });
