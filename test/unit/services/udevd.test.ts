@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
@@ -24,4 +24,27 @@ test("machine.udev.rules are written one per line, rewritten only on change, rem
 test("udevd runs in Talos's /system/udevd group and is always restarted", () => {
   const def = udevdService({ udevadm: "/usr/bin/udevadm", controlSocket: "/run/udev/control" });
   assert.deepEqual([def.id, def.cgroup, def.restart, def.api], ["udevd", "/system/udevd", "always", undefined]);
+});
+
+test("udevd's first health probe triggers every subsystem and device in one udevadm and settles; later ones reload and settle", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "basalt-udevadm-"));
+  try {
+    // A stand-in udevadm that records each command line; the control socket only has to exist.
+    const calls = path.join(dir, "calls");
+    const udevadm = path.join(dir, "udevadm");
+    writeFileSync(udevadm, `#!/bin/sh\necho "$*" >> ${calls}\n`);
+    chmodSync(udevadm, 0o755);
+    const controlSocket = path.join(dir, "control");
+    const health = udevdService({ udevadm, controlSocket }).runner.health!;
+    await assert.rejects(health(), /ENOENT/, "no control socket yet: not healthy, nothing triggered");
+    assert.equal(existsSync(calls), false);
+    writeFileSync(controlSocket, "");
+    await health();
+    assert.deepEqual(readFileSync(calls, "utf8").split("\n").filter(Boolean), ["trigger --type=all --action=add", "settle --timeout=50"]);
+    rmSync(calls);
+    await health();
+    assert.deepEqual(readFileSync(calls, "utf8").split("\n").filter(Boolean), ["control --reload", "settle --timeout=50"]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
