@@ -45,24 +45,15 @@ class Elf:
         if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
             raise NodeExportsError(f"{path}: not a 64-bit little-endian ELF file")
         self.path, self.data = path, data
-        self.type = struct.unpack_from("<H", data, 0x10)[0]
         shoff, = struct.unpack_from("<Q", data, 0x28)
-        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+        shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
         self.sections = []
         for i in range(shnum):
-            name, typ, _flags, _addr, off, size, link, info, _align, entsize = struct.unpack_from(
-                "<IIQQQQIIQQ", data, shoff + i * shentsize)
-            self.sections.append({"name": name, "type": typ, "offset": off, "size": size, "link": link,
-                                  "info": info, "entsize": entsize})
-        names = self.sections[shstrndx] if shnum else None
-        for s in self.sections:
-            s["name"] = self.cstr(names["offset"] + s["name"]) if names else b""
+            _name, typ, _flags, _addr, off, size, link, info = struct.unpack_from("<IIQQQQII", data, shoff + i * shentsize)
+            self.sections.append({"type": typ, "offset": off, "size": size, "link": link, "info": info})
 
     def cstr(self, at: int) -> bytes:
         return bytes(self.data[at:self.data.index(b"\0", at)])
-
-    def section(self, name: bytes):
-        return next((s for s in self.sections if s["name"] == name), None)
 
     def of_type(self, typ: int):
         return [s for s in self.sections if s["type"] == typ]
