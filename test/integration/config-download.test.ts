@@ -55,6 +55,7 @@ async function boot(url: string) {
       identity: () => ({ uuid, serial: "QEMU-1" }),
       meta: () => undefined,
       signal: new AbortController().signal,
+      networkReady: async () => undefined,
       log: logger("test"),
       // Retried at once: the test counts attempts, it does not time them.
       download: { backoffMs: () => 0 },

@@ -40,7 +40,7 @@ export async function main(argv: string[]): Promise<void> {
     apidInProcess: flags["apid-in-process"] === true,
     // One multi-call program: re-run this same entry (bundle or dist main.js) as `apid`.
     self: { command: process.execPath, args: [process.argv[1]!] },
-    // On a node: DHCP on the first link; wait (bounded) for an address before maintenance prints where to connect.
+    // On a node: DHCP on the first link; an installed node's boot waits (bounded) for an address.
     networking: networking(nodePaths, { node: platform.mode !== "container", waitForAddressMs: 30_000 }),
     extraDefinitions: networkDefinitions,
     kernelParams: kernelParamsAt("/"),

@@ -103,7 +103,7 @@ export interface MachinedOptions {
   trustd?: { listen: string };
   /**
    * The networking controllers (DHCP on a node, observe-only in the sandbox), registered in machined's one list,
-   * and what to wait for once they run (an address to print in maintenance mode).
+   * and what an installed node's boot and a config download wait for once they run (settled devices, an address).
    */
   networking?: { controllers: Controller[]; ready?(state: ResourceState, signal: AbortSignal): Promise<void>; hold?: NetworkChangeHold };
   /** Run the system containerd and the image's extension services (absent: neither runs). */
@@ -257,6 +257,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
           identity: opts.systemIdentity ?? (() => readSystemIdentity()),
           meta: (tag) => r.meta?.get(tag),
           signal: opts.signal,
+          networkReady: (signal) => opts.networking?.ready?.(state, signal) ?? Promise.resolve(),
           log: logger("platform"),
           checker: opts.configChecker,
           events,
@@ -522,9 +523,13 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   const done = (async () => {
     try {
       controllers.start(opts.signal);
-      await opts.networking?.ready?.(state, opts.signal);
       const found = ownsDisks(r) ? findSystemDisk(opts.block) : undefined;
       const installed = found !== undefined && (await installComplete(found.partitions.BOOT, opts.mounter, path.join(paths.system, "boot")));
+      // An installed node boots once udevd has settled and it has an address. One that is not goes on to its config
+      // (a download or a labelled volume waits for what it needs) and, without one, to maintenance mode, whose listener
+      // then starts beside udevd's coldplug and DHCP (the links still wait for the settle) and whose banner waits for an
+      // address. Talos enters maintenance only after udevd's settle: 1-2 s of CPU under emulation (issue 16).
+      if (installed) await opts.networking?.ready?.(state, opts.signal);
       if (found && !installed) log.warn("the system disk's install did not finish: it will be installed again", { disk: found.disk });
       await sequences.run("initialize", initializeSequence(r, { installed }));
       if (ownsDisks(r) && !installed) {

@@ -95,7 +95,8 @@ export async function announceMaintenance(state: ResourceState, listen: string, 
     for (const line of maintenanceConsoleLines({ ...banner, port, installFailure })) consoleLog.info(line);
   };
   const first = { addresses: reachableNow(), fingerprint: fingerprintOf(cert.server.crt) };
-  print(first);
+  // Before DHCP (the listener starts beside it) there is nowhere to name yet: the first address prints it.
+  if (first.addresses.length > 0) print(first);
   // Addresses that arrive later (the DHCPv4 lease after IPv6 SLAAC), and the certificate issued again for them, are printed again until a config is applied.
   reprintOnChange(state, signal, { printed: first, current, print });
 }

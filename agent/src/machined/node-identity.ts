@@ -16,7 +16,8 @@ function stripPrefix(cidr: string): string {
 /** Node IPs (no prefix length), without loopback. */
 export function nodeAddresses(state: ResourceState | undefined): string[] {
   const res = state?.get<{ addresses?: string[] }>(networkNs, nodeAddressesType, "current");
-  if (res?.spec.addresses?.length) return [...new Set(res.spec.addresses.map(stripPrefix))];
+  // Once the controllers publish it, their list is the answer, empty before DHCP too.
+  if (res) return [...new Set((res.spec.addresses ?? []).map(stripPrefix))];
   const out: string[] = [];
   for (const addrs of Object.values(os.networkInterfaces())) {
     for (const a of addrs ?? []) {

@@ -1,6 +1,9 @@
 // A platform's configuration volume (nocloud's cidata, metal-iso) is looked for by its label
-// only once DevicesStatus is ready, as Talos's platforms wait for udev (labels come from it).
+// only once DevicesStatus is ready, as Talos's platforms wait for udev (labels come from it);
+// a talos.config= URL is fetched only once the network is (the boot itself no longer waits for it).
 import assert from "node:assert/strict";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
@@ -18,7 +21,7 @@ const mounter: Mounter = {
   list: () => [],
 };
 
-function deps(state: ResourceState, platform: "metal" | "nocloud", cmdline: Record<string, string>): AcquireDeps {
+function deps(state: ResourceState, platform: "metal" | "nocloud", cmdline: Record<string, string>, networkReady: () => Promise<void> = async () => undefined): AcquireDeps {
   return {
     platform: { name: platform, mode: "metal" },
     cmdline: new Map(Object.entries(cmdline).map(([k, v]) => [k, [v]])),
@@ -28,6 +31,7 @@ function deps(state: ResourceState, platform: "metal" | "nocloud", cmdline: Reco
     identity: () => ({ uuid: "", serial: "" }),
     meta: () => undefined,
     signal: new AbortController().signal,
+    networkReady,
     log: logger("test"),
   };
 }
@@ -57,3 +61,27 @@ for (const [platform, cmdline] of [["nocloud", {}], ["metal", { "talos.config": 
     else assert.match(String((r as { err: Error }).err?.message), /failed to find metal-iso iso: no volume labelled metal-iso/);
   });
 }
+
+test("metal talos.config= URL: nothing is fetched until the network is ready", async (t) => {
+  let requests = 0;
+  const server = http.createServer((_req, res) => {
+    requests++;
+    res.end("machine: {}\n");
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  t.after(() => server.close());
+  let networkUp = () => {};
+  const network = new Promise<void>((resolve) => (networkUp = resolve));
+  const state = new ResourceState();
+  registerCatalog(state);
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/config`;
+  const acquired = acquireFromPlatform(deps(state, "metal", { "talos.config": url }, () => network), true);
+  await ticks(50);
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(requests, 0, "no request before the network is ready");
+  networkUp();
+  const a = await acquired;
+  assert.equal(requests, 1);
+  assert.equal(a.config?.data.toString("utf8"), "machine: {}\n");
+  assert.equal(a.config?.source, url);
+});

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { maintenanceConsoleLines, reprintOnChange, type MaintenanceBanner } from "../../../agent/src/machined/maintenance-console.js";
+import { addLogTap } from "../../../agent/src/log.js";
+import { announceMaintenance, maintenanceConsoleLines, reprintOnChange, type MaintenanceBanner } from "../../../agent/src/machined/maintenance-console.js";
+import { generateEd25519CA } from "../../../agent/src/pki/ed25519-certificates.js";
 import { nodeAddresses, waitForNodeAddress } from "../../../agent/src/machined/node-identity.js";
 import { ResourceState } from "../../../agent/src/resources/state.js";
 
@@ -40,6 +42,23 @@ test("the banner is printed again when the reachable addresses change (the DHCPv
   setAddresses(state, "current", ["10.0.2.16/24"]);
   setCert(state, "cert-3");
   assert.equal(printed.length, 2);
+});
+
+test("a listener up before DHCP prints nothing until the first address, then the banner once with it", async (t) => {
+  const state = new ResourceState();
+  const lines: string[] = [];
+  t.after(addLogTap((line, component) => void (component === "maintenance" && lines.push(line.replace(/^.*maintenance: /, "")))));
+  const ac = new AbortController();
+  t.after(() => ac.abort());
+  const { certPem } = await generateEd25519CA({ commonName: "maintenance", lifetimeMs: 3_600_000 });
+  setAddresses(state, "current", []);
+  setCert(state, certPem);
+  await announceMaintenance(state, "0.0.0.0:50000", ac.signal);
+  assert.equal(lines.length, 0, "no address yet: nowhere to name");
+  setAddresses(state, "current", ["10.0.2.15/24"]);
+  assert.equal(lines.filter((l) => l === "entering maintenance service").length, 1);
+  assert.ok(lines.includes("\t10.0.2.15"), lines.join("\n"));
+  assert.ok(lines.some((l) => l.includes("talosctl apply-config --insecure --nodes 10.0.2.15 --file")));
 });
 
 test("with a DHCPv4 operator running, an IPv6-only address list waits for the IPv4 lease (bounded); without one any address will do", async (t) => {

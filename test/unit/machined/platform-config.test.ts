@@ -38,6 +38,7 @@ async function boot(cmdline: Record<string, string>) {
       identity: () => ({ uuid: "8a3c5e1f-0000-4000-8000-000000000001", serial: "" }),
       meta: () => undefined,
       signal: new AbortController().signal,
+      networkReady: async () => undefined,
       log: logger("test"),
       // The node's checker, on a machine whose one disk is /dev/sda.
       checker: configChecker({ name: "metal", mode: "metal" }, fakeBlockSysfs({ "sda/size": "2097152" })),

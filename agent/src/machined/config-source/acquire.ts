@@ -36,6 +36,8 @@ export interface AcquireDeps {
   meta(tag: number): string | undefined;
   signal: AbortSignal;
   log: Logger;
+  /** Resolves once the links are up and the node has an address (or that wait gave up): a download waits for it, as Talos's netutils.Wait. */
+  networkReady(signal: AbortSignal): Promise<void>;
   /** Retry timing for talos.config= downloads (tests shorten it). */
   download?: Pick<DownloadOptions, "attemptTimeoutMs" | "totalTimeoutMs" | "backoffMs" | "wait">;
 }
@@ -71,6 +73,9 @@ async function metal(d: AcquireDeps, wantConfig: boolean): Promise<Acquired> {
     if (!data) throw new ConfigSourceError(`read config: the ${metalIsoLabel} volume ${volume.device} has no config.yaml`, { device: volume.device });
     return { metadata, config: { data: gunzipIfCompressed(data), source: `${metalIsoLabel} (${volume.device})` } };
   }
+  // The boot no longer waits for an address before the config is looked for; a download does.
+  await d.networkReady(d.signal);
+  d.signal.throwIfAborted();
   const used = urlVariablesUsed(option);
   const data = await downloadConfig({
     ...d.download,
