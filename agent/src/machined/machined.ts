@@ -432,7 +432,15 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   const udevRulesFile = path.join(paths.run, "udev", "rules.d", "99-basalt.rules");
   // Talos's "dashboard" phase, skipped with talos.dashboard.disabled=1.
   if (opts.terminals && !dashboardDisabled(opts.cmdline)) {
-    const dashboard = dashboardService({ state, terminals: opts.terminals, version: contractTag, apiPort: splitListen(opts.apid.listen).port, installFailure, kernelLog: (signal) => dmesgLines(signal) });
+    const dashboard = dashboardService({
+      state,
+      terminals: opts.terminals,
+      version: contractTag,
+      apiPort: splitListen(opts.apid.listen).port,
+      installFailure,
+      kernelLog: (signal) => dmesgLines(signal),
+      afterUdevd: opts.udevd !== undefined,
+    });
     supervisor.start(dashboard).catch((err: unknown) => log.error("starting the dashboard failed", { error: describeError(err) }));
   }
   if (opts.syslogRelay) {

@@ -177,6 +177,8 @@ test("the service shows tty2 before it runs and tty1 after it stops, kernel mess
   const def = dashboardService({ state: new ResourceState(), terminals, version: "v1", apiPort: 50000, kernelLog: silentKernel() });
   assert.equal(def.id, "dashboard");
   assert.deepEqual(def.dependsOn, ["machined"]);
+  // On a node, after udevd is up, as Talos's dashboard phase follows startUdevd's wait.
+  assert.deepEqual(dashboardService({ state: new ResourceState(), terminals, version: "v1", apiPort: 50000, kernelLog: silentKernel(), afterUdevd: true }).dependsOn, ["machined", "udevd"]);
   await def.pre!();
   await def.post!();
   assert.deepEqual(terminals.calls, ["activate 2 kmsg 1", "activate 1 kmsg 1"]);
