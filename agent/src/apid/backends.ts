@@ -12,6 +12,8 @@ export interface ForwardingIdentity {
 
 // A node that went away is noticed while its calls are open, and the next call connects afresh (as grpc-js's channels did).
 const keepalive = { timeMs: 30_000, timeoutMs: 10_000 };
+// grpc-js's bound on one connection attempt: a node that accepts and never completes TLS fails its calls.
+const connectTimeoutMs = 20_000;
 
 /**
  * One HTTP/2 session per other node's apid, over mutual TLS, reused across calls. Sessions are made
@@ -42,7 +44,7 @@ export class RemoteBackends {
     if (!s) {
       const { crt, key, acceptedCAs } = this.identity;
       const options = tlsConnectOptions(address, { kind: "mtls", ca: acceptedCAs.join("\n"), crt, key });
-      s = new BackendSession(address, () => tls.connect(options), { authority: `https://${address}`, keepalive });
+      s = new BackendSession(address, () => tls.connect(options), { authority: `https://${address}`, keepalive, connectTimeoutMs });
       this.sessions.set(address, s);
     }
     return s;

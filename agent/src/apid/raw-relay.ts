@@ -28,6 +28,16 @@ export interface BackendSessionOptions {
   authority?: string;
   /** Keepalive pings while calls are open, as grpc-js's channels send them; none when absent. */
   keepalive?: KeepalivePolicy;
+  /** How long connecting (TLS included) may take before the session fails, as grpc-js's channels bound it; unbounded when absent. */
+  connectTimeoutMs?: number;
+}
+
+/** A session whose connection was not established in time (a peer that accepts and never answers). */
+export class ConnectTimeoutError extends Error {
+  constructor(backendName: string, timeoutMs: number) {
+    super(`no connection to ${backendName} established within ${timeoutMs} ms`);
+    this.name = "ConnectTimeoutError";
+  }
 }
 
 /** One HTTP/2 session to a backend, opened on first use and again after it closed. */
@@ -59,6 +69,15 @@ export class BackendSession {
     s.unref();
     this.session = s;
     this.keepalive = this.options.keepalive ? new SessionKeepalive(s, this.options.keepalive) : undefined;
+    const connectTimeoutMs = this.options.connectTimeoutMs;
+    if (connectTimeoutMs !== undefined) {
+      const timer = setTimeout(() => {
+        if (s.connecting) s.destroy(new ConnectTimeoutError(this.name, connectTimeoutMs));
+      }, connectTimeoutMs);
+      timer.unref();
+      s.once("connect", () => clearTimeout(timer));
+      s.once("close", () => clearTimeout(timer));
+    }
     return s;
   }
 
