@@ -7,7 +7,6 @@ import { allMethods } from "../api/index.js";
 import { describeError } from "../errors.js";
 import { runtimeClient, watchResource } from "../grpc/resource-watch.js";
 import { bindServer, drainAndClose } from "../grpc/server.js";
-import { messageSizeOptions } from "../grpc/limits.js";
 import { logger } from "../log.js";
 import { hostnameStatusDefinition, HostnameStatusId, HostnameStatusType, NETWORK_NAMESPACE, nodeAddressDefinition, NodeAddressIds, NodeAddressType } from "../resources/catalog/network.js";
 import {
@@ -56,13 +55,11 @@ interface PemPair {
  */
 export async function runApid(opts: ApidOptions): Promise<void> {
   const target = `unix:${opts.machinedSocket}`;
-  // Large replies and status messages are machined's to bound; the channel reconnects by itself if it drops.
-  const local = new grpc.Client(target, grpc.credentials.createInsecure(), { ...messageSizeOptions });
   const cosi = runtimeClient(opts.machinedSocket);
   const methods: ProxiedMethod[] = allMethods().map((m) => ({ path: m.path, requestStream: m.requestStream, responseStream: m.responseStream }));
   const remotes = new RemoteBackends();
   const machinedSession = new BackendSession("machined", () => net.connect(opts.machinedSocket));
-  const backends: Backends = { local, frames: machinedSession, get canForward() { return remotes.canForward; }, client: (t) => remotes.client(t) };
+  const backends: Backends = { local: machinedSession, get canForward() { return remotes.canForward; }, remote: (t) => remotes.session(t) };
   const self = new SelfNames(listenHost(opts.listen));
   const isSelf = (t: string) => self.isSelf(t);
   const proxyBase = { methods, backends, isSelf, perTargetTimeoutMs: opts.perTargetTimeoutMs, machinedTarget: target };
@@ -100,7 +97,7 @@ export async function runApid(opts: ApidOptions): Promise<void> {
       proxy: proxySession,
       machinedTarget: target,
       isSelf,
-      remote: (t) => remotes.client(t),
+      remote: (t) => remotes.session(t),
       canForward: () => remotes.canForward,
       ...(opts.perTargetTimeoutMs !== undefined ? { perTargetTimeoutMs: opts.perTargetTimeoutMs } : {}),
     });
@@ -158,7 +155,6 @@ export async function runApid(opts: ApidOptions): Promise<void> {
   await shutdown(proxy);
   await rm(proxyDir, { recursive: true, force: true });
   remotes.close();
-  local.close();
   cosi.close();
 }
 

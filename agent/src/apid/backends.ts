@@ -1,6 +1,6 @@
-import * as grpc from "@grpc/grpc-js";
-import { tlsTarget, withPort } from "../grpc/tls-target.js";
-import { messageSizeOptions } from "../grpc/limits.js";
+import tls from "node:tls";
+import { tlsConnectOptions, withPort } from "../grpc/tls-target.js";
+import { BackendSession } from "./raw-relay.js";
 
 /** apid's own client identity for forwarding (ApiCertificates.client, O=os:impersonator). */
 export interface ForwardingIdentity {
@@ -10,21 +10,19 @@ export interface ForwardingIdentity {
   acceptedCAs: string[];
 }
 
-const channelOptions: grpc.ChannelOptions = {
-  ...messageSizeOptions,
-  // A node that went away is noticed while idle too, and its channel reconnects on the next call.
-  "grpc.keepalive_time_ms": 30_000,
-  "grpc.keepalive_timeout_ms": 10_000,
-};
+// A node that went away is noticed while its calls are open, and the next call connects afresh (as grpc-js's channels did).
+const keepalive = { timeMs: 30_000, timeoutMs: 10_000 };
+// grpc-js's bound on one connection attempt: a node that accepts and never completes TLS fails its calls.
+const connectTimeoutMs = 20_000;
 
 /**
- * One channel per other node, reused across calls. Channels are built with the
- * forwarding identity in force when first used; a new identity (renewal, CA
- * rotation) closes them all so the next call connects with the new one.
+ * One HTTP/2 session per other node's apid, over mutual TLS, reused across calls. Sessions are made
+ * with the forwarding identity in force when first used; a new identity (renewal, CA rotation) closes
+ * them all so the next call connects with the new one.
  */
 export class RemoteBackends {
   private identity: ForwardingIdentity | undefined;
-  private readonly clients = new Map<string, grpc.Client>();
+  private readonly sessions = new Map<string, BackendSession>();
 
   /** Whether this apid can forward at all (workers have no client certificate). */
   get canForward(): boolean {
@@ -38,22 +36,22 @@ export class RemoteBackends {
     this.close();
   }
 
-  /** The channel to `target`'s apid (port 50000 unless the target names one); undefined without an identity. */
-  client(target: string): grpc.Client | undefined {
+  /** The session to `target`'s apid (port 50000 unless the target names one); undefined without an identity. */
+  session(target: string): BackendSession | undefined {
     if (!this.identity) return undefined;
     const address = withPort(target);
-    let c = this.clients.get(address);
-    if (!c) {
+    let s = this.sessions.get(address);
+    if (!s) {
       const { crt, key, acceptedCAs } = this.identity;
-      const t = tlsTarget(address, { kind: "mtls", ca: acceptedCAs.join("\n"), crt, key });
-      c = new grpc.Client(address, t.creds, { ...t.options, ...channelOptions });
-      this.clients.set(address, c);
+      const options = tlsConnectOptions(address, { kind: "mtls", ca: acceptedCAs.join("\n"), crt, key });
+      s = new BackendSession(address, () => tls.connect(options), { authority: `https://${address}`, keepalive, connectTimeoutMs });
+      this.sessions.set(address, s);
     }
-    return c;
+    return s;
   }
 
   close(): void {
-    for (const c of this.clients.values()) c.close();
-    this.clients.clear();
+    for (const s of this.sessions.values()) s.close();
+    this.sessions.clear();
   }
 }

@@ -1,17 +1,19 @@
-// A backend's server stream read as HTTP/2 frames. grpc-js's client hands a message over only when
-// its reader asks for one and, once an error status has come, drops those it still holds
-// (grpc/grpc-node#2764): a reader held back by a slow caller always holds some. Read as frames, every
-// message before the trailers is passed on, and HTTP/2's flow control holds the backend back meanwhile.
+// A backend's call read as HTTP/2 frames (this node's machined, other nodes' apid). grpc-js's client hands
+// a message over only when its reader asks for one and, once an error status has come, drops those it
+// still holds (grpc/grpc-node#2764): a reader held back by a slow caller always holds some. Read as frames,
+// every message before the trailers is passed on, and HTTP/2's flow control holds the backend back meanwhile.
 
-import http2, { type ClientHttp2Stream, type IncomingHttpHeaders } from "node:http2";
+import http2, { type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from "node:http2";
 import * as grpc from "@grpc/grpc-js";
 import { describeError } from "../errors.js";
-import { whenStreamOver } from "../grpc/stream-outcome.js";
-import type { BackendSession } from "./raw-relay.js";
+import { MAX_MESSAGE_BYTES } from "../grpc/limits.js";
+import { closedDetails, statusOfReset, type BackendSession } from "./raw-relay.js";
 
 const { NGHTTP2_CANCEL, NGHTTP2_FLAG_END_STREAM } = http2.constants;
+// setTimeout's longest delay; a later deadline is the backend's to keep.
+const maxTimerMs = 2 ** 31 - 1;
 
-/** Messages of one backend stream, then its status: what apid's proxy relays to a caller. */
+/** Messages of one backend call, then its status: what apid's proxy relays to a caller. */
 export interface MessageSource {
   onMessage(listener: (message: Buffer) => void): void;
   /** Called once, after the last message. */
@@ -21,22 +23,24 @@ export interface MessageSource {
   cancel(): void;
 }
 
-/** A grpc-js client stream as a MessageSource (other nodes' apid, whose channels carry TLS). */
-export function grpcSource(up: grpc.ClientReadableStream<Buffer> | grpc.ClientDuplexStream<Buffer, Buffer>): MessageSource {
-  return {
-    onMessage: (listener) => void up.on("data", listener),
-    whenOver: (listener) => whenStreamOver(up, listener),
-    pause: () => void up.pause(),
-    resume: () => void up.resume(),
-    cancel: () => up.cancel(),
-  };
+/** The request messages of one backend call, with the backend's flow control. */
+export interface RequestSink {
+  /** Sends one message; false when the backend wants no more until `onDrain`. */
+  write(message: Buffer): boolean;
+  onDrain(listener: () => void): void;
+  end(): void;
+}
+
+export interface FrameCall {
+  replies: MessageSource;
+  requests: RequestSink;
 }
 
 /** grpc-timeout's value for a deadline (milliseconds, as grpc-js writes it); none for no deadline. */
 function timeoutHeader(deadline: grpc.Deadline): string | undefined {
   const at = deadline instanceof Date ? deadline.getTime() : deadline;
   if (!Number.isFinite(at)) return undefined;
-  return `${Math.max(0, Math.ceil(at - Date.now()))}m`;
+  return `${Math.ceil(timeoutMs(deadline))}m`;
 }
 
 /** The status in a trailers (or trailers-only) block; undefined when it holds none. */
@@ -55,11 +59,21 @@ function statusOf(h: IncomingHttpHeaders): grpc.StatusObject | undefined {
   return { code: Number(code), details, metadata };
 }
 
+/** One message with gRPC's length prefix (uncompressed). */
+function framed(message: Buffer): Buffer {
+  const prefix = Buffer.alloc(5);
+  prefix.writeUInt32BE(message.length, 1);
+  return Buffer.concat([prefix, message]);
+}
+
 /**
- * Calls `path` on the backend with one request message and reads its replies as frames. A message the
- * backend compressed is refused with INTERNAL: apid asks for none (no grpc-accept-encoding).
+ * Calls `path` on the backend and reads its replies as frames; the request messages go through `requests`.
+ * A backend that cannot be reached, or resets the stream before its status, ends the call with the status
+ * grpc-js's client would report (UNAVAILABLE when never reached). A message the backend compressed is
+ * refused with INTERNAL: apid asks for none (no grpc-accept-encoding).
  */
-export function openFrameStream(backend: BackendSession, backendName: string, path: string, metadata: grpc.Metadata, request: Buffer, deadline: grpc.Deadline): MessageSource {
+export function openFrameCall(backend: BackendSession, path: string, metadata: grpc.Metadata, deadline: grpc.Deadline): FrameCall {
+  const backendName = backend.name;
   let messageListener: (message: Buffer) => void = () => {};
   let overListener: (status: grpc.StatusObject) => void = () => {};
   let status: grpc.StatusObject | undefined;
@@ -74,61 +88,105 @@ export function openFrameStream(backend: BackendSession, backendName: string, pa
 
   const headers = { ...metadata.toHttp2Headers(), ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers" };
   const timeout = timeoutHeader(deadline);
-  let up: ClientHttp2Stream;
-  try {
-    up = backend.get().request(timeout ? { ...headers, "grpc-timeout": timeout } : headers);
-  } catch (err) {
-    queueMicrotask(() => failed(grpc.status.UNAVAILABLE, `${backendName} unreachable: ${describeError(err)}`));
-    return { onMessage: (l) => void (messageListener = l), whenOver: (l) => void (overListener = l), pause() {}, resume() {}, cancel() {} };
-  }
-  const prefix = Buffer.alloc(5);
-  prefix.writeUInt32BE(request.length, 1);
-  up.end(Buffer.concat([prefix, request]));
-
-  let pending: Buffer = Buffer.alloc(0);
-  up.on("data", (chunk: Buffer) => {
-    pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
-    while (pending.length >= 5 && !over) {
-      const length = pending.readUInt32BE(1);
-      if (pending.length < 5 + length) break;
-      if (pending[0] !== 0) {
-        up.close(NGHTTP2_CANCEL);
-        return failed(grpc.status.INTERNAL, `${backendName} sent a compressed message apid did not ask for`);
-      }
-      const message = pending.subarray(5, 5 + length);
-      pending = pending.subarray(5 + length);
-      messageListener(message);
+  const up = requestOn(backend, timeout ? { ...headers, "grpc-timeout": timeout } : headers, (err) =>
+    queueMicrotask(() => failed(grpc.status.UNAVAILABLE, `${backendName} unreachable: ${describeError(err)}`)),
+  );
+  if (up) {
+    readReplies(up);
+    // As grpc-js's client: the deadline holds even when the backend (or the way to it) went silent.
+    if (timeout) {
+      const timer = setTimeout(() => {
+        if (!up.closed && !up.destroyed) up.close(NGHTTP2_CANCEL);
+        failed(grpc.status.DEADLINE_EXCEEDED, "Deadline exceeded");
+      }, Math.min(timeoutMs(deadline), maxTimerMs));
+      timer.unref();
+      up.once("close", () => clearTimeout(timer));
     }
-  });
-  up.on("response", (h, flags) => {
-    if (flags & NGHTTP2_FLAG_END_STREAM) status = statusOf(h);
-  });
-  up.on("trailers", (h) => {
-    status = statusOf(h);
-  });
-  up.on("end", () => {
-    ended = true;
-    if (pending.length > 0) return failed(grpc.status.INTERNAL, `${backendName} ended the stream inside a message`);
-    if (status) finish(status);
-  });
-  let upError: Error | undefined;
-  up.on("error", (err) => {
-    upError = err;
-  });
-  up.on("close", () => {
-    if (over) return;
-    if (ended && status) return finish(status);
-    if (up.rstCode === NGHTTP2_CANCEL) return failed(grpc.status.CANCELLED, `${backendName} cancelled the stream`);
-    failed(grpc.status.UNAVAILABLE, `${backendName}: ${upError ? describeError(upError) : `stream closed (code ${up.rstCode ?? 0}) without a status`}`);
-  });
+  }
+
+  function readReplies(up: ClientHttp2Stream): void {
+    let pending: Buffer = Buffer.alloc(0);
+    up.on("data", (chunk: Buffer) => {
+      pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
+      while (pending.length >= 5 && !over) {
+        const length = pending.readUInt32BE(1);
+        if (pending[0] !== 0) {
+          up.close(NGHTTP2_CANCEL);
+          return failed(grpc.status.INTERNAL, `${backendName} sent a compressed message apid did not ask for`);
+        }
+        if (length > MAX_MESSAGE_BYTES) {
+          up.close(NGHTTP2_CANCEL);
+          return failed(grpc.status.RESOURCE_EXHAUSTED, `${backendName} sent a message larger than max (${length} vs. ${MAX_MESSAGE_BYTES})`);
+        }
+        if (pending.length < 5 + length) break;
+        const message = pending.subarray(5, 5 + length);
+        pending = pending.subarray(5 + length);
+        messageListener(message);
+      }
+    });
+    up.on("response", (h, flags) => {
+      if (flags & NGHTTP2_FLAG_END_STREAM) status = statusOf(h);
+    });
+    up.on("trailers", (h) => {
+      status = statusOf(h);
+    });
+    up.on("end", () => {
+      ended = true;
+      if (pending.length > 0) return failed(grpc.status.INTERNAL, `${backendName} ended the stream inside a message`);
+      if (status) finish(status);
+    });
+    let upError: Error | undefined;
+    up.on("error", (err) => {
+      upError = err;
+    });
+    up.on("close", () => {
+      if (over) return;
+      if (ended && status) return finish(status);
+      // As relayCall: a reset is the backend's word; a connection that failed (or never was) is UNAVAILABLE, which callers retry.
+      const reset = (upError === undefined || ("code" in upError && upError.code === "ERR_HTTP2_STREAM_ERROR")) && !!up.rstCode;
+      failed(reset ? statusOfReset(up.rstCode) : grpc.status.UNAVAILABLE, closedDetails(backendName, upError, up.rstCode));
+    });
+  }
 
   return {
-    onMessage: (l) => void (messageListener = l),
-    whenOver: (l) => void (overListener = l),
-    pause: () => void up.pause(),
-    resume: () => void up.resume(),
-    cancel: () => {
-      if (!up.closed && !up.destroyed) up.close(NGHTTP2_CANCEL);
+    replies: {
+      onMessage: (l) => void (messageListener = l),
+      whenOver: (l) => void (overListener = l),
+      pause: () => void up?.pause(),
+      resume: () => void up?.resume(),
+      cancel: () => {
+        if (up && !up.closed && !up.destroyed) up.close(NGHTTP2_CANCEL);
+      },
+    },
+    requests: {
+      // Without a stream the call is over already: what is written goes nowhere.
+      write: (message) => (up && up.writable ? up.write(framed(message)) : true),
+      onDrain: (l) => void up?.once("drain", l),
+      end: () => void (up && up.writable ? up.end() : undefined),
     },
   };
+}
+
+/** A stream on `backend`; undefined (with `onError` told why) when the session cannot be opened. */
+function requestOn(backend: BackendSession, headers: OutgoingHttpHeaders, onError: (err: unknown) => void): ClientHttp2Stream | undefined {
+  try {
+    return backend.request(headers);
+  } catch (err) {
+    onError(err);
+    return undefined;
+  }
+}
+
+/** Milliseconds left until `deadline` (a finite one). */
+function timeoutMs(deadline: grpc.Deadline): number {
+  const at = deadline instanceof Date ? deadline.getTime() : deadline;
+  return Math.max(0, at - Date.now());
+}
+
+/** Calls a server-streaming `path` on the backend with one request message and reads its replies as frames. */
+export function openFrameStream(backend: BackendSession, path: string, metadata: grpc.Metadata, request: Buffer, deadline: grpc.Deadline): MessageSource {
+  const call = openFrameCall(backend, path, metadata, deadline);
+  call.requests.write(request);
+  call.requests.end();
+  return call.replies;
 }

@@ -30,8 +30,8 @@ export interface FrontOptions {
   machined: BackendSession;
   /** apid's grpc-js proxy: streams, unknown paths, compressed requests for other nodes. */
   proxy: BackendSession;
-  /** The channel to another node's apid (undefined when this apid cannot forward). */
-  remote(target: string): grpc.Client | undefined;
+  /** The session to another node's apid (undefined when this apid cannot forward). */
+  remote(target: string): BackendSession | undefined;
   /** machined's socket (unix:...), where an apply's delivered reply is reported. */
   machinedTarget: string;
   /** Whether a `nodes` target means this node. */
@@ -45,7 +45,7 @@ export interface FrontOptions {
 }
 
 /** Where one leg of a call goes: machined's socket, or another node's apid. */
-type Destination = "machined" | grpc.Client;
+type Destination = "machined" | BackendSession;
 
 
 // Never passed on as the caller sent them: the roles and listener tag are ours to set, the token is apid's.
@@ -179,7 +179,7 @@ export class ApiFront {
       relayCall(stream, withToken(forwardedHeaders(headers, [...ownKeys, ...routingKeys], caller)), this.opts.machined, "machined");
       return;
     }
-    // A compressed request would have to be decoded for other nodes' channels: the proxy does that.
+    // A compressed request would have to be decoded to be sent on as one message: the proxy does that.
     const encoding = headers["grpc-encoding"];
     if (encoding !== undefined && encoding !== "identity") return toProxy();
     this.forward(stream, headers, caller, r, withToken).catch((err: unknown) => {

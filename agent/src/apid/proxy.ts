@@ -4,7 +4,7 @@ import { describeError } from "../errors.js";
 import { listenerKey, roleKey } from "../grpc/metadata.js";
 import { boundedStatusMessage } from "../grpc/status.js";
 import { messageSizeOptions } from "../grpc/limits.js";
-import { grpcSource, openFrameStream, type MessageSource } from "./frame-stream.js";
+import { openFrameCall, openFrameStream, type MessageSource, type RequestSink } from "./frame-stream.js";
 import type { BackendSession } from "./raw-relay.js";
 import { replyDeliveryInterceptor } from "./reply-delivery.js";
 import { encodeMetadataMessage, failedNodeReply, tagStreamMessage, tagUnaryReply } from "../grpc/aggregate.js";
@@ -22,15 +22,14 @@ export interface Caller {
   maintenance?: boolean;
 }
 
-/** Where calls go: machined's socket, and other nodes' apid. */
+/** Where calls go: machined's socket, and other nodes' apid, each an HTTP/2 session whose calls are read as frames (frame-stream.ts). */
 export interface Backends {
-  local: grpc.Client;
-  /** machined's socket as an HTTP/2 session: this node's server streams are read from it as frames (frame-stream.ts). */
-  frames: BackendSession;
+  /** machined's socket. */
+  local: BackendSession;
   /** Whether this apid holds a client certificate to forward with (workers do not). */
   readonly canForward: boolean;
-  /** The channel to another node's apid; undefined when this apid cannot forward. */
-  client(target: string): grpc.Client | undefined;
+  /** The mutual-TLS session to another node's apid; undefined when this apid cannot forward. */
+  remote(target: string): BackendSession | undefined;
 }
 
 export interface ProxyOptions {
@@ -49,6 +48,11 @@ export interface ProxyOptions {
 }
 
 const identity = (b: Buffer): Buffer => b;
+// One request message: what a unary or server-streaming call sends.
+const sendOne = (requests: RequestSink, message: Buffer) => {
+  requests.write(message);
+  requests.end();
+};
 
 /** A destination of one call: this node's machined, or another node's apid; `tag` is the hostname appended in a fan-out. */
 export interface Leg<C> {
@@ -115,8 +119,8 @@ export function route<C>(path: string, valuesOf: (key: string) => string[], ends
   return { kind: "one", leg: local };
 }
 
-function routeOf(path: string, md: grpc.Metadata, backends: Backends, isSelf: (t: string) => boolean): Route<grpc.Client> {
-  return route(path, (k) => values(md, k), { local: backends.local, remote: (t) => backends.client(t), canForward: backends.canForward, isSelf });
+function routeOf(path: string, md: grpc.Metadata, backends: Backends, isSelf: (t: string) => boolean): Route<BackendSession> {
+  return route(path, (k) => values(md, k), { local: backends.local, remote: (t) => backends.remote(t), canForward: backends.canForward, isSelf });
 }
 
 /**
@@ -135,7 +139,7 @@ export function forwardedMetadata(md: grpc.Metadata, caller: Caller, remote: boo
   return out;
 }
 
-const callMetadata = (call: SurfaceCall, caller: Caller, leg: Leg<grpc.Client>) => forwardedMetadata(call.metadata, caller, leg.remote, call.getHost());
+const callMetadata = (call: SurfaceCall, caller: Caller, leg: Leg<BackendSession>) => forwardedMetadata(call.metadata, caller, leg.remote, call.getHost());
 
 /** A backend failure as the status apid reports (message bounded, so it always fits a trailer). */
 export function asStatus(err: unknown): grpc.StatusObject {
@@ -187,17 +191,27 @@ export async function mergedReplies<C>(legs: Leg<C>[], send: (leg: Leg<C>) => Pr
   return Buffer.concat(await bounded(perLeg, limit));
 }
 
-/** One unary call of raw message bytes over a grpc-js channel; its cancel sits in `cancels` while it runs. */
-export function unaryBytes(client: grpc.Client, path: string, message: Buffer, md: grpc.Metadata, deadline: grpc.Deadline, cancels: Set<() => void>): Promise<Buffer> {
+/** The one reply message of a call whose requests were sent, or its failure as an error; its cancel sits in `cancels` while it runs. */
+function oneReply(backend: BackendSession, replies: MessageSource, cancels?: Set<() => void>): Promise<Buffer> {
+  const cancel = () => replies.cancel();
+  cancels?.add(cancel);
   return new Promise<Buffer>((resolve, reject) => {
-    const call = client.makeUnaryRequest(path, identity, identity, message, md, { deadline }, (err, resp) => {
-      cancels.delete(cancel);
-      if (err) reject(err);
-      else resolve(resp ?? Buffer.alloc(0));
+    let reply: Buffer | undefined;
+    replies.onMessage((m) => void (reply ??= m));
+    replies.whenOver((st) => {
+      cancels?.delete(cancel);
+      if (st.code !== grpc.status.OK) reject(asError(st));
+      else if (reply === undefined) reject(asError({ code: grpc.status.INTERNAL, details: `${backend.name} answered without a message` }));
+      else resolve(reply);
     });
-    const cancel = () => call.cancel();
-    cancels.add(cancel);
   });
+}
+
+/** One unary call of raw message bytes, read as frames; its cancel sits in `cancels` while it runs. */
+export function unaryBytes(backend: BackendSession, path: string, message: Buffer, md: grpc.Metadata, deadline: grpc.Deadline, cancels: Set<() => void>): Promise<Buffer> {
+  const call = openFrameCall(backend, path, md, deadline);
+  sendOne(call.requests, message);
+  return oneReply(backend, call.replies, cancels);
 }
 
 function deadlineOf(call: SurfaceCall, capMs?: number): grpc.Deadline {
@@ -230,7 +244,7 @@ export function buildProxyServer(opts: ProxyOptions): grpc.Server {
   return server;
 }
 
-function admit(call: SurfaceCall, m: ProxiedMethod, opts: ProxyOptions): { caller: Caller; route: Route<grpc.Client> } | { error: Partial<grpc.StatusObject> } {
+function admit(call: SurfaceCall, m: ProxiedMethod, opts: ProxyOptions): { caller: Caller; route: Route<BackendSession> } | { error: Partial<grpc.StatusObject> } {
   let caller: Caller;
   try {
     caller = opts.authenticate(call);
@@ -251,7 +265,7 @@ function unary(m: ProxiedMethod, opts: ProxyOptions): grpc.handleUnaryCall<Buffe
     call.on("cancelled", () => {
       for (const c of cancels) c();
     });
-    const send = (leg: Leg<grpc.Client>, deadline: grpc.Deadline) => unaryBytes(leg.client, m.path, call.request, callMetadata(call, caller, leg), deadline, cancels);
+    const send = (leg: Leg<BackendSession>, deadline: grpc.Deadline) => unaryBytes(leg.client, m.path, call.request, callMetadata(call, caller, leg), deadline, cancels);
     if (a.route.kind === "one") {
       send(a.route.leg, deadlineOf(call)).then((resp) => callback(null, resp), (err) => callback(asError(asStatus(err))));
       return;
@@ -287,25 +301,24 @@ function relayStream(up: MessageSource, down: Downstream, tag: string | undefine
 }
 
 /** Passes a caller's request stream on to the backend, holding the caller back while the backend is slow. */
-function relayRequests(down: grpc.ServerReadableStream<Buffer, Buffer> | grpc.ServerDuplexStream<Buffer, Buffer>, up: grpc.ClientWritableStream<Buffer> | grpc.ClientDuplexStream<Buffer, Buffer>): void {
+function relayRequests(down: grpc.ServerReadableStream<Buffer, Buffer> | grpc.ServerDuplexStream<Buffer, Buffer>, up: RequestSink, replies: MessageSource): void {
   down.on("data", (b: Buffer) => {
     if (!up.write(b)) {
       down.pause();
-      up.once("drain", () => down.resume());
+      up.onDrain(() => down.resume());
     }
   });
   down.on("end", () => up.end());
-  down.on("cancelled", () => up.cancel());
+  down.on("cancelled", () => replies.cancel());
 }
 
-/** Resolves once a remote channel is connected, or rejects after `timeoutMs`: a dead node must not hold a stream fan-out. */
-function connected(leg: Leg<grpc.Client>, timeoutMs: number): Promise<void> {
+/** Resolves once a remote session is connected, or rejects after `timeoutMs`: a dead node must not hold a stream fan-out. */
+function connected(leg: Leg<BackendSession>, timeoutMs: number): Promise<void> {
   if (!leg.remote) return Promise.resolve();
-  return new Promise((resolve, reject) =>
-    leg.client.waitForReady(Date.now() + timeoutMs, (err) =>
-      err ? reject(Object.assign(err, { code: grpc.status.UNAVAILABLE, details: `connection to ${leg.tag ?? "node"} not ready: ${err.message}` })) : resolve(),
-    ),
-  );
+  return leg.client.ready(timeoutMs).catch((err: unknown) => {
+    const details = `connection to ${leg.tag ?? leg.client.name} not ready: ${describeError(err)}`;
+    throw asError({ code: grpc.status.UNAVAILABLE, details });
+  });
 }
 
 function serverStream(m: ProxiedMethod, opts: ProxyOptions): grpc.handleServerStreamingCall<Buffer, Buffer> {
@@ -316,10 +329,7 @@ function serverStream(m: ProxiedMethod, opts: ProxyOptions): grpc.handleServerSt
     if ("error" in a) return fail(a.error);
     if (a.route.kind === "error") return fail(a.route.error);
     const caller = a.caller;
-    const open = (leg: Leg<grpc.Client>): MessageSource =>
-      leg.remote
-        ? grpcSource(leg.client.makeServerStreamRequest(m.path, identity, identity, call.request, callMetadata(call, caller, leg), { deadline: deadlineOf(call) }))
-        : openFrameStream(opts.backends.frames, "machined", m.path, callMetadata(call, caller, leg), call.request, deadlineOf(call));
+    const open = (leg: Leg<BackendSession>): MessageSource => openFrameStream(leg.client, m.path, callMetadata(call, caller, leg), call.request, deadlineOf(call));
     if (a.route.kind === "one") {
       const leg = a.route.leg;
       relayStream(open(leg), call, undefined, (st) => (st ? fail(st) : call.end()));
@@ -327,13 +337,13 @@ function serverStream(m: ProxiedMethod, opts: ProxyOptions): grpc.handleServerSt
     }
     const legs = a.route.legs;
     let pending = legs.length;
-    const legDone = (leg: Leg<grpc.Client>, st: grpc.StatusObject | undefined) => {
+    const legDone = (leg: Leg<BackendSession>, st: grpc.StatusObject | undefined) => {
       // A failing node contributes one error message instead of failing the call.
       if (st && !call.cancelled) call.write(encodeMetadataMessage(failedNode(leg.tag!, st)));
       if (--pending === 0 && !call.cancelled) call.end();
     };
     for (const leg of legs) {
-      // open() throws when the node's channel closed meanwhile (a certificate rotation): that node fails, apid goes on.
+      // A node whose session closed meanwhile (a new identity) fails with UNAVAILABLE: that node fails, apid goes on.
       connected(leg, perTarget)
         .then(() => {
           if (call.cancelled) return legDone(leg, undefined);
@@ -353,10 +363,9 @@ function clientStream(m: ProxiedMethod, opts: ProxyOptions): grpc.handleClientSt
       return callback(asError(a.route.kind === "error" ? a.route.error : { code: grpc.status.INVALID_ARGUMENT, details: "client streaming methods are proxied one-to-one only" }));
     }
     const leg = a.route.leg;
-    const up = leg.client.makeClientStreamRequest(m.path, identity, identity, callMetadata(call, a.caller, leg), { deadline: deadlineOf(call) }, (err, resp) =>
-      err ? callback(asError(asStatus(err))) : callback(null, resp ?? Buffer.alloc(0)),
-    );
-    relayRequests(call, up);
+    const up = openFrameCall(leg.client, m.path, callMetadata(call, a.caller, leg), deadlineOf(call));
+    oneReply(leg.client, up.replies).then((resp) => callback(null, resp), (err: unknown) => callback(asError(asStatus(err))));
+    relayRequests(call, up.requests, up.replies);
   };
 }
 
@@ -369,8 +378,8 @@ function bidi(m: ProxiedMethod, opts: ProxyOptions): grpc.handleBidiStreamingCal
       return fail(a.route.kind === "error" ? a.route.error : { code: grpc.status.INVALID_ARGUMENT, details: "bidirectional methods are proxied one-to-one only" });
     }
     const leg = a.route.leg;
-    const up = leg.client.makeBidiStreamRequest(m.path, identity, identity, callMetadata(call, a.caller, leg), { deadline: deadlineOf(call) });
-    relayRequests(call, up);
-    relayStream(grpcSource(up), call, undefined, (st) => (st ? fail(st) : call.end()));
+    const up = openFrameCall(leg.client, m.path, callMetadata(call, a.caller, leg), deadlineOf(call));
+    relayStream(up.replies, call, undefined, (st) => (st ? fail(st) : call.end()));
+    relayRequests(call, up.requests, up.replies);
   };
 }

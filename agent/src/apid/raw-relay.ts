@@ -9,37 +9,123 @@ import * as grpc from "@grpc/grpc-js";
 import { describeError } from "../errors.js";
 import { logger } from "../log.js";
 import { boundedStatusMessage } from "../grpc/status.js";
+import { SessionKeepalive, type KeepalivePolicy } from "./session-keepalive.js";
 
 const log = logger("apid");
 const { NGHTTP2_CANCEL, NGHTTP2_FLAG_END_STREAM, NGHTTP2_REFUSED_STREAM, NGHTTP2_ENHANCE_YOUR_CALM, NGHTTP2_INADEQUATE_SECURITY } = http2.constants;
 
+/** A call on a backend session that was closed for good (apid stopping, or a new forwarding identity). */
+export class BackendClosedError extends Error {
+  constructor(backendName: string) {
+    super(`the session to ${backendName} was closed`);
+    this.name = "BackendClosedError";
+  }
+}
+
+/** How a backend session is reached and kept. */
+export interface BackendSessionOptions {
+  /** The session's authority (scheme, host and port): `:authority` and `:scheme` of its requests. Default http://localhost. */
+  authority?: string;
+  /** Keepalive pings while calls are open, as grpc-js's channels send them; none when absent. */
+  keepalive?: KeepalivePolicy;
+  /** How long connecting (TLS included) may take before the session fails, as grpc-js's channels bound it; unbounded when absent. */
+  connectTimeoutMs?: number;
+}
+
+/** A session whose connection was not established in time (a peer that accepts and never answers). */
+export class ConnectTimeoutError extends Error {
+  constructor(backendName: string, timeoutMs: number) {
+    super(`no connection to ${backendName} established within ${timeoutMs} ms`);
+    this.name = "ConnectTimeoutError";
+  }
+}
+
 /** One HTTP/2 session to a backend, opened on first use and again after it closed. */
 export class BackendSession {
   private session: ClientHttp2Session | undefined;
+  private keepalive: SessionKeepalive | undefined;
+  private closed = false;
 
   constructor(
-    private readonly name: string,
+    readonly name: string,
     private readonly connect: () => Duplex,
+    private readonly options: BackendSessionOptions = {},
   ) {}
 
-  get(): ClientHttp2Session {
+  private get(): ClientHttp2Session {
+    if (this.closed) throw new BackendClosedError(this.name);
     const current = this.session;
     if (current && !current.closed && !current.destroyed) return current;
     // As grpc-js's server does: large replies (Read, support bundles) must not hit nghttp2's session memory cap.
-    const s = http2.connect("http://localhost", { createConnection: this.connect, maxSessionMemory: Number.MAX_SAFE_INTEGER });
+    const s = http2.connect(this.options.authority ?? "http://localhost", { createConnection: this.connect, maxSessionMemory: Number.MAX_SAFE_INTEGER });
     s.on("error", (err) => log.warn("backend session failed", { backend: this.name, error: describeError(err) }));
     s.on("close", () => {
-      if (this.session === s) this.session = undefined;
+      if (this.session === s) {
+        this.session = undefined;
+        this.keepalive = undefined;
+      }
     });
     // An idle session must not keep apid alive once everything else has stopped.
     s.unref();
     this.session = s;
+    this.keepalive = this.options.keepalive ? new SessionKeepalive(s, this.options.keepalive) : undefined;
+    const connectTimeoutMs = this.options.connectTimeoutMs;
+    if (connectTimeoutMs !== undefined) {
+      const timer = setTimeout(() => {
+        if (s.connecting) s.destroy(new ConnectTimeoutError(this.name, connectTimeoutMs));
+      }, connectTimeoutMs);
+      timer.unref();
+      s.once("connect", () => clearTimeout(timer));
+      s.once("close", () => clearTimeout(timer));
+    }
     return s;
   }
 
+  /** Opens a stream on the session (opening the session first if need be); throws when it cannot. */
+  request(headers: OutgoingHttpHeaders): ClientHttp2Stream {
+    const s = this.get();
+    const stream = s.request(headers);
+    this.keepalive?.track(stream);
+    return stream;
+  }
+
+  /**
+   * Resolves once the session is connected (opening it if need be), rejects when it fails first or
+   * `timeoutMs` passes: a dead backend must not hold a caller longer than that.
+   */
+  ready(timeoutMs: number): Promise<void> {
+    let s: ClientHttp2Session;
+    try {
+      s = this.get();
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    if (!s.connecting) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const settle = (err?: Error) => {
+        clearTimeout(timer);
+        s.removeListener("connect", onConnect);
+        s.removeListener("error", onError);
+        s.removeListener("close", onClose);
+        if (err) reject(err);
+        else resolve();
+      };
+      const onConnect = () => settle();
+      const onError = (err: Error) => settle(err);
+      const onClose = () => settle(new Error("connection closed"));
+      const timer = setTimeout(() => settle(new Error(`not connected within ${timeoutMs} ms`)), timeoutMs);
+      s.once("connect", onConnect);
+      s.once("error", onError);
+      s.once("close", onClose);
+    });
+  }
+
+  /** Lets calls in flight finish and refuses new ones: a session closed for a new identity must not open again. */
   close(): void {
+    this.closed = true;
     this.session?.close();
     this.session = undefined;
+    this.keepalive = undefined;
   }
 }
 
@@ -53,7 +139,7 @@ export function replyStatus(stream: ServerHttp2Stream, code: grpc.status, detail
 }
 
 /** The status grpc-js's client reports for a stream the backend reset before answering. */
-function statusOfReset(rstCode: number | undefined): grpc.status {
+export function statusOfReset(rstCode: number | undefined): grpc.status {
   switch (rstCode) {
     case NGHTTP2_REFUSED_STREAM:
       return grpc.status.UNAVAILABLE;
@@ -69,7 +155,7 @@ function statusOfReset(rstCode: number | undefined): grpc.status {
 }
 
 /** Why a backend's stream ended before it answered: its error, else its reset code. */
-function closedDetails(backendName: string, err: Error | undefined, rstCode: number | undefined): string {
+export function closedDetails(backendName: string, err: Error | undefined, rstCode: number | undefined): string {
   return `${backendName}: ${err ? describeError(err) : `stream closed (code ${rstCode ?? 0})`}`;
 }
 
@@ -91,7 +177,7 @@ function passedOn(h: IncomingHttpHeaders): OutgoingHttpHeaders {
 export function relayCall(front: ServerHttp2Stream, headers: OutgoingHttpHeaders, backend: BackendSession, backendName: string): void {
   let up: ClientHttp2Stream;
   try {
-    up = backend.get().request(headers);
+    up = backend.request(headers);
   } catch (err) {
     replyStatus(front, grpc.status.UNAVAILABLE, `${backendName} unreachable: ${describeError(err)}`);
     return;
@@ -200,7 +286,7 @@ export function unaryExchange(backend: BackendSession, backendName: string, head
   delete out["grpc-accept-encoding"];
   let up: ClientHttp2Stream;
   try {
-    up = backend.get().request(out);
+    up = backend.request(out);
   } catch (err) {
     return { outcome: Promise.resolve({ code: grpc.status.UNAVAILABLE, details: `${backendName} unreachable: ${describeError(err)}` }), cancel: () => {} };
   }

@@ -30,6 +30,16 @@ export function hostOf(address: string): string {
  */
 export const ipEndpointServerName = "node.basalt.invalid";
 
+type MtlsCredentials = Extract<ClientCredentials, { kind: "mtls" }>;
+
+/** The name the server certificate must hold: `serverName` when given, else the endpoint's host. */
+function expectedIdentity(address: string, c: ClientCredentials): string {
+  return (c.kind === "mtls" ? c.serverName : undefined) ?? hostOf(address);
+}
+
+/** Checks the server certificate against our identity, whatever name went out as SNI. */
+const identityCheck = (identity: string) => (_sni: string, cert: PeerCertificate) => tls.checkServerIdentity(identity, cert);
+
 /**
  * Channel credentials and options for `address`. With mTLS the chain is
  * verified against the talosconfig CA (grpc-js/Node default), and the server
@@ -38,7 +48,7 @@ export const ipEndpointServerName = "node.basalt.invalid";
  * it cannot travel as the SNI name.
  */
 export function tlsTarget(address: string, c: ClientCredentials): { creds: grpc.ChannelCredentials; options: grpc.ChannelOptions } {
-  const identity = (c.kind === "mtls" ? c.serverName : undefined) ?? hostOf(address);
+  const identity = expectedIdentity(address, c);
   const options: grpc.ChannelOptions = {};
   if (net.isIP(identity)) options["grpc.ssl_target_name_override"] = ipEndpointServerName;
   else if (c.kind === "mtls" && c.serverName) options["grpc.ssl_target_name_override"] = c.serverName;
@@ -47,6 +57,24 @@ export function tlsTarget(address: string, c: ClientCredentials): { creds: grpc.
     return { creds: grpc.credentials.createSsl(null, null, null, { rejectUnauthorized: false, checkServerIdentity: () => undefined }), options };
   }
   // grpc-js calls this with the override name; the identity checked is always ours.
-  const checkServerIdentity = (_sni: string, cert: PeerCertificate) => tls.checkServerIdentity(identity, cert);
-  return { creds: grpc.credentials.createSsl(Buffer.from(c.ca), Buffer.from(tlsKey(c.key)), Buffer.from(c.crt), { checkServerIdentity }), options };
+  return { creds: grpc.credentials.createSsl(Buffer.from(c.ca), Buffer.from(tlsKey(c.key)), Buffer.from(c.crt), { checkServerIdentity: identityCheck(identity) }), options };
+}
+
+/**
+ * tls.connect options for `address` over mTLS, HTTP/2 by ALPN: the same checks as tlsTarget's channel
+ * (chain against `ca`, the server certificate naming the endpoint or `serverName`, the same SNI name).
+ */
+export function tlsConnectOptions(address: string, c: MtlsCredentials): tls.ConnectionOptions {
+  const identity = expectedIdentity(address, c);
+  const colon = address.lastIndexOf(":");
+  return {
+    host: hostOf(address),
+    port: Number(address.slice(colon + 1)),
+    servername: net.isIP(identity) ? ipEndpointServerName : identity,
+    ca: c.ca,
+    cert: c.crt,
+    key: tlsKey(c.key),
+    ALPNProtocols: ["h2"],
+    checkServerIdentity: identityCheck(identity),
+  };
 }

@@ -35,7 +35,7 @@ const machined = new grpc.Server({ "grpc.max_receive_message_length": 32 * 1024 
 const proxy = new grpc.Server();
 // Another node's apid: Version answers with what it got; Hostname never answers.
 const remoteApid = new grpc.Server();
-const remoteClients = new Map<string, grpc.Client>();
+const remoteSessions = new Map<string, BackendSession>();
 let remoteSeen: grpc.Metadata | undefined;
 /** What the other node's Hostname handler saw of the last call cancelled under it. */
 let cancelledAtRemote: Promise<void> = Promise.resolve();
@@ -162,8 +162,8 @@ before(async () => {
     remote: (t) => {
       if (!canForward) return undefined;
       const socket = t === "10.5.0.2" ? remoteSocket : path.join(dir, "nobody.sock");
-      if (!remoteClients.has(t)) remoteClients.set(t, new grpc.Client(`unix:${socket}`, grpc.credentials.createInsecure()));
-      return remoteClients.get(t);
+      if (!remoteSessions.has(t)) remoteSessions.set(t, session(socket));
+      return remoteSessions.get(t);
     },
     canForward: () => canForward,
     perTargetTimeoutMs: 1000,
@@ -175,7 +175,6 @@ before(async () => {
 after(async () => {
   await front.close(0);
   for (const s of sessions) s.close();
-  for (const c of remoteClients.values()) c.close();
   machined.forceShutdown();
   proxy.forceShutdown();
   remoteApid.forceShutdown();

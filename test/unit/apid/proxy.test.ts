@@ -1,6 +1,7 @@
 // apid's raw relay in front of fake backends (a fake machined on a unix socket,
-// fake remote apids on TCP): role injection, listener tag, the director's routing
-// by node/nodes metadata, one-to-many aggregation, per-target deadlines, streams.
+// fake remote apids on TCP with mutual TLS, reached through apid's RemoteBackends):
+// role injection, listener tag, the director's routing by node/nodes metadata,
+// one-to-many aggregation, per-target deadlines, streams, the forwarding identity.
 import * as grpc from "@grpc/grpc-js";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -10,29 +11,42 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
 import { allMethods, decode, encode } from "../../../agent/src/api/index.js";
+import { RemoteBackends, type ForwardingIdentity } from "../../../agent/src/apid/backends.js";
 import { buildProxyServer, type Backends, type Caller } from "../../../agent/src/apid/proxy.js";
-import { BackendSession } from "../../../agent/src/apid/raw-relay.js";
+import { BackendClosedError, BackendSession } from "../../../agent/src/apid/raw-relay.js";
+import { generateSelfSignedCA, issueCertificate, tlsKeyPem, type CertificateAuthority } from "../../../agent/src/pki/index.js";
 
 const identity = (b: Buffer) => b;
 const dir = mkdtempSync(path.join(os.tmpdir(), "basalt-proxy-"));
 const socket = path.join(dir, "machine.sock");
 const servers: grpc.Server[] = [];
-const clients: grpc.Client[] = [];
 let proxy: grpc.Server;
 let port = 0;
 let caller: Caller = { roles: ["os:reader"] };
 let canForward = true;
-const seen: { who: string; md: grpc.Metadata }[] = [];
-const remotes = new Map<string, grpc.Client>();
+const seen: { who: string; md: grpc.Metadata; peer?: string }[] = [];
+/** apid's sessions to the other nodes, with a forwarding identity issued from `ca`. */
+const remotes = new RemoteBackends();
+/** Where each other node's fake apid listens (127.0.0.1:port) by the name the tests give it. */
+const addresses = new Map<string, string>();
+let ca: CertificateAuthority;
+// Accepts connections and never speaks TLS: a node that is there but does not answer.
+const muted = new Set<net.Socket>();
+const mute = net.createServer((s) => void muted.add(s));
+
+async function forwardingIdentity(commonName: string): Promise<ForwardingIdentity> {
+  const cert = await issueCertificate(ca, { commonName, organizations: ["os:impersonator"], extKeyUsage: ["clientAuth"], lifetimeMs: 3600_000 });
+  return { crt: cert.certPem, key: cert.keyPem, acceptedCAs: [ca.certPem] };
+}
 
 /** A fake backend: Version answers with who it is and the roles/proxyfrom it got; Dmesg streams 3 chunks 30 ms apart. */
-async function fakeBackend(who: string, address: string, opts: { silent?: boolean } = {}): Promise<string> {
+async function fakeBackend(who: string, address: string, opts: { silent?: boolean; creds?: grpc.ServerCredentials } = {}): Promise<string> {
   const server = new grpc.Server();
   servers.push(server);
   server.register(
     "/machine.MachineService/Version",
     (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
-      seen.push({ who, md: call.metadata });
+      seen.push({ who, md: call.metadata, peer: String(call.getAuthContext().sslPeerCertificate?.subject.CN ?? "") });
       if (opts.silent) return; // never answers: the per-target deadline must end it
       const tag = `${who}|${call.metadata.get("talos-role").join(",")}|${call.metadata.get("proxyfrom").join(",")}`;
       cb(null, encode("machine.VersionResponse", { messages: [{ version: { tag } }] }));
@@ -69,31 +83,34 @@ async function fakeBackend(who: string, address: string, opts: { silent?: boolea
   // 2.4 MB, more than HTTP/2's windows hold: apid must hold machined back while the caller is slow.
   server.register("/machine.MachineService/Copy", burst(300, { code: grpc.status.NOT_FOUND, details: "gone mid-way", metadata: new grpc.Metadata() }, 8192), identity, identity, "serverStream");
   const bound = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    server.bindAsync(address, opts.creds ?? grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
   );
   return address.startsWith("unix:") ? address : `127.0.0.1:${bound}`;
 }
 
-function client(address: string): grpc.Client {
-  const c = new grpc.Client(address, grpc.credentials.createInsecure());
-  clients.push(c);
-  return c;
-}
+let local: BackendSession;
 
 before(async () => {
-  const local = client(await fakeBackend("local", `unix:${socket}`));
-  remotes.set("10.0.0.2", client(await fakeBackend("node2", "127.0.0.1:0")));
-  remotes.set("10.0.0.3", client(await fakeBackend("node3", "127.0.0.1:0")));
-  remotes.set("10.0.0.9", client(await fakeBackend("silent", "127.0.0.1:0", { silent: true })));
+  ca = await generateSelfSignedCA({ organizations: ["talos"] });
+  // Other nodes' apid serve mutual TLS with a certificate naming the address they are reached at.
+  const serverCert = await issueCertificate(ca, { commonName: "node", ipAddresses: ["127.0.0.1"], extKeyUsage: ["serverAuth"], lifetimeMs: 3600_000 });
+  const creds = grpc.ServerCredentials.createSsl(Buffer.from(ca.certPem), [{ cert_chain: Buffer.from(serverCert.certPem), private_key: Buffer.from(tlsKeyPem(serverCert.keyPem)) }], true);
+  remotes.setIdentity(await forwardingIdentity("apid-1"));
+  await fakeBackend("local", `unix:${socket}`);
+  local = new BackendSession("machined", () => net.connect(socket));
+  addresses.set("10.0.0.2", await fakeBackend("node2", "127.0.0.1:0", { creds }));
+  addresses.set("10.0.0.3", await fakeBackend("node3", "127.0.0.1:0", { creds }));
+  addresses.set("10.0.0.9", await fakeBackend("silent", "127.0.0.1:0", { silent: true, creds }));
   // Nothing listens there: the connection is refused.
-  remotes.set("10.0.0.4", client("127.0.0.1:1"));
+  addresses.set("10.0.0.4", "127.0.0.1:1");
+  await new Promise<void>((resolve) => mute.listen(0, "127.0.0.1", resolve));
+  addresses.set("10.0.0.5", `127.0.0.1:${(mute.address() as net.AddressInfo).port}`);
   const backends: Backends = {
     local,
-    frames: new BackendSession("machined", () => net.connect(socket)),
     get canForward() {
       return canForward;
     },
-    client: (t) => (canForward ? remotes.get(t.replace(/:\d+$/, "")) : undefined),
+    remote: (t) => (canForward ? remotes.session(addresses.get(t.replace(/:\d+$/, "")) ?? t) : undefined),
   };
   proxy = buildProxyServer({
     methods: allMethods().map((m) => ({ path: m.path, requestStream: m.requestStream, responseStream: m.responseStream })),
@@ -110,7 +127,10 @@ before(async () => {
 });
 
 after(() => {
-  for (const c of clients) c.close();
+  local.close();
+  remotes.close();
+  mute.close();
+  for (const s of muted) s.destroy();
   for (const s of servers) s.forceShutdown();
   rmSync(dir, { recursive: true, force: true });
 });
@@ -228,6 +248,7 @@ test("without a client certificate: only this node may be named; forwarding is r
  * has not handed to a paused reader yet (grpc/grpc-node#2764), which would hide what apid passed on.
  */
 function slowStream(method: string, md: Record<string, string[]> = {}): Promise<{ bytes: string[]; status: { code: number; details: string } }> {
+  // The proxy is plaintext here: apid's listener (TLS) relays streams to it as frames.
   const session = http2.connect(`http://127.0.0.1:${port}`);
   return new Promise((resolve, reject) => {
     const bytes: string[] = [];
@@ -243,9 +264,11 @@ function slowStream(method: string, md: Record<string, string[]> = {}): Promise<
     s.on("data", (chunk: Buffer) => {
       pending = Buffer.concat([pending, chunk]);
       while (pending.length >= 5 && pending.length >= 5 + pending.readUInt32BE(1)) {
-        const m = decode("common.Data", pending.subarray(5, 5 + pending.readUInt32BE(1))) as { bytes: Buffer; metadata: { hostname: string } | null };
+        const m = decode("common.Data", pending.subarray(5, 5 + pending.readUInt32BE(1))) as { bytes: Buffer; metadata: { hostname: string; error: string; status: { code: number } | null } | null };
         pending = pending.subarray(5 + pending.readUInt32BE(1));
-        bytes.push(`${m.metadata?.hostname ?? ""}:${m.bytes.toString()}`);
+        // A failed node's entry: its hostname, status code and error text.
+        if (m.metadata?.error) bytes.push(`${m.metadata.hostname}!${m.metadata.status?.code}!${m.metadata.error}`);
+        else bytes.push(`${m.metadata?.hostname ?? ""}:${m.bytes.toString()}`);
         if (bytes.length % 50 === 0) {
           s.pause();
           setTimeout(() => s.resume(), 2);
@@ -296,4 +319,59 @@ test("proxyfrom makes the call local whatever node/nodes say", async () => {
   caller = { roles: ["os:reader"] };
   const r = await version({ proxyfrom: ["10.0.0.1"], nodes: ["10.0.0.2"] });
   assert.equal(r.messages[0]!.version!.tag, "local|os:reader|", "proxyfrom is consumed, not passed to machined");
+});
+
+const burstOf = (who: string, tag: string, count: number, size = 0) => Array.from({ length: count }, (_, n) => `${tag}:${`${who}-${n}`.padEnd(size, ".")}`);
+
+test("a burst that ends in an error reaches a slow caller whole from another node's apid over mutual TLS (one-to-one and fanned out)", async () => {
+  caller = { roles: ["os:reader"] };
+  const one = await slowStream("/machine.MachineService/List", { node: ["10.0.0.2"] });
+  assert.deepEqual([one.status.code, one.status.details], [grpc.status.NOT_FOUND, "gone mid-way"]);
+  assert.equal(one.bytes.length, 300, "messages");
+  assert.deepEqual(one.bytes, burstOf("node2", "", 300), "every message node2 sent before the failure");
+  const large = await slowStream("/machine.MachineService/Copy", { node: ["10.0.0.2"] });
+  assert.deepEqual([large.status.code, large.status.details], [grpc.status.NOT_FOUND, "gone mid-way"]);
+  assert.equal(large.bytes.length, 300, "large messages");
+  assert.deepEqual(large.bytes, burstOf("node2", "", 300, 8192), "2.4 MB: every large message node2 sent before the failure");
+
+  const fanned = await slowStream("/machine.MachineService/Copy", { nodes: ["10.0.0.2", "self", "10.0.0.3"] });
+  assert.equal(fanned.status.code, grpc.status.OK, "a failing node is an entry, not the call's status");
+  for (const [tag, who] of [["10.0.0.2", "node2"], ["self", "local"], ["10.0.0.3", "node3"]] as const) {
+    const share = fanned.bytes.filter((b) => b.startsWith(`${tag}:`) || b.startsWith(`${tag}!`));
+    assert.equal(share.length, 301, `${tag}: 300 messages and the error entry`);
+    assert.equal(share.at(-1), `${tag}!${grpc.status.NOT_FOUND}!rpc error: code = NotFound desc = gone mid-way`, `${tag}: the error entry last`);
+    assert.deepEqual(share, [...burstOf(who, tag, 300, 8192), `${tag}!${grpc.status.NOT_FOUND}!rpc error: code = NotFound desc = gone mid-way`], tag);
+  }
+  assert.equal(fanned.bytes.length, 903);
+});
+
+test("a dead node in a streamed fan-out fails its own leg with UNAVAILABLE; the others' output arrives whole", async () => {
+  caller = { roles: ["os:reader"] };
+  // 10.0.0.5 accepts TCP and never answers TLS (the per-target wait ends it); nothing listens at 10.0.0.4.
+  const r = await slowStream("/machine.MachineService/Read", { nodes: ["10.0.0.2", "10.0.0.5", "10.0.0.4", "10.0.0.3"] });
+  assert.equal(r.status.code, grpc.status.OK);
+  assert.deepEqual(r.bytes.filter((b) => b.startsWith("10.0.0.2:")), burstOf("node2", "10.0.0.2", 3000));
+  assert.deepEqual(r.bytes.filter((b) => b.startsWith("10.0.0.3:")), burstOf("node3", "10.0.0.3", 3000));
+  const failed = r.bytes.filter((b) => b.includes("!"));
+  assert.deepEqual(failed.map((b) => b.split("!").slice(0, 2)).sort(), [["10.0.0.4", String(grpc.status.UNAVAILABLE)], ["10.0.0.5", String(grpc.status.UNAVAILABLE)]]);
+  assert.ok(failed.every((b) => b.includes("rpc error: code = Unavailable desc = connection to ")), failed.join("\n"));
+  assert.equal(r.bytes.length, 6002);
+});
+
+test("sessions to other nodes are reused; a new forwarding identity closes them and the next call connects with it", async () => {
+  caller = { roles: ["os:reader"] };
+  const address = addresses.get("10.0.0.2")!;
+  const first = remotes.session(address)!;
+  assert.equal(remotes.session(address), first, "one session per node, reused across calls");
+  await version({ node: ["10.0.0.2"] });
+  assert.equal(seen.at(-1)!.peer, "apid-1");
+  const renewed = await forwardingIdentity("apid-2");
+  remotes.setIdentity(renewed);
+  assert.throws(() => first.request({ ":path": "/x" }), BackendClosedError, "the old session is closed for good");
+  const second = remotes.session(address)!;
+  assert.notEqual(second, first);
+  await version({ node: ["10.0.0.2"] });
+  assert.equal(seen.at(-1)!.peer, "apid-2", "the next call presented the new identity");
+  remotes.setIdentity({ ...renewed, acceptedCAs: [...renewed.acceptedCAs] });
+  assert.equal(remotes.session(address), second, "the same identity again keeps the sessions");
 });

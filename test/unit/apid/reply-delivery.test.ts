@@ -31,6 +31,7 @@ let received: () => void = () => {};
 let machined: grpc.Server;
 let proxy: grpc.Server;
 let local: grpc.Client;
+let machinedSession: BackendSession;
 let port = 0;
 
 before(async () => {
@@ -53,9 +54,10 @@ before(async () => {
   deliveries.register(machined);
   await new Promise<number>((resolve, reject) => machined.bindAsync(`unix:${socket}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
   local = new grpc.Client(`unix:${socket}`, grpc.credentials.createInsecure());
+  machinedSession = new BackendSession("machined", () => net.connect(socket));
   proxy = buildProxyServer({
     methods: allMethods().filter((m) => m.path === APPLY),
-    backends: { local, frames: new BackendSession("machined", () => net.connect(socket)), canForward: false, client: () => undefined },
+    backends: { local: machinedSession, canForward: false, remote: () => undefined },
     authenticate: () => ({ roles: ["os:admin"] }),
     isSelf: () => true,
     machinedTarget: `unix:${socket}`,
@@ -67,6 +69,7 @@ after(() => {
   proxy.forceShutdown();
   machined.forceShutdown();
   local.close();
+  machinedSession.close();
   rmSync(dir, { recursive: true, force: true });
 });
 

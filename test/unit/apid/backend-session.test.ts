@@ -1,0 +1,73 @@
+// apid's sessions to other nodes (raw-relay.ts BackendSession, session-keepalive.ts): a peer that stops
+// answering pings while a call is open, or never completes its handshake, ends the session, and the call
+// fails with UNAVAILABLE instead of hanging.
+import * as grpc from "@grpc/grpc-js";
+import assert from "node:assert/strict";
+import http2 from "node:http2";
+import net from "node:net";
+import tls from "node:tls";
+import { after, test } from "node:test";
+import { openFrameStream } from "../../../agent/src/apid/frame-stream.js";
+import { BackendSession } from "../../../agent/src/apid/raw-relay.js";
+
+const sockets = new Set<net.Socket>();
+// Accepts connections and never answers.
+const mute = net.createServer((s) => void sockets.add(s));
+// A backend that accepts every call and never answers it.
+const backend = http2.createServer();
+backend.on("stream", () => {});
+// Passes bytes both ways until frozen: then the peer is still connected but silent, pings included.
+let frozen = false;
+const relay = net.createServer((down) => {
+  const up = net.connect((backend.address() as net.AddressInfo).port, "127.0.0.1");
+  for (const s of [down, up]) {
+    sockets.add(s);
+    s.on("error", () => {});
+  }
+  down.on("data", (b) => void (frozen || up.write(b)));
+  up.on("data", (b) => void (frozen || down.write(b)));
+});
+
+after(() => {
+  for (const s of sockets) s.destroy();
+  relay.close();
+  mute.close();
+  backend.close();
+});
+
+test("a peer that stops answering pings while a call is open ends the session: the call fails with UNAVAILABLE", { timeout: 30_000 }, async () => {
+  await new Promise<void>((resolve) => backend.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve));
+  const port = (relay.address() as net.AddressInfo).port;
+  const session = new BackendSession("peer", () => net.connect(port, "127.0.0.1"), { keepalive: { timeMs: 20, timeoutMs: 200 } });
+  try {
+    await session.ready(10_000);
+    const source = openFrameStream(session, "/machine.MachineService/Dmesg", new grpc.Metadata(), Buffer.alloc(0), Infinity);
+    const over = new Promise<grpc.StatusObject>((resolve) => source.whenOver(resolve));
+    // Pings are answered while the relay passes them: the call stays open until the peer goes silent.
+    await new Promise((r) => setTimeout(r, 100));
+    frozen = true;
+    const st = await over;
+    assert.equal(st.code, grpc.status.UNAVAILABLE);
+    assert.match(st.details, /keepalive ping not answered within 200 ms/);
+  } finally {
+    session.close();
+  }
+});
+
+test("a peer that accepts and never answers fails the session once its connect bound passed: waiting and calls alike", { timeout: 30_000 }, async () => {
+  await new Promise<void>((resolve) => mute.listen(0, "127.0.0.1", resolve));
+  const port = (mute.address() as net.AddressInfo).port;
+  // TCP connects; the TLS handshake never completes.
+  const session = new BackendSession("mute", () => tls.connect({ port, host: "127.0.0.1", ALPNProtocols: ["h2"] }), { authority: `https://127.0.0.1:${port}`, connectTimeoutMs: 100 });
+  try {
+    const source = openFrameStream(session, "/machine.MachineService/Dmesg", new grpc.Metadata(), Buffer.alloc(0), Infinity);
+    const over = new Promise<grpc.StatusObject>((resolve) => source.whenOver(resolve));
+    await assert.rejects(session.ready(60_000), /no connection to mute established within 100 ms/);
+    const st = await over;
+    assert.equal(st.code, grpc.status.UNAVAILABLE);
+    assert.match(st.details, /no connection to mute established within 100 ms/);
+  } finally {
+    session.close();
+  }
+});
