@@ -32,7 +32,8 @@ test("concurrent maintenance applies: the stored and the active configuration ar
     const stored = readFileSync(path.join(stateDir, "system", "state", "config.yaml"), "utf8");
     const active = (await admin.resourceGet("config", "MachineConfigs.config.talos.dev", "v1alpha1")) as { resource: { spec: { yaml_spec: string } } };
     assert.equal(active.resource.spec.yaml_spec, stored);
-    assert.equal(stored, second, "applied in arrival order: the later one wins");
+    // machined applies them in the order their messages reach it; two calls in flight at once can reach it in either order.
+    assert.ok(stored === first || stored === second, "the stored configuration is one of the two applied");
   } finally {
     for (const c of clients) c.close();
     await sandbox.stop();
