@@ -73,7 +73,7 @@ async function metal(d: AcquireDeps, wantConfig: boolean): Promise<Acquired> {
     if (!data) throw new ConfigSourceError(`read config: the ${metalIsoLabel} volume ${volume.device} has no config.yaml`, { device: volume.device });
     return { metadata, config: { data: gunzipIfCompressed(data), source: `${metalIsoLabel} (${volume.device})` } };
   }
-  // The boot no longer waits for an address before the config is looked for; a download does.
+  // A node that is not installed looks for its config without waiting for the network; a download needs it.
   await d.networkReady(d.signal);
   d.signal.throwIfAborted();
   const used = urlVariablesUsed(option);
