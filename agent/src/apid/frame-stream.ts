@@ -59,6 +59,27 @@ function statusOf(h: IncomingHttpHeaders): grpc.StatusObject | undefined {
   return { code: Number(code), details, metadata };
 }
 
+/** The gRPC status for an HTTP status that came without one, as grpc-js's client maps it. */
+function statusOfHttp(http: number): grpc.status {
+  switch (http) {
+    case 400:
+      return grpc.status.INTERNAL;
+    case 401:
+      return grpc.status.UNAUTHENTICATED;
+    case 403:
+      return grpc.status.PERMISSION_DENIED;
+    case 404:
+      return grpc.status.UNIMPLEMENTED;
+    case 429:
+    case 502:
+    case 503:
+    case 504:
+      return grpc.status.UNAVAILABLE;
+    default:
+      return grpc.status.UNKNOWN;
+  }
+}
+
 /** One message with gRPC's length prefix (uncompressed). */
 function framed(message: Buffer): Buffer {
   const prefix = Buffer.alloc(5);
@@ -125,6 +146,12 @@ export function openFrameCall(backend: BackendSession, path: string, metadata: g
       }
     });
     up.on("response", (h, flags) => {
+      const http = Number(h[":status"]);
+      if (http !== 200 && h["grpc-status"] === undefined) {
+        // Not a gRPC answer (a proxy's or another server's): the status grpc-js's client makes of it.
+        up.close(NGHTTP2_CANCEL);
+        return failed(statusOfHttp(http), `Received HTTP status code ${http}`);
+      }
       if (flags & NGHTTP2_FLAG_END_STREAM) status = statusOf(h);
     });
     up.on("trailers", (h) => {

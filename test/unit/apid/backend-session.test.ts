@@ -1,6 +1,6 @@
 // apid's sessions to other nodes (raw-relay.ts BackendSession, session-keepalive.ts): a peer that stops
 // answering pings while a call is open, or never completes its handshake, ends the session, and the call
-// fails with UNAVAILABLE instead of hanging.
+// fails with UNAVAILABLE instead of hanging; a peer that answers HTTP without gRPC gets grpc-js's status for it.
 import * as grpc from "@grpc/grpc-js";
 import assert from "node:assert/strict";
 import http2 from "node:http2";
@@ -69,5 +69,30 @@ test("a peer that accepts and never answers fails the session once its connect b
     assert.match(st.details, /no connection to mute established within 100 ms/);
   } finally {
     session.close();
+  }
+});
+
+test("a peer that answers with an HTTP status and no gRPC status: the call ends with the status grpc-js's client makes of it", async () => {
+  const answering = http2.createServer();
+  const statuses = [404, 503, 418];
+  answering.on("stream", (stream, headers) => stream.respond({ ":status": Number(String(headers[":path"]).slice(1)) }, { endStream: true }));
+  await new Promise<void>((resolve) => answering.listen(0, "127.0.0.1", resolve));
+  const port = (answering.address() as net.AddressInfo).port;
+  const session = new BackendSession("web", () => net.connect(port, "127.0.0.1"));
+  try {
+    const got: [number, string][] = [];
+    for (const http of statuses) {
+      const source = openFrameStream(session, `/${http}`, new grpc.Metadata(), Buffer.alloc(0), Infinity);
+      const st = await new Promise<grpc.StatusObject>((resolve) => source.whenOver(resolve));
+      got.push([st.code, st.details]);
+    }
+    assert.deepEqual(got, [
+      [grpc.status.UNIMPLEMENTED, "Received HTTP status code 404"],
+      [grpc.status.UNAVAILABLE, "Received HTTP status code 503"],
+      [grpc.status.UNKNOWN, "Received HTTP status code 418"],
+    ]);
+  } finally {
+    session.close();
+    answering.close();
   }
 });
