@@ -5,9 +5,8 @@
 
 import http2, { type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from "node:http2";
 import * as grpc from "@grpc/grpc-js";
-import { describeError } from "../errors.js";
 import { MAX_MESSAGE_BYTES } from "../grpc/limits.js";
-import { closedDetails, statusOfReset, type BackendSession } from "./raw-relay.js";
+import { closedDetails, statusOfReset, unreachableDetails, type BackendSession } from "./raw-relay.js";
 
 const { NGHTTP2_CANCEL, NGHTTP2_FLAG_END_STREAM } = http2.constants;
 // setTimeout's longest delay; a later deadline is the backend's to keep.
@@ -110,7 +109,7 @@ export function openFrameCall(backend: BackendSession, path: string, metadata: g
   const headers = { ...metadata.toHttp2Headers(), ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers" };
   const timeout = timeoutHeader(deadline);
   const up = requestOn(backend, timeout ? { ...headers, "grpc-timeout": timeout } : headers, (err) =>
-    queueMicrotask(() => failed(grpc.status.UNAVAILABLE, `${backendName} unreachable: ${describeError(err)}`)),
+    queueMicrotask(() => failed(grpc.status.UNAVAILABLE, unreachableDetails(backend, err))),
   );
   if (up) {
     readReplies(up);

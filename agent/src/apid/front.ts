@@ -151,7 +151,7 @@ export class ApiFront {
     const grpcCall = headers[":method"] === "POST" && String(headers["content-type"] ?? "").startsWith("application/grpc");
     if (!grpcCall || !this.known.has(path)) {
       // grpc-js answers these as it always has (UNIMPLEMENTED, 415, ...); no roles go with them.
-      relayCall(stream, forwardedHeaders(headers, ownKeys, undefined), this.opts.proxy, "apid's proxy");
+      relayCall(stream, forwardedHeaders(headers, ownKeys, undefined), this.opts.proxy);
       return;
     }
     let caller: Caller;
@@ -165,7 +165,7 @@ export class ApiFront {
     const token = replyTrackedPaths.has(path) ? randomUUID() : undefined;
     if (token) reportWhenDelivered(stream, this.opts.machinedTarget, token);
     const withToken = (out: OutgoingHttpHeaders) => (token ? { ...out, [replyDeliveryKey]: token } : out);
-    const toProxy = () => relayCall(stream, withToken(forwardedHeaders(headers, ownKeys, caller)), this.opts.proxy, "apid's proxy");
+    const toProxy = () => relayCall(stream, withToken(forwardedHeaders(headers, ownKeys, caller)), this.opts.proxy);
     if (!this.unary.has(path)) return toProxy();
     const canForward = this.opts.canForward();
     const r = route<Destination>(path, (k) => headerValues(headers[k]), {
@@ -176,7 +176,7 @@ export class ApiFront {
     });
     if (r.kind === "error") return replyStatus(stream, r.error.code, r.error.details);
     if (r.kind === "one" && !r.leg.remote) {
-      relayCall(stream, withToken(forwardedHeaders(headers, [...ownKeys, ...routingKeys], caller)), this.opts.machined, "machined");
+      relayCall(stream, withToken(forwardedHeaders(headers, [...ownKeys, ...routingKeys], caller)), this.opts.machined);
       return;
     }
     // A compressed request would have to be decoded to be sent on as one message: the proxy does that.
@@ -213,7 +213,7 @@ export class ApiFront {
     const send = (leg: Leg<Destination>): Promise<Buffer> => {
       if (stream.closed) return Promise.reject(Object.assign(new Error("cancelled"), { code: grpc.status.CANCELLED, details: "the caller went away" }));
       if (leg.client === "machined") {
-        const x = unaryExchange(this.opts.machined, "machined", localHeaders, body);
+        const x = unaryExchange(this.opts.machined, localHeaders, body);
         cancels.add(x.cancel);
         return x.outcome.then((o) => {
           cancels.delete(x.cancel);

@@ -154,6 +154,11 @@ export function statusOfReset(rstCode: number | undefined): grpc.status {
   }
 }
 
+/** Why a call could not be opened on a backend's session (UNAVAILABLE's details). */
+export function unreachableDetails(backend: BackendSession, err: unknown): string {
+  return `${backend.name} unreachable: ${describeError(err)}`;
+}
+
 /** Why a backend's stream ended before it answered: its error, else its reset code. */
 export function closedDetails(backendName: string, err: Error | undefined, rstCode: number | undefined): string {
   return `${backendName}: ${err ? describeError(err) : `stream closed (code ${rstCode ?? 0})`}`;
@@ -174,12 +179,13 @@ function passedOn(h: IncomingHttpHeaders): OutgoingHttpHeaders {
  * A backend unreachable or resetting before it answered becomes a status like the one grpc-js's
  * client would have reported; a caller that goes away cancels the backend's stream.
  */
-export function relayCall(front: ServerHttp2Stream, headers: OutgoingHttpHeaders, backend: BackendSession, backendName: string): void {
+export function relayCall(front: ServerHttp2Stream, headers: OutgoingHttpHeaders, backend: BackendSession): void {
+  const backendName = backend.name;
   let up: ClientHttp2Stream;
   try {
     up = backend.request(headers);
   } catch (err) {
-    replyStatus(front, grpc.status.UNAVAILABLE, `${backendName} unreachable: ${describeError(err)}`);
+    replyStatus(front, grpc.status.UNAVAILABLE, unreachableDetails(backend, err));
     return;
   }
   let trailers: OutgoingHttpHeaders | undefined;
@@ -280,7 +286,8 @@ export interface Exchange {
  * Sends `body` (a request's gRPC frames) to `backend` with `headers` and reads the reply whole; an
  * unreachable backend or a stream reset before any status becomes the status grpc-js's client would report.
  */
-export function unaryExchange(backend: BackendSession, backendName: string, headers: OutgoingHttpHeaders, body: Buffer): Exchange {
+export function unaryExchange(backend: BackendSession, headers: OutgoingHttpHeaders, body: Buffer): Exchange {
+  const backendName = backend.name;
   // The reply is read here, so it must come uncompressed.
   const out: OutgoingHttpHeaders = { ...headers };
   delete out["grpc-accept-encoding"];
@@ -288,7 +295,7 @@ export function unaryExchange(backend: BackendSession, backendName: string, head
   try {
     up = backend.request(out);
   } catch (err) {
-    return { outcome: Promise.resolve({ code: grpc.status.UNAVAILABLE, details: `${backendName} unreachable: ${describeError(err)}` }), cancel: () => {} };
+    return { outcome: Promise.resolve({ code: grpc.status.UNAVAILABLE, details: unreachableDetails(backend, err) }), cancel: () => {} };
   }
   const outcome = new Promise<UnaryOutcome>((resolve) => {
     const chunks: Buffer[] = [];
