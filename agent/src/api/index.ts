@@ -1,5 +1,5 @@
-// The node API schema: loads every agent/api/**/*.proto once with protobufjs and
-// turns message and service names into codecs and grpc-js service definitions.
+// The node API schema: the method table read from agent/api/**/*.proto, and codecs
+// that protobufjs builds for a package's files the first time one of its messages is used.
 //
 // One conversion convention everywhere (callers rely on it): snake_case field
 // names exactly as in the protos, enums as numbers, 64-bit integers as numbers,
@@ -9,7 +9,10 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import protobuf from "protobufjs";
-import { InvalidInputError, NotFoundError } from "../errors.js";
+import { BasaltError, describeError, InvalidInputError, NotFoundError } from "../errors.js";
+
+/** A file of agent/api that protobufjs cannot load (a broken image or proto directory). */
+export class ProtoLoadError extends BasaltError {}
 
 /** One RPC of a service we know, as seen on the wire. */
 export interface MethodInfo {
@@ -120,23 +123,118 @@ const timestampWrapper = {
 };
 protobuf.wrappers[".google.protobuf.Timestamp"] = timestampWrapper;
 
-let root: protobuf.Root | undefined;
+/** One .proto file of agent/api as read from its text: its package, imports and services, nothing parsed by protobufjs. */
+interface ProtoFileSummary {
+  file: string;
+  pkg: string;
+  imports: string[];
+  methods: MethodInfo[];
+}
 
-/** Every message, enum and service of agent/api, loaded on first use and kept. */
-export function apiRoot(): protobuf.Root {
-  if (root) return root;
+/** The files and method table, read once from the proto text (a few regular expressions over ~80 KB). */
+interface ProtoIndex {
+  files: ProtoFileSummary[];
+  /** Package -> its files, longest package first when looked up by prefix. */
+  packages: Map<string, string[]>;
+  methods: MethodInfo[];
+}
+
+let index: ProtoIndex | undefined;
+
+function requireProtoDir(): void {
   if (!isProtoDir(protoDir)) {
     throw new NotFoundError(`API proto directory not found (set BASALT_PROTO_DIR); looked in ${located.searched.join(", ")}`, {
       protoDir,
     });
   }
-  const r = new protobuf.Root();
-  // Imports are written relative to the proto directory; google/protobuf/* come bundled with protobufjs.
-  r.resolvePath = (_origin, target) => (path.isAbsolute(target) ? target : path.join(protoDir, target));
-  r.loadSync(listProtos(protoDir), { keepCase: true });
-  r.resolveAll();
-  root = r;
-  return r;
+}
+
+const withoutComments = (text: string) => text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/\/\/[^\n]*/g, "");
+
+/** A type named in an rpc declaration, fully qualified: a dotted name is already (our protos write them so), a bare one is the file's package's. */
+const qualify = (pkg: string, name: string) => (name.includes(".") ? name.replace(/^\./, "") : `${pkg}.${name}`);
+
+function summarize(file: string): ProtoFileSummary {
+  const text = withoutComments(fs.readFileSync(path.join(protoDir, file), "utf8"));
+  const pkg = /^\s*package\s+([\w.]+)\s*;/m.exec(text)?.[1] ?? "";
+  const imports = [...text.matchAll(/^\s*import\s+(?:public\s+|weak\s+)?"([^"]+)"\s*;/gm)].map((m) => m[1]!);
+  const methods: MethodInfo[] = [];
+  for (const svc of text.matchAll(/\bservice\s+(\w+)\s*\{([^}]*)\}/g)) {
+    const service = pkg ? `${pkg}.${svc[1]}` : svc[1]!;
+    for (const rpc of svc[2]!.matchAll(/\brpc\s+(\w+)\s*\(\s*(stream\s+)?([\w.]+)\s*\)\s*returns\s*\(\s*(stream\s+)?([\w.]+)\s*\)/g)) {
+      methods.push({
+        service,
+        name: rpc[1]!,
+        path: `/${service}/${rpc[1]}`,
+        requestType: qualify(pkg, rpc[3]!),
+        responseType: qualify(pkg, rpc[5]!),
+        requestStream: rpc[2] !== undefined,
+        responseStream: rpc[4] !== undefined,
+      });
+    }
+  }
+  return { file, pkg, imports, methods };
+}
+
+function protoIndex(): ProtoIndex {
+  if (index) return index;
+  requireProtoDir();
+  const files = listProtos(protoDir).map(summarize);
+  const packages = new Map<string, string[]>();
+  for (const f of files) packages.set(f.pkg, [...(packages.get(f.pkg) ?? []), f.file]);
+  const methods = files
+    .flatMap((f) => f.methods)
+    // By code point: localeCompare would load ICU's collation data at start for ASCII names.
+    .sort((a, b) => (a.service < b.service ? -1 : a.service > b.service ? 1 : 0));
+  index = { files, packages, methods };
+  return index;
+}
+
+// One root that grows by package: a process parses only the files whose messages it encodes or decodes (machined's
+// start registers every service from the method table alone). Parsing and building all of agent/api took 2.4 s of a
+// node's start under emulation (issue 16).
+const root = new protobuf.Root();
+// Imports are written relative to the proto directory; google/protobuf/* come bundled with protobufjs.
+root.resolvePath = (_origin, target) => (path.isAbsolute(target) ? target : path.join(protoDir, target));
+
+function load(files: string[]): void {
+  const fresh = files.filter((f) => !root.files.includes(path.join(protoDir, f)));
+  if (fresh.length === 0) return;
+  try {
+    root.loadSync(fresh, { keepCase: true });
+    root.resolveAll();
+  } catch (err) {
+    throw new ProtoLoadError(`cannot load ${fresh.join(", ")} from ${protoDir}: ${describeError(err)}`, { files: fresh, protoDir }, { cause: err });
+  }
+}
+
+/** Loads the files of the package `fullName` lives in (the longest package that prefixes it). */
+function loadFor(fullName: string): void {
+  const name = fullName.replace(/^\./, "");
+  const { packages, files } = protoIndex();
+  if (name.startsWith("google.protobuf.")) {
+    // protobufjs's bundled well-known types: the ones our files import.
+    const wellKnown = [...new Set(files.flatMap((f) => f.imports).filter((i) => i.startsWith("google/protobuf/")))];
+    const fresh = wellKnown.filter((f) => !root.files.includes(f));
+    if (fresh.length > 0) root.loadSync(fresh, { keepCase: true });
+    return;
+  }
+  let best: string | undefined;
+  for (const pkg of packages.keys()) {
+    if ((name === pkg || name.startsWith(pkg + ".")) && (best === undefined || pkg.length > best.length)) best = pkg;
+  }
+  if (best !== undefined) load(packages.get(best)!);
+}
+
+function lookupIn(fullName: string): protobuf.ReflectionObject | null {
+  const name = fullName.replace(/^\./, "");
+  return root.lookup(name) ?? (loadFor(name), root.lookup(name));
+}
+
+/** Every message, enum and service of agent/api (all files loaded). */
+export function apiRoot(): protobuf.Root {
+  load(protoIndex().files.map((f) => f.file));
+  return root;
 }
 
 const typeCache = new Map<string, protobuf.Type>();
@@ -145,7 +243,7 @@ const typeCache = new Map<string, protobuf.Type>();
 export function lookupMessage(fullName: string): protobuf.Type {
   let t = typeCache.get(fullName);
   if (t) return t;
-  const found = apiRoot().lookup(fullName.replace(/^\./, ""));
+  const found = lookupIn(fullName);
   if (!(found instanceof protobuf.Type)) throw new NotFoundError(`unknown message type ${fullName}`, { type: fullName });
   t = found;
   typeCache.set(fullName, t);
@@ -182,23 +280,18 @@ export function decode(fullName: string, bytes: Uint8Array): Record<string, unkn
   return decodeWith(lookupMessage(fullName), bytes);
 }
 
-function lookupService(fullName: string): protobuf.Service {
-  const found = apiRoot().lookup(fullName.replace(/^\./, ""));
-  if (!(found instanceof protobuf.Service)) throw new NotFoundError(`unknown service ${fullName}`, { service: fullName });
-  return found;
+/** The methods of service `fullName`, from the method table; NotFoundError when it is not a service of agent/api. */
+function methodsOf(fullName: string): MethodInfo[] {
+  const name = fullName.replace(/^\./, "");
+  const methods = protoIndex().methods.filter((m) => m.service === name);
+  if (methods.length === 0) throw new NotFoundError(`unknown service ${fullName}`, { service: fullName });
+  return methods;
 }
 
-function methodsOf(service: protobuf.Service): { method: protobuf.Method; req: protobuf.Type; res: protobuf.Type; path: string }[] {
-  const name = service.fullName.slice(1);
-  return service.methodsArray.map((method) => {
-    method.resolve();
-    return {
-      method,
-      req: method.resolvedRequestType as protobuf.Type,
-      res: method.resolvedResponseType as protobuf.Type,
-      path: `/${name}/${method.name}`,
-    };
-  });
+/** A codec resolved on its first use, so defining a service parses nothing. */
+function lazyType(fullName: string): () => protobuf.Type {
+  let type: protobuf.Type | undefined;
+  return () => (type ??= lookupMessage(fullName));
 }
 
 const typedDefs = new Map<string, grpc.ServiceDefinition>();
@@ -209,15 +302,17 @@ export function serviceDefinition(fullName: string): grpc.ServiceDefinition {
   const cached = typedDefs.get(fullName);
   if (cached) return cached;
   const def: Record<string, grpc.MethodDefinition<object, Record<string, unknown>>> = {};
-  for (const { method, req, res, path: p } of methodsOf(lookupService(fullName))) {
-    def[method.name] = {
-      path: p,
-      requestStream: !!method.requestStream,
-      responseStream: !!method.responseStream,
-      requestSerialize: (value: object) => encodeWith(req, value),
-      requestDeserialize: (bytes: Buffer) => decodeWith(req, bytes),
-      responseSerialize: (value: object) => encodeWith(res, value),
-      responseDeserialize: (bytes: Buffer) => decodeWith(res, bytes),
+  for (const m of methodsOf(fullName)) {
+    const req = lazyType(m.requestType);
+    const res = lazyType(m.responseType);
+    def[m.name] = {
+      path: m.path,
+      requestStream: m.requestStream,
+      responseStream: m.responseStream,
+      requestSerialize: (value: object) => encodeWith(req(), value),
+      requestDeserialize: (bytes: Buffer) => decodeWith(req(), bytes),
+      responseSerialize: (value: object) => encodeWith(res(), value),
+      responseDeserialize: (bytes: Buffer) => decodeWith(res(), bytes),
     };
   }
   typedDefs.set(fullName, def);
@@ -231,11 +326,11 @@ export function rawServiceDefinition(fullName: string): grpc.ServiceDefinition {
   const cached = rawDefs.get(fullName);
   if (cached) return cached;
   const def: Record<string, grpc.MethodDefinition<Uint8Array, Buffer>> = {};
-  for (const { method, path: p } of methodsOf(lookupService(fullName))) {
-    def[method.name] = {
-      path: p,
-      requestStream: !!method.requestStream,
-      responseStream: !!method.responseStream,
+  for (const m of methodsOf(fullName)) {
+    def[m.name] = {
+      path: m.path,
+      requestStream: m.requestStream,
+      responseStream: m.responseStream,
       requestSerialize: passThrough,
       requestDeserialize: passThrough,
       responseSerialize: passThrough,
@@ -246,32 +341,7 @@ export function rawServiceDefinition(fullName: string): grpc.ServiceDefinition {
   return def;
 }
 
-function servicesIn(ns: protobuf.NamespaceBase): protobuf.Service[] {
-  const out: protobuf.Service[] = [];
-  for (const obj of ns.nestedArray) {
-    if (obj instanceof protobuf.Service) out.push(obj);
-    else if (obj instanceof protobuf.Namespace) out.push(...servicesIn(obj));
-  }
-  return out;
-}
-
-let methodList: MethodInfo[] | undefined;
-
 /** Every method of every service in agent/api, services sorted by name, methods in declaration order. */
 export function allMethods(): MethodInfo[] {
-  if (!methodList) {
-    const services = servicesIn(apiRoot()).sort((a, b) => a.fullName.localeCompare(b.fullName));
-    methodList = services.flatMap((svc) =>
-      methodsOf(svc).map(({ method, req, res, path: p }) => ({
-        service: svc.fullName.slice(1),
-        name: method.name,
-        path: p,
-        requestType: req.fullName.slice(1),
-        responseType: res.fullName.slice(1),
-        requestStream: !!method.requestStream,
-        responseStream: !!method.responseStream,
-      })),
-    );
-  }
-  return methodList.map((m) => ({ ...m }));
+  return protoIndex().methods.map((m) => ({ ...m }));
 }

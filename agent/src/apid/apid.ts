@@ -5,7 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { allMethods } from "../api/index.js";
 import { describeError } from "../errors.js";
-import { runtimeClient, watchResource } from "../grpc/resource-watch.js";
+import { cosiFeed, type ResourceFeed } from "../grpc/resource-watch.js";
 import { bindServer, drainAndClose } from "../grpc/server.js";
 import { logger } from "../log.js";
 import { hostnameStatusDefinition, HostnameStatusId, HostnameStatusType, NETWORK_NAMESPACE, nodeAddressDefinition, NodeAddressIds, NodeAddressType } from "../resources/catalog/network.js";
@@ -39,6 +39,8 @@ export interface ApidOptions {
   apidSocket?: string;
   /** Deadline for one node of a fan-out. */
   perTargetTimeoutMs?: number;
+  /** Where the certificates and names are read: machined's COSI API on its socket unless given (apid inside machined reads its state). */
+  resources?: ResourceFeed;
   signal: AbortSignal;
 }
 
@@ -55,7 +57,7 @@ interface PemPair {
  */
 export async function runApid(opts: ApidOptions): Promise<void> {
   const target = `unix:${opts.machinedSocket}`;
-  const cosi = runtimeClient(opts.machinedSocket);
+  const resources = opts.resources ?? cosiFeed(opts.machinedSocket, log);
   const methods: ProxiedMethod[] = allMethods().map((m) => ({ path: m.path, requestStream: m.requestStream, responseStream: m.responseStream }));
   const remotes = new RemoteBackends();
   const machinedSession = new BackendSession("machined", () => net.connect(opts.machinedSocket));
@@ -118,7 +120,7 @@ export async function runApid(opts: ApidOptions): Promise<void> {
   };
   opts.signal.addEventListener("abort", () => clearTimeout(retry), { once: true });
 
-  watchResource(cosi.client, { namespace: SECRETS_NAMESPACE, type: ApiCertificatesType, id: ApiCertificatesId, specType: apiCertsDefinition.protoSpecType }, opts.signal, log, (spec) => {
+  resources.follow({ namespace: SECRETS_NAMESPACE, type: ApiCertificatesType, id: ApiCertificatesId, definition: apiCertsDefinition }, opts.signal, (spec) => {
     apiCerts = spec
       ? { server: (spec["server"] ?? {}) as PemPair, acceptedCAs: ((spec["accepted_c_as"] ?? []) as { crt?: Buffer }[]).map((c) => c.crt?.toString() ?? "").filter(Boolean) }
       : undefined;
@@ -127,14 +129,14 @@ export async function runApid(opts: ApidOptions): Promise<void> {
     remotes.setIdentity(apiCerts && client.crt?.length && client.key?.length ? { crt: client.crt.toString(), key: client.key.toString(), acceptedCAs: apiCerts.acceptedCAs } : undefined);
     schedule();
   });
-  watchResource(cosi.client, { namespace: SECRETS_NAMESPACE, type: MaintenanceServiceCertificatesType, id: MaintenanceServiceCertificatesId, specType: maintenanceServiceCertsDefinition.protoSpecType }, opts.signal, log, (spec) => {
+  resources.follow({ namespace: SECRETS_NAMESPACE, type: MaintenanceServiceCertificatesType, id: MaintenanceServiceCertificatesId, definition: maintenanceServiceCertsDefinition }, opts.signal, (spec) => {
     maintenanceCert = spec ? ((spec["server"] ?? {}) as PemPair) : undefined;
     schedule();
   });
-  watchResource(cosi.client, { namespace: NETWORK_NAMESPACE, type: HostnameStatusType, id: HostnameStatusId, specType: hostnameStatusDefinition.protoSpecType }, opts.signal, log, (spec) => {
+  resources.follow({ namespace: NETWORK_NAMESPACE, type: HostnameStatusType, id: HostnameStatusId, definition: hostnameStatusDefinition }, opts.signal, (spec) => {
     self.update({ hostname: String(spec?.["hostname"] ?? ""), domainname: String(spec?.["domainname"] ?? "") });
   });
-  watchResource(cosi.client, { namespace: NETWORK_NAMESPACE, type: NodeAddressType, id: NodeAddressIds.current, specType: nodeAddressDefinition.protoSpecType }, opts.signal, log, (spec) => {
+  resources.follow({ namespace: NETWORK_NAMESPACE, type: NodeAddressType, id: NodeAddressIds.current, definition: nodeAddressDefinition }, opts.signal, (spec) => {
     self.update({ addresses: addressesFromProto(spec?.["addresses"]) });
   });
 
@@ -155,7 +157,7 @@ export async function runApid(opts: ApidOptions): Promise<void> {
   await shutdown(proxy);
   await rm(proxyDir, { recursive: true, force: true });
   remotes.close();
-  cosi.close();
+  resources.close();
 }
 
 function listenHost(listen: string): string {

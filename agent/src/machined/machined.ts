@@ -21,6 +21,7 @@ import { ControllerRuntime, type Controller } from "../resources/controller-runt
 import type { ResourceDefinitionInput } from "../resources/definitions.js";
 import { ResourceState } from "../resources/state.js";
 import { runApid } from "../apid/apid.js";
+import { stateFeed } from "../grpc/resource-watch.js";
 import type { ProcessSpec } from "../services/process-runner.js";
 import { splitListen } from "../services/readiness.js";
 import { Supervisor } from "../services/supervisor.js";
@@ -456,7 +457,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     // runs inside machined: the node answers without starting a second Node runtime first (17 s of a
     // 75 s boot under TCG) and idles in one process. A configuration brings apid up as its own process.
     const run = opts.apid.inProcess || maintenance
-      ? { inProcess: (signal: AbortSignal) => runApid({ listen: opts.apid.listen, machinedSocket: paths.machinedSocket, apidSocket: paths.apidSocket, enableRbac: features.rbac, checkExtKeyUsage: features.checkExtKeyUsage, signal }) }
+      ? { inProcess: (signal: AbortSignal) => runApid({ listen: opts.apid.listen, machinedSocket: paths.machinedSocket, apidSocket: paths.apidSocket, enableRbac: features.rbac, checkExtKeyUsage: features.checkExtKeyUsage, resources: stateFeed(state), signal }) }
       : { process: opts.apid.spec([`--enable-rbac=${features.rbac}`, `--check-ext-key-usage=${features.checkExtKeyUsage}`], userEnvironment(opts.cmdline, activeConfig.get())) };
     return apidDefinition({ state, listen: opts.apid.listen, maintenance, run });
   };

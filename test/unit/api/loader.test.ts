@@ -260,3 +260,25 @@ test("BASALT_PROTO_DIR overrides the search, and a wrong one is reported plainly
     fs.rmSync(empty, { recursive: true, force: true });
   }
 });
+
+test("services come from the method table; a package's files are parsed when one of its messages is first used", (t) => {
+  // A copy of agent/api whose network definitions do not parse: only a process that reads them fails.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "basalt-lazyapi-"));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  fs.cpSync(protoDir, dir, { recursive: true });
+  fs.appendFileSync(path.join(dir, "resource", "definitions", "network", "network.proto"), "\nmessage Broken {\n");
+  const loader = path.join(repoRoot, "dist", "agent", "src", "api", "index.js");
+  const script = `import(${JSON.stringify(loader)}).then((api) => {
+    const out = { services: ${JSON.stringify(SERVICES)}.map((s) => Object.keys(api.serviceDefinition(s)).length), methods: api.allMethods().length };
+    out.disks = api.encode("storage.DisksResponse", { messages: [{ disks: [{ size: 1 }] }] }).length;
+    try { api.encode("talos.resource.definitions.network.NodeAddressSpec", {}); out.network = "parsed"; } catch (e) { out.network = e.name; }
+    console.log(JSON.stringify(out));
+  });`;
+  const out = JSON.parse(execFileSync(process.execPath, ["--input-type=module", "-e", script], { env: { ...process.env, BASALT_PROTO_DIR: dir }, encoding: "utf8" }));
+  assert.deepEqual(out, {
+    services: SERVICES.map((s) => allMethods().filter((m) => m.service === s).length),
+    methods: allMethods().length,
+    disks: encode("storage.DisksResponse", { messages: [{ disks: [{ size: 1 }] }] }).length,
+    network: "ProtoLoadError",
+  });
+});

@@ -58,3 +58,16 @@ test("tail options: the last n, all kept, after an id, with_actor_id", async () 
   call.cancel();
   await done;
 });
+
+test("a payload is encoded when a follower reads it, once, to the bytes its message type gives", async () => {
+  const { decode } = await import("../../../../agent/src/api/index.js");
+  const bus = new EventBus();
+  // error must be a message: encoding this throws, so publishing must not encode.
+  bus.publish("machine.SequenceEvent", { sequence: "boot", error: "not a message" });
+  const [bad] = bus.backlog({ tailEvents: -1 });
+  assert.throws(() => bad!.payload);
+  bus.publish("machine.TaskEvent", { task: "t", action: 1 });
+  const good = bus.backlog({ tailEvents: 1 })[0]!;
+  assert.equal(good.payload, good.payload, "encoded once and kept");
+  assert.deepEqual(decode("machine.TaskEvent", good.payload), { task: "t", action: 1 });
+});
