@@ -1,6 +1,8 @@
+import net from "node:net";
 import tls from "node:tls";
 import { tlsConnectOptions, withPort } from "../grpc/tls-target.js";
 import { BackendSession } from "./raw-relay.js";
+import type { KeepalivePolicy } from "./session-keepalive.js";
 
 /** apid's own client identity for forwarding (ApiCertificates.client, O=os:impersonator). */
 export interface ForwardingIdentity {
@@ -10,10 +12,32 @@ export interface ForwardingIdentity {
   acceptedCAs: string[];
 }
 
-// A node that went away is noticed while its calls are open, and the next call connects afresh (as grpc-js's channels did).
-const keepalive = { timeMs: 30_000, timeoutMs: 10_000 };
-// grpc-js's bound on one connection attempt: a node that accepts and never completes TLS fails its calls.
-const connectTimeoutMs = 20_000;
+/** How the sessions to other nodes' apid are kept. */
+export interface RemoteSessionOptions {
+  /** HTTP/2 keepalive pings while calls are open; none when absent. */
+  keepalive?: KeepalivePolicy;
+  /** The bound on one connection attempt (TLS included). */
+  connectTimeoutMs: number;
+}
+
+/**
+ * As Talos's apid dials other nodes' apid (internal/app/apid/pkg/backend/apid.go, grpc-go 1.63): no keepalive
+ * parameters, so no HTTP/2 pings at all, and a connection attempt bounded at 20 s (MinConnectTimeout). Its
+ * apid serves with grpc-go's default enforcement (pkg/grpc/factory sets none): a client pinging less than
+ * 5 minutes after its last ping, three times running while the server has sent nothing, gets GOAWAY
+ * ENHANCE_YOUR_CALM "too_many_pings" and loses the connection with every call on it (a quiet `logs -f`).
+ * A node that went away is noticed by TCP keepalive, on as grpc-go's dialer turns it on (see `connectTo`).
+ */
+export const remoteSessionOptions: RemoteSessionOptions = { connectTimeoutMs: 20_000 };
+
+/**
+ * A TLS connection over a TCP socket with SO_KEEPALIVE and the kernel's own times (net.ipv4.tcp_keepalive_*:
+ * on a node 600 s idle, then 9 probes 60 s apart, as Talos sets them), as grpc-go's dialer makes it.
+ * (tls.connect's own socket would get no keepalive; setKeepAlive would set libuv's times, not the kernel's.)
+ */
+function connectTo(options: tls.ConnectionOptions & { host: string; port: number }): tls.TLSSocket {
+  return tls.connect({ ...options, socket: net.connect({ host: options.host, port: options.port, keepAlive: true }) });
+}
 
 /**
  * One HTTP/2 session per other node's apid, over mutual TLS, reused across calls. Sessions are made
@@ -23,6 +47,8 @@ const connectTimeoutMs = 20_000;
 export class RemoteBackends {
   private identity: ForwardingIdentity | undefined;
   private readonly sessions = new Map<string, BackendSession>();
+
+  constructor(private readonly options: RemoteSessionOptions = remoteSessionOptions) {}
 
   /** Whether this apid can forward at all (workers have no client certificate). */
   get canForward(): boolean {
@@ -44,7 +70,7 @@ export class RemoteBackends {
     if (!s) {
       const { crt, key, acceptedCAs } = this.identity;
       const options = tlsConnectOptions(address, { kind: "mtls", ca: acceptedCAs.join("\n"), crt, key });
-      s = new BackendSession(address, () => tls.connect(options), { authority: `https://${address}`, keepalive, connectTimeoutMs });
+      s = new BackendSession(address, () => connectTo(options), { ...this.options, authority: `https://${address}` });
       this.sessions.set(address, s);
     }
     return s;

@@ -86,13 +86,19 @@ function framed(message: Buffer): Buffer {
   return Buffer.concat([prefix, message]);
 }
 
+/** The request headers of a call on `path` carrying `metadata`, as grpc-js's client sends them. */
+export function callHeaders(path: string, metadata: grpc.Metadata): OutgoingHttpHeaders {
+  return { ...metadata.toHttp2Headers(), ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers" };
+}
+
 /**
- * Calls `path` on the backend and reads its replies as frames; the request messages go through `requests`.
- * A backend that cannot be reached, or resets the stream before its status, ends the call with the status
- * grpc-js's client would report (UNAVAILABLE when never reached). A message the backend compressed is
- * refused with INTERNAL: apid asks for none (no grpc-accept-encoding).
+ * Opens a call on the backend with `headers` (`callHeaders`' or the caller's own, as apid's listener passes
+ * them on) and reads its replies as frames; the request messages go through `requests`. A finite `deadline`
+ * is sent as grpc-timeout and kept here too. A backend that cannot be reached, or resets the stream before
+ * its status, ends the call with the status grpc-js's client would report (UNAVAILABLE when never reached).
+ * A message the backend compressed is refused with INTERNAL: apid asks for none (no grpc-accept-encoding).
  */
-export function openFrameCall(backend: BackendSession, path: string, metadata: grpc.Metadata, deadline: grpc.Deadline): FrameCall {
+export function openFrameCall(backend: BackendSession, headers: OutgoingHttpHeaders, deadline: grpc.Deadline): FrameCall {
   const backendName = backend.name;
   let messageListener: (message: Buffer) => void = () => {};
   let overListener: (status: grpc.StatusObject) => void = () => {};
@@ -106,9 +112,11 @@ export function openFrameCall(backend: BackendSession, path: string, metadata: g
   };
   const failed = (code: grpc.status, details: string) => finish({ code, details, metadata: new grpc.Metadata() });
 
-  const headers = { ...metadata.toHttp2Headers(), ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers" };
+  // The replies are read here, so they must come uncompressed.
+  const sent: OutgoingHttpHeaders = { ...headers };
+  delete sent["grpc-accept-encoding"];
   const timeout = timeoutHeader(deadline);
-  const up = requestOn(backend, timeout ? { ...headers, "grpc-timeout": timeout } : headers, (err) =>
+  const up = requestOn(backend, timeout ? { ...sent, "grpc-timeout": timeout } : sent, (err) =>
     queueMicrotask(() => failed(grpc.status.UNAVAILABLE, unreachableDetails(backend, err))),
   );
   if (up) {
@@ -211,8 +219,50 @@ function timeoutMs(deadline: grpc.Deadline): number {
 
 /** Calls a server-streaming `path` on the backend with one request message and reads its replies as frames. */
 export function openFrameStream(backend: BackendSession, path: string, metadata: grpc.Metadata, request: Buffer, deadline: grpc.Deadline): MessageSource {
-  const call = openFrameCall(backend, path, metadata, deadline);
+  const call = openFrameCall(backend, callHeaders(path, metadata), deadline);
   call.requests.write(request);
   call.requests.end();
   return call.replies;
+}
+
+/** A backend call that ended with a status other than OK (or OK without the one message a unary call answers). */
+export class CallStatusError extends Error implements grpc.StatusObject {
+  readonly code: grpc.status;
+  readonly details: string;
+  readonly metadata: grpc.Metadata;
+
+  constructor(status: Pick<grpc.StatusObject, "code" | "details"> & { metadata?: grpc.Metadata }) {
+    super(status.details);
+    this.name = "CallStatusError";
+    this.code = status.code;
+    this.details = status.details;
+    this.metadata = status.metadata ?? new grpc.Metadata();
+  }
+}
+
+/** The one reply message of a call whose requests were sent, or its status as a CallStatusError; its cancel sits in `cancels` while it runs. */
+export function oneReply(backend: BackendSession, replies: MessageSource, cancels?: Set<() => void>): Promise<Buffer> {
+  const cancel = () => replies.cancel();
+  cancels?.add(cancel);
+  return new Promise<Buffer>((resolve, reject) => {
+    let reply: Buffer | undefined;
+    replies.onMessage((m) => void (reply ??= m));
+    replies.whenOver((st) => {
+      cancels?.delete(cancel);
+      if (st.code !== grpc.status.OK) reject(new CallStatusError(st));
+      else if (reply === undefined) reject(new CallStatusError({ code: grpc.status.INTERNAL, details: `${backend.name} answered without a message` }));
+      else resolve(reply);
+    });
+  });
+}
+
+/**
+ * One unary call as frames: `message` sent with `headers` (see openFrameCall), the reply message read whole.
+ * apid's listener and its proxy both make their unary legs with it.
+ */
+export function unaryFrameCall(backend: BackendSession, headers: OutgoingHttpHeaders, message: Buffer, deadline: grpc.Deadline, cancels?: Set<() => void>): Promise<Buffer> {
+  const call = openFrameCall(backend, headers, deadline);
+  call.requests.write(message);
+  call.requests.end();
+  return oneReply(backend, call.replies, cancels);
 }

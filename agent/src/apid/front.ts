@@ -16,8 +16,9 @@ import { listenerKey, roleKey } from "../grpc/metadata.js";
 import { MAX_MESSAGE_BYTES } from "../grpc/limits.js";
 import { replyDeliveryKey, replyTrackedPaths } from "../grpc/reply-delivery.js";
 import { authenticatePeer, tlsOptions, type ListenerMode } from "./credentials.js";
-import { asStatus, forwardedMetadata, mergedReplies, route, unaryBytes, type Caller, type Leg, type ProxiedMethod, type Route } from "./proxy.js";
-import { answerUnary, BackendSession, BodyTooLargeError, firstMessage, readRequest, relayCall, replyStatus, timeoutMs, unaryExchange } from "./raw-relay.js";
+import { callHeaders, CallStatusError, unaryFrameCall } from "./frame-stream.js";
+import { asStatus, forwardedMetadata, mergedReplies, route, type Caller, type Leg, type ProxiedMethod, type Route } from "./proxy.js";
+import { answerUnary, BackendSession, BodyTooLargeError, firstMessage, readRequest, relayCall, replyStatus, timeoutMs } from "./raw-relay.js";
 import { reportWhenDelivered } from "./reply-delivery.js";
 
 const log = logger("apid");
@@ -206,23 +207,16 @@ export class ApiFront {
     const legMs = r.kind === "many" ? Math.min(own ?? cap, cap) : own;
     const cancels = new Set<() => void>();
     stream.once("close", () => cancels.forEach((c) => c()));
+    // machined gets the caller's headers as they came (less routing); another node's apid, the proxy's metadata.
     const localHeaders = withToken(forwardedHeaders(headers, [...ownKeys, ...routingKeys], caller));
-    if (legMs !== undefined) localHeaders["grpc-timeout"] = `${Math.ceil(legMs)}m`;
     const callerMetadata = grpc.Metadata.fromHttp2Headers(headers);
     for (const k of ownKeys) callerMetadata.remove(k);
     const send = (leg: Leg<Destination>): Promise<Buffer> => {
-      if (stream.closed) return Promise.reject(Object.assign(new Error("cancelled"), { code: grpc.status.CANCELLED, details: "the caller went away" }));
-      if (leg.client === "machined") {
-        const x = unaryExchange(this.opts.machined, localHeaders, body);
-        cancels.add(x.cancel);
-        return x.outcome.then((o) => {
-          cancels.delete(x.cancel);
-          if (o.message) return o.message;
-          throw Object.assign(new Error(o.details), { code: o.code, details: o.details });
-        });
-      }
+      if (stream.closed) return Promise.reject(new CallStatusError({ code: grpc.status.CANCELLED, details: "the caller went away" }));
+      const deadline = legMs === undefined ? Infinity : Date.now() + legMs;
+      if (leg.client === "machined") return unaryFrameCall(this.opts.machined, localHeaders, message, deadline, cancels);
       const md = forwardedMetadata(callerMetadata, caller, true, headers[":authority"]);
-      return unaryBytes(leg.client, path, message, md, legMs === undefined ? Infinity : Date.now() + legMs, cancels);
+      return unaryFrameCall(leg.client, callHeaders(path, md), message, deadline, cancels);
     };
     const reply = r.kind === "one" ? send(r.leg) : mergedReplies(r.legs, send, this.opts.maxConcurrentTargets ?? 16);
     await reply.then(

@@ -4,7 +4,7 @@ import { describeError } from "../errors.js";
 import { listenerKey, roleKey } from "../grpc/metadata.js";
 import { boundedStatusMessage } from "../grpc/status.js";
 import { messageSizeOptions } from "../grpc/limits.js";
-import { openFrameCall, openFrameStream, type MessageSource, type RequestSink } from "./frame-stream.js";
+import { callHeaders, oneReply, openFrameCall, openFrameStream, unaryFrameCall, type MessageSource, type RequestSink } from "./frame-stream.js";
 import type { BackendSession } from "./raw-relay.js";
 import { replyDeliveryInterceptor } from "./reply-delivery.js";
 import { encodeMetadataMessage, failedNodeReply, tagStreamMessage, tagUnaryReply } from "../grpc/aggregate.js";
@@ -48,11 +48,6 @@ export interface ProxyOptions {
 }
 
 const identity = (b: Buffer): Buffer => b;
-// One request message: what a unary or server-streaming call sends.
-const sendOne = (requests: RequestSink, message: Buffer) => {
-  requests.write(message);
-  requests.end();
-};
 
 /** A destination of one call: this node's machined, or another node's apid; `tag` is the hostname appended in a fan-out. */
 export interface Leg<C> {
@@ -191,29 +186,6 @@ export async function mergedReplies<C>(legs: Leg<C>[], send: (leg: Leg<C>) => Pr
   return Buffer.concat(await bounded(perLeg, limit));
 }
 
-/** The one reply message of a call whose requests were sent, or its failure as an error; its cancel sits in `cancels` while it runs. */
-function oneReply(backend: BackendSession, replies: MessageSource, cancels?: Set<() => void>): Promise<Buffer> {
-  const cancel = () => replies.cancel();
-  cancels?.add(cancel);
-  return new Promise<Buffer>((resolve, reject) => {
-    let reply: Buffer | undefined;
-    replies.onMessage((m) => void (reply ??= m));
-    replies.whenOver((st) => {
-      cancels?.delete(cancel);
-      if (st.code !== grpc.status.OK) reject(asError(st));
-      else if (reply === undefined) reject(asError({ code: grpc.status.INTERNAL, details: `${backend.name} answered without a message` }));
-      else resolve(reply);
-    });
-  });
-}
-
-/** One unary call of raw message bytes, read as frames; its cancel sits in `cancels` while it runs. */
-export function unaryBytes(backend: BackendSession, path: string, message: Buffer, md: grpc.Metadata, deadline: grpc.Deadline, cancels: Set<() => void>): Promise<Buffer> {
-  const call = openFrameCall(backend, path, md, deadline);
-  sendOne(call.requests, message);
-  return oneReply(backend, call.replies, cancels);
-}
-
 function deadlineOf(call: SurfaceCall, capMs?: number): grpc.Deadline {
   const own = call.getDeadline();
   const ownMs = own instanceof Date ? own.getTime() : own;
@@ -265,7 +237,7 @@ function unary(m: ProxiedMethod, opts: ProxyOptions): grpc.handleUnaryCall<Buffe
     call.on("cancelled", () => {
       for (const c of cancels) c();
     });
-    const send = (leg: Leg<BackendSession>, deadline: grpc.Deadline) => unaryBytes(leg.client, m.path, call.request, callMetadata(call, caller, leg), deadline, cancels);
+    const send = (leg: Leg<BackendSession>, deadline: grpc.Deadline) => unaryFrameCall(leg.client, callHeaders(m.path, callMetadata(call, caller, leg)), call.request, deadline, cancels);
     if (a.route.kind === "one") {
       send(a.route.leg, deadlineOf(call)).then((resp) => callback(null, resp), (err) => callback(asError(asStatus(err))));
       return;
@@ -363,7 +335,7 @@ function clientStream(m: ProxiedMethod, opts: ProxyOptions): grpc.handleClientSt
       return callback(asError(a.route.kind === "error" ? a.route.error : { code: grpc.status.INVALID_ARGUMENT, details: "client streaming methods are proxied one-to-one only" }));
     }
     const leg = a.route.leg;
-    const up = openFrameCall(leg.client, m.path, callMetadata(call, a.caller, leg), deadlineOf(call));
+    const up = openFrameCall(leg.client, callHeaders(m.path, callMetadata(call, a.caller, leg)), deadlineOf(call));
     oneReply(leg.client, up.replies).then((resp) => callback(null, resp), (err: unknown) => callback(asError(asStatus(err))));
     relayRequests(call, up.requests, up.replies);
   };
@@ -378,7 +350,7 @@ function bidi(m: ProxiedMethod, opts: ProxyOptions): grpc.handleBidiStreamingCal
       return fail(a.route.kind === "error" ? a.route.error : { code: grpc.status.INVALID_ARGUMENT, details: "bidirectional methods are proxied one-to-one only" });
     }
     const leg = a.route.leg;
-    const up = openFrameCall(leg.client, m.path, callMetadata(call, a.caller, leg), deadlineOf(call));
+    const up = openFrameCall(leg.client, callHeaders(m.path, callMetadata(call, a.caller, leg)), deadlineOf(call));
     relayStream(up.replies, call, undefined, (st) => (st ? fail(st) : call.end()));
     relayRequests(call, up.requests, up.replies);
   };

@@ -226,13 +226,6 @@ export function relayCall(front: ServerHttp2Stream, headers: OutgoingHttpHeaders
   });
 }
 
-/** A backend's answer to a unary call: its one message when the status is OK. */
-export interface UnaryOutcome {
-  code: grpc.status;
-  details: string;
-  message?: Buffer;
-}
-
 /** grpc-timeout's value in milliseconds ("<digits><unit>"); undefined when absent or malformed. */
 export function timeoutMs(value: OutgoingHttpHeaders[string]): number | undefined {
   const m = /^(\d{1,8})([HMSmun])$/.exec(String(value ?? ""));
@@ -274,62 +267,6 @@ export function readRequest(front: ServerHttp2Stream, limit: number): Promise<Bu
     front.once("end", () => resolve(Buffer.concat(chunks)));
     front.once("close", () => reject(new Error("the caller went away")));
   });
-}
-
-/** One unary call to a backend with the request read already: its outcome, and a way to cancel it. */
-export interface Exchange {
-  outcome: Promise<UnaryOutcome>;
-  cancel(): void;
-}
-
-/**
- * Sends `body` (a request's gRPC frames) to `backend` with `headers` and reads the reply whole; an
- * unreachable backend or a stream reset before any status becomes the status grpc-js's client would report.
- */
-export function unaryExchange(backend: BackendSession, headers: OutgoingHttpHeaders, body: Buffer): Exchange {
-  const backendName = backend.name;
-  // The reply is read here, so it must come uncompressed.
-  const out: OutgoingHttpHeaders = { ...headers };
-  delete out["grpc-accept-encoding"];
-  let up: ClientHttp2Stream;
-  try {
-    up = backend.request(out);
-  } catch (err) {
-    return { outcome: Promise.resolve({ code: grpc.status.UNAVAILABLE, details: unreachableDetails(backend, err) }), cancel: () => {} };
-  }
-  const outcome = new Promise<UnaryOutcome>((resolve) => {
-    const chunks: Buffer[] = [];
-    let status: IncomingHttpHeaders | undefined;
-    let upError: Error | undefined;
-    up.on("response", (h) => {
-      if (h["grpc-status"] !== undefined) status = h;
-    });
-    up.on("trailers", (t) => {
-      status = t;
-    });
-    up.on("data", (b: Buffer) => chunks.push(b));
-    up.on("error", (err) => {
-      upError = err;
-    });
-    up.on("close", () => {
-      if (!status) {
-        resolve({ code: up.rstCode ? statusOfReset(up.rstCode) : grpc.status.UNAVAILABLE, details: closedDetails(backendName, upError, up.rstCode) });
-        return;
-      }
-      const code: grpc.status = Number(status["grpc-status"]);
-      const details = decodeURI(String(status["grpc-message"] ?? ""));
-      if (code !== grpc.status.OK) return resolve({ code, details });
-      const message = firstMessage(Buffer.concat(chunks));
-      resolve(message ? { code, details, message } : { code: grpc.status.INTERNAL, details: `${backendName} answered without a message` });
-    });
-  });
-  up.end(body);
-  return {
-    outcome,
-    cancel: () => {
-      if (!up.closed && !up.destroyed) up.close(NGHTTP2_CANCEL);
-    },
-  };
 }
 
 /** Answers a unary call with `message` and status OK (uncompressed). */

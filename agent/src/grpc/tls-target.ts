@@ -10,17 +10,28 @@ export type ClientCredentials =
   | { kind: "insecure" }
   | { kind: "mtls"; ca: string; crt: string; key: string; serverName?: string };
 
-export function withPort(endpoint: string): string {
-  if (/^\[.*\]:\d+$/.test(endpoint) || /^[^:\[\]]+:\d+$/.test(endpoint)) return endpoint;
-  if (endpoint.includes(":") && !endpoint.startsWith("[")) return `[${endpoint}]:50000`;
-  return `${endpoint}:50000`;
+/** apid's port: where an endpoint that names none is reached. */
+export const apidPort = 50000;
+
+/**
+ * The host and port of `address`: `host:port`, `[v6]:port`, or a host alone (a name, an IPv4 address,
+ * an IPv6 address bare or in brackets), which gets apid's port.
+ */
+export function splitHostPort(address: string): { host: string; port: number } {
+  const bracketed = /^\[([^\]]*)\](?::(\d+))?$/.exec(address);
+  if (bracketed) return { host: bracketed[1]!, port: bracketed[2] === undefined ? apidPort : Number(bracketed[2]) };
+  const colon = address.lastIndexOf(":");
+  // One colon before digits: host:port; more colons without brackets: an IPv6 address alone.
+  if (colon > 0 && address.indexOf(":") === colon && /^\d+$/.test(address.slice(colon + 1))) {
+    return { host: address.slice(0, colon), port: Number(address.slice(colon + 1)) };
+  }
+  return { host: address, port: apidPort };
 }
 
-
-/** The host of a host:port or [v6]:port address. */
-export function hostOf(address: string): string {
-  const colon = address.lastIndexOf(":");
-  return address.slice(0, colon).replace(/^\[|\]$/g, "");
+/** `endpoint` as host:port ([v6]:port), with apid's port unless it names one. */
+export function withPort(endpoint: string): string {
+  const { host, port } = splitHostPort(endpoint);
+  return `${host.includes(":") ? `[${host}]` : host}:${port}`;
 }
 
 /**
@@ -34,7 +45,7 @@ type MtlsCredentials = Extract<ClientCredentials, { kind: "mtls" }>;
 
 /** The name the server certificate must hold: `serverName` when given, else the endpoint's host. */
 function expectedIdentity(address: string, c: ClientCredentials): string {
-  return (c.kind === "mtls" ? c.serverName : undefined) ?? hostOf(address);
+  return (c.kind === "mtls" ? c.serverName : undefined) ?? splitHostPort(address).host;
 }
 
 /** Checks the server certificate against our identity, whatever name went out as SNI. */
@@ -64,12 +75,10 @@ export function tlsTarget(address: string, c: ClientCredentials): { creds: grpc.
  * tls.connect options for `address` over mTLS, HTTP/2 by ALPN: the same checks as tlsTarget's channel
  * (chain against `ca`, the server certificate naming the endpoint or `serverName`, the same SNI name).
  */
-export function tlsConnectOptions(address: string, c: MtlsCredentials): tls.ConnectionOptions {
+export function tlsConnectOptions(address: string, c: MtlsCredentials): tls.ConnectionOptions & { host: string; port: number } {
   const identity = expectedIdentity(address, c);
-  const colon = address.lastIndexOf(":");
   return {
-    host: hostOf(address),
-    port: Number(address.slice(colon + 1)),
+    ...splitHostPort(address),
     servername: net.isIP(identity) ? ipEndpointServerName : identity,
     ca: c.ca,
     cert: c.crt,
