@@ -2,6 +2,7 @@ import * as grpc from "@grpc/grpc-js";
 import { isIP } from "node:net";
 import { checkServerIdentity, type PeerCertificate } from "node:tls";
 import { serviceDefinition } from "../api/index.js";
+import { splitHostPort } from "../grpc/tls-target.js";
 import type { TrustdAttempt } from "../controllers/secrets/trustd-request.js";
 import { tokenKey } from "./service.js";
 
@@ -10,18 +11,13 @@ import { tokenKey } from "./service.js";
 // (RFC 2606), and the certificate is checked against the IP itself below.
 const ipServerName = "trustd.basalt.invalid";
 
-function hostOf(endpoint: string): string {
-  const i = endpoint.lastIndexOf(":");
-  return endpoint.slice(0, i).replace(/^\[|\]$/g, "");
-}
-
 /**
  * One Certificate call to trustd at `endpoint` (host:port): server-only TLS
  * verified against the OS CA certificate of this node's config, the machine
  * token in `token` metadata, ended by `signal` (the attempt's deadline).
  */
 export const callTrustd: TrustdAttempt = async (endpoint, req, signal) => {
-  const host = hostOf(endpoint);
+  const { host } = splitHostPort(endpoint);
   const options: grpc.ChannelOptions = isIP(host) ? { "grpc.ssl_target_name_override": ipServerName } : {};
   const creds = grpc.credentials.createSsl(Buffer.from(req.caPem), null, null, {
     checkServerIdentity: (_name: string, cert: PeerCertificate) => checkServerIdentity(host, cert),
