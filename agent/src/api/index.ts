@@ -134,7 +134,7 @@ interface ProtoFileSummary {
 /** The files and method table, read once from the proto text (a few regular expressions over ~80 KB). */
 interface ProtoIndex {
   files: ProtoFileSummary[];
-  /** Package -> its files, longest package first when looked up by prefix. */
+  /** Package -> its files (a name is looked up in the longest package that prefixes it). */
   packages: Map<string, string[]>;
   methods: MethodInfo[];
 }

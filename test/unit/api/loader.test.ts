@@ -148,6 +148,13 @@ test("unknown names and malformed bytes raise our error classes", () => {
   assert.throws(() => decode("machine.VersionResponse", Buffer.from([0x0a, 0x05, 0x01])), InvalidInputError);
 });
 
+test("every method's request and response type, as the method table names it, is a message of agent/api", () => {
+  for (const m of allMethods()) {
+    assert.equal(lookupMessage(m.requestType).fullName, `.${m.requestType}`, m.path);
+    assert.equal(lookupMessage(m.responseType).fullName, `.${m.responseType}`, m.path);
+  }
+});
+
 test("serviceDefinition: typed codecs per method, keyed by method name", () => {
   for (const service of SERVICES) {
     const def = serviceDefinition(service);
