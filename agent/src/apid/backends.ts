@@ -18,6 +18,8 @@ export interface RemoteSessionOptions {
   keepalive?: KeepalivePolicy;
   /** The bound on one connection attempt (TLS included). */
   connectTimeoutMs: number;
+  /** Receive windows, per stream and per session. */
+  windows?: { stream: number; session: number };
 }
 
 /**
@@ -27,8 +29,9 @@ export interface RemoteSessionOptions {
  * 5 minutes after its last ping, three times running while the server has sent nothing, gets GOAWAY
  * ENHANCE_YOUR_CALM "too_many_pings" and loses the connection with every call on it (a quiet `logs -f`).
  * A node that went away is noticed by TCP keepalive, on as grpc-go's dialer turns it on (see `connectTo`).
+ * Receive windows as Talos's dial sets them: 2 MiB per stream, 1 MiB for the connection (Node's are 64 KiB).
  */
-export const remoteSessionOptions: RemoteSessionOptions = { connectTimeoutMs: 20_000 };
+export const remoteSessionOptions: RemoteSessionOptions = { connectTimeoutMs: 20_000, windows: { stream: 65535 * 32, session: 65535 * 16 } };
 
 /**
  * A TLS connection over a TCP socket with SO_KEEPALIVE and the kernel's own times (net.ipv4.tcp_keepalive_*:

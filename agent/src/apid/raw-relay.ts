@@ -28,6 +28,8 @@ export interface BackendSessionOptions {
   authority?: string;
   /** Keepalive pings while calls are open, as grpc-js's channels send them; none when absent. */
   keepalive?: KeepalivePolicy;
+  /** Receive windows in bytes, per stream and for the whole session; Node's (64 KiB) when absent. */
+  windows?: { stream: number; session: number };
   /** How long connecting (TLS included) may take before the session fails, as grpc-js's channels bound it; unbounded when absent. */
   connectTimeoutMs?: number;
 }
@@ -57,7 +59,13 @@ export class BackendSession {
     const current = this.session;
     if (current && !current.closed && !current.destroyed) return current;
     // As grpc-js's server does: large replies (Read, support bundles) must not hit nghttp2's session memory cap.
-    const s = http2.connect(this.options.authority ?? "http://localhost", { createConnection: this.connect, maxSessionMemory: Number.MAX_SAFE_INTEGER });
+    const windows = this.options.windows;
+    const s = http2.connect(this.options.authority ?? "http://localhost", {
+      createConnection: this.connect,
+      maxSessionMemory: Number.MAX_SAFE_INTEGER,
+      ...(windows ? { settings: { initialWindowSize: windows.stream } } : {}),
+    });
+    if (windows) s.once("connect", () => s.setLocalWindowSize(windows.session));
     s.on("error", (err) => log.warn("backend session failed", { backend: this.name, error: describeError(err) }));
     s.on("close", () => {
       if (this.session === s) {
