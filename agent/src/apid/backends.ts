@@ -20,6 +20,8 @@ export interface RemoteSessionOptions {
   connectTimeoutMs: number;
   /** Receive windows, per stream and per session. */
   windows?: { stream: number; session: number };
+  /** How long a session with no call stays open. */
+  idleTimeoutMs?: number;
 }
 
 /**
@@ -29,9 +31,14 @@ export interface RemoteSessionOptions {
  * 5 minutes after its last ping, three times running while the server has sent nothing, gets GOAWAY
  * ENHANCE_YOUR_CALM "too_many_pings" and loses the connection with every call on it (a quiet `logs -f`).
  * A node that went away is noticed by TCP keepalive, on as grpc-go's dialer turns it on (see `connectTo`).
- * Receive windows as Talos's dial sets them: 2 MiB per stream, 1 MiB for the connection (Node's are 64 KiB).
+ * Receive windows as Talos's dial sets them: 2 MiB per stream, 1 MiB for the connection (Node's are 64 KiB); a
+ * connection with no call for 15 minutes is closed (its idle timeout, half its 30-minute GracefulShutdownTimeout).
  */
-export const remoteSessionOptions: RemoteSessionOptions = { connectTimeoutMs: 20_000, windows: { stream: 65535 * 32, session: 65535 * 16 } };
+export const remoteSessionOptions: RemoteSessionOptions = {
+  connectTimeoutMs: 20_000,
+  windows: { stream: 65535 * 32, session: 65535 * 16 },
+  idleTimeoutMs: 15 * 60_000,
+};
 
 /**
  * A TLS connection over a TCP socket with SO_KEEPALIVE and the kernel's own times (net.ipv4.tcp_keepalive_*:

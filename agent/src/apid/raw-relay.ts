@@ -30,6 +30,8 @@ export interface BackendSessionOptions {
   keepalive?: KeepalivePolicy;
   /** Receive windows in bytes, per stream and for the whole session; Node's (64 KiB) when absent. */
   windows?: { stream: number; session: number };
+  /** A session with no call open this long is closed, and the next call opens another (grpc-go's idle timeout); kept open when absent. */
+  idleTimeoutMs?: number;
   /** How long connecting (TLS included) may take before the session fails, as grpc-js's channels bound it; unbounded when absent. */
   connectTimeoutMs?: number;
 }
@@ -47,6 +49,9 @@ export class BackendSession {
   private session: ClientHttp2Session | undefined;
   private keepalive: SessionKeepalive | undefined;
   private closed = false;
+  /** Calls open on the current session, and the timer that closes it once there are none. */
+  private openCalls = 0;
+  private idleTimer: NodeJS.Timeout | undefined;
 
   constructor(
     readonly name: string,
@@ -76,6 +81,8 @@ export class BackendSession {
     // An idle session must not keep apid alive once everything else has stopped.
     s.unref();
     this.session = s;
+    this.openCalls = 0;
+    this.closeWhenIdle(s);
     this.keepalive = this.options.keepalive ? new SessionKeepalive(s, this.options.keepalive) : undefined;
     const connectTimeoutMs = this.options.connectTimeoutMs;
     if (connectTimeoutMs !== undefined) {
@@ -94,7 +101,24 @@ export class BackendSession {
     const s = this.get();
     const stream = s.request(headers);
     this.keepalive?.track(stream);
+    this.openCalls += 1;
+    clearTimeout(this.idleTimer);
+    stream.once("close", () => {
+      if (this.session !== s) return;
+      this.openCalls -= 1;
+      if (this.openCalls === 0) this.closeWhenIdle(s);
+    });
     return stream;
+  }
+
+  private closeWhenIdle(s: ClientHttp2Session): void {
+    const ms = this.options.idleTimeoutMs;
+    if (ms === undefined) return;
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => {
+      if (this.session === s && this.openCalls === 0) s.close();
+    }, ms);
+    this.idleTimer.unref();
   }
 
   /**
@@ -131,6 +155,7 @@ export class BackendSession {
   /** Lets calls in flight finish and refuses new ones: a session closed for a new identity must not open again. */
   close(): void {
     this.closed = true;
+    clearTimeout(this.idleTimer);
     this.session?.close();
     this.session = undefined;
     this.keepalive = undefined;
