@@ -1,8 +1,7 @@
 import net from "node:net";
 import tls from "node:tls";
 import { tlsConnectOptions, withPort } from "../grpc/tls-target.js";
-import { BackendSession } from "./raw-relay.js";
-import type { KeepalivePolicy } from "./session-keepalive.js";
+import { BackendSession, type BackendSessionOptions } from "./raw-relay.js";
 
 /** apid's own client identity for forwarding (ApiCertificates.client, O=os:impersonator). */
 export interface ForwardingIdentity {
@@ -12,17 +11,8 @@ export interface ForwardingIdentity {
   acceptedCAs: string[];
 }
 
-/** How the sessions to other nodes' apid are kept. */
-export interface RemoteSessionOptions {
-  /** HTTP/2 keepalive pings while calls are open; none when absent. */
-  keepalive?: KeepalivePolicy;
-  /** The bound on one connection attempt (TLS included). */
-  connectTimeoutMs: number;
-  /** Receive windows, per stream and per session. */
-  windows?: { stream: number; session: number };
-  /** How long a session with no call stays open. */
-  idleTimeoutMs?: number;
-}
+/** How the sessions to other nodes' apid are kept: a session's options but its authority (each node's own), connecting bounded. */
+export type RemoteSessionOptions = Omit<BackendSessionOptions, "authority"> & { connectTimeoutMs: number };
 
 /**
  * As Talos's apid dials other nodes' apid (internal/app/apid/pkg/backend/apid.go, grpc-go 1.63): no keepalive

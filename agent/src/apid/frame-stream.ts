@@ -217,12 +217,17 @@ function timeoutMs(deadline: grpc.Deadline): number {
   return Math.max(0, at - Date.now());
 }
 
-/** Calls a server-streaming `path` on the backend with one request message and reads its replies as frames. */
-export function openFrameStream(backend: BackendSession, path: string, metadata: grpc.Metadata, request: Buffer, deadline: grpc.Deadline): MessageSource {
-  const call = openFrameCall(backend, callHeaders(path, metadata), deadline);
+/** A call opened with `headers` (see openFrameCall) whose one request message is sent: its replies. */
+function callWithOneRequest(backend: BackendSession, headers: OutgoingHttpHeaders, request: Buffer, deadline: grpc.Deadline): MessageSource {
+  const call = openFrameCall(backend, headers, deadline);
   call.requests.write(request);
   call.requests.end();
   return call.replies;
+}
+
+/** Calls a server-streaming `path` on the backend with one request message and reads its replies as frames. */
+export function openFrameStream(backend: BackendSession, path: string, metadata: grpc.Metadata, request: Buffer, deadline: grpc.Deadline): MessageSource {
+  return callWithOneRequest(backend, callHeaders(path, metadata), request, deadline);
 }
 
 /** A backend call that ended with a status other than OK (or OK without the one message a unary call answers). */
@@ -261,8 +266,5 @@ export function oneReply(backend: BackendSession, replies: MessageSource, cancel
  * apid's listener and its proxy both make their unary legs with it.
  */
 export function unaryFrameCall(backend: BackendSession, headers: OutgoingHttpHeaders, message: Buffer, deadline: grpc.Deadline, cancels?: Set<() => void>): Promise<Buffer> {
-  const call = openFrameCall(backend, headers, deadline);
-  call.requests.write(message);
-  call.requests.end();
-  return oneReply(backend, call.replies, cancels);
+  return oneReply(backend, callWithOneRequest(backend, headers, message, deadline), cancels);
 }
