@@ -1,9 +1,10 @@
 // Basalt /init: the first and only PID 1 of a Basalt node.
 //
-// In the initramfs it mounts the pseudo filesystems, loads the few kernel
-// modules needed to reach the root (listed in /etc/modules.order, already in
-// dependency order), loop-mounts /rootfs.sqsh read-only, prepares the writable
-// tmpfs trees and switches root. It then stays PID 1: it starts machined,
+// In the initramfs it mounts the pseudo filesystems, loads the kernel modules
+// needed to reach the root (/etc/modules.root, in dependency order) and starts
+// loading the first disk's and NIC's (/etc/modules.order) in a child beside it,
+// loop-mounts /rootfs.sqsh read-only, prepares the writable tmpfs trees and
+// switches root. It then stays PID 1: it starts machined,
 // relays machined's output to the kernel log (so it shows on every console
 // and in `dmesg`), reaps orphans, restarts machined when it dies (rebooting
 // after repeated failures), and performs reboot, poweroff, halt or kexec when
@@ -40,6 +41,7 @@
 #define NEWROOT "/newroot"
 #define SQUASHFS "/rootfs.sqsh"
 #define MODULES_DIR "/lib/modules"
+#define MODULES_ROOT "/etc/modules.root"
 #define MODULES_ORDER "/etc/modules.order"
 #define CONTROL_DIR "/run/init"
 #define CONTROL_FIFO CONTROL_DIR "/control"
@@ -100,23 +102,36 @@ static void fatal(const char *why) {
   for (;;) pause();
 }
 
-static void load_modules(void) {
-  FILE *f = fopen(MODULES_ORDER, "r");
-  if (!f) return;
-  char name[256], path[512];
+// Loads each module `list` names from the directory dirfd, in order; says how many.
+static void load_modules(int dirfd, FILE *list, const char *what) {
+  char name[256];
   int loaded = 0;
-  while (fgets(name, sizeof name, f)) {
+  while (fgets(name, sizeof name, list)) {
     name[strcspn(name, "\r\n")] = 0;
     if (!name[0] || name[0] == '#') continue;
-    snprintf(path, sizeof path, MODULES_DIR "/%s", name);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
     if (fd < 0) { say("module %s: %s", name, strerror(errno)); continue; }
     if (syscall(SYS_finit_module, fd, "", 0) < 0 && errno != EEXIST) say("module %s: %s", name, strerror(errno));
     else loaded++;
     close(fd);
   }
-  fclose(f);
-  say("loaded %d modules", loaded);
+  say("loaded %d modules %s", loaded, what);
+}
+
+// The root's modules now; the others in a child that goes on while init mounts the root and starts machined
+// (~1 s under TCG). The child reads through descriptors opened here: after switch_root, paths name the new root.
+static void load_all_modules(void) {
+  int dirfd = open(MODULES_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirfd < 0) return;
+  FILE *root = fopen(MODULES_ROOT, "re");
+  if (root) { load_modules(dirfd, root, "for the root"); fclose(root); }
+  FILE *rest = fopen(MODULES_ORDER, "re");
+  if (rest && fork() == 0) {
+    load_modules(dirfd, rest, "beside machined");
+    _exit(0);
+  }
+  if (rest) fclose(rest);
+  close(dirfd);
 }
 
 // Attaches the squashfs to a free loop device (read-only): its path in dev, its fd returned.
@@ -521,7 +536,7 @@ int main(void) {
   say("kernel uptime %.3f s: init started", uptime());
   reboot(RB_DISABLE_CAD);  // ctrl-alt-del arrives as SIGINT
 
-  load_modules();
+  load_all_modules();
   prepare_root();
   switch_root();
   say("kernel uptime %.3f s: switched root", uptime());

@@ -161,6 +161,12 @@ say "agent: bundling agent/src/cmd/main.ts"
 node scripts/bundle.mjs "$agent" >&2
 CC="$cc" bash scripts/build-native.sh "$agent"
 "$strip_tool" "$agent/syslog-relay"
+# The V8 code cache of the bundle, made by the image's node (only where it runs on this host: an arm64 image
+# built here has none, and machined writes one on /run as it starts, for apid).
+if [ "$arch" = "$(dpkg --print-architecture)" ]; then
+  bash scripts/compile-cache.sh "$system/tree" "$agent"
+  say "agent: compile cache baked ($(du -sh "$agent/compile-cache" | cut -f1))"
+fi
 node_arch=$([ "$arch" = amd64 ] && echo x64 || echo arm64)
 # The image's node exports only Node-API, libuv and what the tree's libraries name (rootfs/node-exports.py):
 # each addon must bind every symbol it needs there, at once (RTLD_NOW), not at its first call on a node.

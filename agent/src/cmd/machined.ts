@@ -19,9 +19,8 @@ import { networkDefinitions, networking } from "./networking.js";
 /** machined on a node: paths rooted at /, platform from the kernel command line, apid on :50000. */
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseFlags(argv, { "apid-listen": "string", "apid-in-process": "boolean" });
-  // The bundle is compiled by now: write its code cache to init's NODE_COMPILE_CACHE (/run) for the agent
-  // process machined starts later (apid). V8 tags a code cache with the CPU's features, so one
-  // baked at image build does not fit a node's (or a VM's) CPU.
+  // The bundle is compiled by now: what the baked cache (seedCompileCache) did not hold goes to init's
+  // NODE_COMPILE_CACHE (/run) for the agent process machined starts later (apid).
   flushCompileCache();
   const platform = nodePlatform();
   // The node console shows human-readable lines (as Talos prints to the console).

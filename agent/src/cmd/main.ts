@@ -4,6 +4,7 @@
 import { describeError } from "../errors.js";
 import { setFlagsFromString } from "node:v8";
 import { installCrashReport } from "./crash-report.js";
+import { seedCompileCache } from "./compile-cache.js";
 
 const commands: Record<string, () => Promise<{ main(argv: string[]): Promise<void> }>> = {
   machined: () => import("./machined.js"),
@@ -19,6 +20,8 @@ if (!load) {
   process.exit(2);
 }
 installCrashReport(name);
+// Beside the bundle on a node: the code cache of its chunks, for the command's modules about to load.
+seedCompileCache(new URL("./compile-cache/", import.meta.url));
 load()
   .then((m) => {
     applyStartedV8Flags();
