@@ -62,7 +62,7 @@ export class RemoteBackends {
     this.close();
   }
 
-  /** The session to `target`'s apid (port 50000 unless the target names one); undefined without an identity. */
+  /** The session to `target`'s apid on port 50000 (the director refuses a target naming a port); undefined without an identity. */
   session(target: string): BackendSession | undefined {
     if (!this.identity) return undefined;
     const address = withPort(target);

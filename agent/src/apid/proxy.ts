@@ -3,6 +3,7 @@ import type { SurfaceCall } from "../grpc/server.js";
 import { describeError } from "../errors.js";
 import { listenerKey, roleKey } from "../grpc/metadata.js";
 import { boundedStatusMessage } from "../grpc/status.js";
+import { addressContainsPort } from "../grpc/tls-target.js";
 import { messageSizeOptions } from "../grpc/limits.js";
 import { callHeaders, oneReply, openFrameCall, openFrameStream, unaryFrameCall, type MessageSource, type RequestSink } from "./frame-stream.js";
 import type { BackendSession } from "./raw-relay.js";
@@ -74,6 +75,9 @@ export interface RouteEnds<C> {
 const dropKeys = new Set(["nodes", "node", "proxyfrom", roleKey, listenerKey, ":authority", "content-type", "user-agent", "te", "grpc-timeout", "grpc-accept-encoding", "accept-encoding", "grpc-encoding"]);
 
 const refused = <C>(code: grpc.status, details: string): Route<C> => ({ kind: "error", error: { code, details } });
+// Talos's apid makes no backend for a target naming a port (apid's is always 50000): Internal, with Go's %q of
+// the target, which JSON's quoting matches for the ASCII a metadata value holds.
+const invalidTarget = <C>(target: string): Route<C> => refused(grpc.status.INTERNAL, `invalid target ${JSON.stringify(target)}`);
 
 function values(md: grpc.Metadata, key: string): string[] {
   // grpc-js joins repeated header values with ", "; a node name never holds a comma.
@@ -82,7 +86,8 @@ function values(md: grpc.Metadata, key: string): string[] {
 
 /** The director (reference §3): which backends serve a call, from its `proxyfrom`, `node` and `nodes` values. */
 export function route<C>(path: string, valuesOf: (key: string) => string[], ends: RouteEnds<C>): Route<C> {
-  const { isSelf } = ends;
+  // Talos matches a target against this node's addresses and names as they are, so one naming a port is never this node.
+  const isSelf = (t: string) => !addressContainsPort(t) && ends.isSelf(t);
   const local: Leg<C> = { client: ends.local, remote: false };
   if (valuesOf("proxyfrom").length > 0) return { kind: "one", leg: local };
   const node = valuesOf("node");
@@ -94,6 +99,7 @@ export function route<C>(path: string, valuesOf: (key: string) => string[], ends
     if (path.startsWith("/cosi.")) return refused(grpc.status.INVALID_ARGUMENT, "one-2-many proxying is not supported for COSI methods");
     const legs: Leg<C>[] = [];
     for (const t of nodes) {
+      if (ends.canForward && addressContainsPort(t)) return invalidTarget(t);
       // This node answers from machined directly rather than through its own TLS listener: same reply, one hop less.
       if (isSelf(t)) {
         legs.push({ ...local, tag: t });
@@ -106,6 +112,7 @@ export function route<C>(path: string, valuesOf: (key: string) => string[], ends
     return { kind: "many", legs };
   }
   if (node.length === 1) {
+    if (ends.canForward && addressContainsPort(node[0]!)) return invalidTarget(node[0]!);
     if (isSelf(node[0]!)) return { kind: "one", leg: local };
     const client = ends.remote(node[0]!);
     if (!client) return refused(grpc.status.PERMISSION_DENIED, "no request forwarding");

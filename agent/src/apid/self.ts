@@ -16,21 +16,17 @@ export function canonicalHost(host: string): string {
   return h;
 }
 
-/** The host part of a `node`/`nodes` target: brackets and a port removed, canonical spelling. */
+/** The host a `node`/`nodes` target names (the director refuses one naming a port): brackets removed, canonical spelling. */
 export function targetHost(target: string): string {
   const t = target.trim();
-  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(t);
-  if (bracketed) return canonicalHost(bracketed[1]!);
-  // One colon is host:port; more is a bare IPv6 address.
-  const colons = t.split(":").length - 1;
-  if (colons === 1) return canonicalHost(t.slice(0, t.indexOf(":")));
-  return canonicalHost(t);
+  const bracketed = /^\[([^\]]+)\]$/.exec(t);
+  return canonicalHost(bracketed ? bracketed[1]! : t);
 }
 
 /**
  * Decides whether a `node`/`nodes` target names this node: any of its addresses
  * (published or on its interfaces, including the one apid listens on), its
- * hostname or FQDN, with or without a port.
+ * hostname or FQDN.
  */
 export class SelfNames {
   private names = new Set<string>();

@@ -28,6 +28,26 @@ export function splitHostPort(address: string): { host: string; port: number } {
   return { host: address, port: apidPort };
 }
 
+/**
+ * Whether `address` names a port as Go's net.SplitHostPort reads one (`host:port`, `[host]:port`, an empty
+ * port too), a bracketed host being an IP address: Talos's apid refuses such a target before it connects
+ * (siderolabs/net AddressContainsPort). A bare IPv6 address names none.
+ */
+export function addressContainsPort(address: string): boolean {
+  const colon = address.lastIndexOf(":");
+  if (colon < 0) return false;
+  let host: string;
+  if (address.startsWith("[")) {
+    const end = address.indexOf("]");
+    if (end + 1 !== colon) return false;
+    host = address.slice(1, end);
+    if (address.includes("[", 1) || address.includes("]", end + 1)) return false;
+    return !host.includes(":") || net.isIP(host) === 6;
+  }
+  host = address.slice(0, colon);
+  return !host.includes(":") && !/[[\]]/.test(address);
+}
+
 /** `endpoint` as host:port ([v6]:port), with apid's port unless it names one. */
 export function withPort(endpoint: string): string {
   const { host, port } = splitHostPort(endpoint);
