@@ -2,7 +2,8 @@
 // mode (insecure TLS) storage.Disks and COSI List, then, after applying a
 // generated config, over mTLS: Version, ServiceList, COSI Get MachineConfig, the observation RPCs and
 // a one-to-many Version (`nodes: 127.0.0.1 x K`, apid fans out to itself).
-// First the floor: a bare grpc-js mutual-TLS round trip with no agent (bench/bare-grpc.ts).
+// First the floors: a bare grpc-js mutual-TLS round trip with no agent, in this process and through a relay process
+// to a server process as a call goes through apid to machined (bench/bare-grpc.ts).
 // Each method: N calls one after another, then N calls with C in flight.
 // Prints p50/p90/p99/max in ms, calls/s and the agent's CPU time per call
 // (machined + apid, from /proc/<pid>/stat); figures only, no thresholds.
@@ -19,7 +20,7 @@ import { performance } from "node:perf_hooks";
 import { NodeClient, type ClientCredentials } from "../agent/src/client/client.js";
 import { parseTalosconfig } from "../agent/src/client/talosconfig.js";
 import { generateConfigs } from "../agent/src/config/generate/index.js";
-import { startBareEcho } from "./bare-grpc.js";
+import { startBareChain, startBareEcho } from "./bare-grpc.js";
 import { entry, eventually, freePort, nodeFlags, sandboxEnv, startSandbox, useBundle } from "./sandbox.js";
 
 const arg = (name: string, dflt: string) => {
@@ -132,6 +133,13 @@ try {
     await measure("bare grpc-js unary (mTLS, no agent)", () => bare.call());
   } finally {
     bare.close();
+  }
+  // The floor in the shape of the apid path: two hops through two more processes (apid's, machined's).
+  const chain = await startBareChain();
+  try {
+    await measure("bare grpc-js, relay + server processes", () => chain.call());
+  } finally {
+    chain.close();
   }
   await measure("maintenance storage.Disks (insecure)", () => insecure.disks());
   await measure("maintenance COSI List Namespaces (insecure)", () => insecure.resourceList("meta", "Namespaces.meta.cosi.dev"));
