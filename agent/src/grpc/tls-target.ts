@@ -36,16 +36,13 @@ export function splitHostPort(address: string): { host: string; port: number } {
 export function addressContainsPort(address: string): boolean {
   const colon = address.lastIndexOf(":");
   if (colon < 0) return false;
-  let host: string;
   if (address.startsWith("[")) {
     const end = address.indexOf("]");
-    if (end + 1 !== colon) return false;
-    host = address.slice(1, end);
-    if (address.includes("[", 1) || address.includes("]", end + 1)) return false;
+    if (end + 1 !== colon || address.includes("[", 1) || address.includes("]", end + 1)) return false;
+    const host = address.slice(1, end);
     return !host.includes(":") || net.isIP(host) === 6;
   }
-  host = address.slice(0, colon);
-  return !host.includes(":") && !/[[\]]/.test(address);
+  return !address.slice(0, colon).includes(":") && !/[[\]]/.test(address);
 }
 
 /** `endpoint` as host:port ([v6]:port), with apid's port unless it names one. */
