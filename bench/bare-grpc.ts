@@ -103,6 +103,7 @@ async function runRole(role: string): Promise<void> {
     process.send!(0);
     return;
   }
+  // startBareChain wrote it from a Material: JSON.parse cannot know the type.
   const m = JSON.parse(process.env["BENCH_BARE_MATERIAL"]!) as Material;
   const upstream = new grpc.Client(`unix:${socket}`, grpc.credentials.createInsecure());
   const srv = echoServer((call, cb) => upstream.makeUnaryRequest(method, identity.serialize, identity.deserialize, call.request, cb));
