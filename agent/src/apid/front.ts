@@ -40,8 +40,6 @@ export interface FrontOptions {
   isSelf(target: string): boolean;
   /** Whether this apid holds a client certificate to forward with (a fan-out's reply is then tagged). */
   canForward(): boolean;
-  /** How long one node of a fan-out may take. Default 10 s, as the proxy's. */
-  perTargetTimeoutMs?: number;
   /** Nodes of one fan-out called at the same time. Default 16, as the proxy's. */
   maxConcurrentTargets?: number;
 }
@@ -200,10 +198,8 @@ export class ApiFront {
     const message = firstMessage(body);
     if (!message) return replyStatus(stream, grpc.status.INTERNAL, "the request holds no complete uncompressed message");
     const path = headers[":path"]!;
-    const cap = this.opts.perTargetTimeoutMs ?? 10_000;
-    const own = timeoutMs(headers["grpc-timeout"]);
-    // Each node of a fan-out gets at most `cap` of the caller's deadline; a call forwarded to one node gets all of it.
-    const legMs = r.kind === "many" ? Math.min(own ?? cap, cap) : own;
+    // Every leg gets the caller's deadline and no other, as Talos's director passes the caller's context on.
+    const legMs = timeoutMs(headers["grpc-timeout"]);
     const cancels = new Set<() => void>();
     stream.once("close", () => cancels.forEach((c) => c()));
     // machined gets the caller's headers as they came (less routing); another node's apid, the proxy's metadata.
