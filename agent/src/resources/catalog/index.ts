@@ -10,6 +10,7 @@ import { hardwareDefinitions } from "./hardware.js";
 import { kernelParamDefinitions } from "./kernel-params.js";
 import { kernelModuleDefinitions } from "./kernel-modules.js";
 import { hostDnsDefinitions } from "./hostdns.js";
+import { controlPlaneDefinitions } from "./k8s-controlplane.js";
 import { namespaces } from "./meta.js";
 import { runtimeDefinitions } from "./runtime.js";
 import { secretsDefinitions } from "./secrets.js";
@@ -23,6 +24,7 @@ export const catalogDefinitions: readonly ResourceDefinition<never>[] = [
   ...kernelParamDefinitions,
   ...kernelModuleDefinitions,
   ...hostDnsDefinitions,
+  ...controlPlaneDefinitions,
 ];
 
 /**

@@ -1,0 +1,291 @@
+// The static control plane: what the machine config asks of kube-apiserver,
+// kube-controller-manager and kube-scheduler (namespace `controlplane`), the static
+// pods rendered from it, the URL the kubelet reads them from and the pods' status as
+// the kubelet reports it (namespace `k8s`). Ids, fields and YAML as Talos v1.7 has them.
+
+import { defineResource, type ResourceDefinition } from "../definitions.js";
+import { marshalGoYaml } from "../go-yaml.js";
+import { goYamlOrdered, unstructuredProto, type Unstructured } from "../unstructured.js";
+
+export const CONTROLPLANE_NAMESPACE = "controlplane";
+export const K8S_NAMESPACE = "k8s";
+
+export const APIServerId = "kube-apiserver";
+export const ControllerManagerId = "kube-controller-manager";
+export const SchedulerId = "kube-scheduler";
+
+export interface ExtraVolume {
+  name: string;
+  hostPath: string;
+  mountPath: string;
+  readOnly: boolean;
+}
+
+/** Requests and limits as the config gives them (`cpu`, `memory`); limits absent when none is set. */
+export interface PodResources {
+  requests: Record<string, string>;
+  limits?: Record<string, string>;
+}
+
+const sorted = (m: Record<string, string> | undefined): Record<string, string> => goYamlOrdered(m ?? {});
+const volumeProto = (v: ExtraVolume) => ({ name: v.name, host_path: v.hostPath, mount_path: v.mountPath, read_only: v.readOnly });
+const volumeYaml = (v: ExtraVolume) => ({ name: v.name, hostPath: v.hostPath, mountPath: v.mountPath, readonly: v.readOnly });
+const resourcesProto = (r: PodResources) => ({ requests: r.requests, limits: r.limits ?? {} });
+const resourcesYaml = (r: PodResources) => ({ requests: sorted(r.requests), limits: sorted(r.limits) });
+
+// --- APIServerConfigs.kubernetes.talos.dev (id "kube-apiserver") ---
+export const APIServerConfigType = "APIServerConfigs.kubernetes.talos.dev";
+export interface APIServerConfigSpec {
+  image: string;
+  cloudProvider: string;
+  controlPlaneEndpoint: string;
+  etcdServers: string[];
+  localPort: number;
+  serviceCIDRs: string[];
+  extraArgs: Record<string, string>;
+  extraVolumes: ExtraVolume[];
+  environmentVariables: Record<string, string>;
+  podSecurityPolicyEnabled: boolean;
+  advertisedAddress: string;
+  resources: PodResources;
+}
+export const apiServerConfigDefinition = defineResource<APIServerConfigSpec>({
+  type: APIServerConfigType,
+  defaultNamespace: CONTROLPLANE_NAMESPACE,
+  protoSpecType: "talos.resource.definitions.k8s.APIServerConfigSpec",
+  toProto: (s) => ({
+    image: s.image,
+    cloud_provider: s.cloudProvider,
+    control_plane_endpoint: s.controlPlaneEndpoint,
+    etcd_servers: s.etcdServers,
+    local_port: s.localPort,
+    service_cid_rs: s.serviceCIDRs,
+    extra_args: s.extraArgs,
+    extra_volumes: s.extraVolumes.map(volumeProto),
+    environment_variables: s.environmentVariables,
+    pod_security_policy_enabled: s.podSecurityPolicyEnabled,
+    advertised_address: s.advertisedAddress,
+    resources: resourcesProto(s.resources),
+  }),
+  toYaml: (s) =>
+    marshalGoYaml({
+      image: s.image,
+      cloudProvider: s.cloudProvider,
+      controlPlaneEndpoint: s.controlPlaneEndpoint,
+      etcdServers: s.etcdServers,
+      localPort: s.localPort,
+      serviceCIDR: s.serviceCIDRs,
+      extraArgs: sorted(s.extraArgs),
+      extraVolumes: s.extraVolumes.map(volumeYaml),
+      environmentVariables: sorted(s.environmentVariables),
+      podSecurityPolicyEnabled: s.podSecurityPolicyEnabled,
+      advertisedAddress: s.advertisedAddress,
+      resources: resourcesYaml(s.resources),
+    }),
+});
+
+// --- ControllerManagerConfigs.kubernetes.talos.dev (id "kube-controller-manager") ---
+export const ControllerManagerConfigType = "ControllerManagerConfigs.kubernetes.talos.dev";
+export interface ControllerManagerConfigSpec {
+  enabled: boolean;
+  image: string;
+  cloudProvider: string;
+  podCIDRs: string[];
+  serviceCIDRs: string[];
+  extraArgs: Record<string, string>;
+  extraVolumes: ExtraVolume[];
+  environmentVariables: Record<string, string>;
+  resources: PodResources;
+}
+export const controllerManagerConfigDefinition = defineResource<ControllerManagerConfigSpec>({
+  type: ControllerManagerConfigType,
+  defaultNamespace: CONTROLPLANE_NAMESPACE,
+  protoSpecType: "talos.resource.definitions.k8s.ControllerManagerConfigSpec",
+  toProto: (s) => ({
+    enabled: s.enabled,
+    image: s.image,
+    cloud_provider: s.cloudProvider,
+    pod_cid_rs: s.podCIDRs,
+    service_cid_rs: s.serviceCIDRs,
+    extra_args: s.extraArgs,
+    extra_volumes: s.extraVolumes.map(volumeProto),
+    environment_variables: s.environmentVariables,
+    resources: resourcesProto(s.resources),
+  }),
+  toYaml: (s) =>
+    marshalGoYaml({
+      enabled: s.enabled,
+      image: s.image,
+      cloudProvider: s.cloudProvider,
+      podCIDRs: s.podCIDRs,
+      serviceCIDRs: s.serviceCIDRs,
+      extraArgs: sorted(s.extraArgs),
+      extraVolumes: s.extraVolumes.map(volumeYaml),
+      environmentVariables: sorted(s.environmentVariables),
+      resources: resourcesYaml(s.resources),
+    }),
+});
+
+// --- SchedulerConfigs.kubernetes.talos.dev (id "kube-scheduler") ---
+export const SchedulerConfigType = "SchedulerConfigs.kubernetes.talos.dev";
+export interface SchedulerConfigSpec {
+  enabled: boolean;
+  image: string;
+  extraArgs: Record<string, string>;
+  extraVolumes: ExtraVolume[];
+  environmentVariables: Record<string, string>;
+  resources: PodResources;
+  /** `.cluster.scheduler.config` (a KubeSchedulerConfiguration), absent when not given. */
+  config?: Unstructured;
+}
+export const schedulerConfigDefinition = defineResource<SchedulerConfigSpec>({
+  type: SchedulerConfigType,
+  defaultNamespace: CONTROLPLANE_NAMESPACE,
+  protoSpecType: "talos.resource.definitions.k8s.SchedulerConfigSpec",
+  toProto: (s) => ({
+    enabled: s.enabled,
+    image: s.image,
+    extra_args: s.extraArgs,
+    extra_volumes: s.extraVolumes.map(volumeProto),
+    environment_variables: s.environmentVariables,
+    resources: resourcesProto(s.resources),
+    config: s.config ? unstructuredProto(s.config) : undefined,
+  }),
+  toYaml: (s) =>
+    marshalGoYaml({
+      enabled: s.enabled,
+      image: s.image,
+      extraArgs: sorted(s.extraArgs),
+      extraVolumes: s.extraVolumes.map(volumeYaml),
+      environmentVariables: sorted(s.environmentVariables),
+      resources: resourcesYaml(s.resources),
+      config: goYamlOrdered(s.config ?? {}),
+    }),
+});
+
+// --- AdmissionControlConfigs.kubernetes.talos.dev (id "admission-control") ---
+export const AdmissionControlConfigType = "AdmissionControlConfigs.kubernetes.talos.dev";
+export const AdmissionControlConfigId = "admission-control";
+export interface AdmissionPluginSpec {
+  name: string;
+  configuration: Unstructured;
+}
+export interface AdmissionControlConfigSpec {
+  config: AdmissionPluginSpec[];
+}
+export const admissionControlConfigDefinition = defineResource<AdmissionControlConfigSpec>({
+  type: AdmissionControlConfigType,
+  defaultNamespace: CONTROLPLANE_NAMESPACE,
+  protoSpecType: "talos.resource.definitions.k8s.AdmissionControlConfigSpec",
+  toProto: (s) => ({ config: s.config.map((p) => ({ name: p.name, configuration: unstructuredProto(p.configuration) })) }),
+  toYaml: (s) => marshalGoYaml({ config: s.config.map((p) => ({ name: p.name, configuration: goYamlOrdered(p.configuration) })) }),
+});
+
+// --- AuditPolicyConfigs.kubernetes.talos.dev (id "audit-policy", sensitive) ---
+export const AuditPolicyConfigType = "AuditPolicyConfigs.kubernetes.talos.dev";
+export const AuditPolicyConfigId = "audit-policy";
+export interface AuditPolicyConfigSpec {
+  config: Unstructured;
+}
+export const auditPolicyConfigDefinition = defineResource<AuditPolicyConfigSpec>({
+  type: AuditPolicyConfigType,
+  defaultNamespace: CONTROLPLANE_NAMESPACE,
+  sensitive: true,
+  protoSpecType: "talos.resource.definitions.k8s.AuditPolicyConfigSpec",
+  toProto: (s) => ({ config: unstructuredProto(s.config) }),
+  toYaml: (s) => marshalGoYaml({ config: goYamlOrdered(s.config) }),
+});
+
+// --- ExtraManifestsConfigs.kubernetes.talos.dev (id "extra-manifests") ---
+export const ExtraManifestsConfigType = "ExtraManifestsConfigs.kubernetes.talos.dev";
+export const ExtraManifestsConfigId = "extra-manifests";
+export interface ExtraManifest {
+  name: string;
+  url: string;
+  priority: string;
+  extraHeaders?: Record<string, string>;
+  inlineManifest: string;
+}
+export interface ExtraManifestsConfigSpec {
+  extraManifests: ExtraManifest[];
+}
+export const extraManifestsConfigDefinition = defineResource<ExtraManifestsConfigSpec>({
+  type: ExtraManifestsConfigType,
+  defaultNamespace: CONTROLPLANE_NAMESPACE,
+  protoSpecType: "talos.resource.definitions.k8s.ExtraManifestsConfigSpec",
+  toProto: (s) => ({
+    extra_manifests: s.extraManifests.map((m) => ({
+      name: m.name,
+      url: m.url,
+      priority: m.priority,
+      extra_headers: m.extraHeaders ?? {},
+      inline_manifest: m.inlineManifest,
+    })),
+  }),
+  toYaml: (s) =>
+    marshalGoYaml({
+      extraManifests: s.extraManifests.map((m) => ({
+        name: m.name,
+        url: m.url,
+        priority: m.priority,
+        extraHeaders: sorted(m.extraHeaders),
+        inlineManifest: m.inlineManifest,
+      })),
+    }),
+});
+
+// --- StaticPods.kubernetes.talos.dev (ids "kube-apiserver", ..., "<namespace>-<name>" for machine.pods) ---
+export const StaticPodType = "StaticPods.kubernetes.talos.dev";
+export interface StaticPodSpec {
+  /** The v1 Pod as Kubernetes's JSON encoding has it. */
+  pod: Unstructured;
+}
+export const staticPodDefinition = defineResource<StaticPodSpec>({
+  type: StaticPodType,
+  defaultNamespace: K8S_NAMESPACE,
+  protoSpecType: "talos.resource.definitions.k8s.StaticPodSpec",
+  toProto: (s) => ({ pod: unstructuredProto(s.pod) }),
+  // Talos's YAML of a static pod is the pod itself.
+  toYaml: (s) => marshalGoYaml(goYamlOrdered(s.pod)),
+});
+
+// --- StaticPodStatuses.kubernetes.talos.dev (ids "<namespace>/<pod name>") ---
+export const StaticPodStatusType = "StaticPodStatuses.kubernetes.talos.dev";
+export interface StaticPodStatusSpec {
+  /** The v1 PodStatus the kubelet reports. */
+  podStatus: Unstructured;
+}
+export const staticPodStatusDefinition = defineResource<StaticPodStatusSpec>({
+  type: StaticPodStatusType,
+  defaultNamespace: K8S_NAMESPACE,
+  aliases: ["podstatus"],
+  printColumns: [{ name: "Ready", jsonPath: '{.conditions[?(@.type=="Ready")].status}' }],
+  protoSpecType: "talos.resource.definitions.k8s.StaticPodStatusSpec",
+  toProto: (s) => ({ pod_status: unstructuredProto(s.podStatus) }),
+  toYaml: (s) => marshalGoYaml(goYamlOrdered(s.podStatus)),
+});
+
+// --- StaticPodServerStatuses.kubernetes.talos.dev (id "static-pod-server-status") ---
+export const StaticPodServerStatusType = "StaticPodServerStatuses.kubernetes.talos.dev";
+export const StaticPodServerStatusId = "static-pod-server-status";
+export interface StaticPodServerStatusSpec {
+  url: string;
+}
+export const staticPodServerStatusDefinition = defineResource<StaticPodServerStatusSpec>({
+  type: StaticPodServerStatusType,
+  defaultNamespace: K8S_NAMESPACE,
+  protoSpecType: "talos.resource.definitions.k8s.StaticPodServerStatusSpec",
+  toProto: (s) => ({ url: s.url }),
+});
+
+export const controlPlaneDefinitions: readonly ResourceDefinition<never>[] = [
+  apiServerConfigDefinition,
+  controllerManagerConfigDefinition,
+  schedulerConfigDefinition,
+  admissionControlConfigDefinition,
+  auditPolicyConfigDefinition,
+  extraManifestsConfigDefinition,
+  staticPodDefinition,
+  staticPodStatusDefinition,
+  staticPodServerStatusDefinition,
+];
