@@ -31,6 +31,7 @@ import { AdjtimeStatusController } from "./time/adjtime-status.js";
 import { DNSResolveCacheController } from "./network/dns-resolve-cache.js";
 import { HostDNSConfigController } from "./network/host-dns-config.js";
 import { DevicesStatusController } from "./runtime/devices-status.js";
+import { controlPlaneControllers } from "./k8s/control-plane.js";
 
 /** What machined reports to its controllers: the facts only its sequences and supervisor know. */
 export interface MachinedSources {
@@ -94,6 +95,7 @@ export function machinedControllers(opts: ControllersOptions): Controller[] {
     new TimeSyncController(opts.time ?? {}),
     ...(opts.time?.clock ? [new AdjtimeStatusController(opts.time.clock)] : []),
     ...(opts.hostDns ? [new HostDNSConfigController(opts.hostDns.listen), new DNSResolveCacheController()] : []),
+    ...controlPlaneControllers(),
   ];
 }
 
