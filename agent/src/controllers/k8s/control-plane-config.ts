@@ -47,8 +47,9 @@ const ETCD_CLIENT_URL = "https://localhost:2379";
 // What kube-apiserver logs when the config has no audit policy.
 const DEFAULT_AUDIT_POLICY: Unstructured = { apiVersion: "audit.k8s.io/v1", kind: "Policy", rules: [{ level: "Metadata" }] };
 
-function controlPlaneConfig(ctx: ControllerContext): ControlPlaneConfig | undefined {
-  const doc = ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.v1alpha1();
+/** The machine and cluster sections of a control plane node's config; undefined for any other node. */
+export function controlPlaneConfig(bundle: ConfigBundle | undefined): ControlPlaneConfig | undefined {
+  const doc = bundle?.v1alpha1();
   if (!doc?.machine || !doc.cluster) return undefined;
   if (doc.machine.type !== "init" && doc.machine.type !== "controlplane") return undefined;
   return { machine: doc.machine, cluster: doc.cluster };
@@ -69,7 +70,7 @@ class ConfigTransformController<S> implements Controller {
   }
 
   async reconcile(ctx: ControllerContext): Promise<void> {
-    const cfg = controlPlaneConfig(ctx);
+    const cfg = controlPlaneConfig(ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec);
     if (cfg) {
       const spec = this.transform(cfg);
       ctx.modify<S>(CONTROLPLANE_NAMESPACE, this.type, this.id, () => spec);
@@ -111,8 +112,8 @@ function resources(component: ControlPlaneComponent | undefined): PodResources {
   return out;
 }
 
-const podCIDRs = (cfg: ControlPlaneConfig) => (cfg.cluster.network?.podSubnets?.length ? cfg.cluster.network.podSubnets : [DEFAULT_POD_CIDR]);
-const serviceCIDRs = (cfg: ControlPlaneConfig) =>
+export const podCIDRs = (cfg: ControlPlaneConfig) => (cfg.cluster.network?.podSubnets?.length ? cfg.cluster.network.podSubnets : [DEFAULT_POD_CIDR]);
+export const serviceCIDRs = (cfg: ControlPlaneConfig) =>
   cfg.cluster.network?.serviceSubnets?.length ? cfg.cluster.network.serviceSubnets : [DEFAULT_SERVICE_CIDR];
 const cloudProvider = (cfg: ControlPlaneConfig) => (cfg.cluster.externalCloudProvider?.enabled ? "external" : "");
 

@@ -234,6 +234,78 @@ export const extraManifestsConfigDefinition = defineResource<ExtraManifestsConfi
     }),
 });
 
+// --- BootstrapManifestsConfigs.kubernetes.talos.dev (id "manifests") ---
+export const BootstrapManifestsConfigType = "BootstrapManifestsConfigs.kubernetes.talos.dev";
+export const BootstrapManifestsConfigId = "manifests";
+export interface BootstrapManifestsConfigSpec {
+  server: string;
+  clusterDomain: string;
+  podCIDRs: string[];
+  proxyEnabled: boolean;
+  proxyImage: string;
+  proxyArgs: string[];
+  coreDNSEnabled: boolean;
+  coreDNSImage: string;
+  dnsServiceIP: string;
+  dnsServiceIPv6: string;
+  flannelEnabled: boolean;
+  flannelImage: string;
+  flannelCNIImage: string;
+  flannelExtraArgs: string[];
+  flannelKubeServiceHost: string;
+  flannelKubeServicePort: string;
+  podSecurityPolicyEnabled: boolean;
+  talosAPIServiceEnabled: boolean;
+  serviceHostDNSAddress: string;
+}
+export const bootstrapManifestsConfigDefinition = defineResource<BootstrapManifestsConfigSpec>({
+  type: BootstrapManifestsConfigType,
+  defaultNamespace: CONTROLPLANE_NAMESPACE,
+  protoSpecType: "talos.resource.definitions.k8s.BootstrapManifestsConfigSpec",
+  // The published message stops at field 16: the flannel service host/port and the host DNS address are YAML only.
+  toProto: (s) => ({
+    server: s.server,
+    cluster_domain: s.clusterDomain,
+    pod_cid_rs: s.podCIDRs,
+    proxy_enabled: s.proxyEnabled,
+    proxy_image: s.proxyImage,
+    proxy_args: s.proxyArgs,
+    core_dns_enabled: s.coreDNSEnabled,
+    core_dns_image: s.coreDNSImage,
+    dns_service_ip: s.dnsServiceIP,
+    dns_service_i_pv6: s.dnsServiceIPv6,
+    flannel_enabled: s.flannelEnabled,
+    flannel_image: s.flannelImage,
+    flannel_cni_image: s.flannelCNIImage,
+    pod_security_policy_enabled: s.podSecurityPolicyEnabled,
+    talos_api_service_enabled: s.talosAPIServiceEnabled,
+    flannel_extra_args: s.flannelExtraArgs,
+  }),
+  toYaml: (s) =>
+    marshalGoYaml({
+      // Talos's YAML tag for the server is "string".
+      string: s.server,
+      clusterDomain: s.clusterDomain,
+      podCIDRs: s.podCIDRs,
+      proxyEnabled: s.proxyEnabled,
+      proxyImage: s.proxyImage,
+      proxyArgs: s.proxyArgs,
+      coreDNSEnabled: s.coreDNSEnabled,
+      coreDNSImage: s.coreDNSImage,
+      dnsServiceIP: s.dnsServiceIP,
+      dnsServiceIPv6: s.dnsServiceIPv6,
+      flannelEnabled: s.flannelEnabled,
+      flannelImage: s.flannelImage,
+      flannelCNIImage: s.flannelCNIImage,
+      flannelExtraArgs: s.flannelExtraArgs,
+      flannelKubeServiceHost: s.flannelKubeServiceHost,
+      flannelKubeServicePort: s.flannelKubeServicePort,
+      podSecurityPolicyEnabled: s.podSecurityPolicyEnabled,
+      talosAPIServiceEnabled: s.talosAPIServiceEnabled,
+      serviceHostDNSAddress: s.serviceHostDNSAddress,
+    }),
+});
+
 // --- StaticPods.kubernetes.talos.dev (ids "kube-apiserver", ..., "<namespace>-<name>" for machine.pods) ---
 export const StaticPodType = "StaticPods.kubernetes.talos.dev";
 export interface StaticPodSpec {
@@ -285,6 +357,7 @@ export const controlPlaneDefinitions: readonly ResourceDefinition<never>[] = [
   admissionControlConfigDefinition,
   auditPolicyConfigDefinition,
   extraManifestsConfigDefinition,
+  bootstrapManifestsConfigDefinition,
   staticPodDefinition,
   staticPodStatusDefinition,
   staticPodServerStatusDefinition,
