@@ -62,7 +62,8 @@ export interface PodVersions {
 const denied = (...keys: string[]): Record<string, MergePolicy> => Object.fromEntries(keys.map((k) => [k, "denied" as const]));
 const additive = (...keys: string[]): Record<string, MergePolicy> => Object.fromEntries(keys.map((k) => [k, "additive" as const]));
 
-export function apiServerPod(cfg: APIServerConfigSpec, versions: PodVersions): Unstructured {
+/** kube-apiserver's flags: Talos's defaults, extraArgs merged under its rules, sorted. */
+export function apiServerArgs(cfg: APIServerConfigSpec): string[] {
   const secret = (file: string) => `${paths.apiServerSecrets}/${file}`;
   const admissionPlugins = ["NodeRestriction", ...(cfg.podSecurityPolicyEnabled ? ["PodSecurityPolicy"] : [])];
   const args = new Args({
@@ -130,7 +131,12 @@ export function apiServerPod(cfg: APIServerConfigSpec, versions: PodVersions): U
       "tls-private-key-file",
     ),
   });
+  return args.render();
+}
 
+export function apiServerPod(cfg: APIServerConfigSpec, versions: PodVersions): Unstructured {
+  // Flags first, as Talos checks them before the resources.
+  const command = ["/usr/local/bin/kube-apiserver", ...apiServerArgs(cfg)];
   const resources = podResources(cfg.resources, "200m", "512Mi");
   const podIP = { name: "POD_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } };
   return pod({
@@ -141,7 +147,7 @@ export function apiServerPod(cfg: APIServerConfigSpec, versions: PodVersions): U
       "talos.dev/config-version": versions.config,
     },
     image: cfg.image,
-    command: ["/usr/local/bin/kube-apiserver", ...args.render()],
+    command,
     env: [podIP, ...containerEnv(cfg.environmentVariables, resources)],
     mounts: [
       { name: "secrets", path: paths.apiServerSecrets, readOnly: true },
@@ -155,7 +161,8 @@ export function apiServerPod(cfg: APIServerConfigSpec, versions: PodVersions): U
   });
 }
 
-export function controllerManagerPod(cfg: ControllerManagerConfigSpec, versions: PodVersions): Unstructured {
+/** kube-controller-manager's flags (after --use-service-account-credentials), sorted. */
+export function controllerManagerArgs(cfg: ControllerManagerConfigSpec): string[] {
   const secret = (file: string) => `${paths.controllerManagerSecrets}/${file}`;
   const args = new Args({
     "allocate-node-cidrs": "true",
@@ -187,13 +194,18 @@ export function controllerManagerPod(cfg: ControllerManagerConfigSpec, versions:
       "service-account-private-key-file",
     ),
   });
+  return args.render();
+}
 
+export function controllerManagerPod(cfg: ControllerManagerConfigSpec, versions: PodVersions): Unstructured {
+  // Flags first, as Talos checks them before the resources.
+  const command = ["/usr/local/bin/kube-controller-manager", "--use-service-account-credentials", ...controllerManagerArgs(cfg)];
   const resources = podResources(cfg.resources, "50m", "256Mi");
   return pod({
     id: ControllerManagerId,
     annotations: { "talos.dev/secrets-version": versions.secrets, "talos.dev/config-version": versions.config },
     image: cfg.image,
-    command: ["/usr/local/bin/kube-controller-manager", "--use-service-account-credentials", ...args.render()],
+    command,
     env: containerEnv(cfg.environmentVariables, resources),
     mounts: [{ name: "secrets", path: paths.controllerManagerSecrets, readOnly: true }],
     extraVolumes: cfg.extraVolumes,
@@ -202,7 +214,8 @@ export function controllerManagerPod(cfg: ControllerManagerConfigSpec, versions:
   });
 }
 
-export function schedulerPod(cfg: SchedulerConfigSpec, versions: PodVersions): Unstructured {
+/** kube-scheduler's flags, sorted. */
+export function schedulerArgs(cfg: SchedulerConfigSpec): string[] {
   const args = new Args({
     config: `${paths.schedulerConfig}/scheduler-config.yaml`,
     "authentication-tolerate-lookup-failure": "false",
@@ -214,13 +227,18 @@ export function schedulerPod(cfg: SchedulerConfigSpec, versions: PodVersions): U
     "tls-min-version": "VersionTLS13",
   });
   args.merge(cfg.extraArgs, denied("kubeconfig", "authentication-kubeconfig", "authorization-kubeconfig", "config"));
+  return args.render();
+}
 
+export function schedulerPod(cfg: SchedulerConfigSpec, versions: PodVersions): Unstructured {
+  // Flags first, as Talos checks them before the resources.
+  const command = ["/usr/local/bin/kube-scheduler", ...schedulerArgs(cfg)];
   const resources = podResources(cfg.resources, "10m", "64Mi");
   return pod({
     id: SchedulerId,
     annotations: { "talos.dev/secrets-version": versions.secrets, "talos.dev/config-version": versions.config },
     image: cfg.image,
-    command: ["/usr/local/bin/kube-scheduler", ...args.render()],
+    command,
     env: containerEnv(cfg.environmentVariables, resources),
     mounts: [
       { name: "secrets", path: paths.schedulerSecrets, readOnly: true },
