@@ -109,7 +109,7 @@ before(async () => {
   c = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: admin });
   await eventually(async () => {
     const s = await services();
-    for (const id of ["apid", "machined", "trustd"]) assert.equal(s.get(id)?.state, "Running", id);
+    for (const id of ["apid", "machined", "syslogd", "trustd"]) assert.equal(s.get(id)?.state, "Running", id);
     assert.equal(s.get("trustd")!.health.healthy, true);
   }, 300);
 });
