@@ -189,6 +189,12 @@ test("ServiceStop, ServiceStart and ServiceRestart; services that do not allow t
   await expectUnknown(c.unary(c.machine, "ServiceStart", { id: "nosuchservice" }), `service "nosuchservice" not defined`);
 });
 
+test("every service ServiceList lists has a log Logs answers for, as on Talos", async () => {
+  const listed = [...(await services()).keys()].sort();
+  assert.deepEqual(listed, ["apid", "machined", "syslogd", "trustd"]);
+  for (const id of listed) await logs(id, 0);
+});
+
 test("Logs: the tail and a follow return exactly the lines the service printed (its /var/log copy); unknown ids as Talos", async () => {
   const file = path.join(stateDir, "var", "log", "trustd.log");
   const printed = () => readFileSync(file, "utf8");
