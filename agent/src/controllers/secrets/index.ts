@@ -7,6 +7,7 @@ import { TrustdController } from "./trustd.js";
 import { KubernetesController, KubernetesDynamicCertsController } from "./kubernetes.js";
 import { KubernetesCertSANsController } from "./kubernetes-cert-sans.js";
 import { RenderSecretsStaticPodController } from "./kubernetes-render.js";
+import { RenderConfigsStaticPodController } from "./kubernetes-config-files.js";
 import { RootKubernetesController } from "./kubernetes-root.js";
 import type { TrustdAttempt } from "./trustd-request.js";
 
@@ -17,7 +18,7 @@ export interface SecretsOptions {
   maintenanceListenAddresses: string[];
   /** One Certificate call to a control plane's trustd (a worker's API certificate). */
   callTrustd: TrustdAttempt;
-  /** The system directory (/system on a node) the control plane's secret files are written below; absent: none are written. */
+  /** The system directory (/system on a node) the control plane's secret and config files are written below; absent: none are written. */
   systemDir?: string;
 }
 
@@ -35,6 +36,6 @@ export function secretsControllers(opts: SecretsOptions): Controller[] {
     new KubernetesCertSANsController(opts.fallback),
     new KubernetesController(),
     new KubernetesDynamicCertsController(),
-    ...(opts.systemDir ? [new RenderSecretsStaticPodController(opts.systemDir)] : []),
+    ...(opts.systemDir ? [new RenderSecretsStaticPodController(opts.systemDir), new RenderConfigsStaticPodController(opts.systemDir)] : []),
   ];
 }
