@@ -20,11 +20,18 @@ import {
   RenderSecretsStaticPodController,
 } from "../../../../agent/src/controllers/secrets/kubernetes-render.js";
 import { nthAddressOf, RootKubernetesController } from "../../../../agent/src/controllers/secrets/kubernetes-root.js";
+import { decode } from "../../../../agent/src/api/index.js";
 import { x509 } from "../../../../agent/src/pki/provider.js";
+import { encodeSpec, type ResourceDefinition } from "../../../../agent/src/resources/definitions.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../../../agent/src/resources/catalog/config.js";
 import { registerCatalog } from "../../../../agent/src/resources/catalog/index.js";
 import {
+  configStatusDefinition,
   CONTROLPLANE_NAMESPACE,
+  kubernetesDynamicCertsDefinition,
+  kubernetesRootDefinition,
+  kubernetesSecretsDefinition,
+  secretsStatusDefinition,
   KubernetesCertSANsId,
   KubernetesDynamicCertsId,
   KubernetesDynamicCertsType,
@@ -309,4 +316,39 @@ test("static pod secret files: paths, contents, 0400 and the component's owner; 
     }
   }
   assert.ok(expected[controlPlaneSecretsDirs.apiServer.dir]!["encryptionconfig.yaml"]!.includes("secret: 45yd2Ke+sytiICojDf8aibTfgt99nzJmO53cjDqrCto="));
+});
+
+test("the resources' protobuf specs carry every field (decoded with the descriptor set's messages)", async (t) => {
+  const { state } = node(t, baseControlPlane);
+  const root = await until("KubernetesRootSecrets", () => get<KubernetesRootSpec>(state, KubernetesRootSecretsType, KubernetesRootSecretsId));
+  const certs = await until("KubernetesDynamicCerts", () => get<KubernetesDynamicCertsSpec>(state, KubernetesDynamicCertsType, KubernetesDynamicCertsId));
+  const kc = await until("KubernetesSecrets", () => get<KubernetesCertsSpec>(state, KubernetesSecretsType, KubernetesSecretsId));
+  const roundTrip = <S>(def: ResourceDefinition<S>, spec: S) => decode(def.protoSpecType, encodeSpec(def, spec));
+  const text = (b: unknown) => Buffer.from(b as Uint8Array).toString("utf8");
+
+  const r = roundTrip(kubernetesRootDefinition, root);
+  assert.equal(r["name"], "base");
+  assert.deepEqual([r["endpoint"], r["local_endpoint"]], [{ full_path: "https://base:6443" }, { full_path: "https://127.0.0.1:7445" }]);
+  assert.deepEqual(r["cert_sa_ns"], ["base"]);
+  assert.deepEqual(r["api_server_ips"], [{ ip: Buffer.from([10, 96, 0, 1]) }]);
+  assert.equal(r["dns_domain"], "cluster.local");
+  const pair = (v: unknown) => ({ crt: text((v as { crt: unknown }).crt), key: text((v as { key: unknown }).key) });
+  assert.deepEqual(pair(r["issuing_ca"]), root.issuingCA);
+  assert.deepEqual(pair(r["aggregator_ca"]), root.aggregatorCA);
+  assert.equal(text((r["service_account"] as { key: unknown }).key), root.serviceAccount);
+  assert.deepEqual((r["accepted_c_as"] as { crt: unknown }[]).map((c) => text(c.crt)), [root.issuingCA!.crt]);
+  assert.deepEqual([r["bootstrap_token_id"], r["bootstrap_token_secret"], r["secretbox_encryption_secret"]], ["inn7ol", "u4ehnti8qyls9ymo", root.secretboxEncryptionSecret]);
+
+  const d = roundTrip(kubernetesDynamicCertsDefinition, certs);
+  assert.deepEqual([pair(d["api_server"]), pair(d["api_server_kubelet_client"]), pair(d["front_proxy"])], [certs.apiServer, certs.apiServerKubeletClient, certs.frontProxy]);
+
+  const k = roundTrip(kubernetesSecretsDefinition, kc);
+  assert.deepEqual(k, {
+    scheduler_kubeconfig: kc.schedulerKubeconfig,
+    controller_manager_kubeconfig: kc.controllerManagerKubeconfig,
+    localhost_admin_kubeconfig: kc.localhostAdminKubeconfig,
+    admin_kubeconfig: kc.adminKubeconfig,
+  });
+  assert.deepEqual(roundTrip(secretsStatusDefinition, { ready: true, version: "3" }), { ready: true, version: "3" });
+  assert.deepEqual(roundTrip(configStatusDefinition, { ready: true, version: "111" }), { ready: true, version: "111" });
 });
