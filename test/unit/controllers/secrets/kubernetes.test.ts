@@ -352,3 +352,39 @@ test("the resources' protobuf specs carry every field (decoded with the descript
   assert.deepEqual(roundTrip(secretsStatusDefinition, { ready: true, version: "3" }), { ready: true, version: "3" });
   assert.deepEqual(roundTrip(configStatusDefinition, { ready: true, version: "111" }), { ready: true, version: "111" });
 });
+
+test("certificates are kept while fresh and issued again past half of their year", async (t) => {
+  const state = new ResourceState();
+  registerCatalog(state, networkDefinitions);
+  state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test.ConfigLoader", () => loadConfig(baseControlPlane));
+  const setTime = (epoch: number) => state.modify(RUNTIME_NAMESPACE, TimeStatusType, "node", "test.Time", () => ({ synced: true, epoch, syncDisabled: false }));
+  setTime(0);
+  let now = Date.now();
+  // The controller reads the clock twice per reconcile once it has issued (whether it issues again or not).
+  let clockReads = 0;
+  const clock = () => {
+    clockReads++;
+    return now;
+  };
+  const runtime = new ControllerRuntime(state, { initialBackoffMs: 10, maxBackoffMs: 50 });
+  runtime.register(new RootKubernetesController());
+  runtime.register(new KubernetesController(clock));
+  const ac = new AbortController();
+  t.after(() => ac.abort());
+  runtime.start(ac.signal);
+  const first = await until("KubernetesSecrets", () => get<KubernetesCertsSpec>(state, KubernetesSecretsType, KubernetesSecretsId));
+  // An input event within the half-life changes nothing.
+  now += 100 * 24 * 3600_000;
+  const reads = clockReads;
+  setTime(1);
+  await until("a reconcile of epoch 1", () => (clockReads >= reads + 2 ? true : undefined));
+  assert.equal(get<KubernetesCertsSpec>(state, KubernetesSecretsType, KubernetesSecretsId)?.adminKubeconfig, first.adminKubeconfig);
+  // Past half of the year, the next reconcile issues anew.
+  now += 90 * 24 * 3600_000;
+  setTime(2);
+  const renewed = await until("renewed kubeconfigs", () => {
+    const spec = get<KubernetesCertsSpec>(state, KubernetesSecretsType, KubernetesSecretsId);
+    return spec && spec.adminKubeconfig !== first.adminKubeconfig ? spec : undefined;
+  });
+  assert.notEqual(renewed.schedulerKubeconfig, first.schedulerKubeconfig);
+});
