@@ -10,6 +10,7 @@ import { goDuration } from "../../resources/go-duration.js";
 import { isAmbiguousScalar } from "../../resources/go-yaml.js";
 
 export type Schema =
+  /** duration: metav1.Duration; raw: runtime.RawExtension (the value as given, null when absent). */
   | { t: "string" | "number" | "bool" | "duration" | "raw" }
   | { t: "ptr" | "slice"; of: Schema }
   | { t: "struct"; fields: Field[] }
@@ -32,9 +33,9 @@ const zeroScalar = { string: "", number: 0, bool: false } as const;
 
 const isMap = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
-/** Whether encoding/json's omitempty leaves the field out (structs never are). */
+/** Whether encoding/json's omitempty leaves the field out (structs, and so durations and raw extensions, never are). */
 function omitted(schema: Schema, v: unknown): boolean {
-  if (v === undefined || v === null) return schema.t !== "struct" && schema.t !== "duration" && schema.t !== "objectMeta";
+  if (v === undefined || v === null) return schema.t !== "struct" && schema.t !== "duration" && schema.t !== "objectMeta" && schema.t !== "raw";
   switch (schema.t) {
     case "string":
     case "number":

@@ -107,6 +107,7 @@ export function auditPolicyYaml(spec: UnstructuredConfigSpec): string {
 
 /** The scheduler configuration (unknown fields dropped), its type and kubeconfig set as Talos sets them. */
 export function schedulerConfigYaml(spec: UnstructuredConfigSpec): string {
+  // A struct schema always encodes to a map, and clientConnection (a struct field without omitempty) is always in it.
   const encoded = encodeGo(schedulerConfiguration, spec.config ?? {}, { strict: false }) as Record<string, Record<string, unknown>>;
   encoded["clientConnection"]!["kubeconfig"] = schedulerKubeconfigPath;
   return kubeYaml({ ...encoded, apiVersion: "kubescheduler.config.k8s.io/v1", kind: "KubeSchedulerConfiguration" });

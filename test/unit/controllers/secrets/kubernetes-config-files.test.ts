@@ -39,7 +39,7 @@ interface CaseInput {
 const input = (name: string) => parse(readFileSync(path.join(fixtures, name, "input.yaml"), "utf8")) as CaseInput;
 const expected = (name: string, file: string) => readFileSync(path.join(fixtures, name, file), "utf8");
 
-for (const name of ["base", "custom"]) {
+for (const name of ["base", "custom", "edges"]) {
   test(`${name}: admission control, audit policy and scheduler config as Kubernetes writes them`, () => {
     const c = input(name);
     assert.equal(admissionControlConfigYaml({ config: c.admission }), expected(name, "admission-control-config.yaml"));
