@@ -9,6 +9,7 @@ import { KubernetesCertSANsController } from "./kubernetes-cert-sans.js";
 import { RenderSecretsStaticPodController } from "./kubernetes-render.js";
 import { RenderConfigsStaticPodController } from "./kubernetes-config-files.js";
 import { RootKubernetesController } from "./kubernetes-root.js";
+import { ControlPlaneAdmissionControlController, ControlPlaneAuditPolicyController } from "./kubernetes-control-plane-configs.js";
 import type { TrustdAttempt } from "./trustd-request.js";
 
 export interface SecretsOptions {
@@ -36,6 +37,8 @@ export function secretsControllers(opts: SecretsOptions): Controller[] {
     new KubernetesCertSANsController(opts.fallback),
     new KubernetesController(),
     new KubernetesDynamicCertsController(),
+    new ControlPlaneAdmissionControlController(),
+    new ControlPlaneAuditPolicyController(),
     ...(opts.systemDir ? [new RenderSecretsStaticPodController(opts.systemDir), new RenderConfigsStaticPodController(opts.systemDir)] : []),
   ];
 }

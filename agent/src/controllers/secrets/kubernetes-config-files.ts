@@ -3,25 +3,25 @@
 // user: kube-apiserver's admission control configuration and audit policy, and
 // kube-scheduler's configuration; then ConfigStatuses `static-pods`.
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
-import { CONTROLPLANE_NAMESPACE, ConfigStatusType, StaticPodConfigStatusId, type RenderStatusSpec } from "../../resources/catalog/k8s-secrets.js";
+import {
+  AdmissionControlConfigId,
+  AdmissionControlConfigType,
+  AuditPolicyConfigId,
+  AuditPolicyConfigType,
+  CONTROLPLANE_NAMESPACE,
+  ConfigStatusType,
+  StaticPodConfigStatusId,
+  type AdmissionControlConfigSpec,
+  type RenderStatusSpec,
+  type UnstructuredConfigSpec,
+} from "../../resources/catalog/k8s-secrets.js";
 import { bool, duration, encodeGo, kubeYaml, num, ptr, raw, slice, str, struct, type Field, type Schema } from "./go-struct.js";
 import { controlPlaneSecretsDirs, writeComponentFiles, type ComponentFiles } from "./kubernetes-render.js";
 
-// The control-plane configuration resources, by their Talos names.
-export const AdmissionControlConfigType = "AdmissionControlConfigs.kubernetes.talos.dev";
-export const AdmissionControlConfigId = "admission-control";
-export const AuditPolicyConfigType = "AuditPolicyConfigs.kubernetes.talos.dev";
-export const AuditPolicyConfigId = "audit-policy";
+// The scheduler's configuration resource (with its image and flags, part of the static pods), by its Talos
+// name; only its `config` (cluster.scheduler.config) is read here.
 export const SchedulerConfigType = "SchedulerConfigs.kubernetes.talos.dev";
 export const SchedulerConfigId = "kube-scheduler";
-
-export interface AdmissionControlConfigSpec {
-  config: { name: string; configuration: Record<string, unknown> | null }[];
-}
-/** The audit policy and the scheduler configuration as the user wrote them (a Kubernetes object's map). */
-export interface UnstructuredConfigSpec {
-  config: Record<string, unknown> | null;
-}
 
 export const controlPlaneConfigDirs = {
   apiServer: { dir: "config/kubernetes/kube-apiserver", uid: controlPlaneSecretsDirs.apiServer.uid, gid: controlPlaneSecretsDirs.apiServer.gid },

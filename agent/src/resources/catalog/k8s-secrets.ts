@@ -188,10 +188,56 @@ export const configStatusDefinition = defineResource<RenderStatusSpec>({
   toProto: (s) => ({ ready: s.ready, version: s.version }),
 });
 
+/** google.protobuf.Struct (camel-cased as the common types are loaded) of a JSON-like map. */
+export function protoStruct(map: Record<string, unknown>): { fields: Record<string, unknown> } {
+  return { fields: Object.fromEntries(Object.entries(map).map(([k, v]) => [k, protoValue(v)])) };
+}
+
+function protoValue(v: unknown): Record<string, unknown> {
+  if (v === null || v === undefined) return { nullValue: 0 };
+  if (typeof v === "number") return { numberValue: v };
+  if (typeof v === "string") return { stringValue: v };
+  if (typeof v === "boolean") return { boolValue: v };
+  if (Array.isArray(v)) return { listValue: { values: v.map(protoValue) } };
+  if (typeof v === "object") return { structValue: protoStruct(v as Record<string, unknown>) };
+  return { stringValue: String(v) };
+}
+
+// --- AdmissionControlConfigs.kubernetes.talos.dev (id "admission-control") ---
+export const AdmissionControlConfigType = "AdmissionControlConfigs.kubernetes.talos.dev";
+export const AdmissionControlConfigId = "admission-control";
+export interface AdmissionControlConfigSpec {
+  /** cluster.apiServer.admissionControl, in order. */
+  config: { name: string; configuration: Record<string, unknown> | null }[];
+}
+export const admissionControlConfigDefinition = defineResource<AdmissionControlConfigSpec>({
+  type: AdmissionControlConfigType,
+  defaultNamespace: CONTROLPLANE_NAMESPACE,
+  protoSpecType: "talos.resource.definitions.k8s.AdmissionControlConfigSpec",
+  toProto: (s) => ({ config: s.config.map((p) => ({ name: p.name, ...(p.configuration ? { configuration: protoStruct(p.configuration) } : {}) })) }),
+});
+
+// --- AuditPolicyConfigs.kubernetes.talos.dev (id "audit-policy") ---
+export const AuditPolicyConfigType = "AuditPolicyConfigs.kubernetes.talos.dev";
+export const AuditPolicyConfigId = "audit-policy";
+/** A Kubernetes object's map as the user wrote it (the audit policy, the scheduler configuration). */
+export interface UnstructuredConfigSpec {
+  config: Record<string, unknown> | null;
+}
+export const auditPolicyConfigDefinition = defineResource<UnstructuredConfigSpec>({
+  type: AuditPolicyConfigType,
+  defaultNamespace: CONTROLPLANE_NAMESPACE,
+  sensitive: true,
+  protoSpecType: "talos.resource.definitions.k8s.AuditPolicyConfigSpec",
+  toProto: (s) => (s.config ? { config: protoStruct(s.config) } : {}),
+});
+
 export const kubernetesSecretsDefinitions: readonly ResourceDefinition<never>[] = [
   kubernetesRootDefinition,
   kubernetesSecretsDefinition,
   kubernetesDynamicCertsDefinition,
   secretsStatusDefinition,
   configStatusDefinition,
+  admissionControlConfigDefinition,
+  auditPolicyConfigDefinition,
 ];
