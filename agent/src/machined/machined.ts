@@ -290,6 +290,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       fallback: () => ({ addresses: nodeAddresses(state), ...nodeHostname(state) }),
       maintenanceListenAddresses: ["", "0.0.0.0", "::"].includes(apidHost) ? [] : [apidHost],
       callTrustd,
+      systemDir: paths.system,
     },
     network: opts.networking?.controllers ?? [],
     kernelParams: { params: opts.kernelParams, container: platform.mode === "container" },
