@@ -12,9 +12,9 @@ import { HostDNSConfigId, HostDNSConfigType, type HostDNSConfigSpec } from "../.
 import {
   BootstrapManifestsConfigId,
   BootstrapManifestsConfigType,
-  CONTROLPLANE_NAMESPACE,
   type BootstrapManifestsConfigSpec,
 } from "../../resources/catalog/k8s-controlplane.js";
+import { CONTROLPLANE_NAMESPACE } from "../../resources/catalog/k8s-secrets.js";
 import { Args } from "./args-builder.js";
 import { controlPlaneConfig, podCIDRs, serviceCIDRs, type ControlPlaneConfig } from "./control-plane-config.js";
 

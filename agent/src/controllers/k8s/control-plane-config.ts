@@ -1,5 +1,6 @@
 // The control plane's *Config resources from the machine config of a control plane
-// node (Talos's ControlPlane*Controller transforms): one resource each, with Talos's
+// node (Talos's ControlPlane*Controller transforms; admission control and audit policy
+// are the secrets controllers'): one resource each, with Talos's
 // defaults for what the config leaves out; removed when the node is not (or no
 // longer) a control plane node.
 
@@ -9,22 +10,15 @@ import { KUBERNETES_VERSION } from "../../config/defaults.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../resources/catalog/config.js";
 import {
-  AdmissionControlConfigId,
-  AdmissionControlConfigType,
   APIServerConfigType,
   APIServerId,
-  AuditPolicyConfigId,
-  AuditPolicyConfigType,
-  CONTROLPLANE_NAMESPACE,
   ControllerManagerConfigType,
   ControllerManagerId,
   ExtraManifestsConfigId,
   ExtraManifestsConfigType,
   SchedulerConfigType,
   SchedulerId,
-  type AdmissionControlConfigSpec,
   type APIServerConfigSpec,
-  type AuditPolicyConfigSpec,
   type ControllerManagerConfigSpec,
   type ExtraManifest,
   type ExtraManifestsConfigSpec,
@@ -33,6 +27,7 @@ import {
   type SchedulerConfigSpec,
 } from "../../resources/catalog/k8s-controlplane.js";
 import type { Unstructured } from "../../resources/unstructured.js";
+import { CONTROLPLANE_NAMESPACE } from "../../resources/catalog/k8s-secrets.js";
 
 /** A v1alpha1 config with both sections, of a control plane node. */
 export interface ControlPlaneConfig {
@@ -44,8 +39,6 @@ const DEFAULT_POD_CIDR = "10.244.0.0/16";
 const DEFAULT_SERVICE_CIDR = "10.96.0.0/12";
 const DEFAULT_API_SERVER_PORT = 6443;
 const ETCD_CLIENT_URL = "https://localhost:2379";
-// What kube-apiserver logs when the config has no audit policy.
-const DEFAULT_AUDIT_POLICY: Unstructured = { apiVersion: "audit.k8s.io/v1", kind: "Policy", rules: [{ level: "Metadata" }] };
 
 /** The machine and cluster sections of a control plane node's config; undefined for any other node. */
 export function controlPlaneConfig(bundle: ConfigBundle | undefined): ControlPlaneConfig | undefined {
@@ -165,17 +158,6 @@ export function schedulerConfig(cfg: ControlPlaneConfig): SchedulerConfigSpec {
   return spec;
 }
 
-export function admissionControlConfig(cfg: ControlPlaneConfig): AdmissionControlConfigSpec {
-  return {
-    config: (cfg.cluster.apiServer?.admissionControl ?? []).map((p) => ({ name: p.name ?? "", configuration: structuredClone(p.configuration ?? {}) })),
-  };
-}
-
-export function auditPolicyConfig(cfg: ControlPlaneConfig): AuditPolicyConfigSpec {
-  const policy = cfg.cluster.apiServer?.auditPolicy;
-  return { config: structuredClone(policy && Object.keys(policy).length > 0 ? policy : DEFAULT_AUDIT_POLICY) };
-}
-
 export function extraManifestsConfig(cfg: ControlPlaneConfig): ExtraManifestsConfigSpec {
   const c = cfg.cluster;
   const byUrl = (priority: string, extraHeaders?: Record<string, string>) => (url: string): ExtraManifest => ({
@@ -201,8 +183,6 @@ export function controlPlaneConfigControllers(): Controller[] {
     new ConfigTransformController("k8s.ControlPlaneAPIServerController", APIServerConfigType, APIServerId, apiServerConfig),
     new ConfigTransformController("k8s.ControlPlaneControllerManagerController", ControllerManagerConfigType, ControllerManagerId, controllerManagerConfig),
     new ConfigTransformController("k8s.ControlPlaneSchedulerController", SchedulerConfigType, SchedulerId, schedulerConfig),
-    new ConfigTransformController("k8s.ControlPlaneAdmissionControlController", AdmissionControlConfigType, AdmissionControlConfigId, admissionControlConfig),
-    new ConfigTransformController("k8s.ControlPlaneAuditPolicyController", AuditPolicyConfigType, AuditPolicyConfigId, auditPolicyConfig),
     new ConfigTransformController("k8s.ControlPlaneExtraManifestsController", ExtraManifestsConfigType, ExtraManifestsConfigId, extraManifestsConfig),
   ];
 }

@@ -7,7 +7,6 @@ import { RUNTIME_NAMESPACE, ServiceType, type ServiceSpec } from "../../resource
 import {
   APIServerConfigType,
   APIServerId,
-  CONTROLPLANE_NAMESPACE,
   ControllerManagerConfigType,
   ControllerManagerId,
   K8S_NAMESPACE,
@@ -19,20 +18,16 @@ import {
   type SchedulerConfigSpec,
   type StaticPodSpec,
 } from "../../resources/catalog/k8s-controlplane.js";
+import {
+  CONTROLPLANE_NAMESPACE,
+  ConfigStatusType,
+  SecretsStatusType,
+  StaticPodConfigStatusId,
+  StaticPodSecretsStatusId,
+  type RenderStatusSpec,
+} from "../../resources/catalog/k8s-secrets.js";
 import type { Unstructured } from "../../resources/unstructured.js";
 import { apiServerPod, controllerManagerPod, schedulerPod, type PodVersions } from "./control-plane-pods.js";
-
-/**
- * Written by the Kubernetes secrets controllers once the static pods' secrets
- * (SecretStatuses) and config files (ConfigStatuses) are on disk; read here by type and id.
- */
-export const SecretsStatusType = "SecretStatuses.kubernetes.talos.dev";
-export const ConfigStatusType = "ConfigStatuses.kubernetes.talos.dev";
-export const StaticPodStatusesId = "static-pods";
-export interface RenderStatusSpec {
-  ready: boolean;
-  version: string;
-}
 
 export class ControlPlaneStaticPodController implements Controller {
   readonly name = "k8s.ControlPlaneStaticPodController";
@@ -40,16 +35,16 @@ export class ControlPlaneStaticPodController implements Controller {
     { namespace: CONTROLPLANE_NAMESPACE, type: APIServerConfigType, kind: "weak" as const },
     { namespace: CONTROLPLANE_NAMESPACE, type: ControllerManagerConfigType, kind: "weak" as const },
     { namespace: CONTROLPLANE_NAMESPACE, type: SchedulerConfigType, kind: "weak" as const },
-    { namespace: CONTROLPLANE_NAMESPACE, type: SecretsStatusType, id: StaticPodStatusesId, kind: "weak" as const },
-    { namespace: CONTROLPLANE_NAMESPACE, type: ConfigStatusType, id: StaticPodStatusesId, kind: "weak" as const },
+    { namespace: CONTROLPLANE_NAMESPACE, type: SecretsStatusType, id: StaticPodSecretsStatusId, kind: "weak" as const },
+    { namespace: CONTROLPLANE_NAMESPACE, type: ConfigStatusType, id: StaticPodConfigStatusId, kind: "weak" as const },
     { namespace: RUNTIME_NAMESPACE, type: ServiceType, id: "etcd", kind: "weak" as const },
   ];
   readonly outputs = [{ type: StaticPodType, kind: "shared" as const }];
 
   async reconcile(ctx: ControllerContext): Promise<void> {
     const etcd = ctx.get<ServiceSpec>(RUNTIME_NAMESPACE, ServiceType, "etcd");
-    const secrets = ctx.get<RenderStatusSpec>(CONTROLPLANE_NAMESPACE, SecretsStatusType, StaticPodStatusesId);
-    const configFiles = ctx.get<RenderStatusSpec>(CONTROLPLANE_NAMESPACE, ConfigStatusType, StaticPodStatusesId);
+    const secrets = ctx.get<RenderStatusSpec>(CONTROLPLANE_NAMESPACE, SecretsStatusType, StaticPodSecretsStatusId);
+    const configFiles = ctx.get<RenderStatusSpec>(CONTROLPLANE_NAMESPACE, ConfigStatusType, StaticPodConfigStatusId);
     if (!etcd || !secrets || !configFiles) {
       ctx.destroyOthers(K8S_NAMESPACE, StaticPodType, new Set());
       return;

@@ -12,19 +12,15 @@ import { NodenameType, type NodenameSpec } from "../../resources/catalog/cluster
 import { RUNTIME_NAMESPACE, ServiceType, type ServiceSpec } from "../../resources/catalog/runtime.js";
 import { SECRETS_NAMESPACE } from "../../resources/catalog/secrets.js";
 import { K8S_NAMESPACE, StaticPodStatusType, type StaticPodStatusSpec } from "../../resources/catalog/k8s-controlplane.js";
+import {
+  KubernetesDynamicCertsId,
+  KubernetesDynamicCertsType,
+  KubernetesRootSecretsId,
+  KubernetesRootSecretsType,
+  type KubernetesDynamicCertsSpec,
+  type KubernetesRootSpec,
+} from "../../resources/catalog/k8s-secrets.js";
 import type { Unstructured } from "../../resources/unstructured.js";
-
-/** Written by the Kubernetes secrets controllers; read here by type and id. */
-export const KubernetesRootSecretsType = "KubernetesRootSecrets.secrets.talos.dev";
-export const KubernetesRootSecretsId = "k8s";
-export const KubernetesDynamicCertsType = "KubernetesDynamicCerts.secrets.talos.dev";
-export const KubernetesDynamicCertsId = "k8s-dynamic-certs";
-export interface KubernetesRootInput {
-  issuingCA?: PemCertAndKey;
-}
-export interface KubernetesDynamicCertsInput {
-  apiServerKubeletClient: PemCertAndKey;
-}
 
 export class KubeletPodsError extends SystemError {}
 
@@ -73,8 +69,8 @@ export class KubeletStaticPodController implements Controller {
       return;
     }
     // Without the control plane's secrets there is no way to ask the kubelet (a worker): statuses stay as they are.
-    const issuingCA = ctx.get<KubernetesRootInput>(SECRETS_NAMESPACE, KubernetesRootSecretsType, KubernetesRootSecretsId)?.spec.issuingCA;
-    const client = ctx.get<KubernetesDynamicCertsInput>(SECRETS_NAMESPACE, KubernetesDynamicCertsType, KubernetesDynamicCertsId)?.spec
+    const issuingCA = ctx.get<KubernetesRootSpec>(SECRETS_NAMESPACE, KubernetesRootSecretsType, KubernetesRootSecretsId)?.spec.issuingCA;
+    const client = ctx.get<KubernetesDynamicCertsSpec>(SECRETS_NAMESPACE, KubernetesDynamicCertsType, KubernetesDynamicCertsId)?.spec
       .apiServerKubeletClient;
     const nodename = ctx.get<NodenameSpec>(K8S_NAMESPACE, NodenameType, "nodename")?.spec.nodename;
     if (!issuingCA || !client || !nodename) return;

@@ -1,13 +1,14 @@
 // The static control plane: what the machine config asks of kube-apiserver,
-// kube-controller-manager and kube-scheduler (namespace `controlplane`), the static
+// kube-controller-manager and kube-scheduler (namespace `controlplane`; the admission
+// control and audit policy configs live with the files rendered from them, k8s-secrets.ts), the static
 // pods rendered from it, the URL the kubelet reads them from and the pods' status as
 // the kubelet reports it (namespace `k8s`). Ids, fields and YAML as Talos v1.7 has them.
 
 import { defineResource, type ResourceDefinition } from "../definitions.js";
 import { marshalGoYaml } from "../go-yaml.js";
 import { goYamlOrdered, unstructuredProto, type Unstructured } from "../unstructured.js";
+import { CONTROLPLANE_NAMESPACE } from "./k8s-secrets.js";
 
-export const CONTROLPLANE_NAMESPACE = "controlplane";
 export const K8S_NAMESPACE = "k8s";
 
 export const APIServerId = "kube-apiserver";
@@ -161,39 +162,6 @@ export const schedulerConfigDefinition = defineResource<SchedulerConfigSpec>({
       resources: resourcesYaml(s.resources),
       config: goYamlOrdered(s.config ?? {}),
     }),
-});
-
-// --- AdmissionControlConfigs.kubernetes.talos.dev (id "admission-control") ---
-export const AdmissionControlConfigType = "AdmissionControlConfigs.kubernetes.talos.dev";
-export const AdmissionControlConfigId = "admission-control";
-export interface AdmissionPluginSpec {
-  name: string;
-  configuration: Unstructured;
-}
-export interface AdmissionControlConfigSpec {
-  config: AdmissionPluginSpec[];
-}
-export const admissionControlConfigDefinition = defineResource<AdmissionControlConfigSpec>({
-  type: AdmissionControlConfigType,
-  defaultNamespace: CONTROLPLANE_NAMESPACE,
-  protoSpecType: "talos.resource.definitions.k8s.AdmissionControlConfigSpec",
-  toProto: (s) => ({ config: s.config.map((p) => ({ name: p.name, configuration: unstructuredProto(p.configuration) })) }),
-  toYaml: (s) => marshalGoYaml({ config: s.config.map((p) => ({ name: p.name, configuration: goYamlOrdered(p.configuration) })) }),
-});
-
-// --- AuditPolicyConfigs.kubernetes.talos.dev (id "audit-policy", sensitive) ---
-export const AuditPolicyConfigType = "AuditPolicyConfigs.kubernetes.talos.dev";
-export const AuditPolicyConfigId = "audit-policy";
-export interface AuditPolicyConfigSpec {
-  config: Unstructured;
-}
-export const auditPolicyConfigDefinition = defineResource<AuditPolicyConfigSpec>({
-  type: AuditPolicyConfigType,
-  defaultNamespace: CONTROLPLANE_NAMESPACE,
-  sensitive: true,
-  protoSpecType: "talos.resource.definitions.k8s.AuditPolicyConfigSpec",
-  toProto: (s) => ({ config: unstructuredProto(s.config) }),
-  toYaml: (s) => marshalGoYaml({ config: goYamlOrdered(s.config) }),
 });
 
 // --- ExtraManifestsConfigs.kubernetes.talos.dev (id "extra-manifests") ---
@@ -354,8 +322,6 @@ export const controlPlaneDefinitions: readonly ResourceDefinition<never>[] = [
   apiServerConfigDefinition,
   controllerManagerConfigDefinition,
   schedulerConfigDefinition,
-  admissionControlConfigDefinition,
-  auditPolicyConfigDefinition,
   extraManifestsConfigDefinition,
   bootstrapManifestsConfigDefinition,
   staticPodDefinition,

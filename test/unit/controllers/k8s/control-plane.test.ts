@@ -10,21 +10,12 @@ import { parse } from "yaml";
 import { Observed } from "../../../../agent/src/controllers/index.js";
 import { MachineConfigController } from "../../../../agent/src/controllers/config/machine-config.js";
 import { controlPlaneConfigControllers } from "../../../../agent/src/controllers/k8s/control-plane-config.js";
-import {
-  ConfigStatusType,
-  ControlPlaneStaticPodController,
-  SecretsStatusType,
-  StaticPodStatusesId,
-  type RenderStatusSpec,
-} from "../../../../agent/src/controllers/k8s/control-plane-static-pod.js";
+import { ControlPlaneStaticPodController } from "../../../../agent/src/controllers/k8s/control-plane-static-pod.js";
 import type { ConfigBundle } from "../../../../agent/src/config/bundle.js";
 import { loadConfig } from "../../../../agent/src/config/load.js";
 import { registerCatalog } from "../../../../agent/src/resources/catalog/index.js";
 import {
   APIServerConfigType,
-  AuditPolicyConfigType,
-  AdmissionControlConfigType,
-  CONTROLPLANE_NAMESPACE,
   ControllerManagerConfigType,
   ExtraManifestsConfigType,
   K8S_NAMESPACE,
@@ -34,6 +25,14 @@ import {
   staticPodDefinition,
   type StaticPodSpec,
 } from "../../../../agent/src/resources/catalog/k8s-controlplane.js";
+import {
+  CONTROLPLANE_NAMESPACE,
+  ConfigStatusType,
+  SecretsStatusType,
+  StaticPodConfigStatusId,
+  StaticPodSecretsStatusId,
+  type RenderStatusSpec,
+} from "../../../../agent/src/resources/catalog/k8s-secrets.js";
 import { RUNTIME_NAMESPACE, ServiceType, type ServiceSpec } from "../../../../agent/src/resources/catalog/runtime.js";
 import { encodeSpec, yamlSpec } from "../../../../agent/src/resources/definitions.js";
 import { decode } from "../../../../agent/src/api/index.js";
@@ -94,8 +93,8 @@ function node(t: TestContext, config: ConfigBundle): Node {
     failures,
     etcd: (spec) => put(RUNTIME_NAMESPACE, ServiceType, "etcd", spec),
     statuses: (secrets, configFiles) => {
-      put<RenderStatusSpec>(CONTROLPLANE_NAMESPACE, SecretsStatusType, StaticPodStatusesId, secrets === undefined ? undefined : { ready: true, version: secrets });
-      put<RenderStatusSpec>(CONTROLPLANE_NAMESPACE, ConfigStatusType, StaticPodStatusesId, configFiles === undefined ? undefined : { ready: true, version: configFiles });
+      put<RenderStatusSpec>(CONTROLPLANE_NAMESPACE, SecretsStatusType, StaticPodSecretsStatusId, secrets === undefined ? undefined : { ready: true, version: secrets });
+      put<RenderStatusSpec>(CONTROLPLANE_NAMESPACE, ConfigStatusType, StaticPodConfigStatusId, configFiles === undefined ? undefined : { ready: true, version: configFiles });
     },
   };
 }
@@ -204,11 +203,11 @@ test("an extraArg Talos does not let the config override fails the render and na
 test("a worker has no control plane configs; a control plane that becomes a worker loses them", async (t) => {
   const n = node(t, configFixture("controlplane.yaml"));
   await n.runtime.whenIdle();
-  const types = [APIServerConfigType, ControllerManagerConfigType, SchedulerConfigType, AdmissionControlConfigType, AuditPolicyConfigType, ExtraManifestsConfigType];
-  assert.deepEqual(types.map((type) => n.state.list(CONTROLPLANE_NAMESPACE, type).length), [1, 1, 1, 1, 1, 1]);
+  const types = [APIServerConfigType, ControllerManagerConfigType, SchedulerConfigType, ExtraManifestsConfigType];
+  assert.deepEqual(types.map((type) => n.state.list(CONTROLPLANE_NAMESPACE, type).length), [1, 1, 1, 1]);
   n.config.set(loadConfig(Buffer.from(fixture("controlplane.yaml").replace("    type: controlplane\n", "    type: worker\n"))));
   await n.runtime.whenIdle();
-  assert.deepEqual(types.map((type) => n.state.list(CONTROLPLANE_NAMESPACE, type).length), [0, 0, 0, 0, 0, 0]);
+  assert.deepEqual(types.map((type) => n.state.list(CONTROLPLANE_NAMESPACE, type).length), [0, 0, 0, 0]);
 });
 
 test("APIServerConfig of the custom config: fields, YAML as talosctl shows it, and the protobuf spec", async (t) => {

@@ -7,7 +7,13 @@ import type { AddressInfo } from "node:net";
 import { test, type TestContext } from "node:test";
 import { Observed } from "../../../../agent/src/controllers/index.js";
 import { MachineConfigController } from "../../../../agent/src/controllers/config/machine-config.js";
-import { KubeletStaticPodController, KubernetesDynamicCertsId, KubernetesDynamicCertsType, KubernetesRootSecretsId, KubernetesRootSecretsType } from "../../../../agent/src/controllers/k8s/kubelet-static-pod.js";
+import { KubeletStaticPodController } from "../../../../agent/src/controllers/k8s/kubelet-static-pod.js";
+import {
+  KubernetesDynamicCertsId,
+  KubernetesDynamicCertsType,
+  KubernetesRootSecretsId,
+  KubernetesRootSecretsType,
+} from "../../../../agent/src/resources/catalog/k8s-secrets.js";
 import { StaticPodConfigController } from "../../../../agent/src/controllers/k8s/static-pod-config.js";
 import { podListYaml, StaticPodServerController } from "../../../../agent/src/controllers/k8s/static-pod-server.js";
 import type { ConfigBundle } from "../../../../agent/src/config/bundle.js";
