@@ -5,6 +5,8 @@
 
 import { readFile } from "node:fs/promises";
 import https from "node:https";
+import net from "node:net";
+import tls from "node:tls";
 import { SystemError } from "../../errors.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
 import type { PemCertAndKey } from "../../resources/codec.js";
@@ -101,7 +103,9 @@ export class KubeletStaticPodController implements Controller {
     const url = new URL("/pods/", this.kubeletURL);
     const fail = (message: string, cause?: unknown) => new KubeletPodsError(`error fetching pod status: ${message}`, { url: url.href }, { cause });
     return new Promise((resolve, reject) => {
-      const req = https.get(url, { cert: client.crt, key: client.key, ca, servername: nodename, timeout: 30_000, signal }, (res) => {
+      // The kubelet's certificate names the node; SNI carries no IP, so an IP node name is only checked against the certificate.
+      const identity = net.isIP(nodename) ? { checkServerIdentity: (_host: string, cert: tls.PeerCertificate) => tls.checkServerIdentity(nodename, cert) } : { servername: nodename };
+      const req = https.get(url, { cert: client.crt, key: client.key, ca, ...identity, timeout: 30_000, signal }, (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
         res.on("error", (err) => reject(fail(err.message, err)));

@@ -3,7 +3,7 @@
 // /pods/ over mutual TLS the way the real one does.
 import assert from "node:assert/strict";
 import https from "node:https";
-import type { AddressInfo } from "node:net";
+import { isIP, type AddressInfo } from "node:net";
 import { test, type TestContext } from "node:test";
 import { Observed } from "../../../../agent/src/controllers/index.js";
 import { MachineConfigController } from "../../../../agent/src/controllers/config/machine-config.js";
@@ -130,7 +130,8 @@ interface FakeKubelet {
 
 /** A kubelet serving /pods/ on loopback for `nodename`, accepting only client certificates of `ca`. */
 async function fakeKubelet(t: TestContext, ca: Awaited<ReturnType<typeof generateSelfSignedCA>>, nodename: string): Promise<FakeKubelet> {
-  const serving = await issueCertificate(ca, { commonName: nodename, dnsNames: [nodename], extKeyUsage: ["serverAuth"], lifetimeMs: 3_600_000, algorithm: "ecdsa-p256" });
+  const names = isIP(nodename) ? { ipAddresses: [nodename] } : { dnsNames: [nodename] };
+  const serving = await issueCertificate(ca, { commonName: nodename, ...names, extKeyUsage: ["serverAuth"], lifetimeMs: 3_600_000, algorithm: "ecdsa-p256" });
   const fake: FakeKubelet = { url: "", clients: [], pods: [] };
   const server = https.createServer({ cert: serving.certPem, key: serving.keyPem, ca: ca.certPem, requestCert: true, rejectUnauthorized: true }, (req, res) => {
     // The fake kubelet only serves TLS sockets, which carry the peer's certificate.
@@ -212,4 +213,36 @@ test("StaticPodStatus: static pods of the kubelet's /pods/ (file and http source
 
   put(RUNTIME_NAMESPACE, ServiceType, "kubelet", { running: false, healthy: false, unknown: false });
   await until("statuses torn down with the kubelet", () => (ids().length === 0 ? true : undefined));
+});
+
+test("StaticPodStatus: the kubelet must present a certificate for the node's name (an IP name checked against the IP SANs)", async (t) => {
+  const ca = await generateSelfSignedCA({ organizations: ["kubernetes"], algorithm: "ecdsa-p256" });
+  const client = await issueCertificate(ca, { commonName: "apiserver-kubelet-client", extKeyUsage: ["clientAuth"], lifetimeMs: 3_600_000, algorithm: "ecdsa-p256" });
+  const kubelet = await fakeKubelet(t, ca, "10.5.0.2");
+  kubelet.pods = [kubeletPod("kube-system", "kube-apiserver-10.5.0.2", "http", "True")];
+  const statuses = async (nodename: string) => {
+    const failures: string[] = [];
+    const inner = new KubeletStaticPodController({ kubeletURL: kubelet.url, kubeletCertPath: "/nonexistent/kubelet.crt", pollMs: 60_000 });
+    const controller: Controller = {
+      name: inner.name,
+      inputs: inner.inputs,
+      outputs: inner.outputs,
+      reconcile: (ctx) => inner.reconcile(ctx).catch((err: Error) => {
+        failures.push(`${err.name}: ${err.message}`);
+        throw err;
+      }),
+    };
+    const { state } = start(t, [controller]);
+    const put = (ns: string, type: string, id: string, spec: unknown) => state.modify(ns, type, id, "fake", () => spec);
+    put(RUNTIME_NAMESPACE, ServiceType, "kubelet", { running: true, healthy: true, unknown: false });
+    put(K8S_NAMESPACE, NodenameType, "nodename", { nodename, hostnameVersion: "1", skipNodeRegistration: false });
+    put(SECRETS_NAMESPACE, KubernetesRootSecretsType, KubernetesRootSecretsId, { issuingCA: { crt: ca.certPem, key: ca.keyPem } });
+    put(SECRETS_NAMESPACE, KubernetesDynamicCertsType, KubernetesDynamicCertsId, { apiServerKubeletClient: { crt: client.certPem, key: client.keyPem } });
+    await until("an answer or a failure", () => (failures.length > 0 || state.list(K8S_NAMESPACE, StaticPodStatusType).length > 0 ? true : undefined));
+    return { ids: state.list(K8S_NAMESPACE, StaticPodStatusType).map((r) => r.metadata.id), failures };
+  };
+  assert.deepEqual(await statuses("10.5.0.2"), { ids: ["kube-system/kube-apiserver-10.5.0.2"], failures: [] });
+  const other = await statuses("10.5.0.3");
+  assert.deepEqual(other.ids, []);
+  assert.match(other.failures[0] ?? "", /^KubeletPodsError: error fetching pod status: .*10\.5\.0\.3/);
 });
