@@ -3,6 +3,7 @@ import { CriRegistryConfigController } from "../controllers/cri/registry-config.
 import { criPaths, type CriPaths } from "../services/cri/config.js";
 import { criService } from "../services/definitions/cri.js";
 import type { ServiceDefinition, ServiceStatus } from "../services/service.js";
+import { boundingCapabilities } from "../sys/capabilities.js";
 import { ContainerdClient } from "../sys/containerd/client.js";
 import { CriClient } from "../sys/cri/client.js";
 import type { Paths } from "../sys/paths.js";
@@ -32,7 +33,7 @@ export function criRuntime(paths: Paths, opts: CriOptions): CriRuntime {
   const client = (namespace: string) => (namespace === containerd.namespace ? containerd : containerd.inNamespace(namespace));
   return {
     paths: p,
-    controller: new CriRegistryConfigController(p),
+    controller: new CriRegistryConfigController(p, { restrictOomScoreAdj: !boundingCapabilities().has("CAP_SYS_RESOURCE") }),
     services: (config) => (config?.v1alpha1()?.cluster ? [criService({ paths: p, command: opts.command, client: () => containerd })] : []),
     access: (status) => ({ running: () => status("cri")?.state === "Running", runtime: () => runtime, containerd: client }),
     close: () => {

@@ -3,7 +3,7 @@ import path from "node:path";
 import type { ConfigBundle } from "../../config/bundle.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../resources/catalog/config.js";
-import { criPluginConfig, type CriPaths } from "../../services/cri/config.js";
+import { criPluginConfig, type CriPaths, type CriPluginOptions } from "../../services/cri/config.js";
 import { generateHosts, syncHosts } from "../../services/cri/hosts.js";
 
 /**
@@ -16,13 +16,16 @@ export class CriRegistryConfigController implements Controller {
   readonly inputs = [{ namespace: CONFIG_NAMESPACE, type: MachineConfigType, id: MachineConfigIds.active, kind: "weak" as const }];
   readonly outputs = [];
 
-  constructor(private readonly paths: CriPaths) {}
+  constructor(
+    private readonly paths: CriPaths,
+    private readonly options: CriPluginOptions = {},
+  ) {}
 
   async reconcile(ctx: ControllerContext): Promise<void> {
     const registries = ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.v1alpha1()?.machine?.registries;
     const hosts = generateHosts(registries, this.paths.hosts);
     await fs.mkdir(path.dirname(this.paths.criPart), { recursive: true, mode: 0o700 });
-    const part = criPluginConfig(registries, this.paths);
+    const part = criPluginConfig(registries, this.paths, this.options);
     const current = await fs.readFile(this.paths.criPart, "utf8").catch(() => undefined);
     // Written whole then renamed: containerd (re)starting never reads half a file.
     if (current !== part) {

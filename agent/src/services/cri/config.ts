@@ -75,13 +75,23 @@ export const sandboxImage = "registry.k8s.io/pause:3.8";
 
 const cri = '"io.containerd.grpc.v1.cri"';
 
+export interface CriPluginOptions {
+  /**
+   * Keep containers' OOM scores at or above containerd's own (its restrict_oom_score_adj). A node
+   * holds CAP_SYS_RESOURCE and leaves it off, as Talos; a sandbox in a container may not hold it,
+   * and then the pod sandbox's -998 would fail every pod.
+   */
+  restrictOomScoreAdj?: boolean;
+}
+
 /** conf.d/cri.toml: Talos's cri-plugin.part and 01-registries.part, merged. */
-export function criPluginConfig(registries: Registries | undefined, p: CriPaths): string {
+export function criPluginConfig(registries: Registries | undefined, p: CriPaths, opts: CriPluginOptions = {}): string {
   const lines = [
     "version = 2",
     "",
     `[plugins.${cri}]`,
     `  sandbox_image = ${tomlString(sandboxImage)}`,
+    ...(opts.restrictOomScoreAdj ? ["  restrict_oom_score_adj = true"] : []),
     "",
     `[plugins.${cri}.containerd.runtimes.runc]`,
     '  runtime_type = "io.containerd.runc.v2"',
