@@ -1,5 +1,6 @@
 import type { ConfigBundle } from "../config/bundle.js";
 import { CriRegistryConfigController } from "../controllers/cri/registry-config.js";
+import type { ResourceState } from "../resources/state.js";
 import { criPaths, type CriPaths } from "../services/cri/config.js";
 import { criService } from "../services/definitions/cri.js";
 import type { ServiceDefinition, ServiceStatus } from "../services/service.js";
@@ -25,7 +26,7 @@ export interface CriRuntime {
   close(): void;
 }
 
-export function criRuntime(paths: Paths, opts: CriOptions): CriRuntime {
+export function criRuntime(paths: Paths, state: ResourceState, opts: CriOptions): CriRuntime {
   const p = criPaths(paths);
   // One connection each, shared by machined (the namespace is per call's metadata).
   const containerd = new ContainerdClient(p.socket, "k8s.io");
@@ -34,7 +35,7 @@ export function criRuntime(paths: Paths, opts: CriOptions): CriRuntime {
   return {
     paths: p,
     controller: new CriRegistryConfigController(p, { restrictOomScoreAdj: !boundingCapabilities().has("CAP_SYS_RESOURCE") }),
-    services: (config) => (config?.v1alpha1()?.cluster ? [criService({ paths: p, command: opts.command, client: () => containerd })] : []),
+    services: (config) => (config?.v1alpha1()?.cluster ? [criService({ paths: p, command: opts.command, client: () => containerd, state })] : []),
     access: (status) => ({ running: () => status("cri")?.state === "Running", runtime: () => runtime, containerd: client }),
     close: () => {
       containerd.close();

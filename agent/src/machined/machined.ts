@@ -189,7 +189,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   if (kernelLogEndpoint) {
     shipKernelLog(kernelLogEndpoint, opts.signal).catch((err: unknown) => log.error("sending the kernel log failed", { endpoint: kernelLogEndpoint, error: describeError(err) }));
   }
-  const cri = opts.cri && opts.containerd ? criRuntime(paths, opts.cri) : undefined;
+  const cri = opts.cri && opts.containerd ? criRuntime(paths, state, opts.cri) : undefined;
   const containerd = opts.containerd ? await systemContainerd(paths, state, { ...opts.containerd, environment: () => userEnvironment(opts.cmdline, activeConfig.get()), ...(platform.mode !== "container" ? { mounter: opts.mounter } : {}) }) : undefined;
 
   // What only machined knows, reported to the controllers that publish it (the one writer of each type).

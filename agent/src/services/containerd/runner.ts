@@ -4,6 +4,7 @@ import { describeError, NotFoundError, SystemError } from "../../errors.js";
 import { logger } from "../../log.js";
 import type { ContainerdClient } from "../../sys/containerd/client.js";
 import type { Mount } from "../../sys/containerd/types.js";
+import { withLease } from "../images/store.js";
 import type { RunContext, ServiceRunner } from "../service.js";
 import { LogFollower } from "./log-follower.js";
 import { ociSpec, ociSpecTypeUrl, type ContainerProcessSpec } from "./oci-spec.js";
@@ -58,21 +59,26 @@ export class ContainerRunner implements ServiceRunner {
     const id = this.spec.id;
     await this.removeLeftover(client);
     const spec = ociSpec(await this.spec.process(ctx));
-    const root = await this.spec.root?.prepare(client, id);
-    await client
-      .createContainer({
-        id,
-        labels: {},
-        image: root?.image ?? "",
-        runtime: { name: "io.containerd.runc.v2" },
-        spec: { type_url: ociSpecTypeUrl, value: Buffer.from(JSON.stringify(spec)) },
-        snapshotter: root?.snapshotter ?? "",
-        snapshot_key: root?.snapshotKey ?? "",
-      })
-      .catch(async (err: unknown) => {
-        await this.spec.root?.remove(client, id).catch(() => undefined);
-        throw err;
-      });
+    const create = async (c: ContainerdClient) => {
+      const root = await this.spec.root?.prepare(c, id);
+      await c
+        .createContainer({
+          id,
+          labels: {},
+          image: root?.image ?? "",
+          runtime: { name: "io.containerd.runc.v2" },
+          spec: { type_url: ociSpecTypeUrl, value: Buffer.from(JSON.stringify(spec)) },
+          snapshotter: root?.snapshotter ?? "",
+          snapshot_key: root?.snapshotKey ?? "",
+        })
+        .catch(async (err: unknown) => {
+          await this.spec.root?.remove(c, id).catch(() => undefined);
+          throw err;
+        });
+      return root;
+    };
+    // A prepared snapshot nothing refers to yet is garbage to containerd's GC: a lease holds it until the container does.
+    const root = this.spec.root ? await withLease(client, create) : await create(client);
     await fs.mkdir(path.dirname(this.spec.logFile), { recursive: true });
     // The task's output joins the service's log (`talosctl logs ext-<name>`), as a process's does.
     const log = ctx?.openOutput();

@@ -1,7 +1,9 @@
 // The CRI containerd's configuration as Talos lays it out: a main file (Talos's /etc/cri/containerd.toml:
 // the plugins it disables, json logs at info) importing conf.d/cri.toml, the CRI plugin's settings
 // merged from Talos's parts (runc v2 with unpacked layers discarded, the registries' config_path
-// and auth), plus every other conf.d/*.toml an operator adds.
+// and auth), plus every other conf.d/*.toml an operator adds. containerd 1.6 merges an import plugin
+// by plugin: a part that configures the CRI plugin replaces cri.toml's settings of it whole (Talos
+// merges its *.part files key by key into cri.toml instead).
 import path from "node:path";
 import type { Paths } from "../../sys/paths.js";
 import type { Registries } from "../images/registry.js";

@@ -1,7 +1,8 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
+import type { ResourceState } from "../../resources/state.js";
 import type { ContainerdClient } from "../../sys/containerd/client.js";
-import { pathExists } from "../conditions.js";
+import { allOf, networkReady, pathExists } from "../conditions.js";
 import { criContainerdConfig, type CriPaths } from "../cri/config.js";
 import { ProcessRunner } from "../process-runner.js";
 import { pollUntilReady } from "../readiness.js";
@@ -13,6 +14,8 @@ export interface CriServiceOptions {
   command: string;
   /** A client of this containerd (its health check calls Version). */
   client: () => ContainerdClient;
+  /** Where the network status is (Talos's cri waits for addresses, hostname and /etc files). */
+  state: ResourceState;
 }
 
 /** Talos's CgroupPodRuntime. */
@@ -26,7 +29,8 @@ async function configParts(p: CriPaths): Promise<string[]> {
 
 /**
  * The CRI containerd, as Talos runs its `cri` service: a second containerd with the CRI plugin for
- * Kubernetes, after the system containerd, once its registry part is written; restarted whenever
+ * Kubernetes, after the system containerd, once the network has addresses, a hostname and its /etc
+ * files (Talos's condition) and its registry part is written; restarted whenever
  * it exits, in /podruntime/runtime with OOM score -500; healthy when its API answers Version.
  */
 export function criService(opts: CriServiceOptions): ServiceDefinition {
@@ -37,7 +41,7 @@ export function criService(opts: CriServiceOptions): ServiceDefinition {
   return {
     id: "cri",
     dependsOn: ["containerd"],
-    conditions: [pathExists(p.criPart, 100)],
+    conditions: [allOf(networkReady(opts.state, "address", "hostname", "etc-files"), pathExists(p.criPart, 100))],
     restart: "always",
     cgroup: podRuntimeCgroup,
     oomScoreAdj: -500,
