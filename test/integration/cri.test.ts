@@ -4,7 +4,8 @@
 // on loopback (HTTPS with its own CA, token authentication): the service becomes healthy; CRI
 // PullImage goes through the mirror; the ImageRunner runs a program from an image in namespace
 // `system` with host network and a given uid; a host-network pod made with the CRI API shows in
-// Containers and Stats -k as `ns/pod` ids, and Logs -k reads its container's log file.
+// Containers and Stats -k as `ns/pod` ids, Logs -k reads its container's log file (and follows it),
+// Restart -k stops it.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmdirSync, rmSync } from "node:fs";
@@ -188,7 +189,7 @@ test("the ImageRunner runs the image's program in namespace system: pulled throu
 
 const podLabels = { "io.kubernetes.pod.name": "hello-pod", "io.kubernetes.pod.namespace": "kube-system", "io.kubernetes.pod.uid": "0000-1111" };
 
-test("a host-network pod made with the CRI API shows in Containers and Stats -k as Talos's ids; Logs -k reads its log file", { skip }, async () => {
+test("a host-network pod made with the CRI API shows in Containers and Stats -k as Talos's ids; Logs -k reads and follows its log file; Restart -k stops it", { skip }, async () => {
   const logDirectory = path.join(stateDir, "var", "log", "pods", "kube-system_hello-pod_0000-1111");
   const sandboxConfig = {
     metadata: { name: "hello-pod", namespace: "kube-system", uid: "0000-1111", attempt: 0 },
@@ -240,6 +241,25 @@ test("a host-network pod made with the CRI API shows in Containers and Stats -k 
   const two = await logs(2);
   assert.equal(two.split("\n").length, 3, two);
   assert.ok(all.includes(two) || readFileSync(file, "utf8").includes(two));
+
+  // With follow: the last line, then what the container writes after the call started.
+  const lastTick = Number(/tick (\d+)\n$/.exec(readFileSync(file, "utf8"))![1]);
+  const stream = admin.machine.Logs({ namespace: "k8s.io", driver: 1, id: `kube-system/hello-pod:hello:${containerId.slice(0, 12)}`, follow: true, tail_lines: 1 }, admin.metadata()) as grpc.ClientReadableStream<{ bytes: Buffer }>;
+  let followed = "";
+  for await (const m of stream) {
+    followed += m.bytes.toString();
+    if (new RegExp(` stdout F tick ${lastTick + 3}\n`).test(followed)) break;
+  }
+  stream.cancel();
+  const ticks = [...followed.matchAll(/ stdout F tick (\d+)\n/g)].map((m) => Number(m[1]));
+  assert.deepEqual(ticks, Array.from({ length: ticks.length }, (_, i) => ticks[0]! + i), followed);
+  assert.ok(ticks[0]! >= lastTick && ticks.at(-1)! >= lastTick + 3, followed);
+
+  // Restart -k stops the container as Talos's CRI inspector does (the kubelet would start it again).
+  await admin.unary(admin.machine, "Restart", { namespace: "k8s.io", driver: 1, id: "kube-system/hello-pod:hello" });
+  const after = (await admin.unary<Containers>(admin.machine, "Containers", { namespace: "k8s.io", driver: 1 })).messages[0]!.containers;
+  assert.deepEqual(after.map((c) => c.status), ["SANDBOX_READY", "CONTAINER_EXITED"]);
+  assert.match(readFileSync(file, "utf8"), / stdout F bye\n$/);
 
   await assert.rejects(admin.unary(admin.machine, "Containers", { namespace: "system", driver: 1 }), code(grpc.status.INVALID_ARGUMENT, /CRI inspector is supported only for K8s namespace/));
   await assert.rejects(admin.collect(admin.machine, "Logs", { namespace: "k8s.io", driver: 1, id: "kube-system/nosuch:x", follow: false, tail_lines: -1 }), code(grpc.status.NOT_FOUND, /container "kube-system\/nosuch:x" not found/));
