@@ -255,6 +255,10 @@ test("a host-network pod made with the CRI API shows in Containers and Stats -k 
   assert.deepEqual(ticks, Array.from({ length: ticks.length }, (_, i) => ticks[0]! + i), followed);
   assert.ok(ticks[0]! >= lastTick && ticks.at(-1)! >= lastTick + 3, followed);
 
+  // The containerd driver in namespace k8s.io asks the CRI containerd too (Talos picks its address for any namespace but system).
+  const tasks = (await admin.unary<Containers>(admin.machine, "Containers", { namespace: "k8s.io", driver: 0 })).messages[0]!.containers;
+  assert.deepEqual(tasks.map((c) => c.id).sort(), [podId, containerId].sort());
+
   // Restart -k stops the container as Talos's CRI inspector does (the kubelet would start it again).
   await admin.unary(admin.machine, "Restart", { namespace: "k8s.io", driver: 1, id: "kube-system/hello-pod:hello" });
   const after = (await admin.unary<Containers>(admin.machine, "Containers", { namespace: "k8s.io", driver: 1 })).messages[0]!.containers;
