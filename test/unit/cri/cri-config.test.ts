@@ -11,6 +11,7 @@ import { loadConfig } from "../../../agent/src/config/load.js";
 import { Observed } from "../../../agent/src/controllers/index.js";
 import { MachineConfigController } from "../../../agent/src/controllers/config/machine-config.js";
 import { CriRegistryConfigController } from "../../../agent/src/controllers/cri/registry-config.js";
+import { criRuntime } from "../../../agent/src/machined/cri.js";
 import { registerCatalog } from "../../../agent/src/resources/catalog/index.js";
 import { ControllerRuntime } from "../../../agent/src/resources/controller-runtime.js";
 import { ResourceState } from "../../../agent/src/resources/state.js";
@@ -151,4 +152,17 @@ test("the registry controller writes cri.toml and the hosts directories from the
   await runtime.whenIdle();
   assert.deepEqual(readdirSync(p.hosts), ["docker.io"]);
   assert.doesNotMatch(readFileSync(p.criPart, "utf8"), /auth/);
+});
+
+test("the cri service runs only where the config has a cluster, after containerd, in Talos's cgroup", () => {
+  const runtime = criRuntime(pathsAt("/nonexistent"), new ResourceState(), { command: "/usr/bin/containerd" });
+  try {
+    const worker = config("");
+    assert.deepEqual(runtime.services(undefined), []);
+    assert.deepEqual(runtime.services(loadConfig(Buffer.from("version: v1alpha1\nmachine:\n  type: worker\n"))), []);
+    const [cri] = runtime.services(worker);
+    assert.deepEqual([cri?.id, cri?.dependsOn, cri?.cgroup, cri?.oomScoreAdj, cri?.restart], ["cri", ["containerd"], "/podruntime/runtime", -500, "always"]);
+  } finally {
+    runtime.close();
+  }
 });
