@@ -32,6 +32,7 @@ function access(running: boolean): CriAccess {
     running: () => running,
     // The fake answers the calls the inspector makes; the rest of CriClient is never reached.
     runtime: () => fake as unknown as CriClient,
+    // The CRI driver never asks for the containerd API.
     containerd: () => ({}) as ContainerdClient,
   };
 }
@@ -62,6 +63,7 @@ test("a -k id names a pod, a container or one run of it (Talos's parseContainerD
   assert.deepEqual(parseContainerDisplay("kube-system/etcd-n1"), { namespace: "kube-system", pod: "etcd-n1", name: "", containerId: "" });
   assert.deepEqual(parseContainerDisplay("kube-system/etcd-n1:etcd:0123"), { namespace: "kube-system", pod: "etcd-n1", name: "etcd", containerId: "0123" });
   assert.deepEqual(parseContainerDisplay("plain"), { namespace: "", pod: "", name: "plain", containerId: "" });
+  // As in access(): the fake answers every call a lookup makes.
   const cri = fake as unknown as CriClient;
   assert.equal((await criContainer(cri, "kube-system/etcd-n1:etcd"))?.logPath, "/var/log/pods/x/etcd/0.log");
   assert.equal((await criContainer(cri, "kube-system/etcd-n1:etcd:0123456789ab"))?.id, containerId);

@@ -25,6 +25,9 @@ export interface CriAccess {
   containerd(namespace: string): ContainerdClient;
 }
 
+/** Talos's SystemContainerdNamespace: the system containerd's. */
+const systemNamespace = "system";
+
 /** Talos's criconstants.K8sContainerdNamespace: the only namespace the CRI driver serves. */
 export const k8sNamespace = "k8s.io";
 
@@ -34,6 +37,7 @@ export function criRuntime(cri: CriAccess | undefined, namespace: string | undef
   return runningCri(cri).runtime();
 }
 
+/** The CRI containerd when its service runs; FailedPrecondition otherwise. */
 export function runningCri(cri: CriAccess | undefined): CriAccess {
   if (!cri) throw new ConflictError("the CRI runtime is not available: this node runs no CRI containerd");
   if (!cri.running()) throw new ConflictError("the CRI runtime is not running: service \"cri\" is not up");
@@ -53,10 +57,10 @@ interface ContainerView {
   metrics?: { memoryUsage: number; cpuUsage: number };
 }
 
-/** The containerd driver: namespace k8s.io is the CRI containerd's (as Talos picks the address), any other the system one's. */
+/** The containerd driver: namespace `system` is the system containerd's, any other the CRI containerd's (as Talos picks the address). */
 function clientFor(clients: ContainerdClients, cri: CriAccess | undefined, req: ContainerRequest): ContainerdClient {
   if (!req.namespace) throw new InvalidInputError("namespace is required");
-  if (req.namespace === k8sNamespace && cri) return runningCri(cri).containerd(req.namespace);
+  if (req.namespace !== systemNamespace && cri) return runningCri(cri).containerd(req.namespace);
   if (!clients) throw new UnimplementedError("this node runs no containerd");
   return clients(req.namespace);
 }
