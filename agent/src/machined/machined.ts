@@ -49,6 +49,7 @@ import type { VirtualTerminals } from "../sys/vt.js";
 import { machinedGuard } from "./access.js";
 import { inspectServiceImpl, machineServiceImpl, storageServiceImpl } from "./apis.js";
 import { systemContainerd, type SystemContainerdOptions } from "./containerd.js";
+import { criRuntime, type CriOptions } from "./cri.js";
 import { timeServiceImpl } from "./rpc/time.js";
 import type { SystemClock } from "../sys/clock.js";
 import { checkConfig, checkMaintenanceMode, maintenanceDryRunDetails, planApply, TryModeTimer, tryTimeoutMs, type ApplyRequest, type ConfigChecker } from "./apply/index.js";
@@ -110,6 +111,8 @@ export interface MachinedOptions {
   networking?: { controllers: Controller[]; ready?(state: ResourceState, signal: AbortSignal): Promise<void>; hold?: NetworkChangeHold };
   /** Run the system containerd and the image's extension services (absent: neither runs). */
   containerd?: SystemContainerdOptions;
+  /** Run the CRI containerd on a node whose config has a cluster (only with the system containerd). */
+  cri?: CriOptions;
   /** The clock time sync adjusts: the kernel's on a node, a fake one in a sandbox that asks; none: sync disabled. */
   clock?: SystemClock;
   /** Where the host DNS cache listens (a node: 127.0.0.53:53); absent: none runs. */
@@ -186,6 +189,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   if (kernelLogEndpoint) {
     shipKernelLog(kernelLogEndpoint, opts.signal).catch((err: unknown) => log.error("sending the kernel log failed", { endpoint: kernelLogEndpoint, error: describeError(err) }));
   }
+  const cri = opts.cri && opts.containerd ? criRuntime(paths, state, opts.cri) : undefined;
   const containerd = opts.containerd ? await systemContainerd(paths, state, { ...opts.containerd, environment: () => userEnvironment(opts.cmdline, activeConfig.get()), ...(platform.mode !== "container" ? { mounter: opts.mounter } : {}) }) : undefined;
 
   // What only machined knows, reported to the controllers that publish it (the one writer of each type).
@@ -246,7 +250,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       const machineType = activeConfig.get()?.machineType;
       const listen = opts.trustd?.listen;
       const trustd = listen !== undefined && isControlPlane(machineType) ? [trustdService({ listen, run: (signal) => runTrustd({ listen, state, signal }) })] : [];
-      return [apidService(), ...trustd, ...(containerd?.services() ?? [])];
+      return [apidService(), ...trustd, ...(containerd?.services() ?? []), ...(cri?.services(activeConfig.get()) ?? [])];
     },
     platformConfig: (wantConfig) =>
       configFromPlatform(
@@ -305,6 +309,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   })) {
     controllers.register(c);
   }
+  if (cri) controllers.register(cri.controller);
 
   // One sequence at a time; lifecycle requests take over the ones Talos lets them.
   const sequences = new SequenceRunner((actorId) => events.sequenceListener(actorId), opts.signal);
@@ -415,6 +420,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     },
     events,
     containerd: containerd && ((namespace: string) => containerd.client(namespace)),
+    ...(cri ? { cri: cri.access((id) => supervisor.get(id)) } : {}),
     meta: () => {
       if (!r.meta) throw new ConflictError("META is not available: the node is not installed");
       return { store: r.meta, published: () => r.metaChanged() };
@@ -582,6 +588,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       // Open streams (Events, Dmesg --follow) never end by themselves: give calls a moment, then cut them.
       await drainAndClose(server, 2000);
       containerd?.close();
+      cri?.close();
       await fs.rm(paths.machinedSocket, { force: true });
     }
   })();
