@@ -31,6 +31,9 @@ import { AdjtimeStatusController } from "./time/adjtime-status.js";
 import { DNSResolveCacheController } from "./network/dns-resolve-cache.js";
 import { HostDNSConfigController } from "./network/host-dns-config.js";
 import { DevicesStatusController } from "./runtime/devices-status.js";
+import { ManifestController } from "./k8s/manifest.js";
+import { ExtraManifestController } from "./k8s/extra-manifest.js";
+import { ManifestApplyController, type ClusterLock, type KubeAccess } from "./k8s/manifest-apply.js";
 
 /** What machined reports to its controllers: the facts only its sequences and supervisor know. */
 export interface MachinedSources {
@@ -67,6 +70,8 @@ export interface ControllersOptions {
   hostDns?: { listen: string };
   /** Whether machined runs udevd (a node): the devices are ready once it is healthy; otherwise at once. */
   udevd: boolean;
+  /** How the bootstrap manifests reach the API server (absent: rendered, not applied). */
+  manifestApply?: { access: KubeAccess; lock: ClusterLock };
 }
 
 export function machinedControllers(opts: ControllersOptions): Controller[] {
@@ -94,6 +99,9 @@ export function machinedControllers(opts: ControllersOptions): Controller[] {
     new TimeSyncController(opts.time ?? {}),
     ...(opts.time?.clock ? [new AdjtimeStatusController(opts.time.clock)] : []),
     ...(opts.hostDns ? [new HostDNSConfigController(opts.hostDns.listen), new DNSResolveCacheController()] : []),
+    new ManifestController(),
+    new ExtraManifestController(),
+    ...(opts.manifestApply ? [new ManifestApplyController(opts.manifestApply.access, opts.manifestApply.lock)] : []),
   ];
 }
 

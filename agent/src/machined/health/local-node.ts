@@ -18,7 +18,6 @@ export interface LocalNodeDeps {
   state: ResourceState;
   services: () => ServiceStatus[];
   platformMode: () => string;
-  hostname: () => string;
   /** etcd's member list (the etcd client); absent: the etcd member checks report it. */
   etcdMembers?: (signal: AbortSignal) => Promise<EtcdMemberReport[]>;
   /** This node's addresses (default: the host's interface addresses). */

@@ -6,7 +6,12 @@
 
 import type * as grpc from "@grpc/grpc-js";
 import net from "node:net";
-import { InvalidInputError } from "../../errors.js";
+import type { ConfigBundle } from "../../config/bundle.js";
+import { adminCredentials } from "../../controllers/k8s/admin-access.js";
+import { KubeClient } from "../../controllers/k8s/kube-client.js";
+import { ConflictError, InvalidInputError } from "../../errors.js";
+import type { Supervisor } from "../../services/supervisor.js";
+import { localNodeReader } from "../health/local-node.js";
 import { MemberType, type MemberSpec } from "../../resources/catalog/cluster.js";
 import type { ResourceState } from "../../resources/state.js";
 import type { ServiceImpl } from "../../grpc/server.js";
@@ -102,5 +107,20 @@ export async function streamHealthCheck(deps: HealthDeps, call: grpc.ServerWrita
 export function clusterServiceImpl(deps: HealthDeps): ServiceImpl {
   return {
     HealthCheck: async (call: grpc.ServerWritableStream<HealthCheckRequest, unknown>) => streamHealthCheck(deps, call),
+  };
+}
+
+/** The checks' inputs on a running node: its own resources and services, and its API server. */
+export function healthDeps(state: ResourceState, supervisor: Pick<Supervisor, "list">, platform: { mode: string }, activeConfig: () => ConfigBundle | undefined): HealthDeps {
+  return {
+    state,
+    nodes: localNodeReader({ state, services: () => supervisor.list(), platformMode: () => platform.mode }),
+    kube: async (forceEndpoint) => {
+      const config = activeConfig();
+      const port = config?.v1alpha1()?.cluster?.controlPlane?.localAPIServerPort ?? 6443;
+      const creds = await adminCredentials(config, forceEndpoint ? `https://${forceEndpoint.includes(":") ? `[${forceEndpoint}]` : forceEndpoint}:${port}` : undefined);
+      if (!creds) throw new ConflictError("no Kubernetes CA key in the machine config: the health checks need a control plane's config");
+      return new KubeClient(creds);
+    },
   };
 }
