@@ -3,14 +3,23 @@
 // is reported while the others apply. Skipped when the kube-apiserver binary is absent.
 
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { test } from "node:test";
-import { applyObjects, ManifestApplyError } from "../../agent/src/controllers/k8s/manifest-apply.js";
+import { after, before, describe, it } from "node:test";
+import { applyObjects, LocalLock, ManifestApplyController, ManifestApplyError } from "../../agent/src/controllers/k8s/manifest-apply.js";
+import { ManifestController } from "../../agent/src/controllers/k8s/manifest.js";
+import { loadConfig } from "../../agent/src/config/index.js";
+import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType, MachineTypeId, MachineTypeType } from "../../agent/src/resources/catalog/config.js";
+import { registerCatalog } from "../../agent/src/resources/catalog/index.js";
+import { CONTROLPLANE_NAMESPACE, ManifestStatusId, ManifestStatusType, ManifestType, type ManifestStatusSpec } from "../../agent/src/resources/catalog/k8s-manifests.js";
+import { networkDefinitions } from "../../agent/src/resources/catalog/network.js";
+import { RUNTIME_NAMESPACE, ServiceType } from "../../agent/src/resources/catalog/runtime.js";
+import { ControllerRuntime, type Controller } from "../../agent/src/resources/controller-runtime.js";
+import { ResourceState } from "../../agent/src/resources/state.js";
 import { bootstrapManifestsInput } from "../../agent/src/controllers/k8s/manifest-input.js";
 import { renderBootstrapManifests } from "../../agent/src/controllers/k8s/manifest-templates.js";
 import { KubeClient } from "../../agent/src/controllers/k8s/kube-client.js";
@@ -20,9 +29,30 @@ import { generateSelfSignedCA, issueCertificate } from "../../agent/src/pki/inde
 import { logger } from "../../agent/src/log.js";
 
 const repo = path.resolve(import.meta.dirname, "../../..");
-const apiserverBin = process.env.KUBE_APISERVER_BIN ?? path.resolve(repo, "../images/_out/k8s/amd64/kube-apiserver");
-const etcdBin = process.env.ETCD_BIN ?? (existsSync(path.join(repo, "_out/k8s/amd64/etcd")) ? path.join(repo, "_out/k8s/amd64/etcd") : "/work/main/_out/k8s/amd64/etcd");
-const skip = !existsSync(apiserverBin) ? `kube-apiserver not built at ${apiserverBin} (set KUBE_APISERVER_BIN)` : !existsSync(etcdBin) ? `etcd not built at ${etcdBin} (bash scripts/go-component.sh etcd amd64)` : false;
+/** The first of `candidates` that exists (the repository's own _out, then a checkout beside it, then the main tree's). */
+const firstExisting = (candidates: string[]): string | undefined => candidates.find((p) => existsSync(p));
+const apiserverBin = firstExisting([process.env.KUBE_APISERVER_BIN ?? "", path.join(repo, "_out/k8s/amd64/kube-apiserver"), path.resolve(repo, "../images/_out/k8s/amd64/kube-apiserver")]);
+const skip = apiserverBin ? false : "kube-apiserver v1.30.3 is not built (looked in _out/k8s/amd64 and ../images/_out/k8s/amd64; KUBE_APISERVER_BIN overrides)";
+
+/** etcd v3.5.13 from the repository's build (built by its script when absent), or ETCD_BIN. */
+function etcdBinary(): string {
+  const built = path.join(repo, "_out/k8s/amd64/etcd");
+  if (process.env.ETCD_BIN) return process.env.ETCD_BIN;
+  if (!existsSync(built)) execFileSync("bash", ["scripts/go-component.sh", "etcd", "amd64"], { cwd: repo, stdio: "inherit" });
+  return built;
+}
+
+/** Resolves once ManifestStatus exists, on its creation event. */
+async function statusCreated(state: ResourceState): Promise<void> {
+  const ac = new AbortController();
+  await new Promise<void>((resolve) => {
+    state.watch({ namespace: CONTROLPLANE_NAMESPACE, type: ManifestStatusType }, { signal: ac.signal }, () => {
+      if (state.get(CONTROLPLANE_NAMESPACE, ManifestStatusType, ManifestStatusId)) resolve();
+    });
+    if (state.get(CONTROLPLANE_NAMESPACE, ManifestStatusType, ManifestStatusId)) resolve();
+  });
+  ac.abort();
+}
 
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -59,71 +89,142 @@ const config: V1Alpha1Config = {
   cluster: { controlPlane: { endpoint: "https://127.0.0.1:6443" }, token: "3xpfxm.8sa7xd2dc4kf5xyq", apiServer: { disablePodSecurityPolicy: true } },
 };
 
-test("manifests applied to a real kube-apiserver: created once, never updated, a bad object reported", { skip, timeout: 300_000 }, async (t) => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), "manifest-apply-"));
-  const procs: ChildProcess[] = [];
-  const out: string[] = [];
-  t.after(() => {
-    for (const p of procs) p.kill("SIGKILL");
-    rmSync(dir, { recursive: true, force: true });
+let dir = "";
+const procs: ChildProcess[] = [];
+const out: string[] = [];
+let client: KubeClient;
+let server = "";
+let ca: Awaited<ReturnType<typeof generateSelfSignedCA>>;
+let admin: Awaited<ReturnType<typeof issueCertificate>>;
+
+describe("bootstrap manifests against a real kube-apiserver and etcd", { skip, timeout: 300_000 }, () => {
+  before(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), "manifest-apply-"));
+    ca = await generateSelfSignedCA({ commonName: "kubernetes", algorithm: "ecdsa-p256" });
+    const serving = await issueCertificate(ca, { commonName: "kube-apiserver", dnsNames: ["localhost"], ipAddresses: ["127.0.0.1"], extKeyUsage: ["serverAuth"], lifetimeMs: 3_600_000, algorithm: "ecdsa-p256" });
+    admin = await issueCertificate(ca, { commonName: "admin", organizations: ["system:masters"], extKeyUsage: ["clientAuth"], lifetimeMs: 3_600_000, algorithm: "ecdsa-p256" });
+    const sa = generateKeyPairSync("ec", { namedCurve: "P-256" });
+    const file = (name: string, text: string): string => (writeFileSync(path.join(dir, name), text), path.join(dir, name));
+    const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
+    start(etcdBinary(), ["--data-dir", path.join(dir, "etcd"), "--listen-client-urls", `http://127.0.0.1:${etcdPort}`, "--advertise-client-urls", `http://127.0.0.1:${etcdPort}`, "--listen-peer-urls", `http://127.0.0.1:${peerPort}`, "--initial-advertise-peer-urls", `http://127.0.0.1:${peerPort}`, "--initial-cluster", `default=http://127.0.0.1:${peerPort}`], procs, out);
+    start(apiserverBin!, [
+      `--etcd-servers=http://127.0.0.1:${etcdPort}`,
+      "--bind-address=127.0.0.1",
+      `--secure-port=${apiPort}`,
+      `--tls-cert-file=${file("apiserver.crt", serving.certPem)}`,
+      `--tls-private-key-file=${file("apiserver.key", serving.keyPem)}`,
+      `--client-ca-file=${file("ca.crt", ca.certPem)}`,
+      "--service-account-issuer=https://kubernetes.default.svc",
+      `--service-account-key-file=${file("sa.pub", sa.publicKey.export({ type: "spki", format: "pem" }).toString())}`,
+      `--service-account-signing-key-file=${file("sa.key", sa.privateKey.export({ type: "pkcs8", format: "pem" }).toString())}`,
+      "--service-cluster-ip-range=10.96.0.0/12",
+      "--authorization-mode=Node,RBAC",
+      "--allow-privileged=true",
+    ], procs, out);
+    server = `https://127.0.0.1:${apiPort}`;
+    client = new KubeClient({ server, ca: ca.certPem, cert: admin.certPem, key: admin.keyPem });
+    await untilReady(client, procs, 180_000).catch((err) => assert.fail(`API server not ready: ${String(err)}\n${out.join("").slice(-3000)}`));
   });
-  const ca = await generateSelfSignedCA({ commonName: "kubernetes", algorithm: "ecdsa-p256" });
-  const serving = await issueCertificate(ca, { commonName: "kube-apiserver", dnsNames: ["localhost"], ipAddresses: ["127.0.0.1"], extKeyUsage: ["serverAuth"], lifetimeMs: 3_600_000, algorithm: "ecdsa-p256" });
-  const admin = await issueCertificate(ca, { commonName: "admin", organizations: ["system:masters"], extKeyUsage: ["clientAuth"], lifetimeMs: 3_600_000, algorithm: "ecdsa-p256" });
-  const sa = generateKeyPairSync("ec", { namedCurve: "P-256" });
-  const file = (name: string, text: string): string => (writeFileSync(path.join(dir, name), text), path.join(dir, name));
-  const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
-  start(etcdBin, ["--data-dir", path.join(dir, "etcd"), "--listen-client-urls", `http://127.0.0.1:${etcdPort}`, "--advertise-client-urls", `http://127.0.0.1:${etcdPort}`, "--listen-peer-urls", `http://127.0.0.1:${peerPort}`, "--initial-advertise-peer-urls", `http://127.0.0.1:${peerPort}`, "--initial-cluster", `default=http://127.0.0.1:${peerPort}`], procs, out);
-  start(apiserverBin, [
-    `--etcd-servers=http://127.0.0.1:${etcdPort}`,
-    "--bind-address=127.0.0.1",
-    `--secure-port=${apiPort}`,
-    `--tls-cert-file=${file("apiserver.crt", serving.certPem)}`,
-    `--tls-private-key-file=${file("apiserver.key", serving.keyPem)}`,
-    `--client-ca-file=${file("ca.crt", ca.certPem)}`,
-    "--service-account-issuer=https://kubernetes.default.svc",
-    `--service-account-key-file=${file("sa.pub", sa.publicKey.export({ type: "spki", format: "pem" }).toString())}`,
-    `--service-account-signing-key-file=${file("sa.key", sa.privateKey.export({ type: "pkcs8", format: "pem" }).toString())}`,
-    "--service-cluster-ip-range=10.96.0.0/12",
-    "--authorization-mode=Node,RBAC",
-    "--allow-privileged=true",
-  ], procs, out);
-  const client = new KubeClient({ server: `https://127.0.0.1:${apiPort}`, ca: ca.certPem, cert: admin.certPem, key: admin.keyPem });
-  t.after(() => client.close());
-  await untilReady(client, procs, 180_000).catch((err) => assert.fail(`API server not ready: ${String(err)}\n${out.join("").slice(-3000)}`));
+  after(() => {
+    client?.close();
+    for (const p of procs) p.kill("SIGKILL");
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
 
-  const manifests = renderBootstrapManifests(bootstrapManifestsInput(config)!);
-  // A namespaced object listed before its Namespace (the apply puts namespaces first), and one kind no server serves.
-  const extra: KubernetesObject[] = [
-    { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "settings", namespace: "demo" }, data: { a: "1" } },
-    { apiVersion: "v1", kind: "Namespace", metadata: { name: "demo" } },
-    { apiVersion: "example.org/v1", kind: "Widget", metadata: { name: "bad" } },
-  ];
-  const objects = [...manifests.flatMap((m) => m.objects), ...extra];
-  const log = logger("test");
-  const first = await applyObjects(client, objects, log).then(() => assert.fail("the bad object was not reported"), (err: unknown) => err);
-  assert.ok(first instanceof ManifestApplyError);
-  assert.deepEqual(first.failures.length, 1, first.failures.join("\n"));
-  assert.match(first.failures[0]!, /^error creating mapping for object example.org\/v1\/Widget\/bad: /);
+  it("created once, never updated, a bad object reported while the others apply", async () => {
+    const manifests = renderBootstrapManifests(bootstrapManifestsInput(config)!);
+    // A namespaced object listed before its Namespace (the apply puts namespaces first), and one kind no server serves.
+    const extra: KubernetesObject[] = [
+      { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "settings", namespace: "demo" }, data: { a: "1" } },
+      { apiVersion: "v1", kind: "Namespace", metadata: { name: "demo" } },
+      { apiVersion: "example.org/v1", kind: "Widget", metadata: { name: "bad" } },
+    ];
+    const objects = [...manifests.flatMap((m) => m.objects), ...extra];
+    const log = logger("test");
+    const first = await applyObjects(client, objects, log).then(() => assert.fail("the bad object was not reported"), (err: unknown) => err);
+    assert.ok(first instanceof ManifestApplyError);
+    assert.deepEqual(first.failures.length, 1, first.failures.join("\n"));
+    assert.match(first.failures[0]!, /^error creating mapping for object example.org\/v1\/Widget\/bad: /);
 
-  const versions = new Map<string, string>();
-  for (const obj of objects.slice(0, -1)) {
-    const m = await client.mapping(String(obj.apiVersion), String(obj.kind));
-    const meta = obj.metadata as { name: string; namespace?: string };
-    const got = await client.request<KubernetesObject>("GET", `${KubeClient.collectionPath(m, meta.namespace)}/${encodeURIComponent(meta.name)}`);
-    const gotMeta = got.metadata as { resourceVersion: string; managedFields?: { manager: string }[] };
-    // The API server lists no managed fields for an object with nothing but metadata (a bare ServiceAccount).
-    assert.ok((gotMeta.managedFields ?? []).every((f) => f.manager === "talos"), `${String(obj.kind)}/${meta.name} created by field manager talos`);
-    versions.set(`${String(obj.kind)}/${meta.namespace ?? ""}/${meta.name}`, gotMeta.resourceVersion);
-  }
-  assert.equal(versions.size, objects.length - 1);
+    const versions = new Map<string, string>();
+    for (const obj of objects.slice(0, -1)) {
+      const m = await client.mapping(String(obj.apiVersion), String(obj.kind));
+      const meta = obj.metadata as { name: string; namespace?: string };
+      const got = await client.request<KubernetesObject>("GET", `${KubeClient.collectionPath(m, meta.namespace)}/${encodeURIComponent(meta.name)}`);
+      const gotMeta = got.metadata as { resourceVersion: string; managedFields?: { manager: string }[] };
+      // The API server lists no managed fields for an object with nothing but metadata (a bare ServiceAccount).
+      assert.ok((gotMeta.managedFields ?? []).every((f) => f.manager === "talos"), `${String(obj.kind)}/${meta.name} created by field manager talos`);
+      versions.set(`${String(obj.kind)}/${meta.namespace ?? ""}/${meta.name}`, gotMeta.resourceVersion);
+    }
+    assert.equal(versions.size, objects.length - 1);
 
-  const second = await applyObjects(client, objects, log).catch((err: unknown) => err);
-  assert.ok(second instanceof ManifestApplyError && second.failures.length === 1);
-  for (const obj of objects.slice(0, -1)) {
-    const m = await client.mapping(String(obj.apiVersion), String(obj.kind));
-    const meta = obj.metadata as { name: string; namespace?: string };
-    const got = await client.request<KubernetesObject>("GET", `${KubeClient.collectionPath(m, meta.namespace)}/${encodeURIComponent(meta.name)}`);
-    assert.equal((got.metadata as { resourceVersion: string }).resourceVersion, versions.get(`${String(obj.kind)}/${meta.namespace ?? ""}/${meta.name}`), `${String(obj.kind)}/${meta.name} unchanged`);
-  }
+    const second = await applyObjects(client, objects, log).catch((err: unknown) => err);
+    assert.ok(second instanceof ManifestApplyError && second.failures.length === 1);
+    for (const obj of objects.slice(0, -1)) {
+      const m = await client.mapping(String(obj.apiVersion), String(obj.kind));
+      const meta = obj.metadata as { name: string; namespace?: string };
+      const got = await client.request<KubernetesObject>("GET", `${KubeClient.collectionPath(m, meta.namespace)}/${encodeURIComponent(meta.name)}`);
+      assert.equal((got.metadata as { resourceVersion: string }).resourceVersion, versions.get(`${String(obj.kind)}/${meta.namespace ?? ""}/${meta.name}`), `${String(obj.kind)}/${meta.name} unchanged`);
+    }
+  });
+
+  it("ManifestApplyController: waits for etcd, applies under the lock, publishes ManifestStatus; a bad manifest fails the run and the rest still applies", { timeout: 60_000 }, async (t) => {
+    const state = new ResourceState();
+    registerCatalog(state, networkDefinitions);
+    const runtime = new ControllerRuntime(state, { initialBackoffMs: 20, maxBackoffMs: 200 });
+    let failed!: (err: unknown) => void;
+    let failure = new Promise<unknown>((resolve) => (failed = resolve));
+    const locked: string[] = [];
+    const lock = new LocalLock();
+    runtime.register(new ManifestController());
+    runtime.register(
+      new ManifestApplyController(
+        async () => ({ server, ca: ca.certPem, cert: admin.certPem, key: admin.keyPem }),
+        { withLock: (key, signal, fn) => (locked.push(key), lock.withLock(key, signal, fn)) },
+        (err) => failed(err),
+      ),
+    );
+    // An extra manifest of this test's own, in the shared Manifest type.
+    const extraWriter: Controller = {
+      name: "test.ExtraWriter",
+      inputs: [],
+      outputs: [{ type: ManifestType, kind: "shared" }],
+      reconcile: async () => undefined,
+    };
+    runtime.register(extraWriter);
+    const ac = new AbortController();
+    t.after(() => ac.abort());
+    runtime.start(ac.signal);
+    state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test", () =>
+      loadConfig("version: v1alpha1\nmachine:\n  type: controlplane\ncluster:\n  controlPlane:\n    endpoint: https://127.0.0.1:6443\n  token: abcdef.0123456789abcdef\n  apiServer:\n    disablePodSecurityPolicy: true\n  coreDNS:\n    disabled: true\n"),
+    );
+    state.modify(CONFIG_NAMESPACE, MachineTypeType, MachineTypeId, "test", () => "controlplane");
+    await runtime.whenIdle();
+    const status = () => state.get<ManifestStatusSpec>(CONTROLPLANE_NAMESPACE, ManifestStatusType, ManifestStatusId)?.spec;
+    assert.equal(status(), undefined, "nothing applied before etcd is healthy");
+    assert.deepEqual(locked, []);
+
+    state.modify(RUNTIME_NAMESPACE, ServiceType, "etcd", "test", () => ({ running: true, healthy: true, unknown: false }));
+    const ids = ["00-kubelet-bootstrapping-token", "01-csr-approver-role-binding", "01-csr-node-bootstrap", "01-csr-renewal-role-binding", "05-flannel", "10-kube-proxy", "11-kube-config-in-cluster"];
+    await Promise.race([statusCreated(state), failure.then((err) => assert.fail(`apply failed: ${String(err)}`))]);
+    assert.deepEqual(status(), { manifestsApplied: ids });
+    assert.deepEqual(locked, ["talos:v1:manifestApplyMutex"]);
+    const token = await client.request<{ stringData?: unknown; data: Record<string, string> }>("GET", "/api/v1/namespaces/kube-system/secrets/bootstrap-token-abcdef");
+    assert.equal(Buffer.from(token.data["token-secret"]!, "base64").toString(), "0123456789abcdef");
+
+    failure = new Promise<unknown>((resolve) => (failed = resolve));
+    // A manifest whose second object is invalid: the first and third are still created, the run fails, the status stays.
+    state.modify(CONTROLPLANE_NAMESPACE, ManifestType, "99-broken", "test.ExtraWriter", () => ({
+      items: [
+        { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "before-bad", namespace: "kube-system" } },
+        { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "Not_A_Valid_Name", namespace: "kube-system" } },
+        { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "after-bad", namespace: "kube-system" } },
+      ],
+    }));
+    const err = await failure;
+    assert.ok(err instanceof ManifestApplyError);
+    assert.match(err.failures.join("\n"), /^error creating \/v1\/ConfigMap\/Not_A_Valid_Name: POST \/api\/v1\/namespaces\/kube-system\/configmaps: 422 ConfigMap "Not_A_Valid_Name" is invalid/);
+    for (const name of ["before-bad", "after-bad"]) await client.request("GET", `/api/v1/namespaces/kube-system/configmaps/${name}`);
+    assert.deepEqual(status(), { manifestsApplied: ids }, "the failed run publishes no status");
+  });
 });
