@@ -27,6 +27,7 @@ import type { V1Alpha1Config } from "../../agent/src/config/types/v1alpha1.js";
 import type { KubernetesObject } from "../../agent/src/resources/catalog/k8s-manifests.js";
 import { generateSelfSignedCA, issueCertificate } from "../../agent/src/pki/index.js";
 import { logger } from "../../agent/src/log.js";
+import { defaultClusterChecks, runChecks, type CheckContext, type NodeReader } from "../../agent/src/machined/health/checks.js";
 
 const repo = path.resolve(import.meta.dirname, "../../..");
 /** The first of `candidates` that exists (the repository's own _out, then a checkout beside it, then the main tree's). */
@@ -226,5 +227,26 @@ describe("bootstrap manifests against a real kube-apiserver and etcd", { skip, t
     assert.match(err.failures.join("\n"), /^error creating \/v1\/ConfigMap\/Not_A_Valid_Name: POST \/api\/v1\/namespaces\/kube-system\/configmaps: 422 ConfigMap "Not_A_Valid_Name" is invalid/);
     for (const name of ["before-bad", "after-bad"]) await client.request("GET", `/api/v1/namespaces/kube-system/configmaps/${name}`);
     assert.deepEqual(status(), { manifestsApplied: ids }, "the failed run publishes no status");
+  });
+
+  it("the health checks' Kubernetes reads through the same client: Talos's texts for a cluster without nodes, SKIP without CoreDNS", async () => {
+    // Runs after the apply tests: kube-proxy's DaemonSet exists, no controller-manager runs, so no pods and no ReplicaSets.
+    const ctx: CheckContext = {
+      cluster: { nodes: () => [{ internalIP: "127.0.0.1", ips: ["127.0.0.1"] }], nodesByType: (t) => (t === "controlplane" ? [{ internalIP: "127.0.0.1", ips: ["127.0.0.1"] }] : []) },
+      nodes: {} as NodeReader, // the Kubernetes checks ask no node
+      kube: async () => client,
+    };
+    const last = async (description: string): Promise<string> => {
+      const lines: string[] = [];
+      const check = defaultClusterChecks().find((c) => c.description === description)!;
+      // A hundredth of Talos's times: attempts of 50-300 ms, a failing check gives up after 2-3 s.
+      await runChecks(ctx, [check], (l) => lines.push(l), new AbortController().signal, 0.01).catch(() => undefined);
+      return lines.at(-1)!;
+    };
+    assert.equal(await last("all k8s nodes to report"), 'waiting for all k8s nodes to report: can\'t find expected node with IPs ["127.0.0.1"]');
+    assert.equal(await last("all k8s nodes to report ready"), "waiting for all k8s nodes to report ready: OK");
+    assert.equal(await last("kube-proxy to report ready"), 'waiting for kube-proxy to report ready: no pods found for namespace "kube-system" and label selector "k8s-app=kube-proxy"');
+    assert.equal(await last("coredns to report ready"), "waiting for coredns to report ready: SKIP");
+    assert.equal(await last("all control plane components to be ready"), 'waiting for all control plane components to be ready: can\'t find expected node with IPs ["127.0.0.1"]');
   });
 });

@@ -4,7 +4,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { defaultClusterChecks, runChecks, type CheckContext, type KubeReader, type NodeReader, type ServiceReport } from "../../../agent/src/machined/health/checks.js";
-import { clusterInfo } from "../../../agent/src/machined/rpc/health.js";
+import { EventEmitter } from "node:events";
+import { clusterInfo, streamHealthCheck, type HealthCheckRequest, type HealthDeps } from "../../../agent/src/machined/rpc/health.js";
 import { ResourceState } from "../../../agent/src/resources/state.js";
 import type { KubernetesObject } from "../../../agent/src/resources/catalog/k8s-manifests.js";
 
@@ -136,4 +137,46 @@ test("cluster_info in the request names the nodes; without it the Kubernetes nod
   const found = await clusterInfo({}, state, async () => kube);
   assert.deepEqual(found.nodesByType("controlplane"), [{ internalIP: CP, ips: [CP] }]);
   await assert.rejects(clusterInfo({ cluster_info: { control_plane_nodes: ["cp1"] } }, state, async () => kube), /unable to parse IP/);
+});
+
+class FakeCall extends EventEmitter {
+  readonly written: string[] = [];
+  ended = false;
+  constructor(readonly request: HealthCheckRequest) {
+    super();
+  }
+  write(m: { message: string }): boolean {
+    this.written.push(m.message);
+    return true;
+  }
+  end(): void {
+    this.ended = true;
+  }
+}
+
+function deps(f: Fake, checks = defaultClusterChecks()): HealthDeps {
+  const ctx = context(f);
+  return { state: new ResourceState(), nodes: ctx.nodes, kube: async () => ctx.kube(), checks };
+}
+
+// A stand-in for grpc-js's ServerWritableStream: the handler only writes, ends and listens for cancellation.
+const asCall = (c: FakeCall) => c as unknown as Parameters<typeof streamHealthCheck>[1];
+
+test("the stream: the discovered nodes as Go prints them, then the progress lines, then the end", async () => {
+  const call = new FakeCall({ wait_timeout: { seconds: 1200 }, cluster_info: { control_plane_nodes: [CP, "10.5.0.3"] } });
+  const one = defaultClusterChecks().filter((c) => c.description === "apid to be ready");
+  await streamHealthCheck(deps(healthy(), one), asCall(call));
+  assert.deepEqual(call.written, [`discovered nodes: ["${CP}" "10.5.0.3"]`, "waiting for apid to be ready: ...", "waiting for apid to be ready: OK"]);
+  assert.equal(call.ended, true);
+});
+
+test("wait_timeout bounds the whole run: a check still failing ends the stream with context deadline exceeded", async () => {
+  const f = healthy();
+  f.stage = "booting";
+  const call = new FakeCall({ wait_timeout: { nanos: 200_000_000 }, cluster_info: { control_plane_nodes: [CP] } });
+  const started = Date.now();
+  await assert.rejects(streamHealthCheck(deps(f, defaultClusterChecks().filter((c) => c.description === "all nodes to finish boot sequence")), asCall(call)), /context deadline exceeded/);
+  assert.ok(Date.now() - started < 5000, "stopped at the request's timeout, not the check's 5 minutes");
+  assert.equal(call.ended, false);
+  assert.equal(call.written.at(-1), `waiting for all nodes to finish boot sequence: nodes are not running: booting: [${CP}]`);
 });
