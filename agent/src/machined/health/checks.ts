@@ -50,6 +50,8 @@ export interface NodeReader {
 /** The Kubernetes API reads the checks make (lists, optionally by label selector). */
 export interface KubeReader {
   list(path: string, labelSelector?: string, signal?: AbortSignal): Promise<KubernetesObject[]>;
+  /** Releases its connections once the checks are done. */
+  close?(): void;
 }
 
 export interface CheckContext {

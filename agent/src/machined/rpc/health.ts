@@ -85,8 +85,8 @@ export async function streamHealthCheck(deps: HealthDeps, call: grpc.ServerWrita
   const onCancel = (): void => controller.abort();
   call.on("cancelled", onCancel);
   const timer = setTimeout(() => controller.abort(), timeoutMs(req.wait_timeout) * (deps.scale ?? 1));
+  let kube: Promise<KubeReader> | undefined;
   try {
-    let kube: Promise<KubeReader> | undefined;
     const ctx: CheckContext = {
       cluster: undefined as never,
       nodes: deps.nodes,
@@ -100,6 +100,7 @@ export async function streamHealthCheck(deps: HealthDeps, call: grpc.ServerWrita
   } finally {
     clearTimeout(timer);
     call.off("cancelled", onCancel);
+    kube?.then((k) => k.close?.()).catch(() => undefined);
   }
 }
 
