@@ -4,8 +4,14 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { defaultClusterChecks, runChecks, type CheckContext, type KubeReader, type NodeReader, type ServiceReport } from "../../../agent/src/machined/health/checks.js";
+import * as grpc from "@grpc/grpc-js";
 import { EventEmitter } from "node:events";
-import { clusterInfo, streamHealthCheck, type HealthCheckRequest, type HealthDeps } from "../../../agent/src/machined/rpc/health.js";
+import { mkdtempSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { serviceDefinition } from "../../../agent/src/api/index.js";
+import { addService } from "../../../agent/src/grpc/server.js";
+import { clusterInfo, clusterServiceImpl, streamHealthCheck, type HealthCheckRequest, type HealthDeps } from "../../../agent/src/machined/rpc/health.js";
 import { ResourceState } from "../../../agent/src/resources/state.js";
 import type { KubernetesObject } from "../../../agent/src/resources/catalog/k8s-manifests.js";
 
@@ -179,4 +185,32 @@ test("wait_timeout bounds the whole run: a check still failing ends the stream w
   assert.ok(Date.now() - started < 5000, "stopped at the request's timeout, not the check's 5 minutes");
   assert.equal(call.ended, false);
   assert.equal(call.written.at(-1), `waiting for all nodes to finish boot sequence: nodes are not running: booting: [${CP}]`);
+});
+
+test("over gRPC: HealthCheckProgress messages in order, and a timed-out run ends with DeadlineExceeded 'context deadline exceeded'", async (t) => {
+  const sock = path.join(mkdtempSync(path.join(os.tmpdir(), "health-")), "s.sock");
+  const server = new grpc.Server();
+  const f = healthy();
+  const checks = defaultClusterChecks().filter((c) => c.description === "apid to be ready" || c.description === "all nodes to finish boot sequence");
+  addService(server, "cluster.ClusterService", clusterServiceImpl(deps(f, checks)), () => {});
+  await new Promise<void>((resolve, reject) => server.bindAsync(`unix://${sock}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+  const Client = grpc.makeGenericClientConstructor(serviceDefinition("cluster.ClusterService"), "ClusterService");
+  const client = new Client(`unix://${sock}`, grpc.credentials.createInsecure()) as unknown as grpc.Client & { HealthCheck(req: object): grpc.ClientReadableStream<{ message: string }> };
+  t.after(() => (client.close(), server.forceShutdown()));
+  const run = (req: HealthCheckRequest) =>
+    new Promise<{ messages: string[]; error?: grpc.ServiceError }>((resolve) => {
+      const messages: string[] = [];
+      const stream = client.HealthCheck(req);
+      stream.on("data", (m) => messages.push(m.message));
+      stream.on("error", (error: grpc.ServiceError) => resolve({ messages, error }));
+      stream.on("end", () => resolve({ messages }));
+    });
+  const ok = await run({ wait_timeout: { seconds: 60 }, cluster_info: { control_plane_nodes: [CP] } });
+  assert.equal(ok.error, undefined);
+  assert.deepEqual(ok.messages, [`discovered nodes: ["${CP}"]`, ...["apid to be ready", "all nodes to finish boot sequence"].flatMap((c) => [`waiting for ${c}: ...`, `waiting for ${c}: OK`])]);
+  f.stage = "booting";
+  const late = await run({ wait_timeout: { nanos: 300_000_000 }, cluster_info: { control_plane_nodes: [CP] } });
+  assert.equal(late.error?.code, grpc.status.DEADLINE_EXCEEDED);
+  assert.equal(late.error?.details, "context deadline exceeded");
+  assert.equal(late.messages.at(-1), `waiting for all nodes to finish boot sequence: nodes are not running: booting: [${CP}]`);
 });

@@ -3,6 +3,7 @@
 // and interval, whose state reads "<description>: ..." until the first attempt,
 // then "OK", "SKIP" or the last error, written with Talos's error texts.
 
+import { DeadlineExceededError } from "../../errors.js";
 import type { KubernetesObject } from "../../resources/catalog/k8s-manifests.js";
 
 export interface NodeInfo {
@@ -335,8 +336,8 @@ export function defaultClusterChecks(): HealthCheck[] {
   ];
 }
 
-/** The check timed out (Go's context.DeadlineExceeded text). */
-export class CheckTimeoutError extends Error {
+/** A check, or the whole run, timed out (Go's context.DeadlineExceeded text, which gRPC reports as DeadlineExceeded). */
+export class CheckTimeoutError extends DeadlineExceededError {
   constructor() {
     super("context deadline exceeded");
   }
