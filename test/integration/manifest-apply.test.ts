@@ -25,7 +25,9 @@ import { renderBootstrapManifests } from "../../agent/src/controllers/k8s/manife
 import { KubeClient } from "../../agent/src/controllers/k8s/kube-client.js";
 import type { V1Alpha1Config } from "../../agent/src/config/types/v1alpha1.js";
 import type { KubernetesObject } from "../../agent/src/resources/catalog/k8s-manifests.js";
-import { generateSelfSignedCA, issueCertificate } from "../../agent/src/pki/index.js";
+import { generateSelfSignedCA, issueCertificate, renderKubeconfig } from "../../agent/src/pki/index.js";
+import { KubernetesSecretsId, KubernetesSecretsType } from "../../agent/src/resources/catalog/k8s-secrets.js";
+import { SECRETS_NAMESPACE } from "../../agent/src/resources/catalog/secrets.js";
 import { logger } from "../../agent/src/log.js";
 import { defaultClusterChecks, runChecks, type CheckContext, type NodeReader } from "../../agent/src/machined/health/checks.js";
 
@@ -180,7 +182,6 @@ describe("bootstrap manifests against a real kube-apiserver and etcd", { skip, t
     runtime.register(new ManifestController());
     runtime.register(
       new ManifestApplyController(
-        async () => ({ server, ca: ca.certPem, cert: admin.certPem, key: admin.keyPem }),
         { withLock: (key, signal, fn) => (locked.push(key), lock.withLock(key, signal, fn)) },
         (err) => failed(err),
       ),
@@ -202,6 +203,10 @@ describe("bootstrap manifests against a real kube-apiserver and etcd", { skip, t
     state.modify(CONFIG_NAMESPACE, MachineTypeType, MachineTypeId, "test", () => "controlplane");
     await runtime.whenIdle();
     const status = () => state.get<ManifestStatusSpec>(CONTROLPLANE_NAMESPACE, ManifestStatusType, ManifestStatusId)?.spec;
+    assert.equal(status(), undefined, "nothing applied before the Kubernetes secrets exist");
+    const localhostAdminKubeconfig = renderKubeconfig({ clusterName: "test", endpoint: server, caPem: ca.certPem, certPem: admin.certPem, keyPem: admin.keyPem, username: "admin", contextName: "admin" });
+    state.modify(SECRETS_NAMESPACE, KubernetesSecretsType, KubernetesSecretsId, "test", () => ({ schedulerKubeconfig: "", controllerManagerKubeconfig: "", localhostAdminKubeconfig, adminKubeconfig: "" }));
+    await runtime.whenIdle();
     assert.equal(status(), undefined, "nothing applied before etcd is healthy");
     assert.deepEqual(locked, []);
 

@@ -38,8 +38,6 @@ export interface ApidOptions {
   checkExtKeyUsage: boolean;
   /** apid's own unix socket (no TLS; roles from `talos-role`); none when undefined. */
   apidSocket?: string;
-  /** Deadline for one node of a fan-out. */
-  perTargetTimeoutMs?: number;
   /** Where the certificates and names are read: machined's COSI API on its socket unless given (apid inside machined reads its state). */
   resources?: ResourceFeed;
   signal: AbortSignal;
@@ -65,13 +63,13 @@ export async function runApid(opts: ApidOptions): Promise<void> {
   const backends: Backends = { local: machinedSession, get canForward() { return remotes.canForward; }, remote: (t) => remotes.session(t) };
   const self = new SelfNames(splitListen(opts.listen).host);
   const isSelf = (t: string) => self.isSelf(t);
-  const proxyBase = { methods, backends, isSelf, perTargetTimeoutMs: opts.perTargetTimeoutMs, machinedTarget: target };
+  const proxyBase = { methods, backends, isSelf, machinedTarget: target };
   // The listener's grpc-js proxy trusts the roles in its calls, so its socket sits in a directory only apid's
   // user can enter (mkdtemp: 0700). A socket, not an in-process stream pair: Node relays those through JS (fan-out
   // calls took 1.4 ms more agent CPU, bench/rpc-latency). The listener reports delivered replies itself.
   const proxyDir = await mkdtemp(path.join(os.tmpdir(), "basalt-apid-"));
   const proxySocket = path.join(proxyDir, "proxy.sock");
-  const proxy = buildProxyServer({ methods, backends, isSelf, perTargetTimeoutMs: opts.perTargetTimeoutMs, authenticate: frontCaller });
+  const proxy = buildProxyServer({ methods, backends, isSelf, authenticate: frontCaller });
   await bindServer(proxy, `unix:${proxySocket}`, grpc.ServerCredentials.createInsecure());
   const proxySession = new BackendSession("apid's proxy", () => net.connect(proxySocket));
 
@@ -102,7 +100,6 @@ export async function runApid(opts: ApidOptions): Promise<void> {
       isSelf,
       remote: (t) => remotes.session(t),
       canForward: () => remotes.canForward,
-      ...(opts.perTargetTimeoutMs !== undefined ? { perTargetTimeoutMs: opts.perTargetTimeoutMs } : {}),
     });
     await front.listen();
     current = { front, key };

@@ -15,6 +15,7 @@ import { describeError } from "../errors.js";
 import { logger } from "../log.js";
 import { listenerKey, roleKey } from "../grpc/metadata.js";
 import { MAX_MESSAGE_BYTES } from "../grpc/limits.js";
+import { headerMetadata, logCall } from "../grpc/call-log.js";
 import { replyDeliveryKey, replyTrackedPaths } from "../grpc/reply-delivery.js";
 import { authenticatePeer, tlsOptions, type ListenerMode } from "./credentials.js";
 import { callHeaders, CallStatusError, unaryFrameCall } from "./frame-stream.js";
@@ -40,8 +41,6 @@ export interface FrontOptions {
   isSelf(target: string): boolean;
   /** Whether this apid holds a client certificate to forward with (a fan-out's reply is then tagged). */
   canForward(): boolean;
-  /** How long one node of a fan-out may take. Default 10 s, as the proxy's. */
-  perTargetTimeoutMs?: number;
   /** Nodes of one fan-out called at the same time. Default 16, as the proxy's. */
   maxConcurrentTargets?: number;
 }
@@ -148,6 +147,7 @@ export class ApiFront {
 
   private serve(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
     const path = headers[":path"] ?? "";
+    logWhenClosed(stream, headers, path);
     const grpcCall = headers[":method"] === "POST" && String(headers["content-type"] ?? "").startsWith("application/grpc");
     if (!grpcCall || !this.known.has(path)) {
       // grpc-js answers these as it always has (UNIMPLEMENTED, 415, ...); no roles go with them.
@@ -200,10 +200,8 @@ export class ApiFront {
     const message = firstMessage(body);
     if (!message) return replyStatus(stream, grpc.status.INTERNAL, "the request holds no complete uncompressed message");
     const path = headers[":path"]!;
-    const cap = this.opts.perTargetTimeoutMs ?? 10_000;
-    const own = timeoutMs(headers["grpc-timeout"]);
-    // Each node of a fan-out gets at most `cap` of the caller's deadline; a call forwarded to one node gets all of it.
-    const legMs = r.kind === "many" ? Math.min(own ?? cap, cap) : own;
+    // Every leg gets the caller's deadline and no other, as Talos's director passes the caller's context on.
+    const legMs = timeoutMs(headers["grpc-timeout"]);
     const cancels = new Set<() => void>();
     stream.once("close", () => cancels.forEach((c) => c()));
     // machined gets the caller's headers as they came (less routing); another node's apid, the proxy's metadata.
@@ -225,5 +223,29 @@ export class ApiFront {
         replyStatus(stream, st.code, st.details);
       },
     );
+  }
+}
+
+/**
+ * Logs the call once its stream closes, with the status it was answered with (the trailers', or the headers' of a
+ * trailers-only answer; none: the caller went away). Talos's apid serves every call through its proxy's stream
+ * handler, so it logs each as a stream.
+ */
+function logWhenClosed(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, path: string): void {
+  const started = process.hrtime.bigint();
+  stream.once("close", () => {
+    const sent = stream.sentTrailers?.["grpc-status"] !== undefined ? stream.sentTrailers : stream.sentHeaders;
+    const status = sent?.["grpc-status"];
+    const code = status === undefined ? grpc.status.CANCELLED : Number(status);
+    const details = status === undefined ? "context canceled" : decodeGrpcMessage(String(sent?.["grpc-message"] ?? ""));
+    logCall(log, { path, streaming: true, code, details, durationNs: Number(process.hrtime.bigint() - started), metadata: headerMetadata(headers) });
+  });
+}
+
+function decodeGrpcMessage(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
   }
 }

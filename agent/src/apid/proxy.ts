@@ -8,6 +8,7 @@ import { messageSizeOptions } from "../grpc/limits.js";
 import { callHeaders, oneReply, openFrameCall, openFrameStream, unaryFrameCall, type MessageSource, type RequestSink } from "./frame-stream.js";
 import type { BackendSession } from "./raw-relay.js";
 import { replyDeliveryInterceptor } from "./reply-delivery.js";
+import { goCodeName } from "../grpc/call-log.js";
 import { encodeMetadataMessage, failedNodeReply, tagStreamMessage, tagUnaryReply } from "../grpc/aggregate.js";
 
 export interface ProxiedMethod {
@@ -40,8 +41,8 @@ export interface ProxyOptions {
   authenticate(call: SurfaceCall): Caller;
   /** Addresses and names that mean "this node" in `node`/`nodes` metadata. */
   isSelf(target: string): boolean;
-  /** How long one node of a fan-out may take (unary) or take to connect (streams). Default 10 s. */
-  perTargetTimeoutMs?: number;
+  /** How long one node of a streamed fan-out may take to connect. Default 10 s. */
+  connectTimeoutMs?: number;
   /** machined's socket (unix:...), where the delivery of an apply's reply is reported; absent: not reported. */
   machinedTarget?: string;
   /** Nodes of one fan-out called at the same time. Default 16. */
@@ -155,12 +156,10 @@ export function asStatus(err: unknown): grpc.StatusObject {
 const asError = (st: Partial<grpc.StatusObject>): grpc.ServiceError =>
   Object.assign(new Error(st.details ?? ""), { code: st.code ?? grpc.status.UNKNOWN, details: st.details ?? "", metadata: st.metadata ?? new grpc.Metadata() });
 
-// grpc-go's names of the status codes: Talos's apid words a failed node's error as grpc-go prints a status.
-const goCodeNames = ["OK", "Canceled", "Unknown", "InvalidArgument", "DeadlineExceeded", "NotFound", "AlreadyExists", "PermissionDenied", "ResourceExhausted", "FailedPrecondition", "Aborted", "OutOfRange", "Unimplemented", "Internal", "Unavailable", "DataLoss", "Unauthenticated"];
-
 /** The error entry of a node that failed in a fan-out: `error` as Talos's apid words it (the status error's text), and the status. */
 export function failedNode(tag: string, st: Pick<grpc.StatusObject, "code" | "details">) {
-  const code = goCodeNames[st.code] ?? `Code(${st.code})`;
+  // Talos's apid words a failed node's error as grpc-go prints a status.
+  const code = goCodeName(st.code);
   return { hostname: tag, error: `rpc error: code = ${code} desc = ${st.details}`, status: { code: st.code, message: st.details } };
 }
 
@@ -193,10 +192,11 @@ export async function mergedReplies<C>(legs: Leg<C>[], send: (leg: Leg<C>) => Pr
   return Buffer.concat(await bounded(perLeg, limit));
 }
 
-function deadlineOf(call: SurfaceCall, capMs?: number): grpc.Deadline {
+// Every leg gets the caller's deadline and no other, as Talos's director passes the caller's context on:
+// a node that takes minutes (a pull, a snapshot) still answers.
+function deadlineOf(call: SurfaceCall): grpc.Deadline {
   const own = call.getDeadline();
-  const ownMs = own instanceof Date ? own.getTime() : own;
-  return capMs === undefined ? ownMs : Math.min(ownMs, Date.now() + capMs);
+  return own instanceof Date ? own.getTime() : own;
 }
 
 /**
@@ -234,7 +234,6 @@ function admit(call: SurfaceCall, m: ProxiedMethod, opts: ProxyOptions): { calle
 }
 
 function unary(m: ProxiedMethod, opts: ProxyOptions): grpc.handleUnaryCall<Buffer, Buffer> {
-  const perTarget = opts.perTargetTimeoutMs ?? 10_000;
   return (call, callback) => {
     const a = admit(call, m, opts);
     if ("error" in a) return callback(asError(a.error));
@@ -244,12 +243,12 @@ function unary(m: ProxiedMethod, opts: ProxyOptions): grpc.handleUnaryCall<Buffe
     call.on("cancelled", () => {
       for (const c of cancels) c();
     });
-    const send = (leg: Leg<BackendSession>, deadline: grpc.Deadline) => unaryFrameCall(leg.client, callHeaders(m.path, callMetadata(call, caller, leg)), call.request, deadline, cancels);
+    const send = (leg: Leg<BackendSession>) => unaryFrameCall(leg.client, callHeaders(m.path, callMetadata(call, caller, leg)), call.request, deadlineOf(call), cancels);
     if (a.route.kind === "one") {
-      send(a.route.leg, deadlineOf(call)).then((resp) => callback(null, resp), (err) => callback(asError(asStatus(err))));
+      send(a.route.leg).then((resp) => callback(null, resp), (err) => callback(asError(asStatus(err))));
       return;
     }
-    mergedReplies(a.route.legs, (leg) => send(leg, deadlineOf(call, perTarget)), opts.maxConcurrentTargets ?? 16).then(
+    mergedReplies(a.route.legs, send, opts.maxConcurrentTargets ?? 16).then(
       (reply) => callback(null, reply),
       (err) => callback(asError(asStatus(err))),
     );
@@ -301,7 +300,7 @@ function connected(leg: Leg<BackendSession>, timeoutMs: number): Promise<void> {
 }
 
 function serverStream(m: ProxiedMethod, opts: ProxyOptions): grpc.handleServerStreamingCall<Buffer, Buffer> {
-  const perTarget = opts.perTargetTimeoutMs ?? 10_000;
+  const connectMs = opts.connectTimeoutMs ?? 10_000;
   return (call) => {
     const a = admit(call, m, opts);
     const fail = (st: Partial<grpc.StatusObject>) => call.emit("error", asError(st));
@@ -323,7 +322,7 @@ function serverStream(m: ProxiedMethod, opts: ProxyOptions): grpc.handleServerSt
     };
     for (const leg of legs) {
       // A node whose session closed meanwhile (a new identity) fails with UNAVAILABLE: that node fails, apid goes on.
-      connected(leg, perTarget)
+      connected(leg, connectMs)
         .then(() => {
           if (call.cancelled) return legDone(leg, undefined);
           relayStream(open(leg), call, leg.tag, (st) => legDone(leg, st));

@@ -33,7 +33,7 @@ import { HostDNSConfigController } from "./network/host-dns-config.js";
 import { DevicesStatusController } from "./runtime/devices-status.js";
 import { ManifestController } from "./k8s/manifest.js";
 import { ExtraManifestController } from "./k8s/extra-manifest.js";
-import { ManifestApplyController, type ClusterLock, type KubeAccess } from "./k8s/manifest-apply.js";
+import { ManifestApplyController, type ClusterLock } from "./k8s/manifest-apply.js";
 
 /** What machined reports to its controllers: the facts only its sequences and supervisor know. */
 export interface MachinedSources {
@@ -70,8 +70,8 @@ export interface ControllersOptions {
   hostDns?: { listen: string };
   /** Whether machined runs udevd (a node): the devices are ready once it is healthy; otherwise at once. */
   udevd: boolean;
-  /** How the bootstrap manifests reach the API server (absent: rendered, not applied). */
-  manifestApply?: { access: KubeAccess; lock: ClusterLock };
+  /** The cluster-wide lock the bootstrap manifests are applied under (absent: rendered, not applied). */
+  manifestApplyLock?: ClusterLock;
 }
 
 export function machinedControllers(opts: ControllersOptions): Controller[] {
@@ -101,7 +101,7 @@ export function machinedControllers(opts: ControllersOptions): Controller[] {
     ...(opts.hostDns ? [new HostDNSConfigController(opts.hostDns.listen), new DNSResolveCacheController()] : []),
     new ManifestController(),
     new ExtraManifestController(),
-    ...(opts.manifestApply ? [new ManifestApplyController(opts.manifestApply.access, opts.manifestApply.lock)] : []),
+    ...(opts.manifestApplyLock ? [new ManifestApplyController(opts.manifestApplyLock)] : []),
   ];
 }
 

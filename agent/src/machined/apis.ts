@@ -25,6 +25,8 @@ import { streamFile, type ReadRequest } from "./rpc/read.js";
 import type { RebootOptions, ResetMode, ResetOptions } from "./sequences.js";
 import type { Platform } from "./platform.js";
 import { streamCopy, type CopyRequest } from "./rpc/copy.js";
+import { kubeconfigHandler } from "./rpc/kubeconfig.js";
+import { send } from "./rpc/stream.js";
 import { streamDiskUsage, type DiskUsageRequest } from "./rpc/disk-usage.js";
 import { cpuInfo, diskStats, hostname, loadAvg, memory, networkDeviceStats, systemStat } from "./rpc/monitoring.js";
 import { netstat, type NetstatRequest } from "./rpc/netstat.js";
@@ -171,6 +173,10 @@ export function machineServiceImpl(ctx: MachineApiContext): ServiceImpl {
     DiskUsage: async (call: grpc.ServerWritableStream<DiskUsageRequest, unknown>) => streamDiskUsage(call),
     Copy: async (call: grpc.ServerWritableStream<CopyRequest, unknown>) => streamCopy(call),
     GenerateClientConfiguration: unaryHandler(generateClientConfiguration(ctx)),
+    Kubeconfig: async (call: grpc.ServerWritableStream<unknown, unknown>) => {
+      const message = await kubeconfigHandler(ctx)();
+      if (await send(call, message)) call.end();
+    },
     MetaWrite: unaryHandler(async (req: { key?: number; value?: Buffer }) => {
       const meta = ctx.meta();
       await meta.store.set(req.key ?? 0, Buffer.from(req.value ?? Buffer.alloc(0)).toString("utf8"));

@@ -8,6 +8,7 @@ import { machinedControllers, Observed } from "../controllers/index.js";
 import { isControlPlane } from "../controllers/secrets/api.js";
 import { ConflictError, describeError, SystemError, UnimplementedError } from "../errors.js";
 import { addService, bindServer, drainAndClose } from "../grpc/server.js";
+import { callLogInterceptor } from "../grpc/call-log.js";
 import { addLogTap, logger } from "../log.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../resources/catalog/config.js";
 import { registerCatalog } from "../resources/catalog/index.js";
@@ -290,6 +291,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       fallback: () => ({ addresses: nodeAddresses(state), ...nodeHostname(state) }),
       maintenanceListenAddresses: ["", "0.0.0.0", "::"].includes(apidHost) ? [] : [apidHost],
       callTrustd,
+      systemDir: paths.system,
     },
     network: opts.networking?.controllers ?? [],
     kernelParams: { params: opts.kernelParams, container: platform.mode === "container" },
@@ -376,7 +378,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     return { warnings, mode: plan.mode, mode_details: plan.details };
   };
 
-  const server = new grpc.Server({ ...messageSizeOptions });
+  const server = new grpc.Server({ ...messageSizeOptions, interceptors: [callLogInterceptor(log)] });
   const guard = machinedGuard(() => mode !== "normal");
   replies.register(server);
   const ctx = {

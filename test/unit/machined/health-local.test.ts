@@ -1,15 +1,12 @@
-// The health checks' reader of this node, and the admin credentials minted for them
-// and for the manifest apply.
+// The health checks' reader of this node, and kubeconfigs read as Kubernetes client credentials.
 
 import assert from "node:assert/strict";
-import { X509Certificate } from "node:crypto";
 import { test } from "node:test";
-import { loadConfig } from "../../../agent/src/config/index.js";
-import { adminAccess, adminCredentials } from "../../../agent/src/controllers/k8s/admin-access.js";
+import { credentialsFromKubeconfig } from "../../../agent/src/controllers/k8s/kubeconfig-credentials.js";
 import { localNodeReader, NodeUnreachableError } from "../../../agent/src/machined/health/local-node.js";
 import { MachineStatusId, MachineStatusType, MountStatusType, RUNTIME_NAMESPACE } from "../../../agent/src/resources/catalog/runtime.js";
 import { ResourceState } from "../../../agent/src/resources/state.js";
-import { generateSelfSignedCA } from "../../../agent/src/pki/index.js";
+import { renderKubeconfig } from "../../../agent/src/pki/index.js";
 import type { ServiceStatus } from "../../../agent/src/services/service.js";
 
 test("this node's reader: its services, stage and static pods; any other node is unreachable", async () => {
@@ -30,27 +27,11 @@ test("this node's reader: its services, stage and static pods; any other node is
   await assert.rejects(reader.etcdMembers("10.5.0.2", signal), /etcd member list is not available/);
 });
 
-test("admin credentials: O=system:masters CN=admin, signed by the cluster CA, for localhost's API server port; reused while valid", async () => {
-  const ca = await generateSelfSignedCA({ commonName: "kubernetes", algorithm: "ecdsa-p256" });
-  const b64 = (s: string) => Buffer.from(s).toString("base64");
-  const config = loadConfig(`version: v1alpha1
-machine:
-  type: controlplane
-cluster:
-  controlPlane:
-    endpoint: https://10.5.0.2:6443
-    localAPIServerPort: 7443
-  ca:
-    crt: ${b64(ca.certPem)}
-    key: ${b64(ca.keyPem)}
-`);
-  const creds = (await adminCredentials(config))!;
-  assert.equal(creds.server, "https://localhost:7443");
-  assert.equal(creds.ca, ca.certPem);
-  const cert = new X509Certificate(creds.cert);
-  assert.equal(cert.subject, "O=system:masters\nCN=admin");
-  assert.ok(cert.verify(new X509Certificate(ca.certPem).publicKey));
-  const access = adminAccess(() => config);
-  assert.equal(await access(), await access());
-  assert.equal(await adminCredentials(loadConfig("version: v1alpha1\nmachine:\n  type: worker\n")), undefined);
+test("a kubeconfig as credentials: the current context's server, CA and client certificate; force_endpoint as Talos overrides it", () => {
+  const text = renderKubeconfig({ clusterName: "basalt", endpoint: "https://10.5.0.2:6443", caPem: "CA PEM\n", certPem: "CERT PEM\n", keyPem: "KEY PEM\n", username: "admin", contextName: "admin" });
+  assert.deepEqual(credentialsFromKubeconfig(text), { server: "https://10.5.0.2:6443", ca: "CA PEM\n", cert: "CERT PEM\n", key: "KEY PEM\n" });
+  assert.equal(credentialsFromKubeconfig(text, "10.5.0.9").server, "https://10.5.0.9:6443");
+  assert.equal(credentialsFromKubeconfig(text, "https://cp.example.org:7443").server, "https://cp.example.org:7443");
+  assert.equal(credentialsFromKubeconfig(text, "fd00::9").server, "https://[fd00::9]:6443");
+  assert.throws(() => credentialsFromKubeconfig("apiVersion: v1\nkind: Config\n"), /no cluster or user/);
 });

@@ -1,4 +1,5 @@
-// k8s.ManifestApplyController: once etcd is healthy and the API server answers,
+// k8s.ManifestApplyController: once the Kubernetes secrets exist, etcd is healthy and
+// the API server answers (through the localhost admin kubeconfig),
 // creates every object of the Manifests (ids in order; namespaces, then CRDs, then the
 // rest) that does not exist yet, never updating one that does, under the cluster-wide
 // lock Talos holds in etcd; then publishes ManifestStatus `manifests`. An object the
@@ -16,9 +17,12 @@ import {
   type ManifestStatusSpec,
 } from "../../resources/catalog/k8s-manifests.js";
 import { RUNTIME_NAMESPACE, ServiceType } from "../../resources/catalog/runtime.js";
+import { KubernetesSecretsId, KubernetesSecretsType, type KubernetesCertsSpec } from "../../resources/catalog/k8s-secrets.js";
+import { SECRETS_NAMESPACE } from "../../resources/catalog/secrets.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
 import type { Logger } from "../../log.js";
-import { KubeApiError, KubeClient, KubeNoMatchError, type KubeCredentials } from "./kube-client.js";
+import { KubeApiError, KubeClient, KubeNoMatchError } from "./kube-client.js";
+import { credentialsFromKubeconfig } from "./kubeconfig-credentials.js";
 
 /** Talos's etcd mutex for the apply (constants.EtcdTalosManifestApplyMutex). */
 export const MANIFEST_APPLY_LOCK_KEY = "talos:v1:manifestApplyMutex";
@@ -39,9 +43,6 @@ export class LocalLock implements ClusterLock {
     return run;
   }
 }
-
-/** Where the admin credentials for the local API server come from (undefined: not yet). */
-export type KubeAccess = () => Promise<KubeCredentials | undefined>;
 
 /** Some objects could not be created; the others were. */
 export class ManifestApplyError extends BasaltError {
@@ -117,24 +118,26 @@ export async function applyObjects(client: KubeClient, objects: readonly Kuberne
 export class ManifestApplyController implements Controller {
   readonly name = "k8s.ManifestApplyController";
   readonly inputs = [
+    { namespace: SECRETS_NAMESPACE, type: KubernetesSecretsType, id: KubernetesSecretsId, kind: "weak" as const },
     { namespace: CONTROLPLANE_NAMESPACE, type: ManifestType, kind: "weak" as const },
     { namespace: RUNTIME_NAMESPACE, type: ServiceType, id: "etcd", kind: "weak" as const },
   ];
   readonly outputs = [{ type: ManifestStatusType }];
 
   constructor(
-    private readonly access: KubeAccess,
     private readonly lock: ClusterLock,
     /** Reports a failed apply (machined: an event and a log line); the runtime retries. */
     private readonly onFailure?: (err: unknown) => void,
   ) {}
 
   async reconcile(ctx: ControllerContext): Promise<void> {
+    // The localhost admin kubeconfig (https://localhost:<localAPIServerPort>) the secrets controllers render.
+    const secrets = ctx.get<KubernetesCertsSpec>(SECRETS_NAMESPACE, KubernetesSecretsType, KubernetesSecretsId)?.spec;
+    if (!secrets) return;
     // The lock lives in etcd: nothing to do before etcd is healthy.
     const etcd = ctx.get<{ healthy: boolean }>(RUNTIME_NAMESPACE, ServiceType, "etcd");
     if (!etcd?.spec.healthy) return;
-    const creds = await this.access();
-    if (!creds) return;
+    const creds = credentialsFromKubeconfig(secrets.localhostAdminKubeconfig);
     const manifests = ctx.list<ManifestSpec>(CONTROLPLANE_NAMESPACE, ManifestType).sort((a, b) => (a.metadata.id < b.metadata.id ? -1 : a.metadata.id > b.metadata.id ? 1 : 0));
     if (manifests.length > 0) {
       const client = new KubeClient(creds);

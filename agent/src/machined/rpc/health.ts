@@ -7,11 +7,12 @@
 import type * as grpc from "@grpc/grpc-js";
 import net from "node:net";
 import type { ConfigBundle } from "../../config/bundle.js";
-import { adminCredentials } from "../../controllers/k8s/admin-access.js";
 import { KubeClient } from "../../controllers/k8s/kube-client.js";
+import { credentialsFromKubeconfig } from "../../controllers/k8s/kubeconfig-credentials.js";
 import { ConflictError, InvalidInputError } from "../../errors.js";
 import type { Supervisor } from "../../services/supervisor.js";
 import { localNodeReader } from "../health/local-node.js";
+import { adminKubeconfig } from "./kubeconfig.js";
 import { MemberType, type MemberSpec } from "../../resources/catalog/cluster.js";
 import type { ResourceState } from "../../resources/state.js";
 import type { ServiceImpl } from "../../grpc/server.js";
@@ -116,12 +117,11 @@ export function healthDeps(state: ResourceState, supervisor: Pick<Supervisor, "l
   return {
     state,
     nodes: localNodeReader({ state, services: () => supervisor.list(), platformMode: () => platform.mode }),
+    // As Talos's server side: the admin kubeconfig the Kubeconfig RPC gives, its endpoint replaced by force_endpoint.
     kube: async (forceEndpoint) => {
       const config = activeConfig();
-      const port = config?.v1alpha1()?.cluster?.controlPlane?.localAPIServerPort ?? 6443;
-      const creds = await adminCredentials(config, forceEndpoint ? `https://${forceEndpoint.includes(":") ? `[${forceEndpoint}]` : forceEndpoint}:${port}` : undefined);
-      if (!creds) throw new ConflictError("no Kubernetes CA key in the machine config: the health checks need a control plane's config");
-      return new KubeClient(creds);
+      if (!config) throw new ConflictError("kubeconfig can't be generated without a machine configuration");
+      return new KubeClient(credentialsFromKubeconfig(await adminKubeconfig(config), forceEndpoint));
     },
   };
 }

@@ -14,6 +14,7 @@ import { hostDnsDefinitions } from "./hostdns.js";
 import { namespaces } from "./meta.js";
 import { runtimeDefinitions } from "./runtime.js";
 import { secretsDefinitions } from "./secrets.js";
+import { kubernetesSecretsDefinitions } from "./k8s-secrets.js";
 
 export const catalogDefinitions: readonly ResourceDefinition<never>[] = [
   ...configDefinitions,
@@ -24,6 +25,7 @@ export const catalogDefinitions: readonly ResourceDefinition<never>[] = [
   ...kernelParamDefinitions,
   ...kernelModuleDefinitions,
   ...hostDnsDefinitions,
+  ...kubernetesSecretsDefinitions,
   ...k8sManifestDefinitions,
 ];
 
