@@ -4,8 +4,9 @@
 
 import { defineResource, type ResourceDefinition } from "../definitions.js";
 import { marshalGoYaml } from "../go-yaml.js";
+import { CONTROLPLANE_NAMESPACE, protoStruct } from "./k8s-secrets.js";
 
-export const CONTROLPLANE_NAMESPACE = "controlplane";
+export { CONTROLPLANE_NAMESPACE } from "./k8s-secrets.js";
 
 /** One Kubernetes object as parsed from YAML (apiVersion, kind, metadata, ...). */
 export type KubernetesObject = Record<string, unknown>;
@@ -19,21 +20,6 @@ export const ManifestStatusType = "ManifestStatuses.kubernetes.talos.dev";
 export const ManifestStatusId = "manifests";
 export interface ManifestStatusSpec {
   manifestsApplied: string[];
-}
-
-/** A JSON value as google.protobuf.Value (protobufjs's built-in Struct uses camelCase names). */
-function protoValue(v: unknown): object {
-  if (v === null || v === undefined) return { nullValue: 0 };
-  if (typeof v === "number") return { numberValue: v };
-  if (typeof v === "string") return { stringValue: v };
-  if (typeof v === "boolean") return { boolValue: v };
-  if (Array.isArray(v)) return { listValue: { values: v.map(protoValue) } };
-  return { structValue: protoStruct(v as Record<string, unknown>) };
-}
-
-/** A JSON object as google.protobuf.Struct. */
-export function protoStruct(obj: Record<string, unknown>): object {
-  return { fields: Object.fromEntries(Object.entries(obj).map(([k, v]) => [k, protoValue(v)])) };
 }
 
 export const manifestDefinition = defineResource<ManifestSpec>({
