@@ -57,6 +57,19 @@ async function statusCreated(state: ResourceState): Promise<void> {
   ac.abort();
 }
 
+/** Resolves once the CRD reports Established (read, else after a bounded watch of it). */
+async function crdEstablished(client: KubeClient, name: string): Promise<void> {
+  const path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+  const established = (o: KubernetesObject) => ((o.status as { conditions?: { type: string; status: string }[] } | undefined)?.conditions ?? []).some((c) => c.type === "Established" && c.status === "True");
+  const current = await client.request<KubernetesObject & { metadata: { resourceVersion: string } }>("GET", `${path}/${name}`);
+  if (established(current)) return;
+  // KubeClient reads a response whole, so this watch from the version read returns when the server ends it (10 s);
+  // the API server establishes a CRD within a second or two.
+  await client.request("GET", `${path}?watch=1&fieldSelector=metadata.name%3D${name}&resourceVersion=${current.metadata.resourceVersion}&timeoutSeconds=10`).catch(() => undefined);
+  const after = await client.request<KubernetesObject>("GET", `${path}/${name}`);
+  assert.ok(established(after), `CRD ${name} established`);
+}
+
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {
     const s = net.createServer().listen(0, "127.0.0.1", () => {
@@ -232,6 +245,32 @@ describe("bootstrap manifests against a real kube-apiserver and etcd", { skip, t
     assert.match(err.failures.join("\n"), /^error creating \/v1\/ConfigMap\/Not_A_Valid_Name: POST \/api\/v1\/namespaces\/kube-system\/configmaps: 422 ConfigMap "Not_A_Valid_Name" is invalid/);
     for (const name of ["before-bad", "after-bad"]) await client.request("GET", `/api/v1/namespaces/kube-system/configmaps/${name}`);
     assert.deepEqual(status(), { manifestsApplied: ids }, "the failed run publishes no status");
+  });
+
+  it("a custom resource listed before its CRD: the CRD goes first; the resource is created by the next apply once its kind is served", async () => {
+    const crd: KubernetesObject = {
+      apiVersion: "apiextensions.k8s.io/v1",
+      kind: "CustomResourceDefinition",
+      metadata: { name: "gadgets.example.org" },
+      spec: {
+        group: "example.org",
+        names: { kind: "Gadget", listKind: "GadgetList", plural: "gadgets", singular: "gadget" },
+        scope: "Cluster",
+        versions: [{ name: "v1", served: true, storage: true, schema: { openAPIV3Schema: { type: "object", properties: { spec: { type: "object", properties: { size: { type: "integer" } } } } } } }],
+      },
+    };
+    const gadget: KubernetesObject = { apiVersion: "example.org/v1", kind: "Gadget", metadata: { name: "g1" }, spec: { size: 3 } };
+    const log = logger("test");
+    const created = await applyObjects(client, [gadget, crd], log).catch((err: unknown) => err);
+    // The API server serves a new group only once the CRD is established: until then the kind has no match.
+    if (created instanceof ManifestApplyError) assert.match(created.failures.join("\n"), /^error creating mapping for object example.org\/v1\/Gadget\/g1: /);
+    else assert.deepEqual(created, ["apiextensions.k8s.io/v1/CustomResourceDefinition/gadgets.example.org", "example.org/v1/Gadget/g1"]);
+    await client.request("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.example.org");
+    await crdEstablished(client, "gadgets.example.org");
+    const next = await applyObjects(client, [gadget, crd], log);
+    assert.deepEqual(next, created instanceof ManifestApplyError ? ["example.org/v1/Gadget/g1"] : []);
+    const got = await client.request<{ spec: { size: number } }>("GET", "/apis/example.org/v1/gadgets/g1");
+    assert.equal(got.spec.size, 3);
   });
 
   it("the health checks' Kubernetes reads through the same client: Talos's texts for a cluster without nodes, SKIP without CoreDNS", async () => {
