@@ -48,6 +48,7 @@ import type { SmbiosReader } from "../sys/smbios.js";
 import type { VirtualTerminals } from "../sys/vt.js";
 import { machinedGuard } from "./access.js";
 import { inspectServiceImpl, machineServiceImpl, storageServiceImpl } from "./apis.js";
+import { clusterServiceImpl, healthDeps } from "./rpc/health.js";
 import { systemContainerd, type SystemContainerdOptions } from "./containerd.js";
 import { criRuntime, type CriOptions } from "./cri.js";
 import { timeServiceImpl } from "./rpc/time.js";
@@ -430,9 +431,8 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   addService(server, "storage.StorageService", storageServiceImpl(ctx), guard);
   addService(server, "inspect.InspectService", inspectServiceImpl({ controllerDependencies: () => controllers.dependencies() }), guard);
   addService(server, "time.TimeService", timeServiceImpl({ activeConfig: ctx.activeConfig, clock: opts.clock ?? { now: () => Date.now() } }), guard);
-  for (const name of ["cluster.ClusterService", "securityapi.SecurityService"]) {
-    addService(server, name, {}, guard);
-  }
+  addService(server, "cluster.ClusterService", clusterServiceImpl(healthDeps(state, supervisor, platform, ctx.activeConfig)), guard);
+  addService(server, "securityapi.SecurityService", {}, guard);
   addService(server, "cosi.resource.State", opts.cosi(state) as never, guard);
   await listenUnix(server, paths.machinedSocket);
   // Healthy when its API socket accepts a connection (as Talos checks machined).

@@ -9,6 +9,7 @@ import { configDefinitions } from "./config.js";
 import { hardwareDefinitions } from "./hardware.js";
 import { kernelParamDefinitions } from "./kernel-params.js";
 import { kernelModuleDefinitions } from "./kernel-modules.js";
+import { k8sManifestDefinitions } from "./k8s-manifests.js";
 import { hostDnsDefinitions } from "./hostdns.js";
 import { namespaces } from "./meta.js";
 import { runtimeDefinitions } from "./runtime.js";
@@ -25,6 +26,7 @@ export const catalogDefinitions: readonly ResourceDefinition<never>[] = [
   ...kernelModuleDefinitions,
   ...hostDnsDefinitions,
   ...kubernetesSecretsDefinitions,
+  ...k8sManifestDefinitions,
 ];
 
 /**
