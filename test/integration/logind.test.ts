@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
 import fs from "node:fs";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import readline from "node:readline";
@@ -73,7 +74,7 @@ test("a dbus-next client reads the delay, holds a lock, and the shutdown hook wa
     console.log(`the hook waited ${heldMs.toFixed(0)} ms after the signal for a lock closed 200 ms after it`);
   } finally {
     bus.disconnect();
-    logind.stop();
+    await logind.stop();
   }
 });
 
@@ -86,7 +87,7 @@ test("a lock never released is cut off at the timeout", async () => {
     fs.closeSync(fd);
   } finally {
     bus.disconnect();
-    logind.stop();
+    await logind.stop();
   }
 });
 
@@ -105,7 +106,7 @@ test("the lock is the fd, not the connection: a client that disconnects still de
     fs.closeSync(fd);
     assert.equal(await shutdown, "released");
   } finally {
-    logind.stop();
+    await logind.stop();
   }
 });
 
@@ -126,7 +127,7 @@ test("bad calls get D-Bus errors and the bus keeps answering", async () => {
     assert.equal((await p.Get(MANAGER_INTERFACE, "InhibitDelayMaxUSec")).value, TALOS_INHIBIT_DELAY_MAX_USEC);
   } finally {
     bus.disconnect();
-    logind.stop();
+    await logind.stop();
   }
 });
 
@@ -154,6 +155,16 @@ test("a godbus client does what the kubelet's inhibit_linux.go does", async () =
   } finally {
     go.stdin.end();
     if (go.exitCode === null) await once(go, "exit");
-    logind.stop();
+    await logind.stop();
   }
+});
+
+test("a stop during the start closes the bus once it listens", async () => {
+  const socket = path.join(dir, "stop-while-starting", "system_bus_socket");
+  const logind = new Logind(socket);
+  const started = logind.start();
+  await logind.stop();
+  await started;
+  const refused = await new Promise<NodeJS.ErrnoException>((resolve) => net.connect(socket).on("error", resolve).on("connect", () => resolve(new Error("connected"))));
+  assert.equal(refused.code, "ECONNREFUSED");
 });

@@ -2,22 +2,20 @@
 // handed to the client; the read end sees EOF once every copy of the write end is closed.
 
 import { SystemError } from "../errors.js";
-import { loadKoffi } from "./koffi.js";
+import { locateKernelCalls, type KernelCalls } from "./kernel-calls.js";
 
 export interface Pipe {
   readonly read: number;
   readonly write: number;
 }
 
-const O_CLOEXEC = 0o2000000;
-
-let pipe2: ((fds: number[], flags: number) => number) | undefined;
+let addon: KernelCalls | undefined;
 
 /** Opens a pipe whose both ends are close-on-exec (a service started later inherits neither). */
 export function openPipe(): Pipe {
-  const koffi = loadKoffi();
-  pipe2 ??= koffi.load("libc.so.6").func("int pipe2(_Out_ int *fds, int flags)");
-  const fds = [-1, -1];
-  if (pipe2(fds, O_CLOEXEC) !== 0) throw new SystemError("pipe2 failed", { errno: koffi.errno() });
-  return { read: fds[0], write: fds[1] };
+  addon ??= locateKernelCalls()();
+  const fds = Buffer.alloc(8);
+  const ret = addon.pipe(fds);
+  if (ret < 0) throw new SystemError("pipe2 failed", { errno: -ret });
+  return { read: fds.readInt32LE(0), write: fds.readInt32LE(4) };
 }

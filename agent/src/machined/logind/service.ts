@@ -12,6 +12,7 @@ export type ShutdownWait = "released" | "timeout" | "aborted";
 export class Logind {
   private bus: SystemBus | undefined;
   private manager: LogindManager | undefined;
+  private starting: Promise<void> | undefined;
 
   constructor(
     private readonly socketPath: string,
@@ -19,8 +20,13 @@ export class Logind {
     private readonly shutdownTimeoutMs = INHIBIT_DELAY_MAX_MS,
   ) {}
 
-  async start(): Promise<void> {
-    if (this.bus) return;
+  /** Starts the bus once; a second call answers the first's outcome. */
+  start(): Promise<void> {
+    this.starting ??= this.listen();
+    return this.starting;
+  }
+
+  private async listen(): Promise<void> {
     const manager = new LogindManager(INHIBIT_DELAY_MAX_MS);
     const bus = new SystemBus({ name: LOGIND_NAME, objects: new Map([[LOGIND_PATH, manager.handle]]) });
     await bus.listen(this.socketPath);
@@ -29,7 +35,10 @@ export class Logind {
     log.info("system bus with login1 listening", { socket: this.socketPath });
   }
 
-  stop(): void {
+  /** Stops the bus, after a start still under way. */
+  async stop(): Promise<void> {
+    await this.starting?.catch(() => undefined);
+    this.starting = undefined;
     this.bus?.close();
     this.bus = undefined;
     this.manager = undefined;
