@@ -134,7 +134,7 @@ test("bad calls get D-Bus errors and the bus keeps answering", async () => {
 test("a godbus client does what the kubelet's inhibit_linux.go does", async () => {
   const fixture = path.join(repo, "test/fixtures/logind-client");
   const client = path.join(dir, "logind-client");
-  execFileSync("go", ["build", "-o", client, "."], { cwd: fixture, stdio: "inherit" });
+  execFileSync("go", ["build", "-o", client, "."], { cwd: fixture, stdio: "inherit", env: { ...process.env, CGO_ENABLED: "0" } });
   const { logind, socket } = await startLogind("godbus");
   const go = spawn(client, [], { env: { ...process.env, DBUS_SYSTEM_BUS_ADDRESS: `unix:path=${socket}` }, stdio: ["pipe", "pipe", "inherit"] });
   try {
