@@ -195,8 +195,14 @@ class BusConnection {
       done?.();
       return;
     }
-    const { data, fds } = encodeMessage({ ...msg, serial: this.serial++ });
-    this.socket.write({ data, fds }, (err) => {
+    let encoded: { data: Buffer; fds: number[] };
+    try {
+      encoded = encodeMessage({ ...msg, serial: this.serial++ });
+    } catch (err) {
+      done?.();
+      throw err;
+    }
+    this.socket.write(encoded, (err) => {
       if (err) log.warn("writing to a system bus client failed", { client: this.uniqueName, error: describeError(err) });
       done?.();
     });
@@ -236,8 +242,10 @@ class BusConnection {
       if (!wantsReply) return done?.();
       this.send({ ...reply, type: MessageType.methodReturn, sender, ...(signature ? { signature, body } : {}) }, done);
     } catch (err) {
-      if (!(err instanceof DBusMethodError)) throw err;
-      if (wantsReply) this.send({ ...reply, type: MessageType.error, sender: call.destination ?? BUS_NAME, errorName: err.errorName, signature: "s", body: [err.message] });
+      // Anything but a D-Bus error is ours (a pipe that could not open): the caller gets Failed, as from logind.
+      if (!(err instanceof DBusMethodError)) log.error("a system bus call failed", { member: call.member, error: describeError(err) });
+      const [errorName, message] = err instanceof DBusMethodError ? [err.errorName, err.message] : ["org.freedesktop.DBus.Error.Failed", describeError(err)];
+      if (wantsReply) this.send({ ...reply, type: MessageType.error, sender: call.destination ?? BUS_NAME, errorName, signature: "s", body: [message] });
     }
   }
 }
