@@ -104,7 +104,7 @@ export function resetOptions(req: ResetRequest, disks: readonly Pick<DiskInfo, "
   if (specs.length > 0 && mode === "userDisks") throw new InvalidInputError("reset failed: invalid input, wipe mode USER_DISKS doesn't support SystemPartitionsToWipe parameter");
   const labels = specs.filter((p) => p.wipe !== false).map((p) => p.label ?? "");
   for (const l of labels) if (!wipeable.has(l)) throw new InvalidInputError(`system partition ${JSON.stringify(l)} can't be wiped: only STATE, EPHEMERAL and META`, { label: l });
-  return { labels, reboot: req.reboot === true, mode, userDisks };
+  return { labels, reboot: req.reboot === true, mode, userDisks, graceful: req.graceful === true };
 }
 
 /** MachineService handlers; methods not listed answer Unimplemented (grpc/server.ts). */

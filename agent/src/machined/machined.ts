@@ -72,6 +72,7 @@ import { readSystemIdentity, type SystemIdentity } from "../sys/dmi.js";
 import { ownsDisks, type MachineRuntime } from "./runtime.js";
 import { bootSequence, initializeSequence, installSequence, rebootSequence, resetSequence, shutdownSequence, type RebootOptions, type ResetOptions } from "./sequences.js";
 import { stageUpgradeSequence, upgradeSequence } from "./sequences.js";
+import { Logind } from "./logind/service.js";
 import { SequenceAbortedError, type Phase } from "./sequencer.js";
 import { SequenceRunner } from "./sequence-runner.js";
 import { saveConfig } from "./tasks/state.js";
@@ -275,6 +276,9 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       ),
     mountsChanged: () => volumes.set(new Map(r.volumes)),
     metaChanged: () => metaKeys.set(r.meta?.keys() ?? new Map()),
+    logind: new Logind(path.join(paths.run, "dbus", "system_bus_socket")),
+    // No CRI runs on a Basalt node yet: there are no pods to stop.
+    stopPods: async () => undefined,
   };
 
   const controllers = new ControllerRuntime(state);
