@@ -31,6 +31,9 @@ import { AdjtimeStatusController } from "./time/adjtime-status.js";
 import { DNSResolveCacheController } from "./network/dns-resolve-cache.js";
 import { HostDNSConfigController } from "./network/host-dns-config.js";
 import { DevicesStatusController } from "./runtime/devices-status.js";
+import { ManifestController } from "./k8s/manifest.js";
+import { ExtraManifestController } from "./k8s/extra-manifest.js";
+import { ManifestApplyController, type ClusterLock } from "./k8s/manifest-apply.js";
 import { controlPlaneControllers } from "./k8s/control-plane.js";
 
 /** What machined reports to its controllers: the facts only its sequences and supervisor know. */
@@ -68,6 +71,8 @@ export interface ControllersOptions {
   hostDns?: { listen: string };
   /** Whether machined runs udevd (a node): the devices are ready once it is healthy; otherwise at once. */
   udevd: boolean;
+  /** The cluster-wide lock the bootstrap manifests are applied under (absent: rendered, not applied). */
+  manifestApplyLock?: ClusterLock;
 }
 
 export function machinedControllers(opts: ControllersOptions): Controller[] {
@@ -95,6 +100,9 @@ export function machinedControllers(opts: ControllersOptions): Controller[] {
     new TimeSyncController(opts.time ?? {}),
     ...(opts.time?.clock ? [new AdjtimeStatusController(opts.time.clock)] : []),
     ...(opts.hostDns ? [new HostDNSConfigController(opts.hostDns.listen), new DNSResolveCacheController()] : []),
+    new ManifestController(),
+    new ExtraManifestController(),
+    ...(opts.manifestApplyLock ? [new ManifestApplyController(opts.manifestApplyLock)] : []),
     ...controlPlaneControllers(),
   ];
 }

@@ -20,7 +20,6 @@ import {
   SchedulerId,
   type APIServerConfigSpec,
   type ControllerManagerConfigSpec,
-  type ExtraManifest,
   type ExtraManifestsConfigSpec,
   type ExtraVolume,
   type PodResources,
@@ -28,6 +27,7 @@ import {
 } from "../../resources/catalog/k8s-controlplane.js";
 import type { Unstructured } from "../../resources/unstructured.js";
 import { CONTROLPLANE_NAMESPACE } from "../../resources/catalog/k8s-secrets.js";
+import { extraManifests } from "./manifest-input.js";
 
 /** A v1alpha1 config with both sections, of a control plane node. */
 export interface ControlPlaneConfig {
@@ -158,23 +158,16 @@ export function schedulerConfig(cfg: ControlPlaneConfig): SchedulerConfigSpec {
   return spec;
 }
 
+/** The extra manifests the bootstrap manifests apply (manifest-input.ts), in Talos's resource shape. */
 export function extraManifestsConfig(cfg: ControlPlaneConfig): ExtraManifestsConfigSpec {
-  const c = cfg.cluster;
-  const byUrl = (priority: string, extraHeaders?: Record<string, string>) => (url: string): ExtraManifest => ({
-    name: url,
-    url,
-    // Manifests apply in priority order: the CNI first, cloud provider after the defaults, extras last.
-    priority,
-    ...(extraHeaders ? { extraHeaders: { ...extraHeaders } } : {}),
-    inlineManifest: "",
-  });
   return {
-    extraManifests: [
-      ...(c.network?.cni?.urls ?? []).map(byUrl("05")),
-      ...(c.externalCloudProvider?.manifests ?? []).map(byUrl("30")),
-      ...(c.extraManifests ?? []).map(byUrl("99", c.extraManifestHeaders)),
-      ...(c.inlineManifests ?? []).map((m) => ({ name: m.name ?? "", url: "", priority: "99", inlineManifest: m.contents ?? "" })),
-    ],
+    extraManifests: extraManifests(cfg).map((m) => ({
+      name: m.name,
+      url: m.url ?? "",
+      priority: m.priority,
+      ...(m.headers ? { extraHeaders: { ...m.headers } } : {}),
+      inlineManifest: m.inline ?? "",
+    })),
   };
 }
 

@@ -9,6 +9,7 @@ import { configDefinitions } from "./config.js";
 import { hardwareDefinitions } from "./hardware.js";
 import { kernelParamDefinitions } from "./kernel-params.js";
 import { kernelModuleDefinitions } from "./kernel-modules.js";
+import { k8sManifestDefinitions } from "./k8s-manifests.js";
 import { hostDnsDefinitions } from "./hostdns.js";
 import { controlPlaneDefinitions } from "./k8s-controlplane.js";
 import { namespaces } from "./meta.js";
@@ -26,6 +27,7 @@ export const catalogDefinitions: readonly ResourceDefinition<never>[] = [
   ...kernelModuleDefinitions,
   ...hostDnsDefinitions,
   ...kubernetesSecretsDefinitions,
+  ...k8sManifestDefinitions,
   ...controlPlaneDefinitions,
 ];
 
