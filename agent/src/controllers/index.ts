@@ -34,6 +34,7 @@ import { DevicesStatusController } from "./runtime/devices-status.js";
 import { ManifestController } from "./k8s/manifest.js";
 import { ExtraManifestController } from "./k8s/extra-manifest.js";
 import { ManifestApplyController, type ClusterLock } from "./k8s/manifest-apply.js";
+import { kubeletControllers } from "./k8s/index.js";
 
 /** What machined reports to its controllers: the facts only its sequences and supervisor know. */
 export interface MachinedSources {
@@ -102,6 +103,7 @@ export function machinedControllers(opts: ControllersOptions): Controller[] {
     new ManifestController(),
     new ExtraManifestController(),
     ...(opts.manifestApplyLock ? [new ManifestApplyController(opts.manifestApplyLock)] : []),
+    ...kubeletControllers({ container: opts.kernelParams.container, kubePrism: !opts.kernelParams.container }),
   ];
 }
 

@@ -11,6 +11,7 @@ import { kernelParamDefinitions } from "./kernel-params.js";
 import { kernelModuleDefinitions } from "./kernel-modules.js";
 import { k8sManifestDefinitions } from "./k8s-manifests.js";
 import { hostDnsDefinitions } from "./hostdns.js";
+import { kubeletDefinitions } from "./k8s-kubelet.js";
 import { namespaces } from "./meta.js";
 import { runtimeDefinitions } from "./runtime.js";
 import { secretsDefinitions } from "./secrets.js";
@@ -27,6 +28,7 @@ export const catalogDefinitions: readonly ResourceDefinition<never>[] = [
   ...hostDnsDefinitions,
   ...kubernetesSecretsDefinitions,
   ...k8sManifestDefinitions,
+  ...kubeletDefinitions,
 ];
 
 /**
