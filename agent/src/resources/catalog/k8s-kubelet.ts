@@ -7,6 +7,7 @@
 import { netIP, pemYaml } from "../codec.js";
 import { defineResource, type ResourceDefinition } from "../definitions.js";
 import { marshalGoYaml } from "../go-yaml.js";
+import { emitYaml } from "../go-yaml-emit.js";
 import { structProto, type Unstructured } from "../struct-value.js";
 
 export const K8S_NAMESPACE = "k8s";
@@ -94,8 +95,9 @@ export const kubeletConfigDefinition = defineResource<KubeletConfigSpec>({
     enable_fs_quota_monitoring: s.enableFSQuotaMonitoring,
     credential_provider_config: s.credentialProviderConfig ? structProto(s.credentialProviderConfig) : undefined,
   }),
+  // Mounts hold lists inside list items, which yaml.v3 lays out as emitYaml does.
   toYaml: (s) =>
-    marshalGoYaml({
+    emitYaml({
       image: s.image,
       clusterDNS: s.clusterDNS,
       clusterDomain: s.clusterDomain,
@@ -137,7 +139,7 @@ export const kubeletSpecDefinition = defineResource<KubeletSpecSpec>({
     credential_provider_config: s.credentialProviderConfig ? structProto(s.credentialProviderConfig) : undefined,
   }),
   toYaml: (s) =>
-    marshalGoYaml({
+    emitYaml({
       image: s.image,
       ...(s.args.length ? { args: s.args } : {}),
       ...(s.extraMounts.length ? { extraMounts: s.extraMounts.map(mountYaml) } : {}),
