@@ -193,9 +193,10 @@ export class TcpLoadBalancer {
     }
     conn.setKeepAlive(true, this.opts.keepAliveMs);
     target.setKeepAlive(true, this.opts.keepAliveMs);
+    // Each side's end is passed on by the pipes (half-close); an error on either resets both.
     target.on("error", () => conn.destroy());
-    conn.on("close", () => target.destroy());
-    target.on("close", () => conn.destroy());
+    conn.on("close", (hadError) => hadError && target.destroy());
+    target.on("close", (hadError) => hadError && conn.destroy());
     conn.pipe(target);
     target.pipe(conn);
   }
