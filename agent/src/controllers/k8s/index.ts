@@ -4,6 +4,7 @@
 import type { Controller } from "../../resources/controller-runtime.js";
 import { KubeletConfigController } from "./kubelet-config.js";
 import { KubeletSecretsController } from "./kubelet-secrets.js";
+import { KubeletServiceController, type KubeletServiceControllerOptions } from "./kubelet-service.js";
 import { KubeletSpecController } from "./kubelet-spec.js";
 import { KubePrismConfigController } from "./kubeprism-config.js";
 import { KubePrismEndpointsController } from "./kubeprism-endpoints.js";
@@ -20,6 +21,8 @@ export interface KubeletControllersOptions {
    * sandboxes, where a second listener on the same port could only fail.
    */
   kubePrism: boolean;
+  /** Starts and restarts the kubelet service (where machined runs it). */
+  service?: KubeletServiceControllerOptions;
 }
 
 export function kubeletControllers(opts: KubeletControllersOptions): Controller[] {
@@ -33,5 +36,6 @@ export function kubeletControllers(opts: KubeletControllersOptions): Controller[
     new KubePrismEndpointsController(),
     new KubePrismConfigController(),
     ...(opts.kubePrism ? [new KubePrismController()] : []),
+    ...(opts.service ? [new KubeletServiceController(opts.service)] : []),
   ];
 }
