@@ -85,3 +85,28 @@ test("KubeletConfig, NodeIPConfig, NodeIP, KubePrism and KubeletSecrets encode f
   assert.deepEqual(secrets.endpoint, { full_path: "https://127.0.0.1:7445" });
   assert.equal(kubeletSecretsDefinition.sensitive, true);
 });
+
+test("KubeletSecrets YAML: the endpoint as yaml.v3 marshals a *url.URL, the CAs base64, the token", () => {
+  assert.equal(
+    yamlSpec(kubeletSecretsDefinition, { endpoint: "https://127.0.0.1:7445", acceptedCAs: ["PEM\n"], bootstrapTokenID: "abc", bootstrapTokenSecret: "def" }),
+    [
+      "endpoint:",
+      "    scheme: https",
+      '    opaque: ""',
+      "    user: null",
+      "    host: 127.0.0.1:7445",
+      '    path: ""',
+      '    rawpath: ""',
+      "    omithost: false",
+      "    forcequery: false",
+      '    rawquery: ""',
+      '    fragment: ""',
+      '    rawfragment: ""',
+      "acceptedCAs:",
+      "    - crt: UEVNCg==",
+      "bootstrapTokenID: abc",
+      "bootstrapTokenSecret: def",
+      "",
+    ].join("\n"),
+  );
+});

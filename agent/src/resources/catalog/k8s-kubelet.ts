@@ -236,6 +236,28 @@ export const kubePrismStatusesDefinition = defineResource<KubePrismStatusesSpec>
   toProto: (s) => ({ host: s.host, healthy: s.healthy }),
 });
 
+/**
+ * A *url.URL as yaml.v3 marshals it (the struct's fields in Go 1.22's order, lower-cased:
+ * url.URL has no YAML or text marshaller). User info has only unexported fields: `{}`.
+ */
+export function urlYaml(text: string): Record<string, unknown> {
+  const m = /^([a-zA-Z][a-zA-Z0-9+.-]*):(?:\/\/(?:([^@/?#]*)@)?([^/?#]*))?([^?#]*)(\?[^#]*)?(#.*)?$/.exec(text);
+  const query = m?.[5] ?? "";
+  return {
+    scheme: m?.[1]?.toLowerCase() ?? "",
+    opaque: "",
+    user: m?.[2] !== undefined ? {} : null,
+    host: m?.[3] ?? "",
+    path: m?.[4] ?? "",
+    rawpath: "",
+    omithost: false,
+    forcequery: query === "?",
+    rawquery: query.slice(1),
+    fragment: (m?.[6] ?? "").slice(1),
+    rawfragment: "",
+  };
+}
+
 // --- KubeletSecrets.secrets.talos.dev (id "kubelet"): what the kubelet's bootstrap kubeconfig holds ---
 export const KubeletSecretsType = "KubeletSecrets.secrets.talos.dev";
 export interface KubeletSecretsSpec {
@@ -259,7 +281,7 @@ export const kubeletSecretsDefinition = defineResource<KubeletSecretsSpec>({
   }),
   toYaml: (s) =>
     marshalGoYaml({
-      endpoint: s.endpoint,
+      endpoint: urlYaml(s.endpoint),
       acceptedCAs: s.acceptedCAs.map((crt) => ({ crt: pemYaml(crt) })),
       bootstrapTokenID: s.bootstrapTokenID,
       bootstrapTokenSecret: s.bootstrapTokenSecret,
