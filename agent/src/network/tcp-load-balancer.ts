@@ -9,7 +9,7 @@
 
 import net from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
-import { BasaltError } from "../errors.js";
+import { BasaltError, describeError } from "../errors.js";
 import { type Logger, logger } from "../log.js";
 
 /** The balancer could not listen. */
@@ -186,7 +186,7 @@ export class TcpLoadBalancer {
     try {
       target = await dial(upstream, this.opts.dialTimeoutMs);
     } catch (err) {
-      this.log.warn("error dialing upstream", { upstream, error: (err as Error).message });
+      this.log.warn("error dialing upstream", { upstream, error: describeError(err) });
       this.upstreams.down(upstream);
       conn.destroy();
       return;
@@ -209,7 +209,7 @@ export class TcpLoadBalancer {
       socket.destroy();
       if (!signal.aborted) this.upstreams.up(address, tierOf(elapsed));
     } catch (err) {
-      this.log.warn("healthcheck failed", { address, error: (err as Error).message });
+      this.log.warn("healthcheck failed", { address, error: describeError(err) });
       if (!signal.aborted) this.upstreams.down(address);
     }
   }

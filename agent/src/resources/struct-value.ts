@@ -20,6 +20,7 @@ function valueProto(v: unknown): ProtoValue {
   if (typeof v === "string") return { stringValue: v };
   if (typeof v === "boolean") return { boolValue: v };
   if (Array.isArray(v)) return { listValue: { values: v.map(valueProto) } };
+  // What is left is a JSON object (specs hold only JSON-shaped values).
   return { structValue: structProto(v as Unstructured) };
 }
 

@@ -90,6 +90,11 @@ function checkType(field: string, v: unknown, ok: boolean, want: string): void {
   if (!ok) throw new KubeletExtraConfigError(`extraConfig field "${field}": expected ${want}, got ${JSON.stringify(v)}`, { field });
 }
 
+function checkObject(field: string, v: unknown): Unstructured {
+  if (!isObject(v)) throw new KubeletExtraConfigError(`extraConfig field "${field}": expected an object, got ${JSON.stringify(v)}`, { field });
+  return v;
+}
+
 /** One extraConfig value as the Go type holds it; undefined: the converter would drop it. */
 function normalizeField(field: string, kind: FieldKind, v: unknown): unknown {
   if (v === null || v === undefined) return undefined;
@@ -111,15 +116,13 @@ function normalizeField(field: string, kind: FieldKind, v: unknown): unknown {
     case "durationPtr":
       return normalizeDuration(field, v);
     case "map":
-      checkType(field, v, isObject(v), "a map");
-      return Object.keys(v as Unstructured).length ? v : undefined;
+      return Object.keys(checkObject(field, v)).length ? v : undefined;
     case "list":
       checkType(field, v, Array.isArray(v), "a list");
-      return (v as unknown[]).length ? v : undefined;
+      return Array.isArray(v) && v.length ? v : undefined;
     case "objectPtr":
     case "struct":
-      checkType(field, v, isObject(v), "an object");
-      return v;
+      return checkObject(field, v);
   }
 }
 
@@ -213,7 +216,7 @@ export function renderKubeletConfiguration(cfg: KubeletConfigSpec, opts: { conta
   if (supportsConfigContainerRuntimeEndpoint(cfg.image)) c.containerRuntimeEndpoint = `unix://${k.criAddress}`;
   if (cfg.defaultRuntimeSeccompEnabled) c.seccompDefault = true;
   if (cfg.enableFSQuotaMonitoring) {
-    const gates = (c.featureGates as Record<string, boolean> | undefined) ?? {};
+    const gates = isObject(c.featureGates) ? c.featureGates : {};
     if (!("LocalStorageCapacityIsolationFSQuotaMonitoring" in gates)) c.featureGates = { ...gates, LocalStorageCapacityIsolationFSQuotaMonitoring: true };
   }
 
@@ -224,8 +227,7 @@ export function renderKubeletConfiguration(cfg: KubeletConfigSpec, opts: { conta
   c.serializeImagePulls ??= false;
   c.failSwapOn ??= false;
   c.systemReserved ??= { ...k.systemReserved };
-  const logging = c.logging as Unstructured;
-  if (logging.format === undefined) c.logging = { format: "json", ...logging };
+  if (isObject(c.logging) && c.logging.format === undefined) c.logging = { format: "json", ...c.logging };
   if (!("shutdownGracePeriod" in extra) && c.shutdownGracePeriod === "0s") c.shutdownGracePeriod = k.shutdownGracePeriod;
   if (!("shutdownGracePeriodCriticalPods" in extra) && c.shutdownGracePeriodCriticalPods === "0s") c.shutdownGracePeriodCriticalPods = k.shutdownGracePeriodCriticalPods;
   if (c.streamingConnectionIdleTimeout === "0s") c.streamingConnectionIdleTimeout = "5m0s";

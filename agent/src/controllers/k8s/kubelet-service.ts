@@ -101,6 +101,7 @@ export class KubeletServiceController implements Controller {
     const file = path.join(this.opts.root, k.kubeconfig);
     if (!(await exists(file))) return;
     type Named<T> = { name: string } & T;
+    // A kubeconfig's shape; every field is read through optional chaining, so a malformed one is only left alone.
     const config = parse(await fs.readFile(file, "utf8")) as {
       "current-context"?: string;
       contexts?: Named<{ context?: { cluster?: string } }>[];

@@ -40,18 +40,19 @@ export class KubePrismController implements Controller {
     const endpoint = cfg ? joinHostPort(cfg.host, cfg.port) : undefined;
     if (this.balancer && this.balancer.endpoint !== endpoint) await this.stop(ctx);
     if (cfg && endpoint) {
-      if (!this.balancer) await this.start(ctx, endpoint);
-      this.balancer!.setUpstreams(cfg.endpoints.map((e) => joinHostPort(e.host, e.port)));
+      const balancer = this.balancer ?? (await this.start(ctx, endpoint));
+      balancer.setUpstreams(cfg.endpoints.map((e) => joinHostPort(e.host, e.port)));
     }
     this.writeStatus(ctx);
     if (this.balancer) ctx.requeueAfter(this.timings.statusIntervalMs);
   }
 
-  private async start(ctx: ControllerContext, endpoint: string): Promise<void> {
+  private async start(ctx: ControllerContext, endpoint: string): Promise<TcpLoadBalancer> {
     const balancer = new TcpLoadBalancer(endpoint, this.timings);
     await balancer.start();
     this.balancer = balancer;
     ctx.log.info("KubePrism is enabled", { endpoint });
+    return balancer;
   }
 
   private async stop(ctx: ControllerContext): Promise<void> {

@@ -53,8 +53,7 @@ const mountYaml = (m: Mount) => ({
 export function sortedKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortedKeys);
   if (value === null || typeof value !== "object") return value;
-  const obj = value as Record<string, unknown>;
-  return Object.fromEntries(Object.keys(obj).sort().map((k) => [k, sortedKeys(obj[k])]));
+  return Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => [k, sortedKeys(v)]));
 }
 
 const nonEmpty = (m: Record<string, unknown> | undefined): boolean => m !== undefined && Object.keys(m).length > 0;

@@ -8,7 +8,7 @@
 
 import { promises as fs } from "node:fs";
 import path from "node:path";
-import { NotFoundError, SystemError } from "../../errors.js";
+import { describeError, NotFoundError, SystemError } from "../../errors.js";
 import {
   K8S_NAMESPACE,
   KubeletId,
@@ -152,7 +152,7 @@ export async function kubeletHealth(url = KUBELET_HEALTHZ, timeoutMs = 5000): Pr
   try {
     res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
   } catch (err) {
-    throw new SystemError(`kubelet health check: ${url}: ${(err as Error).message}`, { url }, { cause: err });
+    throw new SystemError(`kubelet health check: ${url}: ${describeError(err)}`, { url }, { cause: err });
   }
   await res.body?.cancel();
   if (res.status !== 200) throw new SystemError(`expected HTTP status OK, got ${res.status} ${res.statusText}`, { url, status: res.status });
