@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
@@ -59,7 +59,7 @@ test("kubeletFiles: bootstrap kubeconfig with the endpoint, CAs and token; the C
   const files = kubeletFiles(spec, secrets);
   const kubeconfig = files.find((f) => f.path === "/etc/kubernetes/bootstrap-kubeconfig")!;
   assert.equal(kubeconfig.mode, 0o600);
-  assert.deepEqual(parse(kubeconfig.content), {
+  assert.deepEqual(parse(kubeconfig.content ?? ""), {
     apiVersion: "v1",
     kind: "Config",
     clusters: [{ name: "local", cluster: { server: "https://127.0.0.1:7445", "certificate-authority-data": Buffer.from(secrets.acceptedCAs[0]!).toString("base64") } }],
@@ -80,6 +80,13 @@ test("kubeletFiles: bootstrap kubeconfig with the endpoint, CAs and token; the C
     assert.equal(statSync(path.join(root, "etc/kubernetes/pki/ca.crt")).mode & 0o777, 0o400);
     assert.equal(statSync(path.join(root, "etc/kubernetes/bootstrap-kubeconfig")).mode & 0o777, 0o600);
     assert.equal(readFileSync(path.join(root, "etc/kubernetes/kubelet.yaml"), "utf8"), config.content);
+    assert.equal(existsSync(path.join(root, "etc/kubernetes/kubelet-credentialproviderconfig.yaml")), false);
+    // A credential provider config is written beside it, and removed again when it goes.
+    const providers = { apiVersion: "kubelet.config.k8s.io/v1", kind: "CredentialProviderConfig", providers: [{ name: "ecr", matchImages: ["*.ecr.aws"], defaultCacheDuration: "12h", apiVersion: "credentialprovider.kubelet.k8s.io/v1" }] };
+    await writeKubeletFiles(root, kubeletFiles({ ...spec, credentialProviderConfig: providers }, secrets));
+    assert.deepEqual(parse(readFileSync(path.join(root, "etc/kubernetes/kubelet-credentialproviderconfig.yaml"), "utf8")), providers);
+    await writeKubeletFiles(root, files);
+    assert.equal(existsSync(path.join(root, "etc/kubernetes/kubelet-credentialproviderconfig.yaml")), false);
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

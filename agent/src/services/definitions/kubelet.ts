@@ -106,8 +106,15 @@ export function kubeletProcess(spec: KubeletSpecSpec, env: readonly string[]): K
   };
 }
 
+/** A file the kubelet reads; no content: the file must not exist. */
+export interface KubeletFile {
+  path: string;
+  content?: string;
+  mode: number;
+}
+
 /** The files the kubelet reads, written before each start (paths absolute on the node). */
-export function kubeletFiles(spec: KubeletSpecSpec, secrets: KubeletSecretsSpec): { path: string; content: string; mode: number }[] {
+export function kubeletFiles(spec: KubeletSpecSpec, secrets: KubeletSecretsSpec): KubeletFile[] {
   const cas = secrets.acceptedCAs.join("");
   const kubeconfig = [
     "apiVersion: v1",
@@ -131,13 +138,22 @@ export function kubeletFiles(spec: KubeletSpecSpec, secrets: KubeletSecretsSpec)
     { path: "/etc/kubernetes/bootstrap-kubeconfig", content: kubeconfig, mode: 0o600 },
     { path: "/etc/kubernetes/pki/ca.crt", content: cas, mode: 0o400 },
     { path: "/etc/kubernetes/kubelet.yaml", content: kubeletConfigFile(spec.config), mode: 0o600 },
+    {
+      path: "/etc/kubernetes/kubelet-credentialproviderconfig.yaml",
+      ...(spec.credentialProviderConfig ? { content: kubeletConfigFile(spec.credentialProviderConfig) } : {}),
+      mode: 0o600,
+    },
   ];
 }
 
 /** Writes the files under `root` ("/" on a node); directories are created 0700 as Talos creates them. */
-export async function writeKubeletFiles(root: string, files: { path: string; content: string; mode: number }[]): Promise<void> {
+export async function writeKubeletFiles(root: string, files: KubeletFile[]): Promise<void> {
   for (const f of files) {
     const target = path.join(root, f.path);
+    if (f.content === undefined) {
+      await fs.rm(target, { force: true });
+      continue;
+    }
     await fs.mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
     // A file written 0400 before is replaced, not opened for writing.
     await fs.rm(target, { force: true });
