@@ -132,9 +132,10 @@ function checkExtraConfig(extra: Unstructured): void {
   if (denied.length) {
     throw new KubeletExtraConfigError(denied.map((f) => `field "${f}" can't be overridden`).join("; "), { fields: denied });
   }
-  const unknown = Object.keys(extra).filter((f) => !(f in fields));
+  const unknown = Object.keys(extra).filter((f) => !(f in fields)).sort();
   if (unknown.length) {
-    throw new KubeletExtraConfigError(`error unmarshalling extra kubelet configuration: unknown field ${unknown.map((f) => `"${f}"`).join(", ")}`, { fields: unknown });
+    const errors = unknown.map((f) => `unknown field "${f}"`).join(", ");
+    throw new KubeletExtraConfigError(`error unmarshalling extra kubelet configuration: strict decoding error: ${errors}`, { fields: unknown });
   }
 }
 
