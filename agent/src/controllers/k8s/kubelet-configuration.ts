@@ -126,13 +126,38 @@ function normalizeField(field: string, kind: FieldKind, v: unknown): unknown {
   }
 }
 
+// The fields of the struct-typed fields extraConfig may set (a list's items for list fields).
+type Shape = { [field: string]: Shape | true };
+const routing: Shape = { splitStream: true, infoBufferSize: true };
+const nested: Readonly<Record<string, Shape>> = {
+  logging: { format: true, flushFrequency: true, verbosity: true, vmodule: true, options: { text: routing, json: routing } },
+  memorySwap: { swapBehavior: true },
+  tracing: { endpoint: true, samplingRatePerMillion: true },
+  shutdownGracePeriodByPodPriority: { priority: true, shutdownGracePeriodSeconds: true },
+  reservedMemory: { numaNode: true, limits: true },
+  registerWithTaints: { key: true, value: true, effect: true, timeAdded: true },
+};
+
+/** Paths of fields under `value` that `shape` does not have, as the strict decoder names them. */
+function unknownPaths(value: unknown, shape: Shape, at: string): string[] {
+  if (Array.isArray(value)) return value.flatMap((item, i) => unknownPaths(item, shape, `${at}[${i}]`));
+  if (!isObject(value)) return [];
+  return Object.entries(value).flatMap(([k, v]) => {
+    const sub = shape[k];
+    if (sub === undefined) return [`${at}.${k}`];
+    return sub === true ? [] : unknownPaths(v, sub, `${at}.${k}`);
+  });
+}
+
 /** Refuses protected and unknown fields (Talos: every protected one listed, then the strict decode). */
 function checkExtraConfig(extra: Unstructured): void {
   const denied = protectedConfigurationFields.filter((f) => f in extra);
   if (denied.length) {
     throw new KubeletExtraConfigError(denied.map((f) => `field "${f}" can't be overridden`).join("; "), { fields: denied });
   }
-  const unknown = Object.keys(extra).filter((f) => !(f in fields)).sort();
+  const unknown = Object.entries(extra)
+    .flatMap(([f, v]) => (!(f in fields) ? [f] : nested[f] ? unknownPaths(v, nested[f]!, f) : []))
+    .sort();
   if (unknown.length) {
     const errors = unknown.map((f) => `unknown field "${f}"`).join(", ");
     throw new KubeletExtraConfigError(`error unmarshalling extra kubelet configuration: strict decoding error: ${errors}`, { fields: unknown });

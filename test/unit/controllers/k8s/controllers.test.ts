@@ -170,6 +170,10 @@ test("extraConfig: protected fields, unknown fields and wrong types refused", as
   assert.throws(() => renderKubeletConfiguration({ ...base, extraConfig: { maxPodz: 1, cgroupsPerQoS: true } }), {
     message: 'error unmarshalling extra kubelet configuration: strict decoding error: unknown field "cgroupsPerQoS", unknown field "maxPodz"',
   });
+  assert.throws(() => renderKubeletConfiguration({ ...base, extraConfig: { logging: { verbosty: 2, options: { json: { bufferSize: 1 } } } } }), {
+    message: 'error unmarshalling extra kubelet configuration: strict decoding error: unknown field "logging.options.json.bufferSize", unknown field "logging.verbosty"',
+  });
+  assert.throws(() => renderKubeletConfiguration({ ...base, extraConfig: { shutdownGracePeriodByPodPriority: [{ priority: 1, seconds: 2 }] } }), /unknown field "shutdownGracePeriodByPodPriority\[0\]\.seconds"/);
   assert.throws(() => renderKubeletConfiguration({ ...base, extraConfig: { maxPods: "many" } }), /"maxPods": expected a number/);
   assert.throws(() => renderKubeletConfiguration({ ...base, extraConfig: { syncFrequency: "soon" } }), /"syncFrequency": invalid duration/);
   // A set logging format and flush frequency string are kept; the options stay complete.
