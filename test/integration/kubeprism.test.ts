@@ -1,4 +1,4 @@
-// KubePrism against real TCP upstreams on loopback: connections pass through round-robin,
+// KubePrism against real TCP upstreams on loopback: connections pass through to live upstreams,
 // a dead upstream is skipped once its probes fail, KubePrismStatuses follows health.
 import assert from "node:assert/strict";
 import net from "node:net";
@@ -57,7 +57,8 @@ function request(port: number): Promise<string> {
     let data = "";
     s.on("data", (d) => (data += d.toString()));
     s.on("close", () => resolve(data));
-    s.on("error", reject);
+    // A connection the balancer drops (no upstream, or a failed dial) may arrive as a reset.
+    s.on("error", (err: NodeJS.ErrnoException) => (err.code === "ECONNRESET" ? resolve("") : reject(err)));
   });
 }
 
@@ -71,7 +72,17 @@ async function until<T>(what: string, get: () => T | undefined, ms = 10_000): Pr
   return assert.fail(`timed out waiting for ${what}`);
 }
 
-test("KubePrism: traffic passes round-robin, a dead upstream is skipped, the status follows health", async (t) => {
+async function untilAsync<T>(what: string, get: () => Promise<T | undefined>, ms = 10_000): Promise<T> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    const v = await get();
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return assert.fail(`timed out waiting for ${what}`);
+}
+
+test("KubePrism: traffic passes, a dead upstream is skipped, the status follows health", async (t) => {
   const a = await upstream(t, "a");
   const b = await upstream(t, "b");
   const dead = await freePort();
@@ -99,12 +110,15 @@ test("KubePrism: traffic passes round-robin, a dead upstream is skipped, the sta
   state.modify(K8S_NAMESPACE, KubePrismConfigType, KubePrismConfigId, "test.KubePrismConfig", () => config);
   assert.deepEqual(await statusIs(true), { host: `127.0.0.1:${listen}`, healthy: true });
 
-  // Two failed probes take the dead upstream's score below 0; from then on every connection reaches a or b.
-  await new Promise((r) => setTimeout(r, timings.healthCheckIntervalMs * 6));
+  // Two failed probes (or dials) take the dead upstream's score below 0: wait until a full
+  // round-robin turn answers, then every connection must reach a or b.
+  const turn = async () => [await request(listen), await request(listen), await request(listen)];
+  await untilAsync("the dead upstream skipped", async () => ((await turn()).every((x) => x !== "") ? true : undefined));
   const answers: string[] = [];
   for (let i = 0; i < 8; i++) answers.push(await request(listen));
+  // Which of the two answers depends on their probe latency tiers (the faster tier takes every
+  // connection, as in go-loadbalancer); the round-robin itself is unit-tested on UpstreamList.
   assert.ok(answers.every((x) => x === "a" || x === "b"), `answers ${answers.join(",")}`);
-  assert.ok(answers.includes("a") && answers.includes("b"), `round-robin over both: ${answers.join(",")}`);
 
   // Every upstream down: unhealthy, and a connection is closed without an answer.
   await a.close();
