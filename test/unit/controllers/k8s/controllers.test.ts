@@ -90,14 +90,14 @@ test("NodeIP: FilterIPs order (subnet by subnet, exclusions remove), one address
   assert.deepEqual(filterIPs(["fd00::5", "10.0.0.2"], ["::/0", "10.0.0.2"]), ["fd00::5", "10.0.0.2"]);
   assert.deepEqual(onePerFamily(["10.0.0.1", "fd00::1", "10.0.0.2", "fd00::2"]), { picked: ["10.0.0.1", "fd00::1"], skipped: ["10.0.0.2", "fd00::2"] });
 
-  const { state, setRouted } = node(t, (await genConfigs()).worker, { ...facts, routed: ["10.5.0.3/24", "10.5.0.4/24", "fd00::3/64"] }, [
+  const { state, runtime, setRouted } = node(t, (await genConfigs()).worker, { ...facts, routed: ["10.5.0.3/24", "10.5.0.4/24", "fd00::3/64"] }, [
     new NodeIPConfigController(),
     new NodeIPController(),
   ]);
   assert.deepEqual(await waitFor<NodeIPSpec>(state, K8S_NAMESPACE, NodeIPType, KubeletId), { addresses: ["10.5.0.3"] });
   // Nothing suitable: the last NodeIP stays (Talos only warns).
   setRouted(["10.244.1.1/24"]);
-  await new Promise((r) => setTimeout(r, 50));
+  await runtime.whenIdle();
   assert.deepEqual(state.get<NodeIPSpec>(K8S_NAMESPACE, NodeIPType, KubeletId)?.spec, { addresses: ["10.5.0.3"] });
 });
 
@@ -126,8 +126,8 @@ test("KubeletConfig: waits for the static pod server; clusterDNS the service sub
   assert.deepEqual(kubeletConfigSpec(doc(explicit), "").clusterDNS, ["169.254.2.53"]);
   assert.equal(kubeletConfigSpec(doc(explicit), "").cloudProviderExternal, true);
 
-  const { state } = node(t, worker, facts, [new KubeletConfigController()]);
-  await new Promise((r) => setTimeout(r, 50));
+  const { state, runtime } = node(t, worker, facts, [new KubeletConfigController()]);
+  await runtime.whenIdle();
   assert.equal(state.get(K8S_NAMESPACE, KubeletConfigType, KubeletId), undefined, "no KubeletConfig before the static pod server");
   state.modify(K8S_NAMESPACE, "StaticPodServerStatuses.kubernetes.talos.dev", "static-pod-server-status", "test", () => ({ url: "http://127.0.0.1:9" }));
   const made = await waitFor<KubeletConfigSpec>(state, K8S_NAMESPACE, KubeletConfigType, KubeletId);
