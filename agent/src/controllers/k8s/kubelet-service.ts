@@ -20,7 +20,10 @@ import { kubeletConstants as k } from "./kubelet-configuration.js";
 /** What the controller needs from the service supervisor for the kubelet. */
 export interface KubeletServiceManager {
   isRunning(): boolean;
-  /** Starts the kubelet service (registering it the first time). */
+  /**
+   * Starts the kubelet service (registering it the first time). Resolves once the start is
+   * asked for, not once the kubelet runs: its wait for CRI must not hold this controller.
+   */
   start(): Promise<void>;
   stop(): Promise<void>;
 }
