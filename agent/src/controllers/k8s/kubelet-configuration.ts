@@ -9,7 +9,7 @@ import { durationMs } from "../../config/checks.js";
 import { BasaltError } from "../../errors.js";
 import type { KubeletConfigSpec } from "../../resources/catalog/k8s-kubelet.js";
 import { goDuration } from "../../resources/go-duration.js";
-import type { Unstructured } from "../../resources/struct-value.js";
+import type { Unstructured } from "../../resources/catalog/k8s-kubelet.js";
 
 /** extraConfig that Talos refuses: a protected field, an unknown field, or a value of the wrong type. */
 export class KubeletExtraConfigError extends BasaltError {}

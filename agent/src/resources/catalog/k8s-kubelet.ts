@@ -8,9 +8,12 @@ import { netIP, pemYaml } from "../codec.js";
 import { defineResource, type ResourceDefinition } from "../definitions.js";
 import { marshalGoYaml } from "../go-yaml.js";
 import { emitYaml } from "../go-yaml-emit.js";
-import { structProto, type Unstructured } from "../struct-value.js";
+import { goUrlYaml, protoStruct } from "./k8s-secrets.js";
 
 export const K8S_NAMESPACE = "k8s";
+
+/** A JSON-shaped object (what Kubernetes calls unstructured), as the kubelet's configuration is held. */
+export type Unstructured = Record<string, unknown>;
 /** The id of KubeletConfig, KubeletSpec, NodeIPConfig, NodeIP and KubeletSecrets. */
 export const KubeletId = "kubelet";
 
@@ -85,14 +88,14 @@ export const kubeletConfigDefinition = defineResource<KubeletConfigSpec>({
     cluster_domain: s.clusterDomain,
     extra_args: s.extraArgs,
     extra_mounts: s.extraMounts.map(mountProto),
-    extra_config: s.extraConfig ? structProto(s.extraConfig) : undefined,
+    extra_config: s.extraConfig ? protoStruct(s.extraConfig) : undefined,
     cloud_provider_external: s.cloudProviderExternal,
     default_runtime_seccomp_enabled: s.defaultRuntimeSeccompEnabled,
     skip_node_registration: s.skipNodeRegistration,
     static_pod_list_url: s.staticPodListURL,
     disable_manifests_directory: s.disableManifestsDirectory,
     enable_fs_quota_monitoring: s.enableFSQuotaMonitoring,
-    credential_provider_config: s.credentialProviderConfig ? structProto(s.credentialProviderConfig) : undefined,
+    credential_provider_config: s.credentialProviderConfig ? protoStruct(s.credentialProviderConfig) : undefined,
   }),
   // Mounts hold lists inside list items, which yaml.v3 lays out as emitYaml does.
   toYaml: (s) =>
@@ -134,8 +137,8 @@ export const kubeletSpecDefinition = defineResource<KubeletSpecSpec>({
     args: s.args,
     extra_mounts: s.extraMounts.map(mountProto),
     expected_nodename: s.expectedNodename,
-    config: structProto(s.config),
-    credential_provider_config: s.credentialProviderConfig ? structProto(s.credentialProviderConfig) : undefined,
+    config: protoStruct(s.config),
+    credential_provider_config: s.credentialProviderConfig ? protoStruct(s.credentialProviderConfig) : undefined,
   }),
   toYaml: (s) =>
     emitYaml({
@@ -235,28 +238,6 @@ export const kubePrismStatusesDefinition = defineResource<KubePrismStatusesSpec>
   toProto: (s) => ({ host: s.host, healthy: s.healthy }),
 });
 
-/**
- * A *url.URL as yaml.v3 marshals it (the struct's fields in Go 1.22's order, lower-cased:
- * url.URL has no YAML or text marshaller). User info has only unexported fields: `{}`.
- */
-export function urlYaml(text: string): Record<string, unknown> {
-  const m = /^([a-zA-Z][a-zA-Z0-9+.-]*):(?:\/\/(?:([^@/?#]*)@)?([^/?#]*))?([^?#]*)(\?[^#]*)?(#.*)?$/.exec(text);
-  const query = m?.[5] ?? "";
-  return {
-    scheme: m?.[1]?.toLowerCase() ?? "",
-    opaque: "",
-    user: m?.[2] !== undefined ? {} : null,
-    host: m?.[3] ?? "",
-    path: m?.[4] ?? "",
-    rawpath: "",
-    omithost: false,
-    forcequery: query === "?",
-    rawquery: query.slice(1),
-    fragment: (m?.[6] ?? "").slice(1),
-    rawfragment: "",
-  };
-}
-
 // --- KubeletSecrets.secrets.talos.dev (id "kubelet"): what the kubelet's bootstrap kubeconfig holds ---
 export const KubeletSecretsType = "KubeletSecrets.secrets.talos.dev";
 export interface KubeletSecretsSpec {
@@ -280,7 +261,7 @@ export const kubeletSecretsDefinition = defineResource<KubeletSecretsSpec>({
   }),
   toYaml: (s) =>
     marshalGoYaml({
-      endpoint: urlYaml(s.endpoint),
+      endpoint: goUrlYaml(s.endpoint),
       acceptedCAs: s.acceptedCAs.map((crt) => ({ crt: pemYaml(crt) })),
       bootstrapTokenID: s.bootstrapTokenID,
       bootstrapTokenSecret: s.bootstrapTokenSecret,

@@ -5,7 +5,7 @@
 import { Document, Scalar, visit } from "yaml";
 import { isAmbiguousScalar } from "../../resources/go-yaml.js";
 import { sortedKeys } from "../../resources/catalog/k8s-kubelet.js";
-import type { Unstructured } from "../../resources/struct-value.js";
+import type { Unstructured } from "../../resources/catalog/k8s-kubelet.js";
 
 export function kubeletConfigFile(config: Unstructured): string {
   const doc = new Document(sortedKeys(config), { aliasDuplicateObjects: false });
