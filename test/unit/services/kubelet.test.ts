@@ -6,7 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
 import { parse } from "yaml";
-import { kubeletFiles, kubeletHealth, kubeletMounts, kubeletProcess, kubeletService, writeKubeletFiles, type KubeletProcess } from "../../../agent/src/services/definitions/kubelet.js";
+import { kubeletFiles, kubeletHealth, kubeletImageProcess, kubeletMounts, kubeletProcess, kubeletService, writeKubeletFiles, type KubeletProcess } from "../../../agent/src/services/definitions/kubelet.js";
 import { K8S_NAMESPACE, KubeletId, KubeletSecretsType, KubeletSpecType, type KubeletSecretsSpec, type KubeletSpecSpec } from "../../../agent/src/resources/catalog/k8s-kubelet.js";
 import { ResourceState } from "../../../agent/src/resources/state.js";
 import type { ServiceRunner } from "../../../agent/src/services/service.js";
@@ -55,6 +55,26 @@ test("kubeletProcess: Talos's image, args, mounts (then extra mounts), cgroup, O
   assert.deepEqual(p.extraSeccompSyscalls, ["add_key", "request_key"]);
 });
 
+test("kubeletImageProcess: the image runner's settings for the kubelet", () => {
+  const held = new Set(["CAP_SYS_ADMIN"]);
+  const p = kubeletProcess(spec, []);
+  assert.deepEqual(kubeletImageProcess(p, held), {
+    args: p.args,
+    env: [],
+    user: { uid: 0, gid: 0 },
+    readonlyRootfs: false,
+    mounts: p.mounts,
+    cgroupsPath: "/podruntime/kubelet",
+    oomScoreAdj: -450,
+    hostFiles: {},
+    writeableSysfs: true,
+    maskedPaths: [],
+    readonlyPaths: [],
+    rootfsPropagation: "shared",
+    heldCapabilities: held,
+  });
+});
+
 test("kubeletFiles: bootstrap kubeconfig with the endpoint, CAs and token; the CA; kubelet.yaml holding the configuration", async () => {
   const files = kubeletFiles(spec, secrets);
   const kubeconfig = files.find((f) => f.path === "/etc/kubernetes/bootstrap-kubeconfig")!;
@@ -97,9 +117,9 @@ test("kubeletService: after cri, the spec, the secrets, time and network; files 
   const root = mkdtempSync(path.join(os.tmpdir(), "basalt-kubelet-svc-"));
   t.after(() => rmSync(root, { recursive: true, force: true }));
   const started: KubeletProcess[] = [];
-  const runner = (process: () => Promise<KubeletProcess>): ServiceRunner => ({
+  const runner = (process: KubeletProcess): ServiceRunner => ({
     start: async () => {
-      started.push(await process());
+      started.push(process);
     },
     stop: async () => undefined,
   });
@@ -116,6 +136,11 @@ test("kubeletService: after cri, the spec, the secrets, time and network; files 
   assert.equal(started.length, 1);
   assert.deepEqual(started[0]!.env, ["A=1"]);
   assert.ok(statSync(path.join(root, "var/lib/example")).isDirectory(), "extra mount source created");
+  // Each start builds its run from the spec of that moment (a new image is a new runner).
+  state.modify(K8S_NAMESPACE, KubeletSpecType, KubeletId, "test", () => ({ ...spec, image: "ghcr.io/siderolabs/kubelet:v1.30.4" }));
+  await def.runner.stop();
+  await def.runner.start(() => undefined);
+  assert.deepEqual(started.map((p) => p.image), ["ghcr.io/siderolabs/kubelet:v1.30.3", "ghcr.io/siderolabs/kubelet:v1.30.4"]);
 });
 
 test("kubelet health: 200 from healthz is healthy, anything else is not", async (t) => {

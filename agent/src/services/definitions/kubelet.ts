@@ -21,6 +21,7 @@ import {
 import { SECRETS_NAMESPACE } from "../../resources/catalog/secrets.js";
 import type { ResourceState } from "../../resources/state.js";
 import { allOf, networkReady, resourceExists, timeSynced } from "../conditions.js";
+import type { ImageProcessSpec } from "../containerd/image-runner.js";
 import type { ServiceDefinition, ServiceRunner } from "../service.js";
 import { kubeletConfigFile } from "./kubelet-files.js";
 
@@ -113,6 +114,29 @@ export interface KubeletFile {
   mode: number;
 }
 
+/**
+ * The kubelet's process in the image runner's terms. Its container spec has no host PID
+ * namespace or writable cgroupfs switch yet (Talos gives the kubelet both); devices are all
+ * allowed and no seccomp profile applies there, which covers the rest.
+ */
+export function kubeletImageProcess(p: KubeletProcess, heldCapabilities: ReadonlySet<string>): ImageProcessSpec {
+  return {
+    args: p.args,
+    env: p.env,
+    user: p.user,
+    readonlyRootfs: false,
+    mounts: p.mounts,
+    cgroupsPath: p.cgroup,
+    oomScoreAdj: p.oomScoreAdj,
+    hostFiles: {},
+    writeableSysfs: true,
+    maskedPaths: [],
+    readonlyPaths: [],
+    rootfsPropagation: p.rootfsPropagation,
+    heldCapabilities,
+  };
+}
+
 /** The files the kubelet reads, written before each start (paths absolute on the node). */
 export function kubeletFiles(spec: KubeletSpecSpec, secrets: KubeletSecretsSpec): KubeletFile[] {
   const cas = secrets.acceptedCAs.join("");
@@ -180,8 +204,11 @@ export interface KubeletServiceOptions {
   root: string;
   /** machined's user environment for the kubelet. */
   env: () => readonly string[];
-  /** Builds the runner that runs an image's process (given when the service starts). */
-  runner: (process: () => Promise<KubeletProcess>) => ServiceRunner;
+  /**
+   * Builds the runner of one run from the process as data (its image comes from KubeletSpec,
+   * so each start builds a new one): on a node, an ImageRunner of kubeletImageProcess(process).
+   */
+  runner: (process: KubeletProcess) => ServiceRunner;
   /** The health probe (default: GET KUBELET_HEALTHZ). */
   health?: () => Promise<void>;
 }
@@ -200,13 +227,14 @@ export function kubeletService(opts: KubeletServiceOptions): ServiceDefinition {
     for (const m of spec.extraMounts) await fs.mkdir(path.join(opts.root, m.source), { recursive: true, mode: 0o700 });
     return kubeletProcess(spec, opts.env());
   };
-  const inner = opts.runner(process);
-  const health = opts.health ?? (() => kubeletHealth());
+  let run: ServiceRunner | undefined;
   const runner: ServiceRunner = {
-    start: (onExit, ctx) => inner.start(onExit, ctx),
-    stop: () => inner.stop(),
-    health,
-    ...(inner.describe ? { describe: () => inner.describe!() } : {}),
+    start: async (onExit, ctx) => {
+      run = opts.runner(await process());
+      return run.start(onExit, ctx);
+    },
+    stop: async () => run?.stop(),
+    health: opts.health ?? (() => kubeletHealth()),
   };
   return {
     id: "kubelet",
