@@ -3,7 +3,7 @@
 // optional fields dropped, map keys sorted, 4-space indentation.
 
 import type { ConfigDocument } from "./document.js";
-import { emitYaml } from "./emit.js";
+import { emitYaml } from "../resources/go-yaml-emit.js";
 import { schemaOf } from "./schemas.js";
 import type { Schema } from "./types/schema.js";
 

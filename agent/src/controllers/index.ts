@@ -35,6 +35,7 @@ import { ManifestController } from "./k8s/manifest.js";
 import { ExtraManifestController } from "./k8s/extra-manifest.js";
 import { ManifestApplyController, type ClusterLock } from "./k8s/manifest-apply.js";
 import { controlPlaneControllers } from "./k8s/control-plane.js";
+import { kubeletControllers } from "./k8s/index.js";
 
 /** What machined reports to its controllers: the facts only its sequences and supervisor know. */
 export interface MachinedSources {
@@ -104,6 +105,7 @@ export function machinedControllers(opts: ControllersOptions): Controller[] {
     new ExtraManifestController(),
     ...(opts.manifestApplyLock ? [new ManifestApplyController(opts.manifestApplyLock)] : []),
     ...controlPlaneControllers(),
+    ...kubeletControllers({ container: opts.kernelParams.container, kubePrism: !opts.kernelParams.container }),
   ];
 }
 

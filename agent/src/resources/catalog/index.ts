@@ -12,6 +12,7 @@ import { kernelModuleDefinitions } from "./kernel-modules.js";
 import { k8sManifestDefinitions } from "./k8s-manifests.js";
 import { hostDnsDefinitions } from "./hostdns.js";
 import { controlPlaneDefinitions } from "./k8s-controlplane.js";
+import { kubeletDefinitions } from "./k8s-kubelet.js";
 import { namespaces } from "./meta.js";
 import { runtimeDefinitions } from "./runtime.js";
 import { secretsDefinitions } from "./secrets.js";
@@ -29,6 +30,7 @@ export const catalogDefinitions: readonly ResourceDefinition<never>[] = [
   ...kubernetesSecretsDefinitions,
   ...k8sManifestDefinitions,
   ...controlPlaneDefinitions,
+  ...kubeletDefinitions,
 ];
 
 /**
