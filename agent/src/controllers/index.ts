@@ -31,6 +31,7 @@ import { AdjtimeStatusController } from "./time/adjtime-status.js";
 import { DNSResolveCacheController } from "./network/dns-resolve-cache.js";
 import { HostDNSConfigController } from "./network/host-dns-config.js";
 import { DevicesStatusController } from "./runtime/devices-status.js";
+import { etcdControllers, type EtcdControllersOptions } from "./etcd/index.js";
 
 /** What machined reports to its controllers: the facts only its sequences and supervisor know. */
 export interface MachinedSources {
@@ -67,6 +68,8 @@ export interface ControllersOptions {
   hostDns?: { listen: string };
   /** Whether machined runs udevd (a node): the devices are ready once it is healthy; otherwise at once. */
   udevd: boolean;
+  /** etcd's controllers (secrets, config, spec, PKI on disk, local member); absent: none run. */
+  etcd?: EtcdControllersOptions;
 }
 
 export function machinedControllers(opts: ControllersOptions): Controller[] {
@@ -94,6 +97,7 @@ export function machinedControllers(opts: ControllersOptions): Controller[] {
     new TimeSyncController(opts.time ?? {}),
     ...(opts.time?.clock ? [new AdjtimeStatusController(opts.time.clock)] : []),
     ...(opts.hostDns ? [new HostDNSConfigController(opts.hostDns.listen), new DNSResolveCacheController()] : []),
+    ...(opts.etcd ? etcdControllers(opts.etcd) : []),
   ];
 }
 
