@@ -235,6 +235,8 @@ export function etcdService(opts: EtcdServiceOptions): ServiceDefinition {
     pre: async () => {
       runner.abort = new AbortController();
       const signal = runner.abort.signal;
+      // Its parents as any directory (on a node /var/lib exists); the data directory itself 0700.
+      await mkdir(path.dirname(paths.dataDir), { recursive: true });
       await mkdir(paths.dataDir, { recursive: true, mode: 0o700 });
       await chmod(paths.dataDir, 0o700);
       await chownRecursive(paths.dataDir, owner.uid, owner.gid);
