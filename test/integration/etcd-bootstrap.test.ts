@@ -5,6 +5,8 @@ import { readdir, rm, stat } from "node:fs/promises";
 import { after, before, test } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import { ETCD_NAMESPACE, EtcdLocalMemberId, EtcdMemberType, formatMemberId, type EtcdMemberSpec, type EtcdRootSpec } from "../../agent/src/resources/catalog/etcd.js";
+import { addLogTap } from "../../agent/src/log.js";
+import { bootstrapHint } from "../../agent/src/services/definitions/etcd-join.js";
 import { etcdBinaries, etcdNode, etcdRoot, type EtcdNode } from "./helpers/etcd-node.js";
 
 let root: EtcdRootSpec;
@@ -38,9 +40,21 @@ test("a worker refuses Bootstrap and the etcd calls as Talos does", async () => 
 });
 
 test("a fresh control plane's etcd waits to join; Bootstrap starts a one-member cluster", async () => {
+  const lines: string[] = [];
+  let heard: () => void = () => undefined;
+  const hinted = new Promise<void>((resolve) => (heard = resolve));
+  const untap = addLogTap((line) => {
+    lines.push(line);
+    if (line.includes("127.0.0.1]")) heard();
+  });
   void node.startWaiting();
-  // No member answers (it is the first): the pre stage keeps trying to join.
-  await node.until("Preparing", false);
+  // No member answers (it is the first): the pre stage keeps trying to join, saying what to do.
+  await hinted;
+  untap();
+  assert.ok(lines.some((l) => l.includes(bootstrapHint)), lines.join("\n"));
+  assert.ok(lines.some((l) => l.includes("[127.0.0.1]")));
+  assert.equal(bootstrapHint, "etcd is waiting to join the cluster, if this node is the first node in the cluster, please run `talosctl bootstrap` against one of the following IPs:");
+  assert.equal(node.supervisor.get("etcd")!.state, "Preparing");
   const reply = await node.call("Bootstrap");
   assert.deepEqual(reply, { messages: [{ metadata: null }] });
   await node.until("Running");
