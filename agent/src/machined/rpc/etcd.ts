@@ -100,18 +100,31 @@ export async function forfeitLeadership(client: EtcdClient, memberId: bigint, tl
   return "";
 }
 
-/** Talos's LeaveCluster: remove this member (retrying while the cluster is unhealthy), stop etcd, drop its data. */
-async function leaveCluster(ctx: EtcdApiContext, client: EtcdClient): Promise<void> {
+/** Whether etcd refused for a reason that passes (no quorum yet, the member shutting down, unreachable). */
+function transient(err: unknown): boolean {
+  if (isEtcdError(err, etcdErrors.unhealthy) || isEtcdError(err, etcdErrors.stopped)) return true;
+  const code = (err as { fields?: { code?: unknown } }).fields?.code;
+  return code === 14 || code === 4; // UNAVAILABLE, DEADLINE_EXCEEDED
+}
+
+/**
+ * Talos's LeaveCluster: remove this member (retrying while the cluster is unhealthy), stop etcd,
+ * drop its data. A member that removes itself may stop before it answers: the removal is then
+ * read back from the member list.
+ */
+async function leaveCluster(ctx: EtcdApiContext): Promise<void> {
   const id = await localMemberId(ctx);
   const retry = ctx.leaveRetry ?? { intervalMs: 10_000, totalMs: 5 * 60_000 };
   const deadline = Date.now() + retry.totalMs;
+  const removed = async () => !(await withControlPlane(ctx, (c) => c.memberList())).members.some((m) => m.id === id);
   for (;;) {
     try {
-      await client.memberRemove(id);
+      await withControlPlane(ctx, (c) => c.memberRemove(id));
       break;
     } catch (err) {
-      const transient = isEtcdError(err, etcdErrors.unhealthy) || isEtcdError(err, etcdErrors.stopped);
-      if (!transient || Date.now() > deadline) throw new SystemError(`failed to remove member ${id}`, {}, { cause: err });
+      const settled = (transient(err) || isEtcdError(err, etcdErrors.memberNotFound)) && (await removed().catch(() => false));
+      if (settled) break;
+      if (!transient(err) || Date.now() > deadline) throw new SystemError(`failed to remove member ${id}`, {}, { cause: err });
       await sleep(retry.intervalMs);
     }
   }
@@ -162,7 +175,7 @@ export function etcdServiceImpl(ctx: EtcdApiContext): ServiceImpl {
           await c.memberRemove(id);
         } catch (err) {
           const text = `failed to remove member ${id ?? req.member_id}: ${(err as Error).message}`;
-          if (isEtcdError(err, etcdErrors.memberNotFound)) throw new NotFoundError(text, {}, { cause: err });
+          if (isEtcdError(err, etcdErrors.memberNotFound)) throw new NotFoundError(text);
           throw new SystemError("failed to remove member", {}, { cause: new SystemError(text, {}, { cause: err }) });
         }
       });
@@ -170,7 +183,7 @@ export function etcdServiceImpl(ctx: EtcdApiContext): ServiceImpl {
     }),
     EtcdLeaveCluster: unaryHandler(async () => {
       requireControlPlane(ctx, "etcd leave");
-      await withControlPlane(ctx, (c) => leaveCluster(ctx, c)).catch((err: unknown) => {
+      await leaveCluster(ctx).catch((err: unknown) => {
         throw failed("failed to leave cluster", err);
       });
       return { messages: [{}] };

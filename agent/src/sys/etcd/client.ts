@@ -52,7 +52,8 @@ export function isEtcdError(err: unknown, text: string): boolean {
 function etcdError(call: string, err: grpc.ServiceError): BasaltError {
   const Err = byCode[err.code] ?? SystemError;
   const fields: EtcdStatusFields = { call, code: err.code, details: err.details };
-  return new Err(err.details || err.message, { ...fields }, { cause: err });
+  // etcd's text is the whole story (the gRPC error would only repeat it); its code stays in the fields.
+  return new Err(err.details || err.message, { ...fields });
 }
 
 export interface ResponseHeader {
