@@ -19,13 +19,23 @@ const isV6 = (ip: string) => ip.includes(":");
 const asPrefix = (cidr: string) => (cidr.includes("/") ? cidr : `${cidr}/${isV6(cidr) ? 128 : 32}`);
 
 /**
- * The addresses held by the CIDRs (siderolabs/net FilterIPs): an entry `!x` excludes, the others
- * include; with no include, every address not excluded is kept. A bare IP is its own /32 or /128.
+ * siderolabs/net FilterIPs: the CIDRs in order, each including the addresses it holds (once, in
+ * address order) or, written `!x`, removing them from what is included so far. A bare IP is its
+ * own /32 or /128.
  */
 export function filterIPs(addresses: readonly string[], cidrs: readonly string[]): string[] {
-  const include = cidrs.filter((c) => !c.startsWith("!")).map(asPrefix);
-  const exclude = cidrs.filter((c) => c.startsWith("!")).map((c) => asPrefix(c.slice(1)));
-  return addresses.filter((ip) => (include.length === 0 || include.some((p) => prefixContains(p, ip))) && !exclude.some((p) => prefixContains(p, ip)));
+  const result: string[] = [];
+  for (const cidr of cidrs) {
+    const exclude = cidr.startsWith("!");
+    const prefix = asPrefix(exclude ? cidr.slice(1) : cidr);
+    for (const ip of addresses) {
+      if (!prefixContains(prefix, ip)) continue;
+      const at = result.indexOf(ip);
+      if (!exclude && at < 0) result.push(ip);
+      if (exclude && at >= 0) result.splice(at, 1);
+    }
+  }
+  return result;
 }
 
 export interface EtcdAddresses {
