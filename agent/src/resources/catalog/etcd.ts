@@ -1,6 +1,6 @@
 // etcd's resources: EtcdRootSecrets and EtcdSecrets (namespace `secrets`, sensitive), and in
 // namespace `etcd` EtcdConfig (from the machine config), EtcdSpec (what the etcd service runs
-// with), PKIStatus (the PKI is on disk) and EtcdMember `local` (this node's member ID).
+// with) and PKIStatus (the PKI is on disk); EtcdMember `local` is defined with the cluster resources.
 
 import { type PemCertAndKey, netIP, pemCertAndKeyProto, pemCertAndKeyYaml } from "../codec.js";
 import { defineResource, type ResourceDefinition } from "../definitions.js";
@@ -152,20 +152,9 @@ export const etcdPKIStatusDefinition = defineResource<EtcdPKIStatusSpec>({
   toProto: (s) => ({ ready: s.ready, version: s.version }),
 });
 
-// --- EtcdMembers.etcd.talos.dev (id "local") ---
-export const EtcdMemberType = "EtcdMembers.etcd.talos.dev";
+// --- EtcdMembers.etcd.talos.dev (id "local"): defined with the cluster resources (cluster.ts) ---
+export { EtcdMemberType, type EtcdMemberSpec } from "./cluster.js";
 export const EtcdLocalMemberId = "local";
-export interface EtcdMemberSpec {
-  /** 16 lower-case hex digits (Talos's FormatMemberID). */
-  memberID: string;
-}
-export const etcdMemberDefinition = defineResource<EtcdMemberSpec>({
-  type: EtcdMemberType,
-  defaultNamespace: ETCD_NAMESPACE,
-  printColumns: [{ name: "Member ID", jsonPath: "{.memberID}" }],
-  protoSpecType: "talos.resource.definitions.etcd.MemberSpec",
-  toProto: (s) => ({ member_id: s.memberID }),
-});
 
 /** A member ID as Talos prints it: %016x. */
 export const formatMemberId = (id: bigint): string => id.toString(16).padStart(16, "0");
@@ -176,5 +165,4 @@ export const etcdDefinitions: readonly ResourceDefinition<never>[] = [
   etcdConfigDefinition,
   etcdSpecDefinition,
   etcdPKIStatusDefinition,
-  etcdMemberDefinition,
 ];
