@@ -1,9 +1,12 @@
 // The kernel calls machined makes on every node, as a Node-API addon of our own (koffi's general FFI
 // addon costs ~4 MiB of private memory in machined): the clock's (adjtimex(2), clock_gettime(2), the
-// RTC_SET_TIME ioctl), the console's terminal ioctls, and link-layer broadcasts (DHCPv4, gratuitous ARP). Each takes and fills the caller's Buffer (the JS
+// RTC_SET_TIME ioctl), the console's terminal ioctls, link-layer broadcasts (DHCPv4, gratuitous ARP)
+// and pipe2(2) (logind's inhibitor locks). Each takes and fills the caller's Buffer (the JS
 // side builds and reads the structs) and returns the call's result, or -errno when it failed.
+#define _GNU_SOURCE // pipe2
 #define NAPI_VERSION 8
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/if_packet.h>
 #include <linux/rtc.h>
 #include <linux/vt.h>
@@ -103,6 +106,19 @@ static napi_value js_vt_activate(napi_env env, napi_callback_info info) {
   return result(env, ioctl(fd, VT_ACTIVATE, (unsigned long)tty));
 }
 
+// pipe(buf: Buffer /* int[2] */): pipe2(2) with O_CLOEXEC, the read and write ends in buf; 0 or -errno.
+static napi_value js_pipe(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  void *data = buffer_arg(env, argv, argc, 0, 2 * sizeof(int));
+  if (data == NULL) return NULL;
+  int fds[2];
+  int ret = pipe2(fds, O_CLOEXEC);
+  if (ret == 0) memcpy(data, fds, sizeof fds);
+  return result(env, ret);
+}
+
 // ttyLinux(fd: number, buf: Buffer): the TIOCLINUX ioctl with the subcode and its arguments in buf, 0 or -errno.
 static napi_value js_tty_linux(napi_env env, napi_callback_info info) {
   int32_t fd;
@@ -159,6 +175,7 @@ NAPI_MODULE_INIT() {
       {"ttyLinux", NULL, js_tty_linux, NULL, NULL, NULL, napi_enumerable, NULL},
       {"ttyWinsize", NULL, js_tty_winsize, NULL, NULL, NULL, napi_enumerable, NULL},
       {"packetBroadcast", NULL, js_packet_broadcast, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"pipe", NULL, js_pipe, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;
   return exports;

@@ -45,6 +45,9 @@ export class UnimplementedError extends BasaltError {}
 /** The caller is not authenticated (gRPC Unauthenticated). */
 export class UnauthenticatedError extends BasaltError {}
 
+/** A wait ran out of time (gRPC DeadlineExceeded, as Go's context.DeadlineExceeded becomes). */
+export class DeadlineExceededError extends BasaltError {}
+
 /** A kernel or system call failed. */
 export class SystemError extends BasaltError {}
 

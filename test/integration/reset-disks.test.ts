@@ -59,7 +59,7 @@ async function runDiskPhases(devs: { state: string; ephemeral: string }, opts: P
     cmdline: new Map(),
     systemDisk: { disk: "/dev/basalt-test-system", partitions: { STATE: devs.state, EPHEMERAL: devs.ephemeral } },
   } as unknown as MachineRuntime; // only what the disk phases read
-  const phases = resetSequence(r, { labels: [], reboot: true, mode: "all", userDisks: [], ...opts });
+  const phases = resetSequence(r, { labels: [], reboot: true, mode: "all", userDisks: [], graceful: false, ...opts });
   for (const p of phases.filter((ph) => ph.name.startsWith("reset"))) for (const t of p.tasks) await t.run(new AbortController().signal);
 }
 

@@ -109,7 +109,7 @@ before(async () => {
   c = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: admin });
   await eventually(async () => {
     const s = await services();
-    for (const id of ["apid", "machined", "trustd"]) assert.equal(s.get(id)?.state, "Running", id);
+    for (const id of ["apid", "machined", "syslogd", "trustd"]) assert.equal(s.get(id)?.state, "Running", id);
     assert.equal(s.get("trustd")!.health.healthy, true);
   }, 300);
 });
@@ -187,6 +187,12 @@ test("ServiceStop, ServiceStart and ServiceRestart; services that do not allow t
   await expectUnknown(c.unary(c.machine, "ServiceStop", { id: "apid" }), `service "apid" doesn't support stop operation via API`);
   await expectUnknown(c.unary(c.machine, "ServiceRestart", { id: "machined" }), `service "machined" doesn't support restart operation via API`);
   await expectUnknown(c.unary(c.machine, "ServiceStart", { id: "nosuchservice" }), `service "nosuchservice" not defined`);
+});
+
+test("every service ServiceList lists has a log Logs answers for, as on Talos", async () => {
+  const listed = [...(await services()).keys()].sort();
+  assert.deepEqual(listed, ["apid", "machined", "syslogd", "trustd"]);
+  for (const id of listed) await logs(id, 0);
 });
 
 test("Logs: the tail and a follow return exactly the lines the service printed (its /var/log copy); unknown ids as Talos", async () => {

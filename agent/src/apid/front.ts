@@ -15,6 +15,7 @@ import { describeError } from "../errors.js";
 import { logger } from "../log.js";
 import { listenerKey, roleKey } from "../grpc/metadata.js";
 import { MAX_MESSAGE_BYTES } from "../grpc/limits.js";
+import { headerMetadata, logCall } from "../grpc/call-log.js";
 import { replyDeliveryKey, replyTrackedPaths } from "../grpc/reply-delivery.js";
 import { authenticatePeer, tlsOptions, type ListenerMode } from "./credentials.js";
 import { callHeaders, CallStatusError, unaryFrameCall } from "./frame-stream.js";
@@ -146,6 +147,7 @@ export class ApiFront {
 
   private serve(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
     const path = headers[":path"] ?? "";
+    logWhenClosed(stream, headers, path);
     const grpcCall = headers[":method"] === "POST" && String(headers["content-type"] ?? "").startsWith("application/grpc");
     if (!grpcCall || !this.known.has(path)) {
       // grpc-js answers these as it always has (UNIMPLEMENTED, 415, ...); no roles go with them.
@@ -221,5 +223,29 @@ export class ApiFront {
         replyStatus(stream, st.code, st.details);
       },
     );
+  }
+}
+
+/**
+ * Logs the call once its stream closes, with the status it was answered with (the trailers', or the headers' of a
+ * trailers-only answer; none: the caller went away). Talos's apid serves every call through its proxy's stream
+ * handler, so it logs each as a stream.
+ */
+function logWhenClosed(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, path: string): void {
+  const started = process.hrtime.bigint();
+  stream.once("close", () => {
+    const sent = stream.sentTrailers?.["grpc-status"] !== undefined ? stream.sentTrailers : stream.sentHeaders;
+    const status = sent?.["grpc-status"];
+    const code = status === undefined ? grpc.status.CANCELLED : Number(status);
+    const details = status === undefined ? "context canceled" : decodeGrpcMessage(String(sent?.["grpc-message"] ?? ""));
+    logCall(log, { path, streaming: true, code, details, durationNs: Number(process.hrtime.bigint() - started), metadata: headerMetadata(headers) });
+  });
+}
+
+function decodeGrpcMessage(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
   }
 }

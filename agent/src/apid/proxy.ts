@@ -8,6 +8,7 @@ import { messageSizeOptions } from "../grpc/limits.js";
 import { callHeaders, oneReply, openFrameCall, openFrameStream, unaryFrameCall, type MessageSource, type RequestSink } from "./frame-stream.js";
 import type { BackendSession } from "./raw-relay.js";
 import { replyDeliveryInterceptor } from "./reply-delivery.js";
+import { goCodeName } from "../grpc/call-log.js";
 import { encodeMetadataMessage, failedNodeReply, tagStreamMessage, tagUnaryReply } from "../grpc/aggregate.js";
 
 export interface ProxiedMethod {
@@ -155,12 +156,10 @@ export function asStatus(err: unknown): grpc.StatusObject {
 const asError = (st: Partial<grpc.StatusObject>): grpc.ServiceError =>
   Object.assign(new Error(st.details ?? ""), { code: st.code ?? grpc.status.UNKNOWN, details: st.details ?? "", metadata: st.metadata ?? new grpc.Metadata() });
 
-// grpc-go's names of the status codes: Talos's apid words a failed node's error as grpc-go prints a status.
-const goCodeNames = ["OK", "Canceled", "Unknown", "InvalidArgument", "DeadlineExceeded", "NotFound", "AlreadyExists", "PermissionDenied", "ResourceExhausted", "FailedPrecondition", "Aborted", "OutOfRange", "Unimplemented", "Internal", "Unavailable", "DataLoss", "Unauthenticated"];
-
 /** The error entry of a node that failed in a fan-out: `error` as Talos's apid words it (the status error's text), and the status. */
 export function failedNode(tag: string, st: Pick<grpc.StatusObject, "code" | "details">) {
-  const code = goCodeNames[st.code] ?? `Code(${st.code})`;
+  // Talos's apid words a failed node's error as grpc-go prints a status.
+  const code = goCodeName(st.code);
   return { hostname: tag, error: `rpc error: code = ${code} desc = ${st.details}`, status: { code: st.code, message: st.details } };
 }
 

@@ -162,6 +162,11 @@ export class NodeClient {
       crt_ttl: { seconds: crtTtlSeconds },
     });
   }
+  /** The admin kubeconfig as the node sends it: a tar.gz holding the file `kubeconfig` (talosctl kubeconfig). */
+  async kubeconfig(): Promise<Buffer> {
+    const chunks = await this.collect<{ bytes?: Buffer }>(this.machine, "Kubeconfig", {});
+    return Buffer.concat(chunks.map((c) => c.bytes ?? Buffer.alloc(0)));
+  }
 
   close(): void {
     for (const c of this.clients) c.close();

@@ -27,6 +27,8 @@ export interface RunOptions {
   networking?: MachinedOptions["networking"];
   /** Run the system containerd and the extension services. */
   containerd?: MachinedOptions["containerd"];
+  /** Run the CRI containerd (with the system containerd) once the config has a cluster. */
+  cri?: MachinedOptions["cri"];
   clock?: MachinedOptions["clock"];
   hostDnsListen?: string;
   extraDefinitions?: readonly ResourceDefinitionInput<never>[];
@@ -95,6 +97,7 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
       trustd: { listen: opts.trustdListen },
       ...(opts.networking ? { networking: opts.networking } : {}),
       ...(opts.containerd ? { containerd: opts.containerd } : {}),
+      ...(opts.cri ? { cri: opts.cri } : {}),
       ...(opts.clock ? { clock: opts.clock } : {}),
       ...(opts.hostDnsListen ? { hostDnsListen: opts.hostDnsListen } : {}),
       ...(opts.extraDefinitions ? { extraDefinitions: opts.extraDefinitions } : {}),

@@ -50,6 +50,7 @@ export async function main(argv: string[]): Promise<void> {
     ...(platform.mode !== "container" ? { cgroups: cgroupfs(), udevd: { udevadm: "/usr/bin/udevadm" } } : {}),
     ...nodeTerminals(platform),
     containerd: { command: "/usr/bin/containerd", cgroupParent: "/system/extensions", oomScoreAdj: -600 },
+    cri: { command: "/usr/bin/containerd" },
     ...nodeClock(platform),
     // The host DNS cache (on when the config's machine.features.hostDNS says so).
     ...(platform.mode !== "container" ? { hostDnsListen: DEFAULT_HOST_DNS_LISTEN } : {}),

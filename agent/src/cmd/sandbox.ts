@@ -21,7 +21,7 @@ const log = logger("sandbox");
  * under a scratch directory, platform "container" (no install, as Talos in a container).
  */
 export async function main(argv: string[]): Promise<void> {
-  const { flags } = parseFlags(argv, { "state-dir": "string", "apid-listen": "string", "trustd-listen": "string", "apid-in-process": "boolean", "network-apply": "boolean", "kernel-cmdline": "string", containerd: "string", "fake-clock-offset": "string", "host-dns-listen": "string" });
+  const { flags } = parseFlags(argv, { "state-dir": "string", "apid-listen": "string", "trustd-listen": "string", "apid-in-process": "boolean", "network-apply": "boolean", "kernel-cmdline": "string", containerd: "string", cri: "string", "fake-clock-offset": "string", "host-dns-listen": "string" });
   const stateDir = path.resolve((flags["state-dir"] as string | undefined) ?? path.join("_out", "sandbox"));
   const apidListen = (flags["apid-listen"] as string | undefined) ?? "127.0.0.1:50000";
   const trustdListen = (flags["trustd-listen"] as string | undefined) ?? "127.0.0.1:50001";
@@ -56,6 +56,8 @@ export async function main(argv: string[]): Promise<void> {
     self: { command: process.execPath, args: [entry] },
     // `--containerd /usr/bin/containerd`: run it (and extension services), its paths under the state directory.
     ...(typeof flags.containerd === "string" ? { containerd: { command: flags.containerd, cgroupParent: `/basalt-sandbox-${process.pid}/extensions` } } : {}),
+    // `--cri /usr/bin/containerd` (with --containerd): the CRI containerd once the config has a cluster, its paths under the state directory.
+    ...(typeof flags.cri === "string" ? { cri: { command: flags.cri } } : {}),
     // Observe the host's links and addresses (no DHCP, no resolv.conf), as Talos in a container;
     // `--network-apply` (inside a network namespace of its own) applies the network config as a node does.
     networking: networking(paths, {

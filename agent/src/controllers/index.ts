@@ -32,6 +32,9 @@ import { DNSResolveCacheController } from "./network/dns-resolve-cache.js";
 import { HostDNSConfigController } from "./network/host-dns-config.js";
 import { DevicesStatusController } from "./runtime/devices-status.js";
 import { etcdControllers, type EtcdControllersOptions } from "./etcd/index.js";
+import { ManifestController } from "./k8s/manifest.js";
+import { ExtraManifestController } from "./k8s/extra-manifest.js";
+import { ManifestApplyController, type ClusterLock } from "./k8s/manifest-apply.js";
 
 /** What machined reports to its controllers: the facts only its sequences and supervisor know. */
 export interface MachinedSources {
@@ -70,6 +73,8 @@ export interface ControllersOptions {
   udevd: boolean;
   /** etcd's controllers (secrets, config, spec, PKI on disk, local member); absent: none run. */
   etcd?: EtcdControllersOptions;
+  /** The cluster-wide lock the bootstrap manifests are applied under (absent: rendered, not applied). */
+  manifestApplyLock?: ClusterLock;
 }
 
 export function machinedControllers(opts: ControllersOptions): Controller[] {
@@ -98,6 +103,9 @@ export function machinedControllers(opts: ControllersOptions): Controller[] {
     ...(opts.time?.clock ? [new AdjtimeStatusController(opts.time.clock)] : []),
     ...(opts.hostDns ? [new HostDNSConfigController(opts.hostDns.listen), new DNSResolveCacheController()] : []),
     ...(opts.etcd ? etcdControllers(opts.etcd) : []),
+    new ManifestController(),
+    new ExtraManifestController(),
+    ...(opts.manifestApplyLock ? [new ManifestApplyController(opts.manifestApplyLock)] : []),
   ];
 }
 

@@ -5,6 +5,7 @@ import {
   ConfigParseError,
   ConfigValidationError,
   ConflictError,
+  DeadlineExceededError,
   describeError,
   InvalidInputError,
   NotFoundError,
@@ -25,6 +26,7 @@ const codes: [new (...args: never[]) => BasaltError, grpc.status][] = [
   [ConflictError, grpc.status.FAILED_PRECONDITION],
   [UnimplementedError, grpc.status.UNIMPLEMENTED],
   [UnauthenticatedError, grpc.status.UNAUTHENTICATED],
+  [DeadlineExceededError, grpc.status.DEADLINE_EXCEEDED],
 ];
 
 export function grpcCode(err: unknown): grpc.status {

@@ -15,7 +15,7 @@ import type { EventBus } from "./events.js";
 import type { ConfigBundle } from "../config/bundle.js";
 import { streamDmesg, type DmesgRequest } from "./rpc/dmesg.js";
 import { imagePullResponse, streamImageList } from "./rpc/images.js";
-import { containersResponse, restartResponse, statsResponse, type ContainerdClients } from "./rpc/containers.js";
+import { containersResponse, restartResponse, statsResponse, type ContainerdClients, type CriAccess } from "./rpc/containers.js";
 import { streamEvents, type EventsRequest } from "./rpc/events.js";
 import { logsContainers, streamLogs, type LogsRequest } from "./rpc/logs.js";
 import { generateClientConfiguration } from "./rpc/generate-client-config.js";
@@ -25,6 +25,8 @@ import { streamFile, type ReadRequest } from "./rpc/read.js";
 import type { RebootOptions, ResetMode, ResetOptions } from "./sequences.js";
 import type { Platform } from "./platform.js";
 import { streamCopy, type CopyRequest } from "./rpc/copy.js";
+import { kubeconfigHandler } from "./rpc/kubeconfig.js";
+import { send } from "./rpc/stream.js";
 import { streamDiskUsage, type DiskUsageRequest } from "./rpc/disk-usage.js";
 import { cpuInfo, diskStats, hostname, loadAvg, memory, networkDeviceStats, systemStat } from "./rpc/monitoring.js";
 import { netstat, type NetstatRequest } from "./rpc/netstat.js";
@@ -56,6 +58,8 @@ export interface MachineApiContext {
   events: EventBus;
   /** Clients of the system containerd, by namespace (absent: no containerd runs). */
   containerd: ContainerdClients;
+  /** The CRI containerd (absent: this node runs none). */
+  cri?: CriAccess;
   /** The open META store (throws when there is none) and how to republish its keys. */
   meta(): { store: MetaStore; published(): void };
   /** Bootstrap and the Etcd* calls (absent: they answer Unimplemented). */
@@ -103,7 +107,7 @@ export function resetOptions(req: ResetRequest, disks: readonly Pick<DiskInfo, "
   if (specs.length > 0 && mode === "userDisks") throw new InvalidInputError("reset failed: invalid input, wipe mode USER_DISKS doesn't support SystemPartitionsToWipe parameter");
   const labels = specs.filter((p) => p.wipe !== false).map((p) => p.label ?? "");
   for (const l of labels) if (!wipeable.has(l)) throw new InvalidInputError(`system partition ${JSON.stringify(l)} can't be wiped: only STATE, EPHEMERAL and META`, { label: l });
-  return { labels, reboot: req.reboot === true, mode, userDisks };
+  return { labels, reboot: req.reboot === true, mode, userDisks, graceful: req.graceful === true };
 }
 
 /** MachineService handlers; methods not listed answer Unimplemented (grpc/server.ts). */
@@ -125,7 +129,7 @@ export function machineServiceImpl(ctx: MachineApiContext): ServiceImpl {
       await ctx.supervisor.apiRestart(req.id ?? "");
       return { messages: [{ resp: `Service ${JSON.stringify(req.id ?? "")} restarted` }] };
     }),
-    Logs: async (call: grpc.ServerWritableStream<LogsRequest, unknown>) => streamLogs(ctx.supervisor.logs, call),
+    Logs: async (call: grpc.ServerWritableStream<LogsRequest, unknown>) => streamLogs(ctx.supervisor.logs, ctx.cri, call),
     LogsContainers: unaryHandler(async () => logsContainers(ctx.supervisor.logs)),
     Reboot: unaryHandler(async (req: { mode?: number }) => {
       const actorId = randomUUID();
@@ -155,11 +159,11 @@ export function machineServiceImpl(ctx: MachineApiContext): ServiceImpl {
     Read: async (call: grpc.ServerWritableStream<ReadRequest, unknown>) => streamFile(call),
     List: async (call: grpc.ServerWritableStream<ListRequest, unknown>) => streamList(call),
     Mounts: unaryHandler(async () => mountStats()),
-    Containers: unaryHandler((req: { namespace?: string; driver?: number }) => containersResponse(ctx.containerd, req)),
-    Stats: unaryHandler((req: { namespace?: string; driver?: number }) => statsResponse(ctx.containerd, req)),
-    Restart: unaryHandler((req: { namespace?: string; driver?: number; id?: string }) => restartResponse(ctx.containerd, req)),
-    ImageList: async (call: grpc.ServerWritableStream<{ namespace?: number }, unknown>) => streamImageList(ctx.containerd, call),
-    ImagePull: unaryHandler((req: { namespace?: number; reference?: string }) => imagePullResponse(ctx.containerd, () => ctx.activeConfig()?.v1alpha1()?.machine?.registries, req)),
+    Containers: unaryHandler((req: { namespace?: string; driver?: number }) => containersResponse(ctx.containerd, ctx.cri, req)),
+    Stats: unaryHandler((req: { namespace?: string; driver?: number }) => statsResponse(ctx.containerd, ctx.cri, req)),
+    Restart: unaryHandler((req: { namespace?: string; driver?: number; id?: string }) => restartResponse(ctx.containerd, ctx.cri, req)),
+    ImageList: async (call: grpc.ServerWritableStream<{ namespace?: number }, unknown>) => streamImageList(ctx.containerd, ctx.cri, call),
+    ImagePull: unaryHandler((req: { namespace?: number; reference?: string }) => imagePullResponse(ctx.containerd, ctx.cri, () => ctx.activeConfig()?.v1alpha1()?.machine?.registries, req)),
     Events: async (call: grpc.ServerWritableStream<EventsRequest, unknown>) => streamEvents(ctx.events, call),
     Dmesg: async (call: grpc.ServerWritableStream<DmesgRequest, unknown>) => streamDmesg(call),
     Memory: unaryHandler(() => memory()),
@@ -174,6 +178,10 @@ export function machineServiceImpl(ctx: MachineApiContext): ServiceImpl {
     DiskUsage: async (call: grpc.ServerWritableStream<DiskUsageRequest, unknown>) => streamDiskUsage(call),
     Copy: async (call: grpc.ServerWritableStream<CopyRequest, unknown>) => streamCopy(call),
     GenerateClientConfiguration: unaryHandler(generateClientConfiguration(ctx)),
+    Kubeconfig: async (call: grpc.ServerWritableStream<unknown, unknown>) => {
+      const message = await kubeconfigHandler(ctx)();
+      if (await send(call, message)) call.end();
+    },
     MetaWrite: unaryHandler(async (req: { key?: number; value?: Buffer }) => {
       const meta = ctx.meta();
       await meta.store.set(req.key ?? 0, Buffer.from(req.value ?? Buffer.alloc(0)).toString("utf8"));

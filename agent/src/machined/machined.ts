@@ -8,6 +8,7 @@ import { machinedControllers, Observed } from "../controllers/index.js";
 import { isControlPlane } from "../controllers/secrets/api.js";
 import { ConflictError, describeError, SystemError, UnimplementedError } from "../errors.js";
 import { addService, bindServer, drainAndClose } from "../grpc/server.js";
+import { callLogInterceptor } from "../grpc/call-log.js";
 import { addLogTap, logger } from "../log.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../resources/catalog/config.js";
 import { registerCatalog } from "../resources/catalog/index.js";
@@ -48,7 +49,9 @@ import type { VirtualTerminals } from "../sys/vt.js";
 import { machinedGuard } from "./access.js";
 import { inspectServiceImpl, machineServiceImpl, storageServiceImpl } from "./apis.js";
 import { etcdWiring } from "./etcd-wiring.js";
+import { clusterServiceImpl, healthDeps } from "./rpc/health.js";
 import { systemContainerd, type SystemContainerdOptions } from "./containerd.js";
+import { criRuntime, type CriOptions } from "./cri.js";
 import { timeServiceImpl } from "./rpc/time.js";
 import type { SystemClock } from "../sys/clock.js";
 import { checkConfig, checkMaintenanceMode, maintenanceDryRunDetails, planApply, TryModeTimer, tryTimeoutMs, type ApplyRequest, type ConfigChecker } from "./apply/index.js";
@@ -70,6 +73,7 @@ import { readSystemIdentity, type SystemIdentity } from "../sys/dmi.js";
 import { ownsDisks, type MachineRuntime } from "./runtime.js";
 import { bootSequence, initializeSequence, installSequence, rebootSequence, resetSequence, shutdownSequence, type RebootOptions, type ResetOptions } from "./sequences.js";
 import { stageUpgradeSequence, upgradeSequence } from "./sequences.js";
+import { Logind } from "./logind/service.js";
 import { SequenceAbortedError, type Phase } from "./sequencer.js";
 import { SequenceRunner } from "./sequence-runner.js";
 import { saveConfig } from "./tasks/state.js";
@@ -110,6 +114,8 @@ export interface MachinedOptions {
   networking?: { controllers: Controller[]; ready?(state: ResourceState, signal: AbortSignal): Promise<void>; hold?: NetworkChangeHold };
   /** Run the system containerd and the image's extension services (absent: neither runs). */
   containerd?: SystemContainerdOptions;
+  /** Run the CRI containerd on a node whose config has a cluster (only with the system containerd). */
+  cri?: CriOptions;
   /** The clock time sync adjusts: the kernel's on a node, a fake one in a sandbox that asks; none: sync disabled. */
   clock?: SystemClock;
   /** Where the host DNS cache listens (a node: 127.0.0.53:53); absent: none runs. */
@@ -186,6 +192,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   if (kernelLogEndpoint) {
     shipKernelLog(kernelLogEndpoint, opts.signal).catch((err: unknown) => log.error("sending the kernel log failed", { endpoint: kernelLogEndpoint, error: describeError(err) }));
   }
+  const cri = opts.cri && opts.containerd ? criRuntime(paths, state, opts.cri) : undefined;
   const containerd = opts.containerd ? await systemContainerd(paths, state, { ...opts.containerd, environment: () => userEnvironment(opts.cmdline, activeConfig.get()), ...(platform.mode !== "container" ? { mounter: opts.mounter } : {}) }) : undefined;
 
   // What only machined knows, reported to the controllers that publish it (the one writer of each type).
@@ -247,7 +254,8 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       const machineType = activeConfig.get()?.machineType;
       const listen = opts.trustd?.listen;
       const trustd = listen !== undefined && isControlPlane(machineType) ? [trustdService({ listen, run: (signal) => runTrustd({ listen, state, signal }) })] : [];
-      return [apidService(), ...trustd, ...(containerd?.services() ?? []), ...(isControlPlane(machineType) ? [etcd.service()] : [])];
+      const etcdService = isControlPlane(machineType) ? [etcd.service()] : [];
+      return [apidService(), ...trustd, ...(containerd?.services() ?? []), ...(cri?.services(activeConfig.get()) ?? []), ...etcdService];
     },
     platformConfig: (wantConfig) =>
       configFromPlatform(
@@ -271,6 +279,9 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       ),
     mountsChanged: () => volumes.set(new Map(r.volumes)),
     metaChanged: () => metaKeys.set(r.meta?.keys() ?? new Map()),
+    logind: new Logind(path.join(paths.run, "dbus", "system_bus_socket")),
+    // No CRI runs on a Basalt node yet: there are no pods to stop.
+    stopPods: async () => undefined,
   };
 
   const controllers = new ControllerRuntime(state);
@@ -291,6 +302,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       fallback: () => ({ addresses: nodeAddresses(state), ...nodeHostname(state) }),
       maintenanceListenAddresses: ["", "0.0.0.0", "::"].includes(apidHost) ? [] : [apidHost],
       callTrustd,
+      systemDir: paths.system,
     },
     network: opts.networking?.controllers ?? [],
     kernelParams: { params: opts.kernelParams, container: platform.mode === "container" },
@@ -306,6 +318,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   })) {
     controllers.register(c);
   }
+  if (cri) controllers.register(cri.controller);
 
   // One sequence at a time; lifecycle requests take over the ones Talos lets them.
   const sequences = new SequenceRunner((actorId) => events.sequenceListener(actorId), opts.signal);
@@ -378,7 +391,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     return { warnings, mode: plan.mode, mode_details: plan.details };
   };
 
-  const server = new grpc.Server({ ...messageSizeOptions });
+  const server = new grpc.Server({ ...messageSizeOptions, interceptors: [callLogInterceptor(log)] });
   const guard = machinedGuard(() => mode !== "normal");
   replies.register(server);
   const ctx = {
@@ -416,6 +429,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     },
     events,
     containerd: containerd && ((namespace: string) => containerd.client(namespace)),
+    ...(cri ? { cri: cri.access((id) => supervisor.get(id)) } : {}),
     meta: () => {
       if (!r.meta) throw new ConflictError("META is not available: the node is not installed");
       return { store: r.meta, published: () => r.metaChanged() };
@@ -426,9 +440,8 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   addService(server, "storage.StorageService", storageServiceImpl(ctx), guard);
   addService(server, "inspect.InspectService", inspectServiceImpl({ controllerDependencies: () => controllers.dependencies() }), guard);
   addService(server, "time.TimeService", timeServiceImpl({ activeConfig: ctx.activeConfig, clock: opts.clock ?? { now: () => Date.now() } }), guard);
-  for (const name of ["cluster.ClusterService", "securityapi.SecurityService"]) {
-    addService(server, name, {}, guard);
-  }
+  addService(server, "cluster.ClusterService", clusterServiceImpl(healthDeps(state, supervisor, platform, ctx.activeConfig)), guard);
+  addService(server, "securityapi.SecurityService", {}, guard);
   addService(server, "cosi.resource.State", opts.cosi(state) as never, guard);
   await listenUnix(server, paths.machinedSocket);
   // Healthy when its API socket accepts a connection (as Talos checks machined).
@@ -584,6 +597,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       // Open streams (Events, Dmesg --follow) never end by themselves: give calls a moment, then cut them.
       await drainAndClose(server, 2000);
       containerd?.close();
+      cri?.close();
       await fs.rm(paths.machinedSocket, { force: true });
     }
   })();

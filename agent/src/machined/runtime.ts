@@ -9,7 +9,11 @@ import type { BlockSysfs } from "../sys/block.js";
 import type { Mounter } from "../sys/mount.js";
 import type { Paths } from "../sys/paths.js";
 import type { Power } from "../sys/power.js";
+import type { Logind } from "./logind/service.js";
 import type { Platform } from "./platform.js";
+
+/** Talos's CRI StopAction: "stop" leaves the pods' sandboxes to the next boot, "remove" deletes them. */
+export type PodStopAction = "stop" | "remove";
 
 /** What the sequences' tasks act on: the machine's parts and the facts one boot gathers. */
 export interface MachineRuntime {
@@ -45,6 +49,10 @@ export interface MachineRuntime {
   mountsChanged(): void;
   /** META's keys changed: MetaKeys resources follow. */
   metaChanged(): void;
+  /** The system bus and login1, which the kubelet's graceful node shutdown talks to. */
+  readonly logind: Logind;
+  /** Stops every CRI pod (network-namespaced ones first), or removes them; resolves at once where no CRI runs. */
+  stopPods(action: PodStopAction, signal: AbortSignal): Promise<void>;
 }
 
 /** True on platforms that own a disk (anything but the container/sandbox platform). */

@@ -3,7 +3,7 @@
 // Talos has them (metal or container, installed or not). Reference §11.
 
 import type { Phase } from "./sequencer.js";
-import { ownsDisks, type MachineRuntime } from "./runtime.js";
+import { ownsDisks, type MachineRuntime, type PodStopAction } from "./runtime.js";
 import { closeServiceLogFiles, spillServiceLogs } from "./tasks/logs.js";
 import { mountEphemeralPartition, mountOverlayFilesystems, setupVarDirectory, unmountEphemeralPartition, unmountOverlayFilesystems } from "./tasks/ephemeral.js";
 import { install } from "./tasks/install.js";
@@ -12,6 +12,7 @@ import { pauseOnFailure } from "./tasks/pause.js";
 import { writeUserFilesTask } from "./tasks/user-files.js";
 import { reloadMeta } from "./tasks/meta.js";
 import { kexecInstalled, reboot, shutdown } from "./tasks/power.js";
+import { removeAllPods, startDBus, stopAllPods, stopDBus } from "./tasks/pods.js";
 import { startAllServices, stopAllServices } from "./tasks/services.js";
 import { loadConfig, mountStatePartition, removeStoredConfig, saveConfig, unmountStatePartition } from "./tasks/state.js";
 import { wipeRequest, wipeSystemDiskAtBoot, wipeSystemPartitions, wipeUserDisks } from "./tasks/wipe.js";
@@ -61,6 +62,7 @@ export function bootSequence(r: MachineRuntime): Phase[] {
   return build(r, [
     ["saveConfig", ["saveConfig", saveConfig]],
     ["env", ["setUserEnvVars", setUserEnvVars]],
+    ["dbus", ["startDBus", startDBus]],
     metal && ["ephemeral", ["mountEphemeralPartition", mountEphemeralPartition]],
     metal && ["var", ["setupVarDirectory", setupVarDirectory]],
     metal && ["overlay", ["mountOverlayFilesystems", mountOverlayFilesystems]],
@@ -68,6 +70,14 @@ export function bootSequence(r: MachineRuntime): Phase[] {
     ["userSetup", ["writeUserFiles", pauseOnFailure("writeUserFiles", writeUserFilesTask)]],
     ["startEverything", ["startAllServices", startAllServices]],
   ]);
+}
+
+/**
+ * Before anything stops, the kubelet gets PrepareForShutdown and its grace period, then it and
+ * its pods stop ("remove" deletes the pods too); then the system bus goes.
+ */
+function podCleanup(action: PodStopAction): Step[] {
+  return [["cleanup", action === "stop" ? ["stopAllPods", stopAllPods] : ["removeAllPods", removeAllPods]], ["dbus", ["stopDBus", stopDBus]]];
 }
 
 /** The phases every stopping sequence shares: services, then filesystems. */
@@ -91,12 +101,12 @@ function restart(metal: boolean, kexec: boolean): Step {
 
 export function rebootSequence(r: MachineRuntime, opts: RebootOptions = { powercycle: false }): Phase[] {
   const metal = ownsDisks(r);
-  return build(r, [...stopAll(metal), restart(metal, !opts.powercycle)]);
+  return build(r, [...podCleanup("stop"), ...stopAll(metal), restart(metal, !opts.powercycle)]);
 }
 
 // ShutdownRequest.force only skips Talos's Kubernetes drain, a phase a node without a kubelet does not have.
 export function shutdownSequence(r: MachineRuntime): Phase[] {
-  return build(r, [...stopAll(ownsDisks(r)), ["shutdown", ["shutdown", shutdown]]]);
+  return build(r, [...podCleanup("stop"), ...stopAll(ownsDisks(r)), ["shutdown", ["shutdown", shutdown]]]);
 }
 
 /** ResetRequest.WipeMode */
@@ -109,10 +119,11 @@ export interface ResetOptions {
   mode: ResetMode;
   /** Whole disks to wipe (device names, e.g. /dev/vdb), checked by the API: not the system disk. */
   userDisks: string[];
+  /** Pods are removed rather than only stopped (Talos's drain and etcd leave are not here yet). */
+  graceful: boolean;
 }
 
-// `graceful` chooses between Talos's drain, pod removal and etcd leave and their forced forms:
-// phases about Kubernetes, which a Basalt node does not run, so both forms are the same here.
+/** A container node resets as Talos's does: without the pod cleanup. */
 export function resetSequence(r: MachineRuntime, opts: ResetOptions): Phase[] {
   const metal = ownsDisks(r);
   const systemDisk = opts.mode !== "userDisks";
@@ -120,6 +131,7 @@ export function resetSequence(r: MachineRuntime, opts: ResetOptions): Phase[] {
   // A kexec needs BOOT; a reset that wipes the whole system disk reboots through the firmware.
   const kexec = systemDisk && opts.labels.length > 0;
   return build(r, [
+    ...(metal ? podCleanup(opts.graceful ? "remove" : "stop") : []),
     ...stopAll(metal),
     !metal && systemDisk && (opts.labels.length === 0 || opts.labels.includes("STATE")) && ["reset", ["resetSystemDisk", removeStoredConfig]],
     metal && systemDisk && (opts.labels.length === 0 ? ["reset", ["resetSystemDisk", (rt) => wipeSystemPartitions(rt, [])]] : ["resetSpec", ["resetSystemDiskSpec", (rt) => wipeSystemPartitions(rt, opts.labels)]]),
@@ -133,6 +145,7 @@ export function upgradeSequence(r: MachineRuntime, pulled: PulledInstaller, opts
   let written: WrittenUpgrade | undefined;
   return build(r, [
     ["upgrade", ["upgrade", async (rt) => void (written = await writeUpgrade(rt, pulled, opts.image))]],
+    ...podCleanup(opts.preserve ? "stop" : "remove"),
     ...stopAll(ownsDisks(r)),
     ["reboot", ["reboot", (rt) => bootUpgraded(rt, written!, opts.rebootMode)]],
   ]);
@@ -140,5 +153,5 @@ export function upgradeSequence(r: MachineRuntime, pulled: PulledInstaller, opts
 
 /** upgrade --stage: META holds the request (0x07/0x08); the next boot performs it. */
 export function stageUpgradeSequence(r: MachineRuntime): Phase[] {
-  return build(r, [...stopAll(ownsDisks(r)), ["reboot", ["reboot", reboot]]]);
+  return build(r, [...podCleanup("stop"), ...stopAll(ownsDisks(r)), ["reboot", ["reboot", reboot]]]);
 }

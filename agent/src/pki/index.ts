@@ -5,3 +5,4 @@ export * from "./certificates.js";
 export * from "./csr.js";
 export * from "./fingerprint.js";
 export * from "./tls.js";
+export * from "./kubeconfig.js";

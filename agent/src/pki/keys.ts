@@ -79,6 +79,15 @@ export function publicKeyToPem(key: KeyPair): string {
 }
 
 /**
+ * The public half as Talos writes it next to a private key (the service-account
+ * `.pub`): PKIX under `EC PUBLIC KEY`, `ED25519 PUBLIC KEY` or, for RSA, `PUBLIC KEY`.
+ */
+export function talosPublicKeyPem(key: KeyPair): string {
+  const label = key.algorithm === "ecdsa-p256" ? PemLabel.ecPublicKey : key.algorithm === "ed25519" ? PemLabel.ed25519PublicKey : PemLabel.publicKey;
+  return encodePem(label, key.publicKey.export({ format: "der", type: "spki" }));
+}
+
+/**
  * Loads a private key from any of the PEM forms Talos writes (or has written):
  * `ED25519 PRIVATE KEY` and `PRIVATE KEY` (PKCS#8), `EC PRIVATE KEY` (SEC1),
  * `RSA PRIVATE KEY` (PKCS#1).

@@ -14,6 +14,10 @@ export const PemLabel = {
   /** Generic PKCS#8 (what node:tls and OpenSSL expect). */
   privateKey: "PRIVATE KEY",
   publicKey: "PUBLIC KEY",
+  /** PKIX SubjectPublicKeyInfo of a P-256 key, as Talos labels it. */
+  ecPublicKey: "EC PUBLIC KEY",
+  /** PKIX SubjectPublicKeyInfo of an Ed25519 key, as Talos labels it. */
+  ed25519PublicKey: "ED25519 PUBLIC KEY",
 } as const;
 
 export interface PemBlock {

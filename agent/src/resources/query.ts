@@ -70,6 +70,23 @@ export function compileIdQuery(regexp: string): RegExp | undefined {
   try {
     return new RegExp(regexp);
   } catch (err) {
-    throw new InvalidInputError(`invalid id query regexp ${JSON.stringify(regexp)}: ${(err as Error).message}`, {}, { cause: err });
+    // One line in Go's words, as Talos answers; V8's text repeats the pattern and would repeat again as a cause.
+    const why = err instanceof SyntaxError ? goRegexpSyntax(regexp, err.message) : String(err);
+    throw new InvalidInputError(`invalid id query regexp ${JSON.stringify(regexp)}: error parsing regexp: ${why}`);
   }
+}
+
+/** Go regexp/syntax's wording for the errors V8 and RE2 share; V8's own reason otherwise. */
+function goRegexpSyntax(regexp: string, v8Message: string): string {
+  const reason = v8Message.replace(/^Invalid regular expression: \/.*\/[a-z]*: /s, "");
+  const quoted = (s: string) => `\`${s}\``;
+  if (reason.startsWith("Unterminated group")) return `missing closing ): ${quoted(regexp)}`;
+  if (reason.startsWith("Unmatched ')'")) return `unexpected ): ${quoted(regexp)}`;
+  if (reason.startsWith("Unterminated character class")) return `missing closing ]: ${quoted(regexp.slice(regexp.lastIndexOf("[")))}`;
+  if (reason.startsWith("\\ at end of pattern")) return `trailing backslash at end of expression: ${quoted("")}`;
+  if (reason.startsWith("Nothing to repeat")) {
+    const op = /(?:^|[(|])([*+?]|\{\d+(?:,\d*)?\})/.exec(regexp)?.[1] ?? reason;
+    return `missing argument to repetition operator: ${quoted(op)}`;
+  }
+  return reason;
 }

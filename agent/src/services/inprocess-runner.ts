@@ -1,5 +1,5 @@
-import { SystemError } from "../errors.js";
-import type { ServiceRunner } from "./service.js";
+import { describeError, SystemError } from "../errors.js";
+import type { RunContext, ServiceRunner } from "./service.js";
 
 /**
  * Runs a service as an async task inside this process (same supervision,
@@ -23,7 +23,9 @@ export class InProcessRunner implements ServiceRunner {
 
   readonly health?: () => Promise<void>;
 
-  async start(onExit: (err: Error | undefined) => void): Promise<string> {
+  async start(onExit: (err: Error | undefined) => void, ctx?: RunContext): Promise<string> {
+    // Every service has a log, as Talos's goroutine runner opens one at start; a failed run is its last line.
+    const output = ctx?.openOutput();
     const ac = new AbortController();
     this.ac = ac;
     let failed: ((err: unknown) => void) | undefined;
@@ -43,6 +45,7 @@ export class InProcessRunner implements ServiceRunner {
       },
       (err: unknown) => {
         end(new SystemError(`${this.spec.id} failed`, {}, { cause: err }));
+        output?.write(`${describeError(ended)}\n`);
         if (this.ac === ac && started) onExit(ended);
       },
     );

@@ -20,6 +20,8 @@ export interface KernelCalls {
   ttyWinsize(fd: number, winsize: Buffer): number;
   /** Sends `payload` to the Ethernet broadcast address of link `ifindex` (a packet socket of `ethertype`): the bytes sent or -errno. */
   packetBroadcast(ifindex: number, ethertype: number, payload: Buffer): number;
+  /** pipe2(2) with O_CLOEXEC into an int[2] (read end, write end): 0 or -errno. */
+  pipe(fds: Buffer): number;
 }
 
 /** Where the addon is, found without loading it (it loads on first use); throws what both places answered. */

@@ -1,6 +1,6 @@
 // Our agent/api protos must describe exactly the published wire contract:
 // api.descriptors for the Talos packages, cosi-state.md §1-2 for cosi.resource(.meta).
-// The contract files stay in ../shared/talos-api and are read in place.
+// The contract files are test data under test/fixtures/talos-api.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
@@ -10,15 +10,9 @@ import { apiRoot, protoDir } from "../../../agent/src/api/index.js";
 import { cosiMarkdownFacts, descriptorFacts, diffFacts, loadedFacts, readDescriptorSet, type Facts } from "./facts.js";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..");
-const talosApiDir = path.resolve(repoRoot, "../shared/talos-api");
+const talosApiDir = path.join(repoRoot, "test/fixtures/talos-api");
 const descriptorPath = path.join(talosApiDir, "api.descriptors");
 const cosiPath = path.join(talosApiDir, "cosi-state.md");
-
-function absent(file: string): string | false {
-  if (fs.existsSync(file)) return false;
-  // The skip reason is what node:test reports; no extra output.
-  return `contract file ${file} is absent: comparison skipped`;
-}
 
 // Facts about cosi.* come from cosi-state.md, everything else from the descriptor set.
 function isCosi(key: string, value: string): boolean {
@@ -40,7 +34,7 @@ const ours = () => loadedFacts(apiRoot(), protoDir);
 const newerThanDescriptors = [".talos.resource.definitions.network.HostDNSConfigSpec"];
 const describedElsewhere = (key: string) => newerThanDescriptors.some((m) => key.endsWith(` ${m}`) || key.includes(` ${m}.`));
 
-test("agent/api matches api.descriptors: packages, services, methods, messages, fields, enums", { skip: absent(descriptorPath) }, () => {
+test("agent/api matches api.descriptors: packages, services, methods, messages, fields, enums", () => {
   const files = readDescriptorSet(fs.readFileSync(descriptorPath));
   // google/protobuf/* are protobufjs's bundled well-known types; google/rpc/status.proto is ours and checked.
   const expected = descriptorFacts(files, (name) => !name.startsWith("google/protobuf/"));
@@ -49,7 +43,7 @@ test("agent/api matches api.descriptors: packages, services, methods, messages, 
   assertNoDifferences(diffFacts(expected, checked), "api.descriptors");
 });
 
-test("agent/api matches cosi-state.md §1-2 for cosi.resource and cosi.resource.meta", { skip: absent(cosiPath) }, () => {
+test("agent/api matches cosi-state.md §1-2 for cosi.resource and cosi.resource.meta", () => {
   const expected = cosiMarkdownFacts(fs.readFileSync(cosiPath, "utf8"));
   assert.ok(expected.has("service .cosi.resource.State"), "cosi-state.md: service table not found");
   assert.ok(expected.has("message .cosi.resource.meta.ResourceDefinitionSpec"), "cosi-state.md: meta tables not found");
@@ -59,7 +53,7 @@ test("agent/api matches cosi-state.md §1-2 for cosi.resource and cosi.resource.
 // The only declarations of api.descriptors we leave out are common.proto's
 // deprecation-marker extensions of google.protobuf.*Options (annotations for
 // code generators; nothing on the wire). Fail if anything else is an extension.
-test("api.descriptors holds no extensions other than the google.protobuf.*Options markers we omit", { skip: absent(descriptorPath) }, () => {
+test("api.descriptors holds no extensions other than the google.protobuf.*Options markers we omit", () => {
   const files = readDescriptorSet(fs.readFileSync(descriptorPath));
   const unexpected: string[] = [];
   for (const file of files) {

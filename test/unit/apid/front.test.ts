@@ -14,6 +14,7 @@ import { ApiFront, type FrontOptions } from "../../../agent/src/apid/front.js";
 import { failedNode } from "../../../agent/src/apid/proxy.js";
 import { failedNodeReply, tagUnaryReply } from "../../../agent/src/grpc/aggregate.js";
 import { BackendSession } from "../../../agent/src/apid/raw-relay.js";
+import { setLogSink } from "../../../agent/src/log.js";
 import { generateSelfSignedCA, issueCertificate, type CertificateAuthority } from "../../../agent/src/pki/index.js";
 
 const identity = (b: Buffer) => b;
@@ -361,6 +362,25 @@ test("a node that fails or cannot be reached is an error entry worded as Talos's
   const [first, second] = splitMessages(r.reply!);
   assert.match(first!.toString("latin1"), /10\.5\.0\.9.*rpc error: code = Unavailable desc = /s);
   assert.deepEqual(second, tagUnaryReply(oneMessage("x"), "self.node").subarray(2));
+});
+
+test("apid logs one line per call with the status it answered, as Talos's apid does", async () => {
+  const lines: string[] = [];
+  const previous = setLogSink((l) => lines.push(l));
+  try {
+    assert.equal((await unary(version, oneMessage("x"))).err, undefined);
+    assert.equal((await unary(rollback, Buffer.alloc(5))).err?.code, grpc.status.FAILED_PRECONDITION);
+    // Logged when the stream closes, which may follow the caller's reply by a turn.
+    while (lines.filter((l) => l.includes('"component":"apid"') && l.includes("MachineService")).length < 2) await new Promise((r) => setTimeout(r, 10));
+  } finally {
+    setLogSink(previous);
+  }
+  const calls = lines.map((l) => JSON.parse(l) as Record<string, string>).filter((r) => r["component"] === "apid" && r["method"]);
+  assert.deepEqual(calls.map((r) => [r["method"], r["code"], r["kind"]]), [
+    [version, "OK", "stream"],
+    [rollback, "FailedPrecondition", "stream"],
+  ]);
+  assert.match(calls[1]!["msg"]!, /^FailedPrecondition \[\/machine\.MachineService\/Rollback\] \S+ stream rpc error: code = FailedPrecondition desc = rollback: no previous slot ✗ 100% \(:authority=/);
 });
 
 test("each node of a fan-out gets the caller's deadline and no shorter one of apid's", async () => {

@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { parseAllDocuments } from "yaml";
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..");
-export const fixturesDir = path.resolve(repoRoot, "../shared/talos-api/fixtures");
+export const fixturesDir = path.join(repoRoot, "test/fixtures/talos-api/fixtures");
 
 export function fixture(rel: string): string {
   return readFileSync(path.join(fixturesDir, rel), "utf8");

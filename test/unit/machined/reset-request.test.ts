@@ -9,10 +9,11 @@ const disks = [
   { device_name: "/dev/sr0", readonly: true },
 ];
 
-test("Reset's mode and user disks become the sequence's options", () => {
-  assert.deepEqual(resetOptions({}, disks, "/dev/vda"), { labels: [], reboot: false, mode: "all", userDisks: [] });
-  assert.deepEqual(resetOptions({ mode: 2, user_disks_to_wipe: ["/dev/vdb"], reboot: true }, disks, "/dev/vda"), { labels: [], reboot: true, mode: "userDisks", userDisks: ["/dev/vdb"] });
-  assert.deepEqual(resetOptions({ mode: 1, system_partitions_to_wipe: [{ label: "STATE", wipe: true }, { label: "EPHEMERAL", wipe: false }] }, disks, "/dev/vda"), { labels: ["STATE"], reboot: false, mode: "systemDisk", userDisks: [] });
+test("Reset's mode, user disks and graceful become the sequence's options", () => {
+  assert.deepEqual(resetOptions({}, disks, "/dev/vda"), { labels: [], reboot: false, mode: "all", userDisks: [], graceful: false });
+  assert.deepEqual(resetOptions({ mode: 2, user_disks_to_wipe: ["/dev/vdb"], reboot: true }, disks, "/dev/vda"), { labels: [], reboot: true, mode: "userDisks", userDisks: ["/dev/vdb"], graceful: false });
+  assert.deepEqual(resetOptions({ mode: 1, system_partitions_to_wipe: [{ label: "STATE", wipe: true }, { label: "EPHEMERAL", wipe: false }] }, disks, "/dev/vda"), { labels: ["STATE"], reboot: false, mode: "systemDisk", userDisks: [], graceful: false });
+  assert.deepEqual(resetOptions({ graceful: true }, disks, "/dev/vda"), { labels: [], reboot: false, mode: "all", userDisks: [], graceful: true });
 });
 
 test("Reset refuses what Talos refuses, with the reason", () => {

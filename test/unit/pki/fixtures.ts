@@ -1,4 +1,4 @@
-// Paths and readers for the shared Talos fixtures (read in place, never copied).
+// Paths and readers for the Talos fixtures under test/fixtures/talos-api.
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -6,7 +6,7 @@ import { parse } from "yaml";
 
 /** Repository root: tests run from dist/test/unit/<area>/. */
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..");
-export const talosApiDir = path.resolve(repoRoot, "../shared/talos-api");
+export const talosApiDir = path.join(repoRoot, "test/fixtures/talos-api");
 export const fixturesDir = path.join(talosApiDir, "fixtures");
 
 export function readFixture(relative: string): string {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { InvalidInputError } from "../../../agent/src/errors.js";
+import { describeError, InvalidInputError } from "../../../agent/src/errors.js";
 import { compileIdQuery, matchesLabelQueries, matchesTerm } from "../../../agent/src/resources/query.js";
 
 const labels = { role: "api", prio: "10", zone: "b" };
@@ -35,5 +35,20 @@ describe("label and id queries", () => {
     assert.equal(compileIdQuery("th0")!.test("eth0"), true);
     assert.equal(compileIdQuery("^th0")!.test("eth0"), false);
     assert.throws(() => compileIdQuery("(("), InvalidInputError);
+    // Go regexp/syntax's texts, as Talos answers (one line, the pattern once).
+    const refused = (re: string) => {
+      try {
+        compileIdQuery(re);
+      } catch (err) {
+        assert.ok(err instanceof InvalidInputError);
+        return describeError(err);
+      }
+      assert.fail(`${re} compiled`);
+    };
+    assert.equal(refused("((("), 'invalid id query regexp "(((": error parsing regexp: missing closing ): `(((`');
+    assert.equal(refused("a)"), 'invalid id query regexp "a)": error parsing regexp: unexpected ): `a)`');
+    assert.equal(refused("x[ab"), 'invalid id query regexp "x[ab": error parsing regexp: missing closing ]: `[ab`');
+    assert.equal(refused("*a"), 'invalid id query regexp "*a": error parsing regexp: missing argument to repetition operator: `*`');
+    assert.equal(refused("ab\\"), 'invalid id query regexp "ab\\\\": error parsing regexp: trailing backslash at end of expression: ``');
   });
 });

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { ServiceRunner } from "../../../agent/src/services/service.js";
+import { InProcessRunner } from "../../../agent/src/services/inprocess-runner.js";
 import { Supervisor } from "../../../agent/src/services/supervisor.js";
 
 function fakeRunner(opts: { failStart?: boolean; unhealthy?: string } = {}) {
@@ -319,4 +320,17 @@ test("a health probe slower than the interval is not started again beside itself
   assert.equal(most, 1, "never two probes at once");
   assert.equal(sup.get("slow-probe")?.health.healthy, true);
   await sup.stopAll();
+});
+
+test("an in-process service has a log from its start, as every listed service does; a failed run is its last line", async () => {
+  const sup = new Supervisor(60_000);
+  let fail: ((err: Error) => void) | undefined;
+  const runner = new InProcessRunner({ id: "dashboard", run: () => new Promise<void>((_, reject) => (fail = reject)) });
+  await sup.start({ id: "dashboard", runner, restart: "never" });
+  assert.deepEqual(sup.logs.ids(), ["dashboard"]);
+  assert.deepEqual(sup.logs.read("dashboard", -1).lines, []);
+  const failed = new Promise<void>((resolve) => sup.onChange(() => sup.get("dashboard")?.state === "Failed" && resolve()));
+  fail!(new Error("terminal gone"));
+  await failed;
+  assert.deepEqual(sup.logs.read("dashboard", -1).lines.map(String), ["dashboard failed: terminal gone\n"]);
 });

@@ -4,6 +4,12 @@ import { APICertSANsController, type NodeIdentityFallback } from "./cert-sans.js
 import { MaintenanceCertSANsController, MaintenanceController, MaintenanceRootController } from "./maintenance.js";
 import { RootController } from "./root.js";
 import { TrustdController } from "./trustd.js";
+import { KubernetesController, KubernetesDynamicCertsController } from "./kubernetes.js";
+import { KubernetesCertSANsController } from "./kubernetes-cert-sans.js";
+import { RenderSecretsStaticPodController } from "./kubernetes-render.js";
+import { RenderConfigsStaticPodController } from "./kubernetes-config-files.js";
+import { RootKubernetesController } from "./kubernetes-root.js";
+import { ControlPlaneAdmissionControlController, ControlPlaneAuditPolicyController } from "./kubernetes-control-plane-configs.js";
 import type { TrustdAttempt } from "./trustd-request.js";
 
 export interface SecretsOptions {
@@ -13,6 +19,8 @@ export interface SecretsOptions {
   maintenanceListenAddresses: string[];
   /** One Certificate call to a control plane's trustd (a worker's API certificate). */
   callTrustd: TrustdAttempt;
+  /** The system directory (/system on a node) the control plane's secret and config files are written below; absent: none are written. */
+  systemDir?: string;
 }
 
 /** Every secrets controller, for machined's one registration list. */
@@ -25,5 +33,12 @@ export function secretsControllers(opts: SecretsOptions): Controller[] {
     new APICertSANsController(opts.fallback),
     new APIController({ attempt: opts.callTrustd }),
     new TrustdController(),
+    new RootKubernetesController(),
+    new KubernetesCertSANsController(opts.fallback),
+    new KubernetesController(),
+    new KubernetesDynamicCertsController(),
+    new ControlPlaneAdmissionControlController(),
+    new ControlPlaneAuditPolicyController(),
+    ...(opts.systemDir ? [new RenderSecretsStaticPodController(opts.systemDir), new RenderConfigsStaticPodController(opts.systemDir)] : []),
   ];
 }

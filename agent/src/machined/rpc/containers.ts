@@ -1,8 +1,11 @@
 // Containers, Stats and Restart over the system containerd, with Talos's semantics for its containerd
 // driver: containers without a task are left out, status is the task's in capitals, Stats lists
 // running tasks only (memory in bytes, CPU in nanoseconds), Restart sends SIGTERM to the task.
-import { InvalidInputError, NotFoundError, UnimplementedError } from "../../errors.js";
+// The CRI driver (-k) asks the CRI containerd's runtime.v1 API, as Talos's CRI inspector.
+import { ConflictError, InvalidInputError, NotFoundError, UnimplementedError } from "../../errors.js";
+import { criContainer, criPods } from "../../services/cri/inspector.js";
 import type { ContainerdClient } from "../../sys/containerd/client.js";
+import type { CriClient } from "../../sys/cri/client.js";
 import { decodeMessage } from "../../sys/containerd/protos.js";
 import { TaskStatus, type Any } from "../../sys/containerd/types.js";
 
@@ -11,6 +14,35 @@ export const ContainerDriver = { CONTAINERD: 0, CRI: 1 } as const;
 
 /** A client of the system containerd in `namespace`; absent when this node runs no containerd. */
 export type ContainerdClients = ((namespace: string) => ContainerdClient) | undefined;
+
+/** The CRI containerd, on a node whose config has a cluster (absent: this node runs none). */
+export interface CriAccess {
+  /** Whether the cri service is Running (its socket answers). */
+  running(): boolean;
+  /** Its runtime.v1 API. */
+  runtime(): CriClient;
+  /** Its containerd API in `namespace`. */
+  containerd(namespace: string): ContainerdClient;
+}
+
+/** Talos's SystemContainerdNamespace: the system containerd's. */
+const systemNamespace = "system";
+
+/** Talos's criconstants.K8sContainerdNamespace: the only namespace the CRI driver serves. */
+export const k8sNamespace = "k8s.io";
+
+/** The CRI API for a -k request, or FailedPrecondition when no CRI containerd runs here. */
+export function criRuntime(cri: CriAccess | undefined, namespace: string | undefined): CriClient {
+  if (namespace !== k8sNamespace) throw new InvalidInputError("CRI inspector is supported only for K8s namespace", { namespace });
+  return runningCri(cri).runtime();
+}
+
+/** The CRI containerd when its service runs; FailedPrecondition otherwise. */
+export function runningCri(cri: CriAccess | undefined): CriAccess {
+  if (!cri) throw new ConflictError("the CRI runtime is not available: this node runs no CRI containerd");
+  if (!cri.running()) throw new ConflictError("the CRI runtime is not running: service \"cri\" is not up");
+  return cri;
+}
 
 interface ContainerRequest {
   namespace?: string;
@@ -25,12 +57,10 @@ interface ContainerView {
   metrics?: { memoryUsage: number; cpuUsage: number };
 }
 
-function clientFor(clients: ContainerdClients, req: ContainerRequest): ContainerdClient {
-  if ((req.driver ?? ContainerDriver.CONTAINERD) === ContainerDriver.CRI) {
-    // No CRI runtime runs on this node yet (Kubernetes is not supported).
-    throw new UnimplementedError("the CRI driver is not available: this node runs no CRI runtime");
-  }
+/** The containerd driver: namespace `system` is the system containerd's, any other the CRI containerd's (as Talos picks the address). */
+function clientFor(clients: ContainerdClients, cri: CriAccess | undefined, req: ContainerRequest): ContainerdClient {
   if (!req.namespace) throw new InvalidInputError("namespace is required");
+  if (req.namespace !== systemNamespace && cri) return runningCri(cri).containerd(req.namespace);
   if (!clients) throw new UnimplementedError("this node runs no containerd");
   return clients(req.namespace);
 }
@@ -72,12 +102,19 @@ export function metricsFrom(data: Any): { memoryUsage: number; cpuUsage: number 
   throw new InvalidInputError(`unknown task metrics type ${data.type_url}`);
 }
 
-/** No CRI runtime runs here, so the CRI driver sees no containers (Talos's CRI lists none before Kubernetes starts any). */
 const isCri = (req: ContainerRequest) => req.driver === ContainerDriver.CRI;
 
-export async function containersResponse(clients: ContainerdClients, req: ContainerRequest) {
-  if (isCri(req)) return { messages: [{ containers: [] }] };
-  const client = clientFor(clients, req);
+export async function containersResponse(clients: ContainerdClients, cri: CriAccess | undefined, req: ContainerRequest) {
+  if (isCri(req)) {
+    // A node that runs no CRI containerd at all has no Kubernetes containers (the support bundle asks anyway).
+    if (!cri) return { messages: [{ containers: [] }] };
+    const pods = await criPods(criRuntime(cri, req.namespace));
+    const containers = pods.flatMap((pod) =>
+      pod.containers.map((c) => ({ namespace: req.namespace, id: c.display, pod_id: pod.name, name: c.name, image: c.image, pid: c.pid, status: c.status, network_namespace: c.networkNamespace })),
+    );
+    return { messages: [{ containers }] };
+  }
+  const client = clientFor(clients, cri, req);
   const containers = (await view(client, false)).map((c) => ({
     namespace: req.namespace,
     id: c.id,
@@ -91,18 +128,34 @@ export async function containersResponse(clients: ContainerdClients, req: Contai
   return { messages: [{ containers }] };
 }
 
-export async function statsResponse(clients: ContainerdClients, req: ContainerRequest) {
-  if (isCri(req)) return { messages: [{ stats: [] }] };
-  const client = clientFor(clients, req);
+export async function statsResponse(clients: ContainerdClients, cri: CriAccess | undefined, req: ContainerRequest) {
+  if (isCri(req)) {
+    if (!cri) return { messages: [{ stats: [] }] };
+    const pods = await criPods(criRuntime(cri, req.namespace));
+    const stats = pods.flatMap((pod) =>
+      pod.containers.flatMap((c) => (c.metrics ? [{ namespace: req.namespace, id: c.display, pod_id: pod.name, name: c.name, memory_usage: c.metrics.memoryUsage, cpu_usage: c.metrics.cpuUsage }] : [])),
+    );
+    return { messages: [{ stats }] };
+  }
+  const client = clientFor(clients, cri, req);
   const stats = (await view(client, true)).flatMap((c) =>
     c.metrics ? [{ namespace: req.namespace, id: c.id, pod_id: c.id, name: c.id, memory_usage: c.metrics.memoryUsage, cpu_usage: c.metrics.cpuUsage }] : [],
   );
   return { messages: [{ stats }] };
 }
 
-export async function restartResponse(clients: ContainerdClients, req: ContainerRequest & { id?: string }) {
-  const client = clientFor(clients, req);
+export async function restartResponse(clients: ContainerdClients, cri: CriAccess | undefined, req: ContainerRequest & { id?: string }) {
   const id = req.id ?? "";
+  if (isCri(req)) {
+    // Talos's CRI inspector stops the container (10 s grace) or the pod sandbox; the kubelet starts it again.
+    const runtime = criRuntime(cri, req.namespace);
+    const c = await criContainer(runtime, id);
+    if (!c) throw new NotFoundError(`container "${id}" not found`, { id });
+    if (c.isPodSandbox) await runtime.stopPodSandbox(c.id);
+    else await runtime.stopContainer(c.id, 10);
+    return { messages: [{}] };
+  }
+  const client = clientFor(clients, cri, req);
   const task = await client.getTask(id).catch((err: unknown) => {
     if (err instanceof NotFoundError) throw new NotFoundError(`container "${id}" not found`, { id }, { cause: err });
     throw err;

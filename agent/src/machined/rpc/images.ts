@@ -1,5 +1,6 @@
-// ImageList and ImagePull through the system containerd, namespaces as Talos names them
-// (NS_SYSTEM: "system", NS_CRI: "k8s.io"); beyond Talos, ImagePull of `oci-archive:<path>` imports an
+// ImageList and ImagePull through the CRI containerd, as Talos (both namespaces, NS_SYSTEM: "system"
+// holding the images of etcd and the kubelet, NS_CRI: "k8s.io"); a node that runs no CRI containerd
+// at all uses its system containerd instead. Beyond Talos, ImagePull of `oci-archive:<path>` imports an
 // OCI image archive already on the node (air-gapped sites).
 import type * as grpc from "@grpc/grpc-js";
 import { InvalidInputError, UnimplementedError } from "../../errors.js";
@@ -7,7 +8,8 @@ import { ARCHIVE_PREFIX, importArchive } from "../../services/images/archive.js"
 import { pullImage } from "../../services/images/pull.js";
 import type { Registries } from "../../services/images/registry.js";
 import { imageSize, nodePlatform } from "../../services/images/store.js";
-import type { ContainerdClients } from "./containers.js";
+import type { ContainerdClient } from "../../sys/containerd/client.js";
+import { runningCri, type ContainerdClients, type CriAccess } from "./containers.js";
 import { cancellation, send } from "./stream.js";
 
 /** common.ContainerdNamespace → containerd's namespace name. */
@@ -17,13 +19,15 @@ export function containerdNamespace(ns: number | undefined): string {
   throw new InvalidInputError(`invalid namespace ${ns === 0 || ns === undefined ? "NS_UNKNOWN" : ns}`);
 }
 
-function clients(c: ContainerdClients): NonNullable<ContainerdClients> {
+function imageClient(c: ContainerdClients, cri: CriAccess | undefined, ns: number | undefined): ContainerdClient {
+  const namespace = containerdNamespace(ns);
+  if (cri) return runningCri(cri).containerd(namespace);
   if (!c) throw new UnimplementedError("this node runs no containerd");
-  return c;
+  return c(namespace);
 }
 
-export async function streamImageList(c: ContainerdClients, call: grpc.ServerWritableStream<{ namespace?: number }, unknown>): Promise<void> {
-  const client = clients(c)(containerdNamespace(call.request.namespace));
+export async function streamImageList(c: ContainerdClients, cri: CriAccess | undefined, call: grpc.ServerWritableStream<{ namespace?: number }, unknown>): Promise<void> {
+  const client = imageClient(c, cri, call.request.namespace);
   const { dispose } = cancellation(call);
   try {
     for (const image of await client.listImages()) {
@@ -38,8 +42,8 @@ export async function streamImageList(c: ContainerdClients, call: grpc.ServerWri
   if (!call.cancelled) call.end();
 }
 
-export async function imagePullResponse(c: ContainerdClients, registries: () => Registries | undefined, req: { namespace?: number; reference?: string }) {
-  const client = clients(c)(containerdNamespace(req.namespace));
+export async function imagePullResponse(c: ContainerdClients, cri: CriAccess | undefined, registries: () => Registries | undefined, req: { namespace?: number; reference?: string }) {
+  const client = imageClient(c, cri, req.namespace);
   const reference = req.reference ?? "";
   if (reference.startsWith(ARCHIVE_PREFIX)) await importArchive(client, reference.slice(ARCHIVE_PREFIX.length));
   else await pullImage(client, reference, registries());

@@ -4,8 +4,9 @@
 // `log "<id>" was not registered`. LogsContainers lists the registered ids.
 
 import type * as grpc from "@grpc/grpc-js";
-import { UnimplementedError } from "../../errors.js";
 import type { ServiceLogs } from "../../services/logs.js";
+import { criRuntime, type CriAccess } from "./containers.js";
+import { streamCriLogs } from "./cri-logs.js";
 import { cancellation, send } from "./stream.js";
 
 export interface LogsRequest {
@@ -21,12 +22,11 @@ const systemNamespace = "system";
 /** Lines are sent in messages of at most this many bytes (a line longer than that alone). */
 const chunkBytes = 64 * 1024;
 
-export async function streamLogs(logs: ServiceLogs, call: grpc.ServerWritableStream<LogsRequest, unknown>): Promise<void> {
+export async function streamLogs(logs: ServiceLogs, cri: CriAccess | undefined, call: grpc.ServerWritableStream<LogsRequest, unknown>): Promise<void> {
   const req = call.request;
   const id = req.id ?? "";
-  if ((req.namespace ?? "") !== systemNamespace && id !== "kubelet") {
-    throw new UnimplementedError(`logs of namespace ${JSON.stringify(req.namespace ?? "")} (Kubernetes containers) are not served yet`, { namespace: req.namespace });
-  }
+  // Any other namespace is a Kubernetes container's log (talosctl logs -k), read through the CRI.
+  if ((req.namespace ?? "") !== systemNamespace && id !== "kubelet") return streamCriLogs(criRuntime(cri, req.namespace), call);
   const pending: Buffer[] = [];
   let wake: (() => void) | undefined;
   const { lines, stop } = logs.read(id, req.tail_lines ?? 0, req.follow ? (line) => {

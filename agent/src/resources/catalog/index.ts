@@ -10,10 +10,12 @@ import { etcdDefinitions } from "./etcd.js";
 import { hardwareDefinitions } from "./hardware.js";
 import { kernelParamDefinitions } from "./kernel-params.js";
 import { kernelModuleDefinitions } from "./kernel-modules.js";
+import { k8sManifestDefinitions } from "./k8s-manifests.js";
 import { hostDnsDefinitions } from "./hostdns.js";
 import { namespaces } from "./meta.js";
 import { runtimeDefinitions } from "./runtime.js";
 import { secretsDefinitions } from "./secrets.js";
+import { kubernetesSecretsDefinitions } from "./k8s-secrets.js";
 
 export const catalogDefinitions: readonly ResourceDefinition<never>[] = [
   ...configDefinitions,
@@ -25,6 +27,8 @@ export const catalogDefinitions: readonly ResourceDefinition<never>[] = [
   ...kernelModuleDefinitions,
   ...hostDnsDefinitions,
   ...etcdDefinitions,
+  ...kubernetesSecretsDefinitions,
+  ...k8sManifestDefinitions,
 ];
 
 /**

@@ -15,9 +15,9 @@ export class LogFollower {
     private readonly intervalMs = 200,
   ) {}
 
-  /** Starts following from the file's current end (earlier runs' output is not sent again). */
-  async start(): Promise<void> {
-    this.offset = await fs.stat(this.file).then((s) => s.size, () => 0);
+  /** Starts following from `from`, by default the file's current end (earlier runs' output is not sent again). */
+  async start(from?: number): Promise<void> {
+    this.offset = from ?? (await fs.stat(this.file).then((s) => s.size, () => 0));
     this.timer = setInterval(() => this.poll(), this.intervalMs);
     this.timer.unref();
   }

@@ -13,8 +13,17 @@ export interface OciMount {
 export interface ContainerProcessSpec {
   args: string[];
   env: string[];
-  /** The container's root directory (a rootfs on the host, not an image snapshot). */
+  /** The container's root directory: a rootfs on the host, or `rootfs` (the bundle's) for an image's snapshot. */
   rootfs: string;
+  /** Who the process runs as; unset: root. */
+  user?: { uid: number; gid: number; additionalGids?: number[] };
+  /** Its working directory; unset: /. */
+  cwd?: string;
+  /**
+   * Exactly these capabilities (among those held); unset: every one but Talos's dropped ones.
+   * Talos runs etcd with none (oci.WithDroppedCapabilities(cap.Known())).
+   */
+  capabilities?: string[];
   readonlyRootfs: boolean;
   mounts: OciMount[];
   /** cgroup path relative to the cgroup root, e.g. `/system/extensions/hello`. */
@@ -45,11 +54,18 @@ const defaultMaskedPaths = [
 ];
 const defaultReadonlyPaths = ["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"];
 
+const defaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/** containerd's default PATH unless the environment sets one (an image's config usually does). */
+function withDefaultPath(env: string[]): string[] {
+  return env.some((e) => e.startsWith("PATH=")) ? env : [defaultPath, ...env];
+}
+
 /** containerd's type URL for a JSON-encoded runtime spec in a Container's `spec` Any. */
 export const ociSpecTypeUrl = "types.containerd.io/opencontainers/runtime-spec/1/Spec";
 
 export function ociSpec(p: ContainerProcessSpec): Record<string, unknown> {
-  const caps = grantableCapabilities(p.heldCapabilities);
+  const caps = p.capabilities ? p.capabilities.filter((c) => p.heldCapabilities.has(c)) : grantableCapabilities(p.heldCapabilities);
   const mounts: OciMount[] = [
     { destination: "/proc", type: "proc", source: "proc", options: ["nosuid", "noexec", "nodev"] },
     { destination: "/dev", type: "tmpfs", source: "tmpfs", options: ["nosuid", "strictatime", "mode=755", "size=65536k"] },
@@ -66,10 +82,10 @@ export function ociSpec(p: ContainerProcessSpec): Record<string, unknown> {
     ociVersion: "1.0.2-dev",
     process: {
       terminal: false,
-      user: { uid: 0, gid: 0 },
+      user: { uid: p.user?.uid ?? 0, gid: p.user?.gid ?? 0, ...(p.user?.additionalGids?.length ? { additionalGids: p.user.additionalGids } : {}) },
       args: p.args,
-      env: ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", ...p.env],
-      cwd: "/",
+      env: withDefaultPath(p.env),
+      cwd: p.cwd || "/",
       capabilities: { bounding: caps, effective: caps, permitted: caps },
       rlimits: [{ type: "RLIMIT_NOFILE", hard: 1024, soft: 1024 }],
       noNewPrivileges: true,

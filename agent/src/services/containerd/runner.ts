@@ -3,6 +3,8 @@ import path from "node:path";
 import { describeError, NotFoundError, SystemError } from "../../errors.js";
 import { logger } from "../../log.js";
 import type { ContainerdClient } from "../../sys/containerd/client.js";
+import type { Mount } from "../../sys/containerd/types.js";
+import { withLease } from "../images/store.js";
 import type { RunContext, ServiceRunner } from "../service.js";
 import { LogFollower } from "./log-follower.js";
 import { ociSpec, ociSpecTypeUrl, type ContainerProcessSpec } from "./oci-spec.js";
@@ -13,12 +15,22 @@ export const SYSTEM_NAMESPACE = "system";
 const SIGTERM = 15;
 const SIGKILL = 9;
 
+/** A container root other than a host directory: an image's snapshot. */
+export interface ContainerRoot {
+  /** Makes the root for container `id`: the image it comes from, its snapshot, and the mounts of the task's rootfs. */
+  prepare(client: ContainerdClient, id: string): Promise<{ image: string; snapshotter: string; snapshotKey: string; mounts: Mount[] }>;
+  /** Removes what prepare made (also an earlier run's leftover); nothing there is no error. */
+  remove(client: ContainerdClient, id: string): Promise<void>;
+}
+
 export interface ContainerRunnerSpec {
   id: string;
-  /** A client of the system containerd (namespace `system`). */
+  /** A client of the containerd it runs on, in its namespace (`system`). */
   client: () => ContainerdClient;
-  /** Built when the service starts (its environment and mounts may come from resources). */
-  process: () => Promise<ContainerProcessSpec>;
+  /** Built when the service starts (its environment and mounts may come from resources), from the run's context. */
+  process: (ctx: RunContext | undefined) => Promise<ContainerProcessSpec>;
+  /** Unset: the process spec's rootfs is a host directory. */
+  root?: ContainerRoot;
   /** The file the task's stdout and stderr are appended to. */
   logFile: string;
   /** Receives the task's output as it is written (machined's log, as a child process's output is). */
@@ -27,7 +39,8 @@ export interface ContainerRunnerSpec {
 }
 
 /**
- * Runs a service as a containerd task: a container whose root is a directory on the host, one task,
+ * Runs a service as a containerd task: a container whose root is a directory on the host (or, given
+ * a ContainerRoot, an image's snapshot), one task,
  * its exit reported as a process's. A container left from an earlier run (machined restarted) is
  * removed first, as Talos's runner does.
  */
@@ -45,16 +58,27 @@ export class ContainerRunner implements ServiceRunner {
     const client = this.spec.client();
     const id = this.spec.id;
     await this.removeLeftover(client);
-    const spec = ociSpec(await this.spec.process());
-    await client.createContainer({
-      id,
-      labels: {},
-      image: "",
-      runtime: { name: "io.containerd.runc.v2" },
-      spec: { type_url: ociSpecTypeUrl, value: Buffer.from(JSON.stringify(spec)) },
-      snapshotter: "",
-      snapshot_key: "",
-    });
+    const spec = ociSpec(await this.spec.process(ctx));
+    const create = async (c: ContainerdClient) => {
+      const root = await this.spec.root?.prepare(c, id);
+      await c
+        .createContainer({
+          id,
+          labels: {},
+          image: root?.image ?? "",
+          runtime: { name: "io.containerd.runc.v2" },
+          spec: { type_url: ociSpecTypeUrl, value: Buffer.from(JSON.stringify(spec)) },
+          snapshotter: root?.snapshotter ?? "",
+          snapshot_key: root?.snapshotKey ?? "",
+        })
+        .catch(async (err: unknown) => {
+          await this.spec.root?.remove(c, id).catch(() => undefined);
+          throw err;
+        });
+      return root;
+    };
+    // A prepared snapshot nothing refers to yet is garbage to containerd's GC: a lease holds it until the container does.
+    const root = this.spec.root ? await withLease(client, create) : await create(client);
     await fs.mkdir(path.dirname(this.spec.logFile), { recursive: true });
     // The task's output joins the service's log (`talosctl logs ext-<name>`), as a process's does.
     const log = ctx?.openOutput();
@@ -68,7 +92,7 @@ export class ContainerRunner implements ServiceRunner {
     const abort = new AbortController();
     try {
       // Talos's words for these failures (a missing entrypoint fails the create, in runc).
-      await client.createTask({ container_id: id, stdout: uri, stderr: uri }).catch((err: unknown) => {
+      await client.createTask({ container_id: id, stdout: uri, stderr: uri, ...(root ? { rootfs: root.mounts } : {}) }).catch((err: unknown) => {
         throw taskError("create", id, err);
       });
       const exited = client.waitTask(id, abort.signal);
@@ -128,11 +152,13 @@ export class ContainerRunner implements ServiceRunner {
     this.pid = undefined;
     await client.deleteTask(this.spec.id).catch(ignoreNotFound);
     await client.deleteContainer(this.spec.id).catch(ignoreNotFound);
+    await this.spec.root?.remove(client, this.spec.id);
   }
 
   private async removeLeftover(client: ContainerdClient): Promise<void> {
     const exists = await client.getContainer(this.spec.id).then(() => true, (err: unknown) => (err instanceof NotFoundError ? false : Promise.reject(err)));
-    if (!exists) return;
+    // A snapshot can outlive its container (machined stopped between the two deletes), as Talos cleans up.
+    if (!exists) return this.spec.root?.remove(client, this.spec.id);
     this.log.info("removing the container of an earlier run");
     const task = await client.getTask(this.spec.id).catch(ignoreNotFound);
     if (task) {
@@ -142,6 +168,7 @@ export class ContainerRunner implements ServiceRunner {
       await client.deleteTask(this.spec.id).catch(ignoreNotFound);
     }
     await client.deleteContainer(this.spec.id).catch(ignoreNotFound);
+    await this.spec.root?.remove(client, this.spec.id);
   }
 }
 

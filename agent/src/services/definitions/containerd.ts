@@ -10,9 +10,9 @@ import type { ServiceDefinition } from "../service.js";
 export interface ContainerdPaths {
   /** Its API socket (Talos: /system/run/containerd/containerd.sock). */
   socket: string;
-  /** Runtime state, lost at reboot: /run/containerd. */
+  /** Runtime state, lost at reboot (Talos: /system/run/containerd; /run/containerd is the CRI containerd's). */
   state: string;
-  /** Images, content and snapshots, on EPHEMERAL: /var/lib/containerd. */
+  /** Images, content and snapshots (Talos: /system/var/lib/containerd; /var/lib/containerd is the CRI containerd's). */
   root: string;
   /** The generated configuration file. */
   config: string;
@@ -21,15 +21,15 @@ export interface ContainerdPaths {
 export function containerdPaths(paths: Paths): ContainerdPaths {
   return {
     socket: path.join(paths.system, "run", "containerd", "containerd.sock"),
-    state: path.join(paths.run, "containerd"),
-    root: path.join(paths.var, "lib", "containerd"),
+    state: path.join(paths.system, "run", "containerd"),
+    root: path.join(paths.system, "var", "lib", "containerd"),
     config: path.join(paths.system, "etc", "containerd", "config.toml"),
   };
 }
 
 /**
  * containerd's configuration: our paths, no CRI plugin (this containerd runs system services and
- * extension services; Kubernetes gets its own later), no debug or metrics listeners.
+ * extension services; Kubernetes has the `cri` service's), no debug or metrics listeners.
  */
 export function containerdConfig(p: ContainerdPaths): string {
   const q = (s: string) => JSON.stringify(s);

@@ -177,3 +177,35 @@ export async function withLease<T>(client: ContainerdClient, fn: (leased: Contai
     await client.deleteLease(id).catch(() => undefined);
   }
 }
+
+/** What an image's config says about running it (OCI image config's `config`). */
+export interface ImageRunConfig {
+  env: string[];
+  entrypoint: string[];
+  cmd: string[];
+  user: string;
+  workingDir: string;
+  /** The chain id of its top layer (the committed snapshot a container's snapshot is prepared from). */
+  topChainId: string;
+}
+
+/** The run config and top chain id of a stored image, for `platform`'s manifest of an index. */
+export async function imageRunConfig(client: ContainerdClient, target: Descriptor, platform: Platform): Promise<ImageRunConfig> {
+  let desc = target;
+  if (isIndex(desc.media_type)) {
+    const index = JSON.parse((await client.readContent(desc.digest)).toString("utf8")) as IndexJson;
+    const m = index.manifests.find((d) => matches(platform, d) && isManifest(d.mediaType ?? mediaTypes.ociManifest));
+    if (!m) throw new NotFoundError(`image ${target.digest} has no manifest for ${platform.os}/${platform.architecture}`);
+    desc = fromJson(m, mediaTypes.ociManifest);
+  }
+  if (!isManifest(desc.media_type)) throw new InvalidInputError(`unsupported media type ${desc.media_type}`);
+  const manifest = JSON.parse((await client.readContent(desc.digest)).toString("utf8")) as ManifestJson;
+  const config = JSON.parse((await client.readContent(manifest.config.digest)).toString("utf8")) as {
+    config?: { Env?: string[]; Entrypoint?: string[]; Cmd?: string[]; User?: string; WorkingDir?: string };
+    rootfs?: { diff_ids?: string[] };
+  };
+  const chain = chainIds(config.rootfs?.diff_ids ?? []);
+  if (chain.length === 0) throw new InvalidInputError(`image ${target.digest} has no layers`);
+  const c = config.config ?? {};
+  return { env: c.Env ?? [], entrypoint: c.Entrypoint ?? [], cmd: c.Cmd ?? [], user: c.User ?? "", workingDir: c.WorkingDir ?? "", topChainId: chain[chain.length - 1]! };
+}

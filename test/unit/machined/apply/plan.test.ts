@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { ApplyMode } from "../../../../agent/src/api/enums.js";
 import { generateConfigs } from "../../../../agent/src/config/generate/index.js";
 import { loadConfig } from "../../../../agent/src/config/load.js";
 import { InvalidInputError } from "../../../../agent/src/errors.js";
 import { fieldsNeedingReboot, planApply, RebootRequiredError } from "../../../../agent/src/machined/apply/index.js";
+import { readFixture } from "../../pki/fixtures.js";
 
 const base = (await generateConfigs({ clusterName: "plan", endpoint: "https://10.0.0.1:6443", installDisk: "/dev/vda" })).controlplane;
 const current = loadConfig(Buffer.from(base));
@@ -16,7 +16,7 @@ const withLabelsAndDNS = edit(base.replace(/^machine:\n/m, "machine:\n    nodeLa
 const withEnvAndHostname = edit(base.replace(/^machine:\n/m, "machine:\n    env:\n        A: b\n").replace(/^(\s+)network: \{\}$/m, "$1network:\n$1    hostname: n1"));
 const commentsOnly = edit(`# a comment\n${base.replace(/^debug: false$/m, "debug: false # still false")}`);
 
-const fixture = (name: string) => readFileSync(`/work/shared/talos-api/fixtures/configloader/internal/decoder/${name}.yaml`, "utf8");
+const fixture = (name: string) => readFixture(`configloader/internal/decoder/${name}.yaml`);
 const cpFixture = loadConfig(Buffer.from(fixture("controlplane")));
 
 test("generated config: sections Talos applies live need no reboot; other machine fields do", () => {
