@@ -1,6 +1,6 @@
-// etcd's pieces as machined connects them: the controllers' options, the etcd service (the
-// waiting one a control plane starts at boot, and the one Bootstrap starts), and the API context
-// of Bootstrap and the Etcd* calls, over one resource store and one supervisor.
+// etcd's pieces as machined connects them: the controllers' options, the etcd service Bootstrap
+// starts, and the API context of Bootstrap and the Etcd* calls, over one resource store and one
+// supervisor.
 import type { EtcdControllersOptions } from "../controllers/etcd/index.js";
 import type { MachineTypeName } from "../resources/catalog/config.js";
 import { MemberType, type MemberSpec } from "../resources/catalog/cluster.js";
@@ -8,7 +8,6 @@ import { NETWORK_NAMESPACE, NodeAddressType, type NodeAddressSpec } from "../res
 import type { ResourceState } from "../resources/state.js";
 import { etcdService, type EtcdRunnerFactory } from "../services/definitions/etcd.js";
 import type { EtcdCluster } from "../services/definitions/etcd-join.js";
-import type { ServiceDefinition } from "../services/service.js";
 import type { Supervisor } from "../services/supervisor.js";
 import { adminTls, EtcdClient } from "../sys/etcd/client.js";
 import { etcdClientPort, etcdPaths } from "../sys/etcd/paths.js";
@@ -29,8 +28,6 @@ export interface EtcdWiringOptions {
 
 export interface EtcdWiring {
   controllers: EtcdControllersOptions;
-  /** The etcd service of a control plane's boot: it joins the cluster, or waits for Bootstrap. */
-  service(): ServiceDefinition;
   api: EtcdApiContext;
 }
 
@@ -79,7 +76,6 @@ export function etcdWiring(o: EtcdWiringOptions): EtcdWiring {
         }
       },
     },
-    service: () => service(),
     api: {
       machineType: o.machineType,
       state: o.state,

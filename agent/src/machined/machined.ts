@@ -254,8 +254,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       const machineType = activeConfig.get()?.machineType;
       const listen = opts.trustd?.listen;
       const trustd = listen !== undefined && isControlPlane(machineType) ? [trustdService({ listen, run: (signal) => runTrustd({ listen, state, signal }) })] : [];
-      const etcdService = isControlPlane(machineType) ? [etcd.service()] : [];
-      return [apidService(), ...trustd, ...(containerd?.services() ?? []), ...(cri?.services(activeConfig.get()) ?? []), ...etcdService];
+      return [apidService(), ...trustd, ...(containerd?.services() ?? []), ...(cri?.services(activeConfig.get()) ?? [])];
     },
     platformConfig: (wantConfig) =>
       configFromPlatform(
