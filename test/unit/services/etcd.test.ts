@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import type { EtcdSpecSpec } from "../../../agent/src/resources/catalog/etcd.js";
 import { etcdArgs, EtcdExtraArgError } from "../../../agent/src/services/definitions/etcd-args.js";
 import { etcdProcess } from "../../../agent/src/services/definitions/etcd.js";
+import { etcdImageProcess } from "../../../agent/src/services/definitions/etcd-image.js";
 import { etcdPaths } from "../../../agent/src/sys/etcd/paths.js";
 import { nodePaths } from "../../../agent/src/sys/paths.js";
 
@@ -55,4 +56,21 @@ test("etcdProcess: the image, Talos's mounts, user 60, host network and env", ()
   assert.deepEqual(p.env.slice(0, 2), ["http_proxy=http://proxy:3128", "ETCD_UNSUPPORTED_ARCH=arm64"]);
   assert.match(p.env[2]!, /^ETCD_CIPHER_SUITES=TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,/);
   assert.equal(etcdProcess(spec, { mode: { kind: "new" }, paths }).env.length, 1);
+});
+
+test("etcd from its image: Talos's process over the image, no capabilities, host files", () => {
+  const proc = etcdProcess(spec, { mode: { kind: "existing" }, paths });
+  const held = new Set(["CAP_SYS_ADMIN"]);
+  const p = etcdImageProcess(proc, { hostFiles: { hosts: "/etc/hosts", resolvConf: "/system/resolved/resolv.conf" }, heldCapabilities: held });
+  assert.deepEqual(p, {
+    args: proc.args,
+    env: proc.env,
+    user: { uid: 60, gid: 60 },
+    capabilities: [],
+    readonlyRootfs: false,
+    mounts: proc.mounts,
+    hostFiles: { hosts: "/etc/hosts", resolvConf: "/system/resolved/resolv.conf" },
+    heldCapabilities: held,
+    oomScoreAdj: -998,
+  });
 });
