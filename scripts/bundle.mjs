@@ -59,6 +59,11 @@ fs.cpSync(path.join(repo, "agent/containerd-api"), path.join(outdir, "containerd
   recursive: true,
   filter: (src) => fs.statSync(src).isDirectory() || src.endsWith(".proto"),
 });
+// etcd's API subset, found beside the bundle as etcd-api/ (agent/src/sys/etcd/protos.ts).
+fs.cpSync(path.join(repo, "agent/etcd-api"), path.join(outdir, "etcd-api"), {
+  recursive: true,
+  filter: (src) => fs.statSync(src).isDirectory() || src.endsWith(".proto"),
+});
 // koffi's addon (libc FFI: VT ioctls, disk locks, kexec, gratuitous ARP), loaded as native/koffi-<arch>.node by sys/koffi.ts.
 for (const arch of nativeArchs) {
   fs.copyFileSync(path.join(repo, "node_modules/koffi/build/koffi", `linux_${arch}`, "koffi.node"), path.join(outdir, "native", `koffi-${arch}.node`));

@@ -31,6 +31,7 @@ import { AdjtimeStatusController } from "./time/adjtime-status.js";
 import { DNSResolveCacheController } from "./network/dns-resolve-cache.js";
 import { HostDNSConfigController } from "./network/host-dns-config.js";
 import { DevicesStatusController } from "./runtime/devices-status.js";
+import { etcdControllers, type EtcdControllersOptions } from "./etcd/index.js";
 import { ManifestController } from "./k8s/manifest.js";
 import { ExtraManifestController } from "./k8s/extra-manifest.js";
 import { ManifestApplyController, type ClusterLock } from "./k8s/manifest-apply.js";
@@ -72,6 +73,8 @@ export interface ControllersOptions {
   hostDns?: { listen: string };
   /** Whether machined runs udevd (a node): the devices are ready once it is healthy; otherwise at once. */
   udevd: boolean;
+  /** etcd's controllers (secrets, config, spec, PKI on disk, local member); absent: none run. */
+  etcd?: EtcdControllersOptions;
   /** The cluster-wide lock the bootstrap manifests are applied under (absent: rendered, not applied). */
   manifestApplyLock?: ClusterLock;
 }
@@ -101,6 +104,7 @@ export function machinedControllers(opts: ControllersOptions): Controller[] {
     new TimeSyncController(opts.time ?? {}),
     ...(opts.time?.clock ? [new AdjtimeStatusController(opts.time.clock)] : []),
     ...(opts.hostDns ? [new HostDNSConfigController(opts.hostDns.listen), new DNSResolveCacheController()] : []),
+    ...(opts.etcd ? etcdControllers(opts.etcd) : []),
     new ManifestController(),
     new ExtraManifestController(),
     ...(opts.manifestApplyLock ? [new ManifestApplyController(opts.manifestApplyLock)] : []),

@@ -32,6 +32,7 @@ import { cpuInfo, diskStats, hostname, loadAvg, memory, networkDeviceStats, syst
 import { netstat, type NetstatRequest } from "./rpc/netstat.js";
 import { processes } from "./rpc/processes.js";
 import { dependencyEdgeTypeNumbers, type DependencyEdge } from "../resources/controller-runtime.js";
+import { etcdServiceImpl, type EtcdApiContext } from "./rpc/etcd.js";
 
 /** What the API handlers need from the running machine. */
 export interface MachineApiContext {
@@ -61,6 +62,8 @@ export interface MachineApiContext {
   cri?: CriAccess;
   /** The open META store (throws when there is none) and how to republish its keys. */
   meta(): { store: MetaStore; published(): void };
+  /** Bootstrap and the Etcd* calls (absent: they answer Unimplemented). */
+  etcd?: EtcdApiContext;
 }
 
 interface ResetRequest {
@@ -206,6 +209,7 @@ export function machineServiceImpl(ctx: MachineApiContext): ServiceImpl {
       const out = await generateMachineConfig(req, active ? { secrets: secretsBundleFromConfig(active.toYaml()) } : {});
       return { messages: [{ data: out.data.map((d) => Buffer.from(d)), talosconfig: Buffer.from(out.talosconfig) }] };
     }),
+    ...(ctx.etcd ? etcdServiceImpl(ctx.etcd) : {}),
   };
 }
 

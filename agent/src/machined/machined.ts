@@ -48,6 +48,7 @@ import type { SmbiosReader } from "../sys/smbios.js";
 import type { VirtualTerminals } from "../sys/vt.js";
 import { machinedGuard } from "./access.js";
 import { inspectServiceImpl, machineServiceImpl, storageServiceImpl } from "./apis.js";
+import { etcdWiring } from "./etcd-wiring.js";
 import { clusterServiceImpl, healthDeps } from "./rpc/health.js";
 import { systemContainerd, type SystemContainerdOptions } from "./containerd.js";
 import { criRuntime, type CriOptions } from "./cri.js";
@@ -197,6 +198,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   // What only machined knows, reported to the controllers that publish it (the one writer of each type).
   const stage = new Observed<MachineStage>("booting");
   const activeConfig = new Observed<ConfigBundle | undefined>(undefined);
+  const etcd = etcdWiring({ state, supervisor, paths, machineType: () => activeConfig.get()?.machineType });
   const volumes = new Observed<ReadonlyMap<string, MountedVolume>>(new Map());
   const metaKeys = new Observed<ReadonlyMap<number, string>>(new Map());
   const platformMetadata = new Observed<PlatformMetadataSpec | undefined>(undefined);
@@ -309,6 +311,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     addressEvents: (e) => events.publish("machine.AddressEvent", e),
     extensions: () => fs.readFile(path.join(paths.root, "etc", "extensions.yaml"), "utf8").catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? undefined : Promise.reject(err))),
     time: opts.clock ? { clock: opts.clock } : {},
+    etcd: etcd.controllers,
     ...(opts.hostDnsListen ? { hostDns: { listen: opts.hostDnsListen } } : {}),
     udevd: opts.udevd !== undefined,
   })) {
@@ -430,6 +433,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       if (!r.meta) throw new ConflictError("META is not available: the node is not installed");
       return { store: r.meta, published: () => r.metaChanged() };
     },
+    etcd: etcd.api,
   };
   addService(server, "machine.MachineService", machineServiceImpl(ctx), guard);
   addService(server, "storage.StorageService", storageServiceImpl(ctx), guard);

@@ -6,6 +6,7 @@ import { defineResource, registerDefinitions, registerNamespaces, type ResourceD
 import type { ResourceState } from "../state.js";
 import { clusterDefinitions } from "./cluster.js";
 import { configDefinitions } from "./config.js";
+import { etcdDefinitions } from "./etcd.js";
 import { hardwareDefinitions } from "./hardware.js";
 import { kernelParamDefinitions } from "./kernel-params.js";
 import { kernelModuleDefinitions } from "./kernel-modules.js";
@@ -27,6 +28,7 @@ export const catalogDefinitions: readonly ResourceDefinition<never>[] = [
   ...kernelParamDefinitions,
   ...kernelModuleDefinitions,
   ...hostDnsDefinitions,
+  ...etcdDefinitions,
   ...kubernetesSecretsDefinitions,
   ...k8sManifestDefinitions,
   ...controlPlaneDefinitions,

@@ -1,0 +1,311 @@
+// A client of etcd's v3 gRPC API over mutual TLS (Talos's machined uses the admin certificate):
+// the KV, Cluster and Maintenance calls machined makes, answering with plain objects whose 64-bit
+// IDs are bigints. One endpoint per client, as Talos dials its local member; `firstAnswering`
+// walks a list of endpoints for the calls Talos makes against the whole control plane.
+import * as grpc from "@grpc/grpc-js";
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { BasaltError, ConflictError, InvalidInputError, NotFoundError, SystemError } from "../../errors.js";
+import { etcdService } from "./protos.js";
+
+/** The PEM material a client presents and trusts. */
+export interface EtcdTls {
+  ca: Buffer;
+  cert: Buffer;
+  key: Buffer;
+}
+
+/** Reads Talos's admin client credentials from an etcd PKI directory (ca.crt, admin.crt, admin.key). */
+export async function adminTls(pkiDir: string): Promise<EtcdTls> {
+  const [ca, cert, key] = await Promise.all(["ca.crt", "admin.crt", "admin.key"].map((f) => readFile(path.join(pkiDir, f))));
+  return { ca: ca!, cert: cert!, key: key! };
+}
+
+/** etcd answered a call with an error status; `details` is etcd's text (e.g. `etcdserver: member not found`). */
+export interface EtcdStatusFields {
+  call: string;
+  code: grpc.status;
+  details: string;
+}
+
+type Ctor = new (message: string, fields?: Record<string, unknown>, options?: { cause?: unknown }) => BasaltError;
+const byCode: Partial<Record<grpc.status, Ctor>> = {
+  [grpc.status.NOT_FOUND]: NotFoundError,
+  [grpc.status.INVALID_ARGUMENT]: InvalidInputError,
+  [grpc.status.FAILED_PRECONDITION]: ConflictError,
+};
+
+/** etcd's error texts callers act on (go.etcd.io/etcd/api/v3/v3rpc/rpctypes). */
+export const etcdErrors = {
+  memberNotFound: "etcdserver: member not found",
+  notLeader: "etcdserver: not leader",
+  unhealthy: "etcdserver: unhealthy cluster",
+  stopped: "etcdserver: server stopped",
+  permissionDenied: "etcdserver: permission denied",
+} as const;
+
+/** Whether `err` is etcd's answer `text` (one of etcdErrors). */
+export function isEtcdError(err: unknown, text: string): boolean {
+  return err instanceof BasaltError && err.fields.details === text;
+}
+
+function etcdError(call: string, err: grpc.ServiceError): BasaltError {
+  const Err = byCode[err.code] ?? SystemError;
+  const fields: EtcdStatusFields = { call, code: err.code, details: err.details };
+  // etcd's text is the whole story (the gRPC error would only repeat it); its code stays in the fields.
+  return new Err(err.details || err.message, { ...fields });
+}
+
+export interface ResponseHeader {
+  clusterId: bigint;
+  memberId: bigint;
+  revision: bigint;
+  raftTerm: bigint;
+}
+
+export interface EtcdMemberInfo {
+  id: bigint;
+  name: string;
+  peerURLs: string[];
+  clientURLs: string[];
+  isLearner: boolean;
+}
+
+export interface EtcdStatusInfo {
+  header: ResponseHeader;
+  version: string;
+  dbSize: bigint;
+  leader: bigint;
+  raftIndex: bigint;
+  raftTerm: bigint;
+  raftAppliedIndex: bigint;
+  errors: string[];
+  dbSizeInUse: bigint;
+  isLearner: boolean;
+}
+
+/** etcdserverpb.AlarmType numbers. */
+export type AlarmType = 0 | 1 | 2;
+export interface AlarmMember {
+  memberId: bigint;
+  alarm: AlarmType;
+}
+
+// Wire shapes (protos.ts: 64-bit integers as decimal strings).
+interface WireHeader {
+  cluster_id: string;
+  member_id: string;
+  revision: string;
+  raft_term: string;
+}
+interface WireMember {
+  ID: string;
+  name: string;
+  peerURLs: string[];
+  clientURLs: string[];
+  isLearner: boolean;
+}
+
+const header = (h: WireHeader | null | undefined): ResponseHeader => ({
+  clusterId: BigInt(h?.cluster_id ?? 0),
+  memberId: BigInt(h?.member_id ?? 0),
+  revision: BigInt(h?.revision ?? 0),
+  raftTerm: BigInt(h?.raft_term ?? 0),
+});
+const member = (m: WireMember): EtcdMemberInfo => ({ id: BigInt(m.ID), name: m.name, peerURLs: m.peerURLs, clientURLs: m.clientURLs, isLearner: m.isLearner });
+
+type Unary = (req: object, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: unknown) => void) => grpc.ClientUnaryCall;
+type ServerStream = (req: object, md: grpc.Metadata, opts: grpc.CallOptions) => grpc.ClientReadableStream<unknown>;
+type Stub = Record<string, unknown>;
+
+export interface EtcdClientOptions {
+  /** Each unary call's deadline (Talos: the API call's own context; etcd's quorum check 15 s). */
+  callTimeoutMs?: number;
+  /** Refuse calls while the member has no leader (clientv3.WithRequireLeader). */
+  requireLeader?: boolean;
+}
+
+/** `host:port` of an etcd URL (`https://10.0.0.1:2379`), or the endpoint as given. */
+export function endpointOf(urlOrEndpoint: string): string {
+  if (!urlOrEndpoint.includes("://")) return urlOrEndpoint;
+  return new URL(urlOrEndpoint).host;
+}
+
+export class EtcdClient {
+  private readonly channel: grpc.Channel;
+  private readonly stubs = new Map<string, Stub>();
+
+  constructor(
+    readonly endpoint: string,
+    tls: EtcdTls,
+    private readonly opts: EtcdClientOptions = {},
+  ) {
+    this.channel = new grpc.Channel(endpointOf(endpoint), grpc.credentials.createSsl(tls.ca, tls.key, tls.cert), {
+      "grpc.max_receive_message_length": 64 * 1024 * 1024,
+    });
+  }
+
+  close(): void {
+    this.channel.close();
+    this.stubs.clear();
+  }
+
+  private stub(service: string): Stub {
+    let s = this.stubs.get(service);
+    if (!s) {
+      const Ctor = grpc.makeGenericClientConstructor(etcdService(service), service);
+      // The generic constructor's instances carry one method per RPC; Stub names that shape.
+      s = new Ctor(this.endpoint, grpc.credentials.createInsecure(), { channelOverride: this.channel }) as unknown as Stub;
+      this.stubs.set(service, s);
+    }
+    return s;
+  }
+
+  private metadata(): grpc.Metadata {
+    const md = new grpc.Metadata();
+    if (this.opts.requireLeader) md.set("hasleader", "true");
+    return md;
+  }
+
+  private unary<T>(service: string, method: string, req: object): Promise<T> {
+    const s = this.stub(service);
+    const fn = s[method] as Unary;
+    const deadline = new Date(Date.now() + (this.opts.callTimeoutMs ?? 30_000));
+    return new Promise((resolve, reject) => {
+      fn.call(s, req, this.metadata(), { deadline }, (err, res) => {
+        // The response is the decoded message of agent/etcd-api declared for this method; T names it.
+        if (err) reject(etcdError(`${service}.${method}`, err));
+        else resolve(res as T);
+      });
+    });
+  }
+
+  async get(key: string): Promise<{ header: ResponseHeader; value: Buffer | undefined }> {
+    const res = await this.unary<{ header: WireHeader; kvs: { value: Buffer }[] }>("KV", "Range", { key: Buffer.from(key) });
+    return { header: header(res.header), value: res.kvs[0]?.value };
+  }
+
+  async put(key: string, value: Buffer | string): Promise<ResponseHeader> {
+    const res = await this.unary<{ header: WireHeader }>("KV", "Put", { key: Buffer.from(key), value: Buffer.from(value) });
+    return header(res.header);
+  }
+
+  async memberList(): Promise<{ header: ResponseHeader; members: EtcdMemberInfo[] }> {
+    const res = await this.unary<{ header: WireHeader; members: WireMember[] }>("Cluster", "MemberList", { linearizable: true });
+    return { header: header(res.header), members: res.members.map(member) };
+  }
+
+  async memberAdd(peerURLs: string[], isLearner: boolean): Promise<{ member: EtcdMemberInfo; members: EtcdMemberInfo[] }> {
+    const res = await this.unary<{ member: WireMember; members: WireMember[] }>("Cluster", "MemberAdd", { peerURLs, isLearner });
+    return { member: member(res.member), members: res.members.map(member) };
+  }
+
+  async memberRemove(id: bigint): Promise<EtcdMemberInfo[]> {
+    const res = await this.unary<{ members: WireMember[] }>("Cluster", "MemberRemove", { ID: id.toString() });
+    return res.members.map(member);
+  }
+
+  async memberPromote(id: bigint): Promise<EtcdMemberInfo[]> {
+    const res = await this.unary<{ members: WireMember[] }>("Cluster", "MemberPromote", { ID: id.toString() });
+    return res.members.map(member);
+  }
+
+  async status(): Promise<EtcdStatusInfo> {
+    const r = await this.unary<Record<string, string | string[] | boolean> & { header: WireHeader }>("Maintenance", "Status", {});
+    const n = (k: string) => BigInt(r[k] as string);
+    return {
+      header: header(r.header),
+      version: r.version as string,
+      dbSize: n("dbSize"),
+      leader: n("leader"),
+      raftIndex: n("raftIndex"),
+      raftTerm: n("raftTerm"),
+      raftAppliedIndex: n("raftAppliedIndex"),
+      errors: r.errors as string[],
+      dbSizeInUse: n("dbSizeInUse"),
+      isLearner: r.isLearner as boolean,
+    };
+  }
+
+  private async alarm(action: 0 | 2, req: { memberID?: bigint; alarm?: AlarmType } = {}): Promise<{ header: ResponseHeader; alarms: AlarmMember[] }> {
+    const res = await this.unary<{ header: WireHeader; alarms: { memberID: string; alarm: AlarmType }[] }>("Maintenance", "Alarm", {
+      action,
+      memberID: (req.memberID ?? 0n).toString(),
+      alarm: req.alarm ?? 0,
+    });
+    return { header: header(res.header), alarms: res.alarms.map((a) => ({ memberId: BigInt(a.memberID), alarm: a.alarm })) };
+  }
+
+  /** AlarmRequest GET: every active alarm of the cluster. */
+  alarmList(): Promise<{ header: ResponseHeader; alarms: AlarmMember[] }> {
+    return this.alarm(0);
+  }
+
+  /** AlarmRequest DEACTIVATE of `alarm` (0 NONE with member 0: what clientv3.AlarmDisarm(&AlarmMember{}) sends). */
+  alarmDisarm(alarm: AlarmMember = { memberId: 0n, alarm: 0 }): Promise<{ header: ResponseHeader; alarms: AlarmMember[] }> {
+    return this.alarm(2, { memberID: alarm.memberId, alarm: alarm.alarm });
+  }
+
+  /** The ID of the member answering (Talos reads it from an AlarmList header). */
+  async memberId(): Promise<bigint> {
+    return (await this.alarmList()).header.memberId;
+  }
+
+  async defragment(): Promise<void> {
+    await this.unary("Maintenance", "Defragment", {});
+  }
+
+  async moveLeader(targetId: bigint): Promise<void> {
+    await this.unary("Maintenance", "MoveLeader", { targetID: targetId.toString() });
+  }
+
+  /** The member's backend database, streamed in etcd's chunks; the stream ends when `signal` aborts. */
+  async *snapshot(signal?: AbortSignal): AsyncGenerator<Buffer> {
+    const s = this.stub("Maintenance");
+    const call = (s.Snapshot as ServerStream).call(s, {}, this.metadata(), {});
+    const abort = () => call.cancel();
+    signal?.addEventListener("abort", abort, { once: true });
+    try {
+      for await (const msg of call) yield (msg as { blob: Buffer }).blob;
+    } catch (err) {
+      throw typeof (err as grpc.ServiceError).code === "number" ? etcdError("Maintenance.Snapshot", err as grpc.ServiceError) : err;
+    } finally {
+      signal?.removeEventListener("abort", abort);
+      call.cancel();
+    }
+  }
+
+  /**
+   * Talos's quorum check: a linearizable read of key `health`; any answer, even permission
+   * denied (the request went through consensus), means quorum.
+   */
+  async validateQuorum(): Promise<void> {
+    try {
+      await this.get("health");
+    } catch (err) {
+      if (!isEtcdError(err, etcdErrors.permissionDenied)) throw err;
+    }
+  }
+}
+
+/**
+ * Runs `fn` with a client of each endpoint in turn until one answers (a call failing as
+ * unreachable moves on; etcd's own refusals end the walk), closing every client it made.
+ */
+export async function firstAnswering<T>(endpoints: readonly string[], tls: EtcdTls, opts: EtcdClientOptions, fn: (c: EtcdClient) => Promise<T>): Promise<T> {
+  if (endpoints.length === 0) throw new NotFoundError("no controlplane endpoints discovered yet");
+  let last: unknown;
+  for (const endpoint of endpoints) {
+    const client = new EtcdClient(endpoint, tls, opts);
+    try {
+      return await fn(client);
+    } catch (err) {
+      last = err;
+      const code = err instanceof BasaltError ? err.fields.code : undefined;
+      if (code !== grpc.status.UNAVAILABLE && code !== grpc.status.DEADLINE_EXCEEDED) throw err;
+    } finally {
+      client.close();
+    }
+  }
+  throw last;
+}
