@@ -41,6 +41,9 @@ const result = await build({
   // Dependencies written for CommonJS call require(); give the ESM bundle one.
   banner: { js: 'import { createRequire as __basaltCreateRequire } from "node:module"; const require = __basaltCreateRequire(import.meta.url);' },
   plugins: [netlinkAddon(), builtinsThroughRequire()],
+  // dbus-next's client reads an X11 session's bus address through the optional `x11` package; the node's bus is
+  // machined's own and never asks, so the require stays unresolved and is never reached.
+  external: ["x11"],
 });
 fs.writeFileSync(path.join(outdir, "meta.json"), JSON.stringify(result.metafile));
 
