@@ -4,13 +4,14 @@
 // assembles the images and pushes them; each is read back with our OCI client and checked
 // against the archive it was pushed from and the binary it was built from.
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
+import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
 import { gunzipSync } from "node:zlib";
 import { RepositoryClient } from "../../agent/src/oci/client.js";
@@ -26,6 +27,8 @@ const canRun = fs.existsSync(registryBinary) && hasGo;
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "basalt-k8s-images-"));
 let registry: TestRegistry;
 let scriptOutput = "";
+const run = promisify(execFile);
+const canRunContainers = fs.existsSync("/usr/bin/containerd") && fs.existsSync("/usr/bin/ctr") && fs.existsSync("/usr/bin/runc");
 
 const sha256 = (b: Buffer) => `sha256:${createHash("sha256").update(b).digest("hex")}`;
 
@@ -49,11 +52,11 @@ describe("npm run k8s-images against docker-registry", { skip: !canRun && "docke
   before(
     async () => {
       registry = await startRegistry(path.join(work, "registry"), { plain: true });
-      const run = await promisify(execFile)("bash", ["scripts/k8s-images.sh", "--push", registry.host, "--arch", "amd64", "--only", "etcd,pause", "--insecure"], {
+      const script = await run("bash", ["scripts/k8s-images.sh", "--push", registry.host, "--arch", "amd64", "--only", "etcd,pause", "--insecure"], {
         cwd: repo,
         maxBuffer: 64 * 1024 * 1024,
       });
-      scriptOutput = run.stdout;
+      scriptOutput = script.stdout;
     },
     { timeout: 60 * 60 * 1000 },
   );
@@ -102,4 +105,45 @@ describe("npm run k8s-images against docker-registry", { skip: !canRun && "docke
       assert.ok((await readMember(tarFile, member)).equals(fs.readFileSync(path.join(repo, "_out/k8s/amd64", name))));
     });
   }
+
+  describe("in real containerd", { skip: !canRunContainers && "containerd, ctr or runc is not installed" }, () => {
+    const dir = path.join(work, "containerd");
+    const sock = path.join(dir, "containerd.sock");
+    let containerd: ChildProcess;
+    const ctr = (...args: string[]) => run("ctr", ["--address", sock, ...args], { maxBuffer: 16 * 1024 * 1024 });
+
+    before(async () => {
+      fs.mkdirSync(dir, { recursive: true });
+      const config = path.join(dir, "config.toml");
+      fs.writeFileSync(config, ["version = 2", `root = "${dir}/root"`, `state = "${dir}/state"`, 'disabled_plugins = ["io.containerd.grpc.v1.cri"]', "[grpc]", `  address = "${sock}"`, ""].join("\n"));
+      containerd = spawn("/usr/bin/containerd", ["--config", config], { stdio: "ignore" });
+      // Ready when it answers on its socket; bounded, so a containerd that never comes up fails the suite.
+      for (let i = 0; ; i++) {
+        const up = await ctr("version").then(() => true, () => false);
+        if (up) break;
+        if (i === 100) throw new Error("containerd did not answer on its socket in 20 s");
+        await sleep(200);
+      }
+    });
+    after(async () => {
+      if (!containerd || containerd.exitCode !== null) return;
+      const exited = new Promise((resolve) => containerd.once("exit", resolve));
+      containerd.kill();
+      await exited;
+    });
+
+    it("pulls the pushed etcd image over plain HTTP and runs /usr/local/bin/etcd from it", async () => {
+      const image = `${registry.host}/${expected.etcd.repository}:${expected.etcd.tag}`;
+      await ctr("image", "pull", "--plain-http", image);
+      const { stdout } = await ctr("run", "--rm", image, "basalt-etcd-version", "/usr/local/bin/etcd", "--version");
+      assert.match(stdout, /^etcd Version: 3\.5\.13$/m);
+    });
+
+    it("pulls the pushed pause image and runs /pause from it", async () => {
+      const image = `${registry.host}/${expected.pause.repository}:${expected.pause.tag}`;
+      await ctr("image", "pull", "--plain-http", image);
+      const { stdout } = await ctr("run", "--rm", image, "basalt-pause-version", "/pause", "-v");
+      assert.equal(stdout.trim(), "pause 3.6");
+    });
+  });
 });
