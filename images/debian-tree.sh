@@ -25,7 +25,11 @@ if [ "$arch" != "$(dpkg --print-architecture)" ] && ! dpkg --print-foreign-archi
   apt-get update -q >&2
 fi
 missing=()
-for p in $packages; do compgen -G "$debs/${p}_*.deb" >/dev/null || missing+=("$p:$arch"); done
+for p in $packages; do
+  compgen -G "$debs/${p}_*.deb" >/dev/null && continue
+  # A package for every architecture (netbase) has no candidate as p:<arch>.
+  if [ "$(apt-cache show --no-all-versions "$p" | sed -n 's/^Architecture: //p' | head -n1)" = all ]; then missing+=("$p"); else missing+=("$p:$arch"); fi
+done
 if [ ${#missing[@]} -gt 0 ]; then
   (cd "$debs" && apt-get download -q "${missing[@]}" >&2) || { apt-get update -q >&2 && (cd "$debs" && apt-get download -q "${missing[@]}" >&2); }
 fi
