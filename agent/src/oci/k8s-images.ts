@@ -42,12 +42,12 @@ export interface KubernetesImage {
   config: RuntimeConfig;
 }
 
-const path_ = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-const certs = "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt";
+const pathEnv = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+const certsEnv = "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt";
 
 function controlPlane(name: string): KubernetesImage {
   // Upstream runs these under go-runner, which only redirects logs; Talos's static pods exec the binary itself.
-  return { name, reference: `registry.k8s.io/${name}:${kubernetesVersion}`, binaryPath: `/usr/local/bin/${name}`, config: { Entrypoint: [`/usr/local/bin/${name}`], Env: [path_, certs] } };
+  return { name, reference: `registry.k8s.io/${name}:${kubernetesVersion}`, binaryPath: `/usr/local/bin/${name}`, config: { Entrypoint: [`/usr/local/bin/${name}`], Env: [pathEnv, certsEnv] } };
 }
 
 export const kubernetesImages: readonly KubernetesImage[] = [
@@ -56,7 +56,7 @@ export const kubernetesImages: readonly KubernetesImage[] = [
     reference: `ghcr.io/siderolabs/kubelet:${kubernetesVersion}`,
     binaryPath: "/usr/local/bin/kubelet",
     debianTree: "kubelet",
-    config: { Entrypoint: ["/usr/local/bin/kubelet"], Env: [path_, certs] },
+    config: { Entrypoint: ["/usr/local/bin/kubelet"], Env: [pathEnv, certsEnv] },
   },
   { ...controlPlane("kube-apiserver"), bindsLowPorts: true },
   controlPlane("kube-controller-manager"),
@@ -67,20 +67,20 @@ export const kubernetesImages: readonly KubernetesImage[] = [
     reference: `gcr.io/etcd-development/etcd:${etcdVersion}`,
     binaryPath: "/usr/local/bin/etcd",
     dirs: ["var/etcd", "var/lib/etcd"],
-    config: { Cmd: ["/usr/local/bin/etcd"], Env: [path_, certs], WorkingDir: "/var/lib/etcd/", ExposedPorts: { "2379/tcp": {}, "2380/tcp": {} } },
+    config: { Cmd: ["/usr/local/bin/etcd"], Env: [pathEnv, certsEnv], WorkingDir: "/var/lib/etcd/", ExposedPorts: { "2379/tcp": {}, "2380/tcp": {} } },
   },
   {
     name: "coredns",
     reference: `registry.k8s.io/coredns/coredns:${coreDNSVersion}`,
     binaryPath: "/coredns",
     bindsLowPorts: true,
-    config: { Entrypoint: ["/coredns"], User: "65532:65532", Env: [path_, certs], ExposedPorts: { "53/tcp": {}, "53/udp": {} } },
+    config: { Entrypoint: ["/coredns"], User: "65532:65532", Env: [pathEnv, certsEnv], ExposedPorts: { "53/tcp": {}, "53/udp": {} } },
   },
   {
     name: "pause",
     reference: `registry.k8s.io/pause:${pauseVersion}`,
     binaryPath: "/pause",
-    config: { Entrypoint: ["/pause"], User: "65535:65535", Env: [path_] },
+    config: { Entrypoint: ["/pause"], User: "65535:65535", Env: [pathEnv] },
   },
 ];
 
@@ -149,13 +149,13 @@ export interface BuiltImages {
 /** Builds every image in `images` for every arch in `archs` from `inputs`; layer files go to `work`. */
 export async function buildKubernetesImages(inputs: string, work: string, images: readonly KubernetesImage[], archs: readonly ImageArch[]): Promise<BuiltImages> {
   await fs.mkdir(work, { recursive: true });
-  const need = async (file: string, what: string) => {
+  const requireInput = async (file: string, what: string) => {
     await fs.access(file).catch((err: unknown) => {
       throw new InvalidInputError(`${what} is missing: ${file}`, { file }, { cause: err });
     });
     return file;
   };
-  const caBundle = await need(path.join(inputs, "ca-certificates.crt"), "the CA bundle");
+  const caBundle = await requireInput(path.join(inputs, "ca-certificates.crt"), "the CA bundle");
   const base = await buildLayer(path.join(work, "base.layer"), baseEntries(caBundle), { gzip: true });
   const debianLayers = new Map<string, BuiltLayer>();
   const out: BuiltImages = { images: [], blobs: [] };
@@ -167,13 +167,13 @@ export async function buildKubernetesImages(inputs: string, work: string, images
         const key = `${arch}/${image.debianTree}`;
         let layer = debianLayers.get(key);
         if (!layer) {
-          const tree = await need(path.join(inputs, arch, "debian", image.debianTree), `the Debian tree for ${image.name} (${arch})`);
+          const tree = await requireInput(path.join(inputs, arch, "debian", image.debianTree), `the Debian tree for ${image.name} (${arch})`);
           layer = await buildLayer(path.join(work, `debian-${image.debianTree}-${arch}.layer`), await treeEntries(tree), { gzip: true });
           debianLayers.set(key, layer);
         }
         layers.push(layer);
       }
-      const binary = await need(path.join(inputs, arch, image.name), `${image.name} for ${arch}`);
+      const binary = await requireInput(path.join(inputs, arch, image.name), `${image.name} for ${arch}`);
       layers.push(await buildLayer(path.join(work, `${image.name}-${arch}.layer`), programEntries(image, binary), { gzip: true }));
       platforms.push({ arch, layers, config: image.config });
     }
