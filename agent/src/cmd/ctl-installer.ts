@@ -5,13 +5,13 @@ import { promises as fs } from "node:fs";
 import path from "node:path";
 import { InvalidInputError } from "../errors.js";
 import { RepositoryClient } from "../oci/client.js";
-import { registryEndpoints } from "../oci/hosts.js";
+import { registryEndpoints, type RegistryEndpoint } from "../oci/hosts.js";
 import { buildInstallerArchive, type InstallerArch, type InstallerPlatform } from "../oci/installer.js";
 import { LayoutArchive } from "../oci/layout.js";
 import { parseImageReference } from "../oci/reference.js";
 import { contractTag } from "../machined/version.js";
 import type { CtlIO } from "./ctl-gen.js";
-import { parseFlags } from "../flags.js";
+import { parseFlags, type ParsedArgs } from "../flags.js";
 
 /** installer build --output F [--version V] --platform arch=KERNEL,INITRAMFS [--platform ...] */
 export async function installerBuild(argv: string[], io: CtlIO): Promise<void> {
@@ -31,26 +31,33 @@ export async function installerBuild(argv: string[], io: CtlIO): Promise<void> {
   io.out(`${out}: ${platforms.map((p) => p.arch).join(", ")}, ${(await fs.stat(out)).size} bytes`);
 }
 
+/** The endpoint of a registry named host[:port], plain HTTP with --insecure, with --ca and --username/--password applied. */
+export async function registryEndpointFor(host: string, flags: ParsedArgs["flags"], io: CtlIO): Promise<RegistryEndpoint> {
+  const endpoint = `${flags.insecure === true ? "http" : "https"}://${host}`;
+  const [target] = registryEndpoints(
+    {
+      mirrors: { [host]: { endpoints: [endpoint] } },
+      config: {
+        [host]: {
+          ...(typeof flags.ca === "string" ? { tls: { ca: await fs.readFile(path.resolve(io.cwd(), flags.ca), "utf8") } } : {}),
+          ...(typeof flags.username === "string" ? { auth: { username: flags.username, password: typeof flags.password === "string" ? flags.password : "" } } : {}),
+        },
+      },
+    },
+    host,
+  );
+  // registryEndpoints gives one endpoint per mirror endpoint, and the mirror above has one.
+  return target!;
+}
+
 /** installer push ARCHIVE REGISTRY/REPO:TAG [--insecure] (plain HTTP) [--ca F] [--username U --password P] */
 export async function installerPush(argv: string[], io: CtlIO): Promise<void> {
   const { flags, positional } = parseFlags(argv, { insecure: "boolean", ca: "string", username: "string", password: "string" });
   const [archive, image] = positional;
   if (!archive || !image) throw new InvalidInputError("installer push needs ARCHIVE and REGISTRY/REPO:TAG");
   const ref = parseImageReference(image);
-  const endpoint = `${flags.insecure === true ? "http" : "https"}://${ref.host}`;
-  const [target] = registryEndpoints(
-    {
-      mirrors: { [ref.host]: { endpoints: [endpoint] } },
-      config: {
-        [ref.host]: {
-          ...(typeof flags.ca === "string" ? { tls: { ca: await fs.readFile(path.resolve(io.cwd(), flags.ca), "utf8") } } : {}),
-          ...(typeof flags.username === "string" ? { auth: { username: flags.username, password: typeof flags.password === "string" ? flags.password : "" } } : {}),
-        },
-      },
-    },
-    ref.host,
-  );
+  const target = await registryEndpointFor(ref.host, flags, io);
   const layout = await LayoutArchive.open(path.resolve(io.cwd(), archive));
-  const digest = await layout.push(new RepositoryClient(target!, ref.repository), ref.tag ?? "latest");
+  const digest = await layout.push(new RepositoryClient(target, ref.repository), ref.tag ?? "latest");
   io.out(`${ref.host}/${ref.repository}:${ref.tag ?? "latest"}@${digest}`);
 }

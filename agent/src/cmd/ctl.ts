@@ -6,6 +6,7 @@ import { InvalidInputError } from "../errors.js";
 import { genConfig, genSecrets, type CtlIO } from "./ctl-gen.js";
 import { genCA, genCrt, genCSR, genKey, genKeypair } from "./ctl-gen-pki.js";
 import { installerBuild, installerPush } from "./ctl-installer.js";
+import { k8sImagesBuild, k8sImagesPush } from "./ctl-k8s-images.js";
 
 type Handler = (argv: string[], io: CtlIO) => Promise<void>;
 
@@ -27,6 +28,8 @@ const commands: { path: string[]; usage: string; run: Handler }[] = [
   { path: ["gen", "keypair"], usage: "gen keypair --organization O [--ip IP]", run: genKeypair },
   { path: ["installer", "build"], usage: "installer build --output F [--version V] --platform amd64=VMLINUZ,INITRAMFS [--platform arm64=…]", run: installerBuild },
   { path: ["installer", "push"], usage: "installer push ARCHIVE REGISTRY/REPO:TAG [--insecure (plain HTTP)] [--ca F] [--username U --password P]", run: installerPush },
+  { path: ["k8s-images", "build"], usage: "k8s-images build --inputs DIR --output F [--arch amd64,arm64] [--only etcd,pause]", run: k8sImagesBuild },
+  { path: ["k8s-images", "push"], usage: "k8s-images push ARCHIVE HOST:PORT [--insecure (plain HTTP)] [--ca F] [--username U --password P]", run: k8sImagesPush },
   ...callCommands,
 ];
 

@@ -10,13 +10,14 @@ import { pipeline } from "node:stream/promises";
 import { randomBytes } from "node:crypto";
 import { describeError, InvalidInputError, NotFoundError } from "../errors.js";
 import type { Logger } from "../log.js";
-import { describeFile, RepositoryClient } from "./client.js";
+import { RepositoryClient } from "./client.js";
 import { RegistryError } from "./errors.js";
 import { registryEndpoints, type RegistriesConfig } from "./hosts.js";
-import { jsonBlob, writeLayoutArchive, type LayoutBlob } from "./layout.js";
-import { MediaType, selectPlatform, type Descriptor, type ImageManifest } from "./manifest.js";
+import { assembleIndex, buildLayer, type PlatformImage } from "./image.js";
+import { writeLayoutArchive } from "./layout.js";
+import { selectPlatform, type ImageManifest } from "./manifest.js";
 import { manifestReference, parseImageReference, formatImageReference } from "./reference.js";
-import { listTar, memberStream, writeTar } from "./tar.js";
+import { listTar, memberStream } from "./tar.js";
 
 export type InstallerArch = "amd64" | "arm64";
 
@@ -36,30 +37,28 @@ function installDir(arch: InstallerArch): string {
 
 /** Writes the installer archive for one or more architectures; `version` tags it. */
 export async function buildInstallerArchive(out: string, version: string, platforms: InstallerPlatform[]): Promise<void> {
-  const blobs: LayoutBlob[] = [];
-  const manifests: Descriptor[] = [];
+  const images: PlatformImage[] = [];
   const scratch: string[] = [];
   try {
     for (const p of platforms) {
       const dir = installDir(p.arch);
       const layerFile = `${out}.${p.arch}.layer`;
       scratch.push(layerFile);
-      await writeTar(layerFile, [
-        { name: "usr" },
-        { name: "usr/install" },
-        { name: dir },
-        { name: `${dir}/${installerFiles.kernel}`, content: { file: p.kernel } },
-        { name: `${dir}/${installerFiles.initramfs}`, content: { file: p.initramfs } },
-      ]);
-      const layer: Descriptor = { mediaType: MediaType.ociLayer, ...(await describeFile(layerFile)) };
-      const config = jsonBlob(MediaType.ociConfig, { architecture: p.arch, os: "linux", config: { Labels: { "org.opencontainers.image.version": version } }, rootfs: { type: "layers", diff_ids: [layer.digest] } });
-      const manifest = jsonBlob(MediaType.ociManifest, { schemaVersion: 2, mediaType: MediaType.ociManifest, config: config.descriptor, layers: [layer] }, { platform: { architecture: p.arch, os: "linux" } });
-      blobs.push({ descriptor: layer, content: { file: layerFile } }, config, manifest);
-      manifests.push(manifest.descriptor);
+      const layer = await buildLayer(
+        layerFile,
+        [
+          { name: "usr" },
+          { name: "usr/install" },
+          { name: dir },
+          { name: `${dir}/${installerFiles.kernel}`, content: { file: p.kernel } },
+          { name: `${dir}/${installerFiles.initramfs}`, content: { file: p.initramfs } },
+        ],
+        { gzip: false },
+      );
+      images.push({ arch: p.arch, layers: [layer], config: { Labels: { "org.opencontainers.image.version": version } } });
     }
-    const index = jsonBlob(MediaType.ociIndex, { schemaVersion: 2, mediaType: MediaType.ociIndex, manifests });
-    blobs.push(index);
-    await writeLayoutArchive(out, index.descriptor, version, blobs);
+    const { index, blobs } = assembleIndex(images);
+    await writeLayoutArchive(out, [{ top: index.descriptor, refName: version }], blobs);
   } finally {
     for (const f of scratch) await fs.rm(f, { force: true });
   }

@@ -17,9 +17,15 @@ export interface LayoutBlob {
   content: Buffer | { file: string };
 }
 
-/** Writes an archive whose index.json names `top` (tagged `refName`), holding `blobs`. */
-export async function writeLayoutArchive(out: string, top: Descriptor, refName: string, blobs: LayoutBlob[]): Promise<void> {
-  const index = { schemaVersion: 2, mediaType: MediaType.ociIndex, manifests: [{ ...top, annotations: { ...top.annotations, [refNameAnnotation]: refName } }] };
+export interface LayoutImage {
+  top: Descriptor;
+  /** The image's name in index.json (org.opencontainers.image.ref.name). */
+  refName: string;
+}
+
+/** Writes an archive whose index.json names each image, holding `blobs` (each blob once, whoever shares it). */
+export async function writeLayoutArchive(out: string, images: LayoutImage[], blobs: LayoutBlob[]): Promise<void> {
+  const index = { schemaVersion: 2, mediaType: MediaType.ociIndex, manifests: images.map(({ top, refName }) => ({ ...top, annotations: { ...top.annotations, [refNameAnnotation]: refName } })) };
   const seen = new Set<string>();
   const entries: TarInput[] = [{ name: "blobs" }, { name: "blobs/sha256" }];
   for (const b of blobs) {

@@ -1,4 +1,5 @@
-// The tar subset OCI archives and layers need: ustar entries (files and directories)
+// The tar subset OCI archives and layers need: ustar entries (files, directories and
+// symlinks, a file's extended attributes in a pax record as containerd applies them)
 // written with zero times and owners so a rebuild gives the same digests, and an
 // index of a tar file's entries (offset and size) for reading members in place.
 
@@ -10,16 +11,23 @@ const block = 512;
 
 export interface TarInput {
   name: string;
-  /** Absent for a directory. */
+  /** Absent for a directory or a symlink. */
   content?: Buffer | { file: string };
+  /** A symlink's target. */
+  link?: string;
   mode?: number;
+  /** Extended attributes (e.g. security.capability), written as pax SCHILY.xattr records. */
+  xattrs?: Record<string, Buffer>;
 }
+
+type EntryType = "file" | "directory" | "symlink" | "pax";
+const typeflags: Record<EntryType, string> = { file: "0", directory: "5", symlink: "2", pax: "x" };
 
 function octal(n: number, width: number): string {
   return n.toString(8).padStart(width - 1, "0") + "\0";
 }
 
-function header(name: string, size: number, mode: number, dir: boolean): Buffer {
+function header(name: string, size: number, mode: number, type: EntryType, link = ""): Buffer {
   const h = Buffer.alloc(block);
   let prefix = "";
   let base = name;
@@ -36,7 +44,9 @@ function header(name: string, size: number, mode: number, dir: boolean): Buffer 
   h.write(octal(size, 12), 124);
   h.write(octal(0, 12), 136);
   h.write("        ", 148);
-  h.write(dir ? "5" : "0", 156);
+  h.write(typeflags[type], 156);
+  if (Buffer.byteLength(link) > 100) throw new InvalidInputError(`tar symlink target too long: ${name} -> ${link}`);
+  h.write(link, 157, 100);
   h.write("ustar\0" + "00", 257);
   h.write(prefix, 345, 155);
   let sum = 0;
@@ -49,15 +59,37 @@ function write(out: Writable, data: Buffer): Promise<void> {
   return new Promise((resolve, reject) => (out.write(data, (err) => (err ? reject(err) : resolve()))));
 }
 
+/** pax records "LEN SCHILY.xattr.NAME=VALUE\n", LEN counting the whole record in bytes (values may be binary). */
+function paxRecords(xattrs: Record<string, Buffer>): Buffer {
+  const records = Object.entries(xattrs).map(([name, value]) => {
+    const body = Buffer.concat([Buffer.from(` SCHILY.xattr.${name}=`), value, Buffer.from("\n")]);
+    // The length prefix counts its own digits: grow it until it is stable.
+    let len = body.length + 1;
+    while (String(len).length + body.length !== len) len = String(len).length + body.length;
+    return Buffer.concat([Buffer.from(String(len)), body]);
+  });
+  return Buffer.concat(records);
+}
+
 /** Writes a tar archive of `entries` in order to `file`. */
 export async function writeTar(file: string, entries: TarInput[]): Promise<void> {
   const out = createWriteStream(file);
   const closed = new Promise<void>((resolve, reject) => out.on("close", resolve).on("error", reject));
   try {
     for (const e of entries) {
+      if (e.xattrs && Object.keys(e.xattrs).length > 0) {
+        const pax = paxRecords(e.xattrs);
+        await write(out, header(`PaxHeaders/${e.name}`.slice(0, 100), pax.length, 0o644, "pax"));
+        await write(out, pax);
+        if (pax.length % block) await write(out, Buffer.alloc(block - (pax.length % block)));
+      }
+      if (e.link !== undefined) {
+        await write(out, header(e.name, 0, e.mode ?? 0o777, "symlink", e.link));
+        continue;
+      }
       const dir = e.content === undefined;
       const size = dir ? 0 : Buffer.isBuffer(e.content) ? e.content.length : (await fs.stat(e.content!.file)).size;
-      await write(out, header(dir ? e.name.replace(/\/?$/, "/") : e.name, size, e.mode ?? (dir ? 0o755 : 0o644), dir));
+      await write(out, header(dir ? e.name.replace(/\/?$/, "/") : e.name, size, e.mode ?? (dir ? 0o755 : 0o644), dir ? "directory" : "file"));
       if (Buffer.isBuffer(e.content)) await write(out, e.content);
       else if (e.content) for await (const chunk of createReadStream(e.content.file)) await write(out, chunk as Buffer);
       if (size % block) await write(out, Buffer.alloc(block - (size % block)));
@@ -71,11 +103,34 @@ export async function writeTar(file: string, entries: TarInput[]): Promise<void>
 
 export interface TarMember {
   name: string;
-  type: "file" | "directory" | "other";
+  type: "file" | "directory" | "symlink" | "other";
   /** Where the member's data starts in the archive. */
   offset: number;
   size: number;
+  mode: number;
+  /** A symlink's target. */
+  link?: string;
+  /** From pax SCHILY.xattr records. */
+  xattrs?: Record<string, Buffer>;
 }
+
+/** A pax extended header's records, keys to raw values (binary-safe: each record says its length). */
+function parsePax(pax: Buffer): Map<string, Buffer> {
+  const records = new Map<string, Buffer>();
+  let at = 0;
+  while (at < pax.length) {
+    const space = pax.indexOf(0x20, at);
+    const len = parseInt(pax.subarray(at, space).toString("ascii"), 10);
+    if (space < 0 || !Number.isSafeInteger(len) || len <= 0 || at + len > pax.length) throw new InvalidInputError(`bad pax record at byte ${at}`);
+    const record = pax.subarray(space + 1, at + len - 1);
+    const eq = record.indexOf(0x3d);
+    records.set(record.subarray(0, eq).toString("utf8"), record.subarray(eq + 1));
+    at += len;
+  }
+  return records;
+}
+
+const xattrPrefix = "SCHILY.xattr.";
 
 function field(h: Buffer, at: number, len: number): string {
   const s = h.subarray(at, at + len);
@@ -90,7 +145,7 @@ export async function listTar(file: string): Promise<TarMember[]> {
     const { size: total } = await fh.stat();
     const members: TarMember[] = [];
     let pos = 0;
-    let paxPath: string | undefined;
+    let pax = new Map<string, Buffer>();
     while (pos + block <= total) {
       const h = Buffer.alloc(block);
       await fh.read(h, 0, block, pos);
@@ -101,20 +156,25 @@ export async function listTar(file: string): Promise<TarMember[]> {
       const size = parseInt(field(h, 124, 12).trim() || "0", 8);
       const typeflag = String.fromCharCode(h[156]!);
       const prefix = field(h, 345, 155);
-      const name = paxPath ?? (prefix ? `${prefix}/${field(h, 0, 100)}` : field(h, 0, 100));
+      const name = pax.get("path")?.toString("utf8") ?? (prefix ? `${prefix}/${field(h, 0, 100)}` : field(h, 0, 100));
       const offset = pos + block;
       if (offset + size > total) throw new InvalidInputError(`${file}: tar member ${name} is truncated`, { file, member: name });
       pos = offset + Math.ceil(size / block) * block;
       if (typeflag === "x") {
-        const pax = Buffer.alloc(size);
-        await fh.read(pax, 0, size, offset);
-        paxPath = /(?:^|\n)\d+ path=([^\n]*)\n/.exec(pax.toString("utf8"))?.[1];
+        const body = Buffer.alloc(size);
+        await fh.read(body, 0, size, offset);
+        pax = parsePax(body);
         continue;
       }
-      paxPath = undefined;
+      const records = pax;
+      pax = new Map();
       if (typeflag === "g") continue;
-      const type = typeflag === "0" || typeflag === "\0" ? "file" : typeflag === "5" ? "directory" : "other";
-      members.push({ name: name.replace(/^\.\//, "").replace(/\/$/, ""), type, offset, size });
+      const type = typeflag === "0" || typeflag === "\0" ? "file" : typeflag === "5" ? "directory" : typeflag === "2" ? "symlink" : "other";
+      const member: TarMember = { name: name.replace(/^\.\//, "").replace(/\/$/, ""), type, offset, size, mode: parseInt(field(h, 100, 8).trim() || "0", 8) };
+      if (type === "symlink") member.link = records.get("linkpath")?.toString("utf8") ?? field(h, 157, 100);
+      const xattrs = [...records].filter(([k]) => k.startsWith(xattrPrefix));
+      if (xattrs.length > 0) member.xattrs = Object.fromEntries(xattrs.map(([k, v]) => [k.slice(xattrPrefix.length), v]));
+      members.push(member);
     }
     return members;
   } finally {
