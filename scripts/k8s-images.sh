@@ -31,7 +31,7 @@ ctl=(node dist/agent/src/cmd/main.js ctl)
 for arch in ${archs//,/ }; do
   for name in $names; do
     case "$name" in
-      pause) bash images/pause/build.sh "$arch" 3.6 ;;
+      pause) bash images/pause/build.sh "$arch" 3.8 ;;
       *) bash scripts/go-component.sh "$name" "$arch" ;;
     esac
     case "$name" in kubelet|kube-proxy) bash images/debian-tree.sh "$arch" "$name" ;; esac

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 arch=${1:-amd64}
-version=${2:-3.6}
+version=${2:-3.8}
 case "$arch" in
   amd64) cc=gcc strip=strip ;;
   arm64) cc=aarch64-linux-gnu-gcc strip=aarch64-linux-gnu-strip ;;

@@ -34,7 +34,7 @@ const sha256 = (b: Buffer) => `sha256:${createHash("sha256").update(b).digest("h
 
 const expected = {
   etcd: { reference: "gcr.io/etcd-development/etcd:v3.5.13", repository: "etcd-development/etcd", tag: "v3.5.13", binary: "usr/local/bin/etcd", config: { Cmd: ["/usr/local/bin/etcd"], WorkingDir: "/var/lib/etcd/" } },
-  pause: { reference: "registry.k8s.io/pause:3.6", repository: "pause", tag: "3.6", binary: "pause", config: { Entrypoint: ["/pause"], User: "65535:65535" } },
+  pause: { reference: "registry.k8s.io/pause:3.8", repository: "pause", tag: "3.8", binary: "pause", config: { Entrypoint: ["/pause"], User: "65535:65535" } },
 } as const;
 
 function client(repository: string): RepositoryClient {
@@ -143,7 +143,7 @@ describe("npm run k8s-images against docker-registry", { skip: !canRun && "docke
       const image = `${registry.host}/${expected.pause.repository}:${expected.pause.tag}`;
       await ctr("image", "pull", "--plain-http", image);
       const { stdout } = await ctr("run", "--rm", image, "basalt-pause-version", "/pause", "-v");
-      assert.equal(stdout.trim(), "pause 3.6");
+      assert.equal(stdout.trim(), "pause 3.8");
     });
   });
 });

@@ -1,7 +1,7 @@
 // The images a Kubernetes cluster of Basalt nodes pulls, named as Talos v1.7.6's
 // `talosctl image default` lists them (pkg/machinery/constants: the kubelet, control
 // plane, kube-proxy, etcd and CoreDNS images and versions; the pause tag is the
-// sandbox_image of Debian's containerd CRI config), assembled from binaries built
+// sandbox image the cri service configures, as Talos's containerd 1.7 names it), assembled from binaries built
 // here and files unpacked from Debian's packages.
 //
 // Inputs, per architecture, under one directory: <arch>/<program> (scripts/go-component.sh,
@@ -18,7 +18,7 @@ import type { TarInput } from "./tar.js";
 export const kubernetesVersion = "v1.30.3";
 export const etcdVersion = "v3.5.13";
 export const coreDNSVersion = "v1.11.1";
-export const pauseVersion = "3.6";
+export const pauseVersion = "3.8";
 
 export type ImageArch = "amd64" | "arm64";
 export const imageArchs: readonly ImageArch[] = ["amd64", "arm64"];

@@ -3,10 +3,9 @@
 // clientAuth, NotBefore 10 s in the past for clock skew) inside Talos's one-cluster,
 // one-user, one-context template.
 import { issueCertificate, loadCertificateAndKey } from "./certificates.js";
-import { hourMs } from "./lifetimes.js";
 
 /** 8760 h: Kubernetes certificates Talos issues itself, and the admin kubeconfig's default certLifetime. */
-export const kubernetesCertLifetimeMs = 8760 * hourMs;
+export { kubernetesCertLifetimeMs } from "./lifetimes.js";
 
 /** The client certificate's NotBefore lies this far before its issue time. */
 export const allowedTimeSkewMs = 10_000;

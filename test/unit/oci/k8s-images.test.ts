@@ -117,7 +117,7 @@ describe("the Kubernetes image catalog", () => {
       for (const name of ["pause", "kube-proxy"]) fs.writeFileSync(path.join(inputs, arch, name), `${name} for ${arch}`);
     }
     const built = await buildKubernetesImages(inputs, path.join(work, "build"), selectImages(["kube-proxy", "pause"]), ["amd64", "arm64"]);
-    assert.deepEqual(built.images.map((i) => i.refName), ["registry.k8s.io/kube-proxy:v1.30.3", "registry.k8s.io/pause:3.6"]);
+    assert.deepEqual(built.images.map((i) => i.refName), ["registry.k8s.io/kube-proxy:v1.30.3", "registry.k8s.io/pause:3.8"]);
     const archive = path.join(work, "images.tar");
     await writeLayoutArchive(archive, built.images, built.blobs);
     const layout = await LayoutArchive.open(archive);
@@ -131,7 +131,7 @@ describe("the Kubernetes image catalog", () => {
     };
     const proxyAmd64 = await layersOf("registry.k8s.io/kube-proxy:v1.30.3", 0);
     const proxyArm64 = await layersOf("registry.k8s.io/kube-proxy:v1.30.3", 1);
-    const pauseAmd64 = await layersOf("registry.k8s.io/pause:3.6", 0);
+    const pauseAmd64 = await layersOf("registry.k8s.io/pause:3.8", 0);
     assert.equal(proxyAmd64.length, 3);
     assert.equal(pauseAmd64.length, 2);
     // One base layer for every image and architecture; the Debian layer differs per architecture.

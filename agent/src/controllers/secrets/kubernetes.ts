@@ -1,4 +1,4 @@
-import { kubernetesCertLifetimeMs } from "../../pki/kubeconfig.js";
+import { kubernetesCertLifetimeMs } from "../../pki/lifetimes.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
 import {
   KubernetesCertSANsId,
@@ -14,7 +14,6 @@ import {
 } from "../../resources/catalog/k8s-secrets.js";
 import { RUNTIME_NAMESPACE, TimeStatusType, type TimeStatusSpec } from "../../resources/catalog/runtime.js";
 import { CertSANType, SECRETS_NAMESPACE, type CertSANSpec } from "../../resources/catalog/secrets.js";
-import { issueControlPlaneKubeconfigs, issueDynamicCerts } from "./kubernetes-issue.js";
 
 /** Talos renews the 1-year Kubernetes certificates at half-life. */
 export const kubernetesRenewMs = kubernetesCertLifetimeMs / 2;
@@ -79,6 +78,8 @@ export class KubernetesController implements Controller {
     }
     const key = JSON.stringify(root);
     if (ctx.get(SECRETS_NAMESPACE, KubernetesSecretsType, KubernetesSecretsId) && this.renewal.fresh(ctx, key)) return;
+    // @peculiar/x509 loads with the first issue on a control plane, not on every machined start.
+    const { issueControlPlaneKubeconfigs } = await import("./kubernetes-issue.js");
     const spec = await issueControlPlaneKubeconfigs(root, root.issuingCA);
     ctx.modify<KubernetesCertsSpec>(SECRETS_NAMESPACE, KubernetesSecretsType, KubernetesSecretsId, () => spec);
     this.renewal.record(ctx, key);
@@ -115,6 +116,7 @@ export class KubernetesDynamicCertsController implements Controller {
     }
     const key = JSON.stringify({ issuingCA: root.issuingCA, aggregatorCA: root.aggregatorCA, sans });
     if (ctx.get(SECRETS_NAMESPACE, KubernetesDynamicCertsType, KubernetesDynamicCertsId) && this.renewal.fresh(ctx, key)) return;
+    const { issueDynamicCerts } = await import("./kubernetes-issue.js");
     const spec = await issueDynamicCerts(root.issuingCA, root.aggregatorCA, sans);
     ctx.modify<KubernetesDynamicCertsSpec>(SECRETS_NAMESPACE, KubernetesDynamicCertsType, KubernetesDynamicCertsId, () => spec);
     this.renewal.record(ctx, key);
