@@ -3,9 +3,9 @@
 // is reported while the others apply. Skipped when the kube-apiserver binary is absent.
 
 import assert from "node:assert/strict";
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -29,21 +29,9 @@ import { generateSelfSignedCA, issueCertificate, renderKubeconfig } from "../../
 import { KubernetesSecretsId, KubernetesSecretsType } from "../../agent/src/resources/catalog/k8s-secrets.js";
 import { SECRETS_NAMESPACE } from "../../agent/src/resources/catalog/secrets.js";
 import { logger } from "../../agent/src/log.js";
+import { goProgram } from "./helpers/go-programs.js";
 import { defaultClusterChecks, runChecks, type CheckContext, type NodeReader } from "../../agent/src/machined/health/checks.js";
 
-const repo = path.resolve(import.meta.dirname, "../../..");
-/** The first of `candidates` that exists (the repository's own _out, then a checkout beside it, then the main tree's). */
-const firstExisting = (candidates: string[]): string | undefined => candidates.find((p) => existsSync(p));
-const apiserverBin = firstExisting([process.env.KUBE_APISERVER_BIN ?? "", path.join(repo, "_out/k8s/amd64/kube-apiserver"), path.resolve(repo, "../images/_out/k8s/amd64/kube-apiserver")]);
-const skip = apiserverBin ? false : "kube-apiserver v1.30.3 is not built (looked in _out/k8s/amd64 and ../images/_out/k8s/amd64; KUBE_APISERVER_BIN overrides)";
-
-/** etcd v3.5.13 from the repository's build (built by its script when absent), or ETCD_BIN. */
-function etcdBinary(): string {
-  const built = path.join(repo, "_out/k8s/amd64/etcd");
-  if (process.env.ETCD_BIN) return process.env.ETCD_BIN;
-  if (!existsSync(built)) execFileSync("bash", ["scripts/go-component.sh", "etcd", "amd64"], { cwd: repo, stdio: "inherit" });
-  return built;
-}
 
 /** Resolves once ManifestStatus exists, on its creation event. */
 async function statusCreated(state: ResourceState): Promise<void> {
@@ -113,7 +101,7 @@ let server = "";
 let ca: Awaited<ReturnType<typeof generateSelfSignedCA>>;
 let admin: Awaited<ReturnType<typeof issueCertificate>>;
 
-describe("bootstrap manifests against a real kube-apiserver and etcd", { skip, timeout: 300_000 }, () => {
+describe("bootstrap manifests against a real kube-apiserver and etcd", { timeout: 1_800_000 }, () => {
   before(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), "manifest-apply-"));
     ca = await generateSelfSignedCA({ commonName: "kubernetes", algorithm: "ecdsa-p256" });
@@ -122,8 +110,8 @@ describe("bootstrap manifests against a real kube-apiserver and etcd", { skip, t
     const sa = generateKeyPairSync("ec", { namedCurve: "P-256" });
     const file = (name: string, text: string): string => (writeFileSync(path.join(dir, name), text), path.join(dir, name));
     const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
-    start(etcdBinary(), ["--data-dir", path.join(dir, "etcd"), "--listen-client-urls", `http://127.0.0.1:${etcdPort}`, "--advertise-client-urls", `http://127.0.0.1:${etcdPort}`, "--listen-peer-urls", `http://127.0.0.1:${peerPort}`, "--initial-advertise-peer-urls", `http://127.0.0.1:${peerPort}`, "--initial-cluster", `default=http://127.0.0.1:${peerPort}`], procs, out);
-    start(apiserverBin!, [
+    start(goProgram("etcd"), ["--data-dir", path.join(dir, "etcd"), "--listen-client-urls", `http://127.0.0.1:${etcdPort}`, "--advertise-client-urls", `http://127.0.0.1:${etcdPort}`, "--listen-peer-urls", `http://127.0.0.1:${peerPort}`, "--initial-advertise-peer-urls", `http://127.0.0.1:${peerPort}`, "--initial-cluster", `default=http://127.0.0.1:${peerPort}`], procs, out);
+    start(goProgram("kube-apiserver"), [
       `--etcd-servers=http://127.0.0.1:${etcdPort}`,
       "--bind-address=127.0.0.1",
       `--secure-port=${apiPort}`,

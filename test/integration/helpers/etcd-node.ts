@@ -3,11 +3,9 @@
 // scripts/go-component.sh, as CI builds it), the EtcdMember controller, and MachineService's etcd
 // calls served over a real gRPC server and called with Talos's wire messages.
 import * as grpc from "@grpc/grpc-js";
-import { execFileSync } from "node:child_process";
 import { chmod, mkdir, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { lookupMessage, rawServiceDefinition } from "../../../agent/src/api/index.js";
 import { EtcdMemberController } from "../../../agent/src/controllers/etcd/member.js";
 import { writeEtcdPki } from "../../../agent/src/controllers/etcd/pki.js";
@@ -31,13 +29,12 @@ import { adminTls, EtcdClient } from "../../../agent/src/sys/etcd/client.js";
 import { etcdPaths, type EtcdPaths } from "../../../agent/src/sys/etcd/paths.js";
 import { pathsAt } from "../../../agent/src/sys/paths.js";
 import { freePort } from "./sandbox.js";
+import { goProgram } from "./go-programs.js";
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..");
 
 /** etcd and etcdutl v3.5.13 from their Go modules (cached after the first build). */
 export function etcdBinaries(): { etcd: string; etcdutl: string } {
-  const build = (name: string) => execFileSync("bash", [path.join(repo, "scripts/go-component.sh"), name, "amd64"], { cwd: repo, encoding: "utf8" }).trim().split("\n").at(-1)!;
-  return { etcd: build("etcd"), etcdutl: build("etcdutl") };
+  return { etcd: goProgram("etcd"), etcdutl: goProgram("etcdutl") };
 }
 
 /** An etcd CA as `gen config` makes it (ECDSA P-256, O=etcd). */
