@@ -7,70 +7,18 @@
 import { defaults } from "../../config/defaults.js";
 import type { V1Alpha1Config } from "../../config/types/v1alpha1.js";
 import { InvalidInputError } from "../../errors.js";
-import { ipBytes } from "../../resources/codec.js";
+import type { BootstrapManifestsConfigSpec } from "../../resources/catalog/k8s-controlplane.js";
+import { nthAddress } from "./service-cidrs.js";
 
-export interface BootstrapManifestsInput {
-  server: string;
-  clusterDomain: string;
-  podCIDRs: string[];
-  proxyEnabled: boolean;
-  proxyImage: string;
-  proxyArgs: string[];
-  coreDNSEnabled: boolean;
-  coreDNSImage: string;
-  dnsServiceIP: string;
-  dnsServiceIPv6: string;
-  flannelEnabled: boolean;
-  flannelImage: string;
-  flannelCNIImage: string;
-  flannelExtraArgs: string[];
-  flannelKubeServiceHost: string;
-  flannelKubeServicePort: string;
-  podSecurityPolicyEnabled: boolean;
-  talosAPIServiceEnabled: boolean;
-  serviceHostDNSAddress: string;
+/** BootstrapManifestsConfig's fields, and the bootstrap token Talos reads from KubernetesRoot. */
+export type BootstrapManifestsInput = BootstrapManifestsConfigSpec & {
   bootstrapTokenId: string;
   bootstrapTokenSecret: string;
-}
+};
 
 // Talos v1.7.6's flannel (constants.FlannelVersion) and install-cni (the extras version) images.
 export const FLANNEL_IMAGE = "ghcr.io/siderolabs/flannel:v0.25.3";
 export const FLANNEL_CNI_IMAGE = "ghcr.io/siderolabs/install-cni:v1.7.0-2-g7c627a8";
-
-/** The n-th address of a CIDR (its network address plus n), as siderolabs/net's NthIPInCIDR. */
-export function nthAddress(cidr: string, n: number): string {
-  const [addr, bits] = cidr.split("/");
-  const bytes = ipBytes(addr ?? "");
-  if (bytes.length === 0 || bits === undefined) throw new InvalidInputError(`invalid CIDR ${JSON.stringify(cidr)}`, { cidr });
-  let value = 0n;
-  for (const b of bytes) value = (value << 8n) | BigInt(b);
-  const width = BigInt(bytes.length * 8);
-  const hostBits = width - BigInt(Number(bits));
-  value = ((value >> hostBits) << hostBits) + BigInt(n);
-  const out: number[] = [];
-  for (let i = 0; i < bytes.length; i++) out.unshift(Number((value >> BigInt(i * 8)) & 0xffn));
-  if (bytes.length === 4) return out.join(".");
-  const groups: string[] = [];
-  for (let i = 0; i < 16; i += 2) groups.push(((out[i]! << 8) | out[i + 1]!).toString(16));
-  return compressIPv6(groups);
-}
-
-/** RFC 5952 text of eight hex groups (the longest run of two or more zero groups becomes "::"). */
-function compressIPv6(groups: string[]): string {
-  let best = { start: -1, len: 0 };
-  for (let i = 0; i < groups.length; ) {
-    if (groups[i] !== "0") {
-      i++;
-      continue;
-    }
-    let j = i;
-    while (j < groups.length && groups[j] === "0") j++;
-    if (j - i > best.len && j - i >= 2) best = { start: i, len: j - i };
-    i = j;
-  }
-  if (best.start < 0) return groups.join(":");
-  return `${groups.slice(0, best.start).join(":")}::${groups.slice(best.start + best.len).join(":")}`;
-}
 
 /**
  * kube-proxy's flags: Talos's defaults merged with `.cluster.proxy.extraArgs`

@@ -2,55 +2,17 @@ import type { ConfigBundle } from "../../config/bundle.js";
 import type { V1Alpha1Config } from "../../config/types/v1alpha1.js";
 import { InvalidInputError } from "../../errors.js";
 import { pemFromBase64 } from "../../pki/pem.js";
-import { ipBytes } from "../../resources/codec.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../resources/catalog/config.js";
 import { KubernetesRootSecretsId, KubernetesRootSecretsType, type KubernetesRootSpec } from "../../resources/catalog/k8s-secrets.js";
 import { SECRETS_NAMESPACE } from "../../resources/catalog/secrets.js";
 import { isControlPlane } from "./api.js";
+import { nthAddress } from "../k8s/service-cidrs.js";
 
 const defaultLocalAPIServerPort = 6443;
 const defaultKubePrismPort = 7445;
 const defaultDNSDomain = "cluster.local";
 const defaultServiceSubnets = ["10.96.0.0/12"];
-
-/** The address `n` after the network address of `cidr` (Talos's NthIPInNetwork). */
-export function nthAddressOf(cidr: string, n: number): string {
-  const [addr, bits] = cidr.split("/");
-  const bytes = ipBytes(addr ?? "");
-  const prefix = Number(bits);
-  if (bytes.length === 0 || !Number.isInteger(prefix) || prefix < 0 || prefix > bytes.length * 8) {
-    throw new InvalidInputError(`invalid service subnet ${JSON.stringify(cidr)}`);
-  }
-  const width = BigInt(bytes.length * 8);
-  const value = BigInt(`0x${bytes.toString("hex")}`);
-  const hostBits = width - BigInt(prefix);
-  const network = (value >> hostBits) << hostBits;
-  const nth = network + BigInt(n);
-  if (nth >> hostBits !== network >> hostBits) throw new InvalidInputError(`service subnet ${cidr} has no address ${n}`);
-  const hex = nth.toString(16).padStart(bytes.length * 2, "0");
-  const out = Buffer.from(hex, "hex");
-  if (out.length === 4) return [...out].join(".");
-  const groups = Array.from({ length: 8 }, (_, i) => out.readUInt16BE(i * 2).toString(16));
-  return compressIPv6(groups);
-}
-
-/** RFC 5952 text: the longest run (of two or more) of zero groups becomes "::". */
-function compressIPv6(groups: string[]): string {
-  let best = { at: -1, len: 0 };
-  for (let i = 0; i < groups.length; ) {
-    if (groups[i] !== "0") {
-      i++;
-      continue;
-    }
-    let j = i;
-    while (j < groups.length && groups[j] === "0") j++;
-    if (j - i > best.len) best = { at: i, len: j - i };
-    i = j;
-  }
-  if (best.len < 2) return groups.join(":");
-  return `${groups.slice(0, best.at).join(":")}::${groups.slice(best.at + best.len).join(":")}`;
-}
 
 /** The KubernetesRoot spec of a control plane's configuration (Talos's RootKubernetesController). */
 export function kubernetesRootFromConfig(doc: V1Alpha1Config): KubernetesRootSpec {
@@ -71,7 +33,7 @@ export function kubernetesRootFromConfig(doc: V1Alpha1Config): KubernetesRootSpe
     endpoint: cluster.controlPlane?.endpoint ?? "",
     localEndpoint,
     certSANs: cluster.apiServer?.certSANs ?? [],
-    apiServerIPs: serviceSubnets.map((cidr) => nthAddressOf(cidr, 1)),
+    apiServerIPs: serviceSubnets.map((cidr) => nthAddress(cidr, 1)),
     dnsDomain: cluster.network?.dnsDomain || defaultDNSDomain,
     ...(ca.crt && ca.key ? { issuingCA: ca } : {}),
     acceptedCAs,

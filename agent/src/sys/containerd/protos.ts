@@ -3,42 +3,16 @@
 import type * as grpc from "@grpc/grpc-js";
 import fs from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import protobuf from "protobufjs";
+import { locateProtoDir } from "../proto-dir.js";
 import { InvalidInputError, NotFoundError } from "../../errors.js";
 
 const conversion: protobuf.IConversionOptions = { enums: Number, longs: Number, bytes: Buffer, defaults: true };
-const MARKER = "tasks.proto";
-
-/** agent/containerd-api in the source tree (dist/ walks up to it), or containerd-api beside the bundle. */
-function locate(): string {
-  const fromEnv = process.env.BASALT_CONTAINERD_PROTO_DIR;
-  if (fromEnv) return path.resolve(fromEnv);
-  const starts: string[] = [];
-  try {
-    if (import.meta.url) starts.push(path.dirname(fileURLToPath(import.meta.url)));
-  } catch {
-    // not a file: URL (a bundle loaded otherwise): argv below
-  }
-  if (process.argv[1]) starts.push(path.dirname(path.resolve(process.argv[1])));
-  const searched: string[] = [];
-  for (const start of starts) {
-    for (let dir = start; ; dir = path.dirname(dir)) {
-      for (const candidate of [path.join(dir, "agent", "containerd-api"), path.join(dir, "containerd-api")]) {
-        searched.push(candidate);
-        if (fs.existsSync(path.join(candidate, MARKER))) return candidate;
-      }
-      if (path.dirname(dir) === dir) break;
-    }
-  }
-  throw new NotFoundError(`containerd API protos not found (set BASALT_CONTAINERD_PROTO_DIR); looked in ${searched.join(", ")}`);
-}
-
 let root: protobuf.Root | undefined;
 
 function containerdRoot(): protobuf.Root {
   if (root) return root;
-  const dir = locate();
+  const dir = locateProtoDir("containerd-api", "tasks.proto", "BASALT_CONTAINERD_PROTO_DIR", "containerd API");
   const r = new protobuf.Root();
   r.resolvePath = (_origin, target) => (path.isAbsolute(target) || target.startsWith("google/") ? target : path.join(dir, target));
   r.loadSync(fs.readdirSync(dir).filter((f) => f.endsWith(".proto")).sort().map((f) => path.join(dir, f)), { keepCase: true });

@@ -19,7 +19,8 @@ import {
   etcdSecretsId,
   RenderSecretsStaticPodController,
 } from "../../../../agent/src/controllers/secrets/kubernetes-render.js";
-import { nthAddressOf, RootKubernetesController } from "../../../../agent/src/controllers/secrets/kubernetes-root.js";
+import { RootKubernetesController } from "../../../../agent/src/controllers/secrets/kubernetes-root.js";
+import { nthAddress } from "../../../../agent/src/controllers/k8s/service-cidrs.js";
 import { decode } from "../../../../agent/src/api/index.js";
 import { x509 } from "../../../../agent/src/pki/provider.js";
 import { encodeSpec, type ResourceDefinition } from "../../../../agent/src/resources/definitions.js";
@@ -241,10 +242,10 @@ test("a control plane turned worker tears its Kubernetes secrets down", async (t
 });
 
 test("the service IP is the first address of each service subnet", () => {
-  assert.equal(nthAddressOf("10.96.0.0/12", 1), "10.96.0.1");
-  assert.equal(nthAddressOf("10.96.7.9/12", 1), "10.96.0.1");
-  assert.equal(nthAddressOf("fd00:10:96::/108", 1), "fd00:10:96::1");
-  assert.throws(() => nthAddressOf("10.0.0.0/32", 1), /has no address 1/);
+  assert.equal(nthAddress("10.96.0.0/12", 1), "10.96.0.1");
+  assert.equal(nthAddress("10.96.7.9/12", 1), "10.96.0.1");
+  assert.equal(nthAddress("fd00:10:96::/108", 1), "fd00:10:96::1");
+  assert.throws(() => nthAddress("10.0.0.0/32", 1), /does not contain enough IPs/);
 });
 
 test("encryption config: secretbox, AES-CBC and identity with Talos's template spacing", () => {
