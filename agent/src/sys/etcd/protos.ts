@@ -5,6 +5,7 @@ import type * as grpc from "@grpc/grpc-js";
 import path from "node:path";
 import protobuf from "protobufjs";
 import { locateProtoDir } from "../proto-dir.js";
+import { serviceDefinitionOf } from "../proto-service.js";
 import { NotFoundError } from "../../errors.js";
 
 const conversion: protobuf.IConversionOptions = { enums: Number, longs: String, bytes: Buffer, defaults: true };
@@ -30,21 +31,7 @@ export function etcdService(name: string): grpc.ServiceDefinition {
   if (cached) return cached;
   const svc = etcdRoot().lookup(fullName);
   if (!(svc instanceof protobuf.Service)) throw new NotFoundError(`unknown etcd service ${fullName}`);
-  const def: Record<string, grpc.MethodDefinition<object, object>> = {};
-  for (const m of svc.methodsArray) {
-    m.resolve();
-    const req = m.resolvedRequestType!;
-    const res = m.resolvedResponseType!;
-    def[m.name] = {
-      path: `/${fullName}/${m.name}`,
-      requestStream: !!m.requestStream,
-      responseStream: !!m.responseStream,
-      requestSerialize: (v: object) => Buffer.from(req.encode(req.fromObject(v as Record<string, unknown>)).finish()),
-      requestDeserialize: (b: Buffer) => req.toObject(req.decode(b), conversion),
-      responseSerialize: (v: object) => Buffer.from(res.encode(res.fromObject(v as Record<string, unknown>)).finish()),
-      responseDeserialize: (b: Buffer) => res.toObject(res.decode(b), conversion),
-    };
-  }
+  const def = serviceDefinitionOf(svc, fullName, conversion);
   defs.set(fullName, def);
   return def;
 }
