@@ -8,14 +8,12 @@ import { openPipe } from "../../sys/pipe.js";
 import { DBusMethodError, type MethodReply } from "./bus.js";
 import type { BusMessage } from "./wire.js";
 
-export const LOGIND_NAME = "org.freedesktop.login1";
-export const LOGIND_PATH = "/org/freedesktop/login1";
-export const MANAGER_INTERFACE = "org.freedesktop.login1.Manager";
+import { INHIBIT_DELAY_MAX_MS, MANAGER_INTERFACE } from "./names.js";
+
+export { INHIBIT_DELAY_MAX_MS, LOGIND_NAME, LOGIND_PATH, MANAGER_INTERFACE } from "./names.js";
 const PROPERTIES_INTERFACE = "org.freedesktop.DBus.Properties";
 const INTROSPECTABLE_INTERFACE = "org.freedesktop.DBus.Introspectable";
 
-/** Talos's InhibitMaxDelay: 40 × the kubelet's shutdown grace period (30 s), 20 minutes. */
-export const INHIBIT_DELAY_MAX_MS = 40 * 30_000;
 
 export interface Inhibitor {
   what: string;

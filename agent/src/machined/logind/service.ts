@@ -2,8 +2,9 @@
 // object on it at boot; before a shutdown, tell the kubelet and wait for it to let go; stop.
 
 import { logger } from "../../log.js";
-import { SystemBus } from "./bus.js";
-import { INHIBIT_DELAY_MAX_MS, LOGIND_NAME, LOGIND_PATH, LogindManager, MANAGER_INTERFACE } from "./manager.js";
+import type { SystemBus } from "./bus.js";
+import type { LogindManager } from "./manager.js";
+import { INHIBIT_DELAY_MAX_MS, LOGIND_NAME, LOGIND_PATH, MANAGER_INTERFACE } from "./names.js";
 
 const log = logger("logind");
 
@@ -27,6 +28,8 @@ export class Logind {
   }
 
   private async listen(): Promise<void> {
+    // dbus-next loads when the bus starts (off the boot path), not with machined.
+    const [{ SystemBus }, { LogindManager }] = await Promise.all([import("./bus.js"), import("./manager.js")]);
     const manager = new LogindManager(INHIBIT_DELAY_MAX_MS);
     const bus = new SystemBus({ name: LOGIND_NAME, objects: new Map([[LOGIND_PATH, manager.handle]]) });
     await bus.listen(this.socketPath);
