@@ -37,6 +37,7 @@ import { ExtraManifestController } from "./k8s/extra-manifest.js";
 import { ManifestApplyController, type ClusterLock } from "./k8s/manifest-apply.js";
 import { controlPlaneControllers } from "./k8s/control-plane.js";
 import { kubeletControllers } from "./k8s/index.js";
+import type { KubeletServiceControllerOptions } from "./k8s/kubelet-service.js";
 
 /** What machined reports to its controllers: the facts only its sequences and supervisor know. */
 export interface MachinedSources {
@@ -77,6 +78,8 @@ export interface ControllersOptions {
   etcd?: EtcdControllersOptions;
   /** The cluster-wide lock the bootstrap manifests are applied under (absent: rendered, not applied). */
   manifestApplyLock?: ClusterLock;
+  /** Starts and restarts the kubelet service (absent: no kubelet runs, as where no CRI runs). */
+  kubelet?: KubeletServiceControllerOptions;
 }
 
 export function machinedControllers(opts: ControllersOptions): Controller[] {
@@ -109,7 +112,7 @@ export function machinedControllers(opts: ControllersOptions): Controller[] {
     new ExtraManifestController(),
     ...(opts.manifestApplyLock ? [new ManifestApplyController(opts.manifestApplyLock)] : []),
     ...controlPlaneControllers(),
-    ...kubeletControllers({ container: opts.kernelParams.container, kubePrism: !opts.kernelParams.container }),
+    ...kubeletControllers({ container: opts.kernelParams.container, kubePrism: !opts.kernelParams.container, ...(opts.kubelet ? { service: opts.kubelet } : {}) }),
   ];
 }
 

@@ -8,6 +8,7 @@ import { NETWORK_NAMESPACE, NodeAddressType, type NodeAddressSpec } from "../res
 import type { ResourceState } from "../resources/state.js";
 import { etcdService, type EtcdRunnerFactory } from "../services/definitions/etcd.js";
 import type { EtcdCluster } from "../services/definitions/etcd-join.js";
+import type { ServiceDefinition } from "../services/service.js";
 import type { Supervisor } from "../services/supervisor.js";
 import { adminTls, EtcdClient } from "../sys/etcd/client.js";
 import { etcdClientPort, etcdPaths } from "../sys/etcd/paths.js";
@@ -28,6 +29,8 @@ export interface EtcdWiringOptions {
 
 export interface EtcdWiring {
   controllers: EtcdControllersOptions;
+  /** The etcd service a control plane starts at boot (it waits to join, or for Bootstrap). */
+  service(): ServiceDefinition;
   api: EtcdApiContext;
 }
 
@@ -63,6 +66,7 @@ export function etcdWiring(o: EtcdWiringOptions): EtcdWiring {
       ...(o.env ? { env: o.env } : {}),
     });
   return {
+    service: () => service(),
     controllers: {
       pkiDir: paths.pkiDir,
       // Only root can hand the PKI to etcd's user; a sandbox run as another user keeps it.

@@ -52,6 +52,7 @@ import { etcdWiring } from "./etcd-wiring.js";
 import { clusterServiceImpl, healthDeps } from "./rpc/health.js";
 import { systemContainerd, type SystemContainerdOptions } from "./containerd.js";
 import { criRuntime, type CriOptions } from "./cri.js";
+import { kubernetesServices } from "./k8s-services.js";
 import { timeServiceImpl } from "./rpc/time.js";
 import type { SystemClock } from "../sys/clock.js";
 import { checkConfig, checkMaintenanceMode, maintenanceDryRunDetails, planApply, TryModeTimer, tryTimeoutMs, type ApplyRequest, type ConfigChecker } from "./apply/index.js";
@@ -198,7 +199,9 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   // What only machined knows, reported to the controllers that publish it (the one writer of each type).
   const stage = new Observed<MachineStage>("booting");
   const activeConfig = new Observed<ConfigBundle | undefined>(undefined);
-  const etcd = etcdWiring({ state, supervisor, paths, machineType: () => activeConfig.get()?.machineType });
+  const environment = () => userEnvironment(opts.cmdline, activeConfig.get());
+  const k8s = cri ? kubernetesServices({ cri, supervisor, state, paths, registries: () => activeConfig.get()?.v1alpha1()?.machine?.registries, env: environment, container: platform.mode === "container" }) : undefined;
+  const etcd = etcdWiring({ state, supervisor, paths, machineType: () => activeConfig.get()?.machineType, ...(k8s ? { runner: k8s.etcdRunner, env: environment } : {}) });
   const volumes = new Observed<ReadonlyMap<string, MountedVolume>>(new Map());
   const metaKeys = new Observed<ReadonlyMap<number, string>>(new Map());
   const platformMetadata = new Observed<PlatformMetadataSpec | undefined>(undefined);
@@ -254,7 +257,8 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       const machineType = activeConfig.get()?.machineType;
       const listen = opts.trustd?.listen;
       const trustd = listen !== undefined && isControlPlane(machineType) ? [trustdService({ listen, run: (signal) => runTrustd({ listen, state, signal }) })] : [];
-      return [apidService(), ...trustd, ...(containerd?.services() ?? []), ...(cri?.services(activeConfig.get()) ?? [])];
+      const etcdService = k8s && isControlPlane(machineType) ? [etcd.service()] : [];
+      return [apidService(), ...trustd, ...(containerd?.services() ?? []), ...(cri?.services(activeConfig.get()) ?? []), ...etcdService];
     },
     platformConfig: (wantConfig) =>
       configFromPlatform(
@@ -279,8 +283,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     mountsChanged: () => volumes.set(new Map(r.volumes)),
     metaChanged: () => metaKeys.set(r.meta?.keys() ?? new Map()),
     logind: new Logind(path.join(paths.run, "dbus", "system_bus_socket")),
-    // No CRI runs on a Basalt node yet: there are no pods to stop.
-    stopPods: async () => undefined,
+    stopPods: async (action) => cri?.stopPods(action),
   };
 
   const controllers = new ControllerRuntime(state);
@@ -295,7 +298,12 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       platformMetadata,
       platformNetwork,
       services: { list: () => supervisor.list(), onChange: (l) => supervisor.onChange(l) },
-      requiredServices: (t) => (runsTrustd(t) ? ["apid", "machined", "trustd"] : ["apid", "machined"]),
+      requiredServices: (t) => [
+        ...["apid", "machined"],
+        ...(k8s ? ["kubelet"] : []),
+        ...(k8s && isControlPlane(t) ? ["etcd"] : []),
+        ...(runsTrustd(t) ? ["trustd"] : []),
+      ],
     },
     secrets: {
       fallback: () => ({ addresses: nodeAddresses(state), ...nodeHostname(state) }),
@@ -312,6 +320,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     extensions: () => fs.readFile(path.join(paths.root, "etc", "extensions.yaml"), "utf8").catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? undefined : Promise.reject(err))),
     time: opts.clock ? { clock: opts.clock } : {},
     etcd: etcd.controllers,
+    ...(k8s ? { kubelet: k8s.kubelet } : {}),
     ...(opts.hostDnsListen ? { hostDns: { listen: opts.hostDnsListen } } : {}),
     udevd: opts.udevd !== undefined,
   })) {

@@ -10,10 +10,10 @@ import type { Mounter } from "../sys/mount.js";
 import type { Paths } from "../sys/paths.js";
 import type { Power } from "../sys/power.js";
 import type { Logind } from "./logind/service.js";
+import type { PodStopAction } from "../services/cri/stop-pods.js";
 import type { Platform } from "./platform.js";
 
-/** Talos's CRI StopAction: "stop" leaves the pods' sandboxes to the next boot, "remove" deletes them. */
-export type PodStopAction = "stop" | "remove";
+export type { PodStopAction };
 
 /** What the sequences' tasks act on: the machine's parts and the facts one boot gathers. */
 export interface MachineRuntime {

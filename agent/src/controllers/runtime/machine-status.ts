@@ -12,6 +12,7 @@ import {
   type ServiceSpec,
   type TimeStatusSpec,
 } from "../../resources/catalog/runtime.js";
+import { K8S_NAMESPACE, StaticPodStatusType, type StaticPodStatusSpec } from "../../resources/catalog/k8s-controlplane.js";
 import type { Source } from "./source.js";
 
 type Condition = MachineStatusSpec["status"]["unmetConditions"][number];
@@ -24,7 +25,7 @@ export type RequiredServices = (machineType: MachineTypeName | undefined) => str
  * MachineStatus `machine`: the stage the sequencer reports, ready when every readiness check of
  * that stage passes (Talos checks only in booting and running), each failing check an unmet condition
  * with Talos's name and reason. Only what this node has is judged: time once a time sync publishes
- * TimeStatus, services among those it runs (no kubelet, etcd or static pods yet).
+ * TimeStatus, services among those it runs, and the static pods the kubelet reports.
  */
 export class MachineStatusController implements Controller {
   readonly name = "runtime.MachineStatusController";
@@ -33,6 +34,7 @@ export class MachineStatusController implements Controller {
     { namespace: NETWORK_NAMESPACE, type: NetworkStatusType, id: NetworkStatusId, kind: "weak" as const },
     { namespace: RUNTIME_NAMESPACE, type: ServiceType, kind: "weak" as const },
     { namespace: CONFIG_NAMESPACE, type: MachineTypeType, id: MachineTypeId, kind: "weak" as const },
+    { namespace: K8S_NAMESPACE, type: StaticPodStatusType, kind: "weak" as const },
   ];
   readonly outputs = [{ type: MachineStatusType }];
 
@@ -64,6 +66,7 @@ function readinessChecks(stage: MachineStage): [string, Check][] {
     ["time", timeSynced],
     ["network", networkReady],
     ["services", servicesUp],
+    ["staticPods", staticPodsReady],
   ];
 }
 
@@ -100,5 +103,28 @@ const servicesUp: Check = (ctx, required) => {
     if (!svc.spec.unknown && !svc.spec.healthy) problems.push(`${id} not healthy`);
   }
   for (const id of required) if (!running.has(id)) problems.push(`${id} not running`);
+  return problems.length === 0 ? undefined : problems.join(", ");
+};
+
+interface PodStatus {
+  phase?: string;
+  conditions?: { type?: string; status?: string }[];
+}
+
+/** No static pod the kubelet reports is pending, failed, unknown, or running and not ready. */
+const staticPodsReady: Check = (ctx) => {
+  const problems: string[] = [];
+  for (const pod of ctx.list<StaticPodStatusSpec>(K8S_NAMESPACE, StaticPodStatusType)) {
+    // The kubelet's v1 PodStatus as it sent it; fields are only compared, so a missing one is harmless.
+    const status = pod.spec.podStatus as PodStatus;
+    const id = pod.metadata.id;
+    if (status.phase === "Pending" || status.phase === "Failed" || status.phase === "Unknown") {
+      problems.push(`${id} ${status.phase.toLowerCase()}`);
+      continue;
+    }
+    if (status.phase !== "Running") continue;
+    const ready = status.conditions?.find((c) => c.type === "Ready")?.status === "True";
+    if (!ready) problems.push(`${id} not ready`);
+  }
   return problems.length === 0 ? undefined : problems.join(", ");
 };

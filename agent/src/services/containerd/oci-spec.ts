@@ -32,7 +32,10 @@ export interface ContainerProcessSpec {
   oomScoreAdj?: number;
   /** Host files bind-mounted read-only (Talos: /etc/hosts, /etc/resolv.conf). */
   hostFiles: { hosts?: string; resolvConf?: string };
+  /** Every sysfs mount read-write, the service's own too (containerd's WithWriteableSysfs). */
   writeableSysfs?: boolean;
+  /** The host's PID namespace (the kubelet sees the processes it accounts for). */
+  hostPid?: boolean;
   maskedPaths?: string[];
   readonlyPaths?: string[];
   rootfsPropagation?: string;
@@ -77,7 +80,7 @@ export function ociSpec(p: ContainerProcessSpec): Record<string, unknown> {
   ];
   if (p.hostFiles.hosts) mounts.push({ destination: "/etc/hosts", type: "bind", source: p.hostFiles.hosts, options: ["rbind", "rprivate", "ro"] });
   if (p.hostFiles.resolvConf) mounts.push({ destination: "/etc/resolv.conf", type: "bind", source: p.hostFiles.resolvConf, options: ["rbind", "rprivate", "ro"] });
-  mounts.push(...p.mounts);
+  mounts.push(...p.mounts.map((m) => (p.writeableSysfs && m.type === "sysfs" ? { ...m, options: (m.options ?? []).map((o) => (o === "ro" ? "rw" : o)) } : m)));
   return {
     ociVersion: "1.0.2-dev",
     process: {
@@ -95,7 +98,7 @@ export function ociSpec(p: ContainerProcessSpec): Record<string, unknown> {
     mounts,
     linux: {
       // Host network (no network namespace), as Talos runs its system containers.
-      namespaces: [{ type: "pid" }, { type: "ipc" }, { type: "uts" }, { type: "mount" }],
+      namespaces: [...(p.hostPid ? [] : [{ type: "pid" }]), { type: "ipc" }, { type: "uts" }, { type: "mount" }],
       cgroupsPath: p.cgroupsPath,
       resources: { devices: [{ allow: true, access: "rwm" }] },
       maskedPaths: p.maskedPaths ?? defaultMaskedPaths,

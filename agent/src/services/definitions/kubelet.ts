@@ -115,9 +115,8 @@ export interface KubeletFile {
 }
 
 /**
- * The kubelet's process in the image runner's terms. Its container spec has no host PID
- * namespace or writable cgroupfs switch yet (Talos gives the kubelet both); devices are all
- * allowed and no seccomp profile applies there, which covers the rest.
+ * The kubelet's process in the image runner's terms: devices are all allowed and no seccomp
+ * profile applies there; cgroupfs is writable through its rshared bind mount.
  */
 export function kubeletImageProcess(p: KubeletProcess, heldCapabilities: ReadonlySet<string>): ImageProcessSpec {
   return {
@@ -130,6 +129,7 @@ export function kubeletImageProcess(p: KubeletProcess, heldCapabilities: Readonl
     oomScoreAdj: p.oomScoreAdj,
     hostFiles: {},
     writeableSysfs: true,
+    hostPid: p.hostPid,
     maskedPaths: [],
     readonlyPaths: [],
     rootfsPropagation: p.rootfsPropagation,

@@ -24,6 +24,13 @@ export interface PodSandbox {
   annotations: Record<string, string>;
 }
 
+/** NamespaceMode: POD 0, CONTAINER 1, NODE 2, TARGET 3. */
+export interface PodSandboxStatus {
+  id: string;
+  state: number;
+  linux?: { namespaces?: { options?: { network: number } } };
+}
+
 export interface CriContainer {
   id: string;
   pod_sandbox_id: string;
@@ -101,7 +108,7 @@ export class CriClient {
     return (await this.call<{ items: PodSandbox[] }>("RuntimeService", "ListPodSandbox", { filter })).items;
   }
 
-  podSandboxStatus(id: string, verbose = true): Promise<{ status?: { id: string; state: number }; info: Record<string, string> }> {
+  podSandboxStatus(id: string, verbose = true): Promise<{ status?: PodSandboxStatus; info: Record<string, string> }> {
     return this.call("RuntimeService", "PodSandboxStatus", { pod_sandbox_id: id, verbose });
   }
 

@@ -19,6 +19,7 @@ import {
   type MachineStage,
   type MachineStatusSpec,
 } from "../../../../agent/src/resources/catalog/runtime.js";
+import { K8S_NAMESPACE, StaticPodStatusType } from "../../../../agent/src/resources/catalog/k8s-controlplane.js";
 import { ControllerRuntime, type Controller } from "../../../../agent/src/resources/controller-runtime.js";
 import { ResourceState } from "../../../../agent/src/resources/state.js";
 import { Supervisor } from "../../../../agent/src/services/supervisor.js";
@@ -75,6 +76,31 @@ test("MachineStatus: the stage machined reports, ready only when Talos's booting
   stage.set("rebooting");
   await runtime.whenIdle();
   assert.deepEqual(status(), { stage: "rebooting", status: { ready: true, unmetConditions: [] } });
+});
+
+test("MachineStatus: static pods pending, failed, unknown or running unready are unmet; succeeded ones and a ready pod are not", async (t) => {
+  const stage = new Observed<MachineStage>("running");
+  const { state, runtime } = harness(t, new MachineStatusController(stage, () => []));
+  state.modify(NETWORK_NAMESPACE, NetworkStatusType, NetworkStatusId, "test", () => ({ addressReady: true, connectivityReady: true, hostnameReady: true, etcFilesReady: true }));
+  const pod = (id: string, podStatus: object) => state.modify(K8S_NAMESPACE, StaticPodStatusType, id, "test", () => ({ podStatus }));
+  const ready = (status: "True" | "False") => ({ phase: "Running", conditions: [{ type: "Initialized", status: "True" }, { type: "Ready", status }] });
+  pod("kube-system/kube-apiserver-cp", ready("False"));
+  pod("kube-system/kube-controller-manager-cp", { phase: "Pending" });
+  pod("kube-system/kube-scheduler-cp", { phase: "Failed" });
+  pod("kube-system/one-shot-cp", { phase: "Succeeded" });
+  pod("kube-system/lost-cp", { phase: "Unknown" });
+  await runtime.whenIdle();
+  const status = () => state.get<MachineStatusSpec>(RUNTIME_NAMESPACE, MachineStatusType, MachineStatusId)!.spec.status;
+  assert.deepEqual(status().unmetConditions, [
+    {
+      name: "staticPods",
+      reason: "kube-system/kube-apiserver-cp not ready, kube-system/kube-controller-manager-cp pending, kube-system/kube-scheduler-cp failed, kube-system/lost-cp unknown",
+    },
+  ]);
+  pod("kube-system/kube-apiserver-cp", ready("True"));
+  for (const id of ["kube-controller-manager-cp", "kube-scheduler-cp", "lost-cp"]) pod(`kube-system/${id}`, ready("True"));
+  await runtime.whenIdle();
+  assert.deepEqual(status(), { ready: true, unmetConditions: [] });
 });
 
 test("Service resources mirror the supervisor, MountStatus the mounted volumes, MetaKeys META's keys; gone ones are removed", async (t) => {
