@@ -111,7 +111,7 @@ describe("the flannel and install-cni images", { skip: !canRun && "docker-regist
     await run("chroot", [root, "/install-cni.sh"]);
     assert.deepEqual(fs.readdirSync(path.join(root, "host/opt/cni/bin")).sort(), plugins);
     const { stderr } = await run(path.join(root, "host/opt/cni/bin/bridge"), [], { env: {} });
-    assert.equal(stderr.trim(), "CNI bridge plugin v1.4.1");
+    assert.equal(stderr.split("\n")[0], "CNI bridge plugin v1.4.1");
   });
 
   it("flannel's init container copies the CNI configuration with the image's cp, and flanneld runs", async () => {
@@ -157,7 +157,8 @@ describe("the flannel and install-cni images", { skip: !canRun && "docker-regist
     it("ADD hands bridge the subnet's configuration, keeps it, and answers with bridge's result", () => {
       const add = invoke("ADD", "c1", netConf(path.join(dir, "subnet.env")));
       assert.equal(add.status, 0, add.stderr);
-      assert.deepEqual(JSON.parse(add.stdout), result);
+      // Re-encoded by the CNI library as its 1.0.0 result type, which always has dns.
+      assert.deepEqual(JSON.parse(add.stdout), { ...result, dns: {} });
       const delegated = JSON.parse(fs.readFileSync(path.join(dir, "data/c1"), "utf8"));
       assert.deepEqual(delegated, {
         cniVersion: "1.0.0",
