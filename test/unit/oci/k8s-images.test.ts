@@ -96,10 +96,18 @@ describe("the Kubernetes image catalog", () => {
 
   it("puts each program where Talos and its manifests exec it, with its parents and upstream's capability", () => {
     assert.deepEqual(parentDirs("usr/local/bin/etcd"), ["usr", "usr/local", "usr/local/bin"]);
-    const etcd = programEntries(selectImages(["etcd"])[0]!, "/bin/true");
-    assert.deepEqual(etcd.map((e) => e.name), ["usr", "usr/local", "usr/local/bin", "var", "var/etcd", "var/lib", "var/lib/etcd", "usr/local/bin/etcd"]);
-    assert.equal(etcd.at(-1)!.xattrs, undefined);
-    const coredns = programEntries(selectImages(["coredns"])[0]!, "/bin/true");
+    const etcd = programEntries(selectImages(["etcd"])[0]!, { etcd: "/bin/etcd", etcdutl: "/bin/etcdutl" });
+    // etcdutl beside etcd, as upstream's etcd image has it (a restore runs it from the image).
+    assert.deepEqual(
+      etcd.map((e) => [e.name, e.content, e.mode, e.xattrs]),
+      [
+        ...["usr", "usr/local", "usr/local/bin", "var", "var/etcd", "var/lib", "var/lib/etcd"].map((d) => [d, undefined, undefined, undefined]),
+        ["usr/local/bin/etcd", { file: "/bin/etcd" }, 0o755, undefined],
+        ["usr/local/bin/etcdutl", { file: "/bin/etcdutl" }, 0o755, undefined],
+      ],
+    );
+    assert.throws(() => programEntries(selectImages(["etcd"])[0]!, { etcd: "/bin/etcd" }), /^InvalidInputError: no input for etcdutl of the etcd image$/);
+    const coredns = programEntries(selectImages(["coredns"])[0]!, { coredns: "/bin/true" });
     assert.deepEqual(coredns.map((e) => [e.name, e.mode]), [["coredns", 0o755]]);
     assert.ok(coredns[0]!.xattrs?.["security.capability"]?.equals(netBindServiceCapability));
     const paths = Object.fromEntries(kubernetesImages.map((i) => [i.name, i.binaryPath]));
@@ -147,5 +155,27 @@ describe("the Kubernetes image catalog", () => {
     assert.deepEqual(await members(pauseAmd64[1]!), [["pause", "file", "pause for amd64"]]);
     const base = (await members(pauseAmd64[0]!)).map(([name]) => name);
     assert.deepEqual(base, ["etc", "etc/passwd", "etc/group", "etc/nsswitch.conf", "etc/ssl", "etc/ssl/certs", "etc/ssl/certs/ca-certificates.crt", "home", "home/nonroot", "tmp"]);
+  });
+
+  it("builds the etcd image with etcd and etcdutl from their inputs in its own layer, and refuses a missing etcdutl", async () => {
+    const inputs = path.join(work, "etcd-inputs");
+    fs.mkdirSync(path.join(inputs, "amd64"), { recursive: true });
+    fs.writeFileSync(path.join(inputs, "ca-certificates.crt"), "-----BEGIN CERTIFICATE-----\n");
+    fs.writeFileSync(path.join(inputs, "amd64", "etcd"), "etcd for amd64");
+    await assert.rejects(buildKubernetesImages(inputs, path.join(work, "etcd-build"), selectImages(["etcd"]), ["amd64"]), /^InvalidInputError: etcdutl for amd64 is missing: .*\/amd64\/etcdutl$/);
+    fs.writeFileSync(path.join(inputs, "amd64", "etcdutl"), "etcdutl for amd64");
+    const built = await buildKubernetesImages(inputs, path.join(work, "etcd-build"), selectImages(["etcd"]), ["amd64"]);
+    assert.deepEqual(built.images.map((i) => i.refName), ["gcr.io/etcd-development/etcd:v3.5.13"]);
+    const byDigest = new Map(built.blobs.map((b) => [b.descriptor.digest, b]));
+    const index = parseManifest(byDigest.get(built.images[0]!.top.digest)!.content as Buffer);
+    assert.ok(index.kind === "index");
+    const manifest = parseManifest(byDigest.get(index.manifests[0]!.digest)!.content as Buffer);
+    assert.ok(manifest.kind === "manifest");
+    assert.equal(manifest.layers.length, 2);
+    const tar = path.join(work, "etcd-layer.tar");
+    fs.writeFileSync(tar, gunzipSync(fs.readFileSync(path.join(work, "etcd-build", "etcd-amd64.layer"))));
+    const files = await Promise.all((await listTar(tar)).filter((m) => m.type === "file").map(async (m) => [m.name, m.mode, (await readMember(tar, m)).toString()]));
+    assert.deepEqual(files, [["usr/local/bin/etcd", 0o755, "etcd for amd64"], ["usr/local/bin/etcdutl", 0o755, "etcdutl for amd64"]]);
+    assert.equal(manifest.layers[1]!.digest, sha(fs.readFileSync(path.join(work, "etcd-build", "etcd-amd64.layer"))));
   });
 });
