@@ -38,6 +38,8 @@ for arch in ${archs//,/ }; do
       *) bash scripts/go-component.sh "$name" "$arch" ;;
     esac
     case "$name" in kubelet|kube-proxy|flannel|install-cni) bash images/debian-tree.sh "$arch" "$name" ;; esac
+    # The etcd image carries etcdutl beside etcd, as upstream's does.
+    case "$name" in etcd) bash scripts/go-component.sh etcdutl "$arch" ;; esac
   done
 done
 # Debian's bundle, as its ca-certificates package generated it on this machine.

@@ -201,7 +201,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   const activeConfig = new Observed<ConfigBundle | undefined>(undefined);
   const environment = () => userEnvironment(opts.cmdline, activeConfig.get());
   const k8s = cri ? kubernetesServices({ cri, supervisor, state, paths, registries: () => activeConfig.get()?.v1alpha1()?.machine?.registries, env: environment, container: platform.mode === "container" }) : undefined;
-  const etcd = etcdWiring({ state, supervisor, paths, machineType: () => activeConfig.get()?.machineType, ...(k8s ? { runner: k8s.etcdRunner, env: environment } : {}) });
+  const etcd = etcdWiring({ state, supervisor, paths, machineType: () => activeConfig.get()?.machineType, ...(k8s ? { runner: k8s.etcdRunner, etcdutl: k8s.etcdutl, env: environment } : {}) });
   const volumes = new Observed<ReadonlyMap<string, MountedVolume>>(new Map());
   const metaKeys = new Observed<ReadonlyMap<number, string>>(new Map());
   const platformMetadata = new Observed<PlatformMetadataSpec | undefined>(undefined);

@@ -5,10 +5,10 @@
 // flannel and the install-cni image of its default CNI), assembled from binaries built
 // here and files unpacked from Debian's packages.
 //
-// Inputs, per architecture, under one directory: <arch>/<program> (scripts/go-component.sh,
-// images/pause/build.sh), <arch>/<bundle>/ (a directory of programs, scripts/go-component.sh),
-// <arch>/debian/<tree>/ (images/debian-tree.sh) and the CA bundle ca-certificates.crt beside the
-// architectures.
+// Inputs, per architecture, under one directory: <arch>/<program> for each program an image holds
+// (scripts/go-component.sh, images/pause/build.sh), <arch>/<bundle>/ (a directory of programs,
+// scripts/go-component.sh), <arch>/debian/<tree>/ (images/debian-tree.sh) and the CA bundle
+// ca-certificates.crt beside the architectures.
 
 import { promises as fs } from "node:fs";
 import path from "node:path";
@@ -39,6 +39,8 @@ export interface KubernetesImage {
   reference: string;
   /** Where the program lives in the image. */
   binaryPath: string;
+  /** The image's other programs (input <arch>/<name>), as upstream's image carries them. */
+  companions?: { name: string; binaryPath: string }[];
   /** As upstream's image sets it, so a non-root user may bind a port below 1024. */
   bindsLowPorts?: boolean;
   /** A tree of Debian files the program execs at run time (<arch>/debian/<tree>). */
@@ -74,6 +76,8 @@ export const kubernetesImages: readonly KubernetesImage[] = [
     name: "etcd",
     reference: `gcr.io/etcd-development/etcd:${etcdVersion}`,
     binaryPath: "/usr/local/bin/etcd",
+    // A restore from a snapshot runs etcdutl from this image (a node's root filesystem has none).
+    companions: [{ name: "etcdutl", binaryPath: "/usr/local/bin/etcdutl" }],
     dirs: ["var/etcd", "var/lib/etcd"],
     config: { Cmd: ["/usr/local/bin/etcd"], Env: [pathEnv, certsEnv], WorkingDir: "/var/lib/etcd/", ExposedPorts: { "2379/tcp": {}, "2380/tcp": {} } },
   },
@@ -142,19 +146,29 @@ export function baseEntries(caBundle: string): TarInput[] {
   ];
 }
 
+/** The programs an image holds, by input name: its own first, then its companions. */
+export function imagePrograms(image: KubernetesImage): { name: string; binaryPath: string }[] {
+  return [{ name: image.name, binaryPath: image.binaryPath }, ...(image.companions ?? [])];
+}
+
 /**
- * The image's own layer: its directories, its program with the capability upstream's image gives it,
- * then its bundle's programs (`bundled`: files, placed in the bundle's directory by their names).
+ * The image's own layer: its directories and its programs (`binaries`: input name -> file), with the
+ * capability upstream's image gives its program, and its bundle's programs (`bundled`: files, placed in
+ * the bundle's directory by their names).
  */
-export function programEntries(image: KubernetesImage, binary: string, bundled: readonly string[] = []): TarInput[] {
-  const rel = image.binaryPath.replace(/^\//, "");
+export function programEntries(image: KubernetesImage, binaries: Record<string, string>, bundled: readonly string[] = []): TarInput[] {
+  const files: TarInput[] = [];
+  for (const p of imagePrograms(image)) {
+    const file = binaries[p.name];
+    if (file === undefined) throw new InvalidInputError(`no input for ${p.name} of the ${image.name} image`);
+    const lowPorts = p.name === image.name && image.bindsLowPorts;
+    files.push({ name: p.binaryPath.replace(/^\//, ""), content: { file }, mode: 0o755, ...(lowPorts ? { xattrs: { "security.capability": netBindServiceCapability } } : {}) });
+  }
   const bundleDir = image.bundle?.path.replace(/^\//, "");
-  const dirs = new Set([...parentDirs(rel), ...[...(image.dirs ?? []), ...(bundleDir ? [bundleDir] : [])].flatMap((d) => [...parentDirs(d), d])]);
-  return [
-    ...[...dirs].sort().map((name) => ({ name })),
-    { name: rel, content: { file: binary }, mode: 0o755, ...(image.bindsLowPorts ? { xattrs: { "security.capability": netBindServiceCapability } } : {}) },
-    ...[...bundled].sort().map((file) => ({ name: `${bundleDir}/${path.basename(file)}`, content: { file }, mode: 0o755 })),
-  ];
+  for (const file of bundled) files.push({ name: `${bundleDir}/${path.basename(file)}`, content: { file }, mode: 0o755 });
+  const declared = [...(image.dirs ?? []), ...(bundleDir ? [bundleDir] : [])];
+  const dirs = new Set([...files.flatMap((f) => parentDirs(f.name)), ...declared.flatMap((d) => [...parentDirs(d), d])]);
+  return [...[...dirs].sort().map((name) => ({ name })), ...files.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))];
 }
 
 /** The files of a bundle's input directory, by full path; a bundle holds programs only. */
@@ -214,9 +228,10 @@ export async function buildKubernetesImages(inputs: string, work: string, images
         }
         layers.push(layer);
       }
-      const binary = await requireInput(path.join(inputs, arch, image.name), `${image.name} for ${arch}`);
+      const binaries: Record<string, string> = {};
+      for (const p of imagePrograms(image)) binaries[p.name] = await requireInput(path.join(inputs, arch, p.name), `${p.name} for ${arch}`);
       const bundled = image.bundle ? await bundleFiles(await requireInput(path.join(inputs, arch, image.bundle.input), `the ${image.bundle.input} of ${image.name} (${arch})`)) : [];
-      layers.push(await buildLayer(path.join(work, `${image.name}-${arch}.layer`), programEntries(image, binary, bundled), { gzip: true }));
+      layers.push(await buildLayer(path.join(work, `${image.name}-${arch}.layer`), programEntries(image, binaries, bundled), { gzip: true }));
       platforms.push({ arch, layers, config: image.config });
     }
     const { index, blobs } = assembleIndex(platforms);

@@ -97,10 +97,18 @@ describe("the Kubernetes image catalog", () => {
 
   it("puts each program where Talos and its manifests exec it, with its parents and upstream's capability", () => {
     assert.deepEqual(parentDirs("usr/local/bin/etcd"), ["usr", "usr/local", "usr/local/bin"]);
-    const etcd = programEntries(selectImages(["etcd"])[0]!, "/bin/true");
-    assert.deepEqual(etcd.map((e) => e.name), ["usr", "usr/local", "usr/local/bin", "var", "var/etcd", "var/lib", "var/lib/etcd", "usr/local/bin/etcd"]);
-    assert.equal(etcd.at(-1)!.xattrs, undefined);
-    const coredns = programEntries(selectImages(["coredns"])[0]!, "/bin/true");
+    const etcd = programEntries(selectImages(["etcd"])[0]!, { etcd: "/bin/etcd", etcdutl: "/bin/etcdutl" });
+    // etcdutl beside etcd, as upstream's etcd image has it (a restore runs it from the image).
+    assert.deepEqual(
+      etcd.map((e) => [e.name, e.content, e.mode, e.xattrs]),
+      [
+        ...["usr", "usr/local", "usr/local/bin", "var", "var/etcd", "var/lib", "var/lib/etcd"].map((d) => [d, undefined, undefined, undefined]),
+        ["usr/local/bin/etcd", { file: "/bin/etcd" }, 0o755, undefined],
+        ["usr/local/bin/etcdutl", { file: "/bin/etcdutl" }, 0o755, undefined],
+      ],
+    );
+    assert.throws(() => programEntries(selectImages(["etcd"])[0]!, { etcd: "/bin/etcd" }), /^InvalidInputError: no input for etcdutl of the etcd image$/);
+    const coredns = programEntries(selectImages(["coredns"])[0]!, { coredns: "/bin/true" });
     assert.deepEqual(coredns.map((e) => [e.name, e.mode]), [["coredns", 0o755]]);
     assert.ok(coredns[0]!.xattrs?.["security.capability"]?.equals(netBindServiceCapability));
     const paths = Object.fromEntries(kubernetesImages.map((i) => [i.name, i.binaryPath]));
@@ -108,13 +116,13 @@ describe("the Kubernetes image catalog", () => {
   });
 
   it("puts flanneld where flannel's DaemonSet execs it, and install-cni's script at / with its plugins in /opt/cni/bin", () => {
-    const flannel = programEntries(selectImages(["flannel"])[0]!, "/bin/true");
+    const flannel = programEntries(selectImages(["flannel"])[0]!, { flannel: "/bin/true" });
     assert.deepEqual(flannel.map((e) => [e.name, e.mode]), [["opt", undefined], ["opt/bin", undefined], ["opt/bin/flanneld", 0o755]]);
     assert.deepEqual(selectImages(["flannel"])[0]!.config, {
       Entrypoint: ["/opt/bin/flanneld"],
       Env: ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"],
     });
-    const installCNI = programEntries(selectImages(["install-cni"])[0]!, "/in/install-cni", ["/in/cni-plugins/portmap", "/in/cni-plugins/bridge"]);
+    const installCNI = programEntries(selectImages(["install-cni"])[0]!, { "install-cni": "/in/install-cni" }, ["/in/cni-plugins/portmap", "/in/cni-plugins/bridge"]);
     assert.deepEqual(
       installCNI.map((e) => [e.name, e.mode, e.content]),
       [
@@ -231,5 +239,27 @@ describe("the Kubernetes image catalog", () => {
       buildKubernetesImages(inputs, path.join(work, "cni-missing-build"), selectImages(["install-cni"]), ["amd64"]),
       (err) => err instanceof InvalidInputError && err.message === `the cni-plugins of install-cni (amd64) is missing: ${path.join(inputs, "amd64/cni-plugins")}`,
     );
+  });
+
+  it("builds the etcd image with etcd and etcdutl from their inputs in its own layer, and refuses a missing etcdutl", async () => {
+    const inputs = path.join(work, "etcd-inputs");
+    fs.mkdirSync(path.join(inputs, "amd64"), { recursive: true });
+    fs.writeFileSync(path.join(inputs, "ca-certificates.crt"), "-----BEGIN CERTIFICATE-----\n");
+    fs.writeFileSync(path.join(inputs, "amd64", "etcd"), "etcd for amd64");
+    await assert.rejects(buildKubernetesImages(inputs, path.join(work, "etcd-build"), selectImages(["etcd"]), ["amd64"]), /^InvalidInputError: etcdutl for amd64 is missing: .*\/amd64\/etcdutl$/);
+    fs.writeFileSync(path.join(inputs, "amd64", "etcdutl"), "etcdutl for amd64");
+    const built = await buildKubernetesImages(inputs, path.join(work, "etcd-build"), selectImages(["etcd"]), ["amd64"]);
+    assert.deepEqual(built.images.map((i) => i.refName), ["gcr.io/etcd-development/etcd:v3.5.13"]);
+    const byDigest = new Map(built.blobs.map((b) => [b.descriptor.digest, b]));
+    const index = parseManifest(byDigest.get(built.images[0]!.top.digest)!.content as Buffer);
+    assert.ok(index.kind === "index");
+    const manifest = parseManifest(byDigest.get(index.manifests[0]!.digest)!.content as Buffer);
+    assert.ok(manifest.kind === "manifest");
+    assert.equal(manifest.layers.length, 2);
+    const tar = path.join(work, "etcd-layer.tar");
+    fs.writeFileSync(tar, gunzipSync(fs.readFileSync(path.join(work, "etcd-build", "etcd-amd64.layer"))));
+    const files = await Promise.all((await listTar(tar)).filter((m) => m.type === "file").map(async (m) => [m.name, m.mode, (await readMember(tar, m)).toString()]));
+    assert.deepEqual(files, [["usr/local/bin/etcd", 0o755, "etcd for amd64"], ["usr/local/bin/etcdutl", 0o755, "etcdutl for amd64"]]);
+    assert.equal(manifest.layers[1]!.digest, sha(fs.readFileSync(path.join(work, "etcd-build", "etcd-amd64.layer"))));
   });
 });

@@ -68,6 +68,7 @@ test("kubeletImageProcess: the image runner's settings for the kubelet", () => {
     oomScoreAdj: -450,
     hostFiles: {},
     writeableSysfs: true,
+    hostPid: true,
     maskedPaths: [],
     readonlyPaths: [],
     rootfsPropagation: "shared",
