@@ -5,6 +5,7 @@ import path from "node:path";
 import { ApplyMode } from "../api/enums.js";
 import type { ConfigBundle } from "../config/bundle.js";
 import { machinedControllers, Observed } from "../controllers/index.js";
+import { writeMachineId } from "../controllers/cluster/node-identity.js";
 import { isControlPlane } from "../controllers/secrets/api.js";
 import { ConflictError, describeError, SystemError, UnimplementedError } from "../errors.js";
 import { addService, bindServer, drainAndClose } from "../grpc/server.js";
@@ -320,6 +321,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     extensions: () => fs.readFile(path.join(paths.root, "etc", "extensions.yaml"), "utf8").catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? undefined : Promise.reject(err))),
     time: opts.clock ? { clock: opts.clock } : {},
     etcd: etcd.controllers,
+    nodeIdentity: { stateDir: paths.state, container: platform.mode === "container", writeMachineId: (text) => writeMachineId(path.join(paths.etc, "machine-id"), text) },
     ...(k8s ? { kubelet: k8s.kubelet } : {}),
     ...(opts.hostDnsListen ? { hostDns: { listen: opts.hostDnsListen } } : {}),
     udevd: opts.udevd !== undefined,
