@@ -136,18 +136,6 @@ async function leaveCluster(ctx: EtcdApiContext): Promise<void> {
   });
 }
 
-/**
- * The member whose ID is `id`. Requests are decoded with 64-bit integers as numbers (api/index.ts),
- * which keep 53 bits: an ID is matched by its nearest double when it is not exact.
- */
-function memberById(ids: bigint[], id: number | string | undefined): bigint | undefined {
-  if (typeof id === "string") return BigInt(id);
-  const n = id ?? 0;
-  if (Number.isSafeInteger(n)) return BigInt(n);
-  const matches = ids.filter((m) => Number(m) === n);
-  return matches.length === 1 ? matches[0] : undefined;
-}
-
 export function etcdServiceImpl(ctx: EtcdApiContext): ServiceImpl {
   return {
     Bootstrap: bootstrapHandler(ctx),
@@ -167,14 +155,13 @@ export function etcdServiceImpl(ctx: EtcdApiContext): ServiceImpl {
     }),
     EtcdRemoveMemberByID: unaryHandler(async (req: { member_id?: number | string }) => {
       requireControlPlane(ctx, "etcd remove member");
+      // A 64-bit ID past 2^53 arrives as its exact decimal string (api/index.ts).
+      const id = BigInt(req.member_id ?? 0);
       await withControlPlane(ctx, async (c) => {
-        const { members } = await c.memberList();
-        const id = memberById(members.map((m) => m.id), req.member_id);
         try {
-          if (id === undefined) throw new NotFoundError(etcdErrors.memberNotFound, { details: etcdErrors.memberNotFound });
           await c.memberRemove(id);
         } catch (err) {
-          const text = `failed to remove member ${id ?? req.member_id}: ${(err as Error).message}`;
+          const text = `failed to remove member ${id}: ${(err as Error).message}`;
           if (isEtcdError(err, etcdErrors.memberNotFound)) throw new NotFoundError(text);
           throw new SystemError("failed to remove member", {}, { cause: new SystemError(text, {}, { cause: err }) });
         }
