@@ -395,6 +395,12 @@ export class EtcdClient {
     return res.members.map(member);
   }
 
+  /** Replaces member `id`'s peer URLs. */
+  async memberUpdate(id: bigint, peerURLs: string[]): Promise<EtcdMemberInfo[]> {
+    const res = await this.unary<{ members: WireMember[] }>("Cluster", "MemberUpdate", { ID: id.toString(), peerURLs });
+    return res.members.map(member);
+  }
+
   async memberPromote(id: bigint): Promise<EtcdMemberInfo[]> {
     const res = await this.unary<{ members: WireMember[] }>("Cluster", "MemberPromote", { ID: id.toString() });
     return res.members.map(member);
