@@ -1,7 +1,8 @@
 // talosctl health's etcd checks for two control planes whose members are real etcd v3.5.13
 // processes (the second joined as a learner and promoted): the HealthCheck reads both nodes
 // through an apid socket that routes each `nodes`-addressed call to that node's MachineService
-// (EtcdMemberList over the node's etcd client, ServiceList from its supervisor), as apid fans out.
+// (EtcdMemberList over the node's etcd client, ServiceList from its supervisor), as apid fans out;
+// and one node checking itself alone reads its etcd service and the members directly.
 import assert from "node:assert/strict";
 import { EventEmitter } from "node:events";
 import { mkdtempSync } from "node:fs";
@@ -12,7 +13,8 @@ import * as grpc from "@grpc/grpc-js";
 import { lookupMessage, rawServiceDefinition } from "../../agent/src/api/index.js";
 import { apiNodeReader } from "../../agent/src/machined/health/api-node.js";
 import { defaultClusterChecks, type NodeReader } from "../../agent/src/machined/health/checks.js";
-import { streamHealthCheck, type HealthCheckRequest } from "../../agent/src/machined/rpc/health.js";
+import type { EtcdApiContext } from "../../agent/src/machined/rpc/etcd.js";
+import { healthDeps, streamHealthCheck, type HealthCheckRequest } from "../../agent/src/machined/rpc/health.js";
 import { serviceListResponse } from "../../agent/src/machined/service-list.js";
 import { ResourceState } from "../../agent/src/resources/state.js";
 import { etcdBinaries, etcdNode, etcdRoot, type EtcdNode } from "./helpers/etcd-node.js";
@@ -145,4 +147,31 @@ test("the member lists the checks compared are the members' exact 64-bit IDs", a
   } finally {
     reader.close();
   }
+});
+
+test("this node alone: healthDeps reads the etcd service and the member list directly, and the etcd checks pass", async () => {
+  const etcd: EtcdApiContext = {
+    machineType: () => "controlplane",
+    state: a.state,
+    paths: a.paths,
+    clientPort: a.ports.client,
+    controlPlaneEndpoints: async () => [`127.0.0.1:${a.ports.client}`],
+    stopEtcd: async () => assert.fail("not stopped"),
+    bootstrapEtcd: async () => assert.fail("not bootstrapped"),
+  };
+  const call = new ProgressCall({ wait_timeout: { seconds: 120 }, cluster_info: { control_plane_nodes: ["127.0.0.1"] } });
+  const deps = healthDeps(a.state, a.supervisor, { mode: "container" }, () => undefined, { apidSocket: "/nonexistent/apid.sock", etcd });
+  await streamHealthCheck(
+    { ...deps, isThisNode: (ip) => ip === "127.0.0.1", checks: defaultClusterChecks().filter((c) => c.description.startsWith("etcd ")) },
+    call as unknown as Parameters<typeof streamHealthCheck>[1],
+  );
+  assert.deepEqual(call.lines, [
+    `discovered nodes: ["127.0.0.1"]`,
+    "waiting for etcd to be healthy: ...",
+    "waiting for etcd to be healthy: OK",
+    "waiting for etcd members to be consistent across nodes: ...",
+    "waiting for etcd members to be consistent across nodes: OK",
+    "waiting for etcd members to be control plane nodes: ...",
+    "waiting for etcd members to be control plane nodes: OK",
+  ]);
 });

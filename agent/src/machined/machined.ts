@@ -452,7 +452,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   addService(server, "storage.StorageService", storageServiceImpl(ctx), guard);
   addService(server, "inspect.InspectService", inspectServiceImpl({ controllerDependencies: () => controllers.dependencies() }), guard);
   addService(server, "time.TimeService", timeServiceImpl({ activeConfig: ctx.activeConfig, clock: opts.clock ?? { now: () => Date.now() } }), guard);
-  addService(server, "cluster.ClusterService", clusterServiceImpl(healthDeps(state, supervisor, platform, ctx.activeConfig, paths.apidSocket)), guard);
+  addService(server, "cluster.ClusterService", clusterServiceImpl(healthDeps(state, supervisor, platform, ctx.activeConfig, { apidSocket: paths.apidSocket, etcd: etcd.api })), guard);
   addService(server, "securityapi.SecurityService", {}, guard);
   addService(server, "cosi.resource.State", opts.cosi(state) as never, guard);
   await listenUnix(server, paths.machinedSocket);

@@ -10,7 +10,7 @@ import type { MachineTypeName } from "../../resources/catalog/config.js";
 import { ETCD_NAMESPACE, EtcdLocalMemberId, EtcdMemberType, formatMemberId, type EtcdMemberSpec } from "../../resources/catalog/etcd.js";
 import type { ResourceState } from "../../resources/state.js";
 import { resourceExists } from "../../services/conditions.js";
-import { adminTls, EtcdClient, endpointOf, etcdErrors, firstAnswering, isEtcdError, type AlarmMember, type EtcdClientOptions } from "../../sys/etcd/client.js";
+import { adminTls, EtcdClient, endpointOf, etcdErrors, firstAnswering, isEtcdError, type AlarmMember, type EtcdClientOptions, type EtcdMemberInfo } from "../../sys/etcd/client.js";
 import type { EtcdPaths } from "../../sys/etcd/paths.js";
 import { cancellation, send } from "./stream.js";
 import { bootstrapHandler, recoverHandler, type BootstrapContext } from "./etcd-bootstrap.js";
@@ -136,14 +136,19 @@ async function leaveCluster(ctx: EtcdApiContext): Promise<void> {
   });
 }
 
+/** The members as EtcdMemberList lists them, through the control plane's endpoints (Talos: NewClientFromControlPlaneIPs). */
+export async function controlPlaneMembers(ctx: EtcdApiContext): Promise<EtcdMemberInfo[]> {
+  requireControlPlane(ctx, "member list");
+  return (await withControlPlane(ctx, (c) => c.memberList())).members;
+}
+
 export function etcdServiceImpl(ctx: EtcdApiContext): ServiceImpl {
   return {
     Bootstrap: bootstrapHandler(ctx),
     EtcdRecover: recoverHandler(ctx, (api) => requireControlPlane(ctx, api)),
     EtcdMemberList: unaryHandler(async (req: { query_local?: boolean }) => {
       requireControlPlane(ctx, "member list");
-      const list = (c: EtcdClient) => c.memberList();
-      const { members } = req.query_local ? await withLocal(ctx, { requireLeader: true }, list) : await withControlPlane(ctx, list);
+      const members = req.query_local ? (await withLocal(ctx, { requireLeader: true }, (c) => c.memberList())).members : await controlPlaneMembers(ctx);
       return {
         messages: [
           {
@@ -157,15 +162,14 @@ export function etcdServiceImpl(ctx: EtcdApiContext): ServiceImpl {
       requireControlPlane(ctx, "etcd remove member");
       // A 64-bit ID past 2^53 arrives as its exact decimal string (api/index.ts).
       const id = BigInt(req.member_id ?? 0);
-      await withControlPlane(ctx, async (c) => {
-        try {
-          await c.memberRemove(id);
-        } catch (err) {
-          const text = `failed to remove member ${id}: ${(err as Error).message}`;
-          if (isEtcdError(err, etcdErrors.memberNotFound)) throw new NotFoundError(text);
-          throw new SystemError("failed to remove member", {}, { cause: new SystemError(text, {}, { cause: err }) });
-        }
-      });
+      // Wrapped once the walk is over: an unreachable endpoint's error must reach firstAnswering as it is, to try the next.
+      try {
+        await withControlPlane(ctx, (c) => c.memberRemove(id));
+      } catch (err) {
+        const text = `failed to remove member ${id}: ${(err as Error).message}`;
+        if (isEtcdError(err, etcdErrors.memberNotFound)) throw new NotFoundError(text);
+        throw new SystemError("failed to remove member", {}, { cause: new SystemError(text, {}, { cause: err }) });
+      }
       return { messages: [{}] };
     }),
     EtcdLeaveCluster: unaryHandler(async () => {

@@ -17,6 +17,7 @@ import { callRoles } from "../access.js";
 import { apiNodeReader, type ApiNodeReader } from "../health/api-node.js";
 import { hostAddresses, localNodeReader } from "../health/local-node.js";
 import { adminKubeconfig } from "./kubeconfig.js";
+import { controlPlaneMembers, type EtcdApiContext } from "./etcd.js";
 import { MemberType, type MemberSpec } from "../../resources/catalog/cluster.js";
 import type { ResourceState } from "../../resources/state.js";
 import type { ServiceImpl } from "../../grpc/server.js";
@@ -127,12 +128,27 @@ export function clusterServiceImpl(deps: HealthDeps): ServiceImpl {
   };
 }
 
-/** The checks' inputs on a running node: its own resources and services, and its API server. */
-export function healthDeps(state: ResourceState, supervisor: Pick<Supervisor, "list">, platform: { mode: string }, activeConfig: () => ConfigBundle | undefined, apidSocket?: string): HealthDeps {
+export interface HealthNodeAccess {
+  /** apid's socket, through which a cluster of more nodes is read. */
+  apidSocket?: string;
+  /** etcd's API context: this node's member list (EtcdMemberList's). */
+  etcd?: EtcdApiContext;
+}
+
+/** The checks' inputs on a running node: its own resources, services and etcd members, its API server, and apid for the others. */
+export function healthDeps(state: ResourceState, supervisor: Pick<Supervisor, "list">, platform: { mode: string }, activeConfig: () => ConfigBundle | undefined, access: HealthNodeAccess = {}): HealthDeps {
+  const { apidSocket, etcd } = access;
   return {
     state,
     ...(apidSocket ? { remoteNodes: (roles: string[]) => apiNodeReader({ socket: apidSocket, roles }) } : {}),
-    nodes: localNodeReader({ state, services: () => supervisor.list(), platformMode: () => platform.mode }),
+    nodes: localNodeReader({
+      state,
+      services: () => supervisor.list(),
+      platformMode: () => platform.mode,
+      ...(etcd
+        ? { etcdMembers: async () => (await controlPlaneMembers(etcd)).map((m) => ({ hostname: m.name, id: m.id.toString(), isLearner: m.isLearner, peerUrls: m.peerURLs })) }
+        : {}),
+    }),
     // As Talos's server side: the admin kubeconfig the Kubeconfig RPC gives, its endpoint replaced by force_endpoint.
     kube: async (forceEndpoint) => {
       const config = activeConfig();
