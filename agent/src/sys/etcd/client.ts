@@ -183,10 +183,9 @@ export interface CreateIfMissingResult {
   first: EtcdKeyValue | undefined;
 }
 
-/** A lease kept alive until stopped; `expired` settles when etcd says the lease is gone. */
+/** A lease kept alive until stopped. */
 export interface LeaseKeepAlive {
   stop(): void;
-  expired: Promise<void>;
 }
 
 type Unary = (req: object, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: unknown) => void) => grpc.ClientUnaryCall;
@@ -312,21 +311,16 @@ export class EtcdClient {
 
   /**
    * Refreshes lease `id` every `intervalMs` (clientv3 sends at a third of the TTL) over one
-   * LeaseKeepAlive stream, reopened on the next tick when it breaks; `expired` settles once
-   * etcd answers TTL 0 (the lease is gone).
+   * LeaseKeepAlive stream, reopened on the next tick when it breaks; stops once etcd answers
+   * TTL 0 (the lease is gone: whoever holds it finds its keys gone).
    */
   keepAlive(id: bigint, intervalMs: number): LeaseKeepAlive {
     const s = this.stub("Lease");
     let call: grpc.ClientDuplexStream<object, unknown> | undefined;
-    let onExpired!: () => void;
-    const expired = new Promise<void>((resolve) => (onExpired = resolve));
     const open = () => {
       const c = (s.LeaseKeepAlive as Duplex).call(s, this.metadata(), {});
       c.on("data", (msg: { TTL: string }) => {
-        if (BigInt(msg.TTL) <= 0n) {
-          stop();
-          onExpired();
-        }
+        if (BigInt(msg.TTL) <= 0n) stop();
       });
       // A broken stream is reopened at the next refresh; the lease outlives it by its TTL.
       c.on("error", () => {
@@ -345,7 +339,7 @@ export class EtcdClient {
       call = undefined;
     };
     refresh();
-    return { stop, expired };
+    return { stop };
   }
 
   /**
