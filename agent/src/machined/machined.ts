@@ -50,6 +50,7 @@ import type { VirtualTerminals } from "../sys/vt.js";
 import { machinedGuard } from "./access.js";
 import { inspectServiceImpl, machineServiceImpl, storageServiceImpl } from "./apis.js";
 import { etcdWiring } from "./etcd-wiring.js";
+import { manifestApplyLock } from "./manifest-apply-lock.js";
 import { clusterServiceImpl, healthDeps } from "./rpc/health.js";
 import { systemContainerd, type SystemContainerdOptions } from "./containerd.js";
 import { criRuntime, type CriOptions } from "./cri.js";
@@ -323,6 +324,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     etcd: etcd.controllers,
     nodeIdentity: { stateDir: paths.state, container: platform.mode === "container", writeMachineId: (text) => writeMachineId(path.join(paths.etc, "machine-id"), text) },
     ...(k8s ? { kubelet: k8s.kubelet } : {}),
+    manifestApplyLock: manifestApplyLock(paths),
     ...(opts.hostDnsListen ? { hostDns: { listen: opts.hostDnsListen } } : {}),
     udevd: opts.udevd !== undefined,
   })) {
@@ -450,7 +452,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   addService(server, "storage.StorageService", storageServiceImpl(ctx), guard);
   addService(server, "inspect.InspectService", inspectServiceImpl({ controllerDependencies: () => controllers.dependencies() }), guard);
   addService(server, "time.TimeService", timeServiceImpl({ activeConfig: ctx.activeConfig, clock: opts.clock ?? { now: () => Date.now() } }), guard);
-  addService(server, "cluster.ClusterService", clusterServiceImpl(healthDeps(state, supervisor, platform, ctx.activeConfig)), guard);
+  addService(server, "cluster.ClusterService", clusterServiceImpl(healthDeps(state, supervisor, platform, ctx.activeConfig, { apidSocket: paths.apidSocket, etcd: etcd.api })), guard);
   addService(server, "securityapi.SecurityService", {}, guard);
   addService(server, "cosi.resource.State", opts.cosi(state) as never, guard);
   await listenUnix(server, paths.machinedSocket);
