@@ -48,14 +48,15 @@ export function kubernetesServices(o: KubernetesServicesOptions): KubernetesServ
   // Not /var/log itself: the supervisor keeps each service's log there as <id>.log.
   const logFile = (id: string) => path.join(o.paths.var, "log", "containers", `${id}.log`);
   const held = boundingCapabilities();
+  const hostFiles = { hosts: path.join(o.paths.etc, "hosts"), resolvConf: path.join(o.paths.etc, "resolv.conf") };
   const kubeletRunner = (p: KubeletProcess): ServiceRunner =>
-    new ImageRunner({ id: p.id, image: p.image, client, registries: o.registries, process: async () => kubeletImageProcess(p, held), logFile: logFile(p.id) });
+    new ImageRunner({ id: p.id, image: p.image, client, registries: o.registries, process: async () => kubeletImageProcess(p, held, hostFiles), logFile: logFile(p.id) });
   return {
     etcdRunner: etcdImageRunner({
       client,
       registries: o.registries,
       logFile: logFile("etcd"),
-      hostFiles: { hosts: path.join(o.paths.etc, "hosts"), resolvConf: path.join(o.paths.etc, "resolv.conf") },
+      hostFiles,
       heldCapabilities: held,
     }),
     etcdutl: etcdutlImage({ client, registries: o.registries, paths: etcdPaths(o.paths), outputDir: path.join(o.paths.run, "etcdutl"), heldCapabilities: held, cgroupsPath: "/system/etcd" }),
