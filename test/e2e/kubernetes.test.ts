@@ -31,12 +31,17 @@ async function serviceState(c: NodeClient, id: string): Promise<string | undefin
   return ((await c.serviceList()) as Services).messages[0]!.services.find((s) => s.id === id)?.state;
 }
 
-/** The controlplane config: the registry mirrors, a hostname, no time sync (the guest reaches no NTP server). */
+/**
+ * The controlplane config: the registry mirrors, a hostname, no time sync (the guest reaches no NTP
+ * server), and no leader election for the controller manager and scheduler: under TCG on one vCPU
+ * they cannot renew their leases in time and restart over and over, and one control plane needs none.
+ */
 function clusterConfig(controlplane: string, registry: string): string {
   const doc = parseDocument(controlplane);
   for (const upstream of ["registry.k8s.io", "gcr.io", "ghcr.io"]) doc.setIn(["machine", "registries", "mirrors", upstream], { endpoints: [`http://${registry}`] });
   doc.setIn(["machine", "network", "hostname"], hostname);
   doc.setIn(["machine", "time", "disabled"], true);
+  for (const component of ["controllerManager", "scheduler"]) doc.setIn(["cluster", component, "extraArgs"], { "leader-elect": "false" });
   return doc.toString();
 }
 
