@@ -1,4 +1,4 @@
-// apid's sessions to other nodes' apid (backends.ts) against a Talos apid's keepalive enforcement: grpc-go's
+// apid's sessions to other nodes' apid (remote-backends.ts) against a Talos apid's keepalive enforcement: grpc-go's
 // default policy, which Talos's apid serves with. A fake remote counts pings as grpc-go's server does and
 // answers a client pinging too often with GOAWAY ENHANCE_YOUR_CALM "too_many_pings", ending every call on
 // the connection. A quiet stream (`logs -f` with nothing to say) must outlive many of that policy's minimum
@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import http2, { type ServerHttp2Session } from "node:http2";
 import type { AddressInfo } from "node:net";
 import { after, before, test } from "node:test";
-import { RemoteBackends, remoteSessionOptions, type RemoteSessionOptions } from "../../../agent/src/apid/backends.js";
+import { RemoteBackends, remoteSessionOptions, type RemoteSessionOptions } from "../../../agent/src/apid/remote-backends.js";
 import { openFrameStream } from "../../../agent/src/apid/frame-stream.js";
 import { generateSelfSignedCA, issueCertificate, tlsKeyPem, type CertificateAuthority } from "../../../agent/src/pki/index.js";
 

@@ -3,7 +3,7 @@
 // relayed as frames straight to machined's socket (raw-relay.ts); a unary call naming nodes is
 // routed here too: its request read once, sent to machined for this node and to the other nodes'
 // apid, the replies merged and tagged as Talos's proxy does. Streams, paths the API does not have and
-// compressed requests that would need decoding go, as frames too, to apid's grpc-js proxy (proxy.ts),
+// compressed requests that would need decoding go, as frames too, to apid's grpc-js proxy (proxy-server.ts),
 // with the roles decided here.
 
 import { randomUUID } from "node:crypto";
@@ -19,8 +19,10 @@ import { headerMetadata, logCall } from "../grpc/call-log.js";
 import { replyDeliveryKey, replyTrackedPaths } from "../grpc/reply-delivery.js";
 import { authenticatePeer, tlsOptions, type ListenerMode } from "./credentials.js";
 import { callHeaders, CallStatusError, unaryFrameCall } from "./frame-stream.js";
-import { asStatus, forwardedMetadata, mergedReplies, route, type Caller, type Leg, type ProxiedMethod, type Route } from "./proxy.js";
-import { answerUnary, BackendSession, BodyTooLargeError, firstMessage, readRequest, relayCall, replyStatus, timeoutMs } from "./raw-relay.js";
+import { asStatus, forwardedMetadata, mergedReplies, route, type Caller, type Leg, type Route } from "./director.js";
+import { type ProxiedMethod } from "./proxy-server.js";
+import { BackendSession } from "./backend-session.js";
+import { answerUnary, BodyTooLargeError, firstMessage, readRequest, relayCall, replyStatus, timeoutMs } from "./raw-relay.js";
 import { reportWhenDelivered } from "./reply-delivery.js";
 
 const log = logger("apid");
