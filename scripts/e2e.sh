@@ -2,7 +2,7 @@
 # Runs the e2e journeys in two lanes side by side. Every e2e VM has one vCPU (test/e2e/qemu.ts) and the host
 # (CI's too) has two cores, so two lanes take about as long as the longer one. Lane "upgrade" runs the upgrade
 # journey, the longest, and the power-loss boots; lane "others" runs every other journey. Each lane runs its
-# files one at a time, in node --test's order. The split keeps the lanes about even (README, End-to-end tests).
+# files one at a time, in node --test's order. The split keeps the lanes about even.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 first=(dist/test/e2e/upgrade.test.js dist/test/e2e/power-loss.test.js)

@@ -8,7 +8,7 @@ import { describeError } from "../errors.js";
 import { cosiFeed, type ResourceFeed } from "../grpc/resource-watch.js";
 import { bindServer, drainAndClose } from "../grpc/server.js";
 import { logger } from "../log.js";
-import { splitListen } from "../services/readiness.js";
+import { splitHostPort } from "../sys/host-port.js";
 import { hostnameStatusDefinition, HostnameStatusId, HostnameStatusType, NETWORK_NAMESPACE, nodeAddressDefinition, NodeAddressIds, NodeAddressType } from "../resources/catalog/network.js";
 import {
   apiCertsDefinition,
@@ -62,7 +62,7 @@ export async function runApid(opts: ApidOptions): Promise<void> {
   const remotes = new RemoteBackends();
   const machinedSession = new BackendSession("machined", () => net.connect(opts.machinedSocket));
   const backends: Backends = { local: machinedSession, get canForward() { return remotes.canForward; }, remote: (t) => remotes.session(t) };
-  const self = new SelfNames(splitListen(opts.listen).host);
+  const self = new SelfNames(splitHostPort(opts.listen).host);
   const isSelf = (t: string) => self.isSelf(t);
   const proxyBase = { methods, backends, isSelf, machinedTarget: target };
   // The listener's grpc-js proxy trusts the roles in its calls, so its socket sits in a directory only apid's

@@ -10,7 +10,7 @@ import { randomUUID } from "node:crypto";
 import http2, { type Http2SecureServer, type Http2Session, type IncomingHttpHeaders, type OutgoingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import type { PeerCertificate, TLSSocket } from "node:tls";
 import * as grpc from "@grpc/grpc-js";
-import { splitListen } from "../services/readiness.js";
+import { splitHostPort } from "../sys/host-port.js";
 import { describeError } from "../errors.js";
 import { logger } from "../log.js";
 import { listenerKey, roleKey } from "../grpc/metadata.js";
@@ -103,7 +103,7 @@ export class ApiFront {
 
   /** Listens on opts.listen; rejects (listening nowhere) when the address cannot be bound. */
   async listen(): Promise<void> {
-    const { host, port } = splitListen(this.opts.listen);
+    const { host, port } = splitHostPort(this.opts.listen);
     await new Promise<void>((resolve, reject) => {
       const onError = (err: Error) => reject(err);
       this.server.once("error", onError);

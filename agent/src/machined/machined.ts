@@ -12,7 +12,7 @@ import { MachineStatusId, MachineStatusType, RUNTIME_NAMESPACE, type MachineStag
 import { ControllerRuntime, type Controller } from "../resources/controller-runtime.js";
 import type { ResourceDefinitionInput } from "../resources/definitions.js";
 import { ResourceState } from "../resources/state.js";
-import { splitListen } from "../services/readiness.js";
+import { splitHostPort } from "../sys/host-port.js";
 import { Supervisor } from "../services/supervisor.js";
 import { ServiceLogs, type LogWriter } from "../services/logs.js";
 import { LogShipper, shipKernelLog } from "../services/log-shipping.js";
@@ -421,7 +421,7 @@ function machineRuntime(p: Parts, waitForConfig: () => Promise<string>): Machine
 function controllersOf(p: Parts): Controller[] {
   const { opts, state, supervisor, events, cri, k8s, etcd } = p;
   const { paths, platform } = opts;
-  const apidHost = splitListen(opts.apid.listen).host;
+  const apidHost = splitHostPort(opts.apid.listen).host;
   const runsTrustd = (t: Parameters<typeof isControlPlane>[0]) => opts.trustd !== undefined && isControlPlane(t);
   const controllers = machinedControllers({
     sources: {
@@ -498,7 +498,7 @@ function startEarlyServices(p: Parts): void {
       state,
       terminals: opts.terminals,
       version: contractTag,
-      apiPort: splitListen(opts.apid.listen).port,
+      apiPort: splitHostPort(opts.apid.listen).port,
       installFailure: p.installFailure,
       kernelLog: (signal) => dmesgLines(signal),
       afterUdevd: opts.udevd !== undefined,
