@@ -103,7 +103,7 @@ if [ "$arch" = arm64 ]; then
   run_node=("$qemu_user" -L "$base/tree")
 fi
 comp=${BASALT_SQUASHFS_COMP:-"-comp xz $bcj -b 1M"}
-mount_points="dev proc sys run system tmp var usr/lib/basalt usr/libexec/kubernetes etc/kubernetes etc/cni opt/cni/bin"
+mount_points="dev proc sys run system tmp var usr/lib/basalt usr/libexec/kubernetes usr/local/lib/kubelet/credentialproviders etc/kubernetes/manifests etc/cni/net.d opt/cni/bin"
 ext_dir=${BASALT_EXTENSIONS:-$repo/extensions}
 ext_key=""
 if [ -d "$ext_dir" ]; then

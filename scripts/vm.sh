@@ -9,6 +9,7 @@
 #   --firmware uefi|bios    firmware for ISO boots (default uefi: OVMF; bios: SeaBIOS)
 #   --api-port N            host port forwarded to the node's 50000 (default 50000, env BASALT_VM_API_PORT)
 #   --trustd-port N         host port forwarded to the node's 50001 (default 50001, env BASALT_VM_TRUSTD_PORT)
+#   --k8s-port N            host port forwarded to the node's Kubernetes API, 6443 (default none)
 #   --disk FILE             disk image (default _out/vm-disk.qcow2; created blank, 10 GiB)
 #   --fresh-disk            recreate the disk blank
 #   --append "ARGS"         extra kernel arguments for a pxe boot (e.g. talos.config=URL)
@@ -32,7 +33,7 @@ arch=amd64 boot=iso firmware=uefi serial="" accel=auto memory=2048 cpus=2 build=
 api_port=${BASALT_VM_API_PORT:-50000}
 trustd_port=${BASALT_VM_TRUSTD_PORT:-50001}
 disk="$out/vm-disk.qcow2"
-append="" uuid="" seed=""
+append="" uuid="" seed="" k8s_port=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --arch) arch=$2; shift ;;
@@ -40,6 +41,7 @@ while [ $# -gt 0 ]; do
     --firmware) firmware=$2; shift ;;
     --api-port) api_port=$2; shift ;;
     --trustd-port) trustd_port=$2; shift ;;
+    --k8s-port) k8s_port=$2; shift ;;
     --disk) disk=$2; shift ;;
     --fresh-disk) fresh=1 ;;
     --append) append=$2; shift ;;
@@ -53,7 +55,7 @@ while [ $# -gt 0 ]; do
     --no-build) build=0 ;;
     --net-open) restrict=off ;;
     --second-nic) second_nic=1 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "vm.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -113,7 +115,7 @@ fi
 
 args=(-machine "$machine" "${accel_args[@]}" -m "$memory" -smp "$cpus"
   -drive "file=$disk,if=none,id=disk0,format=qcow2" -device "virtio-blk-pci,drive=disk0,bootindex=2"
-  -netdev "user,id=net0,restrict=$restrict,hostfwd=tcp:127.0.0.1:${api_port}-:50000,hostfwd=tcp:127.0.0.1:${trustd_port}-:50001"
+  -netdev "user,id=net0,restrict=$restrict,hostfwd=tcp:127.0.0.1:${api_port}-:50000,hostfwd=tcp:127.0.0.1:${trustd_port}-:50001${k8s_port:+,hostfwd=tcp:127.0.0.1:${k8s_port}-:6443}"
   -device virtio-net-pci,netdev=net0
   -device virtio-rng-pci)
 [ "$second_nic" = 1 ] && args+=(-netdev "user,id=net1,restrict=on,net=10.0.3.0/24" -device virtio-net-pci,netdev=net1)

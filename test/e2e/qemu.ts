@@ -33,10 +33,16 @@ export interface BootOptions {
   seed?: string;
   /** Let the guest reach the host (10.0.2.2) and beyond (QEMU restrict=off). */
   netOpen?: boolean;
+  /** Guest memory in MiB (vm.sh's default otherwise). */
+  memory?: number;
+  /** Forward a host port to the node's Kubernetes API (6443). */
+  k8sApi?: boolean;
 }
 
 export interface BootedNode {
   apiPort: number;
+  /** The host port forwarded to the node's 6443 (k8sApi), else 0. */
+  k8sPort: number;
   serialLog: string;
   startedAt: number;
   /** The accelerator vm.sh chose ("kvm" or "tcg"; "" before it said). */
@@ -85,6 +91,7 @@ export async function bootNode(opts: BootOptions): Promise<BootedNode> {
   fs.mkdirSync(outDir, { recursive: true });
   const apiPort = await freePort();
   const trustdPort = await freePort();
+  const k8sPort = opts.k8sApi ? await freePort() : 0;
   const serialLog = path.join(outDir, `${opts.name}.console.log`);
   fs.rmSync(serialLog, { force: true });
   const disk = path.join(outDir, `${opts.disk ?? opts.name}.qcow2`);
@@ -98,6 +105,8 @@ export async function bootNode(opts: BootOptions): Promise<BootedNode> {
     ...(opts.uuid ? ["--uuid", opts.uuid] : []),
     ...(opts.seed ? ["--seed", opts.seed] : []),
     ...(opts.netOpen ? ["--net-open"] : []),
+    ...(opts.memory ? ["--memory", String(opts.memory)] : []),
+    ...(k8sPort ? ["--k8s-port", String(k8sPort)] : []),
   ];
   const startedAt = Date.now();
   const child = spawn("bash", args, { cwd: repoRoot, detached: true, stdio: ["ignore", "ignore", "pipe"] });
@@ -112,6 +121,7 @@ export async function bootNode(opts: BootOptions): Promise<BootedNode> {
   };
   return {
     apiPort,
+    k8sPort,
     serialLog,
     startedAt,
     accel: () => /with (kvm|tcg)/.exec(stderr)?.[1] ?? "",

@@ -69,7 +69,7 @@ function watchTrial(r: MachineRuntime, verdict: Extract<BootVerdict, { kind: "tr
     if (settled || ev.type === "destroyed") return;
     const spec = ev.resource.spec;
     // An installed node without a configuration serves maintenance mode: up, reachable, and never Running until configured.
-    if (!(spec.stage === "running" && readyButForTime(spec)) && spec.stage !== "maintenance") return;
+    if (!(spec.stage === "running" && readyForTrial(spec)) && spec.stage !== "maintenance") return;
     settled = true;
     stop.abort();
     opts.signal.removeEventListener("abort", cancel);
@@ -82,11 +82,20 @@ function watchTrial(r: MachineRuntime, verdict: Extract<BootVerdict, { kind: "tr
   });
 }
 
+/** Services whose readiness waits on what is outside the node: registries, `talosctl bootstrap`, other members. */
+const clusterServices = new Set(["kubelet", "etcd"]);
+
+/** A `services` condition's problems ("<id> not running, <id> not healthy") all name cluster services. */
+function onlyClusterServices(reason: string): boolean {
+  return reason.split(", ").every((problem) => clusterServices.has(problem.split(" ")[0] ?? ""));
+}
+
 /**
- * Ready in every way the new system answers for. Time sync is left out: it waits on an NTP
- * server the node may never reach (an air-gapped site), and an upgrade that cannot be
- * confirmed there would always be rolled back.
+ * Ready in every way the new system answers for. Left out: time sync, which waits on an NTP
+ * server the node may never reach (an air-gapped site), and Kubernetes (the kubelet, etcd and
+ * the static pods), which waits on registries, bootstrap and other nodes: an upgrade that
+ * cannot be confirmed there would always be rolled back.
  */
-function readyButForTime(spec: MachineStatusSpec): boolean {
-  return spec.status.unmetConditions.every((c) => c.name === "time");
+export function readyForTrial(spec: MachineStatusSpec): boolean {
+  return spec.status.unmetConditions.every((c) => c.name === "time" || c.name === "staticPods" || (c.name === "services" && onlyClusterServices(c.reason)));
 }

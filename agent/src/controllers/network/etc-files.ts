@@ -45,7 +45,9 @@ export function renderHosts(address: string, hostname: string, domainname: strin
   ]);
 }
 
-export type EtcFileWriter = (name: "resolv.conf" | "hosts", text: string) => Promise<void>;
+/** The node's /etc files, and the resolv.conf the kubelet gives pods (Talos's /system/resolved/resolv.conf). */
+export type EtcFileName = "resolv.conf" | "hosts" | "pod-resolv.conf";
+export type EtcFileWriter = (name: EtcFileName, text: string) => Promise<void>;
 
 export class EtcFileController implements Controller {
   readonly name = "network.EtcFileController";
@@ -66,12 +68,16 @@ export class EtcFileController implements Controller {
     const host = ctx.get<HostnameStatusSpec>(NETWORK_NAMESPACE, HostnameStatusType, HostnameStatusId)?.spec;
     const resolvers = ctx.get<ResolverStatusSpec>(NETWORK_NAMESPACE, ResolverStatusType, ResolverStatusId)?.spec;
     const address = ctx.get<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, NodeAddressIds.default)?.spec.addresses[0];
-    if (resolvers) await this.put("resolv.conf", renderResolvConf(hostDnsNameserver(ctx) ?? resolvers.dnsServers, network?.disableSearchDomain ? "" : (host?.domainname ?? "")));
+    const search = network?.disableSearchDomain ? "" : (host?.domainname ?? "");
+    if (resolvers) await this.put("resolv.conf", renderResolvConf(hostDnsNameserver(ctx) ?? resolvers.dnsServers, search));
+    // Pods resolve through the host DNS cache's service address when it has one, else the node's resolvers.
+    const hostDns = ctx.get<HostDNSConfigSpec>(NETWORK_NAMESPACE, HostDNSConfigType, HostDNSConfigId)?.spec;
+    if (resolvers && hostDns) await this.put("pod-resolv.conf", renderResolvConf(hostDns.serviceHostDNSAddress ? [hostDns.serviceHostDNSAddress] : resolvers.dnsServers, search));
     // Talos writes hosts once the node has a name and a default address.
     if (host && address) await this.put("hosts", renderHosts(address.slice(0, address.lastIndexOf("/")), host.hostname, host.domainname, network?.extraHostEntries ?? []));
   }
 
-  private async put(name: "resolv.conf" | "hosts", text: string): Promise<void> {
+  private async put(name: EtcFileName, text: string): Promise<void> {
     if (this.written.get(name) === text) return;
     await this.write(name, text);
     this.written.set(name, text);

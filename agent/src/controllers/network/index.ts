@@ -2,7 +2,7 @@
 // ControllerRuntime (with networkDefinitions registered into the store first).
 
 import path from "node:path";
-import { writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import type { Controller } from "../../resources/controller-runtime.js";
 import { writeFileAtomic } from "../../sys/atomic-file.js";
 import type { NetKernel } from "../../sys/net.js";
@@ -75,7 +75,16 @@ export function networkControllers(opts: NetworkControllersOptions): Controller[
     new TimeServerStatusController(),
     new NetworkStatusController(),
   ];
-  if (opts.writeResolvConf !== false) controllers.push(new EtcFileController((name, text) => writeFileAtomic(path.join(opts.paths.etc, name), text, 0o644)));
+  if (opts.writeResolvConf !== false) {
+    const podResolvConf = path.join(opts.paths.system, "resolved", "resolv.conf");
+    controllers.push(
+      new EtcFileController(async (name, text) => {
+        if (name !== "pod-resolv.conf") return writeFileAtomic(path.join(opts.paths.etc, name), text, 0o644);
+        await mkdir(path.dirname(podResolvConf), { recursive: true, mode: 0o755 });
+        return writeFileAtomic(podResolvConf, text, 0o644);
+      }),
+    );
+  }
   if (opts.dhcp !== false) {
     controllers.push(
       new AddressConfigController(cmdline),

@@ -16,6 +16,12 @@ export const ksppParams: readonly Param[] = [
   ["proc.sys.net.core.bpf_jit_harden", "2"],
 ];
 
+/**
+ * What Talos's own kernel is built with and Debian's is not (CONFIG_PANIC_ON_OOPS): the kubelet's
+ * protectKernelDefaults refuses to start on a kernel that does not panic on an oops.
+ */
+const kernelConfigParams: readonly Param[] = [["proc.sys.kernel.panic_on_oops", "1"]];
+
 /** Talos v1.7's defaults, in its order; `container`: the sandbox, which like Talos in a container leaves the bridge and KSPP settings alone. */
 export function defaultKernelParams(opts: { container: boolean; ipv6: boolean }): Param[] {
   const out: Param[] = [["proc.sys.net.ipv4.ip_forward", "1"]];
@@ -30,7 +36,7 @@ export function defaultKernelParams(opts: { container: boolean; ipv6: boolean })
     ["proc.sys.fs.inotify.max_user_instances", "8192"],
     ["proc.sys.fs.aio-max-nr", "1048576"],
   );
-  if (!opts.container) out.push(...ksppParams);
+  if (!opts.container) out.push(...ksppParams, ...kernelConfigParams);
   return out;
 }
 

@@ -11,9 +11,13 @@ import { mountVolume, unmountVolume } from "./volume.js";
 export const overlayTargets = ["/etc/kubernetes", "/etc/cni", "/usr/libexec/kubernetes", "/opt"];
 
 const varDirectories: [string, number][] = [
-  ["log", 0o755], ["log/audit", 0o700], ["lib", 0o700], ["lib/etcd", 0o700], ["lib/kubelet", 0o700], ["lib/containerd", 0o000 | 0o711],
-  ["lib/cni", 0o700], ["run", 0o755], ["mnt", 0o755], ["system", 0o700], ["system/overlays", 0o700],
+  ["log", 0o755], ["log/audit", 0o700], ["log/containers", 0o700], ["log/pods", 0o700], ["lib", 0o700], ["lib/etcd", 0o700],
+  ["lib/kubelet", 0o700], ["lib/kubelet/seccomp/profiles", 0o700], ["lib/containerd", 0o000 | 0o711],
+  ["lib/cni", 0o700], ["run", 0o755], ["run/lock", 0o700], ["mnt", 0o755], ["system", 0o700], ["system/overlays", 0o700],
 ];
+
+/** The API server's audit log directory, owned by the user it runs as (Talos's KubernetesAPIServerRunUser). */
+const auditLogDirectory = { dir: "log/audit/kube", uid: 65534, gid: 65534 };
 
 export async function mountEphemeralPartition(r: MachineRuntime): Promise<void> {
   await growEphemeralPartition(r);
@@ -25,6 +29,10 @@ export async function setupVarDirectory(r: MachineRuntime): Promise<void> {
   for (const [dir, mode] of varDirectories) {
     await fs.mkdir(path.join(r.paths.var, dir), { recursive: true, mode });
   }
+  const audit = path.join(r.paths.var, auditLogDirectory.dir);
+  await fs.mkdir(audit, { recursive: true, mode: 0o700 });
+  // Only root can give it away; a sandbox run as another user keeps it.
+  if (process.getuid?.() === 0) await fs.chown(audit, auditLogDirectory.uid, auditLogDirectory.gid);
 }
 
 const overlayName = (target: string) => target.replace(/^\//, "").replaceAll("/", "-");

@@ -23,9 +23,10 @@ test("keys to files as sysctl.d(5) and Talos map them", () => {
   assert.equal(paramPath("sys.kernel.mm.transparent_hugepage.enabled"), "/sys/kernel/mm/transparent_hugepage/enabled");
 });
 
-test("Talos's defaults: a machine gets the bridge and KSPP settings, a container not; IPv6 ones only with IPv6", () => {
+test("Talos's defaults: a machine gets the bridge and KSPP settings and panics on an oops, a container not; IPv6 ones only with IPv6", () => {
   const keys = (o: { container: boolean; ipv6: boolean }) => defaultKernelParams(o).map(([k]) => k);
-  assert.equal(keys({ container: false, ipv6: true }).length, 19);
+  assert.equal(keys({ container: false, ipv6: true }).length, 20);
+  assert.equal(keys({ container: false, ipv6: true }).at(-1), "proc.sys.kernel.panic_on_oops");
   assert.equal(keys({ container: true, ipv6: true }).length, 10);
   assert.equal(keys({ container: true, ipv6: false }).length, 8);
   assert.ok(keys({ container: false, ipv6: false }).includes("proc.sys.kernel.kptr_restrict"));

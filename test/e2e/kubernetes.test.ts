@@ -1,0 +1,161 @@
+// The Kubernetes journey, as an air-gapped site runs it: the project's Kubernetes images pushed to a
+// registry on the host, the control plane's config sending registry.k8s.io, gcr.io and ghcr.io there;
+// the ISO installs, etcd waits for Bootstrap, the kubelet runs the static control plane, kubeconfig
+// reaches the API server with kubectl, an etcd snapshot holds the node, and a shutdown stops the pods.
+import assert from "node:assert/strict";
+import { execFileSync, spawn } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { test } from "node:test";
+import { parseDocument } from "yaml";
+import { ApplyMode } from "../../agent/src/api/enums.js";
+import type { NodeClient } from "../../agent/src/client/client.js";
+import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
+import { generateConfigs } from "../../agent/src/config/generate/index.js";
+import { goProgram } from "../integration/helpers/go-programs.js";
+import { registryBinary, startRegistry } from "../integration/helpers/registry.js";
+import { artifactsPresent, bootNode, freePort, repoRoot, waitExit, waitFor, type BootedNode } from "./qemu.js";
+import { expectServicesHealthy } from "./node-checks.js";
+
+const bootMs = 1_200_000;
+/** etcd, then the API server, controller manager and scheduler started under TCG on one vCPU. */
+const controlPlaneMs = 1_800_000;
+const hostname = "k8s-node";
+const work = path.join(repoRoot, "_out", "e2e", "kubernetes");
+const sequenceFailed = /sequencer: \w+ sequence: failed/;
+
+type Services = { messages: { services: { id: string; state: string; health: { healthy: boolean } }[] }[] };
+type ResourceReply = { resource: { spec: { yaml_spec: string } } };
+
+async function serviceState(c: NodeClient, id: string): Promise<string | undefined> {
+  return ((await c.serviceList()) as Services).messages[0]!.services.find((s) => s.id === id)?.state;
+}
+
+/** The controlplane config: the registry mirrors, a hostname, no time sync (the guest reaches no NTP server). */
+function clusterConfig(controlplane: string, registry: string): string {
+  const doc = parseDocument(controlplane);
+  for (const upstream of ["registry.k8s.io", "gcr.io", "ghcr.io"]) doc.setIn(["machine", "registries", "mirrors", upstream], { endpoints: [`http://${registry}`] });
+  doc.setIn(["machine", "network", "hostname"], hostname);
+  doc.setIn(["machine", "time", "disabled"], true);
+  return doc.toString();
+}
+
+const skip = artifactsPresent() && fs.existsSync(registryBinary) ? false : "image not built (npm run image), or docker-registry missing";
+
+test("Kubernetes journey: install → bootstrap → static control plane → kubectl → etcd snapshot → shutdown", { skip, timeout: 120 * 60_000 }, async (t) => {
+  fs.rmSync(work, { recursive: true, force: true });
+  fs.mkdirSync(work, { recursive: true });
+  const registry = await startRegistry(path.join(work, "registry"), { plain: true });
+  t.after(() => registry.stop());
+  execFileSync("bash", ["scripts/k8s-images.sh", "--push", registry.host, "--insecure"], { cwd: repoRoot, stdio: ["ignore", "ignore", "inherit"] });
+  const kubectlBinary = goProgram("kubectl");
+  const etcdBinary = goProgram("etcd");
+  const etcdutl = goProgram("etcdutl");
+
+  const generated = await generateConfigs({ clusterName: "kubernetes", endpoint: "https://10.0.2.15:6443", installDisk: "/dev/vda" });
+  const config = clusterConfig(generated.controlplane, `10.0.2.2:${registry.host.split(":")[1]}`);
+  const creds = parseTalosconfig(generated.talosconfig);
+  const node: BootedNode = await bootNode({ name: "kubernetes", boot: "iso", netOpen: true, memory: 4096, k8sApi: true });
+  t.after(() => node.stop({ removeDisk: true }));
+  const admin = () => node.mtlsClient(creds);
+
+  let failedStep: string | undefined;
+  const step = async (name: string, fn: () => Promise<void>) => {
+    await t.test(name, { skip: failedStep ? `after the failed step "${failedStep}"` : false }, async () => {
+      try {
+        await fn();
+      } catch (err) {
+        failedStep = name;
+        throw err;
+      }
+    });
+  };
+
+  await step("the ISO installs a control plane: etcd waits for Bootstrap, the kubelet runs from its image", async () => {
+    await waitFor(node, "maintenance API", () => node.client().disks(), bootMs);
+    const insecure = node.client();
+    await insecure.unary(insecure.machine, "ApplyConfiguration", { data: Buffer.from(config), mode: ApplyMode.REBOOT, dry_run: false }, 300_000);
+    await waitFor(node, "mTLS after install", () => admin().version(), bootMs, { failOn: sequenceFailed });
+    await expectServicesHealthy(node, admin(), ["cri", "kubelet"], bootMs);
+    assert.equal(await serviceState(admin(), "etcd"), "Preparing");
+    await waitFor(node, "etcd's bootstrap hint", async () => assert.match(node.console(), /please run `talosctl bootstrap`/), bootMs);
+  });
+
+  await step("Bootstrap starts etcd; a second one is refused as AlreadyExists", async () => {
+    const c = admin();
+    await c.unary(c.machine, "Bootstrap", {}, 120_000);
+    await expectServicesHealthy(node, c, ["etcd"], controlPlaneMs);
+    await assert.rejects(c.unary(c.machine, "Bootstrap", {}), (e: Error & { code?: number; details?: string }) => {
+      assert.equal(e.code, 6, e.message);
+      assert.match(e.details ?? "", /etcd data directory is not empty/);
+      return true;
+    });
+  });
+
+  const staticPods = ["kube-apiserver", "kube-controller-manager", "kube-scheduler"];
+  await step("the kubelet runs the static control plane: each pod Running and Ready, the machine ready", async () => {
+    const c = admin();
+    for (const pod of staticPods) {
+      await waitFor(node, `${pod} ready`, async () => {
+        const yaml = ((await c.resourceGet("k8s", "StaticPodStatuses.kubernetes.talos.dev", `kube-system/${pod}-${hostname}`)) as ResourceReply).resource.spec.yaml_spec;
+        assert.match(yaml, /phase: Running/);
+        assert.match(yaml, /- type: Ready\n\s+status: "True"/);
+      }, controlPlaneMs);
+    }
+    await waitFor(node, "MachineStatus ready", async () => {
+      const yaml = ((await c.resourceGet("runtime", "MachineStatuses.runtime.talos.dev", "machine")) as ResourceReply).resource.spec.yaml_spec;
+      assert.match(yaml, /stage: running[\s\S]*ready: true/);
+    }, controlPlaneMs);
+  });
+
+  const kubeconfig = path.join(work, "kubeconfig");
+  const kubectl = (...args: string[]) => execFileSync(kubectlBinary, ["--kubeconfig", kubeconfig, "--server", `https://127.0.0.1:${node.k8sPort}`, ...args], { encoding: "utf8" });
+  const names = (json: string) => (JSON.parse(json) as { items: { metadata: { name: string } }[] }).items.map((i) => i.metadata.name).sort();
+
+  await step("kubeconfig reaches the API server: the node registered under its hostname, the control plane's mirror pods, the bootstrap manifests applied", async () => {
+    fs.writeFileSync(kubeconfig, await admin().kubeconfig());
+    const nodes = await waitFor(node, "the node registered", async () => {
+      const n = names(kubectl("get", "nodes", "-o", "json"));
+      assert.deepEqual(n, [hostname]);
+      return n;
+    }, controlPlaneMs);
+    assert.deepEqual(nodes, [hostname]);
+    await waitFor(node, "the mirror pods", async () => {
+      const pods = names(kubectl("get", "pods", "-n", "kube-system", "-o", "json")).filter((n) => n.endsWith(`-${hostname}`));
+      assert.deepEqual(pods, staticPods.map((p) => `${p}-${hostname}`));
+    }, controlPlaneMs);
+    await waitFor(node, "the bootstrap manifests", async () => {
+      assert.deepEqual(names(kubectl("get", "daemonsets", "-n", "kube-system", "-o", "json")), ["kube-flannel", "kube-proxy"]);
+      assert.deepEqual(names(kubectl("get", "deployments", "-n", "kube-system", "-o", "json")), ["coredns"]);
+    }, controlPlaneMs);
+  });
+
+  await step("etcd: one member named after the node; a snapshot restored on the host holds the node's object", async () => {
+    const c = admin();
+    const members = (await c.unary(c.machine, "EtcdMemberList", {})) as { messages: { members: { hostname: string; is_learner: boolean }[] }[] };
+    assert.deepEqual(members.messages[0]!.members.map((m) => [m.hostname, m.is_learner]), [[hostname, false]]);
+    const snapshot = path.join(work, "etcd.snapshot");
+    fs.writeFileSync(snapshot, Buffer.concat((await c.collect<{ bytes?: Buffer }>(c.machine, "EtcdSnapshot", {})).map((m) => m.bytes ?? Buffer.alloc(0))));
+    const dataDir = path.join(work, "restored");
+    const port = await freePort();
+    const peer = `http://127.0.0.1:${await freePort()}`;
+    execFileSync(etcdutl, ["snapshot", "restore", snapshot, "--data-dir", dataDir, "--initial-cluster", `default=${peer}`, "--initial-advertise-peer-urls", peer], { stdio: "ignore" });
+    const etcd = spawn(etcdBinary, ["--data-dir", dataDir, "--listen-client-urls", `http://127.0.0.1:${port}`, "--advertise-client-urls", `http://127.0.0.1:${port}`, "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer], { stdio: "ignore" });
+    t.after(() => etcd.kill("SIGKILL"));
+    const key = Buffer.from(`/registry/minions/${hostname}`).toString("base64");
+    const found = await waitFor(node, "the restored etcd answering", async () => {
+      const res = await fetch(`http://127.0.0.1:${port}/v3/kv/range`, { method: "POST", body: JSON.stringify({ key, keys_only: true }) });
+      return (await res.json()) as { kvs?: { key: string }[] };
+    }, 60_000);
+    assert.deepEqual(found.kvs?.map((kv) => Buffer.from(kv.key, "base64").toString()), [`/registry/minions/${hostname}`]);
+  });
+
+  await step("Shutdown stops the kubelet and the control plane's pods, then powers off", async () => {
+    const c = admin();
+    await c.shutdown();
+    await waitExit(node, "power-off after Shutdown", bootMs);
+    const console = node.console();
+    assert.match(console, /shutting down kubelet gracefully/);
+    for (const pod of staticPods) assert.match(console, new RegExp(`stopped pod.*kube-system/${pod}-${hostname}`));
+  });
+});
