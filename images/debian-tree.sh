@@ -50,6 +50,8 @@ for p in $packages; do
 done
 rm -rf "$out"/usr/share/{doc,man,info,lintian,locale,bug,bash-completion}
 while read -r name target; do
-  [ -n "$name" ] && ln -sfn "$target" "$out/$name"
+  [ -n "$name" ] || continue
+  mkdir -p "$out/$(dirname "$name")"
+  ln -sfn "$target" "$out/$name"
 done <<<"$links"
 echo "$out"

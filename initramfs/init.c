@@ -202,6 +202,7 @@ static void prepare_root(void) {
   mkdir(NEWROOT "/system/state", 0700);
   bind_writable_etc("hosts", "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n");
   bind_writable_etc("resolv.conf", "");
+  bind_writable_etc("machine-id", "");
   // The agent travels in the small compressed cpio (so agent changes never rebuild
   // rootfs.sqsh); bind it read-only where the root tree expects it.
   if (mount(AGENT_DIR, NEWROOT AGENT_MOUNT, NULL, MS_BIND, NULL) < 0 ||

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Kubernetes images of an air-gapped site, built here and pushed to one registry:
 # each program from its Go module (scripts/go-component.sh) or C source (images/pause/build.sh),
-# the Debian files the kubelet and kube-proxy exec (images/debian-tree.sh), then the images
+# the Debian files the kubelet, kube-proxy and flannel's images exec (images/debian-tree.sh), then the images
 # assembled into _out/k8s/images.tar and pushed under the repository paths Talos pulls them from.
 #
 #   bash scripts/k8s-images.sh --push HOST:PORT [--arch amd64,arm64] [--only etcd,pause] [--insecure]
@@ -21,7 +21,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -n "$push" ] || { echo "$usage" >&2; exit 2; }
-all="kubelet kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd coredns pause"
+all="kubelet kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd coredns pause flannel install-cni"
 names=${only:+${only//,/ }}
 names=${names:-$all}
 export PATH="$PWD/_out/tools/node22/bin:$PATH"
@@ -32,9 +32,14 @@ for arch in ${archs//,/ }; do
   for name in $names; do
     case "$name" in
       pause) bash images/pause/build.sh "$arch" 3.8 ;;
+      # The image's program is its script; the CNI plugins it installs are its bundle.
+      install-cni) bash scripts/go-component.sh cni-plugins "$arch"
+        install -D -m 0755 images/install-cni/install-cni.sh "_out/k8s/$arch/install-cni" ;;
       *) bash scripts/go-component.sh "$name" "$arch" ;;
     esac
-    case "$name" in kubelet|kube-proxy) bash images/debian-tree.sh "$arch" "$name" ;; esac
+    case "$name" in kubelet|kube-proxy|flannel|install-cni) bash images/debian-tree.sh "$arch" "$name" ;; esac
+    # The etcd image carries etcdutl beside etcd, as upstream's does.
+    case "$name" in etcd) bash scripts/go-component.sh etcdutl "$arch" ;; esac
   done
 done
 # Debian's bundle, as its ca-certificates package generated it on this machine.

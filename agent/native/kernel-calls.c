@@ -1,7 +1,8 @@
 // The kernel calls machined makes on every node, as a Node-API addon of our own (koffi's general FFI
 // addon costs ~4 MiB of private memory in machined): the clock's (adjtimex(2), clock_gettime(2), the
 // RTC_SET_TIME ioctl), the console's terminal ioctls, link-layer broadcasts (DHCPv4, gratuitous ARP)
-// and pipe2(2) (logind's inhibitor locks). Each takes and fills the caller's Buffer (the JS
+// pipe2(2) (logind's inhibitor locks) and sendmsg(2) with SCM_RIGHTS (handing a lock to the system bus's
+// client). Each takes and fills the caller's Buffer (the JS
 // side builds and reads the structs) and returns the call's result, or -errno when it failed.
 #define _GNU_SOURCE // pipe2
 #define NAPI_VERSION 8
@@ -166,6 +167,56 @@ static napi_value js_packet_broadcast(napi_env env, napi_callback_info info) {
   return result(env, (int)sent);
 }
 
+// The most fds one message carries (the kernel's SCM_MAX_FD is 253; the system bus sends one).
+#define SEND_FDS_MAX 16
+
+// sendFds(fd: number, data: Buffer, fds: Buffer /* int[n] */): sendmsg(2) of data on a connected Unix stream socket
+// without blocking, the n fds (n may be 0) in an SCM_RIGHTS message; the bytes sent or -errno. The kernel attaches
+// the fds to the first byte it takes: after a partial send the rest goes without them, after -EAGAIN nothing left.
+static napi_value js_send_fds(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  int32_t fd;
+  if (!int_arg(env, argv, argc, 0, &fd)) return NULL;
+  void *data = buffer_arg(env, argv, argc, 1, 1);
+  if (data == NULL) return NULL;
+  size_t len = 0, fds_len = 0;
+  napi_get_buffer_info(env, argv[1], NULL, &len);
+  // An empty Buffer (no fds) may have no data pointer: buffer_arg cannot take it.
+  bool is_buffer = false;
+  void *fd_bytes = NULL;
+  if (argc < 3 || napi_is_buffer(env, argv[2], &is_buffer) != napi_ok || !is_buffer ||
+      napi_get_buffer_info(env, argv[2], &fd_bytes, &fds_len) != napi_ok || fds_len % sizeof(int) != 0 ||
+      fds_len / sizeof(int) > SEND_FDS_MAX) {
+    napi_throw_type_error(env, NULL, "expected at most 16 fds in a Buffer as an int array");
+    return NULL;
+  }
+  size_t nfds = fds_len / sizeof(int);
+  struct iovec iov = {.iov_base = data, .iov_len = len};
+  struct msghdr msg;
+  memset(&msg, 0, sizeof msg);
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  // The control buffer as a union: CMSG_* need it aligned for struct cmsghdr.
+  union {
+    char bytes[CMSG_SPACE(SEND_FDS_MAX * sizeof(int))];
+    struct cmsghdr align;
+  } control;
+  if (nfds > 0) {
+    memset(&control, 0, sizeof control);
+    msg.msg_control = control.bytes;
+    msg.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+    struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
+    cmsg->cmsg_level = SOL_SOCKET;
+    cmsg->cmsg_type = SCM_RIGHTS;
+    cmsg->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+    memcpy(CMSG_DATA(cmsg), fd_bytes, nfds * sizeof(int));
+  }
+  // MSG_NOSIGNAL: a client gone answers -EPIPE, not SIGPIPE.
+  return result(env, (int)sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL));
+}
+
 NAPI_MODULE_INIT() {
   napi_property_descriptor props[] = {
       {"adjtimex", NULL, js_adjtimex, NULL, NULL, NULL, napi_enumerable, NULL},
@@ -176,6 +227,7 @@ NAPI_MODULE_INIT() {
       {"ttyWinsize", NULL, js_tty_winsize, NULL, NULL, NULL, napi_enumerable, NULL},
       {"packetBroadcast", NULL, js_packet_broadcast, NULL, NULL, NULL, napi_enumerable, NULL},
       {"pipe", NULL, js_pipe, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"sendFds", NULL, js_send_fds, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;
   return exports;

@@ -54,6 +54,9 @@ async function serviceState(id: string): Promise<{ state: string; healthy: boole
   return s && { state: s.state, healthy: s.health.healthy };
 }
 
+// Merged into the generated CRI plugin settings key by key (Talos's CRI config parts).
+const customization = '[plugins."io.containerd.grpc.v1.cri"]\n  enable_unprivileged_ports = true\n';
+
 before(async () => {
   if (skip) return;
   registry = await startRegistry(path.join(work, "registry"));
@@ -74,6 +77,7 @@ before(async () => {
     const docs = generated.controlplane.split(/^---\n/m);
     const machineConfig = parse(docs[0]!) as { machine: Record<string, unknown> };
     machineConfig.machine.registries = registries;
+    machineConfig.machine.files = [{ op: "create", path: "/etc/cri/conf.d/20-customization.part", content: customization }];
     docs[0] = stringify(machineConfig);
     return docs.join("---\n");
   };
@@ -130,6 +134,16 @@ test("cri runs once the config has a cluster: Running and healthy (Version over 
     `\n[host]\n\n  [host."https://${registry.host}"]\n    capabilities = ["pull", "resolve"]\n    ca = "${path.join(hosts, "registry.k8s.io", `${registry.host}-ca.crt`)}"\n`,
   );
   assert.equal(readFileSync(path.join(hosts, "registry.k8s.io", `${registry.host}-ca.crt`), "utf8"), registry.ca);
+});
+
+test("the config's 20-customization.part is merged into the CRI plugin's settings containerd runs with", { skip }, async () => {
+  const { info } = await cri.status();
+  const config = JSON.parse(info.config!) as { enableUnprivilegedPorts: boolean; sandboxImage: string; registry: { configPath: string }; containerd: { runtimes: Record<string, { runtimeType: string }> } };
+  assert.equal(config.enableUnprivilegedPorts, true);
+  // The generated settings beside it are kept.
+  assert.equal(config.sandboxImage, "registry.k8s.io/pause:3.8");
+  assert.equal(config.registry.configPath, path.join(stateDir, "system", "etc", "cri", "conf.d", "hosts"));
+  assert.equal(config.containerd.runtimes.runc!.runtimeType, "io.containerd.runc.v2");
 });
 
 test("CRI PullImage goes through the registry.basalt.test mirror (CA and token auth from the config); ImageList NS_CRI lists it", { skip }, async () => {

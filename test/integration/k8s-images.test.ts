@@ -33,8 +33,15 @@ const canRunContainers = fs.existsSync("/usr/bin/containerd") && fs.existsSync("
 const sha256 = (b: Buffer) => `sha256:${createHash("sha256").update(b).digest("hex")}`;
 
 const expected = {
-  etcd: { reference: "gcr.io/etcd-development/etcd:v3.5.13", repository: "etcd-development/etcd", tag: "v3.5.13", binary: "usr/local/bin/etcd", config: { Cmd: ["/usr/local/bin/etcd"], WorkingDir: "/var/lib/etcd/" } },
-  pause: { reference: "registry.k8s.io/pause:3.8", repository: "pause", tag: "3.8", binary: "pause", config: { Entrypoint: ["/pause"], User: "65535:65535" } },
+  etcd: {
+    reference: "gcr.io/etcd-development/etcd:v3.5.13",
+    repository: "etcd-development/etcd",
+    tag: "v3.5.13",
+    // etcdutl beside etcd, as upstream's image has it.
+    binaries: { "usr/local/bin/etcd": "etcd", "usr/local/bin/etcdutl": "etcdutl" },
+    config: { Cmd: ["/usr/local/bin/etcd"], WorkingDir: "/var/lib/etcd/" },
+  },
+  pause: { reference: "registry.k8s.io/pause:3.8", repository: "pause", tag: "3.8", binaries: { pause: "pause" }, config: { Entrypoint: ["/pause"], User: "65535:65535" } },
 } as const;
 
 function client(repository: string): RepositoryClient {
@@ -79,7 +86,7 @@ describe("npm run k8s-images against docker-registry", { skip: !canRun && "docke
       assert.deepEqual(index.parsed.manifests.map((m) => m.platform), [{ architecture: "amd64", os: "linux" }]);
     });
 
-    it(`${name}'s amd64 manifest names its config and layers by digest, and its layer holds the binary byte for byte`, async () => {
+    it(`${name}'s amd64 manifest names its config and layers by digest, and its layer holds exactly its binaries, byte for byte`, async () => {
       const c = client(want.repository);
       const index = await c.manifest(want.tag);
       assert.ok(index.parsed.kind === "index");
@@ -99,10 +106,12 @@ describe("npm run k8s-images against docker-registry", { skip: !canRun && "docke
       assert.equal(sha256(tar), config.rootfs.diff_ids.at(-1));
       const tarFile = path.join(work, `${name}.layer.tar`);
       fs.writeFileSync(tarFile, tar);
-      const member = (await listTar(tarFile)).find((m) => m.name === want.binary);
-      assert.ok(member, `the layer holds ${want.binary}`);
-      assert.equal(member.mode, 0o755);
-      assert.ok((await readMember(tarFile, member)).equals(fs.readFileSync(path.join(repo, "_out/k8s/amd64", name))));
+      const files = (await listTar(tarFile)).filter((m) => m.type === "file");
+      assert.deepEqual(files.map((m) => [m.name, m.mode]), Object.keys(want.binaries).map((b) => [b, 0o755]));
+      for (const [member, input] of Object.entries(want.binaries)) {
+        const file = files.find((m) => m.name === member)!;
+        assert.ok((await readMember(tarFile, file)).equals(fs.readFileSync(path.join(repo, "_out/k8s/amd64", input))), member);
+      }
     });
   }
 
@@ -132,11 +141,13 @@ describe("npm run k8s-images against docker-registry", { skip: !canRun && "docke
       await exited;
     });
 
-    it("pulls the pushed etcd image over plain HTTP and runs /usr/local/bin/etcd from it", async () => {
+    it("pulls the pushed etcd image over plain HTTP and runs /usr/local/bin/etcd and /usr/local/bin/etcdutl from it", async () => {
       const image = `${registry.host}/${expected.etcd.repository}:${expected.etcd.tag}`;
       await ctr("image", "pull", "--plain-http", image);
       const { stdout } = await ctr("run", "--rm", image, "basalt-etcd-version", "/usr/local/bin/etcd", "--version");
       assert.match(stdout, /^etcd Version: 3\.5\.13$/m);
+      const etcdutl = await ctr("run", "--rm", image, "basalt-etcdutl-version", "/usr/local/bin/etcdutl", "version");
+      assert.equal(etcdutl.stdout, "etcdutl version: 3.5.13\nAPI version: 3.5\n");
     });
 
     it("pulls the pushed pause image and runs /pause from it", async () => {

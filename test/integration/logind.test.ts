@@ -14,6 +14,9 @@ import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import dbus from "dbus-next";
 import { Logind } from "../../agent/src/machined/logind/service.js";
+import { encodeMessage, MessageReader, MessageType, type BusMessage } from "../../agent/src/machined/logind/wire.js";
+import { FdSocketWriter } from "../../agent/src/sys/fd-socket.js";
+import { openPipe } from "../../agent/src/sys/pipe.js";
 import { INHIBIT_DELAY_MAX_MS, LOGIND_NAME, LOGIND_PATH, MANAGER_INTERFACE } from "../../agent/src/machined/logind/manager.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
@@ -165,6 +168,50 @@ test("a stop during the start closes the bus once it listens", async () => {
   const started = logind.start();
   await logind.stop();
   await started;
+  // Node's server removes its socket when it closes: a client finds no bus there.
   const refused = await new Promise<NodeJS.ErrnoException>((resolve) => net.connect(socket).on("error", resolve).on("connect", () => resolve(new Error("connected"))));
-  assert.equal(refused.code, "ECONNREFUSED");
+  assert.equal(refused.code, "ENOENT");
+  assert.equal(fs.existsSync(socket), false);
+});
+
+test("an fd a client sends never enters machined: the kernel closes it when the bus reads the message", async () => {
+  const { logind, socket } = await startLogind("client-fd");
+  const client = net.connect(socket);
+  await once(client, "connect");
+  const pipe = openPipe();
+  const readEnd = new net.Socket({ fd: pipe.read, readable: true, writable: false });
+  readEnd.resume();
+  try {
+    // Hello with the pipe's write end beside it (SCM_RIGHTS), as a client that passes fds would send it.
+    const hello = encodeMessage({ type: MessageType.methodCall, serial: 1, path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "Hello", destination: "org.freedesktop.DBus" });
+    const writer = new FdSocketWriter(client);
+    writer.write(Buffer.from("\0AUTH EXTERNAL 30\r\nNEGOTIATE_UNIX_FD\r\nBEGIN\r\n", "latin1"), []);
+    writer.write(hello.data, [pipe.write]);
+    // The reply to Hello says the bus read the message, and with it the fd.
+    const agreed = "AGREE_UNIX_FD\r\n";
+    const reader = new MessageReader();
+    let sasl: string | undefined = "";
+    const reply = await new Promise<BusMessage>((resolve) =>
+      client.on("data", (bytes: Buffer) => {
+        if (sasl !== undefined) {
+          sasl += bytes.toString("latin1");
+          const end = sasl.indexOf(agreed);
+          if (end < 0) return;
+          bytes = Buffer.from(sasl.slice(end + agreed.length), "latin1");
+          sasl = undefined;
+        }
+        const [first] = reader.push(bytes);
+        if (first) resolve(first);
+      }),
+    );
+    assert.equal(reply.replySerial, 1);
+    assert.match(String(reply.body?.[0]), /^:1\.\d+$/);
+    // Were a copy installed in this process (the bus's), the pipe would stay open after the sender's copy closes.
+    fs.closeSync(pipe.write);
+    await once(readEnd, "close");
+  } finally {
+    readEnd.destroy();
+    client.destroy();
+    await logind.stop();
+  }
 });

@@ -3,7 +3,8 @@
 //
 // One conversion convention everywhere (callers rely on it): snake_case field
 // names exactly as in the protos, enums as numbers, 64-bit integers as numbers,
-// bytes as Buffer, defaults filled in, oneof virtual fields present.
+// bytes as Buffer, defaults filled in, oneof virtual fields present. A request a
+// server decodes keeps a 64-bit integer past 2^53 exact, as its decimal string.
 import type * as grpc from "@grpc/grpc-js";
 import fs from "node:fs";
 import path from "node:path";
@@ -270,6 +271,39 @@ function decodeWith(type: protobuf.Type, bytes: Uint8Array): Record<string, unkn
   }
 }
 
+const longTypes = new Set(["int64", "uint64", "sint64", "fixed64", "sfixed64"]);
+
+/** `obj` (decoded with longs as strings) with each 64-bit integer a number where one holds it exactly. */
+function narrowLongs(type: protobuf.Type, obj: Record<string, unknown>): Record<string, unknown> {
+  for (const field of type.fieldsArray) {
+    const value = obj[field.name];
+    if (value === undefined || value === null) continue;
+    field.resolve();
+    const nested = field.resolvedType instanceof protobuf.Type ? field.resolvedType : undefined;
+    if (!longTypes.has(field.type) && !nested) continue;
+    const one = (v: unknown): unknown => {
+      if (nested) return typeof v === "object" && v !== null && !Buffer.isBuffer(v) ? narrowLongs(nested, v as Record<string, unknown>) : v;
+      const n = Number(v);
+      return Number.isSafeInteger(n) ? n : v;
+    };
+    if (field.map) {
+      const entries = value as Record<string, unknown>;
+      for (const k of Object.keys(entries)) entries[k] = one(entries[k]);
+    } else if (field.repeated) obj[field.name] = (value as unknown[]).map(one);
+    else obj[field.name] = one(value);
+  }
+  return obj;
+}
+
+/** Decodes a request as decodeWith does, except that a 64-bit integer a number would round stays its decimal string. */
+function decodeRequest(type: protobuf.Type, bytes: Uint8Array): Record<string, unknown> {
+  try {
+    return narrowLongs(type, type.toObject(type.decode(asBuffer(bytes)), { ...conversionOptions, longs: String }));
+  } catch (err) {
+    throw new InvalidInputError(`cannot decode ${type.fullName.slice(1)}: ${(err as Error).message}`, {}, { cause: err });
+  }
+}
+
 /** Encodes a plain object (snake_case keys) as message `fullName`. */
 export function encode(fullName: string, value: object): Buffer {
   return encodeWith(lookupMessage(fullName), value);
@@ -297,7 +331,10 @@ function lazyType(fullName: string): () => protobuf.Type {
 const typedDefs = new Map<string, grpc.ServiceDefinition>();
 const rawDefs = new Map<string, grpc.ServiceDefinition>();
 
-/** grpc-js definition of service `fullName`, keyed by method name, plain objects in and out. */
+/**
+ * grpc-js definition of service `fullName`, keyed by method name, plain objects in and out;
+ * a request's 64-bit integers past 2^53 arrive as decimal strings (decodeRequest).
+ */
 export function serviceDefinition(fullName: string): grpc.ServiceDefinition {
   const cached = typedDefs.get(fullName);
   if (cached) return cached;
@@ -310,7 +347,7 @@ export function serviceDefinition(fullName: string): grpc.ServiceDefinition {
       requestStream: m.requestStream,
       responseStream: m.responseStream,
       requestSerialize: (value: object) => encodeWith(req(), value),
-      requestDeserialize: (bytes: Buffer) => decodeWith(req(), bytes),
+      requestDeserialize: (bytes: Buffer) => decodeRequest(req(), bytes),
       responseSerialize: (value: object) => encodeWith(res(), value),
       responseDeserialize: (bytes: Buffer) => decodeWith(res(), bytes),
     };

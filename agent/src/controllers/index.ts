@@ -31,6 +31,7 @@ import { AdjtimeStatusController } from "./time/adjtime-status.js";
 import { DNSResolveCacheController } from "./network/dns-resolve-cache.js";
 import { HostDNSConfigController } from "./network/host-dns-config.js";
 import { DevicesStatusController } from "./runtime/devices-status.js";
+import { NodeIdentityController, type NodeIdentityOptions } from "./cluster/node-identity.js";
 import { etcdControllers, type EtcdControllersOptions } from "./etcd/index.js";
 import { ManifestController } from "./k8s/manifest.js";
 import { ExtraManifestController } from "./k8s/extra-manifest.js";
@@ -78,6 +79,8 @@ export interface ControllersOptions {
   etcd?: EtcdControllersOptions;
   /** The cluster-wide lock the bootstrap manifests are applied under (absent: rendered, not applied). */
   manifestApplyLock?: ClusterLock;
+  /** Where the node identity is kept and /etc/machine-id written. */
+  nodeIdentity: NodeIdentityOptions;
   /** Starts and restarts the kubelet service (absent: no kubelet runs, as where no CRI runs). */
   kubelet?: KubeletServiceControllerOptions;
 }
@@ -107,6 +110,7 @@ export function machinedControllers(opts: ControllersOptions): Controller[] {
     new TimeSyncController(opts.time ?? {}),
     ...(opts.time?.clock ? [new AdjtimeStatusController(opts.time.clock)] : []),
     ...(opts.hostDns ? [new HostDNSConfigController(opts.hostDns.listen), new DNSResolveCacheController()] : []),
+    new NodeIdentityController(opts.nodeIdentity),
     ...(opts.etcd ? etcdControllers(opts.etcd) : []),
     new ManifestController(),
     new ExtraManifestController(),

@@ -12,6 +12,7 @@ import type { ServiceDefinition } from "../services/service.js";
 import type { Supervisor } from "../services/supervisor.js";
 import { adminTls, EtcdClient } from "../sys/etcd/client.js";
 import { etcdClientPort, etcdPaths } from "../sys/etcd/paths.js";
+import type { EtcdutlFactory } from "../sys/etcd/restore.js";
 import type { Paths } from "../sys/paths.js";
 import { bootstrapEtcd, type EtcdBootstrapRequest } from "./rpc/etcd-bootstrap.js";
 import type { EtcdApiContext } from "./rpc/etcd.js";
@@ -23,6 +24,8 @@ export interface EtcdWiringOptions {
   machineType(): MachineTypeName | undefined;
   /** What runs etcd's process (the image runner in CRI's `system` namespace); default: the etcd binary on PATH. */
   runner?: EtcdRunnerFactory;
+  /** Where a restore runs etcdutl (a task from etcd's image); default: etcdutl on PATH. */
+  etcdutl?: EtcdutlFactory;
   /** talos.environment and machine.env. */
   env?: () => string[];
 }
@@ -63,6 +66,7 @@ export function etcdWiring(o: EtcdWiringOptions): EtcdWiring {
       ...(req ? { bootstrap: true } : {}),
       ...(req?.recover ? { recover: { skipHashCheck: req.skipHashCheck } } : {}),
       ...(o.runner ? { runner: o.runner } : {}),
+      ...(o.etcdutl ? { etcdutl: o.etcdutl } : {}),
       ...(o.env ? { env: o.env } : {}),
     });
   return {

@@ -9,12 +9,15 @@ import type { ResourceState } from "../resources/state.js";
 import { ImageRunner } from "../services/containerd/image-runner.js";
 import { SYSTEM_NAMESPACE } from "../services/containerd/runner.js";
 import { etcdImageRunner } from "../services/definitions/etcd-image.js";
+import { etcdutlImage } from "../services/definitions/etcdutl-image.js";
 import type { EtcdRunnerFactory } from "../services/definitions/etcd.js";
 import { kubeletImageProcess, kubeletService, type KubeletProcess } from "../services/definitions/kubelet.js";
 import type { Registries } from "../services/images/registry.js";
 import type { ServiceRunner } from "../services/service.js";
 import type { Supervisor } from "../services/supervisor.js";
 import { boundingCapabilities } from "../sys/capabilities.js";
+import { etcdPaths } from "../sys/etcd/paths.js";
+import type { EtcdutlFactory } from "../sys/etcd/restore.js";
 import type { Paths } from "../sys/paths.js";
 import type { CriRuntime } from "./cri.js";
 
@@ -35,6 +38,8 @@ export interface KubernetesServicesOptions {
 
 export interface KubernetesServices {
   etcdRunner: EtcdRunnerFactory;
+  /** A restore's etcdutl: one-shot tasks of etcd's image. */
+  etcdutl: EtcdutlFactory;
   kubelet: KubeletServiceControllerOptions;
 }
 
@@ -43,16 +48,18 @@ export function kubernetesServices(o: KubernetesServicesOptions): KubernetesServ
   // Not /var/log itself: the supervisor keeps each service's log there as <id>.log.
   const logFile = (id: string) => path.join(o.paths.var, "log", "containers", `${id}.log`);
   const held = boundingCapabilities();
+  const hostFiles = { hosts: path.join(o.paths.etc, "hosts"), resolvConf: path.join(o.paths.etc, "resolv.conf") };
   const kubeletRunner = (p: KubeletProcess): ServiceRunner =>
-    new ImageRunner({ id: p.id, image: p.image, client, registries: o.registries, process: async () => kubeletImageProcess(p, held), logFile: logFile(p.id) });
+    new ImageRunner({ id: p.id, image: p.image, client, registries: o.registries, process: async () => kubeletImageProcess(p, held, hostFiles), logFile: logFile(p.id) });
   return {
     etcdRunner: etcdImageRunner({
       client,
       registries: o.registries,
       logFile: logFile("etcd"),
-      hostFiles: { hosts: path.join(o.paths.etc, "hosts"), resolvConf: path.join(o.paths.etc, "resolv.conf") },
+      hostFiles,
       heldCapabilities: held,
     }),
+    etcdutl: etcdutlImage({ client, registries: o.registries, paths: etcdPaths(o.paths), outputDir: path.join(o.paths.run, "etcdutl"), heldCapabilities: held, cgroupsPath: "/system/etcd" }),
     kubelet: {
       root: o.paths.root,
       container: o.container,

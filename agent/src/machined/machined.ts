@@ -2,6 +2,7 @@ import { promises as fs } from "node:fs";
 import path from "node:path";
 import type { ConfigBundle } from "../config/bundle.js";
 import { machinedControllers, Observed } from "../controllers/index.js";
+import { writeMachineId } from "../controllers/cluster/node-identity.js";
 import { isControlPlane } from "../controllers/secrets/api.js";
 import { ConflictError, describeError } from "../errors.js";
 import { drainAndClose } from "../grpc/server.js";
@@ -37,6 +38,7 @@ import type { MachineApiContext } from "./apis.js";
 import { ApidControl, type ApidLaunch } from "./apid-control.js";
 import { serveMachinedApi, unixProbe } from "./api-server.js";
 import { etcdWiring, type EtcdWiring } from "./etcd-wiring.js";
+import { manifestApplyLock } from "./manifest-apply-lock.js";
 import { healthDeps } from "./rpc/health.js";
 import { systemContainerd, type SystemContainerd, type SystemContainerdOptions } from "./containerd.js";
 import { criRuntime, type CriOptions, type CriRuntime } from "./cri.js";
@@ -189,7 +191,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   const activeConfig = new Observed<ConfigBundle | undefined>(undefined);
   const environment = () => userEnvironment(opts.cmdline, activeConfig.get());
   const k8s = cri ? kubernetesServices({ cri, supervisor, state, paths, registries: () => activeConfig.get()?.v1alpha1()?.machine?.registries, env: environment, container: platform.mode === "container" }) : undefined;
-  const etcd = etcdWiring({ state, supervisor, paths, machineType: () => activeConfig.get()?.machineType, ...(k8s ? { runner: k8s.etcdRunner, env: environment } : {}) });
+  const etcd = etcdWiring({ state, supervisor, paths, machineType: () => activeConfig.get()?.machineType, ...(k8s ? { runner: k8s.etcdRunner, etcdutl: k8s.etcdutl, env: environment } : {}) });
   const volumes = new Observed<ReadonlyMap<string, MountedVolume>>(new Map());
   const metaKeys = new Observed<ReadonlyMap<number, string>>(new Map());
   const platformMetadata = new Observed<PlatformMetadataSpec | undefined>(undefined);
@@ -234,7 +236,7 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     inMaintenance: () => applier.mode !== "normal",
     controllers,
     clock: opts.clock,
-    cluster: healthDeps(state, supervisor, platform, () => state.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec),
+    cluster: healthDeps(state, supervisor, platform, () => state.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec, { apidSocket: paths.apidSocket, etcd: etcd.api }),
     cosi: opts.cosi(state),
   });
   // Healthy when its API socket accepts a connection (as Talos checks machined).
@@ -454,7 +456,9 @@ function controllersOf(p: Parts): Controller[] {
     extensions: () => fs.readFile(path.join(paths.root, "etc", "extensions.yaml"), "utf8").catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? undefined : Promise.reject(err))),
     time: opts.clock ? { clock: opts.clock } : {},
     etcd: etcd.controllers,
+    nodeIdentity: { stateDir: paths.state, container: platform.mode === "container", writeMachineId: (text) => writeMachineId(path.join(paths.etc, "machine-id"), text) },
     ...(k8s ? { kubelet: k8s.kubelet } : {}),
+    manifestApplyLock: manifestApplyLock(paths),
     ...(opts.hostDnsListen ? { hostDns: { listen: opts.hostDnsListen } } : {}),
     udevd: opts.udevd !== undefined,
   });

@@ -1,11 +1,13 @@
 // The images a Kubernetes cluster of Basalt nodes pulls, named as Talos v1.7.6's
 // `talosctl image default` lists them (pkg/machinery/constants: the kubelet, control
 // plane, kube-proxy, etcd and CoreDNS images and versions; the pause tag is the
-// sandbox image the cri service configures, as Talos's containerd 1.7 names it), assembled from binaries built
+// sandbox image the cri service configures, as Talos's containerd 1.7 names it; pkg/images/list.go:
+// flannel and the install-cni image of its default CNI), assembled from binaries built
 // here and files unpacked from Debian's packages.
 //
-// Inputs, per architecture, under one directory: <arch>/<program> (scripts/go-component.sh,
-// images/pause/build.sh), <arch>/debian/<tree>/ (images/debian-tree.sh) and the CA bundle
+// Inputs, per architecture, under one directory: <arch>/<program> for each program an image holds
+// (scripts/go-component.sh, images/pause/build.sh), <arch>/<bundle>/ (a directory of programs,
+// scripts/go-component.sh), <arch>/debian/<tree>/ (images/debian-tree.sh) and the CA bundle
 // ca-certificates.crt beside the architectures.
 
 import { promises as fs } from "node:fs";
@@ -19,6 +21,10 @@ export const kubernetesVersion = "v1.30.3";
 export const etcdVersion = "v3.5.13";
 export const coreDNSVersion = "v1.11.1";
 export const pauseVersion = "3.8";
+/** Talos's constants.FlannelVersion; the image holds flanneld v0.25.6 (see images/flannel/go.mod). */
+export const flannelVersion = "v0.25.3";
+/** version.ExtrasVersion of Talos v1.7.6: the siderolabs/extras build its install-cni image comes from. */
+export const installCNIVersion = "v1.7.0-2-g7c627a8";
 
 export type ImageArch = "amd64" | "arm64";
 export const imageArchs: readonly ImageArch[] = ["amd64", "arm64"];
@@ -33,12 +39,16 @@ export interface KubernetesImage {
   reference: string;
   /** Where the program lives in the image. */
   binaryPath: string;
+  /** The image's other programs (input <arch>/<name>), as upstream's image carries them. */
+  companions?: { name: string; binaryPath: string }[];
   /** As upstream's image sets it, so a non-root user may bind a port below 1024. */
   bindsLowPorts?: boolean;
   /** A tree of Debian files the program execs at run time (<arch>/debian/<tree>). */
   debianTree?: string;
   /** Directories the image holds empty (upstream's WORKDIRs). */
   dirs?: string[];
+  /** More programs, every file of <arch>/<input>/, placed in the directory `path`. */
+  bundle?: { input: string; path: string };
   config: RuntimeConfig;
 }
 
@@ -66,6 +76,8 @@ export const kubernetesImages: readonly KubernetesImage[] = [
     name: "etcd",
     reference: `gcr.io/etcd-development/etcd:${etcdVersion}`,
     binaryPath: "/usr/local/bin/etcd",
+    // A restore from a snapshot runs etcdutl from this image (a node's root filesystem has none).
+    companions: [{ name: "etcdutl", binaryPath: "/usr/local/bin/etcdutl" }],
     dirs: ["var/etcd", "var/lib/etcd"],
     config: { Cmd: ["/usr/local/bin/etcd"], Env: [pathEnv, certsEnv], WorkingDir: "/var/lib/etcd/", ExposedPorts: { "2379/tcp": {}, "2380/tcp": {} } },
   },
@@ -81,6 +93,25 @@ export const kubernetesImages: readonly KubernetesImage[] = [
     reference: `registry.k8s.io/pause:${pauseVersion}`,
     binaryPath: "/pause",
     config: { Entrypoint: ["/pause"], User: "65535:65535", Env: [pathEnv] },
+  },
+  {
+    // As upstream's image: flanneld in /opt/bin; Debian's cp for the init container that installs the CNI
+    // configuration, iptables (nft backend) for the masquerade and forward rules flanneld keeps.
+    name: "flannel",
+    reference: `ghcr.io/siderolabs/flannel:${flannelVersion}`,
+    binaryPath: "/opt/bin/flanneld",
+    debianTree: "flannel",
+    config: { Entrypoint: ["/opt/bin/flanneld"], Env: [pathEnv, certsEnv] },
+  },
+  {
+    // The flannel DaemonSet's init container runs /install-cni.sh, which copies the CNI plugins to the
+    // host's /opt/cni/bin, mounted at /host/opt/cni/bin; Debian's sh and cp run it.
+    name: "install-cni",
+    reference: `ghcr.io/siderolabs/install-cni:${installCNIVersion}`,
+    binaryPath: "/install-cni.sh",
+    debianTree: "install-cni",
+    bundle: { input: "cni-plugins", path: "/opt/cni/bin" },
+    config: { Cmd: ["/install-cni.sh"], Env: [pathEnv] },
   },
 ];
 
@@ -115,14 +146,38 @@ export function baseEntries(caBundle: string): TarInput[] {
   ];
 }
 
-/** The image's own layer: its directories and its program, with the capability upstream's image gives it. */
-export function programEntries(image: KubernetesImage, binary: string): TarInput[] {
-  const rel = image.binaryPath.replace(/^\//, "");
-  const dirs = new Set([...parentDirs(rel), ...(image.dirs ?? []).flatMap((d) => [...parentDirs(d), d])]);
-  return [
-    ...[...dirs].sort().map((name) => ({ name })),
-    { name: rel, content: { file: binary }, mode: 0o755, ...(image.bindsLowPorts ? { xattrs: { "security.capability": netBindServiceCapability } } : {}) },
-  ];
+/** The programs an image holds, by input name: its own first, then its companions. */
+export function imagePrograms(image: KubernetesImage): { name: string; binaryPath: string }[] {
+  return [{ name: image.name, binaryPath: image.binaryPath }, ...(image.companions ?? [])];
+}
+
+/**
+ * The image's own layer: its directories and its programs (`binaries`: input name -> file), with the
+ * capability upstream's image gives its program, and its bundle's programs (`bundled`: files, placed in
+ * the bundle's directory by their names).
+ */
+export function programEntries(image: KubernetesImage, binaries: Record<string, string>, bundled: readonly string[] = []): TarInput[] {
+  const files: TarInput[] = [];
+  for (const p of imagePrograms(image)) {
+    const file = binaries[p.name];
+    if (file === undefined) throw new InvalidInputError(`no input for ${p.name} of the ${image.name} image`);
+    const lowPorts = p.name === image.name && image.bindsLowPorts;
+    files.push({ name: p.binaryPath.replace(/^\//, ""), content: { file }, mode: 0o755, ...(lowPorts ? { xattrs: { "security.capability": netBindServiceCapability } } : {}) });
+  }
+  const bundleDir = image.bundle?.path.replace(/^\//, "");
+  for (const file of bundled) files.push({ name: `${bundleDir}/${path.basename(file)}`, content: { file }, mode: 0o755 });
+  const declared = [...(image.dirs ?? []), ...(bundleDir ? [bundleDir] : [])];
+  const dirs = new Set([...files.flatMap((f) => parentDirs(f.name)), ...declared.flatMap((d) => [...parentDirs(d), d])]);
+  return [...[...dirs].sort().map((name) => ({ name })), ...files.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))];
+}
+
+/** The files of a bundle's input directory, by full path; a bundle holds programs only. */
+export async function bundleFiles(dir: string): Promise<string[]> {
+  const names = (await fs.readdir(dir)).sort();
+  for (const n of names) {
+    if (!(await fs.lstat(path.join(dir, n))).isFile()) throw new InvalidInputError(`${path.join(dir, n)}: a bundle holds only files`, { file: path.join(dir, n) });
+  }
+  return names.map((n) => path.join(dir, n));
 }
 
 /** A directory tree as tar entries (directories, files and symlinks, modes kept), in sorted order. */
@@ -173,8 +228,10 @@ export async function buildKubernetesImages(inputs: string, work: string, images
         }
         layers.push(layer);
       }
-      const binary = await requireInput(path.join(inputs, arch, image.name), `${image.name} for ${arch}`);
-      layers.push(await buildLayer(path.join(work, `${image.name}-${arch}.layer`), programEntries(image, binary), { gzip: true }));
+      const binaries: Record<string, string> = {};
+      for (const p of imagePrograms(image)) binaries[p.name] = await requireInput(path.join(inputs, arch, p.name), `${p.name} for ${arch}`);
+      const bundled = image.bundle ? await bundleFiles(await requireInput(path.join(inputs, arch, image.bundle.input), `the ${image.bundle.input} of ${image.name} (${arch})`)) : [];
+      layers.push(await buildLayer(path.join(work, `${image.name}-${arch}.layer`), programEntries(image, binaries, bundled), { gzip: true }));
       platforms.push({ arch, layers, config: image.config });
     }
     const { index, blobs } = assembleIndex(platforms);

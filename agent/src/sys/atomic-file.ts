@@ -34,6 +34,21 @@ export async function writeFileAtomic(file: string, data: Uint8Array | string, m
   }
 }
 
+/**
+ * Rewrites `file` in place (truncate, write), keeping its inode: a file bind-mounted elsewhere
+ * (init binds /system/etc/hosts, resolv.conf and machine-id over /etc's) shows the new content
+ * there, where a rename would leave the mount on the old file.
+ */
+export async function writeFileInPlace(file: string, data: Uint8Array | string, mode: number): Promise<void> {
+  try {
+    await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o755 });
+    await fs.writeFile(file, data, { mode });
+    await fs.chmod(file, mode);
+  } catch (err) {
+    throw new SystemError(`writing ${file} failed`, { file }, { cause: err });
+  }
+}
+
 /** Reads a file, or returns undefined when it does not exist. */
 export async function readFileIfExists(file: string): Promise<Buffer | undefined> {
   try {

@@ -22,6 +22,11 @@ export interface KernelCalls {
   packetBroadcast(ifindex: number, ethertype: number, payload: Buffer): number;
   /** pipe2(2) with O_CLOEXEC into an int[2] (read end, write end): 0 or -errno. */
   pipe(fds: Buffer): number;
+  /**
+   * sendmsg(2) of `data` on a connected Unix stream socket without blocking, the fds in `fds` (an int
+   * array, at most 16) as SCM_RIGHTS: the bytes sent (the fds went with the first of them) or -errno.
+   */
+  sendFds(fd: number, data: Buffer, fds: Buffer): number;
 }
 
 /** Where the addon is, found without loading it (it loads on first use); throws what both places answered. */

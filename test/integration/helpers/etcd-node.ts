@@ -27,6 +27,7 @@ import type { ServiceState } from "../../../agent/src/services/service.js";
 import { Supervisor } from "../../../agent/src/services/supervisor.js";
 import { adminTls, EtcdClient } from "../../../agent/src/sys/etcd/client.js";
 import { etcdPaths, type EtcdPaths } from "../../../agent/src/sys/etcd/paths.js";
+import { hostEtcdutl, type EtcdutlFactory } from "../../../agent/src/sys/etcd/restore.js";
 import { pathsAt } from "../../../agent/src/sys/paths.js";
 import { freePort } from "./sandbox.js";
 import { goProgram } from "./go-programs.js";
@@ -72,6 +73,8 @@ export interface EtcdNodeOptions {
   machineType?: MachineTypeName;
   /** The members a joining node asks (host:port); default: this node only. */
   peers?: () => string[];
+  /** Where a restore runs etcdutl, given the node's paths; default: binaries.etcdutl on the host. */
+  etcdutl?: (paths: EtcdPaths) => EtcdutlFactory;
 }
 
 const decodeOpts = { longs: String, enums: Number, bytes: Buffer, defaults: true };
@@ -122,7 +125,7 @@ export async function etcdNode(opts: EtcdNodeOptions): Promise<EtcdNode> {
   const service = (extra: { bootstrap?: boolean; recover?: { skipHashCheck: boolean } } = {}) =>
     etcdService({
       state, paths, machineType, cluster, ports, dependsOn: [],
-      runner: hostProcessRunner(opts.binaries.etcd), etcdutl: opts.binaries.etcdutl,
+      runner: hostProcessRunner(opts.binaries.etcd), etcdutl: opts.etcdutl?.(paths) ?? hostEtcdutl(opts.binaries.etcdutl),
       timing: { retryMs: 300, nagMs: 60_000, timeoutMs: 120_000, promoteRetryMs: 500, promoteTimeoutMs: 120_000 },
       ...extra,
     });

@@ -25,11 +25,14 @@ export interface TestImage {
   digest: string;
 }
 
-/** An image whose one layer holds `files` (name in the image root → file on the host), with `config` as its run config. */
+/** An image whose one layer holds `files` (path in the image root → file on the host; parents implied), with `config` as its run config. */
 export function buildImage(work: string, files: Record<string, string>, config: { Entrypoint?: string[]; Cmd?: string[]; Env?: string[]; User?: string }): TestImage {
   const dir = path.join(work, `rootfs-${Math.random().toString(36).slice(2)}`);
   mkdirSync(dir, { recursive: true });
-  for (const [name, from] of Object.entries(files)) copyFileSync(from, path.join(dir, name));
+  for (const [name, from] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+    copyFileSync(from, path.join(dir, name));
+  }
   const tar = execFileSync("tar", ["--sort=name", "--owner=0", "--group=0", "--numeric-owner", "--mtime=@0", "-C", dir, "-cf", "-", ...Object.keys(files)], { maxBuffer: 64 << 20 });
   const gz = execFileSync("gzip", ["-n", "-c"], { input: tar, maxBuffer: 64 << 20 });
   const layer = { mediaType: "application/vnd.oci.image.layer.v1.tar+gzip", bytes: gz };

@@ -6,6 +6,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, mkdirSyn
 import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
+import { parse as parseTomlTables } from "smol-toml";
 import type { ConfigBundle } from "../../../agent/src/config/bundle.js";
 import { loadConfig } from "../../../agent/src/config/load.js";
 import { Observed } from "../../../agent/src/controllers/index.js";
@@ -19,6 +20,9 @@ import { criContainerdConfig, criPaths, criPluginConfig } from "../../../agent/s
 import { generateHosts, hostDirectory, syncHosts } from "../../../agent/src/services/cri/hosts.js";
 import type { Registries } from "../../../agent/src/services/images/registry.js";
 import { pathsAt } from "../../../agent/src/sys/paths.js";
+
+// smol-toml builds tables without a prototype; compared as plain objects.
+const parseToml = (text: string): unknown => JSON.parse(JSON.stringify(parseTomlTables(text)));
 
 const b64 = (s: string) => Buffer.from(s).toString("base64");
 const base = "/etc/cri/conf.d/hosts";
@@ -145,7 +149,8 @@ test("the registry controller writes cri.toml and the hosts directories from the
   runtime.start(ac.signal);
   await runtime.whenIdle();
   assert.equal(readFileSync(path.join(p.hosts, "registry.k8s.io", "hosts.toml"), "utf8"), '\n[host]\n\n  [host."https://127.0.0.1:5000"]\n    capabilities = ["pull", "resolve"]\n');
-  assert.match(readFileSync(p.criPart, "utf8"), /\[plugins."io.containerd.grpc.v1.cri".registry.configs."127.0.0.1:5000".auth\]\n {2}username = "u"\n {2}password = "p"\n/);
+  const cri = (parseToml(readFileSync(p.criPart, "utf8")) as { plugins: Record<string, { registry: { configs: Record<string, unknown> } }> }).plugins["io.containerd.grpc.v1.cri"]!;
+  assert.deepEqual(cri.registry.configs["127.0.0.1:5000"], { auth: { username: "u", password: "p", auth: "", identitytoken: "" } });
   assert.equal(statSync(p.criPart).mode & 0o777, 0o600);
 
   active.set(config("  registries:\n    mirrors:\n      docker.io:\n        endpoints: [\"https://mirror.example\"]\n"));

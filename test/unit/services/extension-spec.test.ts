@@ -52,6 +52,17 @@ test("ociSpec grants every held capability but CAP_SYS_BOOT and CAP_SYS_MODULE",
   assert.equal(spec.root.readonly, true);
 });
 
+test("ociSpec for the kubelet: the host's PID namespace, and every sysfs mount read-write with writeableSysfs", () => {
+  const spec = ociSpec({
+    args: ["/kubelet"], env: [], rootfs: "rootfs", readonlyRootfs: false, cgroupsPath: "/podruntime/kubelet", hostFiles: {}, heldCapabilities: new Set(),
+    mounts: [{ destination: "/sys", type: "sysfs", source: "/sys", options: ["bind", "ro"] }, { destination: "/lib/modules", type: "bind", source: "/lib/modules", options: ["bind", "ro"] }],
+    writeableSysfs: true, hostPid: true,
+  }) as { mounts: { destination: string; options: string[] }[]; linux: { namespaces: { type: string }[] } };
+  assert.deepEqual(spec.linux.namespaces.map((n) => n.type), ["ipc", "uts", "mount"]);
+  assert.deepEqual(spec.mounts.filter((m) => m.destination === "/sys").map((m) => m.options), [["nosuid", "noexec", "nodev", "rw"], ["bind", "rw"]]);
+  assert.deepEqual(spec.mounts.find((m) => m.destination === "/lib/modules")?.options, ["bind", "ro"]);
+});
+
 test("metricsFrom: cgroup v1 (usage less inactive file, CPU total) and v2 (usage, usec as ns)", () => {
   const v1 = encodeMessage("io.containerd.cgroups.V1Metrics", { cpu: { usage: { total: 123456 } }, memory: { total_inactive_file: 1000, usage: { usage: 5000 } } });
   assert.deepEqual(metricsFrom({ type_url: "io.containerd.cgroups.v1.Metrics", value: v1 }), { memoryUsage: 4000, cpuUsage: 123456 });

@@ -58,7 +58,8 @@ test("kubeletProcess: Talos's image, args, mounts (then extra mounts), cgroup, O
 test("kubeletImageProcess: the image runner's settings for the kubelet", () => {
   const held = new Set(["CAP_SYS_ADMIN"]);
   const p = kubeletProcess(spec, []);
-  assert.deepEqual(kubeletImageProcess(p, held), {
+  const hostFiles = { hosts: "/system/etc/hosts", resolvConf: "/system/etc/resolv.conf" };
+  assert.deepEqual(kubeletImageProcess(p, held, hostFiles), {
     args: p.args,
     env: [],
     user: { uid: 0, gid: 0 },
@@ -66,8 +67,9 @@ test("kubeletImageProcess: the image runner's settings for the kubelet", () => {
     mounts: p.mounts,
     cgroupsPath: "/podruntime/kubelet",
     oomScoreAdj: -450,
-    hostFiles: {},
+    hostFiles,
     writeableSysfs: true,
+    hostPid: true,
     maskedPaths: [],
     readonlyPaths: [],
     rootfsPropagation: "shared",

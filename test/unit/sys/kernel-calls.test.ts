@@ -1,5 +1,6 @@
 // The kernel-calls addon's terminal ioctls on this host, for real: a pseudo-terminal answers
-// TIOCGWINSZ, a regular file answers ENOTTY to every terminal ioctl; a packet socket sends on loopback.
+// TIOCGWINSZ, a regular file answers ENOTTY to every terminal ioctl; a packet socket sends on loopback;
+// sendmsg with fds refuses bad arguments and answers the kernel's errno (sent fds: fd-socket.test.ts).
 import assert from "node:assert/strict";
 import { closeSync, openSync } from "node:fs";
 import { test } from "node:test";
@@ -34,4 +35,20 @@ test("packetBroadcast sends through a real packet socket: all bytes on loopback,
   const payload = Buffer.from("a frame's content after the Ethernet header");
   assert.equal(calls.packetBroadcast(1, 0x88b5, payload), payload.length);
   assert.equal(calls.packetBroadcast(0x7ffffff0, 0x88b5, payload), -6);
+});
+
+test("sendFds refuses what it cannot send and answers -errno from sendmsg", () => {
+  const calls = locateKernelCalls()();
+  const ENOTSOCK = 88;
+  const file = openSync("/proc/self/stat", "r");
+  try {
+    const oneFd = Buffer.from(Int32Array.of(file).buffer);
+    assert.equal(calls.sendFds(file, Buffer.from("x"), oneFd), -ENOTSOCK);
+    assert.equal(calls.sendFds(file, Buffer.from("x"), Buffer.alloc(0)), -ENOTSOCK, "no fds is a plain send");
+    assert.throws(() => calls.sendFds(file, Buffer.alloc(0), oneFd), TypeError, "fds need at least one byte to travel with");
+    assert.throws(() => calls.sendFds(file, Buffer.from("x"), Buffer.alloc(6)), TypeError, "fds are whole ints");
+    assert.throws(() => calls.sendFds(file, Buffer.from("x"), Buffer.alloc(17 * 4)), TypeError, "at most 16 fds");
+  } finally {
+    closeSync(file);
+  }
 });

@@ -1,5 +1,7 @@
 import type { Controller } from "../../resources/controller-runtime.js";
 import { EtcdController, EtcdRootController } from "../secrets/etcd.js";
+import { adminTls } from "../../sys/etcd/client.js";
+import { AdvertisedPeerController, localPeerAccess, type LocalPeerAccess } from "./advertised-peer.js";
 import { EtcdConfigController } from "./config.js";
 import { EtcdMemberController } from "./member.js";
 import { EtcdPKIController } from "./pki.js";
@@ -12,6 +14,8 @@ export interface EtcdControllersOptions {
   pkiOwner?: { uid: number; gid: number };
   /** Asks the local etcd member for its ID. */
   localMemberId(signal: AbortSignal): Promise<bigint>;
+  /** The local member's peer URLs (default: the member on localhost:2379, admin certificate from pkiDir). */
+  localPeers?: LocalPeerAccess;
 }
 
 /**
@@ -26,5 +30,6 @@ export function etcdControllers(opts: EtcdControllersOptions): Controller[] {
     new EtcdSpecController(),
     new EtcdPKIController(opts.pkiDir, opts.pkiOwner),
     new EtcdMemberController(opts.localMemberId),
+    new AdvertisedPeerController(opts.localPeers ?? localPeerAccess(() => adminTls(opts.pkiDir))),
   ];
 }

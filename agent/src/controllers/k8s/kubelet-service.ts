@@ -1,4 +1,5 @@
-// k8s.KubeletServiceController: starts the kubelet service once EPHEMERAL is mounted and
+// k8s.KubeletServiceController: starts the kubelet service once EPHEMERAL is mounted, the node
+// identity (and so /etc/machine-id, which the kubelet mounts) is there, and
 // KubeletSpec and KubeletSecrets exist, and restarts it whenever either changes, as
 // Talos's KubeletServiceController: the service stopped, its files rewritten, a client
 // certificate issued for another node name or by another CA removed (with the kubeconfig
@@ -12,7 +13,9 @@ import { parse, stringify } from "yaml";
 import { decodePemBlocks } from "../../pki/pem.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
 import { K8S_NAMESPACE, KubeletId, KubeletSecretsType, KubeletSpecType, type KubeletSecretsSpec, type KubeletSpecSpec } from "../../resources/catalog/k8s-kubelet.js";
+import { IdentityType } from "../../resources/catalog/cluster.js";
 import { MountStatusType, RUNTIME_NAMESPACE } from "../../resources/catalog/runtime.js";
+import { CLUSTER_NAMESPACE, LocalIdentityId } from "../cluster/node-identity.js";
 import { SECRETS_NAMESPACE } from "../../resources/catalog/secrets.js";
 import { kubeletFiles, writeKubeletFiles } from "../../services/definitions/kubelet.js";
 import { kubeletConstants as k } from "./kubelet-configuration.js";
@@ -65,6 +68,7 @@ export class KubeletServiceController implements Controller {
     { namespace: K8S_NAMESPACE, type: KubeletSpecType, id: KubeletId, kind: "weak" as const },
     { namespace: SECRETS_NAMESPACE, type: KubeletSecretsType, id: KubeletId, kind: "weak" as const },
     { namespace: RUNTIME_NAMESPACE, type: MountStatusType, id: "EPHEMERAL", kind: "weak" as const },
+    { namespace: CLUSTER_NAMESPACE, type: IdentityType, id: LocalIdentityId, kind: "weak" as const },
   ];
   readonly outputs = [];
   /** The spec and secrets the running kubelet was started with. */
@@ -74,6 +78,7 @@ export class KubeletServiceController implements Controller {
 
   async reconcile(ctx: ControllerContext): Promise<void> {
     if (!this.opts.container && !ctx.get(RUNTIME_NAMESPACE, MountStatusType, "EPHEMERAL")) return;
+    if (!ctx.get(CLUSTER_NAMESPACE, IdentityType, LocalIdentityId)) return;
     const spec = ctx.get<KubeletSpecSpec>(K8S_NAMESPACE, KubeletSpecType, KubeletId)?.spec;
     const secrets = ctx.get<KubeletSecretsSpec>(SECRETS_NAMESPACE, KubeletSecretsType, KubeletId)?.spec;
     if (!spec || !secrets) return;

@@ -2,9 +2,9 @@
 // ControllerRuntime (with networkDefinitions registered into the store first).
 
 import path from "node:path";
-import { mkdir, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import type { Controller } from "../../resources/controller-runtime.js";
-import { writeFileAtomic } from "../../sys/atomic-file.js";
+import { writeFileInPlace } from "../../sys/atomic-file.js";
 import type { NetKernel } from "../../sys/net.js";
 import { sysfsLinkInfo } from "../../sys/net-sysfs.js";
 import { logger } from "../../log.js";
@@ -78,11 +78,7 @@ export function networkControllers(opts: NetworkControllersOptions): Controller[
   if (opts.writeResolvConf !== false) {
     const podResolvConf = path.join(opts.paths.system, "resolved", "resolv.conf");
     controllers.push(
-      new EtcFileController(async (name, text) => {
-        if (name !== "pod-resolv.conf") return writeFileAtomic(path.join(opts.paths.etc, name), text, 0o644);
-        await mkdir(path.dirname(podResolvConf), { recursive: true, mode: 0o755 });
-        return writeFileAtomic(podResolvConf, text, 0o644);
-      }),
+      new EtcFileController((name, text) => writeFileInPlace(name === "pod-resolv.conf" ? podResolvConf : path.join(opts.paths.etc, name), text, 0o644)),
     );
   }
   if (opts.dhcp !== false) {

@@ -1,6 +1,6 @@
 // The health checks' view of this node: its services, resources, memory and mounts.
-// Other nodes are asked through their apid in Talos; that path is not served here
-// yet, so a check naming another node reports it as unreachable.
+// A cluster of more nodes is read through apid (api-node.ts); this reader refuses
+// any other node as unreachable.
 
 import os from "node:os";
 import { BasaltError } from "../../errors.js";
@@ -24,8 +24,13 @@ export interface LocalNodeDeps {
   addresses?: () => string[];
 }
 
+/** The host's interface addresses. */
+export function hostAddresses(): string[] {
+  return Object.values(os.networkInterfaces()).flatMap((list) => (list ?? []).map((a) => a.address));
+}
+
 export function localNodeReader(deps: LocalNodeDeps): NodeReader {
-  const addresses = deps.addresses ?? (() => Object.values(os.networkInterfaces()).flatMap((list) => (list ?? []).map((a) => a.address)));
+  const addresses = deps.addresses ?? hostAddresses;
   const local = (node: string): void => {
     if (!addresses().includes(node)) throw new NodeUnreachableError(`node ${node}: not this node, and this node's health check reads only its own`, { node });
   };

@@ -3,10 +3,11 @@
 // org.freedesktop.DBus itself and hands every other call to the service's objects.
 
 import fs from "node:fs";
+import net from "node:net";
 import path from "node:path";
 import { BasaltError, describeError } from "../../errors.js";
 import { logger } from "../../log.js";
-import { locateAddon } from "../../sys/addon.js";
+import { FdSocketWriter } from "../../sys/fd-socket.js";
 import { encodeMessage, MessageReader, MessageType, NO_REPLY_EXPECTED, SaslServer, type BusMessage } from "./wire.js";
 
 const log = logger("logind");
@@ -47,29 +48,12 @@ export interface BusService {
   objects: ReadonlyMap<string, MethodHandler>;
 }
 
-// usocket's part this bus uses: net.Server and net.Socket with SCM_RIGHTS.
-interface USocket {
-  on(event: "readable" | "end" | "close", listener: () => void): void;
-  on(event: "error", listener: (err: Error) => void): void;
-  read(size: undefined, fdSize: null): { data: Buffer | null; fds: number[] } | null;
-  write(chunk: { data: Buffer; fds: number[] }, callback: (err?: Error | null) => void): void;
-  end(): void;
-  destroy(): void;
-}
-interface UServer {
-  on(event: "connection", listener: (socket: USocket) => void): void;
-  on(event: "error", listener: (err: Error) => void): void;
-  once(event: "listening" | "error", listener: (err?: Error) => void): void;
-  listen(path: string): void;
-  close(): void;
-}
-
 const BUS_NAME = "org.freedesktop.DBus";
 /** The service's unique name: it is the bus's first connection. */
 const SERVICE_UNIQUE = ":1.0";
 
 export class SystemBus {
-  private server: UServer | undefined;
+  private server: net.Server | undefined;
   private readonly connections = new Set<BusConnection>();
   private nextId = 1;
 
@@ -79,12 +63,11 @@ export class SystemBus {
   async listen(socketPath: string): Promise<void> {
     fs.mkdirSync(path.dirname(socketPath), { recursive: true, mode: 0o755 });
     fs.rmSync(socketPath, { force: true });
-    const usocket = locateAddon<{ UServer: new () => UServer }>(["usocket"], "usocket (D-Bus fd passing) is not installed")();
-    const server = new usocket.UServer();
+    const server = net.createServer();
     await new Promise<void>((resolve, reject) => {
       server.once("listening", () => resolve());
       server.once("error", (err) => reject(new SystemBusError(`listening on ${socketPath} failed`, { socketPath }, { cause: err })));
-      server.listen(socketPath);
+      server.listen({ path: socketPath });
     });
     fs.chmodSync(socketPath, 0o600);
     server.on("error", (err) => log.error("system bus socket failed", { error: describeError(err) }));
@@ -152,15 +135,19 @@ class BusConnection {
   private sasl: SaslServer | undefined = new SaslServer();
   private readonly reader = new MessageReader();
   private readonly matches: string[] = [];
+  private readonly writer: FdSocketWriter;
   private serial = 1;
   private closed = false;
 
   constructor(
-    private readonly socket: USocket,
+    private readonly socket: net.Socket,
     readonly uniqueName: string,
     private readonly bus: SystemBus,
   ) {
-    socket.on("readable", () => this.drain());
+    this.writer = new FdSocketWriter(socket);
+    // No call of this bus takes an fd, and none a client sends reaches this process: Node reads the
+    // socket with read(2), without a control buffer, and the kernel closes them (sys/fd-socket.ts).
+    socket.on("data", (bytes: Buffer) => this.receiveOrDrop(bytes));
     socket.on("end", () => this.close());
     socket.on("close", () => this.close());
     socket.on("error", (err) => {
@@ -202,20 +189,16 @@ class BusConnection {
       done?.();
       throw err;
     }
-    this.socket.write(encoded, (err) => {
+    this.writer.write(encoded.data, encoded.fds, (err) => {
       if (err) log.warn("writing to a system bus client failed", { client: this.uniqueName, error: describeError(err) });
       done?.();
     });
   }
 
-  private drain(): void {
+  private receiveOrDrop(bytes: Buffer): void {
+    if (this.closed) return;
     try {
-      for (let chunk = this.socket.read(undefined, null); chunk && !this.closed; chunk = this.socket.read(undefined, null)) {
-        // No call of this bus takes an fd: close any a client sends.
-        for (const fd of chunk.fds) fs.closeSync(fd);
-        if (!chunk.data) break;
-        this.receive(chunk.data);
-      }
+      this.receive(bytes);
     } catch (err) {
       log.warn("dropping a system bus client", { client: this.uniqueName, error: describeError(err) });
       this.close();
@@ -225,7 +208,7 @@ class BusConnection {
   private receive(bytes: Buffer): void {
     if (this.sasl) {
       const { replies, rest } = this.sasl.push(bytes);
-      for (const line of replies) this.socket.write({ data: Buffer.from(line, "latin1"), fds: [] }, () => undefined);
+      for (const line of replies) this.writer.write(Buffer.from(line, "latin1"), []);
       if (!rest) return;
       this.sasl = undefined;
       bytes = rest;

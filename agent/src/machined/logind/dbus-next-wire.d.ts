@@ -18,3 +18,12 @@ declare module "dbus-next/lib/marshall-compat.js" {
   /** Converts an unmarshalled body to dbus-next's JS form (in place) and returns the message. */
   export function messageToJsFmt<T extends object>(message: T): T;
 }
+
+declare module "dbus-next/lib/variant.js" {
+  /** A `v` value: its signature and its value in dbus-next's JS form (the marshaller's own class). */
+  export class Variant<T = unknown> {
+    constructor(signature: string, value: T);
+    signature: string;
+    value: T;
+  }
+}

@@ -3,7 +3,8 @@
 
 import fs from "node:fs";
 import net from "node:net";
-import { Variant } from "dbus-next";
+// Variant alone: dbus-next's index would load its whole client (connection, introspection XML parser).
+import { Variant } from "dbus-next/lib/variant.js";
 import { openPipe } from "../../sys/pipe.js";
 import { DBusMethodError, type MethodReply } from "./bus.js";
 import type { BusMessage } from "./wire.js";

@@ -10,7 +10,7 @@ import type { MachineTypeName } from "../../resources/catalog/config.js";
 import { ETCD_NAMESPACE, EtcdLocalMemberId, EtcdMemberType, formatMemberId, type EtcdMemberSpec } from "../../resources/catalog/etcd.js";
 import type { ResourceState } from "../../resources/state.js";
 import { resourceExists } from "../../services/conditions.js";
-import { adminTls, EtcdClient, endpointOf, etcdErrors, firstAnswering, isEtcdError, type AlarmMember, type EtcdClientOptions } from "../../sys/etcd/client.js";
+import { adminTls, EtcdClient, endpointOf, etcdErrors, firstAnswering, isEtcdError, type AlarmMember, type EtcdClientOptions, type EtcdMemberInfo } from "../../sys/etcd/client.js";
 import type { EtcdPaths } from "../../sys/etcd/paths.js";
 import { cancellation, send } from "./stream.js";
 import { bootstrapHandler, recoverHandler, type BootstrapContext } from "./etcd-bootstrap.js";
@@ -136,16 +136,10 @@ async function leaveCluster(ctx: EtcdApiContext): Promise<void> {
   });
 }
 
-/**
- * The member whose ID is `id`. Requests are decoded with 64-bit integers as numbers (api/index.ts),
- * which keep 53 bits: an ID is matched by its nearest double when it is not exact.
- */
-function memberById(ids: bigint[], id: number | string | undefined): bigint | undefined {
-  if (typeof id === "string") return BigInt(id);
-  const n = id ?? 0;
-  if (Number.isSafeInteger(n)) return BigInt(n);
-  const matches = ids.filter((m) => Number(m) === n);
-  return matches.length === 1 ? matches[0] : undefined;
+/** The members as EtcdMemberList lists them, through the control plane's endpoints (Talos: NewClientFromControlPlaneIPs). */
+export async function controlPlaneMembers(ctx: EtcdApiContext): Promise<EtcdMemberInfo[]> {
+  requireControlPlane(ctx, "member list");
+  return (await withControlPlane(ctx, (c) => c.memberList())).members;
 }
 
 export function etcdServiceImpl(ctx: EtcdApiContext): ServiceImpl {
@@ -154,8 +148,7 @@ export function etcdServiceImpl(ctx: EtcdApiContext): ServiceImpl {
     EtcdRecover: recoverHandler(ctx, (api) => requireControlPlane(ctx, api)),
     EtcdMemberList: unaryHandler(async (req: { query_local?: boolean }) => {
       requireControlPlane(ctx, "member list");
-      const list = (c: EtcdClient) => c.memberList();
-      const { members } = req.query_local ? await withLocal(ctx, { requireLeader: true }, list) : await withControlPlane(ctx, list);
+      const members = req.query_local ? (await withLocal(ctx, { requireLeader: true }, (c) => c.memberList())).members : await controlPlaneMembers(ctx);
       return {
         messages: [
           {
@@ -167,18 +160,16 @@ export function etcdServiceImpl(ctx: EtcdApiContext): ServiceImpl {
     }),
     EtcdRemoveMemberByID: unaryHandler(async (req: { member_id?: number | string }) => {
       requireControlPlane(ctx, "etcd remove member");
-      await withControlPlane(ctx, async (c) => {
-        const { members } = await c.memberList();
-        const id = memberById(members.map((m) => m.id), req.member_id);
-        try {
-          if (id === undefined) throw new NotFoundError(etcdErrors.memberNotFound, { details: etcdErrors.memberNotFound });
-          await c.memberRemove(id);
-        } catch (err) {
-          const text = `failed to remove member ${id ?? req.member_id}: ${(err as Error).message}`;
-          if (isEtcdError(err, etcdErrors.memberNotFound)) throw new NotFoundError(text);
-          throw new SystemError("failed to remove member", {}, { cause: new SystemError(text, {}, { cause: err }) });
-        }
-      });
+      // A 64-bit ID past 2^53 arrives as its exact decimal string (api/index.ts).
+      const id = BigInt(req.member_id ?? 0);
+      // Wrapped once the walk is over: an unreachable endpoint's error must reach firstAnswering as it is, to try the next.
+      try {
+        await withControlPlane(ctx, (c) => c.memberRemove(id));
+      } catch (err) {
+        const text = `failed to remove member ${id}: ${(err as Error).message}`;
+        if (isEtcdError(err, etcdErrors.memberNotFound)) throw new NotFoundError(text);
+        throw new SystemError("failed to remove member", {}, { cause: new SystemError(text, {}, { cause: err }) });
+      }
       return { messages: [{}] };
     }),
     EtcdLeaveCluster: unaryHandler(async () => {

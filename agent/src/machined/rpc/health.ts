@@ -2,7 +2,9 @@
 // come from the request's cluster_info when it names any, else from the discovered
 // cluster Members, else from the Kubernetes nodes (control planes by their role
 // label), as Talos's handler takes them; then "discovered nodes: [...]" and every
-// check's progress lines, as Talos streams them.
+// check's progress lines, as Talos streams them. This node alone is read directly;
+// a cluster naming other nodes is read through apid, every node with the `nodes`
+// (or, for resources, `node`) metadata and the caller's roles, as Talos reads it.
 
 import type * as grpc from "@grpc/grpc-js";
 import net from "node:net";
@@ -11,8 +13,11 @@ import { KubeClient } from "../../controllers/k8s/kube-client.js";
 import { credentialsFromKubeconfig } from "../../controllers/k8s/kubeconfig-credentials.js";
 import { ConflictError, InvalidInputError } from "../../errors.js";
 import type { Supervisor } from "../../services/supervisor.js";
-import { localNodeReader } from "../health/local-node.js";
+import { callRoles } from "../access.js";
+import { apiNodeReader, type ApiNodeReader } from "../health/api-node.js";
+import { hostAddresses, localNodeReader } from "../health/local-node.js";
 import { adminKubeconfig } from "./kubeconfig.js";
+import { controlPlaneMembers, type EtcdApiContext } from "./etcd.js";
 import { MemberType, type MemberSpec } from "../../resources/catalog/cluster.js";
 import type { ResourceState } from "../../resources/state.js";
 import type { ServiceImpl } from "../../grpc/server.js";
@@ -28,6 +33,10 @@ export interface HealthDeps {
   nodes: NodeReader;
   /** A Kubernetes client for the checks (Talos: the admin kubeconfig, or force_endpoint when given). */
   kube: (forceEndpoint: string) => Promise<KubeReader>;
+  /** A reader of any node through the API, carrying `roles` (absent: only this node can be read). */
+  remoteNodes?: (roles: string[]) => ApiNodeReader;
+  /** Whether a node address is this node's (default: the host's interface addresses). */
+  isThisNode?: (ip: string) => boolean;
   /** Checks to run (default: Talos's) and a time scale (tests). */
   checks?: HealthCheck[];
   scale?: number;
@@ -87,6 +96,7 @@ export async function streamHealthCheck(deps: HealthDeps, call: grpc.ServerWrita
   call.on("cancelled", onCancel);
   const timer = setTimeout(() => controller.abort(), timeoutMs(req.wait_timeout) * (deps.scale ?? 1));
   let kube: Promise<KubeReader> | undefined;
+  let remote: ApiNodeReader | undefined;
   try {
     const ctx: CheckContext = {
       cluster: undefined as never,
@@ -95,12 +105,18 @@ export async function streamHealthCheck(deps: HealthDeps, call: grpc.ServerWrita
       kube: () => (kube ??= deps.kube(req.cluster_info?.force_endpoint ?? "")),
     };
     ctx.cluster = await clusterInfo(req, deps.state, ctx.kube);
+    const isThisNode = deps.isThisNode ?? ((ip: string) => hostAddresses().includes(ip));
+    if (deps.remoteNodes && ctx.cluster.nodes().some((n) => !isThisNode(n.internalIP))) {
+      remote = deps.remoteNodes(callRoles(call.metadata));
+      ctx.nodes = remote;
+    }
     call.write({ message: `discovered nodes: ${goQuoted(ctx.cluster.nodes().map((n) => n.internalIP))}` });
     await runChecks(ctx, deps.checks ?? defaultClusterChecks(), (message) => call.write({ message }), controller.signal, deps.scale ?? 1);
     call.end();
   } finally {
     clearTimeout(timer);
     call.off("cancelled", onCancel);
+    remote?.close();
     kube?.then((k) => k.close?.()).catch(() => undefined);
   }
 }
@@ -112,11 +128,27 @@ export function clusterServiceImpl(deps: HealthDeps): ServiceImpl {
   };
 }
 
-/** The checks' inputs on a running node: its own resources and services, and its API server. */
-export function healthDeps(state: ResourceState, supervisor: Pick<Supervisor, "list">, platform: { mode: string }, activeConfig: () => ConfigBundle | undefined): HealthDeps {
+export interface HealthNodeAccess {
+  /** apid's socket, through which a cluster of more nodes is read. */
+  apidSocket?: string;
+  /** etcd's API context: this node's member list (EtcdMemberList's). */
+  etcd?: EtcdApiContext;
+}
+
+/** The checks' inputs on a running node: its own resources, services and etcd members, its API server, and apid for the others. */
+export function healthDeps(state: ResourceState, supervisor: Pick<Supervisor, "list">, platform: { mode: string }, activeConfig: () => ConfigBundle | undefined, access: HealthNodeAccess = {}): HealthDeps {
+  const { apidSocket, etcd } = access;
   return {
     state,
-    nodes: localNodeReader({ state, services: () => supervisor.list(), platformMode: () => platform.mode }),
+    ...(apidSocket ? { remoteNodes: (roles: string[]) => apiNodeReader({ socket: apidSocket, roles }) } : {}),
+    nodes: localNodeReader({
+      state,
+      services: () => supervisor.list(),
+      platformMode: () => platform.mode,
+      ...(etcd
+        ? { etcdMembers: async () => (await controlPlaneMembers(etcd)).map((m) => ({ hostname: m.name, id: m.id.toString(), isLearner: m.isLearner, peerUrls: m.peerURLs })) }
+        : {}),
+    }),
     // As Talos's server side: the admin kubeconfig the Kubeconfig RPC gives, its endpoint replaced by force_endpoint.
     kube: async (forceEndpoint) => {
       const config = activeConfig();

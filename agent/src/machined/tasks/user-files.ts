@@ -9,6 +9,7 @@ import type { MachineFile } from "../../config/types/v1alpha1.js";
 import { InvalidInputError, SystemError } from "../../errors.js";
 import { logger } from "../../log.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../resources/catalog/config.js";
+import { criCustomizationFile } from "../../services/cri/config.js";
 import type { MachineRuntime } from "../runtime.js";
 import { ownsDisks } from "../runtime.js";
 
@@ -49,6 +50,8 @@ export async function writeUserFiles(files: readonly MachineFile[], target: User
   const at = (p: string) => path.join(target.root, p);
   for (const f of files) {
     const file = f.path ?? "";
+    // Not a file of its own: the CRI configuration controller merges it into conf.d/cri.toml, as Talos injects it.
+    if (file === criCustomizationFile) continue;
     const mode = (f.permissions ?? 0o644) & 0o7777;
     let content = f.content ?? "";
     try {

@@ -15,6 +15,16 @@ export const SYSTEM_NAMESPACE = "system";
 const SIGTERM = 15;
 const SIGKILL = 9;
 
+/** A task ended with a non-zero exit code. */
+export class TaskExitError extends SystemError {
+  constructor(
+    readonly id: string,
+    readonly exitCode: number,
+  ) {
+    super(`task ${JSON.stringify(id)} failed: exit code ${exitCode}`, { code: exitCode });
+  }
+}
+
 /** A container root other than a host directory: an image's snapshot. */
 export interface ContainerRoot {
   /** Makes the root for container `id`: the image it comes from, its snapshot, and the mounts of the task's rootfs. */
@@ -110,7 +120,7 @@ export class ContainerRunner implements ServiceRunner {
         onExit(err);
       };
       exited.then(
-        (status) => ended(status === 0 ? undefined : new SystemError(`task ${JSON.stringify(id)} failed: exit code ${status}`, { code: status })),
+        (status) => ended(status === 0 ? undefined : new TaskExitError(id, status)),
         (err: unknown) => ended(new SystemError(`waiting for task ${id} failed: ${describeError(err)}`, {}, { cause: err })),
       );
     } catch (err) {

@@ -1,9 +1,10 @@
 // The CRI containerd's configuration as Talos lays it out: a main file (Talos's /etc/cri/containerd.toml:
 // the plugins it disables, json logs at info) importing conf.d/cri.toml, the CRI plugin's settings
 // merged from Talos's parts (runc v2 with unpacked layers discarded, the registries' config_path
-// and auth), plus every other conf.d/*.toml an operator adds. containerd 1.6 merges an import plugin
-// by plugin: a part that configures the CRI plugin replaces cri.toml's settings of it whole (Talos
-// merges its *.part files key by key into cri.toml instead).
+// and auth) with conf.d/*.part merged into them key by key (the config's 20-customization.part
+// among them), plus every other conf.d/*.toml an operator adds. containerd 1.6 merges an import
+// plugin by plugin: such a .toml that configures the CRI plugin replaces cri.toml's settings of it
+// whole, where a .part is merged.
 import path from "node:path";
 import type { Paths } from "../../sys/paths.js";
 import type { Registries } from "../images/registry.js";
@@ -25,6 +26,9 @@ export interface CriPaths {
   /** The registries' hosts directories (Talos: /etc/cri/conf.d/hosts). */
   hosts: string;
 }
+
+/** The machine.files path whose content Talos merges into the CRI configuration (constants.CRICustomizationConfigPart). */
+export const criCustomizationFile = "/etc/cri/conf.d/20-customization.part";
 
 /** On a node /etc is read-only: Talos's /etc/cri files are written under the writable /system/etc. */
 export function criPaths(paths: Paths): CriPaths {

@@ -15,7 +15,7 @@ import { ETCD_NAMESPACE, EtcdPKIStatusId, EtcdPKIStatusType, EtcdSpecId, EtcdSpe
 import type { ResourceState } from "../../resources/state.js";
 import { adminTls, EtcdClient } from "../../sys/etcd/client.js";
 import { etcdUserId, type EtcdPaths } from "../../sys/etcd/paths.js";
-import { restoreSnapshot, snapshotStatus } from "../../sys/etcd/restore.js";
+import { hostEtcdutl, restoreSnapshot, snapshotStatus, type EtcdutlFactory } from "../../sys/etcd/restore.js";
 import { allOf, networkReady, resourceExists, timeSynced } from "../conditions.js";
 import { ProcessRunner } from "../process-runner.js";
 import type { RunContext, ServiceDefinition, ServiceRunner } from "../service.js";
@@ -118,8 +118,8 @@ export interface EtcdServiceOptions {
   env?: () => string[];
   arch?: string;
   runner?: EtcdRunnerFactory;
-  /** The etcdutl program (a restore). */
-  etcdutl?: string;
+  /** Where a restore runs etcdutl (a node: a task from EtcdSpec's image); default: the etcdutl on PATH. */
+  etcdutl?: EtcdutlFactory;
   /** Owner of the data directory (Talos: 60:60). */
   dataOwner?: { uid: number; gid: number };
   /** Talos: ["cri"]. */
@@ -196,7 +196,7 @@ export function etcdService(opts: EtcdServiceOptions): ServiceDefinition {
 
   async function clusterMode(spec: EtcdSpecSpec, init: boolean, signal: AbortSignal): Promise<{ mode: EtcdClusterMode; learnerId: bigint }> {
     const extra = spec.extraArgs;
-    if (!init && opts.recover) await recover(spec);
+    if (!init && opts.recover) await recover(spec, signal);
     if (!(await isDirEmpty(paths.dataDir))) return { mode: { kind: "existing" }, learnerId: 0n };
     const forms = init ? !opts.upgraded?.() : opts.bootstrap === true;
     if (forms || "initial-cluster" in extra) return { mode: { kind: "new" }, learnerId: 0n };
@@ -205,9 +205,9 @@ export function etcdService(opts: EtcdServiceOptions): ServiceDefinition {
     return { mode: { kind: "join", initialCluster: joined.initialCluster }, learnerId: joined.learnerId };
   }
 
-  async function recover(spec: EtcdSpecSpec): Promise<void> {
-    const etcdutl = opts.etcdutl ?? "etcdutl";
-    const status = await snapshotStatus(etcdutl, paths.recoverySnapshot);
+  async function recover(spec: EtcdSpecSpec, signal: AbortSignal): Promise<void> {
+    const etcdutl = (opts.etcdutl ?? hostEtcdutl())(spec.image);
+    const status = await snapshotStatus(etcdutl, paths.recoverySnapshot, signal);
     log.info(`recovering etcd from snapshot: hash ${(status.hash >>> 0).toString(16).padStart(8, "0")}, revision ${status.revision}, total keys ${status.totalKey}, total size ${status.totalSize}`);
     const peerURLs = etcdURLs(spec.advertisedAddresses, ports.peer);
     await restoreSnapshot(etcdutl, {
@@ -217,7 +217,7 @@ export function etcdService(opts: EtcdServiceOptions): ServiceDefinition {
       peerURLs,
       initialCluster: `${spec.name}=${peerURLs.join(",")}`,
       skipHashCheck: opts.recover!.skipHashCheck,
-    });
+    }, signal);
     await rm(paths.recoverySnapshot);
     await chownRecursive(paths.dataDir, owner.uid, owner.gid);
   }

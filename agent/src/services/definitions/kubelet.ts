@@ -116,9 +116,11 @@ export interface KubeletFile {
 
 /**
  * The kubelet's process in the image runner's terms: devices are all allowed and no seccomp
- * profile applies there; cgroupfs is writable through its rshared bind mount.
+ * profile applies there; cgroupfs is writable through its rshared bind mount. The host's
+ * /etc/hosts and resolv.conf are bound in, as for every service Talos runs from an image:
+ * the kubelet copies /etc/hosts into host-network pods.
  */
-export function kubeletImageProcess(p: KubeletProcess, heldCapabilities: ReadonlySet<string>): ImageProcessSpec {
+export function kubeletImageProcess(p: KubeletProcess, heldCapabilities: ReadonlySet<string>, hostFiles: { hosts?: string; resolvConf?: string }): ImageProcessSpec {
   return {
     args: p.args,
     env: p.env,
@@ -127,7 +129,7 @@ export function kubeletImageProcess(p: KubeletProcess, heldCapabilities: Readonl
     mounts: p.mounts,
     cgroupsPath: p.cgroup,
     oomScoreAdj: p.oomScoreAdj,
-    hostFiles: {},
+    hostFiles,
     writeableSysfs: true,
     hostPid: p.hostPid,
     maskedPaths: [],

@@ -104,6 +104,11 @@ export class CriClient {
     return this.call("RuntimeService", "Version", {});
   }
 
+  /** The runtime's conditions; verbose adds `info` (containerd: its CRI plugin's effective `config` as JSON). */
+  status(verbose = true): Promise<{ status?: { conditions: { type: string; status: boolean; reason: string; message: string }[] }; info: Record<string, string> }> {
+    return this.call("RuntimeService", "Status", { verbose });
+  }
+
   async listPodSandbox(filter: object = {}): Promise<PodSandbox[]> {
     return (await this.call<{ items: PodSandbox[] }>("RuntimeService", "ListPodSandbox", { filter })).items;
   }

@@ -1,5 +1,5 @@
 // A client of etcd's v3 gRPC API over mutual TLS (Talos's machined uses the admin certificate):
-// the KV, Cluster and Maintenance calls machined makes, answering with plain objects whose 64-bit
+// the KV, Watch, Lease, Cluster and Maintenance calls machined makes, answering with plain objects whose 64-bit
 // IDs are bigints. One endpoint per client, as Talos dials its local member; `firstAnswering`
 // walks a list of endpoints for the calls Talos makes against the whole control plane.
 import * as grpc from "@grpc/grpc-js";
@@ -114,7 +114,82 @@ const header = (h: WireHeader | null | undefined): ResponseHeader => ({
 });
 const member = (m: WireMember): EtcdMemberInfo => ({ id: BigInt(m.ID), name: m.name, peerURLs: m.peerURLs, clientURLs: m.clientURLs, isLearner: m.isLearner });
 
+/** A stored key (mvccpb.KeyValue); revisions and the lease as bigints. */
+export interface EtcdKeyValue {
+  key: string;
+  value: Buffer;
+  createRevision: bigint;
+  modRevision: bigint;
+  lease: bigint;
+}
+interface WireKeyValue {
+  key: Buffer;
+  value: Buffer;
+  create_revision: string;
+  mod_revision: string;
+  lease: string;
+}
+const keyValue = (kv: WireKeyValue): EtcdKeyValue => ({
+  key: kv.key.toString(),
+  value: kv.value,
+  createRevision: BigInt(kv.create_revision),
+  modRevision: BigInt(kv.mod_revision),
+  lease: BigInt(kv.lease),
+});
+
+/**
+ * The end of the range holding every key that starts with `prefix` (clientv3.GetPrefixRangeEnd):
+ * its last byte incremented (UTF-8 never holds 0xff, so no byte carries); the empty prefix ranges
+ * to the end of the keyspace ("\0").
+ */
+export function prefixRangeEnd(prefix: string): Buffer {
+  const end = Buffer.from(prefix);
+  if (end.length === 0) return Buffer.from([0]);
+  end[end.length - 1]! += 1;
+  return end;
+}
+
+/** A read of the keys under a prefix, in create-revision order (clientv3.WithFirstCreate / WithLastCreate). */
+export interface PrefixQuery {
+  prefix: string;
+  order: "firstCreated" | "lastCreated";
+  /** Only keys created at or before this revision (clientv3.WithMaxCreateRev). */
+  maxCreateRevision?: bigint;
+}
+
+/** RangeRequest fields of a PrefixQuery, limited to one key. */
+function prefixRange(q: PrefixQuery): object {
+  return {
+    key: Buffer.from(q.prefix),
+    range_end: prefixRangeEnd(q.prefix),
+    limit: 1,
+    sort_target: 2, // CREATE
+    sort_order: q.order === "firstCreated" ? 1 : 2, // ASCEND : DESCEND
+    ...(q.maxCreateRevision !== undefined ? { max_create_revision: q.maxCreateRevision.toString() } : {}),
+  };
+}
+
+/**
+ * A transaction "create `key` with `lease` unless it exists, then read the first created key
+ * under `prefix`" (the one round trip of concurrency.Mutex's tryAcquire).
+ */
+export interface CreateIfMissingResult {
+  header: ResponseHeader;
+  /** Whether this call created the key (otherwise it existed). */
+  created: boolean;
+  /** The key as it is stored now (absent when just created: its revision is the header's). */
+  existing: EtcdKeyValue | undefined;
+  /** The first created key under the prefix. */
+  first: EtcdKeyValue | undefined;
+}
+
+/** A lease kept alive until stopped. */
+export interface LeaseKeepAlive {
+  stop(): void;
+}
+
 type Unary = (req: object, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: unknown) => void) => grpc.ClientUnaryCall;
+type Duplex = (md: grpc.Metadata, opts: grpc.CallOptions) => grpc.ClientDuplexStream<object, unknown>;
 type ServerStream = (req: object, md: grpc.Metadata, opts: grpc.CallOptions) => grpc.ClientReadableStream<unknown>;
 type Stub = Record<string, unknown>;
 
@@ -190,6 +265,115 @@ export class EtcdClient {
     return header(res.header);
   }
 
+  /** Deletes `key`; returns how many keys were deleted (0 or 1). */
+  async delete(key: string): Promise<bigint> {
+    const res = await this.unary<{ deleted: string }>("KV", "DeleteRange", { key: Buffer.from(key) });
+    return BigInt(res.deleted);
+  }
+
+  /** The first or last created key under a prefix (with the response header: its revision). */
+  async firstOrLastCreated(q: PrefixQuery): Promise<{ header: ResponseHeader; kv: EtcdKeyValue | undefined }> {
+    const res = await this.unary<{ header: WireHeader; kvs: WireKeyValue[] }>("KV", "Range", prefixRange(q));
+    return { header: header(res.header), kv: res.kvs[0] && keyValue(res.kvs[0]) };
+  }
+
+  /** The stored key `key`, or undefined. */
+  async getKeyValue(key: string): Promise<{ header: ResponseHeader; kv: EtcdKeyValue | undefined }> {
+    const res = await this.unary<{ header: WireHeader; kvs: WireKeyValue[] }>("KV", "Range", { key: Buffer.from(key) });
+    return { header: header(res.header), kv: res.kvs[0] && keyValue(res.kvs[0]) };
+  }
+
+  /** One transaction: if `key` was never created, put it (empty, with `lease`); either way read it and the prefix's first key. */
+  async createIfMissing(key: string, lease: bigint, prefix: string): Promise<CreateIfMissingResult> {
+    const firstUnder = { request_range: prefixRange({ prefix, order: "firstCreated" }) };
+    type WireOp = { response_range?: { kvs: WireKeyValue[] } };
+    const res = await this.unary<{ header: WireHeader; succeeded: boolean; responses: WireOp[] }>("KV", "Txn", {
+      compare: [{ result: 0, target: 1, key: Buffer.from(key), create_revision: "0" }], // CREATE(key) == 0
+      success: [{ request_put: { key: Buffer.from(key), value: Buffer.alloc(0), lease: lease.toString() } }, firstUnder],
+      failure: [{ request_range: { key: Buffer.from(key) } }, firstUnder],
+    });
+    const existing = res.succeeded ? undefined : res.responses[0]?.response_range?.kvs[0];
+    const first = res.responses[1]?.response_range?.kvs[0];
+    return { header: header(res.header), created: res.succeeded, existing: existing && keyValue(existing), first: first && keyValue(first) };
+  }
+
+  /** Grants a lease of `ttlSeconds`; returns its ID. */
+  async leaseGrant(ttlSeconds: number): Promise<bigint> {
+    const res = await this.unary<{ ID: string; error: string }>("Lease", "LeaseGrant", { TTL: ttlSeconds });
+    if (res.error) throw new SystemError(`etcd refused a lease: ${res.error}`, { call: "Lease.LeaseGrant", ttlSeconds });
+    return BigInt(res.ID);
+  }
+
+  /** Revokes lease `id`: every key attached to it is deleted. */
+  async leaseRevoke(id: bigint): Promise<void> {
+    await this.unary("Lease", "LeaseRevoke", { ID: id.toString() });
+  }
+
+  /**
+   * Refreshes lease `id` every `intervalMs` (clientv3 sends at a third of the TTL) over one
+   * LeaseKeepAlive stream, reopened on the next tick when it breaks; stops once etcd answers
+   * TTL 0 (the lease is gone: whoever holds it finds its keys gone).
+   */
+  keepAlive(id: bigint, intervalMs: number): LeaseKeepAlive {
+    const s = this.stub("Lease");
+    let call: grpc.ClientDuplexStream<object, unknown> | undefined;
+    const open = () => {
+      const c = (s.LeaseKeepAlive as Duplex).call(s, this.metadata(), {});
+      c.on("data", (msg: { TTL: string }) => {
+        if (BigInt(msg.TTL) <= 0n) stop();
+      });
+      // A broken stream is reopened at the next refresh; the lease outlives it by its TTL.
+      c.on("error", () => {
+        if (call === c) call = undefined;
+      });
+      return c;
+    };
+    const refresh = () => {
+      call ??= open();
+      call.write({ ID: id.toString() });
+    };
+    const timer = setInterval(refresh, intervalMs);
+    const stop = () => {
+      clearInterval(timer);
+      call?.cancel();
+      call = undefined;
+    };
+    refresh();
+    return { stop };
+  }
+
+  /**
+   * Resolves once `key` is deleted at or after `revision` (a Watch from that revision: a deletion
+   * that already happened is seen too); rejects when the watch is cancelled or `signal` aborts.
+   */
+  waitDelete(key: string, revision: bigint, signal?: AbortSignal): Promise<void> {
+    const s = this.stub("Watch");
+    const call = (s.Watch as Duplex).call(s, this.metadata(), {});
+    return new Promise<void>((resolve, reject) => {
+      let settled = false;
+      const done = (err?: unknown) => {
+        if (settled) return;
+        settled = true;
+        signal?.removeEventListener("abort", abort);
+        call.removeAllListeners("data");
+        call.on("error", () => undefined); // the cancel below ends the stream with CANCELLED
+        call.cancel();
+        if (err) reject(err);
+        else resolve();
+      };
+      const abort = () => done(signal?.reason ?? new SystemError("watch aborted", { call: "Watch.Watch", key }));
+      if (signal?.aborted) return abort();
+      signal?.addEventListener("abort", abort, { once: true });
+      call.on("data", (msg: { canceled: boolean; cancel_reason: string; events: { type: number }[] }) => {
+        if (msg.events.some((e) => e.type === 1)) done(); // DELETE
+        else if (msg.canceled) done(new SystemError(`etcd cancelled the watch of ${key}: ${msg.cancel_reason}`, { call: "Watch.Watch", key }));
+      });
+      call.on("error", (err: grpc.ServiceError) => done(etcdError("Watch.Watch", err)));
+      call.on("end", () => done(new SystemError(`etcd ended the watch of ${key}`, { call: "Watch.Watch", key })));
+      call.write({ create_request: { key: Buffer.from(key), start_revision: revision.toString() } });
+    });
+  }
+
   async memberList(): Promise<{ header: ResponseHeader; members: EtcdMemberInfo[] }> {
     const res = await this.unary<{ header: WireHeader; members: WireMember[] }>("Cluster", "MemberList", { linearizable: true });
     return { header: header(res.header), members: res.members.map(member) };
@@ -202,6 +386,12 @@ export class EtcdClient {
 
   async memberRemove(id: bigint): Promise<EtcdMemberInfo[]> {
     const res = await this.unary<{ members: WireMember[] }>("Cluster", "MemberRemove", { ID: id.toString() });
+    return res.members.map(member);
+  }
+
+  /** Replaces member `id`'s peer URLs. */
+  async memberUpdate(id: bigint, peerURLs: string[]): Promise<EtcdMemberInfo[]> {
+    const res = await this.unary<{ members: WireMember[] }>("Cluster", "MemberUpdate", { ID: id.toString(), peerURLs });
     return res.members.map(member);
   }
 

@@ -24,7 +24,7 @@ function etcdRoot(): protobuf.Root {
 
 const defs = new Map<string, grpc.ServiceDefinition>();
 
-/** grpc-js definition of etcd service `name` (KV, Cluster, Maintenance). */
+/** grpc-js definition of etcd service `name` (KV, Watch, Lease, Cluster, Maintenance). */
 export function etcdService(name: string): grpc.ServiceDefinition {
   const fullName = `etcdserverpb.${name}`;
   const cached = defs.get(fullName);

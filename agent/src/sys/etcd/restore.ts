@@ -1,13 +1,39 @@
 // Restores an etcd data directory from a snapshot with etcdutl (what Talos does with etcd's
 // snapshot library, which etcdutl wraps): a new one-member cluster with the snapshot's keys.
+// Where etcdutl runs is injected: a host program (the sandbox, tests) or a task from etcd's image.
 import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import { SystemError } from "../../errors.js";
-
-const run = promisify(execFile);
 
 /** etcdutl could not read or restore the snapshot. */
 export class EtcdRestoreError extends SystemError {}
+
+/**
+ * What one etcdutl run printed, and how it exited. Its output is stdout and stderr together: a
+ * containerd task's log interleaves them, so nothing here depends on which stream a line came from.
+ */
+export interface EtcdutlResult {
+  exitCode: number;
+  output: string;
+}
+
+/** Runs etcdutl with `args` to its end; rejects only when it could not be run at all. */
+export type Etcdutl = (args: string[], signal?: AbortSignal) => Promise<EtcdutlResult>;
+
+/** The etcdutl to use with etcd's image `image` (EtcdSpec.image). */
+export type EtcdutlFactory = (image: string) => Etcdutl;
+
+/** etcdutl as a host program (a path, or a name found on PATH), whatever etcd's image. */
+export function hostEtcdutl(binary = "etcdutl"): EtcdutlFactory {
+  return () => (args, signal) =>
+    new Promise((resolve, reject) => {
+      execFile(binary, args, { maxBuffer: 16 << 20, ...(signal ? { signal } : {}) }, (err, stdout, stderr) => {
+        // A number is the program's exit code; anything else (ENOENT, an abort) means it did not run to its end.
+        const code = (err as { code?: unknown } | null)?.code;
+        if (err && typeof code !== "number") reject(err);
+        else resolve({ exitCode: typeof code === "number" ? code : 0, output: stdout + stderr });
+      });
+    });
+}
 
 /** `etcdutl snapshot status -w json`: hash, revision, keys, size. */
 export interface SnapshotStatus {
@@ -17,14 +43,8 @@ export interface SnapshotStatus {
   totalSize: number;
 }
 
-export async function snapshotStatus(etcdutl: string, snapshot: string): Promise<SnapshotStatus> {
-  try {
-    const { stdout } = await run(etcdutl, ["snapshot", "status", snapshot, "-w", "json"]);
-    // etcdutl's JSON output of snapshot.Status (fields hash, revision, totalKey, totalSize).
-    return JSON.parse(stdout) as SnapshotStatus;
-  } catch (err) {
-    throw new EtcdRestoreError("error verifying snapshot", { snapshot }, { cause: err });
-  }
+export function snapshotStatusArgs(snapshot: string): string[] {
+  return ["snapshot", "status", snapshot, "-w", "json"];
 }
 
 export interface RestoreOptions {
@@ -37,8 +57,8 @@ export interface RestoreOptions {
   skipHashCheck: boolean;
 }
 
-export async function restoreSnapshot(etcdutl: string, o: RestoreOptions): Promise<void> {
-  const args = [
+export function snapshotRestoreArgs(o: RestoreOptions): string[] {
+  return [
     "snapshot", "restore", o.snapshot,
     `--name=${o.name}`,
     `--data-dir=${o.dataDir}`,
@@ -46,10 +66,45 @@ export async function restoreSnapshot(etcdutl: string, o: RestoreOptions): Promi
     `--initial-advertise-peer-urls=${o.peerURLs.join(",")}`,
     ...(o.skipHashCheck ? ["--skip-hash-check"] : []),
   ];
-  try {
-    await run(etcdutl, args);
-  } catch (err) {
-    const stderr = (err as { stderr?: string }).stderr?.trim();
-    throw new EtcdRestoreError(`error recovering from the snapshot${stderr ? `: ${stderr.split("\n").at(-1)}` : ""}`, { snapshot: o.snapshot }, { cause: err });
+}
+
+/** Runs etcdutl; a failed run is `what`, with etcdutl's last line (cobra's "Error: <err>", printed as it exits) as Talos words the library's error. */
+async function runEtcdutl(etcdutl: Etcdutl, args: string[], what: string, snapshot: string, signal?: AbortSignal): Promise<string> {
+  const result = await etcdutl(args, signal).catch((err: unknown) => {
+    throw new EtcdRestoreError(what, { snapshot }, { cause: err });
+  });
+  if (result.exitCode === 0) return result.output;
+  const reason = result.output.trim().split("\n").at(-1)?.replace(/^Error: /, "") || `exit code ${result.exitCode}`;
+  throw new EtcdRestoreError(`${what}: ${reason}`, { snapshot, exitCode: result.exitCode });
+}
+
+function isSnapshotStatus(v: unknown): v is SnapshotStatus {
+  const o = v as Partial<Record<keyof SnapshotStatus, unknown>> | null; // read only after the typeof check
+  return typeof v === "object" && o !== null && (["hash", "revision", "totalKey", "totalSize"] as const).every((k) => typeof o[k] === "number");
+}
+
+/** The status line among etcdutl's output (its logs, if any, are JSON lines too): the last with the four numbers. */
+function statusLine(output: string): SnapshotStatus | undefined {
+  for (const line of output.trim().split("\n").reverse()) {
+    if (!line.startsWith("{")) continue;
+    try {
+      const v: unknown = JSON.parse(line);
+      if (isSnapshotStatus(v)) return v;
+    } catch {
+      // Not JSON: not the status.
+    }
   }
+  return undefined;
+}
+
+export async function snapshotStatus(etcdutl: Etcdutl, snapshot: string, signal?: AbortSignal): Promise<SnapshotStatus> {
+  const output = await runEtcdutl(etcdutl, snapshotStatusArgs(snapshot), "error verifying snapshot", snapshot, signal);
+  // etcdutl's JSON output of snapshot.Status (fields hash, revision, totalKey, totalSize).
+  const status = statusLine(output);
+  if (!status) throw new EtcdRestoreError("error verifying snapshot: etcdutl printed no status with hash, revision, totalKey and totalSize", { snapshot, output });
+  return status;
+}
+
+export async function restoreSnapshot(etcdutl: Etcdutl, o: RestoreOptions, signal?: AbortSignal): Promise<void> {
+  await runEtcdutl(etcdutl, snapshotRestoreArgs(o), "error recovering from the snapshot", o.snapshot, signal);
 }

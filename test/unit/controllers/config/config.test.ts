@@ -67,10 +67,11 @@ test("the one registration list registers into one runtime: every output type ha
     kernelModules: { load: async () => undefined },
     smbios: { read: async () => undefined },
     udevd: true,
+    nodeIdentity: { stateDir: "/nonexistent", container: false, writeMachineId: async () => undefined },
   });
   for (const c of list) runtime.register(c);
   const names = list.map((c) => c.name);
-  for (const n of ["config.MachineConfigController", "config.MachineTypeController", "runtime.MachineStatusController", "v1alpha1.ServiceController", "runtime.MountStatusController", "runtime.MetaKeysController", "secrets.APIController", "runtime.KernelParamConfigController", "runtime.KernelParamDefaultsController", "runtime.KernelParamSpecController", "hardware.SystemInfoController", "runtime.DevicesStatusController"]) {
+  for (const n of ["config.MachineConfigController", "config.MachineTypeController", "runtime.MachineStatusController", "v1alpha1.ServiceController", "runtime.MountStatusController", "runtime.MetaKeysController", "secrets.APIController", "runtime.KernelParamConfigController", "runtime.KernelParamDefaultsController", "runtime.KernelParamSpecController", "hardware.SystemInfoController", "runtime.DevicesStatusController", "cluster.NodeIdentityController"]) {
     assert.ok(names.includes(n), n);
   }
   const writers = runtime.dependencies().filter((e) => e.edgeType === "outputExclusive");

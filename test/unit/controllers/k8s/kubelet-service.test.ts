@@ -1,3 +1,5 @@
+import { CLUSTER_NAMESPACE, LocalIdentityId } from "../../../../agent/src/controllers/cluster/node-identity.js";
+import { IdentityType } from "../../../../agent/src/resources/catalog/cluster.js";
 import assert from "node:assert/strict";
 import { X509Certificate } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -54,13 +56,16 @@ function setup(t: TestContext) {
   return { root, calls, state, runtime };
 }
 
-test("the kubelet starts once EPHEMERAL, KubeletSpec and KubeletSecrets are there; a changed spec restarts it", async (t) => {
+test("the kubelet starts once EPHEMERAL, the node identity, KubeletSpec and KubeletSecrets are there; a changed spec restarts it", async (t) => {
   const { root, calls, state, runtime } = setup(t);
   state.modify(K8S_NAMESPACE, KubeletSpecType, KubeletId, "test", () => spec("worker-1"));
   state.modify("secrets", KubeletSecretsType, KubeletId, "test", () => secrets);
   await runtime.whenIdle();
   assert.deepEqual(calls, [], "not before EPHEMERAL is mounted");
   state.modify(RUNTIME_NAMESPACE, MountStatusType, "EPHEMERAL", "test", () => ({}));
+  await runtime.whenIdle();
+  assert.deepEqual(calls, [], "not before the node identity (and /etc/machine-id) is there");
+  state.modify(CLUSTER_NAMESPACE, IdentityType, LocalIdentityId, "test", () => ({ nodeId: "LpVa4dollS7wSHO8QIDV2hpuc7fEProRC49mX9HPePA" }));
   await until("start", () => (calls.length === 1 ? true : undefined));
   assert.ok(readFileSync(path.join(root, "etc/kubernetes/bootstrap-kubeconfig"), "utf8").includes("server: https://127.0.0.1:7445"));
 
@@ -89,6 +94,7 @@ test("before a start: a client certificate of another node name is removed with 
   writeFileSync(kubeconfig, stringify(kc));
 
   state.modify(RUNTIME_NAMESPACE, MountStatusType, "EPHEMERAL", "test", () => ({}));
+  state.modify(CLUSTER_NAMESPACE, IdentityType, LocalIdentityId, "test", () => ({ nodeId: "LpVa4dollS7wSHO8QIDV2hpuc7fEProRC49mX9HPePA" }));
   state.modify("secrets", KubeletSecretsType, KubeletId, "test", () => secrets);
   state.modify(K8S_NAMESPACE, KubeletSpecType, KubeletId, "test", () => spec("worker-1"));
   await until("start", () => (calls.length === 1 ? true : undefined));

@@ -79,3 +79,15 @@ test("pauseOnFailure: a failed task waits until the sequence is taken over, then
   assert.equal(await running, "boom");
   await pauseOnFailure("ok", async () => undefined, 3_600_000)(r, new AbortController().signal);
 });
+
+test("/etc/cri/conf.d/20-customization.part is left to the CRI configuration, which merges it: no file, no error", async (t) => {
+  const root = scratchRoot(t);
+  const binds: string[] = [];
+  await writeUserFiles(
+    [{ op: "create", path: "/etc/cri/conf.d/20-customization.part", content: '[plugins."io.containerd.grpc.v1.cri"]\n', permissions: 0o644 }],
+    { root, bindReadOnly: async (source, target) => void binds.push(`${source} -> ${target}`) },
+  );
+  assert.equal(existsSync(path.join(root, "etc/cri")), false);
+  assert.equal(existsSync(path.join(root, "var/etc/cri")), false);
+  assert.deepEqual(binds, []);
+});
