@@ -7,7 +7,7 @@
 // for both; the consoles, each line prefixed with its arrival time, go to --consoles.
 // --boot pxe boots each one's kernel and initramfs directly (QEMU -kernel/-initrd, as a PXE boot hands them over).
 // usage: node dist/bench/boot-vs-baseline.js [--rounds N] [--boot iso|pxe] [--cpus N] [--baseline DIR] [--out DIR[,DIR...]] [--consoles DIR]
-//   --cpus: vCPUs of every boot (default 2, as scripts/vm.sh boots a node and as issue 16 measured; sessions 1-8 used 1);
+//   --cpus: vCPUs of every boot (default 2, as scripts/vm.sh boots a node);
 //   --baseline: the output directory of ../shared/baseline/build.sh (default _out/baseline);
 //   --out: where our artifacts are (default _out); several, comma-separated (e.g. a copy of an earlier build
 //          and this one), are booted in turn after the baseline in every round, so a lever is measured in the same minutes;

@@ -1,7 +1,7 @@
 // What the sandbox benches (memory.ts, rpc-latency.ts) share: which agent
 // build they run (dist/ or the esbuild bundle with --bundle), machined's node
 // flags and environment as init sets them, and starting/stopping the sandbox.
-// Port and retry helpers, and the process handling itself, are the
+// Port and retry functions, and the process handling itself, are the
 // integration tests' (test/integration/helpers/sandbox.ts).
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";

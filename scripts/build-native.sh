@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the agent's native helpers into DIR (default dist/agent/src/cmd, beside the entry script
+# Builds the agent's native programs into DIR (default dist/agent/src/cmd, beside the entry script
 # the sandbox runs): syslogd's socket relay (agent/native/syslog-relay.c) and the kernel-calls
 # addon (agent/native/kernel-calls.c) as DIR/native/kernel-calls-<node arch>.node. CC picks the compiler
 # (scripts/image.sh passes the target architecture's).

@@ -26,7 +26,7 @@ const result = await build({
   outdir,
   entryNames: "basalt",
   outExtension: { ".js": ".mjs" },
-  // apid would otherwise hold machined's and ctl's code too (session 5: PSS per process below).
+  // apid would otherwise hold machined's and ctl's code too (more memory per process).
   splitting: true,
   bundle: true,
   platform: "node",

@@ -36,4 +36,9 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   echo "setup: npm ci"
   npm ci --no-audit --no-fund
 fi
+# The commit-msg hook checks each new commit's message (scripts/git-hooks/commit-msg).
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1 && [ "$(git config core.hooksPath || true)" != scripts/git-hooks ]; then
+  git config core.hooksPath scripts/git-hooks
+  echo "setup: git hooks from scripts/git-hooks"
+fi
 echo "setup: ready (node22: $("$node22" --version))"

@@ -159,7 +159,7 @@ test("CRI PullImage goes through the registry.basalt.test mirror (CA and token a
 test("the ImageRunner runs the image's program in namespace system: pulled through the mirror, host network, uid 4242, output in the service log; stop is SIGTERM", { skip }, async (t) => {
   const client = new ContainerdClient(criSocket, "system");
   t.after(() => client.close());
-  const supervisor = new Supervisor(60_000, 60_000);
+  const supervisor = new Supervisor({ healthIntervalMs: 60_000, restartIntervalMs: 60_000 });
   t.after(() => supervisor.stopAll());
   const runner = new ImageRunner({
     id: "hello-img",

@@ -192,8 +192,8 @@ function protoIndex(): ProtoIndex {
 }
 
 // One root that grows by package: a process parses only the files whose messages it encodes or decodes (machined's
-// start registers every service from the method table alone). Parsing and building all of agent/api took 2.4 s of a
-// node's start under emulation (issue 16).
+// start registers every service from the method table alone). Parsing and building all of agent/api took seconds of
+// a node's start under emulation.
 const root = new protobuf.Root();
 // Imports are written relative to the proto directory; google/protobuf/* come bundled with protobufjs.
 root.resolvePath = (_origin, target) => (path.isAbsolute(target) ? target : path.join(protoDir, target));

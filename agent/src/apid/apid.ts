@@ -8,7 +8,7 @@ import { describeError } from "../errors.js";
 import { cosiFeed, type ResourceFeed } from "../grpc/resource-watch.js";
 import { bindServer, drainAndClose } from "../grpc/server.js";
 import { logger } from "../log.js";
-import { splitListen } from "../services/readiness.js";
+import { splitHostPort } from "../sys/host-port.js";
 import { hostnameStatusDefinition, HostnameStatusId, HostnameStatusType, NETWORK_NAMESPACE, nodeAddressDefinition, NodeAddressIds, NodeAddressType } from "../resources/catalog/network.js";
 import {
   apiCertsDefinition,
@@ -19,11 +19,12 @@ import {
   MaintenanceServiceCertificatesType,
   SECRETS_NAMESPACE,
 } from "../resources/catalog/secrets.js";
-import { RemoteBackends } from "./backends.js";
+import { RemoteBackends } from "./remote-backends.js";
 import { frontCaller, socketCaller, type ListenerMode } from "./credentials.js";
-import { ApiFront } from "./front.js";
-import { buildProxyServer, type Backends, type ProxiedMethod } from "./proxy.js";
-import { BackendSession } from "./raw-relay.js";
+import { ApiFront } from "./front-listener.js";
+import { type Backends } from "./director.js";
+import { buildProxyServer, type ProxiedMethod } from "./proxy-server.js";
+import { BackendSession } from "./backend-session.js";
 import { addressesFromProto, SelfNames } from "./self.js";
 
 const log = logger("apid");
@@ -52,7 +53,7 @@ interface PemPair {
  * apid: the TLS front door on :50000. It follows the certificates machined
  * publishes as resources (maintenance certificate first, then the API
  * certificates issued from the config's OS CA) and re-binds its listener when
- * they change; every call is relayed as raw bytes to machined (front.ts).
+ * they change; every call is relayed as raw bytes to machined (front-listener.ts).
  */
 export async function runApid(opts: ApidOptions): Promise<void> {
   const target = `unix:${opts.machinedSocket}`;
@@ -61,7 +62,7 @@ export async function runApid(opts: ApidOptions): Promise<void> {
   const remotes = new RemoteBackends();
   const machinedSession = new BackendSession("machined", () => net.connect(opts.machinedSocket));
   const backends: Backends = { local: machinedSession, get canForward() { return remotes.canForward; }, remote: (t) => remotes.session(t) };
-  const self = new SelfNames(splitListen(opts.listen).host);
+  const self = new SelfNames(splitHostPort(opts.listen).host);
   const isSelf = (t: string) => self.isSelf(t);
   const proxyBase = { methods, backends, isSelf, machinedTarget: target };
   // The listener's grpc-js proxy trusts the roles in its calls, so its socket sits in a directory only apid's

@@ -5,7 +5,7 @@ import { listenerKey, roleKey } from "../grpc/metadata.js";
 import { tlsKeyPem } from "../pki/tls.js";
 import { allRoles, isAuthorized, normalizeRoles, Role } from "../grpc/roles.js";
 import type { SurfaceCall } from "../grpc/server.js";
-import type { Caller } from "./proxy.js";
+import type { Caller } from "./director.js";
 
 /** The TLS material apid serves with, as machined publishes it. */
 export type ListenerMode =
@@ -106,7 +106,7 @@ function organizations(cert: PeerCertificate): string[] {
 
 /**
  * A call apid's listener already authenticated and handed to its grpc-js proxy in the same process
- * (front.ts): the roles and the maintenance tag are the listener's, which replaced any the caller sent.
+ * (front-listener.ts): the roles and the maintenance tag are the listener's, which replaced any the caller sent.
  */
 export function frontCaller(call: SurfaceCall): Caller {
   const roles = normalizeRoles(call.metadata.get(roleKey).map(String));

@@ -6,7 +6,8 @@
 import http2, { type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from "node:http2";
 import * as grpc from "@grpc/grpc-js";
 import { MAX_MESSAGE_BYTES } from "../grpc/limits.js";
-import { closedDetails, statusOfReset, unreachableDetails, type BackendSession } from "./raw-relay.js";
+import { type BackendSession } from "./backend-session.js";
+import { closedDetails, statusOfReset, unreachableDetails } from "./raw-relay.js";
 
 const { NGHTTP2_CANCEL, NGHTTP2_FLAG_END_STREAM } = http2.constants;
 // setTimeout's longest delay; a later deadline is the backend's to keep.

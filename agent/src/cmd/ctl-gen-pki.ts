@@ -1,4 +1,4 @@
-// `ctl gen ca|key|csr|crt|keypair`: the talosctl helpers for handling PKI by hand
+// `ctl gen ca|key|csr|crt|keypair`: talosctl's commands for handling PKI by hand
 // (e.g. minting or renewing an admin client certificate from machine.ca).
 import { readFile } from "node:fs/promises";
 import path from "node:path";

@@ -150,9 +150,8 @@ function withoutProxyVariables(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 /**
  * How apid gets its Node and V8 flags. By default none on node's command line and the agent's V8 flags in
  * BASALT_V8_FLAGS, which apid sets once its modules are loaded (cmd/main.ts), as init does for machined: on the
- * command line they make Node refuse its built-in code cache and the compile cache machined wrote (apid's start
- * to its first call on machined's socket, host, bundle, 6 alternating runs: CPU median 330 ms with them on the
- * command line, 280 ms set late; issue 16, session 7). BASALT_APID_NODE_FLAGS (space-separated) puts exactly its
+ * command line they make Node refuse its built-in code cache and the compile cache machined wrote, and apid's
+ * start to its first call costs more CPU. BASALT_APID_NODE_FLAGS (space-separated) puts exactly its
  * flags on the command line instead, for measuring levers (bench/memory).
  */
 export function apidFlags(env: NodeJS.ProcessEnv = process.env): { args: string[]; env: NodeJS.ProcessEnv } {

@@ -36,8 +36,8 @@ load()
  * BASALT_V8_FLAGS (init sets `--optimize-for-size` for machined) are V8 flags applied once the command's
  * modules are loaded instead of on node's command line: any V8 flag there changes V8's flag hash, so Node
  * refuses the code cache built into it for its own modules and compiles every one the agent loads at start
- * again (machined's import: 224 against 52 ms of compiling on this host, seconds under TCG). Set this late,
- * `--optimize-for-size` still gave machined the same idle memory (README, start-up decisions, session 6).
+ * again (seconds under emulation). Set this late, `--optimize-for-size` still gives machined the same idle
+ * memory.
  */
 function applyStartedV8Flags(): void {
   const flags = process.env["BASALT_V8_FLAGS"];

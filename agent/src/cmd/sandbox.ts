@@ -11,6 +11,7 @@ import { kernelModulesRecorded } from "../sys/kernel-modules.js";
 import { FakeClock } from "../sys/clock-fake.js";
 import { durationMs } from "../config/checks.js";
 import { parseFlags } from "../flags.js";
+import { splitHostPort } from "../sys/host-port.js";
 import { entryScript, runMachinedProcess } from "./machined-run.js";
 import { networkDefinitions, networking } from "./networking.js";
 
@@ -36,7 +37,7 @@ export async function main(argv: string[]): Promise<void> {
       `    talosctl -n ${endpoint} disks --insecure`,
       `    talosctl -n ${endpoint} apply-config --insecure -f controlplane.yaml`,
       `  then over mutual TLS with the talosconfig written by gen config:`,
-      `    talosctl --talosconfig ./talosconfig -e ${endpoint} -n ${endpoint.slice(0, endpoint.lastIndexOf(":"))} version`,
+      `    talosctl --talosconfig ./talosconfig -e ${endpoint} -n ${splitHostPort(endpoint).host} version`,
       `  or with our client: node dist/agent/src/cmd/main.js ctl ... (see agent/src/client/cli.ts)`,
       "",
     ].join("\n"),

@@ -70,7 +70,7 @@ export function cosiFeed(socket: string, log: Logger): ResourceFeed {
 
 /**
  * machined's own state, for apid inside machined: no client, no encoding and decoding of each spec, and no
- * protobuf files loaded for it (all on machined's event loop while the node boots, issue 16).
+ * protobuf files loaded for it (all of which would run on machined's event loop while the node boots).
  */
 export function stateFeed(state: ResourceState): ResourceFeed {
   return {

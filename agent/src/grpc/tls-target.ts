@@ -4,6 +4,7 @@ import * as grpc from "@grpc/grpc-js";
 import net from "node:net";
 import tls, { type PeerCertificate } from "node:tls";
 import { tlsKeyPem as tlsKey } from "../pki/tls.js";
+import { splitHostPort } from "../sys/host-port.js";
 
 /** How to reach a node: the maintenance (insecure) listener, or mTLS with a talosconfig's material. */
 export type ClientCredentials =
@@ -12,21 +13,6 @@ export type ClientCredentials =
 
 /** apid's port: where an endpoint that names none is reached. */
 export const apidPort = 50000;
-
-/**
- * The host and port of `address`: `host:port`, `[v6]:port`, or a host alone (a name, an IPv4 address,
- * an IPv6 address bare or in brackets), which gets apid's port.
- */
-export function splitHostPort(address: string): { host: string; port: number } {
-  const bracketed = /^\[([^\]]*)\](?::(\d+))?$/.exec(address);
-  if (bracketed) return { host: bracketed[1]!, port: bracketed[2] === undefined ? apidPort : Number(bracketed[2]) };
-  const colon = address.lastIndexOf(":");
-  // One colon before digits: host:port; more colons without brackets: an IPv6 address alone.
-  if (colon > 0 && address.indexOf(":") === colon && /^\d+$/.test(address.slice(colon + 1))) {
-    return { host: address.slice(0, colon), port: Number(address.slice(colon + 1)) };
-  }
-  return { host: address, port: apidPort };
-}
 
 /**
  * Whether `address` names a port as Go's net.SplitHostPort reads one (`host:port`, `[host]:port`, an empty
@@ -47,7 +33,7 @@ export function addressContainsPort(address: string): boolean {
 
 /** `endpoint` as host:port ([v6]:port), with apid's port unless it names one. */
 export function withPort(endpoint: string): string {
-  const { host, port } = splitHostPort(endpoint);
+  const { host, port } = splitHostPort(endpoint, apidPort);
   return `${host.includes(":") ? `[${host}]` : host}:${port}`;
 }
 
@@ -62,7 +48,7 @@ type MtlsCredentials = Extract<ClientCredentials, { kind: "mtls" }>;
 
 /** The name the server certificate must hold: `serverName` when given, else the endpoint's host. */
 function expectedIdentity(address: string, c: ClientCredentials): string {
-  return (c.kind === "mtls" ? c.serverName : undefined) ?? splitHostPort(address).host;
+  return (c.kind === "mtls" ? c.serverName : undefined) ?? splitHostPort(address, apidPort).host;
 }
 
 /** Checks the server certificate against our identity, whatever name went out as SNI. */
@@ -95,7 +81,7 @@ export function tlsTarget(address: string, c: ClientCredentials): { creds: grpc.
 export function tlsConnectOptions(address: string, c: MtlsCredentials): tls.ConnectionOptions & { host: string; port: number } {
   const identity = expectedIdentity(address, c);
   return {
-    ...splitHostPort(address),
+    ...splitHostPort(address, apidPort),
     servername: net.isIP(identity) ? ipEndpointServerName : identity,
     ca: c.ca,
     cert: c.crt,

@@ -27,7 +27,7 @@ export interface MachineEvent {
 
 /**
  * An event as published: its payload is encoded when a follower first reads it. Most of a boot's events are never
- * read, and encoding each as it was published took CPU from machined's start (0.5 s of it under emulation, issue 16).
+ * read, and encoding each as it was published took CPU from machined's start.
  */
 class PublishedEvent implements MachineEvent {
   private encoded: Buffer | undefined;

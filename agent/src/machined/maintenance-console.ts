@@ -11,7 +11,7 @@ import {
   type MaintenanceServiceCertsSpec,
 } from "../resources/catalog/secrets.js";
 import type { ResourceState } from "../resources/state.js";
-import { splitListen } from "../services/readiness.js";
+import { splitHostPort } from "../sys/host-port.js";
 import { installFailureLines } from "./install-failure.js";
 import { nodeAddresses } from "./node-identity.js";
 import { published } from "./published.js";
@@ -81,7 +81,7 @@ function sameList(a: readonly string[], b: readonly string[]): boolean {
 export async function announceMaintenance(state: ResourceState, listen: string, signal: AbortSignal, installFailure?: string): Promise<void> {
   const cert = await published<MaintenanceServiceCertsSpec>(state, SECRETS_NAMESPACE, MaintenanceServiceCertificatesType, MaintenanceServiceCertificatesId, signal);
   if (!cert) return;
-  const { host: listenHost, port } = splitListen(listen);
+  const { host: listenHost, port } = splitHostPort(listen);
   // A listener bound to one address (the sandbox) is reachable only there.
   const reachableNow = () => (["", "0.0.0.0", "::"].includes(listenHost) ? nodeAddresses(state) : [listenHost]);
   // Every address event asks; the certificate changes far less often.

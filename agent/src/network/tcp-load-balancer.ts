@@ -10,6 +10,7 @@
 import net from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { BasaltError, describeError } from "../errors.js";
+import { splitHostPort } from "../sys/host-port.js";
 import { type Logger, logger } from "../log.js";
 
 /** The balancer could not listen. */
@@ -40,16 +41,6 @@ const tierFloorsMs = [0, 0.1, 1, 10, 100, 1000];
 export function tierOf(elapsedMs: number): number {
   for (let i = tierFloorsMs.length - 1; i >= 0; i--) if (elapsedMs >= tierFloorsMs[i]!) return i;
   return tierFloorsMs.length;
-}
-
-/** "host:port" (IPv6 in brackets) as Go's net.JoinHostPort writes it. */
-export function joinHostPort(host: string, port: number): string {
-  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
-}
-
-function splitHostPort(address: string): { host: string; port: number } {
-  const at = address.lastIndexOf(":");
-  return { host: address.slice(0, at).replace(/^\[(.*)\]$/, "$1"), port: Number(address.slice(at + 1)) };
 }
 
 /** Opens a TCP connection within `timeoutMs`; rejects on error or timeout. */

@@ -3,7 +3,7 @@
 // The same fields, extensions and encodings certificates.ts (@peculiar/x509) produces
 // (test/unit/pki/ed25519-certificates.test.ts compares them byte for byte), without
 // loading @peculiar/x509, asn1js, tsyringe and reflect-metadata on machined's start
-// (issue 16: ~330 KiB of modules to compile and evaluate, then the library's first use).
+// (hundreds of KiB of modules to compile and evaluate, then the library's first use).
 import { createHash, randomBytes, sign } from "node:crypto";
 import { isIP } from "node:net";
 import { InvalidInputError } from "../errors.js";

@@ -1,4 +1,4 @@
-// Helpers catalog modules use to turn YAML-shaped specs into protobuf spec
+// Functions catalog modules use to turn YAML-shaped specs into protobuf spec
 // messages: IP addresses/prefixes as common.NetIP*, PEM blobs as bytes, Talos
 // enum names as numbers, and a generic camelCase -> proto field mapper.
 

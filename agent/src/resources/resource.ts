@@ -1,5 +1,5 @@
 // The resource model: a typed spec plus COSI-style metadata, and the value
-// helpers (deep copy, deep equality) the store uses so callers never share
+// functions (deep copy, deep equality) the store uses so callers never share
 // mutable state with it.
 
 export type Phase = "running" | "tearingDown";

@@ -71,11 +71,14 @@ export class ServiceLogs {
   private readonly lineListeners = new Set<LineListener>();
   private spillDir: string | undefined;
 
-  /** `echo` also gets every line (the sandbox prints its services' logs on its own stderr). */
-  constructor(
-    private readonly maxBytes = maxLogBytes,
-    private readonly echo?: (id: string, line: Buffer) => void,
-  ) {}
+  private readonly maxBytes: number;
+  private readonly echo: ((id: string, line: Buffer) => void) | undefined;
+
+  /** `maxBytes` bounds each log held in memory; `echo` also gets every line (the sandbox prints its services' logs on its own stderr). */
+  constructor(opts: { maxBytes?: number; echo?: (id: string, line: Buffer) => void } = {}) {
+    this.maxBytes = opts.maxBytes ?? maxLogBytes;
+    this.echo = opts.echo;
+  }
 
   /** The writer of `id`'s log, registering it (as Talos, only writing registers a log). */
   writer(id: string): LogWriter {

@@ -1,5 +1,6 @@
 import net from "node:net";
 import { SystemError } from "../errors.js";
+import { splitHostPort } from "../sys/host-port.js";
 
 /**
  * Polls `probe` until it succeeds. There is no deadline: a slow start (a loaded
@@ -27,15 +28,9 @@ export async function pollUntilReady(probe: () => Promise<void>, signal: AbortSi
   }
 }
 
-/** Splits a listen address `host:port` or `[v6]:port` (host without brackets; "" for `:port`). */
-export function splitListen(listen: string): { host: string; port: number } {
-  const i = listen.lastIndexOf(":");
-  return { host: listen.slice(0, i).replace(/^\[|\]$/g, ""), port: Number(listen.slice(i + 1)) };
-}
-
 /** Resolves when a TCP listener at `listen` (host:port, [v6]:port) accepts a connection. */
 export function tcpProbe(listen: string, what = "service"): Promise<void> {
-  const { host, port } = splitListen(listen);
+  const { host, port } = splitHostPort(listen);
   return new Promise((resolve, reject) => {
     // A wildcard listener is probed on loopback.
     const sock = net.connect({ host: host === "0.0.0.0" || host === "" ? "127.0.0.1" : host === "::" ? "::1" : host, port });

@@ -29,7 +29,13 @@ interface Entry {
 /** States in which a service is not running and nothing will start it again by itself. */
 const ended: ReadonlySet<ServiceState> = new Set(["Initialized", "Finished", "Failed", "Skipped"]);
 
-export interface SupervisorIo {
+export interface SupervisorOptions {
+  /** How often a running service's health check runs (default 5 s). */
+  healthIntervalMs?: number;
+  /** How long a service waits before its restart (default 5 s, Talos's restart runner). */
+  restartIntervalMs?: number;
+  /** How often a start that has not finished is logged (default 30 s). */
+  slowStartNoticeMs?: number;
   /** Where each service's output goes (one log per service id). */
   logs?: ServiceLogs;
   /** Where each service's processes go. */
@@ -49,15 +55,16 @@ export class Supervisor {
   private readonly listeners = new Set<ServiceListener>();
   readonly logs: ServiceLogs;
   private readonly cgroups: Cgroups;
+  private readonly healthIntervalMs: number;
+  private readonly restartIntervalMs: number;
+  private readonly slowStartNoticeMs: number;
 
-  constructor(
-    private readonly healthIntervalMs = 5000,
-    private readonly restartIntervalMs = 5000,
-    private readonly slowStartNoticeMs = 30_000,
-    io: SupervisorIo = {},
-  ) {
-    this.logs = io.logs ?? new ServiceLogs();
-    this.cgroups = io.cgroups ?? noCgroups;
+  constructor(opts: SupervisorOptions = {}) {
+    this.healthIntervalMs = opts.healthIntervalMs ?? 5000;
+    this.restartIntervalMs = opts.restartIntervalMs ?? 5000;
+    this.slowStartNoticeMs = opts.slowStartNoticeMs ?? 30_000;
+    this.logs = opts.logs ?? new ServiceLogs();
+    this.cgroups = opts.cgroups ?? noCgroups;
   }
 
   onChange(listener: ServiceListener): () => void {

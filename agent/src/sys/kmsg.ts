@@ -102,7 +102,7 @@ export async function* readKmsg(fh: promises.FileHandle, opts: KmsgReadOptions):
   while (!opts.signal.aborted) {
     // A read of the non-blocking handle returns at once (a record, or EAGAIN), so it is made here rather than
     // through libuv's thread pool: a boot's backlog of ~1,000 records cost the dashboard's start a promise and a
-    // thread hop each (0.25 s of machined's loop under emulation, issue 16). The loop still gets a turn every few
+    // thread hop each, time machined's loop shares with the links and DHCP. The loop still gets a turn every few
     // records: read 128 at a time, the dashboard's backlog held up the links and DHCP it shares the loop with.
     if (++sinceYield >= readsPerTurn) {
       sinceYield = 0;

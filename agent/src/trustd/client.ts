@@ -2,7 +2,8 @@ import * as grpc from "@grpc/grpc-js";
 import { isIP } from "node:net";
 import { checkServerIdentity, type PeerCertificate } from "node:tls";
 import { serviceDefinition } from "../api/index.js";
-import { splitHostPort } from "../grpc/tls-target.js";
+import { apidPort } from "../grpc/tls-target.js";
+import { splitHostPort } from "../sys/host-port.js";
 import type { TrustdAttempt } from "../controllers/secrets/trustd-request.js";
 import { tokenKey } from "./service.js";
 
@@ -17,7 +18,7 @@ const ipServerName = "trustd.basalt.invalid";
  * token in `token` metadata, ended by `signal` (the attempt's deadline).
  */
 export const callTrustd: TrustdAttempt = async (endpoint, req, signal) => {
-  const { host } = splitHostPort(endpoint);
+  const { host } = splitHostPort(endpoint, apidPort);
   const options: grpc.ChannelOptions = isIP(host) ? { "grpc.ssl_target_name_override": ipServerName } : {};
   const creds = grpc.credentials.createSsl(Buffer.from(req.caPem), null, null, {
     checkServerIdentity: (_name: string, cert: PeerCertificate) => checkServerIdentity(host, cert),

@@ -99,7 +99,7 @@ export async function etcdNode(opts: EtcdNodeOptions): Promise<EtcdNode> {
   state.modify(ETCD_NAMESPACE, EtcdSpecType, EtcdSpecId, owner, () => spec);
   state.modify(ETCD_NAMESPACE, EtcdPKIStatusType, EtcdPKIStatusId, owner, () => ({ ready: true, version: "1" }));
 
-  const supervisor = new Supervisor(300, 1000);
+  const supervisor = new Supervisor({ healthIntervalMs: 300, restartIntervalMs: 1000 });
   // machined mirrors the supervisor into Service resources (controllers/runtime/service.ts).
   supervisor.onChange((s) => {
     state.modify(RUNTIME_NAMESPACE, ServiceType, s.id, owner, () => ({ running: s.state === "Running", healthy: s.health.healthy, unknown: s.health.unknown }));

@@ -1,4 +1,4 @@
-// apid's sessions to other nodes (raw-relay.ts BackendSession, session-keepalive.ts): a peer that stops
+// apid's sessions to other nodes (backend-session.ts, session-keepalive.ts): a peer that stops
 // answering pings while a call is open, or never completes its handshake, ends the session, and the call
 // fails with UNAVAILABLE instead of hanging; a peer that answers HTTP without gRPC gets grpc-js's status for it.
 import * as grpc from "@grpc/grpc-js";
@@ -8,7 +8,7 @@ import net from "node:net";
 import tls from "node:tls";
 import { after, test } from "node:test";
 import { openFrameStream } from "../../../agent/src/apid/frame-stream.js";
-import { BackendSession } from "../../../agent/src/apid/raw-relay.js";
+import { BackendSession } from "../../../agent/src/apid/backend-session.js";
 
 const sockets = new Set<net.Socket>();
 // Accepts connections and never answers.

@@ -1,4 +1,4 @@
-// apid's authentication over real TLS handshakes at its listener (front.ts): client certificate
+// apid's authentication over real TLS handshakes at its listener (front-listener.ts): client certificate
 // roles (O), the clientAuth-only rule, impersonation and RBAC off. Behind the listener a stand-in
 // for machined answers with the talos-role it was handed.
 import * as grpc from "@grpc/grpc-js";
@@ -9,8 +9,8 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
 import { type ListenerMode } from "../../../agent/src/apid/credentials.js";
-import { ApiFront } from "../../../agent/src/apid/front.js";
-import { BackendSession } from "../../../agent/src/apid/raw-relay.js";
+import { ApiFront } from "../../../agent/src/apid/front-listener.js";
+import { BackendSession } from "../../../agent/src/apid/backend-session.js";
 import { generateSelfSignedCA, issueCertificate, type CertificateAuthority, type ExtKeyUsageName } from "../../../agent/src/pki/index.js";
 import { tlsKeyPem } from "../../../agent/src/pki/tls.js";
 

@@ -1,14 +1,14 @@
-// apid's sessions to other nodes' apid (backends.ts) against a Talos apid's keepalive enforcement: grpc-go's
+// apid's sessions to other nodes' apid (remote-backends.ts) against a Talos apid's keepalive enforcement: grpc-go's
 // default policy, which Talos's apid serves with. A fake remote counts pings as grpc-go's server does and
 // answers a client pinging too often with GOAWAY ENHANCE_YOUR_CALM "too_many_pings", ending every call on
 // the connection. A quiet stream (`logs -f` with nothing to say) must outlive many of that policy's minimum
-// intervals; the pings session 9 sent (every 30 s) lose it. Every interval is a thousandth of its real length.
+// intervals; pings every 30 s, as grpc-js's channels are often set to send them, lose it. Every interval is a thousandth of its real length.
 import * as grpc from "@grpc/grpc-js";
 import assert from "node:assert/strict";
 import http2, { type ServerHttp2Session } from "node:http2";
 import type { AddressInfo } from "node:net";
 import { after, before, test } from "node:test";
-import { RemoteBackends, remoteSessionOptions, type RemoteSessionOptions } from "../../../agent/src/apid/backends.js";
+import { RemoteBackends, remoteSessionOptions, type RemoteSessionOptions } from "../../../agent/src/apid/remote-backends.js";
 import { openFrameStream } from "../../../agent/src/apid/frame-stream.js";
 import { generateSelfSignedCA, issueCertificate, tlsKeyPem, type CertificateAuthority } from "../../../agent/src/pki/index.js";
 
@@ -125,7 +125,7 @@ test("a quiet stream to a node enforcing Talos apid's keepalive policy outlives 
   assert.deepEqual(messages, ["the last line"]);
 });
 
-test("the fake enforces: pings every 30 s (session 9's interval) lose the quiet stream to GOAWAY too_many_pings", async () => {
+test("the fake enforces: pings every 30 s lose the quiet stream to GOAWAY too_many_pings", async () => {
   const { messages, status, enforcement } = await quietStream(scaled({ ...remoteSessionOptions, keepalive: { timeMs: 30_000, timeoutMs: 10_000 } }));
   assert.deepEqual(enforcement.goaways, ["too_many_pings"]);
   assert.ok(enforcement.pings > maxPingStrikes);

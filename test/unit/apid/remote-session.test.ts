@@ -6,8 +6,8 @@ import http2 from "node:http2";
 import net from "node:net";
 import { test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { remoteSessionOptions } from "../../../agent/src/apid/backends.js";
-import { BackendSession } from "../../../agent/src/apid/raw-relay.js";
+import { remoteSessionOptions } from "../../../agent/src/apid/remote-backends.js";
+import { BackendSession } from "../../../agent/src/apid/backend-session.js";
 
 test("a remote session's SETTINGS and connection window are Talos's apid's", async (t) => {
   const server = http2.createServer();

@@ -11,11 +11,11 @@ import path from "node:path";
 import net from "node:net";
 import { after, before, test } from "node:test";
 import { allMethods } from "../../../agent/src/api/index.js";
-import { buildProxyServer } from "../../../agent/src/apid/proxy.js";
+import { buildProxyServer } from "../../../agent/src/apid/proxy-server.js";
 import { NetworkChangeHold } from "../../../agent/src/controllers/network/change-hold.js";
 import { replyDeliveryKey } from "../../../agent/src/grpc/reply-delivery.js";
 import { ReplyDeliveries } from "../../../agent/src/machined/reply-delivery.js";
-import { BackendSession } from "../../../agent/src/apid/raw-relay.js";
+import { BackendSession } from "../../../agent/src/apid/backend-session.js";
 
 const identity = (b: Buffer) => b;
 const APPLY = "/machine.MachineService/ApplyConfiguration";

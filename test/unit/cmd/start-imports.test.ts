@@ -23,7 +23,7 @@ process.stdout.write(JSON.stringify(loaded));`;
 
 const x509Stack = /^(@peculiar\/|asn1js$|tsyringe$|reflect-metadata$|pvtsutils$|pvutils$)/;
 
-test("machined's and the sandbox's start, then the maintenance certificate and its banner fingerprint, load no X.509 library (issue 16)", () => {
+test("machined's and the sandbox's start, then the maintenance certificate and its banner fingerprint, load no X.509 library", () => {
   const loaded = loadedPackagesAfter(`
 await import(${JSON.stringify(path.join(cmdDir, "machined.js"))});
 await import(${JSON.stringify(path.join(cmdDir, "sandbox.js"))});

@@ -6,7 +6,7 @@ import type { ServiceDefinition } from "../../../agent/src/services/service.js";
 import { Supervisor } from "../../../agent/src/services/supervisor.js";
 
 test("startAllServices starts the node's services that do not run yet, without waiting for those still waiting; stopAllServices stops them", async () => {
-  const supervisor = new Supervisor(60_000);
+  const supervisor = new Supervisor({ healthIntervalMs: 60_000 });
   const starts: string[] = [];
   const def = (id: string, gate?: Promise<void>): ServiceDefinition => ({
     id,

@@ -11,7 +11,7 @@ import { ControllerRuntime } from "../../../agent/src/resources/controller-runti
 import { registerDefinitions } from "../../../agent/src/resources/definitions.js";
 import { newResource } from "../../../agent/src/resources/resource.js";
 import { ResourceState } from "../../../agent/src/resources/state.js";
-import { FakeNetKernel } from "../../../agent/src/sys/net-fake.js";
+import { FakeNetKernel } from "../sys/net-fake.js";
 
 const OWNER = { owner: "test" };
 

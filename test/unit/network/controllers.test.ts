@@ -9,7 +9,7 @@ import type { DhcpTransport } from "../../../agent/src/network/dhcp4/client.js";
 import { BOOTREPLY, MessageType, Option, decodeMessage, encodeMessage, ipToBuffer, parseOptions, u32Buffer } from "../../../agent/src/network/dhcp4/packet.js";
 import { ControllerRuntime } from "../../../agent/src/resources/controller-runtime.js";
 import { ResourceState } from "../../../agent/src/resources/state.js";
-import { FakeNetKernel } from "../../../agent/src/sys/net-fake.js";
+import { FakeNetKernel } from "../sys/net-fake.js";
 import { pathsAt } from "../../../agent/src/sys/paths.js";
 
 /** A DHCP server behind a fake transport: OFFER for DISCOVER, ACK for REQUEST. */

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { DhcpPort } from "../../../agent/src/network/dhcp4/udp.js";
-import { FakeNetKernel } from "../../../agent/src/sys/net-fake.js";
+import { FakeNetKernel } from "../sys/net-fake.js";
 
 const udpHandles = () => process.getActiveResourcesInfo().filter((r) => r === "UDPWrap").length;
 

@@ -14,7 +14,7 @@ import { ControllerRuntime } from "../../../agent/src/resources/controller-runti
 import { registerDefinitions } from "../../../agent/src/resources/definitions.js";
 import { newResource } from "../../../agent/src/resources/resource.js";
 import { ResourceState } from "../../../agent/src/resources/state.js";
-import { FakeNetKernel } from "../../../agent/src/sys/net-fake.js";
+import { FakeNetKernel } from "../sys/net-fake.js";
 import { type BondOptions, IFF_UP } from "../../../agent/src/sys/net.js";
 import { bondOptionsDiffering } from "../../../agent/src/controllers/network/bond-settings.js";
 import { withBondDefaults } from "../../../agent/src/network/bond-defaults.js";

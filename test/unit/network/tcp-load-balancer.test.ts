@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { joinHostPort, tierOf, UpstreamList } from "../../../agent/src/network/tcp-load-balancer.js";
+import { tierOf, UpstreamList } from "../../../agent/src/network/tcp-load-balancer.js";
+import { joinHostPort } from "../../../agent/src/sys/host-port.js";
 
 test("upstreams: round-robin in the lowest tier with a score of at least 0; scores within [-3, 3]; reconcile keeps health", () => {
   const list = new UpstreamList();

@@ -29,7 +29,7 @@ function gate(): Condition & { open(): void } {
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
 test("a service waits (state Waiting, Talos's wording) until its dependencies run and its conditions hold", async () => {
-  const sup = new Supervisor(60_000);
+  const sup = new Supervisor({ healthIntervalMs: 60_000 });
   const log: string[] = [];
   const g = gate();
   const apid = sup.start({ id: "apid", dependsOn: ["containerd"], conditions: [g], runner: runner(log, "apid"), restart: "never" });
@@ -51,7 +51,7 @@ test("a service waits (state Waiting, Talos's wording) until its dependencies ru
 
 test("a dependency is up once Running and healthy (Talos's StateEventUp), or once Finished", async (t) => {
   t.mock.timers.enable({ apis: ["setInterval"] });
-  const sup = new Supervisor(1000);
+  const sup = new Supervisor({ healthIntervalMs: 1000 });
   const log: string[] = [];
   let serving = false;
   const health = async () => {
@@ -73,7 +73,7 @@ test("a dependency is up once Running and healthy (Talos's StateEventUp), or onc
 });
 
 test("stopAll stops dependents before what they depend on; pre runs before the start, post after the stop", async () => {
-  const sup = new Supervisor(60_000);
+  const sup = new Supervisor({ healthIntervalMs: 60_000 });
   const log: string[] = [];
   await sup.start({ id: "containerd", runner: runner(log, "containerd"), restart: "never" });
   await sup.start({ id: "apid", dependsOn: ["containerd"], runner: runner(log, "apid"), restart: "never", pre: async () => void log.push("pre apid"), post: async () => void log.push("post apid") });
@@ -84,7 +84,7 @@ test("stopAll stops dependents before what they depend on; pre runs before the s
 });
 
 test("a service stopped while it waits never starts: Failed with Talos's canceled condition", async () => {
-  const sup = new Supervisor(60_000);
+  const sup = new Supervisor({ healthIntervalMs: 60_000 });
   const log: string[] = [];
   const starting = sup.start({ id: "apid", conditions: [gate()], runner: runner(log, "apid"), restart: "always" });
   await tick();
@@ -101,7 +101,7 @@ test("a service stopped while it waits never starts: Failed with Talos's cancele
 test("a condition that fails ends the service Failed with Talos's text, whatever its policy: no retry, no pre, no post, the other waits end", async (t) => {
   t.mock.timers.enable({ apis: ["setTimeout"] });
   for (const restart of ["always", "untilSuccess", "never"] as const) {
-    const sup = new Supervisor(60_000);
+    const sup = new Supervisor({ healthIntervalMs: 60_000 });
     const log: string[] = [];
     const other = gate();
     let otherAborted = false;

@@ -8,7 +8,7 @@ import { LogNotRegisteredError, ServiceLogs } from "../../../agent/src/services/
 const text = (lines: Buffer[]) => Buffer.concat(lines).toString();
 
 test("a log keeps whole lines, tails them, and drops the oldest past its bound", () => {
-  const logs = new ServiceLogs(20);
+  const logs = new ServiceLogs({ maxBytes: 20 });
   const w = logs.writer("svc");
   w.write("aaaa\nbb");
   w.write("bb\ncccc\n");

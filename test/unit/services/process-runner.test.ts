@@ -53,7 +53,7 @@ function untilEvent(sup: Supervisor, id: string, state: string): Promise<void> {
 }
 
 test("a missing program (restart=never) is Failed with Go's fork/exec error, never Running, nothing placed in a cgroup", async () => {
-  const sup = new Supervisor(60_000, 5000, 30_000, { cgroups: noCgroups });
+  const sup = new Supervisor({ healthIntervalMs: 60_000, restartIntervalMs: 5000, slowStartNoticeMs: 30_000, cgroups: noCgroups });
   await sup.start({ id: "ghost", runner: new ProcessRunner({ id: "ghost", command: "/nonexistent/basalt-ghost", args: ["--flag"] }), restart: "never" });
   assert.equal(sup.get("ghost")!.state, "Failed");
   assert.deepEqual(eventsOf(sup, "ghost"), [
@@ -64,7 +64,7 @@ test("a missing program (restart=never) is Failed with Go's fork/exec error, nev
 
 test("a missing program (restart=always) is Waiting with Talos's restart message, and each retry fails the same way", async (t) => {
   t.mock.timers.enable({ apis: ["setTimeout"] });
-  const sup = new Supervisor(60_000, 5000, 30_000, { cgroups: noCgroups });
+  const sup = new Supervisor({ healthIntervalMs: 60_000, restartIntervalMs: 5000, slowStartNoticeMs: 30_000, cgroups: noCgroups });
   const runner = new ProcessRunner({ id: "ghost", command: "/nonexistent/basalt-ghost", args: ["--flag", "a b"] });
   await sup.start({ id: "ghost", runner, restart: "always" });
   const waiting = 'Error running Process(["/nonexistent/basalt-ghost" "--flag" "a b"]), going to restart forever: error starting process: fork/exec /nonexistent/basalt-ghost: no such file or directory';
@@ -82,7 +82,7 @@ test("a program that is not executable, and a bare name not on PATH, fail to sta
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   const plain = path.join(dir, "not-executable");
   fs.writeFileSync(plain, "#!/bin/sh\n", { mode: 0o644 });
-  const sup = new Supervisor(60_000, 5000, 30_000, { cgroups: noCgroups });
+  const sup = new Supervisor({ healthIntervalMs: 60_000, restartIntervalMs: 5000, slowStartNoticeMs: 30_000, cgroups: noCgroups });
   await sup.start({ id: "plain", runner: new ProcessRunner({ id: "plain", command: plain, args: [] }), restart: "never" });
   assert.deepEqual(eventsOf(sup, "plain").at(-1), ["Failed", `Failed running service: error running service: error starting process: fork/exec ${plain}: permission denied`]);
   await sup.start({ id: "bare", runner: new ProcessRunner({ id: "bare", command: "basalt-no-such-program", args: [], env: { PATH: dir } }), restart: "never" });
@@ -91,7 +91,7 @@ test("a program that is not executable, and a bare name not on PATH, fail to sta
 
 test("a process that dies before it is ready is not Running: Failed with its exit status (never) or a signal's name; Waiting to restart (always)", async (t) => {
   const neverReady = () => new Promise<void>(() => undefined);
-  const sup = new Supervisor(60_000, 5000, 30_000, { cgroups: { setup: () => undefined, place: () => undefined } });
+  const sup = new Supervisor({ healthIntervalMs: 60_000, restartIntervalMs: 5000, slowStartNoticeMs: 30_000, cgroups: { setup: () => undefined, place: () => undefined } });
   t.after(() => sup.stopAll());
   await sup.start({ id: "quitter", runner: new ProcessRunner({ id: "quitter", command: "/bin/sh", args: ["-c", "exit 3"], ready: neverReady }), restart: "never" });
   assert.deepEqual(eventsOf(sup, "quitter"), [...startEvents, ["Failed", "Failed running service: error running service: exit status 3"]]);

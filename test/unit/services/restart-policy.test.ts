@@ -31,7 +31,7 @@ const settle = () => new Promise((r) => setImmediate(r));
 const tail = (sup: Supervisor, id: string, n: number) => sup.get(id)!.events.slice(-n).map((e) => [e.state, e.msg]);
 
 async function started(policy: RestartPolicy) {
-  const sup = new Supervisor(60_000);
+  const sup = new Supervisor({ healthIntervalMs: 60_000 });
   const runner = fakeRunner();
   await sup.start({ id: "svc", runner, restart: policy });
   return { sup, runner };
@@ -95,7 +95,7 @@ test("restart=always: a clean exit restarts too; every restart waits Talos's fix
 });
 
 test("ServiceStart/Stop/Restart follow Talos: unknown ids and operations a service does not allow are refused", async () => {
-  const sup = new Supervisor(60_000);
+  const sup = new Supervisor({ healthIntervalMs: 60_000 });
   const open = fakeRunner();
   const closed = fakeRunner();
   await sup.start({ id: "ext", runner: open, restart: "always", api: { start: true, stop: true, restart: true } });
@@ -120,7 +120,7 @@ test("ServiceStart/Stop/Restart follow Talos: unknown ids and operations a servi
 });
 
 test("listeners get every event in order, state changes and health changes alike; machined's own entry reads as Talos's", async () => {
-  const sup = new Supervisor(60_000);
+  const sup = new Supervisor({ healthIntervalMs: 60_000 });
   const seen: [string, string, string][] = [];
   sup.onChange((status, e: ServiceEvent) => seen.push([status.id, e.state, e.msg]));
   sup.registerSelf("machined", async () => undefined);
@@ -140,7 +140,7 @@ test("a process's output lands in its service's log, kept across a restart; the 
   const placed: [number, string, number | undefined][] = [];
   const cgroups: Cgroups = { setup: () => undefined, place: (pid, group, oom) => void placed.push([pid, group, oom]) };
   const logs = new ServiceLogs();
-  const sup = new Supervisor(60_000, 5000, 30_000, { logs, cgroups });
+  const sup = new Supervisor({ healthIntervalMs: 60_000, restartIntervalMs: 5000, slowStartNoticeMs: 30_000, logs, cgroups });
   t.after(() => sup.stopAll());
   const exited: string[] = [];
   sup.onChange((s, e) => {

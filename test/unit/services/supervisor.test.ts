@@ -24,7 +24,7 @@ function fakeRunner(opts: { failStart?: boolean; unhealthy?: string } = {}) {
 }
 
 test("a started service is Running and healthy; stop finishes it", async () => {
-  const sup = new Supervisor(60_000);
+  const sup = new Supervisor({ healthIntervalMs: 60_000 });
   const runner = fakeRunner();
   await sup.start({ id: "apid", runner, restart: "never" });
   assert.equal(sup.get("apid")?.state, "Running");
@@ -44,7 +44,7 @@ test("a started service is Running and healthy; stop finishes it", async () => {
 });
 
 test("a crash with restart=always goes Waiting with Talos's message; health failures are reported", async () => {
-  const sup = new Supervisor(60_000);
+  const sup = new Supervisor({ healthIntervalMs: 60_000 });
   const runner = fakeRunner({ unhealthy: "not listening" });
   const seen: string[] = [];
   sup.onChange((s) => seen.push(`${s.state}:${s.health.healthy}`));
@@ -60,7 +60,7 @@ test("a crash with restart=always goes Waiting with Talos's message; health fail
 });
 
 test("registerSelf lists machined as Running; list is sorted by id", async () => {
-  const sup = new Supervisor(60_000);
+  const sup = new Supervisor({ healthIntervalMs: 60_000 });
   sup.registerSelf("machined");
   await sup.start({ id: "apid", runner: fakeRunner(), restart: "never" });
   assert.deepEqual(sup.list().map((s) => [s.id, s.state]), [["apid", "Running"], ["machined", "Running"]]);
@@ -69,7 +69,7 @@ test("registerSelf lists machined as Running; list is sorted by id", async () =>
 
 test("a service that cannot start is retried after Talos's restart interval (restart=always)", async (t) => {
   t.mock.timers.enable({ apis: ["setTimeout"] });
-  const sup = new Supervisor(60_000);
+  const sup = new Supervisor({ healthIntervalMs: 60_000 });
   const runner = fakeRunner({ failStart: true });
   let starts = 0;
   const start = runner.start.bind(runner);
@@ -93,7 +93,7 @@ test("a service that cannot start is retried after Talos's restart interval (res
 
 test("an in-process service runs until stopped; its failure is reported and restarted", async () => {
   const { InProcessRunner } = await import("../../../agent/src/services/inprocess-runner.js");
-  const sup = new Supervisor(60_000);
+  const sup = new Supervisor({ healthIntervalMs: 60_000 });
   let aborted = false;
   let fail: ((err: Error) => void) | undefined;
   const runner = new InProcessRunner({
@@ -121,7 +121,7 @@ test("an in-process service runs until stopped; its failure is reported and rest
 });
 
 test("a service stopped while it is still starting does not turn Running and is stopped", async () => {
-  const sup = new Supervisor(60_000);
+  const sup = new Supervisor({ healthIntervalMs: 60_000 });
   let started: (() => void) | undefined;
   let stops = 0;
   let probes = 0;
@@ -163,7 +163,7 @@ async function captureLogs(fn: () => Promise<void>): Promise<Record<string, unkn
 test("every failure, restart and stop is logged with the service, the reason and the elapsed time", async (t) => {
   t.mock.timers.enable({ apis: ["setTimeout"] });
   const logs = await captureLogs(async () => {
-    const sup = new Supervisor(60_000);
+    const sup = new Supervisor({ healthIntervalMs: 60_000 });
     const runner = fakeRunner();
     await sup.start({ id: "apid", runner, restart: "always" });
     runner.crash();
@@ -195,7 +195,7 @@ test("a slow start is not a failure: the service stays Preparing (noted in the l
     },
     ready: (signal) => pollUntilReady(async () => { if (!listening) throw new Error("apid is not listening"); }, signal, 100),
   });
-  const sup = new Supervisor(60_000, 5000, 30_000);
+  const sup = new Supervisor({ healthIntervalMs: 60_000, restartIntervalMs: 5000, slowStartNoticeMs: 30_000 });
   let starting: Promise<void> | undefined;
   const logs = await captureLogs(async () => {
     starting = sup.start({ id: "apid", runner, restart: "always" });
@@ -220,7 +220,7 @@ test("a slow start is not a failure: the service stays Preparing (noted in the l
 test("an in-process service stopped while still starting ends its readiness wait and is not restarted", async () => {
   const { InProcessRunner } = await import("../../../agent/src/services/inprocess-runner.js");
   const { pollUntilReady } = await import("../../../agent/src/services/readiness.js");
-  const sup = new Supervisor(60_000);
+  const sup = new Supervisor({ healthIntervalMs: 60_000 });
   const runner = new InProcessRunner({
     id: "apid",
     run: (signal) => new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve())),
@@ -234,7 +234,7 @@ test("an in-process service stopped while still starting ends its readiness wait
 });
 
 test("restart=untilSuccess restarts after a failed exit, not after a successful one", async () => {
-  const sup = new Supervisor(60_000);
+  const sup = new Supervisor({ healthIntervalMs: 60_000 });
   let exit: ((err: Error | undefined) => void) | undefined;
   const runner: ServiceRunner = {
     async start(onExit) {
@@ -260,7 +260,7 @@ test("a listener that throws is logged: the service still starts and its health 
   const onRejection = (err: unknown) => rejections.push(err);
   process.on("unhandledRejection", onRejection);
   t.after(() => process.off("unhandledRejection", onRejection));
-  const sup = new Supervisor(60_000);
+  const sup = new Supervisor({ healthIntervalMs: 60_000 });
   t.after(() => sup.stopAll());
   sup.onChange(() => {
     throw new Error("listener broke");
@@ -276,7 +276,7 @@ test("a listener that throws is logged: the service still starts and its health 
 
 test("a failed pre stage is Failed with Talos's message whatever the restart policy: no restart, no post, the runner never started", async (t) => {
   t.mock.timers.enable({ apis: ["setTimeout"] });
-  const sup = new Supervisor(60_000);
+  const sup = new Supervisor({ healthIntervalMs: 60_000 });
   let starts = 0;
   let posts = 0;
   const runner: ServiceRunner = { start: async () => void starts++, stop: async () => undefined };
@@ -292,7 +292,7 @@ test("a failed pre stage is Failed with Talos's message whatever the restart pol
 });
 
 test("a health probe slower than the interval is not started again beside itself", async () => {
-  const sup = new Supervisor(5);
+  const sup = new Supervisor({ healthIntervalMs: 5 });
   let inFlight = 0;
   let most = 0;
   let calls = 0;
@@ -323,7 +323,7 @@ test("a health probe slower than the interval is not started again beside itself
 });
 
 test("an in-process service has a log from its start, as every listed service does; a failed run is its last line", async () => {
-  const sup = new Supervisor(60_000);
+  const sup = new Supervisor({ healthIntervalMs: 60_000 });
   let fail: ((err: Error) => void) | undefined;
   const runner = new InProcessRunner({ id: "dashboard", run: () => new Promise<void>((_, reject) => (fail = reject)) });
   await sup.start({ id: "dashboard", runner, restart: "never" });

@@ -14,7 +14,8 @@ import {
   type KubePrismConfigSpec,
   type KubePrismStatusesSpec,
 } from "../../resources/catalog/k8s-kubelet.js";
-import { joinHostPort, TcpLoadBalancer, type LoadBalancerOptions } from "../../network/tcp-load-balancer.js";
+import { TcpLoadBalancer, type LoadBalancerOptions } from "../../network/tcp-load-balancer.js";
+import { joinHostPort } from "../../sys/host-port.js";
 
 /** Talos's KubePrism constants. */
 export const kubePrismTimings: LoadBalancerOptions & { statusIntervalMs: number } = {

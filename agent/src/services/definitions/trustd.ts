@@ -11,7 +11,7 @@ export interface TrustdServiceOptions {
 
 /**
  * trustd, on control-plane nodes only, served inside machined's process (one Node runtime
- * less: README, "Memory layout"): ready and healthy once its TCP listener accepts
+ * less: docs/decisions/0001-trustd-inside-machined.md): ready and healthy once its TCP listener accepts
  * connections, which it opens when its certificate (TrustdCertificates) is published,
  * however long that takes; a stop closes the listener.
  */

@@ -49,7 +49,7 @@ test("the one registration list registers into one runtime: every output type ha
   const state = new ResourceState();
   registerCatalog(state, networkDefinitions);
   const runtime = new ControllerRuntime(state);
-  const supervisor = new Supervisor(60_000);
+  const supervisor = new Supervisor({ healthIntervalMs: 60_000 });
   const list = machinedControllers({
     sources: {
       activeConfig: new Observed(undefined),

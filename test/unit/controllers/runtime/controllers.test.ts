@@ -104,7 +104,7 @@ test("MachineStatus: static pods pending, failed, unknown or running unready are
 });
 
 test("Service resources mirror the supervisor, MountStatus the mounted volumes, MetaKeys META's keys; gone ones are removed", async (t) => {
-  const supervisor = new Supervisor(60_000);
+  const supervisor = new Supervisor({ healthIntervalMs: 60_000 });
   supervisor.registerSelf("machined");
   const volumes = new Observed<ReadonlyMap<string, MountedVolume>>(new Map());
   const keys = new Observed<ReadonlyMap<number, string>>(new Map([[0x0a, "v1"]]));

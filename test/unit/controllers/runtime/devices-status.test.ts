@@ -11,7 +11,7 @@ import { DevicesStatusId, DevicesStatusType, RUNTIME_NAMESPACE, ServiceType } fr
 import { ControllerRuntime } from "../../../../agent/src/resources/controller-runtime.js";
 import { ResourceState } from "../../../../agent/src/resources/state.js";
 import type { DhcpTransport } from "../../../../agent/src/network/dhcp4/client.js";
-import { FakeNetKernel } from "../../../../agent/src/sys/net-fake.js";
+import { FakeNetKernel } from "../../sys/net-fake.js";
 import { pathsAt } from "../../../../agent/src/sys/paths.js";
 
 function setup(t: { after(fn: () => Promise<void>): void }) {

@@ -3,14 +3,14 @@
 // relayed as frames straight to machined's socket (raw-relay.ts); a unary call naming nodes is
 // routed here too: its request read once, sent to machined for this node and to the other nodes'
 // apid, the replies merged and tagged as Talos's proxy does. Streams, paths the API does not have and
-// compressed requests that would need decoding go, as frames too, to apid's grpc-js proxy (proxy.ts),
+// compressed requests that would need decoding go, as frames too, to apid's grpc-js proxy (proxy-server.ts),
 // with the roles decided here.
 
 import { randomUUID } from "node:crypto";
 import http2, { type Http2SecureServer, type Http2Session, type IncomingHttpHeaders, type OutgoingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import type { PeerCertificate, TLSSocket } from "node:tls";
 import * as grpc from "@grpc/grpc-js";
-import { splitListen } from "../services/readiness.js";
+import { splitHostPort } from "../sys/host-port.js";
 import { describeError } from "../errors.js";
 import { logger } from "../log.js";
 import { listenerKey, roleKey } from "../grpc/metadata.js";
@@ -19,8 +19,10 @@ import { headerMetadata, logCall } from "../grpc/call-log.js";
 import { replyDeliveryKey, replyTrackedPaths } from "../grpc/reply-delivery.js";
 import { authenticatePeer, tlsOptions, type ListenerMode } from "./credentials.js";
 import { callHeaders, CallStatusError, unaryFrameCall } from "./frame-stream.js";
-import { asStatus, forwardedMetadata, mergedReplies, route, type Caller, type Leg, type ProxiedMethod, type Route } from "./proxy.js";
-import { answerUnary, BackendSession, BodyTooLargeError, firstMessage, readRequest, relayCall, replyStatus, timeoutMs } from "./raw-relay.js";
+import { asStatus, forwardedMetadata, mergedReplies, route, type Caller, type Leg, type Route } from "./director.js";
+import { type ProxiedMethod } from "./proxy-server.js";
+import { BackendSession } from "./backend-session.js";
+import { answerUnary, BodyTooLargeError, firstMessage, readRequest, relayCall, replyStatus, timeoutMs } from "./raw-relay.js";
 import { reportWhenDelivered } from "./reply-delivery.js";
 
 const log = logger("apid");
@@ -101,7 +103,7 @@ export class ApiFront {
 
   /** Listens on opts.listen; rejects (listening nowhere) when the address cannot be bound. */
   async listen(): Promise<void> {
-    const { host, port } = splitListen(this.opts.listen);
+    const { host, port } = splitHostPort(this.opts.listen);
     await new Promise<void>((resolve, reject) => {
       const onError = (err: Error) => reject(err);
       this.server.once("error", onError);

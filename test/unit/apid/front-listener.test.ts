@@ -1,4 +1,4 @@
-// apid's listener relaying calls as HTTP/2 frames (front.ts, raw-relay.ts): what the caller gets back
+// apid's listener relaying calls as HTTP/2 frames (front-listener.ts, raw-relay.ts): what the caller gets back
 // must be what machined sent (headers, trailers, statuses, large messages), deadlines and
 // cancellation must reach machined; unary calls naming nodes are sent to machined and to the other
 // nodes' apid (a fake on a unix socket) and merged; streams go to the proxy instead.
@@ -10,10 +10,10 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
-import { ApiFront, type FrontOptions } from "../../../agent/src/apid/front.js";
-import { failedNode } from "../../../agent/src/apid/proxy.js";
+import { ApiFront, type FrontOptions } from "../../../agent/src/apid/front-listener.js";
+import { failedNode } from "../../../agent/src/apid/director.js";
 import { failedNodeReply, tagUnaryReply } from "../../../agent/src/grpc/aggregate.js";
-import { BackendSession } from "../../../agent/src/apid/raw-relay.js";
+import { BackendSession } from "../../../agent/src/apid/backend-session.js";
 import { setLogSink } from "../../../agent/src/log.js";
 import { generateSelfSignedCA, issueCertificate, type CertificateAuthority } from "../../../agent/src/pki/index.js";
 

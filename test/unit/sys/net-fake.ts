@@ -2,7 +2,7 @@
 // kernel's for the cases we use (link up/down with carrier, connected and local
 // routes for new IPv4 addresses, replace semantics), and every call is recorded.
 
-import { AlreadyExistsError, ConflictError, InvalidInputError, NotFoundError } from "../errors.js";
+import { AlreadyExistsError, ConflictError, InvalidInputError, NotFoundError } from "../../../agent/src/errors.js";
 import {
   type AddressRequest,
   type BondOptions,
@@ -35,7 +35,7 @@ import {
   TABLE_LOCAL,
   TABLE_MAIN,
   ipv4Network,
-} from "./net.js";
+} from "../../../agent/src/sys/net.js";
 
 export interface FakeLinkInit {
   name: string;

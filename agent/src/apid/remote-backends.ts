@@ -1,7 +1,7 @@
 import net from "node:net";
 import tls from "node:tls";
 import { tlsConnectOptions, withPort } from "../grpc/tls-target.js";
-import { BackendSession, type BackendSessionOptions } from "./raw-relay.js";
+import { BackendSession, type BackendSessionOptions } from "./backend-session.js";
 
 /** apid's own client identity for forwarding (ApiCertificates.client, O=os:impersonator). */
 export interface ForwardingIdentity {

@@ -11,9 +11,10 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
 import { allMethods, decode, encode } from "../../../agent/src/api/index.js";
-import { RemoteBackends, type ForwardingIdentity } from "../../../agent/src/apid/backends.js";
-import { buildProxyServer, type Backends, type Caller } from "../../../agent/src/apid/proxy.js";
-import { BackendClosedError, BackendSession } from "../../../agent/src/apid/raw-relay.js";
+import { RemoteBackends, type ForwardingIdentity } from "../../../agent/src/apid/remote-backends.js";
+import { type Backends, type Caller } from "../../../agent/src/apid/director.js";
+import { buildProxyServer } from "../../../agent/src/apid/proxy-server.js";
+import { BackendClosedError, BackendSession } from "../../../agent/src/apid/backend-session.js";
 import { generateSelfSignedCA, issueCertificate, tlsKeyPem, type CertificateAuthority } from "../../../agent/src/pki/index.js";
 
 const identity = (b: Buffer) => b;
