@@ -17,7 +17,7 @@ import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 
 /** The commit from which every commit follows the form; the ones before it are history as it was written. */
-export const FORM_SINCE = "9e9e8994c0b810bd403030c3efb635ec687b7d9b";
+export const FORM_SINCE = "a6e1ae9930f1f87ba6c7f564eff8f8cae9930324";
 
 const MAX_HEADER = 72;
 const scopeName = String.raw`[A-Za-z0-9][A-Za-z0-9._/+-]*`;
