@@ -45,7 +45,16 @@ function clusterConfig(controlplane: string, registry: string): string {
   return doc.toString();
 }
 
-const skip = artifactsPresent() && fs.existsSync(registryBinary) ? false : "image not built (npm run image), or docker-registry missing";
+/**
+ * On request only (BASALT_E2E_KUBERNETES=1): on a loaded 2-core host under TCG the journey's time
+ * beside the other lanes is not yet known to fit the suite's budget.
+ */
+const skip =
+  process.env.BASALT_E2E_KUBERNETES !== "1"
+    ? "set BASALT_E2E_KUBERNETES=1 to run the Kubernetes journey"
+    : artifactsPresent() && fs.existsSync(registryBinary)
+      ? false
+      : "image not built (npm run image), or docker-registry missing";
 
 test("Kubernetes journey: install → bootstrap → static control plane → kubectl → etcd snapshot → shutdown", { skip, timeout: 120 * 60_000 }, async (t) => {
   fs.rmSync(work, { recursive: true, force: true });
