@@ -14,7 +14,7 @@ import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
 import { generateConfigs } from "../../agent/src/config/generate/index.js";
 import { goProgram } from "../integration/helpers/go-programs.js";
 import { registryBinary, startRegistry } from "../integration/helpers/registry.js";
-import { artifactsPresent, bootNode, freePort, repoRoot, waitExit, waitFor, type BootedNode } from "./qemu.js";
+import { artifactsPresent, bootNode, journeySteps, freePort, repoRoot, waitExit, waitFor, type BootedNode } from "./qemu.js";
 import { expectServicesHealthy } from "./node-checks.js";
 
 const bootMs = 1_200_000;
@@ -73,17 +73,7 @@ test("Kubernetes journey: install → bootstrap → static control plane → kub
   t.after(() => node.stop({ removeDisk: true }));
   const admin = () => node.mtlsClient(creds);
 
-  let failedStep: string | undefined;
-  const step = async (name: string, fn: () => Promise<void>) => {
-    await t.test(name, { skip: failedStep ? `after the failed step "${failedStep}"` : false }, async () => {
-      try {
-        await fn();
-      } catch (err) {
-        failedStep = name;
-        throw err;
-      }
-    });
-  };
+  const step = journeySteps(t);
 
   await step("the ISO installs a control plane: etcd waits for Bootstrap, the kubelet runs from its image", async () => {
     await waitFor(node, "maintenance API", () => node.client().disks(), bootMs);

@@ -252,3 +252,21 @@ export async function expectMaintenanceApi(node: BootedNode, bootTimeoutMs: numb
     return listed;
   }, 120_000);
 }
+
+/**
+ * Subtests of a journey where each step needs the one before it: once one fails, the rest are
+ * skipped rather than booted for nothing.
+ */
+export function journeySteps(t: { test(name: string, opts: { skip: string | false }, fn: () => Promise<void>): Promise<unknown> }) {
+  let failedStep: string | undefined;
+  return async (name: string, fn: () => Promise<void>): Promise<void> => {
+    await t.test(name, { skip: failedStep ? `after the failed step "${failedStep}"` : false }, async () => {
+      try {
+        await fn();
+      } catch (err) {
+        failedStep = name;
+        throw err;
+      }
+    });
+  };
+}

@@ -24,7 +24,7 @@ import { registryEndpoints } from "../../agent/src/oci/hosts.js";
 import { buildInstallerArchive } from "../../agent/src/oci/installer.js";
 import { LayoutArchive } from "../../agent/src/oci/layout.js";
 import { registryBinary, startRegistry } from "../integration/helpers/registry.js";
-import { artifactsPresent, bootNode, consoleReport, repoRoot, waitExit, waitFor, type BootedNode } from "./qemu.js";
+import { artifactsPresent, bootNode, journeySteps, consoleReport, repoRoot, waitExit, waitFor, type BootedNode } from "./qemu.js";
 
 // Generous: on a shared 2-core host a TCG boot has taken 7 minutes of kernel uptime.
 const bootMs = 1_200_000;
@@ -138,18 +138,7 @@ test("upgrade journey: install → Upgrade (slot B) → Rollback (slot A) → po
     node = await bootNode({ name, boot: "disk", disk, freshDisk: false, netOpen: true });
   };
 
-  // Each step needs the one before it: once one fails, the rest are skipped rather than booted for nothing.
-  let failedStep: string | undefined;
-  const step = async (name: string, fn: () => Promise<void>) => {
-    await t.test(name, { skip: failedStep ? `after the failed step "${failedStep}"` : false }, async () => {
-      try {
-        await fn();
-      } catch (err) {
-        failedStep = name;
-        throw err;
-      }
-    });
-  };
+  const step = journeySteps(t);
   // A node under load can take longer than one call's deadline to answer: reads after a boot are retried.
   const slotOf = () => waitFor(node, "the booted slot (Read /proc/cmdline)", () => bootedSlot(admin()), bootMs);
 
