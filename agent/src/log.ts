@@ -40,10 +40,17 @@ export class Logger {
   constructor(
     readonly component: string,
     private readonly base: LogFields = {},
+    /** Lines below this level are dropped whatever the process's level (zap's IncreaseLevel). */
+    private readonly floor: LogLevel = "debug",
   ) {}
 
   child(fields: LogFields): Logger {
-    return new Logger(this.component, { ...this.base, ...fields });
+    return new Logger(this.component, { ...this.base, ...fields }, this.floor);
+  }
+
+  /** This logger, keeping only lines of `level` and above. */
+  atLeast(level: LogLevel): Logger {
+    return new Logger(this.component, this.base, level);
   }
 
   debug(msg: string, fields?: LogFields): void {
@@ -60,7 +67,7 @@ export class Logger {
   }
 
   private write(level: LogLevel, msg: string, fields?: LogFields): void {
-    if (levelRank[level] < levelRank[minLevel]) return;
+    if (levelRank[level] < Math.max(levelRank[minLevel], levelRank[this.floor])) return;
     const record: LogFields = { ts: new Date().toISOString(), level, component: this.component, msg, ...this.base };
     if (fields) {
       for (const [k, v] of Object.entries(fields)) record[k] = v instanceof Error ? errorText(v) : v;

@@ -25,6 +25,8 @@ export interface LoadBalancerOptions {
   healthCheckIntervalMs: number;
   /** Limit on one probe's dial (KubePrism: 15 s). */
   healthCheckTimeoutMs: number;
+  /** Where its warnings go; KubePrism keeps only errors, as every connection before the API server is up warns. */
+  log?: Logger;
 }
 
 interface Upstream {
@@ -133,7 +135,7 @@ export class TcpLoadBalancer {
     readonly endpoint: string,
     private readonly opts: LoadBalancerOptions,
   ) {
-    this.log = logger("loadbalancer").child({ endpoint });
+    this.log = (opts.log ?? logger("loadbalancer")).child({ endpoint });
   }
 
   /** Listens, and starts probing the upstreams. */

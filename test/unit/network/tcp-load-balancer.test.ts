@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { tierOf, UpstreamList } from "../../../agent/src/network/tcp-load-balancer.js";
+import net from "node:net";
+import { logger, setLogSink } from "../../../agent/src/log.js";
+import { TcpLoadBalancer, tierOf, UpstreamList } from "../../../agent/src/network/tcp-load-balancer.js";
 import { joinHostPort } from "../../../agent/src/sys/host-port.js";
 
 test("upstreams: round-robin in the lowest tier with a score of at least 0; scores within [-3, 3]; reconcile keeps health", () => {
@@ -38,4 +40,34 @@ test("tiers from probe latency; host:port as Go joins it", () => {
   assert.deepEqual([0.05, 0.5, 5, 50, 500, 5000].map(tierOf), [0, 1, 2, 3, 4, 5]);
   assert.equal(joinHostPort("fd00::1", 6443), "[fd00::1]:6443");
   assert.equal(joinHostPort("10.0.0.1", 6443), "10.0.0.1:6443");
+});
+
+function freePort(): Promise<number> {
+  const server = net.createServer();
+  return new Promise((resolve) =>
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo; // listen() on TCP gives an AddressInfo
+      server.close(() => resolve(port));
+    }),
+  );
+}
+
+test("a connection with no upstream is closed; the warning is kept out of a logger that keeps only errors", async (t) => {
+  const lines: string[] = [];
+  const previous = setLogSink((l) => lines.push(l));
+  t.after(() => setLogSink(previous));
+  const timings = { dialTimeoutMs: 1000, keepAliveMs: 1000, healthCheckIntervalMs: 60_000, healthCheckTimeoutMs: 1000 };
+  const refuseOne = async (log?: ReturnType<typeof logger>) => {
+    const port = await freePort();
+    const balancer = new TcpLoadBalancer(`127.0.0.1:${port}`, { ...timings, log });
+    await balancer.start();
+    t.after(() => balancer.close());
+    const conn = net.connect(port, "127.0.0.1");
+    await new Promise((resolve) => conn.once("close", resolve));
+  };
+  await refuseOne(logger("quiet").atLeast("error"));
+  assert.deepEqual(lines, []);
+  await refuseOne();
+  assert.equal(lines.length, 1);
+  assert.match(lines[0]!, /"component":"loadbalancer","msg":"no upstreams available, closing connection"/);
 });

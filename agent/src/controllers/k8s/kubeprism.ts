@@ -49,7 +49,7 @@ export class KubePrismController implements Controller {
   }
 
   private async start(ctx: ControllerContext, endpoint: string): Promise<TcpLoadBalancer> {
-    const balancer = new TcpLoadBalancer(endpoint, this.timings);
+    const balancer = new TcpLoadBalancer(endpoint, { ...this.timings, log: ctx.log.atLeast("error") });
     await balancer.start();
     this.balancer = balancer;
     ctx.log.info("KubePrism is enabled", { endpoint });
