@@ -160,7 +160,7 @@ agent="$out/bundle"
 say "agent: bundling agent/src/cmd/main.ts"
 node scripts/bundle.mjs "$agent" >&2
 CC="$cc" bash scripts/build-native.sh "$agent"
-"$strip_tool" "$agent/syslog-relay"
+"$strip_tool" "$agent/syslog-relay" "$agent/packet-capture"
 # The V8 code cache of the bundle, made by the image's node (only where it runs on this host: an arm64 image
 # built here has none, and machined writes one on /run as it starts, for apid).
 if [ "$arch" = "$(dpkg --print-architecture)" ]; then

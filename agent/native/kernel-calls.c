@@ -1,13 +1,14 @@
 // The kernel calls machined makes on every node, as a Node-API addon of our own (koffi's general FFI
 // addon costs ~4 MiB of private memory in machined): the clock's (adjtimex(2), clock_gettime(2), the
 // RTC_SET_TIME ioctl), the console's terminal ioctls, link-layer broadcasts (DHCPv4, gratuitous ARP)
-// pipe2(2) (logind's inhibitor locks) and sendmsg(2) with SCM_RIGHTS (handing a lock to the system bus's
-// client). Each takes and fills the caller's Buffer (the JS
+// pipe2(2) (logind's inhibitor locks), sendmsg(2) with SCM_RIGHTS (handing a lock to the system bus's
+// client) and the setup of a packet capture's socket (PacketCapture). Each takes and fills the caller's Buffer (the JS
 // side builds and reads the structs) and returns the call's result, or -errno when it failed.
 #define _GNU_SOURCE // pipe2
 #define NAPI_VERSION 8
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
 #include <linux/if_packet.h>
 #include <linux/rtc.h>
 #include <linux/vt.h>
@@ -217,6 +218,61 @@ static napi_value js_send_fds(napi_env env, napi_callback_info info) {
   return result(env, (int)sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL));
 }
 
+// packetSocket(): socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0), a capture's socket: with protocol 0 it queues
+// nothing until packetBind names the link and the protocol, so its filter and membership are in place first;
+// the fd or -errno.
+static napi_value js_packet_socket(napi_env env, napi_callback_info info) {
+  (void)info;
+  return result(env, socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0));
+}
+
+// attachFilter(fd: number, program: Buffer /* struct sock_filter[n], n >= 1 */): SO_ATTACH_FILTER; 0 or -errno.
+static napi_value js_attach_filter(napi_env env, napi_callback_info info) {
+  int32_t fd;
+  void *data = int_and_buffer(env, info, sizeof(struct sock_filter), &fd);
+  if (data == NULL) return NULL;
+  size_t argc = 2, len = 0;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  napi_get_buffer_info(env, argv[1], NULL, &len);
+  if (len % sizeof(struct sock_filter) != 0 || len / sizeof(struct sock_filter) > 0xffff) {
+    napi_throw_type_error(env, NULL, "expected a Buffer of whole struct sock_filter instructions");
+    return NULL;
+  }
+  // The kernel copies the program in: it may stay in the caller's unaligned Buffer.
+  struct sock_fprog prog = {.len = (unsigned short)(len / sizeof(struct sock_filter)), .filter = data};
+  return result(env, setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog));
+}
+
+// packetMembership(fd: number, ifindex: number, type: number /* PACKET_MR_* */): PACKET_ADD_MEMBERSHIP; 0 or -errno.
+static napi_value js_packet_membership(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  int32_t fd, ifindex, type;
+  if (!int_arg(env, argv, argc, 0, &fd) || !int_arg(env, argv, argc, 1, &ifindex) || !int_arg(env, argv, argc, 2, &type)) return NULL;
+  struct packet_mreq mreq;
+  memset(&mreq, 0, sizeof mreq);
+  mreq.mr_ifindex = ifindex;
+  mreq.mr_type = (unsigned short)type;
+  return result(env, setsockopt(fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mreq, sizeof mreq));
+}
+
+// packetBind(fd: number, ifindex: number, protocol: number /* ETH_P_*, host order */): bind(2) to the link; 0 or -errno.
+static napi_value js_packet_bind(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  int32_t fd, ifindex, protocol;
+  if (!int_arg(env, argv, argc, 0, &fd) || !int_arg(env, argv, argc, 1, &ifindex) || !int_arg(env, argv, argc, 2, &protocol)) return NULL;
+  struct sockaddr_ll addr;
+  memset(&addr, 0, sizeof addr);
+  addr.sll_family = AF_PACKET;
+  addr.sll_protocol = htons((uint16_t)protocol);
+  addr.sll_ifindex = ifindex;
+  return result(env, bind(fd, (struct sockaddr *)&addr, sizeof addr));
+}
+
 NAPI_MODULE_INIT() {
   napi_property_descriptor props[] = {
       {"adjtimex", NULL, js_adjtimex, NULL, NULL, NULL, napi_enumerable, NULL},
@@ -228,6 +284,10 @@ NAPI_MODULE_INIT() {
       {"packetBroadcast", NULL, js_packet_broadcast, NULL, NULL, NULL, napi_enumerable, NULL},
       {"pipe", NULL, js_pipe, NULL, NULL, NULL, napi_enumerable, NULL},
       {"sendFds", NULL, js_send_fds, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"packetSocket", NULL, js_packet_socket, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"attachFilter", NULL, js_attach_filter, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"packetMembership", NULL, js_packet_membership, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"packetBind", NULL, js_packet_bind, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;
   return exports;

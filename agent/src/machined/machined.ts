@@ -57,6 +57,9 @@ import { EventBus } from "./events.js";
 import type { Platform } from "./platform.js";
 import { configFromPlatform } from "./platform-config.js";
 import { platformNetworkCache } from "./platform-network-cache.js";
+import { LinkStatusType, type LinkStatusSpec } from "../resources/catalog/network/links.js";
+import { NETWORK_NAMESPACE } from "../resources/catalog/network/names.js";
+import { kernelPacketCaptureSource } from "../sys/packet-capture.js";
 import type { PlatformNetwork } from "../controllers/runtime/platform-network.js";
 import { readSystemIdentity, type SystemIdentity } from "../sys/dmi.js";
 import { ownsDisks, type MachineRuntime } from "./runtime.js";
@@ -490,6 +493,7 @@ function apiContext(p: Parts, r: MachineRuntime, applier: ConfigApplier, lifecyc
       return { store: r.meta, published: () => r.metaChanged() };
     },
     etcd: etcd.api,
+    packetCapture: { link: (name) => state.get<LinkStatusSpec>(NETWORK_NAMESPACE, LinkStatusType, name)?.spec, source: kernelPacketCaptureSource() },
   };
 }
 

@@ -27,6 +27,14 @@ export interface KernelCalls {
    * array, at most 16) as SCM_RIGHTS: the bytes sent (the fds went with the first of them) or -errno.
    */
   sendFds(fd: number, data: Buffer, fds: Buffer): number;
+  /** socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0), queueing nothing until bound: the fd or -errno. */
+  packetSocket(): number;
+  /** SO_ATTACH_FILTER with a struct sock_filter array (at least one instruction): 0 or -errno. */
+  attachFilter(fd: number, program: Buffer): number;
+  /** PACKET_ADD_MEMBERSHIP of `type` (PACKET_MR_*) on link `ifindex`: 0 or -errno. */
+  packetMembership(fd: number, ifindex: number, type: number): number;
+  /** bind(2) of a packet socket to link `ifindex` for `protocol` (ETH_P_*): 0 or -errno. */
+  packetBind(fd: number, ifindex: number, protocol: number): number;
 }
 
 /** Where the addon is, found without loading it (it loads on first use); throws what both places answered. */

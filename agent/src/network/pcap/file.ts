@@ -4,20 +4,13 @@
 // and the captured bytes.
 
 import { InvalidInputError } from "../../errors.js";
+import type { CapturedPacket } from "../../sys/packet-capture.js";
 
 export const PCAP_MAGIC_NANOSECONDS = 0xa1b23c4d;
 /** LINKTYPE_ETHERNET: Ethernet and loopback links. */
 export const LINKTYPE_ETHERNET = 1;
 /** LINKTYPE_RAW: links without a link-layer header (ARPHRD_NONE, e.g. WireGuard). */
 export const LINKTYPE_RAW = 101;
-
-export interface CapturedPacket {
-  /** When the kernel received the packet, in nanoseconds since the epoch. */
-  timestampNs: bigint;
-  /** The packet's length on the wire; `data` holds at most the snap length of it. */
-  length: number;
-  data: Buffer;
-}
 
 /** The 24-byte global header. */
 export function pcapFileHeader(snapLength: number, linkType: number): Buffer {
