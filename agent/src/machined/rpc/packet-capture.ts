@@ -76,7 +76,7 @@ function openCapture(source: PacketCaptureSource, plan: CapturePlan, name: strin
     return source.open(plan);
   } catch (err) {
     if (err instanceof PacketCaptureSetupError && err.step === "filter" && err.errno === "EINVAL") {
-      throw new InvalidInputError(`error setting BPF filter: the kernel refused the program (${err.errno})`, { interface: name, instructions: plan.filter.length }, { cause: err });
+      throw new InvalidInputError("the kernel refused the BPF program", { interface: name, instructions: plan.filter.length }, { cause: err });
     }
     throw new SystemError(`error capturing packets on ${JSON.stringify(name)}`, { interface: name }, { cause: err });
   }
