@@ -33,7 +33,7 @@ import { netstat, type NetstatRequest } from "./rpc/netstat.js";
 import { processes } from "./rpc/processes.js";
 import { dependencyEdgeTypeNumbers, type DependencyEdge } from "../resources/controller-runtime.js";
 import { etcdServiceImpl, type EtcdApiContext } from "./rpc/etcd.js";
-import { streamPacketCapture, type PacketCaptureDeps, type PacketCaptureRequest } from "./rpc/packet-capture.js";
+import { packetCaptureImpl, type PacketCaptureDeps } from "./rpc/packet-capture.js";
 
 /** What the API handlers need from the running machine. */
 export interface MachineApiContext {
@@ -180,7 +180,7 @@ export function machineServiceImpl(ctx: MachineApiContext): ServiceImpl {
     Netstat: unaryHandler((req: NetstatRequest) => netstat(req)),
     DiskUsage: async (call: grpc.ServerWritableStream<DiskUsageRequest, unknown>) => streamDiskUsage(call),
     Copy: async (call: grpc.ServerWritableStream<CopyRequest, unknown>) => streamCopy(call),
-    ...(ctx.packetCapture ? { PacketCapture: (call: grpc.ServerWritableStream<PacketCaptureRequest, unknown>) => streamPacketCapture(call, ctx.packetCapture!) } : {}),
+    ...packetCaptureImpl(ctx.packetCapture),
     GenerateClientConfiguration: unaryHandler(generateClientConfiguration(ctx)),
     Kubeconfig: async (call: grpc.ServerWritableStream<unknown, unknown>) => {
       const message = await kubeconfigHandler(ctx)();

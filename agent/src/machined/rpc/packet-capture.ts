@@ -105,3 +105,8 @@ export async function streamPacketCapture(call: grpc.ServerWritableStream<Packet
   }
   if (!call.cancelled) call.end();
 }
+
+/** The PacketCapture handler where the node can capture; none (so Unimplemented) otherwise. */
+export function packetCaptureImpl(deps: PacketCaptureDeps | undefined): { PacketCapture?: (call: grpc.ServerWritableStream<PacketCaptureRequest, unknown>) => Promise<void> } {
+  return deps ? { PacketCapture: (call) => streamPacketCapture(call, deps) } : {};
+}
