@@ -1,0 +1,32 @@
+// A cloud platform as the node reads it, as Talos's Platform splits it: its network (the
+// instance's addresses, routes, hostname and PlatformMetadata) and its user data (the
+// machine configuration). Each platform module fetches through the narrow PlatformIo and
+// hands the documents to a pure parser.
+
+import type { Logger } from "../../log.js";
+import type { KnownLink } from "../../network/config-specs.js";
+import type { PlatformNetworkConfig } from "../../network/platform-config.js";
+import type { VolumeFiles } from "../config-source/labelled-volume.js";
+import type { MetadataHttp } from "./metadata-http.js";
+
+export interface PlatformIo {
+  http: MetadataHttp;
+  /** The node's links as known now (the platform's MAC addresses name them). */
+  links(): KnownLink[];
+  /** Files of the first volume with one of the labels (a config drive); undefined without one. */
+  readVolume(labels: readonly string[], files: readonly string[]): Promise<VolumeFiles | undefined>;
+  log: Logger;
+}
+
+export interface CloudPlatform {
+  readonly name: string;
+  /** The instance's network and PlatformMetadata. */
+  readNetwork(io: PlatformIo): Promise<PlatformNetworkConfig>;
+  /** The user data; undefined when the instance has none (Talos: ErrNoConfigSource). */
+  readUserData(io: PlatformIo): Promise<Buffer | undefined>;
+}
+
+/** User data that is empty or only whitespace is none, as Talos treats it. */
+export function nonEmpty(data: Buffer | undefined): Buffer | undefined {
+  return data === undefined || data.toString("utf8").trim() === "" ? undefined : data;
+}

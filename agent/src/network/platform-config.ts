@@ -1,0 +1,158 @@
+// What a cloud platform says about the node's network, as Talos's PlatformNetworkConfig
+// holds it: platform-layer specs (links, addresses, routes, operators, hostname, resolvers,
+// time servers), the instance's external addresses and its PlatformMetadata. Built by each
+// platform's parser (machined/platforms/*), published by network.PlatformConfigController.
+
+import { isIP } from "node:net";
+import { InvalidInputError } from "../errors.js";
+import type {
+  AddressSpecSpec,
+  HostnameSpecSpec,
+  LinkSpecSpec,
+  OperatorSpecSpec,
+  ResolverSpecSpec,
+  RouteSpecSpec,
+  TimeServerSpecSpec,
+} from "../resources/catalog/network.js";
+import type { PlatformMetadataSpec } from "../resources/catalog/runtime.js";
+import { DEFAULT_ROUTE_METRIC, type KnownLink } from "./config-specs.js";
+
+export interface PlatformNetworkConfig {
+  addresses: AddressSpecSpec[];
+  links: LinkSpecSpec[];
+  routes: RouteSpecSpec[];
+  hostnames: HostnameSpecSpec[];
+  resolvers: ResolverSpecSpec[];
+  timeServers: TimeServerSpecSpec[];
+  operators: OperatorSpecSpec[];
+  /** Addresses the instance is reached at from outside (NAT), not on any link. */
+  externalIPs: string[];
+  metadata?: PlatformMetadataSpec;
+}
+
+export function emptyPlatformNetworkConfig(): PlatformNetworkConfig {
+  return { addresses: [], links: [], routes: [], hostnames: [], resolvers: [], timeServers: [], operators: [], externalIPs: [] };
+}
+
+export type Family = "inet4" | "inet6";
+
+export interface IpPrefix {
+  address: string;
+  family: Family;
+  bits: number;
+}
+
+/** A platform's value that is not what its protocol says it is. */
+export class PlatformDataError extends InvalidInputError {}
+
+export function familyOf(ip: string): Family {
+  return isIP(ip) === 6 ? "inet6" : "inet4";
+}
+
+/** An IP address; anything else is a PlatformDataError naming `what`. */
+export function parseIp(text: string, what: string): string {
+  if (isIP(text) === 0) throw new PlatformDataError(`${what}: not an IP address: ${JSON.stringify(text)}`, { value: text });
+  return text;
+}
+
+/** `address/bits`; anything else is a PlatformDataError naming `what`. */
+export function parsePrefix(text: string, what: string): IpPrefix {
+  const slash = text.lastIndexOf("/");
+  const address = slash < 0 ? "" : text.slice(0, slash);
+  const bitsText = slash < 0 ? "" : text.slice(slash + 1);
+  const version = isIP(address);
+  const bits = Number(bitsText);
+  if (version === 0 || !/^\d+$/.test(bitsText) || bits > (version === 4 ? 32 : 128)) {
+    throw new PlatformDataError(`${what}: not an IP prefix: ${JSON.stringify(text)}`, { value: text });
+  }
+  return { address, family: version === 4 ? "inet4" : "inet6", bits };
+}
+
+/** A netmask's length (255.255.255.0 -> 24); a mask with holes is a PlatformDataError. */
+export function maskBits(mask: string, what: string): number {
+  parseIp(mask, what);
+  const bytes = isIP(mask) === 4 ? mask.split(".").map(Number) : [];
+  const bitsText = bytes.map((b) => b.toString(2).padStart(8, "0")).join("");
+  if (bytes.length !== 4 || !/^1*0*$/.test(bitsText)) throw new PlatformDataError(`${what}: not a netmask: ${JSON.stringify(mask)}`, { value: mask });
+  return bitsText.indexOf("0") < 0 ? 32 : bitsText.indexOf("0");
+}
+
+/** The network address of a prefix (10.0.0.5/24 -> 10.0.0.0/24), IPv4 only. */
+export function networkOf(p: IpPrefix): string {
+  if (p.family !== "inet4") return `${p.address}/${p.bits}`;
+  const n = p.address.split(".").reduce((acc, b) => acc * 256 + Number(b), 0);
+  const mask = p.bits === 0 ? 0 : (0xffffffff << (32 - p.bits)) >>> 0;
+  const net = (n & mask) >>> 0;
+  return `${[24, 16, 8, 0].map((s) => (net >>> s) & 255).join(".")}/${p.bits}`;
+}
+
+export function staticAddress(linkName: string, p: IpPrefix): AddressSpecSpec {
+  return { address: `${p.address}/${p.bits}`, linkName, family: p.family, scope: "global", flags: "permanent", layer: "platform" };
+}
+
+export interface RouteOptions {
+  gateway?: string;
+  /** Destination prefix; "" for the default route. */
+  dst?: string;
+  src?: string;
+  priority?: number;
+  scope?: "global" | "link" | "host";
+  table?: string;
+}
+
+/** A static platform-layer route out of `linkName`. */
+export function staticRoute(linkName: string, family: Family, o: RouteOptions): RouteSpecSpec {
+  return {
+    family,
+    dst: o.dst ?? "",
+    src: o.src ?? "",
+    gateway: o.gateway ?? "",
+    outLinkName: linkName,
+    table: o.table ?? "main",
+    priority: o.priority ?? DEFAULT_ROUTE_METRIC,
+    scope: o.scope ?? "global",
+    type: "unicast",
+    flags: "",
+    protocol: "static",
+    layer: "platform",
+  };
+}
+
+export function linkUp(name: string, mtu = 0): LinkSpecSpec {
+  return { name, logical: false, up: true, mtu, kind: "", type: "ether", layer: "platform" };
+}
+
+export function dhcp4Operator(linkName: string, routeMetric = DEFAULT_ROUTE_METRIC): OperatorSpecSpec {
+  return { operator: "dhcp4", linkName, requireUp: true, dhcp4: { routeMetric }, layer: "platform" };
+}
+
+export function dhcp6Operator(linkName: string, routeMetric = 2 * DEFAULT_ROUTE_METRIC): OperatorSpecSpec {
+  return { operator: "dhcp6", linkName, requireUp: true, dhcp6: { routeMetric }, layer: "platform" };
+}
+
+/** The hostname spec of an FQDN: the first label is the hostname, the rest the domain (Talos's ParseFQDN). */
+export function hostnameSpec(fqdn: string): HostnameSpecSpec {
+  const dot = fqdn.indexOf(".");
+  const hostname = dot < 0 ? fqdn : fqdn.slice(0, dot);
+  const domainname = dot < 0 ? "" : fqdn.slice(dot + 1);
+  if (hostname === "") throw new PlatformDataError(`hostname: empty in ${JSON.stringify(fqdn)}`, { value: fqdn });
+  if (hostname.length > 63) throw new PlatformDataError(`hostname: longer than 63 characters: ${JSON.stringify(hostname)}`, { value: fqdn });
+  return { hostname, domainname, layer: "platform" };
+}
+
+export function resolvers(dnsServers: string[]): ResolverSpecSpec {
+  return { dnsServers, layer: "platform" };
+}
+
+export function timeServers(servers: string[]): TimeServerSpecSpec {
+  return { timeServers: servers, layer: "platform" };
+}
+
+/** The node's link with this MAC address (by permanent address, else current), if it has one. */
+export function linkByMac(mac: string, links: readonly KnownLink[]): string | undefined {
+  const want = mac.toLowerCase();
+  return (
+    links.find((l) => l.spec.permanentAddr.toLowerCase() === want)?.name ??
+    links.find((l) => l.spec.hardwareAddr.toLowerCase() === want)?.name
+  );
+}
