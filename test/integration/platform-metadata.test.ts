@@ -138,51 +138,90 @@ async function configured(node: Node): Promise<NodeClient> {
   return mtls;
 }
 
-describe("aws", { skip: skip ?? false }, () => {
-  test("user data is the configuration; IMDSv2 tokens; hostname, external addresses and PlatformMetadata from IMDS", async () => {
-    const node = await boot({ platform: "aws", userData: controlplane });
-    try {
-      const client = await configured(node);
-      try {
-        await eventually(async () =>
-          assert.deepEqual(await platformMetadata(client), {
-            platform: "aws",
-            hostname: "ip-172-31-40-7.eu-west-1.compute.internal",
-            region: "eu-west-1",
-            zone: "eu-west-1b",
-            instanceType: "m6i.large",
-            instanceId: "i-0f1e2d3c4b5a69788",
-            providerId: "aws:///eu-west-1b/i-0f1e2d3c4b5a69788",
-            spot: true,
-          }),
-        );
-        await eventually(async () => assert.deepEqual((await specs(client, "network", "HostnameStatuses.net.talos.dev")).get("hostname"), { hostname: "ip-172-31-40-7", domainname: "eu-west-1.compute.internal" }));
-        const addresses = await specs(client, "network", "AddressStatuses.net.talos.dev");
-        assert.equal(addresses.get("external/203.0.113.45/32")?.["linkName"], "external");
-        assert.equal(addresses.get("external/2001:db8:1234:1a00::7/128")?.["family"], "inet6");
-        assert.equal((await specs(client, "network-config", "HostnameSpecs.net.talos.dev")).get("platform/hostname")?.["layer"], "platform");
-      } finally {
-        client.close();
-      }
-      // Every read went through a session token, and the service saw the node's address.
+interface PlatformCase {
+  /** What `get platformmetadata` shows. */
+  metadata: Record<string, unknown>;
+  hostname: { hostname: string; domainname: string };
+  externalIPs: string[];
+  /** Checks of the platform's own rules and network, on the configured node. */
+  check?(client: NodeClient): Promise<void>;
+}
+
+const cases: Record<string, PlatformCase> = {
+  aws: {
+    metadata: {
+      platform: "aws",
+      hostname: "ip-172-31-40-7.eu-west-1.compute.internal",
+      region: "eu-west-1",
+      zone: "eu-west-1b",
+      instanceType: "m6i.large",
+      instanceId: "i-0f1e2d3c4b5a69788",
+      providerId: "aws:///eu-west-1b/i-0f1e2d3c4b5a69788",
+      spot: true,
+    },
+    hostname: { hostname: "ip-172-31-40-7", domainname: "eu-west-1.compute.internal" },
+    externalIPs: ["203.0.113.45/32", "2001:db8:1234:1a00::7/128"],
+    check: async () => {
+      // Every read went through a session token.
       const puts = requests.filter((r) => r.method === "PUT");
       assert.ok(puts.length >= 1 && puts.every((r) => r.url === "/latest/api/token" && r.headers["x-aws-ec2-metadata-token-ttl-seconds"] === "300"));
       assert.ok(requests.filter((r) => r.method === "GET").every((r) => /^token-\d+$/.test(r.headers["x-aws-ec2-metadata-token"] ?? "")));
       assert.ok(requests.some((r) => r.url === "/latest/user-data"));
-    } finally {
-      await node.stop();
-    }
-  });
+    },
+  },
+  gcp: {
+    metadata: {
+      platform: "gcp",
+      hostname: "node-a.us-central1-b.c.basalt-demo-401712.internal",
+      region: "us-central1",
+      zone: "us-central1-b",
+      instanceType: "e2-standard-4",
+      instanceId: "4739274920481729301",
+      providerId: "gce://basalt-demo-401712/us-central1-b/node-a",
+      spot: true,
+    },
+    hostname: { hostname: "node-a", domainname: "us-central1-b.c.basalt-demo-401712.internal" },
+    externalIPs: ["34.123.45.67/32"],
+    check: async (client) => {
+      assert.ok(requests.length > 0 && requests.every((r) => r.headers["metadata-flavor"] === "Google"));
+      await eventually(async () => assert.deepEqual((await specs(client, "network", "ResolverStatuses.net.talos.dev")).get("resolvers"), { dnsServers: ["169.254.169.254"] }));
+      assert.deepEqual((await specs(client, "network-config", "TimeServerSpecs.net.talos.dev")).get("platform/timeservers"), { timeServers: ["metadata.google.internal"], layer: "platform" });
+      assert.equal((await specs(client, "network-config", "LinkSpecs.net.talos.dev")).get("platform/eth0")?.["mtu"], 1460);
+    },
+  },
+};
 
-  test("no user data: maintenance mode, PlatformMetadata and the hostname still read", async () => {
-    const node = await boot({ platform: "aws" });
-    try {
-      await eventually(() => node.client.disks(), 300);
-      await eventually(async () => assert.equal((await platformMetadata(node.client))?.["instanceId"], "i-0f1e2d3c4b5a69788"));
-      await eventually(async () => assert.equal((await specs(node.client, "network", "HostnameStatuses.net.talos.dev")).get("hostname")?.["hostname"], "ip-172-31-40-7"));
-      assert.match(node.output(), /platform aws gives no user data; entering maintenance mode/);
-    } finally {
-      await node.stop();
-    }
+for (const [platform, c] of Object.entries(cases)) {
+  describe(platform, { skip: skip ?? false }, () => {
+    test("user data is the configuration; PlatformMetadata, hostname, external addresses and network from the metadata service", async () => {
+      const node = await boot({ platform, userData: controlplane });
+      try {
+        const client = await configured(node);
+        try {
+          await eventually(async () => assert.deepEqual(await platformMetadata(client), c.metadata));
+          await eventually(async () => assert.deepEqual((await specs(client, "network", "HostnameStatuses.net.talos.dev")).get("hostname"), c.hostname));
+          assert.equal((await specs(client, "network-config", "HostnameSpecs.net.talos.dev")).get("platform/hostname")?.["layer"], "platform");
+          const external = [...(await specs(client, "network", "AddressStatuses.net.talos.dev")).values()].filter((a) => a["linkName"] === "external").map((a) => a["address"]);
+          assert.deepEqual(external.sort(), [...c.externalIPs].sort());
+          await c.check?.(client);
+        } finally {
+          client.close();
+        }
+      } finally {
+        await node.stop();
+      }
+    });
+
+    test("no user data: maintenance mode, PlatformMetadata and the hostname still read", async () => {
+      const node = await boot({ platform });
+      try {
+        await eventually(() => node.client.disks(), 300);
+        await eventually(async () => assert.deepEqual(await platformMetadata(node.client), c.metadata));
+        await eventually(async () => assert.deepEqual((await specs(node.client, "network", "HostnameStatuses.net.talos.dev")).get("hostname"), c.hostname));
+        assert.match(node.output(), new RegExp(`platform ${platform} gives no user data; entering maintenance mode`));
+      } finally {
+        await node.stop();
+      }
+    });
   });
-});
+}

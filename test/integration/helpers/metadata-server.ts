@@ -18,20 +18,32 @@ export interface Scenario {
   platform: string;
   /** The instance's user data; absent: none (404). */
   userData?: string;
-  /** Every metadata request (not the token API) answers this status, or this body, or never. */
+  /**
+   * Every metadata request (not AWS's token API) answers this status (with `body`), or never;
+   * `body` alone is served in place of every JSON document (malformed metadata).
+   */
   fault?: { status?: number; body?: string; hang?: boolean };
 }
 
 export const fixturesRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../../test/fixtures/platforms");
 
-type Handler = (req: http.IncomingMessage, url: URL, s: Scenario) => Answer;
-interface Answer {
+/** A request as the service sees it (header names in lower case). */
+export interface Request {
+  method: string;
+  url: URL;
+  headers: Record<string, string | undefined>;
+}
+
+export interface Answer {
   status: number;
   body: string;
   headers?: Record<string, string>;
 }
 
+type Handler = (req: Request, s: Scenario) => Answer;
+
 const text = (body: string, status = 200): Answer => ({ status, body, headers: { "content-type": "text/plain" } });
+const json = (value: unknown): Answer => ({ status: 200, body: JSON.stringify(value), headers: { "content-type": "application/json" } });
 const notFound = (): Answer => text("Not Found", 404);
 const fixture = (platform: string, file: string) => readFileSync(path.join(fixturesRoot, platform, file), "utf8");
 
@@ -39,8 +51,8 @@ const fixture = (platform: string, file: string) => readFileSync(path.join(fixtu
 // IMDSv2 required: a PUT to /latest/api/token with a TTL of 1..21600 s gives a token; every other
 // request must carry it in X-aws-ec2-metadata-token, or it is refused with 401.
 const awsTokens = new Set<string>();
-const aws: Handler = (req, url, s) => {
-  if (url.pathname === "/latest/api/token") {
+const aws: Handler = (req, s) => {
+  if (req.url.pathname === "/latest/api/token") {
     if (req.method !== "PUT") return text("", 405);
     const ttl = Number(req.headers["x-aws-ec2-metadata-token-ttl-seconds"]);
     if (!Number.isInteger(ttl) || ttl < 1 || ttl > 21600) return text("", 400);
@@ -49,36 +61,57 @@ const aws: Handler = (req, url, s) => {
     return { status: 200, body: token, headers: { "x-aws-ec2-metadata-token-ttl-seconds": String(ttl) } };
   }
   if (req.method !== "GET") return text("", 405);
-  if (!awsTokens.has(String(req.headers["x-aws-ec2-metadata-token"] ?? ""))) return text("", 401);
-  if (url.pathname === "/latest/user-data") return s.userData === undefined ? notFound() : text(s.userData);
-  const key = url.pathname.replace(/^\/latest\/meta-data\//, "");
+  if (!awsTokens.has(req.headers["x-aws-ec2-metadata-token"] ?? "")) return text("", 401);
+  if (req.url.pathname === "/latest/user-data") return s.userData === undefined ? notFound() : text(s.userData);
+  const key = req.url.pathname.replace(/^\/latest\/meta-data\//, "");
   const value = (JSON.parse(fixture("aws", "meta-data.json")) as Record<string, string>)[key];
   return value === undefined ? notFound() : text(value);
 };
 
-const handlers: Record<string, Handler> = { aws };
+// --- GCE: https://cloud.google.com/compute/docs/metadata/querying-metadata
+// Every request carries `Metadata-Flavor: Google` (else 403) and every answer does too. Paths
+// name entries in kebab-case; `?recursive=true` lists a directory as JSON with camelCase keys.
+const camel = (segment: string) => segment.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+const gcp: Handler = (req, s) => {
+  const flavored = (a: Answer): Answer => ({ ...a, headers: { ...a.headers, "metadata-flavor": "Google" } });
+  if (req.headers["metadata-flavor"] !== "Google") return text("Missing Metadata-Flavor:Google header.", 403);
+  const rest = req.url.pathname.replace(/^\/computeMetadata\/v1\//, "");
+  if (rest === "instance/attributes/user-data") return flavored(s.userData === undefined ? notFound() : text(s.userData));
+  let node: unknown = JSON.parse(fixture("gcp", "metadata.json"));
+  for (const segment of rest.split("/").filter((x) => x !== "")) {
+    node = typeof node === "object" && node !== null ? (node as Record<string, unknown>)[camel(segment)] : undefined;
+  }
+  if (node === undefined || node === null) return flavored(notFound());
+  if (typeof node === "object") return flavored(req.url.searchParams.get("recursive") === "true" ? json(node) : text(Object.keys(node).join("\n")));
+  return flavored(text(String(node)));
+};
 
-function faulted(s: Scenario, url: URL): Answer | "hang" | undefined {
-  if (!s.fault || url.pathname === "/latest/api/token") return undefined;
-  if (s.fault.hang) return "hang";
-  if (s.fault.status !== undefined) return text(s.fault.body ?? "fault", s.fault.status);
-  return undefined;
+const handlers: Record<string, Handler> = { aws, gcp };
+
+/** The service's answer to one request; "hang" for none at all. */
+export function answer(s: Scenario, req: Request): Answer | "hang" {
+  const tokenApi = req.url.pathname === "/latest/api/token";
+  if (s.fault && !tokenApi) {
+    if (s.fault.hang) return "hang";
+    if (s.fault.status !== undefined) return text(s.fault.body ?? "fault", s.fault.status);
+  }
+  const handler = handlers[s.platform];
+  const a = handler ? handler(req, s) : text(`no platform ${s.platform}`, 500);
+  // A fault body alone replaces every JSON document served (malformed metadata).
+  if (s.fault?.body !== undefined && a.status === 200 && a.headers?.["content-type"] === "application/json") return { ...a, body: s.fault.body };
+  return a;
 }
 
-/** The request handler, reading the scenario from `scenarioFile` on each request. */
+/** The request listener, reading the scenario from `scenarioFile` on each request. */
 export function metadataHandler(scenarioFile: string, onRequest: (line: string) => void): http.RequestListener {
   return (req, res) => {
-    const url = new URL(req.url ?? "/", "http://169.254.169.254");
-    const s = JSON.parse(readFileSync(scenarioFile, "utf8")) as Scenario;
-    onRequest(JSON.stringify({ method: req.method, url: req.url, headers: req.headers }));
-    const fault = faulted(s, url);
-    if (fault === "hang") return;
-    const handler = handlers[s.platform];
-    let answer = fault ?? (handler ? handler(req, url, s) : text(`no platform ${s.platform}`, 500));
-    // A fault body on a 200 is served in place of the document (malformed metadata).
-    if (!fault && s.fault?.body !== undefined && answer.status === 200 && url.pathname !== "/latest/user-data") answer = { ...answer, body: s.fault.body };
-    res.writeHead(answer.status, answer.headers ?? {});
-    res.end(answer.body);
+    const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(",") : v]));
+    const request: Request = { method: req.method ?? "GET", url: new URL(req.url ?? "/", "http://169.254.169.254"), headers };
+    onRequest(JSON.stringify({ method: request.method, url: req.url, headers }));
+    const a = answer(JSON.parse(readFileSync(scenarioFile, "utf8")) as Scenario, request);
+    if (a === "hang") return;
+    res.writeHead(a.status, a.headers ?? {});
+    res.end(a.body);
   };
 }
 

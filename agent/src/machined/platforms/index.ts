@@ -1,9 +1,10 @@
 // The cloud platforms whose metadata the node reads, by talos.platform= name.
 
 import { aws } from "./aws.js";
+import { gcp } from "./gcp.js";
 import type { CloudPlatform } from "./platform.js";
 
-const platforms: readonly CloudPlatform[] = [aws];
+const platforms: readonly CloudPlatform[] = [aws, gcp];
 
 export function cloudPlatform(name: string): CloudPlatform | undefined {
   return platforms.find((p) => p.name === name);

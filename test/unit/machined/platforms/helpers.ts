@@ -8,6 +8,7 @@ import type { PlatformIo } from "../../../../agent/src/machined/platforms/platfo
 import { logger } from "../../../../agent/src/log.js";
 import type { KnownLink } from "../../../../agent/src/network/config-specs.js";
 import { repoRoot } from "../../pki/fixtures.js";
+import { answer, type Scenario } from "../../../integration/helpers/metadata-server.js";
 
 export interface Sent {
   method: string;
@@ -62,4 +63,22 @@ export function fixtureText(relative: string): string {
 
 export function fixtureYaml(relative: string): unknown {
   return parse(fixtureText(relative));
+}
+
+/**
+ * The integration tests' metadata service (each platform's documented protocol) answering in
+ * process: what a node's HTTP would get from it on 169.254.169.254.
+ */
+export class ServedHttp implements MetadataHttp {
+  readonly sent: Sent[] = [];
+  constructor(public scenario: Scenario) {}
+
+  async request(url: string, req: MetadataRequest = {}): Promise<MetadataReply> {
+    const headers = req.headers ?? {};
+    this.sent.push({ method: req.method ?? "GET", url, headers, ...(req.body !== undefined ? { body: req.body } : {}) });
+    const lower = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
+    const a = answer(this.scenario, { method: req.method ?? "GET", url: new URL(url), headers: lower });
+    if (a === "hang") throw new Error("the service never answers");
+    return reply(a.status, a.body);
+  }
 }
