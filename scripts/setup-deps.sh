@@ -27,3 +27,5 @@ apt_packages+=(docker-registry)
 # cloud images (scripts/platform-images.sh, test/integration/platform-images.test.ts): qemu-img for qcow2, VHD
 # and stream-optimized VMDK; xz, gzip, zstd and GNU tar pack them
 apt_packages+=(qemu-utils xz-utils gzip zstd tar)
+# cloud platforms: an OpenStack config drive made as nova makes it (test/integration/platform-metadata.test.ts)
+apt_packages+=(genisoimage)

@@ -7,8 +7,8 @@
 // management veth that the kernel command line tells it to ignore.
 
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -17,7 +17,7 @@ import { parse as parseYaml } from "yaml";
 import { NodeClient } from "../../agent/src/client/client.js";
 import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
 import { generateConfigs } from "../../agent/src/config/generate/index.js";
-import type { Scenario } from "./helpers/metadata-server.js";
+import { fixturesRoot, type Scenario } from "./helpers/metadata-server.js";
 import { canRunNetns, freeSubnet, ip } from "./helpers/netns.js";
 import { eventually, stopProcess } from "./helpers/sandbox.js";
 
@@ -131,6 +131,16 @@ async function specs(client: NodeClient, ns: string, type: string): Promise<Map<
 }
 const platformMetadata = async (client: NodeClient) => (await specs(client, "runtime", "PlatformMetadatas.talos.dev")).get("platformmetadata");
 
+/** Runs `fn` on the node; a failure carries the tail of what the node printed. */
+async function on<T>(node: Node, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof Error) err.message += `\n--- the node printed (tail):\n${node.output().slice(-6000)}`;
+    throw err;
+  }
+}
+
 /** The node over mutual TLS once it runs the configuration it got. */
 async function configured(node: Node): Promise<NodeClient> {
   const mtls = new NodeClient({ endpoint: `${MGMT_NET}.2:${PORT}`, credentials: { kind: "mtls", ...parseTalosconfig(talosconfig) } });
@@ -141,6 +151,10 @@ async function configured(node: Node): Promise<NodeClient> {
 interface PlatformCase {
   /** What `get platformmetadata` shows. */
   metadata: Record<string, unknown>;
+  /** What it shows without user data, where that differs (another source). */
+  maintenanceMetadata?: Record<string, unknown>;
+  /** The node's link takes this MAC address (the platform's network names it). */
+  linkMac?: string;
   hostname: { hostname: string; domainname: string };
   externalIPs: string[];
   /** Checks of the platform's own rules and network, on the configured node. */
@@ -189,21 +203,103 @@ const cases: Record<string, PlatformCase> = {
       assert.equal((await specs(client, "network-config", "LinkSpecs.net.talos.dev")).get("platform/eth0")?.["mtu"], 1460);
     },
   },
+  openstack: {
+    metadata: {
+      platform: "openstack",
+      hostname: "node-b.novalocal",
+      zone: "nova-az2",
+      instanceType: "m1.large",
+      instanceId: "8c5e9f1a-2b3d-4e6f-9a0b-1c2d3e4f5a6b",
+      providerId: "openstack:///8c5e9f1a-2b3d-4e6f-9a0b-1c2d3e4f5a6b",
+    },
+    hostname: { hostname: "node-b", domainname: "novalocal" },
+    externalIPs: ["198.51.100.20/32"],
+    linkMac: "fa:16:3e:5a:21:0b",
+    check: async (client) => {
+      assert.ok(requests.some((r) => r.url === "/openstack/latest/network_data.json"));
+      await openstackNetworkApplied(client);
+    },
+  },
 };
+
+const kernelAddrs = (dev: string, family: "-4" | "-6") =>
+  ((JSON.parse(ip("-n", NODE_NS, "-j", family, "addr", "show", "dev", dev)) as { addr_info: { local: string; prefixlen: number; scope: string }[] }[])[0]?.addr_info ?? [])
+    .filter((a) => a.scope === "global")
+    .map((a) => `${a.local}/${a.prefixlen}`)
+    .sort();
+const kernelRoutes = () =>
+  (JSON.parse(ip("-n", NODE_NS, "-j", "-4", "route", "show", "table", "main")) as { dst: string; gateway?: string; metric?: number; dev: string }[])
+    .filter((r) => r.gateway)
+    .map((r) => `${r.dst} via ${r.gateway} metric ${r.metric ?? 0} dev ${r.dev}`)
+    .sort();
+
+/** network_data.json's addresses, routes and DNS on the node's link with its MAC. */
+async function openstackNetworkApplied(client: NodeClient): Promise<void> {
+  await eventually(async () => assert.deepEqual(kernelAddrs(LINK, "-4"), ["10.217.0.5/24", `${NODE_ADDRESS}/16`]));
+  await eventually(async () => assert.ok(kernelAddrs(LINK, "-6").includes("2001:db8:c0de::5/64")));
+  await eventually(async () => assert.deepEqual(kernelRoutes(), [`10.217.8.0/21 via 10.217.0.254 metric 1024 dev ${LINK}`, `default via 10.217.0.1 metric 1024 dev ${LINK}`].sort()));
+  await eventually(async () => assert.deepEqual((await specs(client, "network", "ResolverStatuses.net.talos.dev")).get("resolvers"), { dnsServers: ["10.217.0.2", "2001:db8:c0de::2"] }));
+}
+
+/**
+ * An OpenStack config drive as nova makes one (genisoimage, ISO 9660 with Rock Ridge and Joliet,
+ * volume label config-2) holding the fixture's documents and this user data, on a loop device.
+ */
+function configDrive(userData: string): () => void {
+  const dir = mkdtempSync(path.join(work, "config-drive-"));
+  const latest = path.join(dir, "openstack", "latest");
+  mkdirSync(latest, { recursive: true });
+  copyFileSync(path.join(fixturesRoot, "openstack", "meta_data.json"), path.join(latest, "meta_data.json"));
+  copyFileSync(path.join(fixturesRoot, "openstack", "network_data.json"), path.join(latest, "network_data.json"));
+  writeFileSync(path.join(latest, "user_data"), userData);
+  const iso = `${dir}.iso`;
+  execFileSync("genisoimage", ["-o", iso, "-ldots", "-allow-lowercase", "-allow-multidot", "-l", "-publisher", "OpenStack Compute", "-quiet", "-J", "-r", "-V", "config-2", dir]);
+  const loop = execFileSync("losetup", ["-f", "--show", "-r", iso], { encoding: "utf8" }).trim();
+  return () => execFileSync("losetup", ["-d", loop]);
+}
+
+// The node mounts the drive: the kernel running the test must read ISO 9660 (a node's does).
+const isoSkip = skip ?? (readFileSync("/proc/filesystems", "utf8").includes("iso9660") ? undefined : "this kernel has no ISO 9660 filesystem to mount a config drive with");
+describe("openstack config drive", { skip: isoSkip ?? false }, () => {
+  test("a config-2 drive made with genisoimage configures the node: its user data, meta_data and network_data; the service is not asked", async () => {
+    ip("-n", NODE_NS, "link", "set", LINK, "address", "fa:16:3e:5a:21:0b");
+    const undo = configDrive(controlplane);
+    try {
+      const node = await boot({ platform: "openstack" });
+      try {
+        const client = await on(node, () => configured(node));
+        try {
+          // From the drive: no instance type and no external address (the service gives those).
+          const { instanceType: _fromTheService, ...fromTheDrive } = cases["openstack"]!.metadata;
+          await eventually(async () => assert.deepEqual(await platformMetadata(client), fromTheDrive));
+          await on(node, () => openstackNetworkApplied(client));
+          assert.deepEqual(requests, []);
+        } finally {
+          client.close();
+        }
+      } finally {
+        await node.stop();
+      }
+    } finally {
+      undo();
+    }
+  });
+});
 
 for (const [platform, c] of Object.entries(cases)) {
   describe(platform, { skip: skip ?? false }, () => {
     test("user data is the configuration; PlatformMetadata, hostname, external addresses and network from the metadata service", async () => {
+      if (c.linkMac) ip("-n", NODE_NS, "link", "set", LINK, "address", c.linkMac);
       const node = await boot({ platform, userData: controlplane });
       try {
-        const client = await configured(node);
+        const client = await on(node, () => configured(node));
         try {
           await eventually(async () => assert.deepEqual(await platformMetadata(client), c.metadata));
           await eventually(async () => assert.deepEqual((await specs(client, "network", "HostnameStatuses.net.talos.dev")).get("hostname"), c.hostname));
           assert.equal((await specs(client, "network-config", "HostnameSpecs.net.talos.dev")).get("platform/hostname")?.["layer"], "platform");
           const external = [...(await specs(client, "network", "AddressStatuses.net.talos.dev")).values()].filter((a) => a["linkName"] === "external").map((a) => a["address"]);
           assert.deepEqual(external.sort(), [...c.externalIPs].sort());
-          await c.check?.(client);
+          await on(node, async () => c.check?.(client));
         } finally {
           client.close();
         }
@@ -213,10 +309,11 @@ for (const [platform, c] of Object.entries(cases)) {
     });
 
     test("no user data: maintenance mode, PlatformMetadata and the hostname still read", async () => {
+      if (c.linkMac) ip("-n", NODE_NS, "link", "set", LINK, "address", c.linkMac);
       const node = await boot({ platform });
       try {
         await eventually(() => node.client.disks(), 300);
-        await eventually(async () => assert.deepEqual(await platformMetadata(node.client), c.metadata));
+        await eventually(async () => assert.deepEqual(await platformMetadata(node.client), c.maintenanceMetadata ?? c.metadata));
         await eventually(async () => assert.deepEqual((await specs(node.client, "network", "HostnameStatuses.net.talos.dev")).get("hostname"), c.hostname));
         assert.match(node.output(), new RegExp(`platform ${platform} gives no user data; entering maintenance mode`));
       } finally {

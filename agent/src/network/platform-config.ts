@@ -27,6 +27,11 @@ export interface PlatformNetworkConfig {
   operators: OperatorSpecSpec[];
   /** Addresses the instance is reached at from outside (NAT), not on any link. */
   externalIPs: string[];
+  /**
+   * Links the platform names by MAC address: the name the specs use (eth<index>, as Talos
+   * falls back to) -> the MAC. The specs follow the node's link with that MAC once it is known.
+   */
+  linkMacs?: Record<string, string>;
   metadata?: PlatformMetadataSpec;
 }
 
@@ -66,6 +71,42 @@ export function parsePrefix(text: string, what: string): IpPrefix {
     throw new PlatformDataError(`${what}: not an IP prefix: ${JSON.stringify(text)}`, { value: text });
   }
   return { address, family: version === 4 ? "inet4" : "inet6", bits };
+}
+
+/**
+ * An address with its mask as platforms write them (Talos's IPPrefixFrom): `address/bits`, or an
+ * address and a netmask given as bits or as a (v4 or v6) mask; no mask is a host prefix. A mask
+ * with holes counts as 0 bits, as Go's IPMask.Size says.
+ */
+export function prefixFrom(address: string, netmask: string, what: string): IpPrefix {
+  const slash = address.indexOf("/");
+  const addr = slash < 0 ? address : address.slice(0, slash);
+  const mask = slash < 0 ? netmask : address.slice(slash + 1);
+  parseIp(addr, what);
+  const family = familyOf(addr);
+  let bits: number;
+  if (mask === "") bits = family === "inet4" ? 32 : 128;
+  else if (/^\d+$/.test(mask)) bits = Number(mask);
+  else bits = maskLength(parseIp(mask, `${what} netmask`));
+  if (family === "inet4" && bits > 32) throw new PlatformDataError(`${what}: netmask ${JSON.stringify(mask)} is not of the address's family`, { value: mask });
+  if (bits > 128) throw new PlatformDataError(`${what}: not a netmask: ${JSON.stringify(mask)}`, { value: mask });
+  return { address: addr, family, bits };
+}
+
+/** The number of leading ones of a canonical mask; 0 for one with holes. */
+function maskLength(mask: string): number {
+  const bitsText = ipBits(mask);
+  return /^1*0*$/.test(bitsText) ? bitsText.indexOf("0") < 0 ? bitsText.length : bitsText.indexOf("0") : 0;
+}
+
+function ipBits(ip: string): string {
+  if (familyOf(ip) === "inet4") return ip.split(".").map((b) => Number(b).toString(2).padStart(8, "0")).join("");
+  const [head = "", tail = ""] = ip.split("::");
+  const groups = (s: string) => (s === "" ? [] : s.split(":"));
+  const h = groups(head);
+  const t = ip.includes("::") ? groups(tail) : [];
+  const all = ip.includes("::") ? [...h, ...Array<string>(8 - h.length - t.length).fill("0"), ...t] : h;
+  return all.map((g) => parseInt(g, 16).toString(2).padStart(16, "0")).join("");
 }
 
 /** A netmask's length (255.255.255.0 -> 24); a mask with holes is a PlatformDataError. */
@@ -146,6 +187,24 @@ export function resolvers(dnsServers: string[]): ResolverSpecSpec {
 
 export function timeServers(servers: string[]): TimeServerSpecSpec {
   return { timeServers: servers, layer: "platform" };
+}
+
+/** The specs with each link named by MAC renamed to the node's link with that MAC, where it has one. */
+export function withLinksByMac(config: PlatformNetworkConfig, links: readonly KnownLink[]): PlatformNetworkConfig {
+  const renames = new Map<string, string>();
+  for (const [name, mac] of Object.entries(config.linkMacs ?? {})) {
+    const found = linkByMac(mac, links);
+    if (found) renames.set(name, found);
+  }
+  if (renames.size === 0) return config;
+  const rename = (name: string) => renames.get(name) ?? name;
+  return {
+    ...config,
+    addresses: config.addresses.map((a) => ({ ...a, linkName: rename(a.linkName) })),
+    links: config.links.map((l) => ({ ...l, name: rename(l.name), ...(l.masterName !== undefined ? { masterName: rename(l.masterName) } : {}) })),
+    routes: config.routes.map((r) => (r.outLinkName !== undefined ? { ...r, outLinkName: rename(r.outLinkName) } : r)),
+    operators: config.operators.map((o) => ({ ...o, linkName: rename(o.linkName) })),
+  };
 }
 
 /** The node's link with this MAC address (by permanent address, else current), if it has one. */

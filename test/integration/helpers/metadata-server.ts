@@ -86,7 +86,19 @@ const gcp: Handler = (req, s) => {
   return flavored(text(String(node)));
 };
 
-const handlers: Record<string, Handler> = { aws, gcp };
+// --- OpenStack metadata service: https://docs.openstack.org/nova/latest/user/metadata.html
+// The config drive's documents under /openstack/latest/, and the EC2-compatible keys under /latest/meta-data/.
+const openstack: Handler = (req, s) => {
+  const p = req.url.pathname;
+  if (p === "/openstack/latest/user_data") return s.userData === undefined ? notFound() : text(s.userData);
+  if (p === "/openstack/latest/meta_data.json") return json(JSON.parse(fixture("openstack", "meta_data.json")));
+  if (p === "/openstack/latest/network_data.json") return json(JSON.parse(fixture("openstack", "network_data.json")));
+  const key = p.replace(/^\/latest\/meta-data\//, "");
+  const value = (JSON.parse(fixture("openstack", "ec2-meta-data.json")) as Record<string, string>)[key];
+  return value === undefined ? notFound() : text(value);
+};
+
+const handlers: Record<string, Handler> = { aws, gcp, openstack };
 
 /** The service's answer to one request; "hang" for none at all. */
 export function answer(s: Scenario, req: Request): Answer | "hang" {

@@ -10,7 +10,7 @@
 
 import { type KnownLink } from "../../network/config-specs.js";
 import { type NocloudNetworkConfig, nocloudNetworkSpecs } from "../../network/nocloud-network.js";
-import type { PlatformNetworkConfig } from "../../network/platform-config.js";
+import { type PlatformNetworkConfig, withLinksByMac } from "../../network/platform-config.js";
 import {
   AddressSpecType,
   AddressStatusType,
@@ -40,7 +40,7 @@ export interface PlatformNetwork {
   hostname?: { hostname: string; domainname: string };
   /** nocloud's network-config, already checked. */
   nocloud?: NocloudNetworkConfig;
-  /** A cloud's network, already in specs (its links named when it was read). */
+  /** A cloud's network, already in specs (links it names by MAC follow the node's link with that MAC). */
   config?: PlatformNetworkConfig;
 }
 
@@ -92,7 +92,7 @@ export class PlatformConfigController implements Controller {
     const given = live ?? this.cached;
     const links: KnownLink[] = ctx.list<LinkStatusSpec>(NETWORK_NAMESPACE, LinkStatusType).map((r) => ({ name: r.metadata.id, spec: r.spec }));
     const nocloud = given?.nocloud ? nocloudNetworkSpecs(given.nocloud, links) : undefined;
-    const cloud = given?.config;
+    const cloud = given?.config ? withLinksByMac(given.config, links) : undefined;
     const publish = <S>(type: string, entries: [string, S][]) => {
       const keep = new Set<string>();
       for (const [id, spec] of entries) {

@@ -2,9 +2,10 @@
 
 import { aws } from "./aws.js";
 import { gcp } from "./gcp.js";
+import { openstack } from "./openstack.js";
 import type { CloudPlatform } from "./platform.js";
 
-const platforms: readonly CloudPlatform[] = [aws, gcp];
+const platforms: readonly CloudPlatform[] = [aws, gcp, openstack];
 
 export function cloudPlatform(name: string): CloudPlatform | undefined {
   return platforms.find((p) => p.name === name);

@@ -1,9 +1,7 @@
-// The PlatformIo of a node: its HTTP to the metadata service, its links from LinkStatus, and
-// labelled volumes read once udev has settled the devices.
+// The PlatformIo of a node: its HTTP to the metadata service and labelled volumes read once
+// udev has settled the devices.
 
 import type { Logger } from "../../log.js";
-import type { KnownLink } from "../../network/config-specs.js";
-import { LinkStatusType, NETWORK_NAMESPACE, type LinkStatusSpec } from "../../resources/catalog/network.js";
 import type { ResourceState } from "../../resources/state.js";
 import type { Mounter } from "../../sys/mount.js";
 import { readLabelledVolume } from "../config-source/labelled-volume.js";
@@ -24,7 +22,6 @@ export interface NodePlatformIoDeps {
 export function nodePlatformIo(d: NodePlatformIoDeps): PlatformIo {
   return {
     http: d.http ?? fetchMetadataHttp(d.signal),
-    links: () => d.state.list<LinkStatusSpec>(NETWORK_NAMESPACE, LinkStatusType).map((r): KnownLink => ({ name: r.metadata.id, spec: r.spec })),
     readVolume: async (labels, files) => {
       await devicesReady(d.state, d.signal);
       return readLabelledVolume(labels, files, d.mounter, d.mountDir);

@@ -4,15 +4,12 @@
 // hands the documents to a pure parser.
 
 import type { Logger } from "../../log.js";
-import type { KnownLink } from "../../network/config-specs.js";
 import type { PlatformNetworkConfig } from "../../network/platform-config.js";
 import type { VolumeFiles } from "../config-source/labelled-volume.js";
 import type { MetadataHttp } from "./metadata-http.js";
 
 export interface PlatformIo {
   http: MetadataHttp;
-  /** The node's links as known now (the platform's MAC addresses name them). */
-  links(): KnownLink[];
   /** Files of the first volume with one of the labels (a config drive); undefined without one. */
   readVolume(labels: readonly string[], files: readonly string[]): Promise<VolumeFiles | undefined>;
   log: Logger;

@@ -8,7 +8,7 @@ import { HostnameStatusController, ResolverStatusController } from "../../../../
 import { PlatformConfigController, type PlatformNetwork } from "../../../../agent/src/controllers/runtime/platform-network.js";
 import { dhcp4Operator, emptyPlatformNetworkConfig, hostnameSpec, linkUp, resolvers, staticAddress, staticRoute, timeServers } from "../../../../agent/src/network/platform-config.js";
 import { registerCatalog } from "../../../../agent/src/resources/catalog/index.js";
-import { AddressStatusType, type AddressStatusSpec, HostnameStatusId, HostnameStatusType, NETWORK_CONFIG_NAMESPACE, NETWORK_NAMESPACE, ResolverStatusId, ResolverStatusType } from "../../../../agent/src/resources/catalog/network.js";
+import { AddressStatusType, type AddressStatusSpec, HostnameStatusId, HostnameStatusType, LinkStatusType, NETWORK_CONFIG_NAMESPACE, NETWORK_NAMESPACE, ResolverStatusId, ResolverStatusType } from "../../../../agent/src/resources/catalog/network.js";
 import { ControllerRuntime } from "../../../../agent/src/resources/controller-runtime.js";
 import { ResourceState } from "../../../../agent/src/resources/state.js";
 
@@ -61,4 +61,31 @@ test("a cloud's network becomes platform-layer specs; its external addresses Add
   await runtime.whenIdle();
   assert.deepEqual(state.list(NETWORK_NAMESPACE, AddressStatusType), []);
   for (const type of ["AddressSpecs", "RouteSpecs", "LinkSpecs", "OperatorSpecs", "TimeServerSpecs", "HostnameSpecs"]) assert.deepEqual(ids(NETWORK_CONFIG_NAMESPACE, `${type}.net.talos.dev`), [], type);
+});
+
+test("links a cloud names by MAC follow the node's link with that MAC once it appears", async (t) => {
+  const state = new ResourceState();
+  registerCatalog(state, networkDefinitions);
+  const runtime = new ControllerRuntime(state);
+  const network = new Observed<PlatformNetwork | undefined>(undefined);
+  runtime.register(new PlatformConfigController(network));
+  const ac = new AbortController();
+  t.after(() => ac.abort());
+  runtime.start(ac.signal);
+  const ids = (type: string) => state.list(NETWORK_CONFIG_NAMESPACE, type).map((r) => r.metadata.id).sort();
+
+  const config = emptyPlatformNetworkConfig();
+  config.links.push(linkUp("eth0"));
+  config.addresses.push(staticAddress("eth0", { address: "10.217.0.5", family: "inet4", bits: 24 }));
+  config.routes.push(staticRoute("eth0", "inet4", { gateway: "10.217.0.1" }));
+  config.linkMacs = { eth0: "fa:16:3e:5a:21:0b" };
+  network.set({ config });
+  await runtime.whenIdle();
+  assert.deepEqual(ids("AddressSpecs.net.talos.dev"), ["platform/eth0/10.217.0.5/24"]);
+
+  state.modify(NETWORK_NAMESPACE, LinkStatusType, "ens3", "network.LinkStatusController", () => ({ index: 2, type: "ether", kind: "", hardwareAddr: "fa:16:3e:5a:21:0b", permanentAddr: "FA:16:3E:5A:21:0B" }) as never);
+  await runtime.whenIdle();
+  assert.deepEqual(ids("AddressSpecs.net.talos.dev"), ["platform/ens3/10.217.0.5/24"]);
+  assert.deepEqual(ids("LinkSpecs.net.talos.dev"), ["platform/ens3"]);
+  assert.equal((state.get(NETWORK_CONFIG_NAMESPACE, "RouteSpecs.net.talos.dev", "platform/inet4/10.217.0.1//1024")?.spec as { outLinkName: string }).outLinkName, "ens3");
 });

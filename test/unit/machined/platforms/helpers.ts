@@ -36,10 +36,9 @@ export class ScriptedHttp implements MetadataHttp {
   }
 }
 
-export function platformIo(http: MetadataHttp, links: KnownLink[] = [], volumes: Map<string, Map<string, Buffer>> = new Map()): PlatformIo {
+export function platformIo(http: MetadataHttp, volumes: Map<string, Map<string, Buffer>> = new Map()): PlatformIo {
   return {
     http,
-    links: () => links,
     readVolume: async (labels, files) => {
       for (const label of labels) {
         const v = volumes.get(label);
