@@ -27,7 +27,7 @@ const NODE_NS = `bsl-pn-${tag}`;
 const MD_NS = `bsl-pm-${tag}`;
 const MGMT_HOST = `bpm${tag}`;
 const MGMT = `bpn${tag}`;
-const LINK = `bpl${tag}`; // the node's link towards the metadata service
+const LINK = `bpl${tag}`; // the node's link towards the metadata service (renamed where a platform names it)
 const MD_LINK = `bpd${tag}`;
 const MGMT_NET = freeSubnet("10.216", (process.pid % 200) + 20);
 const PORT = 50000;
@@ -96,12 +96,26 @@ interface Node {
   stop(): Promise<void>;
 }
 
+let nodeLink = LINK;
+
+/** The node's link under `name` (as the platform's network names it), with no address or route left from an earlier boot. */
+function freshNodeLink(name: string, mac?: string): void {
+  if (nodeLink !== name) {
+    ip("-n", NODE_NS, "link", "set", nodeLink, "down");
+    ip("-n", NODE_NS, "link", "set", nodeLink, "name", name);
+    nodeLink = name;
+  }
+  if (mac) ip("-n", NODE_NS, "link", "set", nodeLink, "address", mac);
+  ip("-n", NODE_NS, "addr", "flush", "dev", nodeLink);
+  ip("-n", NODE_NS, "-6", "route", "flush", "dev", nodeLink);
+}
+
 /** A fresh node of `platform` (new state directory) against the service as `scenario` says. */
 async function boot(scenario: Scenario): Promise<Node> {
   writeFileSync(scenarioFile, JSON.stringify(scenario));
   requests.length = 0;
   const stateDir = mkdtempSync(path.join(work, "state-"));
-  const cmdline = `talos.network.interface.ignore=${MGMT} ip=${NODE_ADDRESS}:::255.255.0.0::${LINK}:off`;
+  const cmdline = `talos.network.interface.ignore=${MGMT} ip=${NODE_ADDRESS}:::255.255.0.0::${nodeLink}:off`;
   const child = spawn(
     "ip",
     ["netns", "exec", NODE_NS, process.execPath, sandboxJs, "--state-dir", stateDir, "--apid-listen", `0.0.0.0:${PORT}`, "--trustd-listen", `${MGMT_NET}.2:${PORT + 1}`, "--apid-in-process", "--network-apply", "--kernel-cmdline", cmdline, "--platform", scenario.platform],
@@ -155,6 +169,10 @@ interface PlatformCase {
   maintenanceMetadata?: Record<string, unknown>;
   /** The node's link takes this MAC address (the platform's network names it). */
   linkMac?: string;
+  /** The node's link's name, where the platform names links (eth0); default a name of the test's own. */
+  linkName?: string;
+  /** Addresses the metadata service's side of the link also has (the gateways the platform's routes go through). */
+  serviceAddresses?: string[];
   hostname: { hostname: string; domainname: string };
   externalIPs: string[];
   /** Checks of the platform's own rules and network, on the configured node. */
@@ -220,24 +238,59 @@ const cases: Record<string, PlatformCase> = {
       await openstackNetworkApplied(client);
     },
   },
+  "digital-ocean": {
+    metadata: { platform: "digital-ocean", hostname: "node-c", region: "fra1", instanceId: "371254091", providerId: "digitalocean://371254091" },
+    hostname: { hostname: "node-c", domainname: "" },
+    externalIPs: ["164.92.180.55/32", "2a03:b0c0:3:d0::1a2b:3001/128"],
+    linkName: "eth0",
+    // The droplet's public gateway, which the route to the metadata service goes through.
+    serviceAddresses: ["164.92.176.1/20"],
+    check: async (client) => {
+      await eventually(async () => assert.deepEqual(kernelAddrs("eth0", "-4"), ["164.92.180.55/20", `${NODE_ADDRESS}/16`]));
+      await eventually(async () => assert.deepEqual(kernelAddrs("eth0", "-4", "link"), ["10.19.0.5/16"]));
+      await eventually(async () => assert.ok(kernelAddrs("eth0", "-6").includes("2a03:b0c0:3:d0::1a2b:3001/64")));
+      await eventually(async () => assert.deepEqual(kernelRoutes(), ["169.254.169.254 via 164.92.176.1 metric 512 dev eth0", "default via 164.92.176.1 metric 1024 dev eth0"].sort()));
+      await eventually(async () => assert.deepEqual((await specs(client, "network", "ResolverStatuses.net.talos.dev")).get("resolvers"), { dnsServers: ["67.207.67.2", "67.207.67.3"] }));
+    },
+  },
+  hcloud: {
+    metadata: { platform: "hcloud", hostname: "node-d", region: "fsn1", zone: "fsn1-dc14", instanceId: "48213377", providerId: "hcloud://48213377" },
+    hostname: { hostname: "node-d", domainname: "" },
+    externalIPs: ["49.12.201.17/32", "2a01:4f8:1c1e:8d2a::1/128"],
+    linkName: "eth0",
+    check: async (client) => {
+      await eventually(async () => assert.ok(kernelAddrs("eth0", "-6").includes("2a01:4f8:1c1e:8d2a::1/64")));
+      assert.deepEqual((await specs(client, "network", "OperatorSpecs.net.talos.dev")).get("dhcp4/eth0")?.["layer"], "platform");
+    },
+  },
+  vultr: {
+    metadata: { platform: "vultr", hostname: "node-e", region: "FRA", instanceId: "4f6b2c1e-8d3a-4b5c-9e7f-0a1b2c3d4e5f", providerId: "vultr://4f6b2c1e-8d3a-4b5c-9e7f-0a1b2c3d4e5f" },
+    hostname: { hostname: "node-e", domainname: "" },
+    externalIPs: ["45.76.88.120/32", "2001:19f0:6c01:1b2a:5400:4ff:fe5a:1b2c/128"],
+    linkName: "eth0",
+    check: async () => {
+      await eventually(async () => assert.deepEqual(kernelAddrs("eth0", "-4"), [`${NODE_ADDRESS}/16`, "45.76.88.120/23"]));
+      await eventually(async () => assert.deepEqual(kernelRoutes(), ["default via 45.76.88.1 dev eth0"]));
+    },
+  },
 };
 
-const kernelAddrs = (dev: string, family: "-4" | "-6") =>
+const kernelAddrs = (dev: string, family: "-4" | "-6", scope = "global") =>
   ((JSON.parse(ip("-n", NODE_NS, "-j", family, "addr", "show", "dev", dev)) as { addr_info: { local: string; prefixlen: number; scope: string }[] }[])[0]?.addr_info ?? [])
-    .filter((a) => a.scope === "global")
+    .filter((a) => a.scope === scope)
     .map((a) => `${a.local}/${a.prefixlen}`)
     .sort();
 const kernelRoutes = () =>
   (JSON.parse(ip("-n", NODE_NS, "-j", "-4", "route", "show", "table", "main")) as { dst: string; gateway?: string; metric?: number; dev: string }[])
     .filter((r) => r.gateway)
-    .map((r) => `${r.dst} via ${r.gateway} metric ${r.metric ?? 0} dev ${r.dev}`)
+    .map((r) => `${r.dst} via ${r.gateway}${r.metric ? ` metric ${r.metric}` : ""} dev ${r.dev}`)
     .sort();
 
 /** network_data.json's addresses, routes and DNS on the node's link with its MAC. */
 async function openstackNetworkApplied(client: NodeClient): Promise<void> {
-  await eventually(async () => assert.deepEqual(kernelAddrs(LINK, "-4"), ["10.217.0.5/24", `${NODE_ADDRESS}/16`]));
-  await eventually(async () => assert.ok(kernelAddrs(LINK, "-6").includes("2001:db8:c0de::5/64")));
-  await eventually(async () => assert.deepEqual(kernelRoutes(), [`10.217.8.0/21 via 10.217.0.254 metric 1024 dev ${LINK}`, `default via 10.217.0.1 metric 1024 dev ${LINK}`].sort()));
+  await eventually(async () => assert.deepEqual(kernelAddrs(nodeLink, "-4"), ["10.217.0.5/24", `${NODE_ADDRESS}/16`]));
+  await eventually(async () => assert.ok(kernelAddrs(nodeLink, "-6").includes("2001:db8:c0de::5/64")));
+  await eventually(async () => assert.deepEqual(kernelRoutes(), [`10.217.8.0/21 via 10.217.0.254 metric 1024 dev ${nodeLink}`, `default via 10.217.0.1 metric 1024 dev ${nodeLink}`].sort()));
   await eventually(async () => assert.deepEqual((await specs(client, "network", "ResolverStatuses.net.talos.dev")).get("resolvers"), { dnsServers: ["10.217.0.2", "2001:db8:c0de::2"] }));
 }
 
@@ -262,7 +315,7 @@ function configDrive(userData: string): () => void {
 const isoSkip = skip ?? (readFileSync("/proc/filesystems", "utf8").includes("iso9660") ? undefined : "this kernel has no ISO 9660 filesystem to mount a config drive with");
 describe("openstack config drive", { skip: isoSkip ?? false }, () => {
   test("a config-2 drive made with genisoimage configures the node: its user data, meta_data and network_data; the service is not asked", async () => {
-    ip("-n", NODE_NS, "link", "set", LINK, "address", "fa:16:3e:5a:21:0b");
+    freshNodeLink(LINK, "fa:16:3e:5a:21:0b");
     const undo = configDrive(controlplane);
     try {
       const node = await boot({ platform: "openstack" });
@@ -288,8 +341,14 @@ describe("openstack config drive", { skip: isoSkip ?? false }, () => {
 
 for (const [platform, c] of Object.entries(cases)) {
   describe(platform, { skip: skip ?? false }, () => {
+    before(() => {
+      for (const a of c.serviceAddresses ?? []) ip("-n", MD_NS, "addr", "add", a, "dev", MD_LINK);
+    });
+    after(() => {
+      for (const a of c.serviceAddresses ?? []) ip("-n", MD_NS, "addr", "del", a, "dev", MD_LINK);
+    });
     test("user data is the configuration; PlatformMetadata, hostname, external addresses and network from the metadata service", async () => {
-      if (c.linkMac) ip("-n", NODE_NS, "link", "set", LINK, "address", c.linkMac);
+      freshNodeLink(c.linkName ?? LINK, c.linkMac);
       const node = await boot({ platform, userData: controlplane });
       try {
         const client = await on(node, () => configured(node));
@@ -309,7 +368,7 @@ for (const [platform, c] of Object.entries(cases)) {
     });
 
     test("no user data: maintenance mode, PlatformMetadata and the hostname still read", async () => {
-      if (c.linkMac) ip("-n", NODE_NS, "link", "set", LINK, "address", c.linkMac);
+      freshNodeLink(c.linkName ?? LINK, c.linkMac);
       const node = await boot({ platform });
       try {
         await eventually(() => node.client.disks(), 300);

@@ -54,10 +54,20 @@ export function familyOf(ip: string): Family {
   return isIP(ip) === 6 ? "inet6" : "inet4";
 }
 
-/** An IP address; anything else is a PlatformDataError naming `what`. */
+/** An IP address in its canonical form (IPv6 compressed, lower case), as Go's netip prints it. */
+export function canonicalIp(ip: string): string {
+  return isIP(ip) === 6 ? new URL(`http://[${ip}]/`).hostname.slice(1, -1) : ip;
+}
+
+/** An IP address (canonical); anything else is a PlatformDataError naming `what`. */
 export function parseIp(text: string, what: string): string {
   if (isIP(text) === 0) throw new PlatformDataError(`${what}: not an IP address: ${JSON.stringify(text)}`, { value: text });
-  return text;
+  return canonicalIp(text);
+}
+
+/** The addresses of `texts` that are IP addresses, canonical; the others left out (Talos skips them). */
+export function validIps(texts: readonly string[]): string[] {
+  return texts.filter((t) => isIP(t) !== 0).map(canonicalIp);
 }
 
 /** `address/bits`; anything else is a PlatformDataError naming `what`. */
@@ -70,7 +80,7 @@ export function parsePrefix(text: string, what: string): IpPrefix {
   if (version === 0 || !/^\d+$/.test(bitsText) || bits > (version === 4 ? 32 : 128)) {
     throw new PlatformDataError(`${what}: not an IP prefix: ${JSON.stringify(text)}`, { value: text });
   }
-  return { address, family: version === 4 ? "inet4" : "inet6", bits };
+  return { address: canonicalIp(address), family: version === 4 ? "inet4" : "inet6", bits };
 }
 
 /**
@@ -82,7 +92,7 @@ export function prefixFrom(address: string, netmask: string, what: string): IpPr
   const slash = address.indexOf("/");
   const addr = slash < 0 ? address : address.slice(0, slash);
   const mask = slash < 0 ? netmask : address.slice(slash + 1);
-  parseIp(addr, what);
+  const canonical = parseIp(addr, what);
   const family = familyOf(addr);
   let bits: number;
   if (mask === "") bits = family === "inet4" ? 32 : 128;
@@ -90,7 +100,7 @@ export function prefixFrom(address: string, netmask: string, what: string): IpPr
   else bits = maskLength(parseIp(mask, `${what} netmask`));
   if (family === "inet4" && bits > 32) throw new PlatformDataError(`${what}: netmask ${JSON.stringify(mask)} is not of the address's family`, { value: mask });
   if (bits > 128) throw new PlatformDataError(`${what}: not a netmask: ${JSON.stringify(mask)}`, { value: mask });
-  return { address: addr, family, bits };
+  return { address: canonical, family, bits };
 }
 
 /** The number of leading ones of a canonical mask; 0 for one with holes. */

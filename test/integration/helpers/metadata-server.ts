@@ -13,6 +13,7 @@ import { readFileSync } from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { parse as parseYaml } from "yaml";
 
 export interface Scenario {
   platform: string;
@@ -20,7 +21,7 @@ export interface Scenario {
   userData?: string;
   /**
    * Every metadata request (not AWS's token API) answers this status (with `body`), or never;
-   * `body` alone is served in place of every JSON document (malformed metadata).
+   * `body` alone is served in place of every JSON or YAML document (malformed metadata).
    */
   fault?: { status?: number; body?: string; hang?: boolean };
 }
@@ -98,7 +99,36 @@ const openstack: Handler = (req, s) => {
   return value === undefined ? notFound() : text(value);
 };
 
-const handlers: Record<string, Handler> = { aws, gcp, openstack };
+// --- DigitalOcean: https://docs.digitalocean.com/reference/api/metadata-api/
+const digitalOcean: Handler = (req, s) => {
+  const p = req.url.pathname;
+  if (p === "/metadata/v1/user-data") return s.userData === undefined ? notFound() : text(s.userData);
+  const doc = JSON.parse(fixture("digital-ocean", "v1.json")) as { interfaces: { public: { ipv4: { ip_address: string } }[] } };
+  if (p === "/metadata/v1.json") return json(doc);
+  if (p === "/metadata/v1/interfaces/public/0/ipv4/address") return text(doc.interfaces.public[0]!.ipv4.ip_address);
+  return notFound();
+};
+
+// --- Hetzner Cloud: https://docs.hetzner.cloud/#server-metadata
+// Each key under /hetzner/v1/metadata/, network-config there as cloud-init YAML, user data at /hetzner/v1/userdata.
+const hcloud: Handler = (req, s) => {
+  const p = req.url.pathname;
+  if (p === "/hetzner/v1/userdata") return s.userData === undefined ? notFound() : text(s.userData);
+  if (p === "/hetzner/v1/metadata/network-config") return { status: 200, body: fixture("hcloud", "network-config.yaml"), headers: { "content-type": "application/yaml" } };
+  if (p === "/hetzner/v1/metadata") return text(fixture("hcloud", "metadata.yaml"));
+  const value = (parseYaml(fixture("hcloud", "metadata.yaml")) as Record<string, unknown>)[p.replace(/^\/hetzner\/v1\/metadata\//, "")];
+  return value === undefined ? notFound() : text(String(value));
+};
+
+// --- Vultr: https://www.vultr.com/metadata/
+const vultr: Handler = (req, s) => {
+  const p = req.url.pathname;
+  if (p === "/latest/user-data") return s.userData === undefined ? notFound() : text(s.userData);
+  if (p === "/v1.json") return json(JSON.parse(fixture("vultr", "v1.json")));
+  return notFound();
+};
+
+const handlers: Record<string, Handler> = { aws, gcp, openstack, "digital-ocean": digitalOcean, hcloud, vultr };
 
 /** The service's answer to one request; "hang" for none at all. */
 export function answer(s: Scenario, req: Request): Answer | "hang" {
@@ -109,8 +139,8 @@ export function answer(s: Scenario, req: Request): Answer | "hang" {
   }
   const handler = handlers[s.platform];
   const a = handler ? handler(req, s) : text(`no platform ${s.platform}`, 500);
-  // A fault body alone replaces every JSON document served (malformed metadata).
-  if (s.fault?.body !== undefined && a.status === 200 && a.headers?.["content-type"] === "application/json") return { ...a, body: s.fault.body };
+  // A fault body alone replaces every JSON or YAML document served (malformed metadata).
+  if (s.fault?.body !== undefined && a.status === 200 && ["application/json", "application/yaml"].includes(a.headers?.["content-type"] ?? "")) return { ...a, body: s.fault.body };
   return a;
 }
 

@@ -4,8 +4,7 @@
 // Hostname, instance id/type/lifecycle, public IPv4/IPv6 and placement make the
 // PlatformMetadata and the external addresses; /latest/user-data is the configuration.
 
-import { emptyPlatformNetworkConfig, hostnameSpec, type PlatformNetworkConfig } from "../../network/platform-config.js";
-import { isIP } from "node:net";
+import { emptyPlatformNetworkConfig, hostnameSpec, validIps, type PlatformNetworkConfig } from "../../network/platform-config.js";
 import { getOptional, MetadataError, MetadataUnreachableError, type MetadataHttp } from "./metadata-http.js";
 import { nonEmpty, type CloudPlatform, type PlatformIo } from "./platform.js";
 
@@ -71,7 +70,7 @@ export async function fetchAwsMetadata(http: MetadataHttp): Promise<AwsMetadata>
 export function parseAwsMetadata(m: AwsMetadata): PlatformNetworkConfig {
   const config = emptyPlatformNetworkConfig();
   if (m.hostname) config.hostnames.push(hostnameSpec(m.hostname));
-  config.externalIPs = [m.publicIPv4, m.publicIPv6].filter((ip) => ip !== "" && isIP(ip) !== 0);
+  config.externalIPs = validIps([m.publicIPv4, m.publicIPv6]);
   config.metadata = {
     platform: "aws",
     ...(m.hostname ? { hostname: m.hostname } : {}),

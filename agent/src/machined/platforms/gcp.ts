@@ -16,10 +16,10 @@ import {
   staticAddress,
   staticRoute,
   timeServers,
+  validIps,
   type PlatformNetworkConfig,
 } from "../../network/platform-config.js";
 import { DEFAULT_ROUTE_METRIC } from "../../network/config-specs.js";
-import { isIP } from "node:net";
 import { arr, asArray, asObject, num, str, strings } from "./json-fields.js";
 import { getOptional, getRequired, parseJson, type MetadataHttp } from "./metadata-http.js";
 import { nonEmpty, type CloudPlatform, type PlatformIo } from "./platform.js";
@@ -106,7 +106,7 @@ export function parseGcpMetadata(m: GcpMetadata, interfaces: GcpInterface[]): Pl
     }
   }
   for (const iface of interfaces) {
-    for (const ac of iface.accessConfigs) if (ac.type === "ONE_TO_ONE_NAT" && isIP(ac.externalIp) !== 0) config.externalIPs.push(ac.externalIp);
+    config.externalIPs.push(...validIps(iface.accessConfigs.filter((ac) => ac.type === "ONE_TO_ONE_NAT").map((ac) => ac.externalIp)));
   }
   const dash = m.zone.lastIndexOf("-");
   const region = dash < 0 ? m.zone : m.zone.slice(0, dash);

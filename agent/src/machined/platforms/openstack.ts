@@ -16,13 +16,13 @@ import {
   resolvers,
   staticAddress,
   staticRoute,
+  validIps,
   PlatformDataError,
   type PlatformNetworkConfig,
 } from "../../network/platform-config.js";
 import { withBondDefaults } from "../../network/bond-defaults.js";
 import { DEFAULT_ROUTE_METRIC } from "../../network/config-specs.js";
 import { bondValue, type LinkSpecSpec } from "../../resources/catalog/network.js";
-import { isIP } from "node:net";
 import { describeError } from "../../errors.js";
 import { arr, asObject, num, str, type JsonObject } from "./json-fields.js";
 import { getOptional, parseJson, type MetadataHttp } from "./metadata-http.js";
@@ -208,7 +208,7 @@ async function readNetwork(io: PlatformIo): Promise<PlatformNetworkConfig> {
   if (docs.source === "metadata-service") {
     // As Talos: the EC2-style keys only where the service was the source; they may be missing.
     const publicIp = (await getOptional(io.http, `${openstackEndpoint}latest/meta-data/public-ipv4`))?.toString("utf8").trim() ?? "";
-    if (isIP(publicIp) !== 0) externalIPs.push(publicIp);
+    externalIPs.push(...validIps([publicIp]));
     if (meta.instanceType === "") meta.instanceType = (await getOptional(io.http, `${openstackEndpoint}latest/meta-data/instance-type`))?.toString("utf8").trim() ?? "";
   }
   return parseOpenstack(meta, json(docs.networkData, configDriveFiles.networkData), externalIPs);
