@@ -18,7 +18,7 @@ import { networkDefinitions } from "../../agent/src/controllers/network/index.js
 import { logger, setLogSink } from "../../agent/src/log.js";
 import { EventBus } from "../../agent/src/machined/events.js";
 import { configFromPlatform } from "../../agent/src/machined/platform-config.js";
-import type { RetryTiming } from "../../agent/src/machined/platforms/cloud-source.js";
+import type { RetryTiming } from "../../agent/src/machined/platforms/retry.js";
 import { fetchMetadataHttp, type MetadataHttp } from "../../agent/src/machined/platforms/metadata-http.js";
 import { registerCatalog } from "../../agent/src/resources/catalog/index.js";
 import type { PlatformMetadataSpec } from "../../agent/src/resources/catalog/runtime.js";

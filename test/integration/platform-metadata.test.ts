@@ -39,7 +39,7 @@ const work = mkdtempSync(path.join(os.tmpdir(), "basalt-platform-"));
 const scenarioFile = path.join(work, "scenario.json");
 
 let server: ChildProcess | undefined;
-const requests: { method: string; url: string; headers: Record<string, string> }[] = [];
+const requests: { method: string; host: string; url: string; headers: Record<string, string>; body?: string }[] = [];
 let controlplane = "";
 let talosconfig = "";
 
@@ -65,7 +65,9 @@ before(async () => {
   ip("-n", MD_NS, "link", "set", MD_LINK, "up");
   ip("-n", MD_NS, "link", "set", "lo", "up");
   writeFileSync(scenarioFile, JSON.stringify({ platform: "none" }));
-  server = spawn("ip", ["netns", "exec", MD_NS, process.execPath, serverJs, "--listen", "169.254.169.254:80", "--scenario", scenarioFile], { stdio: ["ignore", "pipe", "inherit"] });
+  // Azure's wire server is on 168.63.129.16, beside its metadata service.
+  ip("-n", MD_NS, "addr", "add", "168.63.129.16/32", "dev", MD_LINK);
+  server = spawn("ip", ["netns", "exec", MD_NS, process.execPath, serverJs, "--listen", "169.254.169.254:80", "--listen", "168.63.129.16:80", "--scenario", scenarioFile], { stdio: ["ignore", "pipe", "inherit"] });
   let pending = "";
   await new Promise<void>((resolve, reject) => {
     server!.once("exit", (code) => reject(new Error(`metadata server exited (${code})`)));
@@ -111,11 +113,11 @@ function freshNodeLink(name: string, mac?: string): void {
 }
 
 /** A fresh node of `platform` (new state directory) against the service as `scenario` says. */
-async function boot(scenario: Scenario): Promise<Node> {
+async function boot(scenario: Scenario, gateway = ""): Promise<Node> {
   writeFileSync(scenarioFile, JSON.stringify(scenario));
   requests.length = 0;
   const stateDir = mkdtempSync(path.join(work, "state-"));
-  const cmdline = `talos.network.interface.ignore=${MGMT} ip=${NODE_ADDRESS}:::255.255.0.0::${nodeLink}:off`;
+  const cmdline = `talos.network.interface.ignore=${MGMT} ip=${NODE_ADDRESS}::${gateway}:255.255.0.0::${nodeLink}:off`;
   const child = spawn(
     "ip",
     ["netns", "exec", NODE_NS, process.execPath, sandboxJs, "--state-dir", stateDir, "--apid-listen", `0.0.0.0:${PORT}`, "--trustd-listen", `${MGMT_NET}.2:${PORT + 1}`, "--apid-in-process", "--network-apply", "--kernel-cmdline", cmdline, "--platform", scenario.platform],
@@ -173,6 +175,12 @@ interface PlatformCase {
   linkName?: string;
   /** Addresses the metadata service's side of the link also has (the gateways the platform's routes go through). */
   serviceAddresses?: string[];
+  /** The node's default gateway (given on the kernel command line, as DHCP would). */
+  gateway?: string;
+  /** Why the user data case cannot run on this host, if it cannot. */
+  userDataSkip?: string | undefined;
+  /** Checks of the maintenance-mode node. */
+  checkWithoutUserData?(client: NodeClient): Promise<void>;
   hostname: { hostname: string; domainname: string };
   externalIPs: string[];
   /** Checks of the platform's own rules and network, on the configured node. */
@@ -273,6 +281,33 @@ const cases: Record<string, PlatformCase> = {
       await eventually(async () => assert.deepEqual(kernelRoutes(), ["default via 45.76.88.1 dev eth0"]));
     },
   },
+  azure: {
+    metadata: {
+      platform: "azure",
+      hostname: "node-f",
+      region: "westeurope",
+      zone: "westeurope-2",
+      instanceType: "Standard_D4s_v5",
+      instanceId: "/subscriptions/7d1c2b3a-4e5f-6071-8293-a4b5c6d7e8f9/resourceGroups/basalt-rg/providers/Microsoft.Compute/virtualMachines/node-f",
+      providerId: "azure:///subscriptions/7d1c2b3a-4e5f-6071-8293-a4b5c6d7e8f9/resourceGroups/basalt-rg/providers/Microsoft.Compute/virtualMachines/node-f",
+      spot: true,
+    },
+    hostname: { hostname: "node-f", domainname: "" },
+    externalIPs: ["20.86.15.99/32", "2603:1020:206:3::7/128", "51.124.80.12/32"],
+    // The wire server (on the service's side) is reached through the default gateway, as on Azure.
+    gateway: "169.254.169.254",
+    // The configuration is on a UDF provisioning CD, which the node mounts.
+    userDataSkip: readFileSync("/proc/filesystems", "utf8").includes("udf") ? undefined : "this kernel has no UDF filesystem to mount Azure's provisioning CD with",
+    checkWithoutUserData: async (client) => {
+      // Provisioning completes: the goal state read, then Ready posted for its container and instance.
+      const wire = requests.filter((r) => r.host === "168.63.129.16");
+      assert.deepEqual(wire.map((r) => `${r.method} ${r.url}`), ["GET /machine/?comp=goalstate", "POST /machine/?comp=health"]);
+      assert.match(wire[1]!.body ?? "", /<ContainerId>4b2c8f3e-1d0a-4e6b-9c5f-7a8b9c0d1e2f<\/ContainerId>.*<InstanceId>0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0\._node-f<\/InstanceId><Health><State>Ready<\/State>/);
+      assert.ok(requests.filter((r) => r.host === "169.254.169.254").every((r) => r.headers["metadata"] === "true"));
+      const external = [...(await specs(client, "network", "AddressStatuses.net.talos.dev")).values()].filter((a) => a["linkName"] === "external").map((a) => a["address"]);
+      assert.deepEqual(external.sort(), ["20.86.15.99/32", "2603:1020:206:3::7/128", "51.124.80.12/32"]);
+    },
+  },
 };
 
 const kernelAddrs = (dev: string, family: "-4" | "-6", scope = "global") =>
@@ -347,9 +382,9 @@ for (const [platform, c] of Object.entries(cases)) {
     after(() => {
       for (const a of c.serviceAddresses ?? []) ip("-n", MD_NS, "addr", "del", a, "dev", MD_LINK);
     });
-    test("user data is the configuration; PlatformMetadata, hostname, external addresses and network from the metadata service", async () => {
+    test("user data is the configuration; PlatformMetadata, hostname, external addresses and network from the metadata service", { skip: c.userDataSkip ?? false }, async () => {
       freshNodeLink(c.linkName ?? LINK, c.linkMac);
-      const node = await boot({ platform, userData: controlplane });
+      const node = await boot({ platform, userData: controlplane }, c.gateway);
       try {
         const client = await on(node, () => configured(node));
         try {
@@ -369,12 +404,13 @@ for (const [platform, c] of Object.entries(cases)) {
 
     test("no user data: maintenance mode, PlatformMetadata and the hostname still read", async () => {
       freshNodeLink(c.linkName ?? LINK, c.linkMac);
-      const node = await boot({ platform });
+      const node = await boot({ platform }, c.gateway);
       try {
         await eventually(() => node.client.disks(), 300);
         await eventually(async () => assert.deepEqual(await platformMetadata(node.client), c.maintenanceMetadata ?? c.metadata));
         await eventually(async () => assert.deepEqual((await specs(node.client, "network", "HostnameStatuses.net.talos.dev")).get("hostname"), c.hostname));
         assert.match(node.output(), new RegExp(`platform ${platform} gives no user data; entering maintenance mode`));
+        await on(node, async () => c.checkWithoutUserData?.(node.client));
       } finally {
         await node.stop();
       }

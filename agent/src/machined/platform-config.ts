@@ -13,7 +13,8 @@ import { checkConfig, type ConfigChecker } from "./apply/index.js";
 import { acquireFromPlatform, type AcquireDeps } from "./config-source/acquire.js";
 import { gunzipIfCompressed } from "./config-source/download.js";
 import type { EventBus } from "./events.js";
-import { readCloudNetwork, readCloudUserData, type CloudReadDeps, type RetryTiming } from "./platforms/cloud-source.js";
+import { readCloudNetwork, readCloudUserData, type CloudReadDeps } from "./platforms/cloud-source.js";
+import type { RetryTiming } from "./platforms/retry.js";
 import { cloudPlatform } from "./platforms/index.js";
 import { nodePlatformIo } from "./platforms/io.js";
 import type { MetadataHttp } from "./platforms/metadata-http.js";
@@ -29,7 +30,7 @@ export interface PlatformConfigDeps extends AcquireDeps {
   /** Publishes the network settings it gave (platform-layer specs). */
   setNetwork(network: PlatformNetwork | undefined): void;
   /** A cloud platform's metadata service reached another way, and its retry timing (tests). */
-  cloud?: { http?: MetadataHttp; userDataRetry?: RetryTiming; networkRetry?: RetryTiming };
+  cloud?: { http?: MetadataHttp; userDataRetry?: RetryTiming; networkRetry?: RetryTiming; downloadRetry?: RetryTiming };
 }
 
 function problemsOf(err: unknown): string[] {
@@ -73,7 +74,7 @@ function loadFailed(d: PlatformConfigDeps, err: unknown): void {
 async function configFromCloud(d: PlatformConfigDeps, cloud: CloudPlatform, wantConfig: boolean): Promise<string | undefined> {
   const read: CloudReadDeps = {
     platform: cloud,
-    io: nodePlatformIo({ state: d.state, mounter: d.mounter, mountDir: d.mountDir, signal: d.signal, log: d.log, ...(d.cloud?.http ? { http: d.cloud.http } : {}) }),
+    io: nodePlatformIo({ state: d.state, mounter: d.mounter, mountDir: d.mountDir, signal: d.signal, log: d.log, ...(d.cloud?.http ? { http: d.cloud.http } : {}), ...(d.cloud?.downloadRetry ? { retry: d.cloud.downloadRetry } : {}) }),
     signal: d.signal,
     networkReady: d.networkReady,
     log: d.log,
@@ -98,6 +99,8 @@ async function configFromCloud(d: PlatformConfigDeps, cloud: CloudPlatform, want
     if (d.signal.aborted) throw err;
     loadFailed(d, err);
     return undefined;
+  } finally {
+    if (!d.signal.aborted) await cloud.afterUserData?.(read.io);
   }
   if (!userData) {
     consoleLog.warn(`platform ${cloud.name} gives no user data; entering maintenance mode`);

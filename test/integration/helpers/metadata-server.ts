@@ -3,11 +3,11 @@
 // header, ...) from the instance documents under test/fixtures/platforms. Run on
 // 169.254.169.254:80 inside a network namespace of its own:
 //
-//   node metadata-server.js --listen 169.254.169.254:80 --scenario FILE
+//   node metadata-server.js --listen 169.254.169.254:80 [--listen 168.63.129.16:80] --scenario FILE
 //
 // The scenario (JSON, read again on every request, so a test can change it between boots) names
 // the platform, the user data (absent: the instance has none) and an optional fault. Each request
-// is printed on stdout as a JSON line {method, url, headers}; "listening" once it listens.
+// is printed on stdout as a JSON line {method, host, url, headers, body}; "listening" once it listens.
 
 import { readFileSync } from "node:fs";
 import http from "node:http";
@@ -19,6 +19,8 @@ export interface Scenario {
   platform: string;
   /** The instance's user data; absent: none (404). */
   userData?: string;
+  /** Azure: the IMDS api-versions served (default: all); any other is answered 400. */
+  apiVersions?: string[];
   /**
    * Every metadata request (not AWS's token API) answers this status (with `body`), or never;
    * `body` alone is served in place of every JSON or YAML document (malformed metadata).
@@ -28,11 +30,12 @@ export interface Scenario {
 
 export const fixturesRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../../test/fixtures/platforms");
 
-/** A request as the service sees it (header names in lower case). */
+/** A request as the service sees it (header names in lower case; the URL's host is the one asked). */
 export interface Request {
   method: string;
   url: URL;
   headers: Record<string, string | undefined>;
+  body: string;
 }
 
 export interface Answer {
@@ -44,7 +47,7 @@ export interface Answer {
 type Handler = (req: Request, s: Scenario) => Answer;
 
 const text = (body: string, status = 200): Answer => ({ status, body, headers: { "content-type": "text/plain" } });
-const json = (value: unknown): Answer => ({ status: 200, body: JSON.stringify(value), headers: { "content-type": "application/json" } });
+const json = (value: unknown, status = 200): Answer => ({ status, body: JSON.stringify(value), headers: { "content-type": "application/json" } });
 const notFound = (): Answer => text("Not Found", 404);
 const fixture = (platform: string, file: string) => readFileSync(path.join(fixturesRoot, platform, file), "utf8");
 
@@ -128,7 +131,27 @@ const vultr: Handler = (req, s) => {
   return notFound();
 };
 
-const handlers: Record<string, Handler> = { aws, gcp, openstack, "digital-ocean": digitalOcean, hcloud, vultr };
+// --- Azure IMDS: https://learn.microsoft.com/azure/virtual-machines/instance-metadata-service
+// `Metadata: true` on every request (else 400), an api-version it serves (else 400).
+// The wire server (168.63.129.16): https://learn.microsoft.com/azure/virtual-machines/linux/no-agent
+// the goal state, then the health report a provisioned VM posts.
+const azureVersions = ["2019-06-01", "2020-09-01", "2021-02-01", "2021-12-13"];
+const azure: Handler = (req, s) => {
+  if (req.url.hostname === "168.63.129.16") {
+    if (req.headers["x-ms-version"] !== "2015-04-05") return text("missing x-ms-version", 400);
+    const comp = req.url.searchParams.get("comp");
+    if (req.url.pathname === "/machine/" && comp === "goalstate" && req.method === "GET") return { status: 200, body: fixture("azure", "goalstate.xml"), headers: { "content-type": "text/xml; charset=utf-8" } };
+    if (req.url.pathname === "/machine/" && comp === "health" && req.method === "POST") return text("");
+    return notFound();
+  }
+  if (req.headers["metadata"] !== "true") return json({ error: "Bad request. Required metadata header not specified" }, 400);
+  const version = req.url.searchParams.get("api-version") ?? "";
+  if (!(s.apiVersions ?? azureVersions).includes(version)) return json({ error: "Bad request. api-version is invalid", "newest-versions": s.apiVersions ?? azureVersions }, 400);
+  const file = { "/metadata/instance/compute": "compute.json", "/metadata/instance/network/interface": "interfaces.json", "/metadata/loadbalancer": "loadbalancer.json" }[req.url.pathname];
+  return file ? json(JSON.parse(fixture("azure", file))) : notFound();
+};
+
+const handlers: Record<string, Handler> = { aws, gcp, openstack, "digital-ocean": digitalOcean, hcloud, vultr, azure };
 
 /** The service's answer to one request; "hang" for none at all. */
 export function answer(s: Scenario, req: Request): Answer | "hang" {
@@ -147,28 +170,35 @@ export function answer(s: Scenario, req: Request): Answer | "hang" {
 /** The request listener, reading the scenario from `scenarioFile` on each request. */
 export function metadataHandler(scenarioFile: string, onRequest: (line: string) => void): http.RequestListener {
   return (req, res) => {
-    const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(",") : v]));
-    const request: Request = { method: req.method ?? "GET", url: new URL(req.url ?? "/", "http://169.254.169.254"), headers };
-    onRequest(JSON.stringify({ method: request.method, url: req.url, headers }));
-    const a = answer(JSON.parse(readFileSync(scenarioFile, "utf8")) as Scenario, request);
-    if (a === "hang") return;
-    res.writeHead(a.status, a.headers ?? {});
-    res.end(a.body);
+    let body = "";
+    req.setEncoding("utf8");
+    req.on("data", (chunk: string) => (body += chunk));
+    req.on("end", () => {
+      const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(",") : v]));
+      const request: Request = { method: req.method ?? "GET", url: new URL(req.url ?? "/", `http://${req.headers.host ?? "169.254.169.254"}`), headers, body };
+      onRequest(JSON.stringify({ method: request.method, host: request.url.hostname, url: req.url, headers, ...(body ? { body } : {}) }));
+      const a = answer(JSON.parse(readFileSync(scenarioFile, "utf8")) as Scenario, request);
+      if (a === "hang") return;
+      res.writeHead(a.status, a.headers ?? {});
+      res.end(a.body);
+    });
   };
 }
 
 function main(argv: string[]): void {
-  const arg = (name: string) => {
-    const i = argv.indexOf(name);
-    if (i < 0 || !argv[i + 1]) throw new Error(`${name} is required`);
-    return argv[i + 1]!;
-  };
-  const listen = arg("--listen");
-  const scenario = arg("--scenario");
-  const colon = listen.lastIndexOf(":");
-  const server = http.createServer(metadataHandler(scenario, (line) => process.stdout.write(`${line}\n`)));
-  server.listen(Number(listen.slice(colon + 1)), listen.slice(0, colon), () => process.stdout.write("listening\n"));
-  process.on("SIGTERM", () => server.close(() => process.exit(0)));
+  const listens = argv.flatMap((a, i) => (a === "--listen" && argv[i + 1] ? [argv[i + 1]!] : []));
+  const i = argv.indexOf("--scenario");
+  if (listens.length === 0 || i < 0 || !argv[i + 1]) throw new Error("usage: metadata-server --listen HOST:PORT [--listen ...] --scenario FILE");
+  const handler = metadataHandler(argv[i + 1]!, (line) => process.stdout.write(`${line}\n`));
+  const servers = listens.map((listen) => {
+    const colon = listen.lastIndexOf(":");
+    return http.createServer(handler).listen(Number(listen.slice(colon + 1)), listen.slice(0, colon));
+  });
+  void Promise.all(servers.map((srv) => new Promise((resolve) => srv.once("listening", resolve)))).then(() => process.stdout.write("listening\n"));
+  process.on("SIGTERM", () => {
+    for (const srv of servers) srv.close();
+    process.exit(0);
+  });
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) main(process.argv.slice(2));

@@ -4,39 +4,15 @@
 // ever ends the boot: a failure is a console line (and, when the service answered wrongly,
 // an event), the node carries on in maintenance mode or with what it already has.
 
-import { setTimeout as sleep } from "node:timers/promises";
 import { describeError, SystemError } from "../../errors.js";
 import type { Logger } from "../../log.js";
 import type { PlatformNetworkConfig } from "../../network/platform-config.js";
 import { MetadataUnreachableError } from "./metadata-http.js";
 import type { CloudPlatform, PlatformIo } from "./platform.js";
+import { networkRetry, RetriesExhaustedError, retryWhileUnreachable, userDataRetry, type RetryTiming } from "./retry.js";
 
 /** The platform's user data could not be had: the service answered wrongly or never answered in time. */
 export class PlatformUserDataError extends SystemError {}
-
-export interface RetryTiming {
-  /** Wait before retry n (1-based). */
-  backoffMs(attempt: number): number;
-  /** Give up once the next wait would pass this (from the first attempt). */
-  totalTimeoutMs: number;
-  wait(ms: number, signal: AbortSignal): Promise<unknown>;
-}
-
-const wait = (ms: number, signal: AbortSignal) => sleep(ms, undefined, { signal });
-
-/** Talos's RetryFetch: 1 s doubling with up to 1 s of jitter, at most 30 s apart, for 3 h (ConfigLoadTimeout). */
-export const userDataRetry: RetryTiming = {
-  backoffMs: (n) => Math.min(30_000, 1000 * 2 ** (n - 1)) + Math.floor(Math.random() * 1000),
-  totalTimeoutMs: 3 * 3600_000,
-  wait,
-};
-
-/** Talos's restarts of a platform's network reading: 0.5 s growing by half each time, at most 60 s apart, forever. */
-export const networkRetry: RetryTiming = {
-  backoffMs: (n) => Math.min(60_000, 500 * 1.5 ** (n - 1)),
-  totalTimeoutMs: Number.POSITIVE_INFINITY,
-  wait,
-};
 
 export interface CloudReadDeps {
   platform: CloudPlatform;
@@ -54,24 +30,16 @@ export interface CloudReadDeps {
  */
 export async function readCloudUserData(d: CloudReadDeps, timing: RetryTiming = userDataRetry): Promise<Buffer | undefined> {
   await d.networkReady(d.signal);
-  const started = Date.now();
   d.log.info(`fetching machine config from ${d.platform.name}`);
-  for (let n = 1; ; n++) {
-    d.signal.throwIfAborted();
-    try {
-      return await d.platform.readUserData(d.io);
-    } catch (err) {
-      if (d.signal.aborted) throw err;
-      if (!(err instanceof MetadataUnreachableError)) {
-        throw new PlatformUserDataError(`failed to fetch the user data of platform ${d.platform.name}`, { platform: d.platform.name }, { cause: err });
-      }
-      const delay = timing.backoffMs(n);
-      if (Date.now() - started + delay > timing.totalTimeoutMs) {
-        throw new PlatformUserDataError(`failed to fetch the user data of platform ${d.platform.name} (gave up after ${n} attempts)`, { platform: d.platform.name }, { cause: err });
-      }
-      d.log.warn("fetching the user data failed; retrying", { platform: d.platform.name, attempt: n, retryInMs: delay, error: describeError(err) });
-      await timing.wait(delay, d.signal);
-    }
+  const what = `failed to fetch the user data of platform ${d.platform.name}`;
+  try {
+    return await retryWhileUnreachable(() => d.platform.readUserData(d.io), timing, d.signal, (attempt, retryInMs, err) =>
+      d.log.warn("fetching the user data failed; retrying", { platform: d.platform.name, attempt, retryInMs, error: describeError(err) }),
+    );
+  } catch (err) {
+    if (d.signal.aborted) throw err;
+    if (err instanceof RetriesExhaustedError) throw new PlatformUserDataError(`${what} (${err.message})`, { platform: d.platform.name }, { cause: err.cause });
+    throw new PlatformUserDataError(what, { platform: d.platform.name }, { cause: err });
   }
 }
 

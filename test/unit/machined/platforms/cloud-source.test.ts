@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { logger } from "../../../../agent/src/log.js";
-import { PlatformUserDataError, readCloudNetwork, readCloudUserData, type CloudReadDeps, type RetryTiming } from "../../../../agent/src/machined/platforms/cloud-source.js";
+import { PlatformUserDataError, readCloudNetwork, readCloudUserData, type CloudReadDeps } from "../../../../agent/src/machined/platforms/cloud-source.js";
+import type { RetryTiming } from "../../../../agent/src/machined/platforms/retry.js";
 import { MetadataError, MetadataUnreachableError } from "../../../../agent/src/machined/platforms/metadata-http.js";
 import type { CloudPlatform } from "../../../../agent/src/machined/platforms/platform.js";
 import { emptyPlatformNetworkConfig, type PlatformNetworkConfig } from "../../../../agent/src/network/platform-config.js";

@@ -36,13 +36,24 @@ export class ScriptedHttp implements MetadataHttp {
   }
 }
 
-export function platformIo(http: MetadataHttp, volumes: Map<string, Map<string, Buffer>> = new Map()): PlatformIo {
+/** A node whose volumes are `volumes` by label, and whose CD devices hold `devices` (name -> file -> bytes). */
+export function platformIo(http: MetadataHttp, volumes: Map<string, Map<string, Buffer>> = new Map(), devices: Map<string, Map<string, Buffer>> = new Map()): PlatformIo {
   return {
     http,
+    signal: new AbortController().signal,
+    // Retried at once, three times.
+    retry: { backoffMs: (n) => (n < 3 ? 0 : Number.POSITIVE_INFINITY), totalTimeoutMs: 60_000, wait: async () => undefined },
     readVolume: async (labels, files) => {
       for (const label of labels) {
         const v = volumes.get(label);
         if (v) return { device: `/dev/disk/by-label/${label}`, files: new Map([...v].filter(([name]) => files.includes(name))) };
+      }
+      return undefined;
+    },
+    readDeviceFile: async (names, _fstype, file) => {
+      for (const [name, files] of [...devices].sort()) {
+        const data = files.get(file);
+        if (names.test(name) && data) return { device: `/dev/${name}`, files: new Map([[file, data]]) };
       }
       return undefined;
     },
@@ -76,7 +87,7 @@ export class ServedHttp implements MetadataHttp {
     const headers = req.headers ?? {};
     this.sent.push({ method: req.method ?? "GET", url, headers, ...(req.body !== undefined ? { body: req.body } : {}) });
     const lower = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
-    const a = answer(this.scenario, { method: req.method ?? "GET", url: new URL(url), headers: lower });
+    const a = answer(this.scenario, { method: req.method ?? "GET", url: new URL(url), headers: lower, body: req.body ?? "" });
     if (a === "hang") throw new Error("the service never answers");
     return reply(a.status, a.body);
   }
