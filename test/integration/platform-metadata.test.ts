@@ -308,6 +308,25 @@ const cases: Record<string, PlatformCase> = {
       assert.deepEqual(external.sort(), ["20.86.15.99/32", "2603:1020:206:3::7/128", "51.124.80.12/32"]);
     },
   },
+  oracle: {
+    metadata: {
+      platform: "oracle",
+      hostname: "node-g",
+      region: "fra",
+      zone: "EU-FRANKFURT-1-AD-2",
+      instanceType: "VM.Standard.A1.Flex",
+      instanceId: "ocid1.instance.oc1.eu-frankfurt-1.antheljt5kq2c3d4e5f6",
+      providerId: "oci://ocid1.instance.oc1.eu-frankfurt-1.antheljt5kq2c3d4e5f6",
+    },
+    hostname: { hostname: "node-g", domainname: "" },
+    externalIPs: [],
+    check: async (client) => {
+      assert.ok(requests.length > 0 && requests.every((r) => r.headers["authorization"] === "Bearer Oracle"));
+      assert.ok(requests.some((r) => r.url === "/opc/v2/instance/metadata/user_data"));
+      await eventually(async () => assert.deepEqual((await specs(client, "network", "ResolverStatuses.net.talos.dev")).get("resolvers"), { dnsServers: ["169.254.169.254"] }));
+      assert.deepEqual((await specs(client, "network", "TimeServerStatuses.net.talos.dev")).get("timeservers"), { timeServers: ["169.254.169.254"] });
+    },
+  },
 };
 
 const kernelAddrs = (dev: string, family: "-4" | "-6", scope = "global") =>

@@ -151,7 +151,22 @@ const azure: Handler = (req, s) => {
   return file ? json(JSON.parse(fixture("azure", file))) : notFound();
 };
 
-const handlers: Record<string, Handler> = { aws, gcp, openstack, "digital-ocean": digitalOcean, hcloud, vultr, azure };
+// --- Oracle Cloud IMDS v2: https://docs.oracle.com/iaas/Content/Compute/Tasks/gettingmetadata.htm
+// `Authorization: Bearer Oracle` on every request (else 401); the user data is base64 in the instance's metadata.
+const oracle: Handler = (req, s) => {
+  if (req.headers["authorization"] !== "Bearer Oracle") return text("Unauthorized", 401);
+  const p = req.url.pathname;
+  if (p === "/opc/v2/instance/metadata/user_data") return s.userData === undefined ? notFound() : text(Buffer.from(s.userData).toString("base64"));
+  if (p === "/opc/v2/instance/") {
+    const instance = JSON.parse(fixture("oracle", "instance.json")) as { metadata: Record<string, string> };
+    if (s.userData !== undefined) instance.metadata["user_data"] = Buffer.from(s.userData).toString("base64");
+    return json(instance);
+  }
+  if (p === "/opc/v2/vnics/") return json(JSON.parse(fixture("oracle", "vnics.json")));
+  return notFound();
+};
+
+const handlers: Record<string, Handler> = { aws, gcp, openstack, "digital-ocean": digitalOcean, hcloud, vultr, azure, oracle };
 
 /** The service's answer to one request; "hang" for none at all. */
 export function answer(s: Scenario, req: Request): Answer | "hang" {

@@ -6,10 +6,11 @@ import { digitalOcean } from "./digitalocean.js";
 import { gcp } from "./gcp.js";
 import { hcloud } from "./hcloud.js";
 import { openstack } from "./openstack.js";
+import { oracle } from "./oracle.js";
 import { vultr } from "./vultr.js";
 import type { CloudPlatform } from "./platform.js";
 
-const platforms: readonly CloudPlatform[] = [aws, gcp, openstack, digitalOcean, hcloud, vultr, azure];
+const platforms: readonly CloudPlatform[] = [aws, gcp, openstack, digitalOcean, hcloud, vultr, azure, oracle];
 
 export function cloudPlatform(name: string): CloudPlatform | undefined {
   return platforms.find((p) => p.name === name);
