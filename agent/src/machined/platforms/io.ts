@@ -49,18 +49,30 @@ async function readDeviceFile(d: NodePlatformIoDeps, names: RegExp, fstype: stri
   return undefined;
 }
 
+/** Runs the functions it is given one after another, each once the one before has settled. */
+function oneAtATime(): <T>(fn: () => Promise<T>) => Promise<T> {
+  let last: Promise<unknown> = Promise.resolve();
+  return (fn) => {
+    const run = last.then(fn, fn);
+    last = run.catch(() => undefined);
+    return run;
+  };
+}
+
 export function nodePlatformIo(d: NodePlatformIoDeps): PlatformIo {
+  // The network and the user data are read side by side, and both may mount a volume on the one mount point.
+  const mountPoint = oneAtATime();
   return {
     http: d.http ?? fetchMetadataHttp(d.signal),
     signal: d.signal,
     retry: d.retry ?? downloadRetry,
     readVolume: async (labels, files) => {
       await devicesReady(d.state, d.signal);
-      return readLabelledVolume(labels, files, d.mounter, d.mountDir);
+      return mountPoint(() => readLabelledVolume(labels, files, d.mounter, d.mountDir));
     },
     readDeviceFile: async (names, fstype, file) => {
       await devicesReady(d.state, d.signal);
-      return readDeviceFile(d, names, fstype, file);
+      return mountPoint(() => readDeviceFile(d, names, fstype, file));
     },
     log: d.log,
   };
