@@ -128,15 +128,6 @@ export function maskBits(mask: string, what: string): number {
   return bitsText.indexOf("0") < 0 ? 32 : bitsText.indexOf("0");
 }
 
-/** The network address of a prefix (10.0.0.5/24 -> 10.0.0.0/24), IPv4 only. */
-export function networkOf(p: IpPrefix): string {
-  if (p.family !== "inet4") return `${p.address}/${p.bits}`;
-  const n = p.address.split(".").reduce((acc, b) => acc * 256 + Number(b), 0);
-  const mask = p.bits === 0 ? 0 : (0xffffffff << (32 - p.bits)) >>> 0;
-  const net = (n & mask) >>> 0;
-  return `${[24, 16, 8, 0].map((s) => (net >>> s) & 255).join(".")}/${p.bits}`;
-}
-
 export function staticAddress(linkName: string, p: IpPrefix): AddressSpecSpec {
   return { address: `${p.address}/${p.bits}`, linkName, family: p.family, scope: "global", flags: "permanent", layer: "platform" };
 }

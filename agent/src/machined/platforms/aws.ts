@@ -59,11 +59,19 @@ function imdsReader(http: MetadataHttp): (path: string) => Promise<Buffer | unde
 
 export async function fetchAwsMetadata(http: MetadataHttp): Promise<AwsMetadata> {
   const get = imdsReader(http);
-  const out = {} as AwsMetadata;
-  for (const [field, key] of Object.entries(awsMetadataKeys) as [keyof AwsMetadata, string][]) {
-    out[field] = (await get(`meta-data/${key}`))?.toString("utf8") ?? "";
-  }
-  return out;
+  const value = async (key: string) => (await get(`meta-data/${key}`))?.toString("utf8") ?? "";
+  const k = awsMetadataKeys;
+  // One request at a time, in Talos's order.
+  return {
+    hostname: await value(k.hostname),
+    instanceType: await value(k.instanceType),
+    instanceLifeCycle: await value(k.instanceLifeCycle),
+    instanceId: await value(k.instanceId),
+    publicIPv4: await value(k.publicIPv4),
+    publicIPv6: await value(k.publicIPv6),
+    region: await value(k.region),
+    zone: await value(k.zone),
+  };
 }
 
 /** Talos's ParseMetadata for AWS: hostname, external IPs and PlatformMetadata. */
