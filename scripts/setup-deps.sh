@@ -24,3 +24,8 @@ apt_packages+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross binutils-aarch64-linu
 apt_packages+=(qemu-user-static)
 # upgrade: a real OCI registry for the installer image (test/integration/oci-registry.test.ts, the upgrade e2e)
 apt_packages+=(docker-registry)
+# cloud images (scripts/platform-images.sh, test/integration/platform-images.test.ts): qemu-img for qcow2, VHD
+# and stream-optimized VMDK; xz, gzip, zstd and GNU tar pack them
+apt_packages+=(qemu-utils xz-utils gzip zstd tar)
+# cloud platforms: an OpenStack config drive made as nova makes it (test/integration/platform-metadata.test.ts)
+apt_packages+=(genisoimage)

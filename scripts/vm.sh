@@ -15,6 +15,7 @@
 #   --append "ARGS"         extra kernel arguments for a pxe boot (e.g. talos.config=URL)
 #   --uuid UUID             the machine's SMBIOS UUID (QEMU -uuid)
 #   --seed FILE             attach FILE read-only as a second virtio disk (e.g. a nocloud cidata image)
+#   --cdrom FILE            attach FILE as a CD-ROM (e.g. an OpenStack config drive, a CD as nova attaches it)
 #   --reboot                let a guest reboot restart the VM (default: QEMU exits, -no-reboot)
 #   --serial FILE           write the console to FILE instead of the terminal (no monitor)
 #   --accel auto|kvm|tcg    auto (default) uses KVM only when a probe boot proves it works
@@ -33,7 +34,7 @@ arch=amd64 boot=iso firmware=uefi serial="" accel=auto memory=2048 cpus=2 build=
 api_port=${BASALT_VM_API_PORT:-50000}
 trustd_port=${BASALT_VM_TRUSTD_PORT:-50001}
 disk="$out/vm-disk.qcow2"
-append="" uuid="" seed="" k8s_port=""
+append="" uuid="" seed="" cdrom="" k8s_port=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --arch) arch=$2; shift ;;
@@ -47,6 +48,7 @@ while [ $# -gt 0 ]; do
     --append) append=$2; shift ;;
     --uuid) uuid=$2; shift ;;
     --seed) seed=$2; shift ;;
+    --cdrom) cdrom=$2; shift ;;
     --reboot) reboot=1 ;;
     --serial) serial=$2; shift ;;
     --accel) accel=$2; shift ;;
@@ -55,7 +57,7 @@ while [ $# -gt 0 ]; do
     --no-build) build=0 ;;
     --net-open) restrict=off ;;
     --second-nic) second_nic=1 ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "vm.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -140,6 +142,10 @@ case "$boot" in
     args+=(-kernel "$out/vmlinuz-$arch" -initrd "$out/initramfs-$arch.xz" -append "$(cat "$out/cmdline-$arch.txt")${append:+ $append}") ;;
   *) say "--boot must be iso, pxe or disk"; exit 2 ;;
 esac
+if [ -n "$cdrom" ]; then
+  [ "$arch/$boot" = arm64/pxe ] && args+=(-device virtio-scsi-pci,id=scsi0)
+  args+=(-drive "file=$cdrom,if=none,id=cd1,media=cdrom,readonly=on" -device "$cd_dev,drive=cd1")
+fi
 if [ -n "$serial" ]; then
   args+=(-display none -serial "file:$serial" -monitor none)
 else

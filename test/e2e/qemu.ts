@@ -31,6 +31,8 @@ export interface BootOptions {
   uuid?: string;
   /** A read-only second disk (e.g. a nocloud seed). */
   seed?: string;
+  /** A CD-ROM (e.g. an OpenStack config drive). */
+  cdrom?: string;
   /** Let the guest reach the host (10.0.2.2) and beyond (QEMU restrict=off). */
   netOpen?: boolean;
   /** Guest memory in MiB (vm.sh's default otherwise). */
@@ -104,6 +106,7 @@ export async function bootNode(opts: BootOptions): Promise<BootedNode> {
     ...(opts.append ? ["--append", opts.append] : []),
     ...(opts.uuid ? ["--uuid", opts.uuid] : []),
     ...(opts.seed ? ["--seed", opts.seed] : []),
+    ...(opts.cdrom ? ["--cdrom", opts.cdrom] : []),
     ...(opts.netOpen ? ["--net-open"] : []),
     ...(opts.memory ? ["--memory", String(opts.memory)] : []),
     ...(k8sPort ? ["--k8s-port", String(k8sPort)] : []),

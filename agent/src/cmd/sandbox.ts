@@ -3,7 +3,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describeError, InvalidInputError } from "../errors.js";
 import { logger } from "../log.js";
-import { sandboxPlatform } from "../machined/platform.js";
+import { sandboxPlatform, sandboxPlatformOf } from "../machined/platform.js";
 import { sysfsBlock } from "../sys/block.js";
 import { pathsAt } from "../sys/paths.js";
 import { kernelParamsOverlay } from "../sys/kernel-params.js";
@@ -22,7 +22,7 @@ const log = logger("sandbox");
  * under a scratch directory, platform "container" (no install, as Talos in a container).
  */
 export async function main(argv: string[]): Promise<void> {
-  const { flags } = parseFlags(argv, { "state-dir": "string", "apid-listen": "string", "trustd-listen": "string", "apid-in-process": "boolean", "network-apply": "boolean", "kernel-cmdline": "string", containerd: "string", cri: "string", "fake-clock-offset": "string", "host-dns-listen": "string" });
+  const { flags } = parseFlags(argv, { "state-dir": "string", "apid-listen": "string", "trustd-listen": "string", "apid-in-process": "boolean", "network-apply": "boolean", "kernel-cmdline": "string", containerd: "string", cri: "string", "fake-clock-offset": "string", "host-dns-listen": "string", platform: "string" });
   const stateDir = path.resolve((flags["state-dir"] as string | undefined) ?? path.join("_out", "sandbox"));
   const apidListen = (flags["apid-listen"] as string | undefined) ?? "127.0.0.1:50000";
   const trustdListen = (flags["trustd-listen"] as string | undefined) ?? "127.0.0.1:50001";
@@ -49,7 +49,8 @@ export async function main(argv: string[]): Promise<void> {
   const entry = direct || !process.argv[1] ? entryScript(here) : path.resolve(process.argv[1]);
   await runMachinedProcess({
     paths,
-    platform: sandboxPlatform,
+    // `--platform aws`: the configuration and PlatformMetadata come from that cloud's metadata service.
+    platform: typeof flags.platform === "string" ? sandboxPlatformOf(flags.platform) : sandboxPlatform,
     block: sysfsBlock(),
     apidListen,
     trustdListen,

@@ -44,3 +44,9 @@ export function detectPlatform(cmdline: Map<string, string[]>, env: NodeJS.Proce
 }
 
 export const sandboxPlatform: Platform = { name: "container", mode: "container" };
+
+/** The sandbox as a node of a cloud platform: config and metadata from that platform, the rest as in a container. */
+export function sandboxPlatformOf(name: string): Platform {
+  if (!known.has(name)) throw new InvalidInputError(`unknown platform "${name}"`, { platform: name });
+  return { name, mode: "container" };
+}

@@ -27,7 +27,8 @@ export const ADDRESS_STATUS_CONTROLLER = "network.AddressStatusController";
 export class AddressStatusController implements Controller {
   readonly name = ADDRESS_STATUS_CONTROLLER;
   readonly inputs = [];
-  readonly outputs = [{ type: AddressStatusType }];
+  // Shared: the platform's external addresses are AddressStatuses too (network.PlatformConfigController).
+  readonly outputs = [{ type: AddressStatusType, kind: "shared" as const }];
   private readonly trigger: KernelTrigger;
 
   constructor(private readonly kernel: NetKernel) {

@@ -99,9 +99,11 @@ export function computeNodeAddresses(links: Resource<LinkStatusSpec>[], addresse
         def = { prefix: s.address, link: s.linkName };
       }
     }
-    if (up.has(s.linkIndex)) {
+    // A cloud's external addresses are on no link: always up, never routed (as Talos).
+    const external = s.linkName === "external" && r.metadata.owner !== addressStatusOwner;
+    if (up.has(s.linkIndex) || external) {
       current.push(s.address);
-      if (!isSideroLink(ipOf(s.address))) routed.push(s.address);
+      if (!external && !isSideroLink(ipOf(s.address))) routed.push(s.address);
     }
     accumulative.push(s.address);
   }

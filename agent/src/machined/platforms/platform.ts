@@ -1,0 +1,41 @@
+// A cloud platform as the node reads it, as Talos's Platform splits it: its network (the
+// instance's addresses, routes, hostname and PlatformMetadata) and its user data (the
+// machine configuration). Each platform module fetches through the narrow PlatformIo and
+// hands the documents to a pure parser.
+
+import type { Logger } from "../../log.js";
+import type { PlatformNetworkConfig } from "../../network/platform-config.js";
+import type { VolumeFiles } from "../config-source/labelled-volume.js";
+import type { MetadataHttp } from "./metadata-http.js";
+import type { RetryTiming } from "./retry.js";
+
+export interface PlatformIo {
+  http: MetadataHttp;
+  /** Ends with the node's run. */
+  signal: AbortSignal;
+  /** How a platform's own downloads are retried while the service cannot be reached. */
+  retry: RetryTiming;
+  /** Files of the first volume with one of the labels (a config drive); undefined without one. */
+  readVolume(labels: readonly string[], files: readonly string[]): Promise<VolumeFiles | undefined>;
+  /**
+   * `file` from the first device under /dev whose name matches `names` that mounts as `fstype`
+   * and holds it (a provisioning CD); undefined when none does.
+   */
+  readDeviceFile(names: RegExp, fstype: string, file: string): Promise<VolumeFiles | undefined>;
+  log: Logger;
+}
+
+export interface CloudPlatform {
+  readonly name: string;
+  /** The instance's network and PlatformMetadata. */
+  readNetwork(io: PlatformIo): Promise<PlatformNetworkConfig>;
+  /** The user data; undefined when the instance has none (Talos: ErrNoConfigSource). */
+  readUserData(io: PlatformIo): Promise<Buffer | undefined>;
+  /** What the platform wants done once its user data was read, or found missing (Azure's Ready report); never throws. */
+  afterUserData?(io: PlatformIo): Promise<void>;
+}
+
+/** User data that is empty or only whitespace is none, as Talos treats it. */
+export function nonEmpty(data: Buffer | undefined): Buffer | undefined {
+  return data === undefined || data.toString("utf8").trim() === "" ? undefined : data;
+}

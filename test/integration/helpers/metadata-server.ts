@@ -1,0 +1,219 @@
+// A cloud metadata service for the integration tests, serving each platform's protocol as its
+// documentation describes it (AWS IMDSv2 with session tokens required, GCE's Metadata-Flavor
+// header, ...) from the instance documents under test/fixtures/platforms. Run on
+// 169.254.169.254:80 inside a network namespace of its own:
+//
+//   node metadata-server.js --listen 169.254.169.254:80 [--listen 168.63.129.16:80] --scenario FILE
+//
+// The scenario (JSON, read again on every request, so a test can change it between boots) names
+// the platform, the user data (absent: the instance has none) and an optional fault. Each request
+// is printed on stdout as a JSON line {method, host, url, headers, body}; "listening" once it listens.
+
+import { readFileSync } from "node:fs";
+import http from "node:http";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { parse as parseYaml } from "yaml";
+
+export interface Scenario {
+  platform: string;
+  /** The instance's user data; absent: none (404). */
+  userData?: string;
+  /** Azure: the IMDS api-versions served (default: all); any other is answered 400. */
+  apiVersions?: string[];
+  /**
+   * Every metadata request (not AWS's token API) answers this status (with `body`), or never;
+   * `body` alone is served in place of every JSON or YAML document (malformed metadata).
+   */
+  fault?: { status?: number; body?: string; hang?: boolean };
+}
+
+export const fixturesRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../../test/fixtures/platforms");
+
+/** A request as the service sees it (header names in lower case; the URL's host is the one asked). */
+export interface Request {
+  method: string;
+  url: URL;
+  headers: Record<string, string | undefined>;
+  body: string;
+}
+
+export interface Answer {
+  status: number;
+  body: string;
+  headers?: Record<string, string>;
+}
+
+type Handler = (req: Request, s: Scenario) => Answer;
+
+const text = (body: string, status = 200): Answer => ({ status, body, headers: { "content-type": "text/plain" } });
+const json = (value: unknown, status = 200): Answer => ({ status, body: JSON.stringify(value), headers: { "content-type": "application/json" } });
+const notFound = (): Answer => text("Not Found", 404);
+const fixture = (platform: string, file: string) => readFileSync(path.join(fixturesRoot, platform, file), "utf8");
+
+// --- AWS IMDS: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/configuring-instance-metadata-service.html
+// IMDSv2 required: a PUT to /latest/api/token with a TTL of 1..21600 s gives a token; every other
+// request must carry it in X-aws-ec2-metadata-token, or it is refused with 401.
+const awsTokens = new Set<string>();
+const aws: Handler = (req, s) => {
+  if (req.url.pathname === "/latest/api/token") {
+    if (req.method !== "PUT") return text("", 405);
+    const ttl = Number(req.headers["x-aws-ec2-metadata-token-ttl-seconds"]);
+    if (!Number.isInteger(ttl) || ttl < 1 || ttl > 21600) return text("", 400);
+    const token = `token-${awsTokens.size + 1}`;
+    awsTokens.add(token);
+    return { status: 200, body: token, headers: { "x-aws-ec2-metadata-token-ttl-seconds": String(ttl) } };
+  }
+  if (req.method !== "GET") return text("", 405);
+  if (!awsTokens.has(req.headers["x-aws-ec2-metadata-token"] ?? "")) return text("", 401);
+  if (req.url.pathname === "/latest/user-data") return s.userData === undefined ? notFound() : text(s.userData);
+  const key = req.url.pathname.replace(/^\/latest\/meta-data\//, "");
+  const value = (JSON.parse(fixture("aws", "meta-data.json")) as Record<string, string>)[key];
+  return value === undefined ? notFound() : text(value);
+};
+
+// --- GCE: https://cloud.google.com/compute/docs/metadata/querying-metadata
+// Every request carries `Metadata-Flavor: Google` (else 403) and every answer does too. Paths
+// name entries in kebab-case; `?recursive=true` lists a directory as JSON with camelCase keys.
+const camel = (segment: string) => segment.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+const gcp: Handler = (req, s) => {
+  const flavored = (a: Answer): Answer => ({ ...a, headers: { ...a.headers, "metadata-flavor": "Google" } });
+  if (req.headers["metadata-flavor"] !== "Google") return text("Missing Metadata-Flavor:Google header.", 403);
+  const rest = req.url.pathname.replace(/^\/computeMetadata\/v1\//, "");
+  if (rest === "instance/attributes/user-data") return flavored(s.userData === undefined ? notFound() : text(s.userData));
+  let node: unknown = JSON.parse(fixture("gcp", "metadata.json"));
+  for (const segment of rest.split("/").filter((x) => x !== "")) {
+    node = typeof node === "object" && node !== null ? (node as Record<string, unknown>)[camel(segment)] : undefined;
+  }
+  if (node === undefined || node === null) return flavored(notFound());
+  if (typeof node === "object") return flavored(req.url.searchParams.get("recursive") === "true" ? json(node) : text(Object.keys(node).join("\n")));
+  return flavored(text(String(node)));
+};
+
+// --- OpenStack metadata service: https://docs.openstack.org/nova/latest/user/metadata.html
+// The config drive's documents under /openstack/latest/, and the EC2-compatible keys under /latest/meta-data/.
+const openstack: Handler = (req, s) => {
+  const p = req.url.pathname;
+  if (p === "/openstack/latest/user_data") return s.userData === undefined ? notFound() : text(s.userData);
+  if (p === "/openstack/latest/meta_data.json") return json(JSON.parse(fixture("openstack", "meta_data.json")));
+  if (p === "/openstack/latest/network_data.json") return json(JSON.parse(fixture("openstack", "network_data.json")));
+  const key = p.replace(/^\/latest\/meta-data\//, "");
+  const value = (JSON.parse(fixture("openstack", "ec2-meta-data.json")) as Record<string, string>)[key];
+  return value === undefined ? notFound() : text(value);
+};
+
+// --- DigitalOcean: https://docs.digitalocean.com/reference/api/metadata-api/
+const digitalOcean: Handler = (req, s) => {
+  const p = req.url.pathname;
+  if (p === "/metadata/v1/user-data") return s.userData === undefined ? notFound() : text(s.userData);
+  const doc = JSON.parse(fixture("digital-ocean", "v1.json")) as { interfaces: { public: { ipv4: { ip_address: string } }[] } };
+  if (p === "/metadata/v1.json") return json(doc);
+  if (p === "/metadata/v1/interfaces/public/0/ipv4/address") return text(doc.interfaces.public[0]!.ipv4.ip_address);
+  return notFound();
+};
+
+// --- Hetzner Cloud: https://docs.hetzner.cloud/#server-metadata
+// Each key under /hetzner/v1/metadata/, network-config there as cloud-init YAML, user data at /hetzner/v1/userdata.
+const hcloud: Handler = (req, s) => {
+  const p = req.url.pathname;
+  if (p === "/hetzner/v1/userdata") return s.userData === undefined ? notFound() : text(s.userData);
+  if (p === "/hetzner/v1/metadata/network-config") return { status: 200, body: fixture("hcloud", "network-config.yaml"), headers: { "content-type": "application/yaml" } };
+  if (p === "/hetzner/v1/metadata") return text(fixture("hcloud", "metadata.yaml"));
+  const value = (parseYaml(fixture("hcloud", "metadata.yaml")) as Record<string, unknown>)[p.replace(/^\/hetzner\/v1\/metadata\//, "")];
+  return value === undefined ? notFound() : text(String(value));
+};
+
+// --- Vultr: https://www.vultr.com/metadata/
+const vultr: Handler = (req, s) => {
+  const p = req.url.pathname;
+  if (p === "/latest/user-data") return s.userData === undefined ? notFound() : text(s.userData);
+  if (p === "/v1.json") return json(JSON.parse(fixture("vultr", "v1.json")));
+  return notFound();
+};
+
+// --- Azure IMDS: https://learn.microsoft.com/azure/virtual-machines/instance-metadata-service
+// `Metadata: true` on every request (else 400), an api-version it serves (else 400).
+// The wire server (168.63.129.16): https://learn.microsoft.com/azure/virtual-machines/linux/no-agent
+// the goal state, then the health report a provisioned VM posts.
+const azureVersions = ["2019-06-01", "2020-09-01", "2021-02-01", "2021-12-13"];
+const azure: Handler = (req, s) => {
+  if (req.url.hostname === "168.63.129.16") {
+    if (req.headers["x-ms-version"] !== "2015-04-05") return text("missing x-ms-version", 400);
+    const comp = req.url.searchParams.get("comp");
+    if (req.url.pathname === "/machine/" && comp === "goalstate" && req.method === "GET") return { status: 200, body: fixture("azure", "goalstate.xml"), headers: { "content-type": "text/xml; charset=utf-8" } };
+    if (req.url.pathname === "/machine/" && comp === "health" && req.method === "POST") return text("");
+    return notFound();
+  }
+  if (req.headers["metadata"] !== "true") return json({ error: "Bad request. Required metadata header not specified" }, 400);
+  const version = req.url.searchParams.get("api-version") ?? "";
+  if (!(s.apiVersions ?? azureVersions).includes(version)) return json({ error: "Bad request. api-version is invalid", "newest-versions": s.apiVersions ?? azureVersions }, 400);
+  const file = { "/metadata/instance/compute": "compute.json", "/metadata/instance/network/interface": "interfaces.json", "/metadata/loadbalancer": "loadbalancer.json" }[req.url.pathname];
+  return file ? json(JSON.parse(fixture("azure", file))) : notFound();
+};
+
+// --- Oracle Cloud IMDS v2: https://docs.oracle.com/iaas/Content/Compute/Tasks/gettingmetadata.htm
+// `Authorization: Bearer Oracle` on every request (else 401); the user data is base64 in the instance's metadata.
+const oracle: Handler = (req, s) => {
+  if (req.headers["authorization"] !== "Bearer Oracle") return text("Unauthorized", 401);
+  const p = req.url.pathname;
+  if (p === "/opc/v2/instance/metadata/user_data") return s.userData === undefined ? notFound() : text(Buffer.from(s.userData).toString("base64"));
+  if (p === "/opc/v2/instance/") {
+    const instance = JSON.parse(fixture("oracle", "instance.json")) as { metadata: Record<string, string> };
+    if (s.userData !== undefined) instance.metadata["user_data"] = Buffer.from(s.userData).toString("base64");
+    return json(instance);
+  }
+  if (p === "/opc/v2/vnics/") return json(JSON.parse(fixture("oracle", "vnics.json")));
+  return notFound();
+};
+
+const handlers: Record<string, Handler> = { aws, gcp, openstack, "digital-ocean": digitalOcean, hcloud, vultr, azure, oracle };
+
+/** The service's answer to one request; "hang" for none at all. */
+export function answer(s: Scenario, req: Request): Answer | "hang" {
+  const tokenApi = req.url.pathname === "/latest/api/token";
+  if (s.fault && !tokenApi) {
+    if (s.fault.hang) return "hang";
+    if (s.fault.status !== undefined) return text(s.fault.body ?? "fault", s.fault.status);
+  }
+  const handler = handlers[s.platform];
+  const a = handler ? handler(req, s) : text(`no platform ${s.platform}`, 500);
+  // A fault body alone replaces every JSON or YAML document served (malformed metadata).
+  if (s.fault?.body !== undefined && a.status === 200 && ["application/json", "application/yaml"].includes(a.headers?.["content-type"] ?? "")) return { ...a, body: s.fault.body };
+  return a;
+}
+
+/** The request listener, reading the scenario from `scenarioFile` on each request. */
+export function metadataHandler(scenarioFile: string, onRequest: (line: string) => void): http.RequestListener {
+  return (req, res) => {
+    let body = "";
+    req.setEncoding("utf8");
+    req.on("data", (chunk: string) => (body += chunk));
+    req.on("end", () => {
+      const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(",") : v]));
+      const request: Request = { method: req.method ?? "GET", url: new URL(req.url ?? "/", `http://${req.headers.host ?? "169.254.169.254"}`), headers, body };
+      onRequest(JSON.stringify({ method: request.method, host: request.url.hostname, url: req.url, headers, ...(body ? { body } : {}) }));
+      const a = answer(JSON.parse(readFileSync(scenarioFile, "utf8")) as Scenario, request);
+      if (a === "hang") return;
+      res.writeHead(a.status, a.headers ?? {});
+      res.end(a.body);
+    });
+  };
+}
+
+function main(argv: string[]): void {
+  const listens = argv.flatMap((a, i) => (a === "--listen" && argv[i + 1] ? [argv[i + 1]!] : []));
+  const i = argv.indexOf("--scenario");
+  if (listens.length === 0 || i < 0 || !argv[i + 1]) throw new Error("usage: metadata-server --listen HOST:PORT [--listen ...] --scenario FILE");
+  const handler = metadataHandler(argv[i + 1]!, (line) => process.stdout.write(`${line}\n`));
+  const servers = listens.map((listen) => {
+    const colon = listen.lastIndexOf(":");
+    return http.createServer(handler).listen(Number(listen.slice(colon + 1)), listen.slice(0, colon));
+  });
+  void Promise.all(servers.map((srv) => new Promise((resolve) => srv.once("listening", resolve)))).then(() => process.stdout.write("listening\n"));
+  process.on("SIGTERM", () => {
+    for (const srv of servers) srv.close();
+    process.exit(0);
+  });
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) main(process.argv.slice(2));
