@@ -6,6 +6,8 @@
 #
 #   bash scripts/k8s-images.sh --push HOST:PORT [--arch amd64,arm64] [--only etcd,pause] [--insecure]
 #                              [--ca F] [--username U --password P]
+# `--only echo` builds the test image the e2e journey runs as pods (registry.basalt.test/echo:v1),
+# which the default set leaves out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 usage="usage: k8s-images.sh --push HOST:PORT [--arch amd64,arm64] [--only NAME,...] [--insecure]"

@@ -115,11 +115,25 @@ export const kubernetesImages: readonly KubernetesImage[] = [
   },
 ];
 
-/** The images named in `only` (all when empty), in catalog order; an unknown name is refused. */
+/**
+ * Images the project's tests run as pods, built on request only (`--only echo`): a cluster needs none
+ * of them. Named under the reserved .test domain, which a test's registry mirror serves.
+ */
+export const testImages: readonly KubernetesImage[] = [
+  {
+    name: "echo",
+    reference: "registry.basalt.test/echo:v1",
+    binaryPath: "/echo",
+    config: { Entrypoint: ["/echo"], User: "65532:65532", Env: [pathEnv] },
+  },
+];
+
+/** The images named in `only` (every Kubernetes image when empty), in catalog order; an unknown name is refused. */
 export function selectImages(only: string[]): KubernetesImage[] {
-  const unknown = only.filter((n) => !kubernetesImages.some((i) => i.name === n));
-  if (unknown.length > 0) throw new InvalidInputError(`unknown image ${unknown.join(", ")} (known: ${kubernetesImages.map((i) => i.name).join(", ")})`);
-  return kubernetesImages.filter((i) => only.length === 0 || only.includes(i.name));
+  const catalog = [...kubernetesImages, ...testImages];
+  const unknown = only.filter((n) => !catalog.some((i) => i.name === n));
+  if (unknown.length > 0) throw new InvalidInputError(`unknown image ${unknown.join(", ")} (known: ${catalog.map((i) => i.name).join(", ")})`);
+  return only.length === 0 ? [...kubernetesImages] : catalog.filter((i) => only.includes(i.name));
 }
 
 /** The parents of a path inside an image, outermost first ("usr/local/bin/x" -> usr, usr/local, usr/local/bin). */

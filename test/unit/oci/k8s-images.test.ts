@@ -89,9 +89,10 @@ describe("the Kubernetes image catalog", () => {
     assert.deepEqual(kubernetesImages.map((i) => i.reference), expected);
   });
 
-  it("selects by program name and refuses an unknown one", () => {
+  it("selects by program name, test images only when named, and refuses an unknown one", () => {
     assert.deepEqual(selectImages(["pause", "etcd"]).map((i) => i.name), ["etcd", "pause"]);
-    assert.equal(selectImages([]).length, kubernetesImages.length);
+    assert.deepEqual(selectImages([]).map((i) => i.name), kubernetesImages.map((i) => i.name), "test images only on request");
+    assert.deepEqual(selectImages(["echo"]).map((i) => i.reference), ["registry.basalt.test/echo:v1"]);
     assert.throws(() => selectImages(["etcd", "kube-dns"]), /unknown image kube-dns/);
   });
 

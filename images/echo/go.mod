@@ -1,0 +1,3 @@
+module basalt.test/echo
+
+go 1.22
