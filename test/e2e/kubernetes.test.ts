@@ -38,11 +38,39 @@ async function serviceState(c: NodeClient, id: string): Promise<string | undefin
  */
 function clusterConfig(controlplane: string, registry: string): string {
   const doc = parseDocument(controlplane);
-  for (const upstream of ["registry.k8s.io", "gcr.io", "ghcr.io"]) doc.setIn(["machine", "registries", "mirrors", upstream], { endpoints: [`http://${registry}`] });
+  for (const upstream of ["registry.k8s.io", "gcr.io", "ghcr.io", "registry.basalt.test"]) doc.setIn(["machine", "registries", "mirrors", upstream], { endpoints: [`http://${registry}`] });
   doc.setIn(["machine", "network", "hostname"], hostname);
   doc.setIn(["machine", "time", "disabled"], true);
   for (const component of ["controllerManager", "scheduler"]) doc.setIn(["cluster", component, "extraArgs"], { "leader-elect": "false" });
   return doc.toString();
+}
+
+/**
+ * A server pod behind a Service, and a client pod that fetches from it by the Service's DNS name until
+ * it gets an answer (restarted on failure: kube-proxy programs a new Service a moment after it exists).
+ */
+function echoManifests(): string {
+  const image = "registry.basalt.test/echo:v1";
+  return `apiVersion: v1
+kind: Pod
+metadata: { name: echo, labels: { app: echo } }
+spec:
+  containers: [{ name: echo, image: ${image}, args: [serve, ":8080"], ports: [{ containerPort: 8080 }] }]
+---
+apiVersion: v1
+kind: Service
+metadata: { name: echo }
+spec:
+  selector: { app: echo }
+  ports: [{ port: 80, targetPort: 8080 }]
+---
+apiVersion: v1
+kind: Pod
+metadata: { name: client }
+spec:
+  restartPolicy: OnFailure
+  containers: [{ name: client, image: ${image}, args: [get, "http://echo.default.svc.cluster.local/"] }]
+`;
 }
 
 /**
@@ -61,7 +89,9 @@ test("Kubernetes journey: install → bootstrap → static control plane → kub
   fs.mkdirSync(work, { recursive: true });
   const registry = await startRegistry(path.join(work, "registry"), { plain: true });
   t.after(() => registry.stop());
-  execFileSync("bash", ["scripts/k8s-images.sh", "--push", registry.host, "--insecure"], { cwd: repoRoot, stdio: ["ignore", "ignore", "inherit"] });
+  for (const only of [[], ["--only", "echo"]]) {
+    execFileSync("bash", ["scripts/k8s-images.sh", "--push", registry.host, "--insecure", ...only], { cwd: repoRoot, stdio: ["ignore", "ignore", "inherit"] });
+  }
   const kubectlBinary = goProgram("kubectl");
   const etcdBinary = goProgram("etcd");
   const etcdutl = goProgram("etcdutl");
@@ -69,6 +99,8 @@ test("Kubernetes journey: install → bootstrap → static control plane → kub
   const generated = await generateConfigs({ clusterName: "kubernetes", endpoint: "https://10.0.2.15:6443", installDisk: "/dev/vda" });
   const config = clusterConfig(generated.controlplane, `10.0.2.2:${registry.host.split(":")[1]}`);
   const creds = parseTalosconfig(generated.talosconfig);
+  // Kept beside the console log: a failed run is read with `talosctl --talosconfig` on the node left behind.
+  fs.writeFileSync(path.join(work, "talosconfig"), generated.talosconfig);
   const node: BootedNode = await bootNode({ name: "kubernetes", boot: "iso", netOpen: true, memory: 4096, k8sApi: true });
   t.after(() => node.stop({ removeDisk: true }));
   const admin = () => node.mtlsClient(creds);
@@ -134,6 +166,39 @@ test("Kubernetes journey: install → bootstrap → static control plane → kub
       assert.deepEqual(names(kubectl("get", "daemonsets", "-n", "kube-system", "-o", "json")), ["kube-flannel", "kube-proxy"]);
       assert.deepEqual(names(kubectl("get", "deployments", "-n", "kube-system", "-o", "json")), ["coredns"]);
     }, controlPlaneMs);
+  });
+
+  await step("the node Ready with flannel, kube-system's pods Running, and the server-side health check passing", async () => {
+    await waitFor(node, "the node Ready", async () => {
+      const n = JSON.parse(kubectl("get", "node", hostname, "-o", "json")) as { status: { conditions: { type: string; status: string }[] } };
+      assert.equal(n.status.conditions.find((cond) => cond.type === "Ready")?.status, "True");
+    }, controlPlaneMs);
+    await waitFor(node, "kube-system's pods Running", async () => {
+      const pods = (JSON.parse(kubectl("get", "pods", "-n", "kube-system", "-o", "json")) as { items: { metadata: { name: string }; status: { phase: string } }[] }).items;
+      const byPrefix = (prefix: string) => pods.filter((p) => p.metadata.name.startsWith(prefix)).length;
+      // Talos's manifests: CoreDNS with two replicas, one flannel and one kube-proxy pod a node, and the three mirror pods.
+      assert.deepEqual([byPrefix("coredns-"), byPrefix("kube-flannel-"), byPrefix("kube-proxy-"), pods.length], [2, 1, 1, 7]);
+      assert.deepEqual(pods.filter((p) => p.status.phase !== "Running").map((p) => p.metadata.name), []);
+    }, controlPlaneMs);
+    const c = admin();
+    const progress = await c.collect<{ message: string }>(c.cluster, "HealthCheck", { wait_timeout: { seconds: 600 } }, 660_000);
+    const messages = progress.map((m) => m.message);
+    assert.ok(messages.includes("waiting for all k8s nodes to report ready: OK"), messages.join("\n"));
+    assert.ok(messages.includes("waiting for coredns to report ready: OK"), messages.join("\n"));
+  });
+
+  await step("a pod answers through a Service by its DNS name; the server's log read with Logs -k", async () => {
+    const manifests = path.join(work, "echo.yaml");
+    fs.writeFileSync(manifests, echoManifests());
+    kubectl("apply", "-f", manifests);
+    await waitFor(node, "the client pod succeeded", async () => {
+      assert.equal((JSON.parse(kubectl("get", "pod", "client", "-o", "json")) as { status: { phase: string } }).status.phase, "Succeeded");
+    }, controlPlaneMs);
+    assert.equal(kubectl("logs", "client"), "echo\n");
+    const c = admin();
+    const log = Buffer.concat((await c.collect<{ bytes?: Buffer }>(c.machine, "Logs", { namespace: "k8s.io", driver: 1, id: "default/echo:echo", tail_lines: -1 })).map((m) => m.bytes ?? Buffer.alloc(0))).toString();
+    // CRI's log format: `<time> stderr F <line>`; one request, from the client pod.
+    assert.deepEqual(log.split("\n").filter((l) => l.includes("GET /")).map((l) => l.replace(/^\S+ stderr F \S+ \S+ /, "")), ["GET /"]);
   });
 
   await step("etcd: one member named after the node; a snapshot restored on the host holds the node's object", async () => {

@@ -37,6 +37,7 @@ export class NodeClient {
   readonly cosi: Untyped;
   readonly time: Untyped;
   readonly inspect: Untyped;
+  readonly cluster: Untyped;
   private readonly clients: grpc.Client[] = [];
 
   constructor(private readonly opts: ClientOptions) {
@@ -56,6 +57,7 @@ export class NodeClient {
     this.cosi = make("cosi.resource.State");
     this.time = make("time.TimeService");
     this.inspect = make("inspect.InspectService");
+    this.cluster = make("cluster.ClusterService");
   }
 
   metadata(): grpc.Metadata {
