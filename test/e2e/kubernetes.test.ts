@@ -7,21 +7,22 @@ import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
-import { parse, parseDocument } from "yaml";
+import { parse } from "yaml";
 import { ApplyMode } from "../../agent/src/api/enums.js";
 import type { NodeClient } from "../../agent/src/client/client.js";
 import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
 import { generateConfigs } from "../../agent/src/config/generate/index.js";
 import { goProgram } from "../integration/helpers/go-programs.js";
-import { registryBinary, startRegistry } from "../integration/helpers/registry.js";
-import { artifactsPresent, bootNode, journeySteps, freePort, repoRoot, waitExit, waitFor, type BootedNode } from "./qemu.js";
+import { registryBinary } from "../integration/helpers/registry.js";
+import { airGappedRegistry, nodeHostname, siteConfig, siteDir } from "./kubernetes-site.js";
+import { artifactsPresent, bootNode, journeySteps, freePort, waitExit, waitFor, type BootedNode } from "./qemu.js";
 import { expectServicesHealthy } from "./node-checks.js";
 
 const bootMs = 1_200_000;
 /** etcd, then the API server, controller manager and scheduler started under TCG on one vCPU. */
 const controlPlaneMs = 1_800_000;
-const hostname = "k8s-node";
-const work = path.join(repoRoot, "_out", "e2e", "kubernetes");
+const hostname = nodeHostname;
+const work = siteDir("kubernetes");
 const sequenceFailed = /sequencer: \w+ sequence: failed/;
 
 type Services = { messages: { services: { id: string; state: string; health: { healthy: boolean } }[] }[] };
@@ -29,20 +30,6 @@ type ResourceReply = { resource: { spec: { yaml_spec: string } } };
 
 async function serviceState(c: NodeClient, id: string): Promise<string | undefined> {
   return ((await c.serviceList()) as Services).messages[0]!.services.find((s) => s.id === id)?.state;
-}
-
-/**
- * The controlplane config: the registry mirrors, a hostname, no time sync (the guest reaches no NTP
- * server), and no leader election for the controller manager and scheduler: under TCG on one vCPU
- * they cannot renew their leases in time and restart over and over, and one control plane needs none.
- */
-function clusterConfig(controlplane: string, registry: string): string {
-  const doc = parseDocument(controlplane);
-  for (const upstream of ["registry.k8s.io", "gcr.io", "ghcr.io", "registry.basalt.test"]) doc.setIn(["machine", "registries", "mirrors", upstream], { endpoints: [`http://${registry}`] });
-  doc.setIn(["machine", "network", "hostname"], hostname);
-  doc.setIn(["machine", "time", "disabled"], true);
-  for (const component of ["controllerManager", "scheduler"]) doc.setIn(["cluster", component, "extraArgs"], { "leader-elect": "false" });
-  return doc.toString();
 }
 
 /**
@@ -87,17 +74,14 @@ const skip =
 test("Kubernetes journey: install → bootstrap → static control plane → kubectl → etcd snapshot → shutdown", { skip, timeout: 120 * 60_000 }, async (t) => {
   fs.rmSync(work, { recursive: true, force: true });
   fs.mkdirSync(work, { recursive: true });
-  const registry = await startRegistry(path.join(work, "registry"), { plain: true });
+  const registry = await airGappedRegistry(path.join(work, "registry"));
   t.after(() => registry.stop());
-  for (const only of [[], ["--only", "echo"]]) {
-    execFileSync("bash", ["scripts/k8s-images.sh", "--push", registry.host, "--insecure", ...only], { cwd: repoRoot, stdio: ["ignore", "ignore", "inherit"] });
-  }
   const kubectlBinary = goProgram("kubectl");
   const etcdBinary = goProgram("etcd");
   const etcdutl = goProgram("etcdutl");
 
   const generated = await generateConfigs({ clusterName: "kubernetes", endpoint: "https://10.0.2.15:6443", installDisk: "/dev/vda" });
-  const config = clusterConfig(generated.controlplane, `10.0.2.2:${registry.host.split(":")[1]}`);
+  const config = siteConfig(generated.controlplane, registry);
   const creds = parseTalosconfig(generated.talosconfig);
   // Kept beside the console log: a failed run is read with `talosctl --talosconfig` on the node left behind.
   fs.writeFileSync(path.join(work, "talosconfig"), generated.talosconfig);

@@ -1,0 +1,42 @@
+// An air-gapped site for one Basalt control plane in QEMU: the project's Kubernetes images (and the
+// tests' echo image) pushed to Debian's docker-registry on the host, and a controlplane config whose
+// registry mirrors send registry.k8s.io, gcr.io, ghcr.io and registry.basalt.test there. The
+// Kubernetes journey and bench/kubernetes.ts both start from it.
+import { execFileSync } from "node:child_process";
+import path from "node:path";
+import { parseDocument } from "yaml";
+import { startRegistry, type TestRegistry } from "../integration/helpers/registry.js";
+import { repoRoot } from "./qemu.js";
+
+/** The hostname the config gives the node, and so its Kubernetes node name. */
+export const nodeHostname = "k8s-node";
+
+/** A plain-HTTP registry in `dir` holding every Kubernetes image and the echo test image. */
+export async function airGappedRegistry(dir: string): Promise<TestRegistry> {
+  const registry = await startRegistry(dir, { plain: true });
+  for (const only of [[], ["--only", "echo"]]) {
+    execFileSync("bash", ["scripts/k8s-images.sh", "--push", registry.host, "--insecure", ...only], { cwd: repoRoot, stdio: ["ignore", "ignore", "inherit"] });
+  }
+  return registry;
+}
+
+/**
+ * The controlplane config for the site: the registry mirrors (the guest reaches the host's registry at
+ * 10.0.2.2), a hostname, no time sync (the guest reaches no NTP server), and no leader election for the
+ * controller manager and scheduler: under TCG they cannot renew their leases in time and restart over
+ * and over, and one control plane needs none.
+ */
+export function siteConfig(controlplane: string, registry: TestRegistry): string {
+  const endpoint = `http://10.0.2.2:${registry.host.split(":")[1]}`;
+  const doc = parseDocument(controlplane);
+  for (const upstream of ["registry.k8s.io", "gcr.io", "ghcr.io", "registry.basalt.test"]) doc.setIn(["machine", "registries", "mirrors", upstream], { endpoints: [endpoint] });
+  doc.setIn(["machine", "network", "hostname"], nodeHostname);
+  doc.setIn(["machine", "time", "disabled"], true);
+  for (const component of ["controllerManager", "scheduler"]) doc.setIn(["cluster", component, "extraArgs"], { "leader-elect": "false" });
+  return doc.toString();
+}
+
+/** Where the journey and the bench keep their registry, kubeconfig and talosconfig. */
+export function siteDir(name: string): string {
+  return path.join(repoRoot, "_out", "e2e", name);
+}
