@@ -27,7 +27,7 @@ export interface ClientOptions {
 }
 
 // grpc-js generic clients index methods by name; the typed wrappers below give them shapes.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- generic client methods are untyped by construction
+// biome-ignore lint/suspicious/noExplicitAny: generic client methods are untyped by construction
 type Untyped = any;
 
 /** A typed client for the Talos-v1.7-compatible API, for our tests, benchmarks and users. */

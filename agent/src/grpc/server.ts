@@ -13,7 +13,7 @@ export type SurfaceCall = Pick<grpc.ServerUnaryCall<unknown, unknown>, "metadata
 export type CallGuard = (path: string, call: SurfaceCall) => void;
 
 // Handlers are invoked generically; each implementation is typed where it is written.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- see above
+// biome-ignore lint/suspicious/noExplicitAny: a handler's parameters are typed where it is written
 export type AnyHandler = (...args: any[]) => unknown;
 export type ServiceImpl = Record<string, AnyHandler>;
 
