@@ -18,7 +18,7 @@ export interface Mounter {
 }
 
 /** Decodes mountinfo's octal escapes (\040 for a space). */
-function unescape(s: string): string {
+function unescapeOctal(s: string): string {
   return s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
 }
 
@@ -29,7 +29,7 @@ export function parseMountinfo(text: string): MountEntry[] {
     if (!left || !right) continue;
     const l = left.split(" ");
     const r = right.split(" ");
-    out.push({ target: unescape(l[4] ?? ""), options: l[5] ?? "", fstype: r[0] ?? "", source: unescape(r[1] ?? "") });
+    out.push({ target: unescapeOctal(l[4] ?? ""), options: l[5] ?? "", fstype: r[0] ?? "", source: unescapeOctal(r[1] ?? "") });
   }
   return out;
 }
