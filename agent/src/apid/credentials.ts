@@ -126,7 +126,7 @@ export function socketCaller(call: SurfaceCall): Caller {
  */
 export function authenticatePeer(mode: ListenerMode, cert: PeerCertificate | undefined, assertedRoles: readonly string[], path: string): Caller {
   if (mode.kind === "maintenance") return { roles: [Role.reader], maintenance: true };
-  if (!cert || !cert.raw) throw unauthenticated("client certificate is required");
+  if (!cert?.raw) throw unauthenticated("client certificate is required");
   if (mode.checkExtKeyUsage && !clientAuthOnly(cert)) {
     throw unauthenticated("client certificate must have extended key usage clientAuth only");
   }

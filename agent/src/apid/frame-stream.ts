@@ -195,9 +195,9 @@ export function openFrameCall(backend: BackendSession, headers: OutgoingHttpHead
     },
     requests: {
       // Without a stream the call is over already: what is written goes nowhere.
-      write: (message) => (up && up.writable ? up.write(framed(message)) : true),
+      write: (message) => (up?.writable ? up.write(framed(message)) : true),
       onDrain: (l) => void up?.once("drain", l),
-      end: () => void (up && up.writable ? up.end() : undefined),
+      end: () => void (up?.writable ? up.end() : undefined),
     },
   };
 }

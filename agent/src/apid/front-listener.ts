@@ -142,7 +142,7 @@ export class ApiFront {
     // http2 hands out a proxy of the socket; the TLS methods are reachable through it.
     const socket = session.socket as TLSSocket;
     const cert = socket.getPeerCertificate?.();
-    const peer = cert && cert.raw ? cert : undefined;
+    const peer = cert?.raw ? cert : undefined;
     this.peers.set(session, peer);
     return peer;
   }

@@ -90,7 +90,7 @@ function keyUsageValue(usages: readonly Ed25519KeyUsage[]): Buffer {
 /** SHA-1 of the subjectPublicKey bits (RFC 5280 4.2.1.2, method 1), as Go and @peculiar/x509 compute it. */
 function keyIdentifier(spki: Buffer): Buffer {
   const bits = children(readElement(spki))[1];
-  if (!bits || bits.tag !== 0x03) throw new InvalidInputError("malformed SubjectPublicKeyInfo");
+  if (bits?.tag !== 0x03) throw new InvalidInputError("malformed SubjectPublicKeyInfo");
   return createHash("sha1").update(bits.contents.subarray(1)).digest();
 }
 

@@ -262,7 +262,7 @@ async function controlPlaneComponents(ctx: CheckContext, signal: AbortSignal): P
   }
   for (const app of ["kube-apiserver", "kube-scheduler", "kube-controller-manager"]) {
     const pods = (await kube.list("/api/v1/namespaces/kube-system/pods", `k8s-app = ${app}`, signal)).filter(
-      (p) => !((p.metadata as { annotations?: Record<string, string> }).annotations ?? {})["checkpointer.alpha.coreos.com/checkpoint-of"],
+      (p) => !(p.metadata as { annotations?: Record<string, string> }).annotations?.["checkpointer.alpha.coreos.com/checkpoint-of"],
     );
     if (pods.length !== cps.length) throw new Error(`expected number of pods for ${app} to be ${cps.length}, got ${pods.length}`);
     const notReady = pods.filter((p) => { const ready = podCondition(p, "Ready"); return ready !== undefined && ready !== "True"; }).map(podName);
