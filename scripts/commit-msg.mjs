@@ -20,7 +20,7 @@ import { readFileSync } from "node:fs";
 export const FORM_SINCE = "a6e1ae9930f1f87ba6c7f564eff8f8cae9930324";
 
 const MAX_HEADER = 72;
-const scopeName = String.raw`[A-Za-z0-9][A-Za-z0-9._/+-]*`;
+const scopeName = "[A-Za-z0-9][A-Za-z0-9._/+-]*";
 const headerRe = new RegExp(String.raw`^(${scopeName}(?:, ${scopeName})*): (\S.*)$`);
 // Words ending so that are imperative verbs all the same.
 const notPastOrGerund = new Set(["embed", "feed", "need", "seed", "speed", "shed", "bring", "string", "spring"]);
