@@ -48,7 +48,7 @@ before(async () => {
     paths: pathsAt(stateDir),
     platform,
     block,
-    mounter: { mount: refuse("mounts"), unmount: refuse("unmounts"), list: () => [] },
+    mounter: { mount: refuse("mounts"), unmount: refuse("unmounts"), makeShared: refuse("shared mounts"), list: () => [] },
     power: { request: refuse("power actions"), loadKexec: refuse("kexec loads"), kexec: refuse("kexec") },
     cmdline: new Map(),
     configChecker: configChecker(platform, block),

@@ -8,6 +8,7 @@ import { closeServiceLogFiles, spillServiceLogs } from "./tasks/logs.js";
 import { mountEphemeralPartition, mountOverlayFilesystems, setupVarDirectory, unmountEphemeralPartition, unmountOverlayFilesystems } from "./tasks/ephemeral.js";
 import { install } from "./tasks/install.js";
 import { setUserEnvVars } from "./tasks/env.js";
+import { setupSharedFilesystems } from "./tasks/shared-mounts.js";
 import { pauseOnFailure } from "./tasks/pause.js";
 import { writeUserFilesTask } from "./tasks/user-files.js";
 import { reloadMeta } from "./tasks/meta.js";
@@ -63,6 +64,7 @@ export function bootSequence(r: MachineRuntime): Phase[] {
     ["saveConfig", ["saveConfig", saveConfig]],
     ["env", ["setUserEnvVars", setUserEnvVars]],
     ["dbus", ["startDBus", startDBus]],
+    metal && ["sharedFilesystems", ["setupSharedFilesystems", setupSharedFilesystems]],
     metal && ["ephemeral", ["mountEphemeralPartition", mountEphemeralPartition]],
     metal && ["var", ["setupVarDirectory", setupVarDirectory]],
     metal && ["overlay", ["mountOverlayFilesystems", mountOverlayFilesystems]],

@@ -14,6 +14,8 @@ export interface MountEntry {
 export interface Mounter {
   mount(source: string, target: string, fstype: string, options?: string[]): Promise<void>;
   unmount(target: string): Promise<void>;
+  /** Makes `target` and every mount under it shared (MS_SHARED|MS_REC, `mount --make-rshared`). */
+  makeShared(target: string): Promise<void>;
   list(): MountEntry[];
 }
 
@@ -62,6 +64,9 @@ export function systemMounter(mountinfo = "/proc/self/mountinfo"): Mounter {
     },
     async unmount(target) {
       await retryBusy("umount", [target]);
+    },
+    async makeShared(target) {
+      await runTool("mount", ["--make-rshared", target]);
     },
     list: () => parseMountinfo(readFileSync(mountinfo, "utf8")),
   };

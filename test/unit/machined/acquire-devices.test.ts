@@ -18,6 +18,7 @@ import type { Mounter } from "../../../agent/src/sys/mount.js";
 const mounter: Mounter = {
   mount: async () => assert.fail("nothing to mount"),
   unmount: async () => undefined,
+  makeShared: async () => assert.fail("nothing to share"),
   list: () => [],
 };
 

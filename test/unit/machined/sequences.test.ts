@@ -35,11 +35,12 @@ test("install ends in kexec after saving the config to STATE", () => {
   ]);
 });
 
-test("boot mounts EPHEMERAL and the overlays on metal only", () => {
+test("boot shares the root's mounts, mounts EPHEMERAL and the overlays on metal only", () => {
   assert.deepEqual(shape(bootSequence(runtime("metal"))), [
     "saveConfig[saveConfig]",
     "env[setUserEnvVars]",
     "dbus[startDBus]",
+    "sharedFilesystems[setupSharedFilesystems]",
     "ephemeral[mountEphemeralPartition]",
     "var[setupVarDirectory]",
     "overlay[mountOverlayFilesystems]",

@@ -34,6 +34,7 @@ function oneMountPoint(file: string, content: string) {
       mounted.delete(target);
       seen.push("unmount");
     },
+    makeShared: async () => assert.fail("nothing to share"),
     list: () => [],
   };
   return { mounter, seen };
