@@ -15,7 +15,7 @@ import type { NodeClient } from "../agent/src/client/client.js";
 import { parseTalosconfig } from "../agent/src/client/talosconfig.js";
 import { generateConfigs } from "../agent/src/config/generate/index.js";
 import { goProgram } from "../test/integration/helpers/go-programs.js";
-import { airGappedRegistry, nodeHostname, siteConfig, siteDir } from "../test/e2e/kubernetes-site.js";
+import { adminKubeconfig, airGappedRegistry, nodeHostname, siteConfig, siteDir } from "../test/e2e/kubernetes-site.js";
 import { expectServicesHealthy, namesUnder } from "../test/e2e/node-checks.js";
 import { bootNode, waitFor } from "../test/e2e/qemu.js";
 
@@ -102,7 +102,7 @@ async function main(): Promise<void> {
     await waitFor(node, "HealthCheck passing", () => healthCheck(c()), hourMs);
     console.log(`Bootstrap -> HealthCheck passing\t${since()}`);
     const kubeconfig = path.join(work, "kubeconfig");
-    fs.writeFileSync(kubeconfig, await c().kubeconfig());
+    fs.writeFileSync(kubeconfig, await adminKubeconfig(c()));
     const pods = JSON.parse(execFileSync(kubectlBinary, ["--kubeconfig", kubeconfig, "--server", `https://127.0.0.1:${node.k8sPort}`, "get", "pods", "-A", "-o", "json"], { encoding: "utf8" })) as PodList;
     console.log(`memory (MiB, memory.current; guest ${memoryMiB} MiB, ${process.env.BASALT_E2E_CPUS} vCPU)`);
     for (const [group, mib] of await memoryByGroup(c(), pods)) console.log(`${group}\t${mib.toFixed(1)}`);

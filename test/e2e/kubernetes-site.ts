@@ -4,8 +4,11 @@
 // Kubernetes journey and bench/kubernetes.ts both start from it.
 import { execFileSync } from "node:child_process";
 import path from "node:path";
+import { gunzipSync } from "node:zlib";
 import { parseDocument } from "yaml";
+import type { NodeClient } from "../../agent/src/client/client.js";
 import { startRegistry, type TestRegistry } from "../integration/helpers/registry.js";
+import { tarEntries } from "../integration/helpers/tar-entries.js";
 import { repoRoot } from "./qemu.js";
 
 /** The hostname the config gives the node, and so its Kubernetes node name. */
@@ -39,4 +42,12 @@ export function siteConfig(controlplane: string, registry: TestRegistry): string
 /** Where the journey and the bench keep their registry, kubeconfig and talosconfig. */
 export function siteDir(name: string): string {
   return path.join(repoRoot, "_out", "e2e", name);
+}
+
+/** The admin kubeconfig's YAML, out of the tar.gz the Kubeconfig RPC sends (talosctl kubeconfig unpacks it the same way). */
+export async function adminKubeconfig(c: NodeClient): Promise<Buffer> {
+  const entries = tarEntries(gunzipSync(await c.kubeconfig()));
+  const file = entries.find((e) => e.name === "kubeconfig");
+  if (!file) throw new Error(`no kubeconfig in the Kubeconfig reply (${entries.map((e) => e.name).join(", ")})`);
+  return file.contents;
 }

@@ -14,7 +14,7 @@ import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
 import { generateConfigs } from "../../agent/src/config/generate/index.js";
 import { goProgram } from "../integration/helpers/go-programs.js";
 import { registryBinary } from "../integration/helpers/registry.js";
-import { airGappedRegistry, nodeHostname, siteConfig, siteDir } from "./kubernetes-site.js";
+import { adminKubeconfig, airGappedRegistry, nodeHostname, siteConfig, siteDir } from "./kubernetes-site.js";
 import { artifactsPresent, bootNode, journeySteps, freePort, waitExit, waitFor, type BootedNode } from "./qemu.js";
 import { expectServicesHealthy } from "./node-checks.js";
 
@@ -135,7 +135,7 @@ test("Kubernetes journey: install → bootstrap → static control plane → kub
   const names = (json: string) => (JSON.parse(json) as { items: { metadata: { name: string } }[] }).items.map((i) => i.metadata.name).sort();
 
   await step("kubeconfig reaches the API server: the node registered under its hostname, the control plane's mirror pods, the bootstrap manifests applied", async () => {
-    fs.writeFileSync(kubeconfig, await admin().kubeconfig());
+    fs.writeFileSync(kubeconfig, await adminKubeconfig(admin()));
     const nodes = await waitFor(node, "the node registered", async () => {
       const n = names(kubectl("get", "nodes", "-o", "json"));
       assert.deepEqual(n, [hostname]);
