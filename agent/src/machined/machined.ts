@@ -65,6 +65,7 @@ import { readSystemIdentity, type SystemIdentity } from "../sys/dmi.js";
 import { ownsDisks, type MachineRuntime } from "./runtime.js";
 import { bootSequence, initializeSequence, installSequence, rebootSequence, resetSequence, shutdownSequence, type RebootOptions, type ResetOptions } from "./sequences.js";
 import { Logind } from "./logind/service.js";
+import { stopDBus } from "./tasks/pods.js";
 import type { Phase } from "./sequencer.js";
 import { SequenceRunner } from "./sequence-runner.js";
 import { upgradeRequests, type UpgradeRequests } from "./tasks/upgrade-requests.js";
@@ -294,6 +295,9 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
       throw err;
     } finally {
       await supervisor.stopAll();
+      // A boot ended by a signal runs no shutdown sequence (whose last phase stops the bus): its
+      // listening socket would keep the process alive after every service finished.
+      await stopDBus(r);
       await supervisor.logs.closeFiles();
       shipper.close();
       untap();
