@@ -1,11 +1,14 @@
 // syslogd's socket: Node has no unix datagram sockets, so this binds one (/dev/log on a
 // node) and relays every datagram to stdout as a 4-byte big-endian length and the bytes;
-// machined parses them (RFC3164, RFC5424) into the syslogd log. usage: syslog-relay PATH
+// machined parses them (RFC3164, RFC5424) into the syslogd log. usage: syslog-relay PATH PARENT_PID
 #include <arpa/inet.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -24,10 +27,16 @@ static int write_all(const void *p, size_t n) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: syslog-relay PATH\n");
+  char *end = NULL;
+  long parent = argc == 3 ? strtol(argv[2], &end, 10) : 0;
+  if (argc != 3 || *argv[2] == '\0' || *end != '\0' || parent <= 0) {
+    fprintf(stderr, "usage: syslog-relay PATH PARENT_PID\n");
     return 2;
   }
+  // A relay never outlives machined (a machined killed outright runs no stop of its services); it
+  // only writes when a datagram comes, so it would not notice otherwise. The check after prctl
+  // covers a parent that died before it.
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != (pid_t)parent) return 1;
   struct sockaddr_un addr = {.sun_family = AF_UNIX};
   if (strlen(argv[1]) >= sizeof addr.sun_path) {
     fprintf(stderr, "syslog-relay: socket path too long: %s\n", argv[1]);

@@ -22,7 +22,8 @@ export function syslogdService(opts: SyslogdServiceOptions): ServiceDefinition {
   const runner = new ProcessRunner({
     id: "syslogd",
     command: opts.relay,
-    args: [opts.socket],
+    // machined's pid: the relay dies with it (PR_SET_PDEATHSIG).
+    args: [opts.socket, String(process.pid)],
     ready: (signal) => pollUntilReady(listening, signal),
     health: listening,
     decodeStdout: (output) =>
