@@ -31,6 +31,7 @@ import { AdjtimeStatusController } from "./time/adjtime-status.js";
 import { DNSResolveCacheController } from "./network/dns-resolve-cache.js";
 import { HostDNSConfigController } from "./network/host-dns-config.js";
 import { DevicesStatusController } from "./runtime/devices-status.js";
+import { SecurityStateController } from "./runtime/security-state.js";
 import { NodeIdentityController, type NodeIdentityOptions } from "./cluster/node-identity.js";
 import { etcdControllers, type EtcdControllersOptions } from "./etcd/index.js";
 import { ManifestController } from "./k8s/manifest.js";
@@ -95,6 +96,7 @@ export function machinedControllers(opts: ControllersOptions): Controller[] {
     new MachineStatusController(s.stage, s.requiredServices),
     new ServiceController(s.services),
     new DevicesStatusController({ udevd: opts.udevd }),
+    new SecurityStateController({ container: opts.kernelParams.container }),
     new MountStatusController(s.volumes),
     new MetaKeysController(s.metaKeys),
     ...(opts.extensions ? [new ExtensionStatusController(opts.extensions)] : []),

@@ -17,11 +17,13 @@ import { kubeletDefinitions } from "./k8s-kubelet.js";
 import { namespaces } from "./meta.js";
 import { runtimeDefinitions } from "./runtime.js";
 import { secretsDefinitions } from "./secrets.js";
+import { securityDefinitions } from "./security.js";
 import { kubernetesSecretsDefinitions } from "./k8s-secrets.js";
 
 export const catalogDefinitions: readonly ResourceDefinition<never>[] = [
   ...configDefinitions,
   ...runtimeDefinitions,
+  ...securityDefinitions,
   ...secretsDefinitions,
   ...clusterDefinitions,
   ...hardwareDefinitions,
