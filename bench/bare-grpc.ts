@@ -32,16 +32,38 @@ interface Material {
 
 async function material(): Promise<Material> {
   const ca = await generateSelfSignedCA({ organizations: ["bench"] });
-  const server = await issueCertificate(ca, { ipAddresses: ["127.0.0.1"], extKeyUsage: ["serverAuth"], lifetimeMs: 3_600_000 });
-  const client = await issueCertificate(ca, { organizations: ["os:admin"], extKeyUsage: ["clientAuth"], lifetimeMs: 3_600_000 });
-  return { ca: ca.certPem, serverCrt: server.certPem, serverKey: privateKeyToPkcs8Pem(server.key), clientCrt: client.certPem, clientKey: privateKeyToPkcs8Pem(client.key) };
+  const server = await issueCertificate(ca, {
+    ipAddresses: ["127.0.0.1"],
+    extKeyUsage: ["serverAuth"],
+    lifetimeMs: 3_600_000,
+  });
+  const client = await issueCertificate(ca, {
+    organizations: ["os:admin"],
+    extKeyUsage: ["clientAuth"],
+    lifetimeMs: 3_600_000,
+  });
+  return {
+    ca: ca.certPem,
+    serverCrt: server.certPem,
+    serverKey: privateKeyToPkcs8Pem(server.key),
+    clientCrt: client.certPem,
+    clientKey: privateKeyToPkcs8Pem(client.key),
+  };
 }
 
-const serverTls = (m: Material) => grpc.ServerCredentials.createSsl(Buffer.from(m.ca), [{ cert_chain: Buffer.from(m.serverCrt), private_key: Buffer.from(m.serverKey) }], true);
-const clientTls = (m: Material) => grpc.credentials.createSsl(Buffer.from(m.ca), Buffer.from(m.clientKey), Buffer.from(m.clientCrt));
+const serverTls = (m: Material) =>
+  grpc.ServerCredentials.createSsl(
+    Buffer.from(m.ca),
+    [{ cert_chain: Buffer.from(m.serverCrt), private_key: Buffer.from(m.serverKey) }],
+    true,
+  );
+const clientTls = (m: Material) =>
+  grpc.credentials.createSsl(Buffer.from(m.ca), Buffer.from(m.clientKey), Buffer.from(m.clientCrt));
 
 function bind(srv: grpc.Server, address: string, creds: grpc.ServerCredentials): Promise<number> {
-  return new Promise((resolve, reject) => srv.bindAsync(address, creds, (err, port) => (err ? reject(err) : resolve(port))));
+  return new Promise((resolve, reject) =>
+    srv.bindAsync(address, creds, (err, port) => (err ? reject(err) : resolve(port))),
+  );
 }
 
 function echoServer(handler: grpc.handleUnaryCall<Buffer, Buffer>): grpc.Server {
@@ -51,7 +73,12 @@ function echoServer(handler: grpc.handleUnaryCall<Buffer, Buffer>): grpc.Server 
 }
 
 function caller(channel: grpc.Client): () => Promise<Buffer> {
-  return () => new Promise<Buffer>((resolve, reject) => channel.makeUnaryRequest(method, identity.serialize, identity.deserialize, request, (err, res) => (err ? reject(err) : resolve(res!))));
+  return () =>
+    new Promise<Buffer>((resolve, reject) =>
+      channel.makeUnaryRequest(method, identity.serialize, identity.deserialize, request, (err, res) =>
+        err ? reject(err) : resolve(res!),
+      ),
+    );
 }
 
 /** Server and client in this process. */
@@ -76,7 +103,10 @@ export async function startBareChain(): Promise<BareEcho> {
   const socket = path.join(dir, "echo.sock");
   const children: ChildProcess[] = [];
   const start = async (role: string): Promise<number> => {
-    const child = fork(fileURLToPath(import.meta.url), { env: { ...process.env, BENCH_BARE_ROLE: role, BENCH_BARE_SOCKET: socket, BENCH_BARE_MATERIAL: JSON.stringify(m) }, stdio: "inherit" });
+    const child = fork(fileURLToPath(import.meta.url), {
+      env: { ...process.env, BENCH_BARE_ROLE: role, BENCH_BARE_SOCKET: socket, BENCH_BARE_MATERIAL: JSON.stringify(m) },
+      stdio: "inherit",
+    });
     children.push(child);
     return new Promise<number>((resolve, reject) => {
       child.once("message", (port) => resolve(Number(port)));
@@ -99,14 +129,20 @@ export async function startBareChain(): Promise<BareEcho> {
 async function runRole(role: string): Promise<void> {
   const socket = process.env["BENCH_BARE_SOCKET"]!;
   if (role === "server") {
-    await bind(echoServer((_call, cb) => cb(null, reply)), `unix:${socket}`, grpc.ServerCredentials.createInsecure());
+    await bind(
+      echoServer((_call, cb) => cb(null, reply)),
+      `unix:${socket}`,
+      grpc.ServerCredentials.createInsecure(),
+    );
     process.send!(0);
     return;
   }
   // startBareChain wrote it from a Material: JSON.parse cannot know the type.
   const m = JSON.parse(process.env["BENCH_BARE_MATERIAL"]!) as Material;
   const upstream = new grpc.Client(`unix:${socket}`, grpc.credentials.createInsecure());
-  const srv = echoServer((call, cb) => upstream.makeUnaryRequest(method, identity.serialize, identity.deserialize, call.request, cb));
+  const srv = echoServer((call, cb) =>
+    upstream.makeUnaryRequest(method, identity.serialize, identity.deserialize, call.request, cb),
+  );
   process.send!(await bind(srv, "127.0.0.1:0", serverTls(m)));
 }
 

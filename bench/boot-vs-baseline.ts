@@ -30,7 +30,9 @@ if (boot !== "iso" && boot !== "pxe") throw new Error(`--boot must be iso or pxe
 const cpus = Number(arg("cpus", "2"));
 if (!Number.isInteger(cpus) || cpus < 1) throw new Error(`--cpus must be a positive integer, got ${arg("cpus", "")}`);
 const baselineDir = path.resolve(arg("baseline", path.join(repoRoot, "_out", "baseline")));
-const ourDirs = arg("out", path.join(repoRoot, "_out")).split(",").map((d) => path.resolve(d));
+const ourDirs = arg("out", path.join(repoRoot, "_out"))
+  .split(",")
+  .map((d) => path.resolve(d));
 const consoleDir = path.resolve(arg("consoles", path.join(repoRoot, "_out", "bench-consoles")));
 
 /** What QEMU boots: an ISO, or a kernel, initramfs and command line. */
@@ -38,11 +40,19 @@ type Artifacts = { iso: string } | { kernel: string; initrd: string; append: str
 const baselineBoot: Artifacts =
   boot === "iso"
     ? { iso: path.join(baselineDir, "baseline.iso") }
-    : { kernel: path.join(baselineDir, "vmlinuz"), initrd: path.join(baselineDir, "initramfs.img"), append: "console=ttyS0 loglevel=4" };
+    : {
+        kernel: path.join(baselineDir, "vmlinuz"),
+        initrd: path.join(baselineDir, "initramfs.img"),
+        append: "console=ttyS0 loglevel=4",
+      };
 const ourBoot = (dir: string): Artifacts =>
   boot === "iso"
     ? { iso: path.join(dir, "metal-amd64.iso") }
-    : { kernel: path.join(dir, "vmlinuz-amd64"), initrd: path.join(dir, "initramfs-amd64.xz"), append: fs.readFileSync(path.join(dir, "cmdline-amd64.txt"), "utf8").trim() };
+    : {
+        kernel: path.join(dir, "vmlinuz-amd64"),
+        initrd: path.join(dir, "initramfs-amd64.xz"),
+        append: fs.readFileSync(path.join(dir, "cmdline-amd64.txt"), "utf8").trim(),
+      };
 const files = (a: Artifacts) => ("iso" in a ? [a.iso] : [a.kernel, a.initrd]);
 const timeoutMs = 600_000;
 
@@ -79,7 +89,14 @@ interface Stage {
   name: string;
   line: RegExp;
 }
-const stageNames = ["kernel start", "init started", "root switched", "agent exec'd", "agent's first line", "API listening"] as const;
+const stageNames = [
+  "kernel start",
+  "init started",
+  "root switched",
+  "agent exec'd",
+  "agent's first line",
+  "API listening",
+] as const;
 const baselineStages: Stage[] = [
   { name: "init started", line: /^\[init [\d.]+\] start$/ },
   { name: "root switched", line: /^\[init [\d.]+\] switched root/ },
@@ -97,7 +114,8 @@ const basaltStages: Stage[] = [
 
 /** The kernel uptime a console line carries: printk's stamp, the baseline init's, or the listener's. */
 function uptimeOf(text: string): number | undefined {
-  const m = /^\[\s*(\d+\.\d+)\]/.exec(text) ?? /^\[init (\d+\.\d+)\]/.exec(text) ?? /kernel_uptime=([\d.]+)s/.exec(text);
+  const m =
+    /^\[\s*(\d+\.\d+)\]/.exec(text) ?? /^\[init (\d+\.\d+)\]/.exec(text) ?? /kernel_uptime=([\d.]+)s/.exec(text);
   return m ? Number(m[1]) : undefined;
 }
 
@@ -148,11 +166,31 @@ async function bootOnce(what: Artifacts, probe: Probe, stages: Stage[], consoleF
   const vars = path.join(repoRoot, "_out", "cache", `OVMF_VARS.bench.${process.pid}.fd`);
   fs.copyFileSync("/usr/share/OVMF/OVMF_VARS_4M.fd", vars);
   const args = [
-    "-machine", "q35", "-accel", "tcg", "-m", "2048", "-smp", String(cpus), "-no-reboot", "-display", "none", "-serial", "stdio", "-monitor", "none",
-    "-netdev", `user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:${port}-:50000`, "-device", "virtio-net-pci,netdev=net0",
-    "-device", "virtio-rng-pci",
-    "-drive", "if=pflash,format=raw,unit=0,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd",
-    "-drive", `if=pflash,format=raw,unit=1,file=${vars}`,
+    "-machine",
+    "q35",
+    "-accel",
+    "tcg",
+    "-m",
+    "2048",
+    "-smp",
+    String(cpus),
+    "-no-reboot",
+    "-display",
+    "none",
+    "-serial",
+    "stdio",
+    "-monitor",
+    "none",
+    "-netdev",
+    `user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:${port}-:50000`,
+    "-device",
+    "virtio-net-pci,netdev=net0",
+    "-device",
+    "virtio-rng-pci",
+    "-drive",
+    "if=pflash,format=raw,unit=0,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd",
+    "-drive",
+    `if=pflash,format=raw,unit=1,file=${vars}`,
     ...("iso" in what
       ? ["-drive", `file=${what.iso},if=none,id=cd0,media=cdrom,readonly=on`, "-device", "ide-cd,drive=cd0,bootindex=1"]
       : ["-kernel", what.kernel, "-initrd", what.initrd, "-append", what.append]),
@@ -219,10 +257,24 @@ for (const file of [...files(baselineBoot), ...ours.flatMap((o) => files(o.boot)
 }
 const baseline: Boot[] = [];
 for (let i = 0; i < rounds; i++) {
-  baseline.push(await bootCounted(baselineBoot, baselineAnswers, baselineStages, path.join(consoleDir, `baseline-${boot}-${i + 1}.log`)));
+  baseline.push(
+    await bootCounted(
+      baselineBoot,
+      baselineAnswers,
+      baselineStages,
+      path.join(consoleDir, `baseline-${boot}-${i + 1}.log`),
+    ),
+  );
   const line = [`round ${i + 1}: baseline ${baseline.at(-1)!.seconds.toFixed(1)} s`];
   for (const [n, o] of ours.entries()) {
-    o.boots.push(await bootCounted(o.boot, basaltAnswers, basaltStages, path.join(consoleDir, `basalt${n || ""}-${boot}-${i + 1}.log`)));
+    o.boots.push(
+      await bootCounted(
+        o.boot,
+        basaltAnswers,
+        basaltStages,
+        path.join(consoleDir, `basalt${n || ""}-${boot}-${i + 1}.log`),
+      ),
+    );
     line.push(`basalt${ours.length > 1 ? ` (${o.dir})` : ""} ${o.boots.at(-1)!.seconds.toFixed(1)} s`);
   }
   console.log(line.join(", "));
@@ -230,11 +282,17 @@ for (let i = 0; i < rounds; i++) {
 const fmt = (x: number | undefined) => (x === undefined ? "n/a" : x.toFixed(1));
 const seconds = (boots: Boot[]) => median(boots.map((x) => x.seconds));
 for (const o of ours) {
-  console.log(`${ours.length > 1 ? `${o.dir}: ` : ""}stage (s after QEMU start, median of ${rounds})   baseline  basalt  difference`);
+  console.log(
+    `${ours.length > 1 ? `${o.dir}: ` : ""}stage (s after QEMU start, median of ${rounds})   baseline  basalt  difference`,
+  );
   for (const stage of [...stageNames, "API answering"]) {
     const b = stage === "API answering" ? seconds(baseline) : medianOf(baseline, stage);
     const v = stage === "API answering" ? seconds(o.boots) : medianOf(o.boots, stage);
-    console.log(`${stage.padEnd(40)} ${fmt(b).padStart(8)} ${fmt(v).padStart(7)} ${(b === undefined || v === undefined ? "n/a" : (v - b).toFixed(1)).padStart(11)}`);
+    console.log(
+      `${stage.padEnd(40)} ${fmt(b).padStart(8)} ${fmt(v).padStart(7)} ${(b === undefined || v === undefined ? "n/a" : (v - b).toFixed(1)).padStart(11)}`,
+    );
   }
-  console.log(`qemu start -> answering (UEFI ${boot === "iso" ? "ISO" : "PXE (direct kernel boot)"}, TCG, ${cpus} vCPU), median of ${rounds}: baseline ${seconds(baseline).toFixed(1)} s, basalt${ours.length > 1 ? ` (${o.dir})` : ""} ${seconds(o.boots).toFixed(1)} s, ratio ${(seconds(o.boots) / seconds(baseline)).toFixed(2)}`);
+  console.log(
+    `qemu start -> answering (UEFI ${boot === "iso" ? "ISO" : "PXE (direct kernel boot)"}, TCG, ${cpus} vCPU), median of ${rounds}: baseline ${seconds(baseline).toFixed(1)} s, basalt${ours.length > 1 ? ` (${o.dir})` : ""} ${seconds(o.boots).toFixed(1)} s, ratio ${(seconds(o.boots) / seconds(baseline)).toFixed(2)}`,
+  );
 }

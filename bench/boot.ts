@@ -47,20 +47,32 @@ try {
     ["kernel uptime: machined started", initFigure(node.console(), "machined started")],
     ["kernel uptime: machined's first line", consoleFigure(node.console(), /\[basalt\] machined: starting/)],
     ["kernel uptime: machined API listening (socket)", consoleFigure(node.console(), /machined API listening/)],
-    ["kernel uptime: first address on a link (not lo)", consoleFigure(node.console(), /adding address .*"link":"(?!lo")/)],
+    [
+      "kernel uptime: first address on a link (not lo)",
+      consoleFigure(node.console(), /adding address .*"link":"(?!lo")/),
+    ],
     ["kernel uptime: apid listening", consoleFigure(node.console(), /api listener ready/)],
     ["kernel uptime: maintenance banner", consoleFigure(node.console(), /entering maintenance service/)],
     ["kernel uptime: API answering (last console timestamp)", atApi !== undefined ? `${atApi.toFixed(2)} s` : "n/a"],
   ];
   // init prints the agent's memory 60 s after machined starts, then every 600 s. Idle in maintenance means
   // after the API answered: on a slow (loaded, TCG) boot the first report comes before apid runs, so the next is taken.
-  const mem = await waitFor(node, "init's memory report after the API answered", async () => {
-    for (const m of node.console().matchAll(/kernel uptime ([\d.]+) s: agent memory PSS (\d+) KiB \(RSS sum (\d+) KiB\) in (\d+) node processes/g)) {
-      const at = Number(m[1]);
-      if (atApi === undefined || at >= atApi) return { at, pss: m[2]!, rss: m[3]!, processes: m[4]! };
-    }
-    throw new Error("not yet");
-  }, 720_000).catch(() => undefined);
+  const mem = await waitFor(
+    node,
+    "init's memory report after the API answered",
+    async () => {
+      for (const m of node
+        .console()
+        .matchAll(
+          /kernel uptime ([\d.]+) s: agent memory PSS (\d+) KiB \(RSS sum (\d+) KiB\) in (\d+) node processes/g,
+        )) {
+        const at = Number(m[1]);
+        if (atApi === undefined || at >= atApi) return { at, pss: m[2]!, rss: m[3]!, processes: m[4]! };
+      }
+      throw new Error("not yet");
+    },
+    720_000,
+  ).catch(() => undefined);
   const mib = (kib: string) => `${(Number(kib) / 1024).toFixed(1)} MiB`;
   rows.push(["agent memory at idle: kernel uptime", mem ? `${mem.at.toFixed(2)} s` : "n/a"]);
   rows.push(["agent memory at idle: PSS sum", mem ? `${mib(mem.pss)} in ${mem.processes} processes` : "n/a"]);

@@ -43,7 +43,12 @@ try {
   const endpoint = `${cp1!.address}:50000`;
   const all = cluster.members.map((m) => m.address);
   const client = (nodes?: string[], node?: string) => {
-    const c = new NodeClient({ endpoint, credentials: { kind: "mtls", ...cluster.admin }, ...(nodes ? { nodes } : {}), ...(node ? { node } : {}) });
+    const c = new NodeClient({
+      endpoint,
+      credentials: { kind: "mtls", ...cluster.admin },
+      ...(nodes ? { nodes } : {}),
+      ...(node ? { node } : {}),
+    });
     clients.push(c);
     return c;
   };
@@ -52,7 +57,8 @@ try {
   await eventually(async () => {
     const r = (await probe.version()) as { messages: { metadata?: { error?: string } | null }[] };
     const failed = r.messages.filter((m) => m.metadata?.error);
-    if (r.messages.length !== all.length || failed.length > 0) throw new Error(`not all nodes answer yet: ${failed.map((m) => m.metadata?.error).join("; ")}`);
+    if (r.messages.length !== all.length || failed.length > 0)
+      throw new Error(`not all nodes answer yet: ${failed.map((m) => m.metadata?.error).join("; ")}`);
   }, 600).catch((err: Error) => {
     throw new Error(`${err.message}\n${cluster.logTails()}`);
   });
@@ -81,21 +87,33 @@ try {
     ["node: another node", client(undefined, cp2!.address), 1],
     ["nodes: 3 (all)", client(all), 3],
   ];
-  console.log(`== streamed Read of a ${fileMiB} MiB file through ${endpoint}, ${reads} sequential calls (MiB/s received)`);
+  console.log(
+    `== streamed Read of a ${fileMiB} MiB file through ${endpoint}, ${reads} sequential calls (MiB/s received)`,
+  );
   console.log(["case", "p50", "min", "max"].join("\t"));
   for (const [name, c, nodes] of streams) {
     const rates: number[] = [];
     for (let n = 0; n < reads + 1; n++) {
       const t = performance.now();
-      const chunks = await c.collect<{ bytes?: Buffer; metadata?: { error?: string } | null }>(c.machine, "Read", { path: file }, 120_000);
+      const chunks = await c.collect<{ bytes?: Buffer; metadata?: { error?: string } | null }>(
+        c.machine,
+        "Read",
+        { path: file },
+        120_000,
+      );
       const failed = chunks.find((m) => m.metadata?.error);
       if (failed) throw new Error(`${name}: ${failed.metadata!.error}`);
       const bytes = chunks.reduce((sum, m) => sum + (m.bytes?.length ?? 0), 0);
-      if (bytes !== nodes * fileMiB * 1024 * 1024) throw new Error(`${name}: received ${bytes} bytes of ${nodes} x ${fileMiB} MiB`);
+      if (bytes !== nodes * fileMiB * 1024 * 1024)
+        throw new Error(`${name}: received ${bytes} bytes of ${nodes} x ${fileMiB} MiB`);
       if (n > 0) rates.push(bytes / 1024 / 1024 / ((performance.now() - t) / 1000)); // the first call warms up
     }
     rates.sort((a, b) => a - b);
-    console.log([name, rates[Math.floor(rates.length / 2)]!.toFixed(1), rates[0]!.toFixed(1), rates.at(-1)!.toFixed(1)].join("\t"));
+    console.log(
+      [name, rates[Math.floor(rates.length / 2)]!.toFixed(1), rates[0]!.toFixed(1), rates.at(-1)!.toFixed(1)].join(
+        "\t",
+      ),
+    );
   }
 } finally {
   for (const c of clients) c.close();

@@ -28,7 +28,9 @@ process.env.BASALT_E2E_CPUS = arg("cpus", process.env.BASALT_E2E_CPUS ?? "1");
 const hourMs = 3_600_000;
 
 type ResourceReply = { resource: { spec: { yaml_spec: string } } };
-type PodList = { items: { metadata: { name: string; namespace: string; uid: string; annotations?: Record<string, string> } }[] };
+type PodList = {
+  items: { metadata: { name: string; namespace: string; uid: string; annotations?: Record<string, string> } }[];
+};
 
 /** Runs HealthCheck to its end; resolves when every check passed, rejects with the last progress line otherwise. */
 async function healthCheck(c: NodeClient): Promise<void> {
@@ -77,14 +79,29 @@ async function main(): Promise<void> {
   fs.mkdirSync(work, { recursive: true });
   const registry = await airGappedRegistry(path.join(work, "registry"));
   const kubectlBinary = goProgram("kubectl");
-  const generated = await generateConfigs({ clusterName: "bench", endpoint: "https://10.0.2.15:6443", installDisk: "/dev/vda" });
+  const generated = await generateConfigs({
+    clusterName: "bench",
+    endpoint: "https://10.0.2.15:6443",
+    installDisk: "/dev/vda",
+  });
   fs.writeFileSync(path.join(work, "talosconfig"), generated.talosconfig);
   const creds = parseTalosconfig(generated.talosconfig);
-  const node = await bootNode({ name: "bench-kubernetes", boot: "iso", netOpen: true, memory: memoryMiB, k8sApi: true });
+  const node = await bootNode({
+    name: "bench-kubernetes",
+    boot: "iso",
+    netOpen: true,
+    memory: memoryMiB,
+    k8sApi: true,
+  });
   try {
     await waitFor(node, "maintenance API", () => node.client().disks(), hourMs);
     const insecure = node.client();
-    await insecure.unary(insecure.machine, "ApplyConfiguration", { data: Buffer.from(siteConfig(generated.controlplane, registry)), mode: ApplyMode.REBOOT, dry_run: false }, 300_000);
+    await insecure.unary(
+      insecure.machine,
+      "ApplyConfiguration",
+      { data: Buffer.from(siteConfig(generated.controlplane, registry)), mode: ApplyMode.REBOOT, dry_run: false },
+      300_000,
+    );
     const c = () => node.mtlsClient(creds);
     await waitFor(node, "mTLS after install", () => c().version(), hourMs);
     await expectServicesHealthy(node, c(), ["cri", "kubelet"], hourMs);
@@ -93,20 +110,50 @@ async function main(): Promise<void> {
     await c().unary(c().machine, "Bootstrap", {}, 120_000);
     await expectServicesHealthy(node, c(), ["etcd"], hourMs);
     console.log(`Bootstrap -> etcd healthy\t${since()}`);
-    await waitFor(node, "kube-apiserver ready", async () => {
-      const yaml = ((await c().resourceGet("k8s", "StaticPodStatuses.kubernetes.talos.dev", `kube-system/kube-apiserver-${nodeHostname}`)) as ResourceReply).resource.spec.yaml_spec;
-      const status = parse(yaml) as { conditions?: { type: string; status: string }[] };
-      if (status.conditions?.find((cond) => cond.type === "Ready")?.status !== "True") throw new Error("not ready");
-    }, hourMs);
+    await waitFor(
+      node,
+      "kube-apiserver ready",
+      async () => {
+        const yaml = (
+          (await c().resourceGet(
+            "k8s",
+            "StaticPodStatuses.kubernetes.talos.dev",
+            `kube-system/kube-apiserver-${nodeHostname}`,
+          )) as ResourceReply
+        ).resource.spec.yaml_spec;
+        const status = parse(yaml) as { conditions?: { type: string; status: string }[] };
+        if (status.conditions?.find((cond) => cond.type === "Ready")?.status !== "True") throw new Error("not ready");
+      },
+      hourMs,
+    );
     console.log(`Bootstrap -> kube-apiserver Ready\t${since()}`);
     await waitFor(node, "HealthCheck passing", () => healthCheck(c()), hourMs);
     console.log(`Bootstrap -> HealthCheck passing\t${since()}`);
     const kubeconfig = path.join(work, "kubeconfig");
     fs.writeFileSync(kubeconfig, await adminKubeconfig(c()));
-    const pods = JSON.parse(execFileSync(kubectlBinary, ["--kubeconfig", kubeconfig, "--server", `https://127.0.0.1:${node.k8sPort}`, "get", "pods", "-A", "-o", "json"], { encoding: "utf8" })) as PodList;
+    const pods = JSON.parse(
+      execFileSync(
+        kubectlBinary,
+        [
+          "--kubeconfig",
+          kubeconfig,
+          "--server",
+          `https://127.0.0.1:${node.k8sPort}`,
+          "get",
+          "pods",
+          "-A",
+          "-o",
+          "json",
+        ],
+        { encoding: "utf8" },
+      ),
+    ) as PodList;
     console.log(`memory (MiB, memory.current; guest ${memoryMiB} MiB, ${process.env.BASALT_E2E_CPUS} vCPU)`);
     for (const [group, mib] of await memoryByGroup(c(), pods)) console.log(`${group}\t${mib.toFixed(1)}`);
-    const healthy = await healthCheck(c()).then(() => "yes", (err: Error) => `no (${err.message})`);
+    const healthy = await healthCheck(c()).then(
+      () => "yes",
+      (err: Error) => `no (${err.message})`,
+    );
     console.log(`HealthCheck passing again once measured\t${healthy}`);
   } finally {
     await node.stop({ removeDisk: true });

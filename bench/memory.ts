@@ -64,12 +64,22 @@ interface Mem {
 
 function memoryFrom(pid: number, name: string, rollup: string): Mem {
   const field = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, "m").exec(rollup)?.[1] ?? NaN);
-  return { pid, name, rssKiB: field("Rss"), pssKiB: field("Pss"), privateKiB: field("Private_Clean") + field("Private_Dirty") };
+  return {
+    pid,
+    name,
+    rssKiB: field("Rss"),
+    pssKiB: field("Pss"),
+    privateKiB: field("Private_Clean") + field("Private_Dirty"),
+  };
 }
 
 function memoryOf(pid: number): Mem {
   const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-  const name = argv.includes("apid") ? "apid" : argv.some((a) => a.endsWith("sandbox.js") || a === "sandbox") ? "machined" : path.basename(argv[0] ?? "?");
+  const name = argv.includes("apid")
+    ? "apid"
+    : argv.some((a) => a.endsWith("sandbox.js") || a === "sandbox")
+      ? "machined"
+      : path.basename(argv[0] ?? "?");
   return memoryFrom(pid, name, readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"));
 }
 
@@ -84,7 +94,11 @@ function nodeProcessName(argv: string[]): string | undefined {
 
 /** An installed amd64 node in QEMU, idle with containerd and udevd running: its processes' memory, read over the API. */
 async function measureNode(): Promise<{ rows: Mem[]; uniqueKiB: undefined }> {
-  const generated = await generateConfigs({ clusterName: "bench", endpoint: "https://10.0.2.15:6443", installDisk: "/dev/vda" });
+  const generated = await generateConfigs({
+    clusterName: "bench",
+    endpoint: "https://10.0.2.15:6443",
+    installDisk: "/dev/vda",
+  });
   const creds = parseTalosconfig(generated.talosconfig);
   const node = await bootNode({ name: "bench-memory-node", boot: "iso", disk: "bench-memory-node" });
   try {
@@ -195,24 +209,40 @@ async function measure(inProcess: boolean): Promise<{ rows: Mem[]; uniqueKiB: nu
 
 function print(title: string, { rows, uniqueKiB }: { rows: Mem[]; uniqueKiB: number | undefined }): void {
   console.log(`== ${title}`);
-  console.log(`${"process".padEnd(10)} ${"pid".padStart(7)} ${"RSS MiB".padStart(7)} ${"PSS MiB".padStart(7)} ${"private".padStart(7)}`);
-  for (const r of rows) console.log(`${r.name.padEnd(10)} ${String(r.pid).padStart(7)} ${mib(r.rssKiB)} ${mib(r.pssKiB)} ${mib(r.privateKiB)}`);
+  console.log(
+    `${"process".padEnd(10)} ${"pid".padStart(7)} ${"RSS MiB".padStart(7)} ${"PSS MiB".padStart(7)} ${"private".padStart(7)}`,
+  );
+  for (const r of rows)
+    console.log(
+      `${r.name.padEnd(10)} ${String(r.pid).padStart(7)} ${mib(r.rssKiB)} ${mib(r.pssKiB)} ${mib(r.privateKiB)}`,
+    );
   const sum = (k: keyof Mem) => rows.reduce((a, r) => a + (r[k] as number), 0);
-  console.log(`${"total".padEnd(10)} ${"".padStart(7)} ${mib(sum("rssKiB"))} ${mib(sum("pssKiB"))} ${mib(sum("privateKiB"))}`);
+  console.log(
+    `${"total".padEnd(10)} ${"".padStart(7)} ${mib(sum("rssKiB"))} ${mib(sum("pssKiB"))} ${mib(sum("privateKiB"))}`,
+  );
   if (uniqueKiB === undefined && rows.some((r) => !["machined", "apid"].includes(r.name))) {
     const agent = rows.filter((r) => ["machined", "apid"].includes(r.name));
     const agentSum = (k: keyof Mem) => agent.reduce((a, r) => a + (r[k] as number), 0);
-    console.log(`${"agent".padEnd(10)} ${"".padStart(7)} ${mib(agentSum("rssKiB"))} ${mib(agentSum("pssKiB"))} ${mib(agentSum("privateKiB"))}   (machined with trustd in it, apid)`);
+    console.log(
+      `${"agent".padEnd(10)} ${"".padStart(7)} ${mib(agentSum("rssKiB"))} ${mib(agentSum("pssKiB"))} ${mib(agentSum("privateKiB"))}   (machined with trustd in it, apid)`,
+    );
     return;
   }
-  console.log(`distinct pages of all agent processes (shared counted once): ${uniqueKiB === undefined ? "n/a (needs root)" : `${mib(uniqueKiB).trim()} MiB`}`);
+  console.log(
+    `distinct pages of all agent processes (shared counted once): ${uniqueKiB === undefined ? "n/a (needs root)" : `${mib(uniqueKiB).trim()} MiB`}`,
+  );
 }
 
 if (modeArg === "node") {
-  console.log(`installed amd64 node in QEMU (_out/metal-amd64.iso), idle ${idleSeconds} s once containerd and udevd are Running and healthy`);
+  console.log(
+    `installed amd64 node in QEMU (_out/metal-amd64.iso), idle ${idleSeconds} s once containerd and udevd are Running and healthy`,
+  );
   print("installed node: the agent, containerd, udevd, syslogd", await measureNode());
   process.exit(0);
 }
-console.log(`node ${process.version}, ${useBundle ? `bundle ${entry()[0]}` : "dist/"}, idle ${idleSeconds} s after apply-config and 60 calls, machined node flags: [${nodeFlags.join(" ")}], MALLOC_ARENA_MAX=${sandboxEnv["MALLOC_ARENA_MAX"]}${process.env["BASALT_APID_NODE_FLAGS"] !== undefined ? `, apid node flags: [${process.env["BASALT_APID_NODE_FLAGS"]}]` : ""}`);
+console.log(
+  `node ${process.version}, ${useBundle ? `bundle ${entry()[0]}` : "dist/"}, idle ${idleSeconds} s after apply-config and 60 calls, machined node flags: [${nodeFlags.join(" ")}], MALLOC_ARENA_MAX=${sandboxEnv["MALLOC_ARENA_MAX"]}${process.env["BASALT_APID_NODE_FLAGS"] !== undefined ? `, apid node flags: [${process.env["BASALT_APID_NODE_FLAGS"]}]` : ""}`,
+);
 if (modeArg === "separate" || modeArg === "both") print("separate processes (machined + apid)", await measure(false));
-if (modeArg === "in-process" || modeArg === "both") print("apid in machined's process (--apid-in-process)", await measure(true));
+if (modeArg === "in-process" || modeArg === "both")
+  print("apid in machined's process (--apid-in-process)", await measure(true));

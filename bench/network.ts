@@ -84,8 +84,24 @@ async function oneRun(n: number): Promise<Run> {
     ip("-n", ns.server, "link", "add", "eth0", "type", "veth", "peer", "name", "eth0", "netns", ns.client);
     ip("-n", ns.server, "addr", "add", `${subnet}.1/24`, "dev", "eth0");
     ip("-n", ns.server, "link", "set", "eth0", "up");
-    const dnsmasq = spawn("ip", ["netns", "exec", ns.server, "dnsmasq", "--no-daemon", "--conf-file=/dev/null", "--port=0", "--no-ping", "--bind-interfaces", "--interface=eth0",
-      `--dhcp-range=${subnet}.50,${subnet}.60,255.255.255.0,1h`, `--dhcp-leasefile=${path.join(dir, "leases")}`], { stdio: "ignore" });
+    const dnsmasq = spawn(
+      "ip",
+      [
+        "netns",
+        "exec",
+        ns.server,
+        "dnsmasq",
+        "--no-daemon",
+        "--conf-file=/dev/null",
+        "--port=0",
+        "--no-ping",
+        "--bind-interfaces",
+        "--interface=eth0",
+        `--dhcp-range=${subnet}.50,${subnet}.60,255.255.255.0,1h`,
+        `--dhcp-leasefile=${path.join(dir, "leases")}`,
+      ],
+      { stdio: "ignore" },
+    );
     children.push(dnsmasq);
     const monitor = spawn("ip", ["-n", ns.client, "monitor", "address"], { stdio: ["ignore", "pipe", "ignore"] });
     children.push(monitor);
@@ -94,16 +110,39 @@ async function oneRun(n: number): Promise<Run> {
 
     const spawnLog = path.join(dir, "spawns.jsonl");
     const startedAt = Date.now();
-    const machined = spawn("ip", ["netns", "exec", ns.client, process.execPath, ...nodeFlags, "--import", preload, sandboxJs,
-      "--state-dir", path.join(dir, "state"), "--apid-listen", "127.0.0.1:50000", "--apid-in-process", "--network-apply", "--kernel-cmdline", "ip=eth0:dhcp"], {
-      stdio: "ignore",
-      env: { ...sandboxEnv, BASALT_BENCH_SPAWN_LOG: spawnLog },
-    });
+    const machined = spawn(
+      "ip",
+      [
+        "netns",
+        "exec",
+        ns.client,
+        process.execPath,
+        ...nodeFlags,
+        "--import",
+        preload,
+        sandboxJs,
+        "--state-dir",
+        path.join(dir, "state"),
+        "--apid-listen",
+        "127.0.0.1:50000",
+        "--apid-in-process",
+        "--network-apply",
+        "--kernel-cmdline",
+        "ip=eth0:dhcp",
+      ],
+      {
+        stdio: "ignore",
+        env: { ...sandboxEnv, BASALT_BENCH_SPAWN_LOG: spawnLog },
+      },
+    );
     children.push(machined);
     const addressAt = await addressSeen;
     await sleep(5000);
     await stopProcess(machined);
-    const lines = readFileSync(spawnLog, "utf8").trim().split("\n").map((l) => JSON.parse(l) as Spawned & { processStart?: number });
+    const lines = readFileSync(spawnLog, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Spawned & { processStart?: number });
     const processStart = lines.find((l) => l.processStart !== undefined)!.processStart!;
     return {
       spawnToAddressMs: addressAt - startedAt,
@@ -139,5 +178,9 @@ const rows: [string, string][] = [
 ];
 const width = Math.max(...rows.map(([k]) => k.length));
 for (const [k, v] of rows) console.log(`${k.padEnd(width)}  ${v}`);
-const commands = [...new Set(results.flatMap((r) => r.spawned.map((s) => `${s.networking ? "networking" : "other"}: ${s.fn} ${s.command}`)))];
+const commands = [
+  ...new Set(
+    results.flatMap((r) => r.spawned.map((s) => `${s.networking ? "networking" : "other"}: ${s.fn} ${s.command}`)),
+  ),
+];
 for (const c of commands) console.log(`  ${c}`);

@@ -72,7 +72,11 @@ function quantile(sorted: number[], q: number): number {
 }
 
 /** Runs `call` n times with `inFlight` concurrent callers; returns per-call ms and the wall time. */
-async function run(call: () => Promise<unknown>, n: number, inFlight: number): Promise<{ ms: number[]; wallMs: number }> {
+async function run(
+  call: () => Promise<unknown>,
+  n: number,
+  inFlight: number,
+): Promise<{ ms: number[]; wallMs: number }> {
   const ms: number[] = [];
   let next = 0;
   const started = performance.now();
@@ -99,7 +103,17 @@ async function measure(name: string, call: () => Promise<unknown>): Promise<void
     const cpuMsPerCall = ((agentCpuSeconds() - cpu0) * 1000) / calls;
     ms.sort((a, b) => a - b);
     const f = (v: number) => v.toFixed(2);
-    rows.push([name, String(c), String(calls), f(quantile(ms, 0.5)), f(quantile(ms, 0.9)), f(quantile(ms, 0.99)), f(ms.at(-1)!), ((calls * 1000) / wallMs).toFixed(0), f(cpuMsPerCall)]);
+    rows.push([
+      name,
+      String(c),
+      String(calls),
+      f(quantile(ms, 0.5)),
+      f(quantile(ms, 0.9)),
+      f(quantile(ms, 0.99)),
+      f(ms.at(-1)!),
+      ((calls * 1000) / wallMs).toFixed(0),
+      f(cpuMsPerCall),
+    ]);
   }
 }
 
@@ -107,13 +121,19 @@ function print(): void {
   const head = ["method", "conc", "calls", "p50 ms", "p90 ms", "p99 ms", "max ms", "calls/s", "agent CPU ms/call"];
   const all = [head, ...rows];
   const widths = head.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
-  for (const r of all) console.log(r.map((v, i) => (i === 0 ? v.padEnd(widths[i]!) : v.padStart(widths[i]!))).join("  "));
+  for (const r of all)
+    console.log(r.map((v, i) => (i === 0 ? v.padEnd(widths[i]!) : v.padStart(widths[i]!))).join("  "));
 }
 
 const stateDir = mkdtempSync(path.join(os.tmpdir(), "basalt-bench-rpc-"));
 const port = await freePort();
 const endpoint = `127.0.0.1:${port}`;
-const generated = await generateConfigs({ clusterName: "bench", endpoint: "https://127.0.0.1:6443", installDisk: "", talosconfigEndpoints: [endpoint] });
+const generated = await generateConfigs({
+  clusterName: "bench",
+  endpoint: "https://127.0.0.1:6443",
+  installDisk: "",
+  talosconfigEndpoints: [endpoint],
+});
 const ctx = parseTalosconfig(generated.talosconfig);
 const admin: ClientCredentials = { kind: "mtls", ca: ctx.ca, crt: ctx.crt, key: ctx.key };
 const sandbox = startSandbox(stateDir, port, inProcess);
@@ -142,7 +162,9 @@ try {
     chain.close();
   }
   await measure("maintenance storage.Disks (insecure)", () => insecure.disks());
-  await measure("maintenance COSI List Namespaces (insecure)", () => insecure.resourceList("meta", "Namespaces.meta.cosi.dev"));
+  await measure("maintenance COSI List Namespaces (insecure)", () =>
+    insecure.resourceList("meta", "Namespaces.meta.cosi.dev"),
+  );
 
   await insecure.applyConfiguration(generated.controlplane);
   const mtls = new NodeClient({ endpoint, credentials: admin });
@@ -150,13 +172,26 @@ try {
   await eventually(() => mtls.version());
   await measure("Version (mTLS)", () => mtls.version());
   await measure("ServiceList (mTLS)", () => mtls.serviceList());
-  await measure("COSI Get MachineConfig (mTLS)", () => mtls.resourceGet("config", "MachineConfigs.config.talos.dev", "v1alpha1"));
+  await measure("COSI Get MachineConfig (mTLS)", () =>
+    mtls.resourceGet("config", "MachineConfigs.config.talos.dev", "v1alpha1"),
+  );
   // The observation RPCs the dashboard and `talosctl support` call (each reads /proc when called).
   for (const method of ["Memory", "LoadAvg", "SystemStat", "CPUInfo", "NetworkDeviceStats", "DiskStats", "Processes"]) {
     await measure(`${method} (mTLS)`, () => mtls.unary(mtls.machine, method));
   }
-  await measure("Netstat listening TCP with pids (mTLS)", () => mtls.unary(mtls.machine, "Netstat", { filter: 2, feature: { pid: true }, l4proto: { tcp: true, tcp6: true }, netns: { hostnetwork: true } }));
-  const many = new NodeClient({ endpoint, credentials: admin, nodes: Array.from({ length: fanout }, () => "127.0.0.1") });
+  await measure("Netstat listening TCP with pids (mTLS)", () =>
+    mtls.unary(mtls.machine, "Netstat", {
+      filter: 2,
+      feature: { pid: true },
+      l4proto: { tcp: true, tcp6: true },
+      netns: { hostnetwork: true },
+    }),
+  );
+  const many = new NodeClient({
+    endpoint,
+    credentials: admin,
+    nodes: Array.from({ length: fanout }, () => "127.0.0.1"),
+  });
   clients.push(many);
   const reply = (await many.version()) as { messages: unknown[] };
   if (reply.messages.length === fanout) {

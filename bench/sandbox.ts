@@ -8,7 +8,12 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { agentEnv, agentNodeFlags } from "../agent/src/cmd/machined-run.js";
-import { eventually as retry, freePort, startSandbox as startSandboxProcess, type SandboxProcess } from "../test/integration/helpers/sandbox.js";
+import {
+  eventually as retry,
+  freePort,
+  startSandbox as startSandboxProcess,
+  type SandboxProcess,
+} from "../test/integration/helpers/sandbox.js";
 
 export { freePort };
 
@@ -24,7 +29,9 @@ export const useBundle = process.argv.includes("--bundle");
 
 // machined is started as init starts it on a node: with the agent's node flags and environment.
 export const nodeFlags: string[] =
-  process.env["BENCH_NODE_FLAGS"] !== undefined ? process.env["BENCH_NODE_FLAGS"].split(/\s+/).filter(Boolean) : [...agentNodeFlags];
+  process.env["BENCH_NODE_FLAGS"] !== undefined
+    ? process.env["BENCH_NODE_FLAGS"].split(/\s+/).filter(Boolean)
+    : [...agentNodeFlags];
 export const sandboxEnv: NodeJS.ProcessEnv = { ...agentEnv, ...process.env, BASALT_LOG_LEVEL: "warn" };
 
 /**
@@ -33,8 +40,11 @@ export const sandboxEnv: NodeJS.ProcessEnv = { ...agentEnv, ...process.env, BASA
  */
 export function entry(): string[] {
   if (!useBundle) return [path.join(repo, "dist/agent/src/cmd/sandbox.js")];
-  const bundle = process.env["BENCH_BUNDLE"] ? path.resolve(process.env["BENCH_BUNDLE"]) : path.join(repo, "_out/bundle/basalt.mjs");
-  if (!existsSync(bundle)) spawnSync(process.execPath, [path.join(repo, "scripts/bundle.mjs"), path.dirname(bundle)], { stdio: "inherit" });
+  const bundle = process.env["BENCH_BUNDLE"]
+    ? path.resolve(process.env["BENCH_BUNDLE"])
+    : path.join(repo, "_out/bundle/basalt.mjs");
+  if (!existsSync(bundle))
+    spawnSync(process.execPath, [path.join(repo, "scripts/bundle.mjs"), path.dirname(bundle)], { stdio: "inherit" });
   return [bundle, "sandbox"];
 }
 
@@ -46,7 +56,8 @@ export function startSandbox(stateDir: string, port: number, inProcess: boolean)
   });
   let stopping = false;
   sandbox.child.once("exit", (code, signal) => {
-    if (!stopping) process.stderr.write(`sandbox exited early (${code ?? signal}):\n${sandbox.output().slice(-4000)}\n`);
+    if (!stopping)
+      process.stderr.write(`sandbox exited early (${code ?? signal}):\n${sandbox.output().slice(-4000)}\n`);
   });
   return {
     ...sandbox,

@@ -22,7 +22,15 @@ if (log) {
     const wrapped = function (this: unknown, ...args: unknown[]): unknown {
       if (depth === 0) {
         const stack = new Error().stack ?? "";
-        appendFileSync(log, JSON.stringify({ fn: name, command: String(args[0]), networking: networkingFrame.test(stack), at: Date.now() }) + "\n");
+        appendFileSync(
+          log,
+          JSON.stringify({
+            fn: name,
+            command: String(args[0]),
+            networking: networkingFrame.test(stack),
+            at: Date.now(),
+          }) + "\n",
+        );
       }
       depth++;
       try {

@@ -15,7 +15,9 @@ const arg = (name: string, dflt: string) => {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? (process.argv[i + 1] ?? dflt) : dflt;
 };
-const bundles = arg("bundles", "_out/bundle/basalt.mjs").split(",").map((b) => path.resolve(b));
+const bundles = arg("bundles", "_out/bundle/basalt.mjs")
+  .split(",")
+  .map((b) => path.resolve(b));
 const rounds = Number(arg("rounds", "6"));
 // /proc/<pid>/stat counts CPU in clock ticks: 100 a second on Linux.
 const TICKS_PER_SECOND = 100;
@@ -49,7 +51,8 @@ async function once(bundle: string): Promise<{ wall: number; cpu: number }> {
   });
   try {
     for (;;) {
-      if (sandbox.child.exitCode !== null) throw new Error(`the sandbox exited (${sandbox.child.exitCode}):\n${sandbox.output().slice(-2000)}`);
+      if (sandbox.child.exitCode !== null)
+        throw new Error(`the sandbox exited (${sandbox.child.exitCode}):\n${sandbox.output().slice(-2000)}`);
       if (await accepts(port)) break;
       await sleep(5);
     }
@@ -66,7 +69,9 @@ for (let round = 1; round <= rounds; round++) {
   for (const bundle of bundles) {
     const r = await once(bundle);
     results.get(bundle)!.push(r);
-    process.stdout.write(`round ${round}: ${path.relative(process.cwd(), bundle)}: wall ${r.wall.toFixed(3)} s, CPU ${r.cpu.toFixed(2)} s\n`);
+    process.stdout.write(
+      `round ${round}: ${path.relative(process.cwd(), bundle)}: wall ${r.wall.toFixed(3)} s, CPU ${r.cpu.toFixed(2)} s\n`,
+    );
   }
 }
 const median = (xs: number[]) => {

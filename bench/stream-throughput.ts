@@ -30,8 +30,14 @@ const port = await freePort();
 const generated = await generateConfigs({ clusterName: "bench", endpoint: "https://127.0.0.1:6443", installDisk: "" });
 const sandbox = startSandbox(stateDir, port, inProcess);
 const insecure = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "insecure" } });
-const apid = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "mtls", ...parseTalosconfig(generated.talosconfig) } });
-const socket = new NodeClient({ endpoint: `unix:${path.join(stateDir, "system", "run", "machined", "machine.sock")}`, credentials: { kind: "socket", roles: ["os:admin"] } });
+const apid = new NodeClient({
+  endpoint: `127.0.0.1:${port}`,
+  credentials: { kind: "mtls", ...parseTalosconfig(generated.talosconfig) },
+});
+const socket = new NodeClient({
+  endpoint: `unix:${path.join(stateDir, "system", "run", "machined", "machine.sock")}`,
+  credentials: { kind: "socket", roles: ["os:admin"] },
+});
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -45,7 +51,8 @@ async function readMiBs(c: NodeClient): Promise<number> {
 async function listRate(c: NodeClient): Promise<number> {
   let resources = 0;
   const t0 = performance.now();
-  for (let i = 0; i < lists; i++) resources += (await c.resourceList("meta", "ResourceDefinitions.meta.cosi.dev")).length;
+  for (let i = 0; i < lists; i++)
+    resources += (await c.resourceList("meta", "ResourceDefinitions.meta.cosi.dev")).length;
   return resources / ((performance.now() - t0) / 1000);
 }
 
@@ -64,10 +71,13 @@ try {
     rows[1]![2].push(await listRate(socket));
     rows[1]![3].push(await listRate(apid));
   }
-  console.log(`node ${process.version}, apid ${inProcess ? "in machined's process" : "separate process"}, ${rounds} rounds, medians (min-max)`);
+  console.log(
+    `node ${process.version}, apid ${inProcess ? "in machined's process" : "separate process"}, ${rounds} rounds, medians (min-max)`,
+  );
   const f = (xs: number[]) => `${median(xs).toFixed(0)} (${Math.min(...xs).toFixed(0)}-${Math.max(...xs).toFixed(0)})`;
   console.log(["call", "unit", "machined socket", "through apid (mTLS)", "ratio"].join("\t"));
-  for (const [name, unit, direct, viaApid] of rows) console.log([name, unit, f(direct), f(viaApid), (median(viaApid) / median(direct)).toFixed(2)].join("\t"));
+  for (const [name, unit, direct, viaApid] of rows)
+    console.log([name, unit, f(direct), f(viaApid), (median(viaApid) / median(direct)).toFixed(2)].join("\t"));
 } finally {
   for (const c of [insecure, apid, socket]) c.close();
   await sandbox.stop();

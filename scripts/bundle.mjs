@@ -39,7 +39,9 @@ const result = await build({
   metafile: true,
   logLevel: "warning",
   // Dependencies written for CommonJS call require(); give the ESM bundle one.
-  banner: { js: 'import { createRequire as __basaltCreateRequire } from "node:module"; const require = __basaltCreateRequire(import.meta.url);' },
+  banner: {
+    js: 'import { createRequire as __basaltCreateRequire } from "node:module"; const require = __basaltCreateRequire(import.meta.url);',
+  },
   plugins: [netlinkAddon(), builtinsThroughRequire()],
   // dbus-next's client reads an X11 session's bus address through the optional `x11` package; the node's bus is
   // machined's own and never asks, so the require stays unresolved and is never reached.
@@ -55,7 +57,10 @@ fs.cpSync(path.join(repo, "agent/api"), path.join(outdir, "api"), {
 const netlinkDir = path.join(repo, "node_modules/netlink");
 fs.mkdirSync(path.join(outdir, "native"));
 for (const arch of nativeArchs) {
-  fs.copyFileSync(path.join(netlinkDir, "prebuilds", `linux-${arch}`, "node.napi.node"), path.join(outdir, "native", `netlink-${arch}.node`));
+  fs.copyFileSync(
+    path.join(netlinkDir, "prebuilds", `linux-${arch}`, "node.napi.node"),
+    path.join(outdir, "native", `netlink-${arch}.node`),
+  );
 }
 // containerd's API subset, found beside the bundle as containerd-api/ (agent/src/sys/containerd/protos.ts).
 fs.cpSync(path.join(repo, "agent/containerd-api"), path.join(outdir, "containerd-api"), {
@@ -69,7 +74,10 @@ fs.cpSync(path.join(repo, "agent/etcd-api"), path.join(outdir, "etcd-api"), {
 });
 // koffi's addon (libc FFI: VT ioctls, disk locks, kexec, gratuitous ARP), loaded as native/koffi-<arch>.node by sys/koffi.ts.
 for (const arch of nativeArchs) {
-  fs.copyFileSync(path.join(repo, "node_modules/koffi/build/koffi", `linux_${arch}`, "koffi.node"), path.join(outdir, "native", `koffi-${arch}.node`));
+  fs.copyFileSync(
+    path.join(repo, "node_modules/koffi/build/koffi", `linux_${arch}`, "koffi.node"),
+    path.join(outdir, "native", `koffi-${arch}.node`),
+  );
 }
 
 const scripts = fs.readdirSync(outdir).filter((f) => f.endsWith(".mjs"));
@@ -77,10 +85,15 @@ const scripts = fs.readdirSync(outdir).filter((f) => f.endsWith(".mjs"));
 // every character fits Latin-1: one Greek mu in a regular expression doubled machined's 534 KiB chunk.
 for (const f of scripts) {
   const wide = /[^\u0000-\u00ff]/.exec(fs.readFileSync(path.join(outdir, f), "utf8"));
-  if (wide) throw new Error(`${f}: U+${wide[0].codePointAt(0).toString(16).padStart(4, "0")} makes V8 keep this chunk as two-byte text; write it as an escape`);
+  if (wide)
+    throw new Error(
+      `${f}: U+${wide[0].codePointAt(0).toString(16).padStart(4, "0")} makes V8 keep this chunk as two-byte text; write it as an escape`,
+    );
 }
 const size = scripts.reduce((sum, f) => sum + fs.statSync(path.join(outdir, f)).size, 0);
-console.log(`bundle: ${path.relative(repo, outdir)}/basalt.mjs and ${scripts.length - 1} chunks, ${(size / 1024).toFixed(0)} KiB`);
+console.log(
+  `bundle: ${path.relative(repo, outdir)}/basalt.mjs and ${scripts.length - 1} chunks, ${(size / 1024).toFixed(0)} KiB`,
+);
 
 /**
  * netlink finds its addon with node-gyp-build(__dirname), which means nothing inside
@@ -95,7 +108,15 @@ function netlinkAddon() {
         const text = await fs.promises.readFile(args.path, "utf8");
         const call = "require('node-gyp-build')(__dirname + '/..')";
         if (!text.includes(call)) throw new Error(`netlink raw.js no longer loads its addon with ${call}`);
-        return { contents: text.replace(call, "require(__basaltNetlinkAddon)").replace('"use strict";', '"use strict";\nconst __basaltNetlinkAddon = "./native/netlink-" + process.arch + ".node";'), loader: "js" };
+        return {
+          contents: text
+            .replace(call, "require(__basaltNetlinkAddon)")
+            .replace(
+              '"use strict";',
+              '"use strict";\nconst __basaltNetlinkAddon = "./native/netlink-" + process.arch + ".node";',
+            ),
+          loader: "js",
+        };
       });
     },
   };
@@ -114,9 +135,14 @@ function builtinsThroughRequire() {
       // The wrapper's own require() must reach Node's module: resolved here again it would be the wrapper
       // itself, whose exports are still {} while it runs (http.request is then not a function).
       b.onResolve({ filter: /^node:https?$/ }, (args) =>
-        args.namespace === "builtin-require" ? { path: args.path, external: true } : { path: args.path, namespace: "builtin-require" },
+        args.namespace === "builtin-require"
+          ? { path: args.path, external: true }
+          : { path: args.path, namespace: "builtin-require" },
       );
-      b.onLoad({ filter: /.*/, namespace: "builtin-require" }, (args) => ({ contents: `module.exports = require(${JSON.stringify(args.path)});`, loader: "js" }));
+      b.onLoad({ filter: /.*/, namespace: "builtin-require" }, (args) => ({
+        contents: `module.exports = require(${JSON.stringify(args.path)});`,
+        loader: "js",
+      }));
     },
   };
 }

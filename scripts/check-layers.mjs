@@ -37,7 +37,8 @@ function walk(dir) {
   return out;
 }
 
-const importRe = /^\s*(?:import|export)\s[^'"]*?from\s+["'](\.[^"']+)["']|^\s*import\s+["'](\.[^"']+)["']|import\(\s*["'](\.[^"']+)["']\s*\)/gm;
+const importRe =
+  /^\s*(?:import|export)\s[^'"]*?from\s+["'](\.[^"']+)["']|^\s*import\s+["'](\.[^"']+)["']|import\(\s*["'](\.[^"']+)["']\s*\)/gm;
 
 const problems = [];
 const graph = new Map();
@@ -56,9 +57,13 @@ for (const file of walk(root)) {
     const dynamic = m[3] !== undefined;
     deps.push({ target, dynamic });
     const to = layerOf(targetRel);
-    if (from >= 0 && to > from) problems.push(`${rel} imports ${targetRel}: ${layers[to].join("/")} is above ${layers[from].join("/")}`);
+    if (from >= 0 && to > from)
+      problems.push(`${rel} imports ${targetRel}: ${layers[to].join("/")} is above ${layers[from].join("/")}`);
   }
-  graph.set(file, deps.filter((d) => !d.dynamic).map((d) => d.target));
+  graph.set(
+    file,
+    deps.filter((d) => !d.dynamic).map((d) => d.target),
+  );
 }
 
 // Cycle detection (static imports only).
@@ -70,7 +75,10 @@ function visit(f) {
   for (const d of graph.get(f) ?? []) {
     if (!graph.has(d)) continue;
     if (state.get(d) === 1) {
-      const cycle = stack.slice(stack.indexOf(d)).concat(d).map((p) => path.relative(root, p));
+      const cycle = stack
+        .slice(stack.indexOf(d))
+        .concat(d)
+        .map((p) => path.relative(root, p));
       problems.push(`import cycle: ${cycle.join(" -> ")}`);
     } else if (!state.has(d)) visit(d);
   }

@@ -26,9 +26,32 @@ const headerRe = new RegExp(String.raw`^(${scopeName}(?:, ${scopeName})*): (\S.*
 const notPastOrGerund = new Set(["embed", "feed", "need", "seed", "speed", "shed", "bring", "string", "spring"]);
 // Third-person forms a subject starts with when it describes instead of commanding.
 const thirdPerson = new Set([
-  "adds", "allows", "builds", "changes", "checks", "cleans", "fixes", "handles", "implements", "improves", "introduces",
-  "keeps", "makes", "moves", "removes", "renames", "replaces", "runs", "sets", "splits", "starts", "stops", "supports",
-  "updates", "uses", "waits",
+  "adds",
+  "allows",
+  "builds",
+  "changes",
+  "checks",
+  "cleans",
+  "fixes",
+  "handles",
+  "implements",
+  "improves",
+  "introduces",
+  "keeps",
+  "makes",
+  "moves",
+  "removes",
+  "renames",
+  "replaces",
+  "runs",
+  "sets",
+  "splits",
+  "starts",
+  "stops",
+  "supports",
+  "updates",
+  "uses",
+  "waits",
 ]);
 
 /** The problems of one commit message (comment lines and the diff of `commit -v` are not part of it). */
@@ -38,7 +61,11 @@ export function checkMessage(text) {
   while (lines.length > 0 && lines.at(-1).trim() === "") lines.pop();
   const header = lines[0] ?? "";
   if (header.trim() === "") return ["the message is empty"];
-  if (/^Merge (branch|remote-tracking branch|tag|commit|pull request|'|[0-9a-f]{7,40})/.test(header) || /^Merge .* into /.test(header)) return [];
+  if (
+    /^Merge (branch|remote-tracking branch|tag|commit|pull request|'|[0-9a-f]{7,40})/.test(header) ||
+    /^Merge .* into /.test(header)
+  )
+    return [];
   const problems = [];
   if (header.length > MAX_HEADER) problems.push(`the header is ${header.length} characters; at most ${MAX_HEADER}`);
   const m = headerRe.exec(header);
@@ -68,7 +95,9 @@ function checkSince(base) {
     console.error(`commit-msg: ${base} is not in this clone (a shallow clone? fetch its history)`);
     return 1;
   }
-  const hashes = git(["rev-list", "--reverse", `${base}..HEAD`]).split("\n").filter(Boolean);
+  const hashes = git(["rev-list", "--reverse", `${base}..HEAD`])
+    .split("\n")
+    .filter(Boolean);
   let failed = 0;
   for (const hash of hashes) {
     const problems = checkMessage(git(["log", "-1", "--format=%B", hash]));

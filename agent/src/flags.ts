@@ -45,7 +45,10 @@ export function parseArgs(argv: readonly string[], spellings: Readonly<Record<st
     const value = inline ?? argv[++i];
     if (value === undefined) throw new InvalidInputError(`flag ${name} needs a value`);
     if (spec.kind === "list") {
-      const items = value.split(",").map((s) => s.trim()).filter(Boolean);
+      const items = value
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean);
       flags[spec.key] = [...((flags[spec.key] as string[] | undefined) ?? []), ...items];
     } else {
       flags[spec.key] = value;

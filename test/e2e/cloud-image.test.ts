@@ -23,7 +23,10 @@ const mac = "52:54:00:12:34:56";
 /** The openstack image, made again when the metal image is newer. */
 function ensureImage(): void {
   if (fs.existsSync(image) && fs.statSync(image).mtimeMs >= fs.statSync(metal).mtimeMs) return;
-  execFileSync("bash", ["scripts/platform-images.sh", "amd64", "openstack"], { cwd: repoRoot, stdio: ["ignore", "ignore", "inherit"] });
+  execFileSync("bash", ["scripts/platform-images.sh", "amd64", "openstack"], {
+    cwd: repoRoot,
+    stdio: ["ignore", "ignore", "inherit"],
+  });
 }
 
 /** The image as Glance and nova give it to the instance: raw, grown to the flavor's 4 GiB root disk, as a qcow2 for vm.sh. */
@@ -43,17 +46,43 @@ function configDrive(userData: string): string {
   const latest = path.join(dir, "openstack", "latest");
   fs.mkdirSync(latest, { recursive: true });
   fs.writeFileSync(path.join(latest, "user_data"), userData);
-  fs.writeFileSync(path.join(latest, "meta_data.json"), JSON.stringify({ uuid: instanceId, name: "cloud-node", hostname: "cloud-node.novalocal", availability_zone: "nova", launch_index: 0 }));
+  fs.writeFileSync(
+    path.join(latest, "meta_data.json"),
+    JSON.stringify({
+      uuid: instanceId,
+      name: "cloud-node",
+      hostname: "cloud-node.novalocal",
+      availability_zone: "nova",
+      launch_index: 0,
+    }),
+  );
   fs.writeFileSync(
     path.join(latest, "network_data.json"),
     JSON.stringify({
       links: [{ id: "tap0", type: "ovs", ethernet_mac_address: mac, mtu: 1500 }],
-      networks: [{ id: "network0", type: "ipv4_dhcp", link: "tap0", network_id: "e7c1d9a2-0f3b-4c5d-8e6f-1a2b3c4d5e6f" }],
+      networks: [
+        { id: "network0", type: "ipv4_dhcp", link: "tap0", network_id: "e7c1d9a2-0f3b-4c5d-8e6f-1a2b3c4d5e6f" },
+      ],
       services: [{ type: "dns", address: "10.0.2.3" }],
     }),
   );
   const iso = path.join(outDir, "config-drive.iso");
-  execFileSync("genisoimage", ["-o", iso, "-ldots", "-allow-lowercase", "-allow-multidot", "-l", "-publisher", "OpenStack Compute", "-quiet", "-J", "-r", "-V", "config-2", dir]);
+  execFileSync("genisoimage", [
+    "-o",
+    iso,
+    "-ldots",
+    "-allow-lowercase",
+    "-allow-multidot",
+    "-l",
+    "-publisher",
+    "OpenStack Compute",
+    "-quiet",
+    "-J",
+    "-r",
+    "-V",
+    "config-2",
+    dir,
+  ]);
   fs.rmSync(dir, { recursive: true });
   return iso;
 }
@@ -61,14 +90,27 @@ function configDrive(userData: string): string {
 type ResourceReply = { resource: { spec: { yaml_spec: string } } };
 type Listed = { resource: { metadata: { id: string }; spec: { yaml_spec: string } } }[];
 
-test("openstack image: boots from its disk, configured by a config-2 drive; PlatformMetadata, hostname and platform network from it", { skip: artifactsPresent() && fs.existsSync(metal) ? false : "image not built (npm run image)", timeout: 30 * 60_000 }, async (t) => {
+test("openstack image: boots from its disk, configured by a config-2 drive; PlatformMetadata, hostname and platform network from it", {
+  skip: artifactsPresent() && fs.existsSync(metal) ? false : "image not built (npm run image)",
+  timeout: 30 * 60_000,
+}, async (t) => {
   ensureImage();
-  const generated = await generateConfigs({ clusterName: "cloud-image", endpoint: "https://10.0.2.15:6443", installDisk: "/dev/vda" });
+  const generated = await generateConfigs({
+    clusterName: "cloud-image",
+    endpoint: "https://10.0.2.15:6443",
+    installDisk: "/dev/vda",
+  });
   const creds = parseTalosconfig(generated.talosconfig);
   const cdrom = configDrive(generated.controlplane);
   t.after(() => fs.rmSync(cdrom, { force: true }));
   rootDisk("cloud-openstack");
-  const node = await bootNode({ name: "cloud-openstack", boot: "disk", disk: "cloud-openstack", freshDisk: false, cdrom });
+  const node = await bootNode({
+    name: "cloud-openstack",
+    boot: "disk",
+    disk: "cloud-openstack",
+    freshDisk: false,
+    cdrom,
+  });
   t.after(() => node.stop({ removeDisk: true }));
 
   const c = node.mtlsClient(creds);
@@ -79,23 +121,48 @@ test("openstack image: boots from its disk, configured by a config-2 drive; Plat
   assert.doesNotMatch(node.console(), /the config drive could not be read|fetching the user data failed/);
   assert.match(node.console(), /machine configuration loaded from the platform.*openstack user data/);
 
-  const metadata = await waitFor(node, "PlatformMetadata from meta_data.json", async () => {
-    const yaml = ((await c.resourceGet("runtime", "PlatformMetadatas.talos.dev", "platformmetadata")) as ResourceReply).resource.spec.yaml_spec;
-    assert.match(yaml, /^platform: openstack$/m);
-    assert.match(yaml, /^instanceId:/m);
-    return yaml;
-  }, 60_000);
-  assert.equal(metadata, `platform: openstack\nhostname: cloud-node.novalocal\nzone: nova\ninstanceId: ${instanceId}\nproviderId: openstack:///${instanceId}\n`);
+  const metadata = await waitFor(
+    node,
+    "PlatformMetadata from meta_data.json",
+    async () => {
+      const yaml = (
+        (await c.resourceGet("runtime", "PlatformMetadatas.talos.dev", "platformmetadata")) as ResourceReply
+      ).resource.spec.yaml_spec;
+      assert.match(yaml, /^platform: openstack$/m);
+      assert.match(yaml, /^instanceId:/m);
+      return yaml;
+    },
+    60_000,
+  );
+  assert.equal(
+    metadata,
+    `platform: openstack\nhostname: cloud-node.novalocal\nzone: nova\ninstanceId: ${instanceId}\nproviderId: openstack:///${instanceId}\n`,
+  );
 
-  const list = async (ns: string, type: string) => new Map(((await c.resourceList(ns, type)) as Listed).map((r) => [r.resource.metadata.id, r.resource.spec.yaml_spec] as const));
-  const lan = [...(await list("network", "LinkStatuses.net.talos.dev"))].find(([, y]) => new RegExp(`^hardwareAddr: "?${mac}"?$`, "m").test(y))?.[0];
+  const list = async (ns: string, type: string) =>
+    new Map(
+      ((await c.resourceList(ns, type)) as Listed).map(
+        (r) => [r.resource.metadata.id, r.resource.spec.yaml_spec] as const,
+      ),
+    );
+  const lan = [...(await list("network", "LinkStatuses.net.talos.dev"))].find(([, y]) =>
+    new RegExp(`^hardwareAddr: "?${mac}"?$`, "m").test(y),
+  )?.[0];
   assert.ok(lan, "the NIC with QEMU's MAC");
   const operators = [...(await list("network-config", "OperatorSpecs.net.talos.dev")).keys()];
   assert.ok(operators.includes(`platform/dhcp4/${lan}`), operators.join(" "));
-  assert.equal((await list("network-config", "ResolverSpecs.net.talos.dev")).get("platform/resolvers"), "dnsServers:\n    - 10.0.2.3\nlayer: platform\n");
-  await waitFor(node, "the hostname from meta_data.json", async () => {
-    const hostname = (await list("network", "HostnameStatuses.net.talos.dev")).get("hostname") ?? "";
-    assert.match(hostname, /^hostname: cloud-node$/m);
-    assert.match(hostname, /^domainname: novalocal$/m);
-  }, 60_000);
+  assert.equal(
+    (await list("network-config", "ResolverSpecs.net.talos.dev")).get("platform/resolvers"),
+    "dnsServers:\n    - 10.0.2.3\nlayer: platform\n",
+  );
+  await waitFor(
+    node,
+    "the hostname from meta_data.json",
+    async () => {
+      const hostname = (await list("network", "HostnameStatuses.net.talos.dev")).get("hostname") ?? "";
+      assert.match(hostname, /^hostname: cloud-node$/m);
+      assert.match(hostname, /^domainname: novalocal$/m);
+    },
+    60_000,
+  );
 });

@@ -18,7 +18,10 @@ export const nodeHostname = "k8s-node";
 export async function airGappedRegistry(dir: string): Promise<TestRegistry> {
   const registry = await startRegistry(dir, { plain: true });
   for (const only of [[], ["--only", "echo"]]) {
-    execFileSync("bash", ["scripts/k8s-images.sh", "--push", registry.host, "--insecure", ...only], { cwd: repoRoot, stdio: ["ignore", "ignore", "inherit"] });
+    execFileSync("bash", ["scripts/k8s-images.sh", "--push", registry.host, "--insecure", ...only], {
+      cwd: repoRoot,
+      stdio: ["ignore", "ignore", "inherit"],
+    });
   }
   return registry;
 }
@@ -32,10 +35,12 @@ export async function airGappedRegistry(dir: string): Promise<TestRegistry> {
 export function siteConfig(controlplane: string, registry: TestRegistry): string {
   const endpoint = `http://10.0.2.2:${registry.host.split(":")[1]}`;
   const doc = parseDocument(controlplane);
-  for (const upstream of ["registry.k8s.io", "gcr.io", "ghcr.io", "registry.basalt.test"]) doc.setIn(["machine", "registries", "mirrors", upstream], { endpoints: [endpoint] });
+  for (const upstream of ["registry.k8s.io", "gcr.io", "ghcr.io", "registry.basalt.test"])
+    doc.setIn(["machine", "registries", "mirrors", upstream], { endpoints: [endpoint] });
   doc.setIn(["machine", "network", "hostname"], nodeHostname);
   doc.setIn(["machine", "time", "disabled"], true);
-  for (const component of ["controllerManager", "scheduler"]) doc.setIn(["cluster", component, "extraArgs"], { "leader-elect": "false" });
+  for (const component of ["controllerManager", "scheduler"])
+    doc.setIn(["cluster", component, "extraArgs"], { "leader-elect": "false" });
   return doc.toString();
 }
 

@@ -71,7 +71,10 @@ const skip =
       ? false
       : "image not built (npm run image), or docker-registry missing";
 
-test("Kubernetes journey: install → bootstrap → static control plane → kubectl → etcd snapshot → shutdown", { skip, timeout: 120 * 60_000 }, async (t) => {
+test("Kubernetes journey: install → bootstrap → static control plane → kubectl → etcd snapshot → shutdown", {
+  skip,
+  timeout: 120 * 60_000,
+}, async (t) => {
   fs.rmSync(work, { recursive: true, force: true });
   fs.mkdirSync(work, { recursive: true });
   const registry = await airGappedRegistry(path.join(work, "registry"));
@@ -80,26 +83,49 @@ test("Kubernetes journey: install → bootstrap → static control plane → kub
   const etcdBinary = goProgram("etcd");
   const etcdutl = goProgram("etcdutl");
 
-  const generated = await generateConfigs({ clusterName: "kubernetes", endpoint: "https://10.0.2.15:6443", installDisk: "/dev/vda" });
+  const generated = await generateConfigs({
+    clusterName: "kubernetes",
+    endpoint: "https://10.0.2.15:6443",
+    installDisk: "/dev/vda",
+  });
   const config = siteConfig(generated.controlplane, registry);
   const creds = parseTalosconfig(generated.talosconfig);
   // Kept beside the console log: a failed run is read with `talosctl --talosconfig` on the node left behind.
   fs.writeFileSync(path.join(work, "talosconfig"), generated.talosconfig);
-  const node: BootedNode = await bootNode({ name: "kubernetes", boot: "iso", netOpen: true, memory: 4096, k8sApi: true });
+  const node: BootedNode = await bootNode({
+    name: "kubernetes",
+    boot: "iso",
+    netOpen: true,
+    memory: 4096,
+    k8sApi: true,
+  });
   t.after(() => node.stop({ removeDisk: true }));
   const admin = () => node.mtlsClient(creds);
 
   const step = journeySteps(t);
 
-  await step("the ISO installs a control plane: etcd waits for Bootstrap, the kubelet runs from its image", async () => {
-    await waitFor(node, "maintenance API", () => node.client().disks(), bootMs);
-    const insecure = node.client();
-    await insecure.unary(insecure.machine, "ApplyConfiguration", { data: Buffer.from(config), mode: ApplyMode.REBOOT, dry_run: false }, 300_000);
-    await waitFor(node, "mTLS after install", () => admin().version(), bootMs, { failOn: sequenceFailed });
-    await expectServicesHealthy(node, admin(), ["cri", "kubelet"], bootMs);
-    assert.equal(await serviceState(admin(), "etcd"), "Preparing");
-    await waitFor(node, "etcd's bootstrap hint", async () => assert.match(node.console(), /please run `talosctl bootstrap`/), bootMs);
-  });
+  await step(
+    "the ISO installs a control plane: etcd waits for Bootstrap, the kubelet runs from its image",
+    async () => {
+      await waitFor(node, "maintenance API", () => node.client().disks(), bootMs);
+      const insecure = node.client();
+      await insecure.unary(
+        insecure.machine,
+        "ApplyConfiguration",
+        { data: Buffer.from(config), mode: ApplyMode.REBOOT, dry_run: false },
+        300_000,
+      );
+      await waitFor(node, "mTLS after install", () => admin().version(), bootMs, { failOn: sequenceFailed });
+      await expectServicesHealthy(node, admin(), ["cri", "kubelet"], bootMs);
+      assert.equal(await serviceState(admin(), "etcd"), "Preparing");
+      await waitFor(
+        node,
+        "etcd's bootstrap hint",
+        async () => assert.match(node.console(), /please run `talosctl bootstrap`/),
+        bootMs,
+      );
+    },
+  );
 
   await step("Bootstrap starts etcd; a second one is refused as AlreadyExists", async () => {
     const c = admin();
@@ -116,94 +142,249 @@ test("Kubernetes journey: install → bootstrap → static control plane → kub
   await step("the kubelet runs the static control plane: each pod Running and Ready, the machine ready", async () => {
     const c = admin();
     for (const pod of staticPods) {
-      await waitFor(node, `${pod} ready`, async () => {
-        const yaml = ((await c.resourceGet("k8s", "StaticPodStatuses.kubernetes.talos.dev", `kube-system/${pod}-${hostname}`)) as ResourceReply).resource.spec.yaml_spec;
-        // The spec's YAML is the kubelet's v1 PodStatus itself, as Talos marshals it.
-        const status = parse(yaml) as { phase?: string; conditions?: { type: string; status: string }[] };
-        assert.equal(status.phase, "Running");
-        assert.equal(status.conditions?.find((cond) => cond.type === "Ready")?.status, "True");
-      }, controlPlaneMs);
+      await waitFor(
+        node,
+        `${pod} ready`,
+        async () => {
+          const yaml = (
+            (await c.resourceGet(
+              "k8s",
+              "StaticPodStatuses.kubernetes.talos.dev",
+              `kube-system/${pod}-${hostname}`,
+            )) as ResourceReply
+          ).resource.spec.yaml_spec;
+          // The spec's YAML is the kubelet's v1 PodStatus itself, as Talos marshals it.
+          const status = parse(yaml) as { phase?: string; conditions?: { type: string; status: string }[] };
+          assert.equal(status.phase, "Running");
+          assert.equal(status.conditions?.find((cond) => cond.type === "Ready")?.status, "True");
+        },
+        controlPlaneMs,
+      );
     }
-    await waitFor(node, "MachineStatus ready", async () => {
-      const yaml = ((await c.resourceGet("runtime", "MachineStatuses.runtime.talos.dev", "machine")) as ResourceReply).resource.spec.yaml_spec;
-      assert.match(yaml, /stage: running[\s\S]*ready: true/);
-    }, controlPlaneMs);
+    await waitFor(
+      node,
+      "MachineStatus ready",
+      async () => {
+        const yaml = ((await c.resourceGet("runtime", "MachineStatuses.runtime.talos.dev", "machine")) as ResourceReply)
+          .resource.spec.yaml_spec;
+        assert.match(yaml, /stage: running[\s\S]*ready: true/);
+      },
+      controlPlaneMs,
+    );
   });
 
   const kubeconfig = path.join(work, "kubeconfig");
-  const kubectl = (...args: string[]) => execFileSync(kubectlBinary, ["--kubeconfig", kubeconfig, "--server", `https://127.0.0.1:${node.k8sPort}`, ...args], { encoding: "utf8" });
-  const names = (json: string) => (JSON.parse(json) as { items: { metadata: { name: string } }[] }).items.map((i) => i.metadata.name).sort();
+  const kubectl = (...args: string[]) =>
+    execFileSync(
+      kubectlBinary,
+      ["--kubeconfig", kubeconfig, "--server", `https://127.0.0.1:${node.k8sPort}`, ...args],
+      { encoding: "utf8" },
+    );
+  const names = (json: string) =>
+    (JSON.parse(json) as { items: { metadata: { name: string } }[] }).items.map((i) => i.metadata.name).sort();
 
-  await step("kubeconfig reaches the API server: the node registered under its hostname, the control plane's mirror pods, the bootstrap manifests applied", async () => {
-    fs.writeFileSync(kubeconfig, await adminKubeconfig(admin()));
-    const nodes = await waitFor(node, "the node registered", async () => {
-      const n = names(kubectl("get", "nodes", "-o", "json"));
-      assert.deepEqual(n, [hostname]);
-      return n;
-    }, controlPlaneMs);
-    assert.deepEqual(nodes, [hostname]);
-    await waitFor(node, "the mirror pods", async () => {
-      const pods = names(kubectl("get", "pods", "-n", "kube-system", "-o", "json")).filter((n) => n.endsWith(`-${hostname}`));
-      assert.deepEqual(pods, staticPods.map((p) => `${p}-${hostname}`));
-    }, controlPlaneMs);
-    await waitFor(node, "the bootstrap manifests", async () => {
-      assert.deepEqual(names(kubectl("get", "daemonsets", "-n", "kube-system", "-o", "json")), ["kube-flannel", "kube-proxy"]);
-      assert.deepEqual(names(kubectl("get", "deployments", "-n", "kube-system", "-o", "json")), ["coredns"]);
-    }, controlPlaneMs);
-  });
+  await step(
+    "kubeconfig reaches the API server: the node registered under its hostname, the control plane's mirror pods, the bootstrap manifests applied",
+    async () => {
+      fs.writeFileSync(kubeconfig, await adminKubeconfig(admin()));
+      const nodes = await waitFor(
+        node,
+        "the node registered",
+        async () => {
+          const n = names(kubectl("get", "nodes", "-o", "json"));
+          assert.deepEqual(n, [hostname]);
+          return n;
+        },
+        controlPlaneMs,
+      );
+      assert.deepEqual(nodes, [hostname]);
+      await waitFor(
+        node,
+        "the mirror pods",
+        async () => {
+          const pods = names(kubectl("get", "pods", "-n", "kube-system", "-o", "json")).filter((n) =>
+            n.endsWith(`-${hostname}`),
+          );
+          assert.deepEqual(
+            pods,
+            staticPods.map((p) => `${p}-${hostname}`),
+          );
+        },
+        controlPlaneMs,
+      );
+      await waitFor(
+        node,
+        "the bootstrap manifests",
+        async () => {
+          assert.deepEqual(names(kubectl("get", "daemonsets", "-n", "kube-system", "-o", "json")), [
+            "kube-flannel",
+            "kube-proxy",
+          ]);
+          assert.deepEqual(names(kubectl("get", "deployments", "-n", "kube-system", "-o", "json")), ["coredns"]);
+        },
+        controlPlaneMs,
+      );
+    },
+  );
 
-  await step("the node Ready with flannel, kube-system's pods Running, and the server-side health check passing", async () => {
-    await waitFor(node, "the node Ready", async () => {
-      const n = JSON.parse(kubectl("get", "node", hostname, "-o", "json")) as { status: { conditions: { type: string; status: string }[] } };
-      assert.equal(n.status.conditions.find((cond) => cond.type === "Ready")?.status, "True");
-    }, controlPlaneMs);
-    await waitFor(node, "kube-system's pods Running", async () => {
-      const pods = (JSON.parse(kubectl("get", "pods", "-n", "kube-system", "-o", "json")) as { items: { metadata: { name: string }; status: { phase: string } }[] }).items;
-      const byPrefix = (prefix: string) => pods.filter((p) => p.metadata.name.startsWith(prefix)).length;
-      // Talos's manifests: CoreDNS with two replicas, one flannel and one kube-proxy pod a node, and the three mirror pods.
-      assert.deepEqual([byPrefix("coredns-"), byPrefix("kube-flannel-"), byPrefix("kube-proxy-"), pods.length], [2, 1, 1, 7]);
-      assert.deepEqual(pods.filter((p) => p.status.phase !== "Running").map((p) => p.metadata.name), []);
-    }, controlPlaneMs);
-    const c = admin();
-    const progress = await c.collect<{ message: string }>(c.cluster, "HealthCheck", { wait_timeout: { seconds: 600 } }, 660_000);
-    const messages = progress.map((m) => m.message);
-    assert.ok(messages.includes("waiting for all k8s nodes to report ready: OK"), messages.join("\n"));
-    assert.ok(messages.includes("waiting for coredns to report ready: OK"), messages.join("\n"));
-  });
+  await step(
+    "the node Ready with flannel, kube-system's pods Running, and the server-side health check passing",
+    async () => {
+      await waitFor(
+        node,
+        "the node Ready",
+        async () => {
+          const n = JSON.parse(kubectl("get", "node", hostname, "-o", "json")) as {
+            status: { conditions: { type: string; status: string }[] };
+          };
+          assert.equal(n.status.conditions.find((cond) => cond.type === "Ready")?.status, "True");
+        },
+        controlPlaneMs,
+      );
+      await waitFor(
+        node,
+        "kube-system's pods Running",
+        async () => {
+          const pods = (
+            JSON.parse(kubectl("get", "pods", "-n", "kube-system", "-o", "json")) as {
+              items: { metadata: { name: string }; status: { phase: string } }[];
+            }
+          ).items;
+          const byPrefix = (prefix: string) => pods.filter((p) => p.metadata.name.startsWith(prefix)).length;
+          // Talos's manifests: CoreDNS with two replicas, one flannel and one kube-proxy pod a node, and the three mirror pods.
+          assert.deepEqual(
+            [byPrefix("coredns-"), byPrefix("kube-flannel-"), byPrefix("kube-proxy-"), pods.length],
+            [2, 1, 1, 7],
+          );
+          assert.deepEqual(
+            pods.filter((p) => p.status.phase !== "Running").map((p) => p.metadata.name),
+            [],
+          );
+        },
+        controlPlaneMs,
+      );
+      const c = admin();
+      const progress = await c.collect<{ message: string }>(
+        c.cluster,
+        "HealthCheck",
+        { wait_timeout: { seconds: 600 } },
+        660_000,
+      );
+      const messages = progress.map((m) => m.message);
+      assert.ok(messages.includes("waiting for all k8s nodes to report ready: OK"), messages.join("\n"));
+      assert.ok(messages.includes("waiting for coredns to report ready: OK"), messages.join("\n"));
+    },
+  );
 
   await step("a pod answers through a Service by its DNS name; the server's log read with Logs -k", async () => {
     const manifests = path.join(work, "echo.yaml");
     fs.writeFileSync(manifests, echoManifests());
     kubectl("apply", "-f", manifests);
-    await waitFor(node, "the client pod succeeded", async () => {
-      assert.equal((JSON.parse(kubectl("get", "pod", "client", "-o", "json")) as { status: { phase: string } }).status.phase, "Succeeded");
-    }, controlPlaneMs);
+    await waitFor(
+      node,
+      "the client pod succeeded",
+      async () => {
+        assert.equal(
+          (JSON.parse(kubectl("get", "pod", "client", "-o", "json")) as { status: { phase: string } }).status.phase,
+          "Succeeded",
+        );
+      },
+      controlPlaneMs,
+    );
     assert.equal(kubectl("logs", "client"), "echo\n");
     const c = admin();
-    const log = Buffer.concat((await c.collect<{ bytes?: Buffer }>(c.machine, "Logs", { namespace: "k8s.io", driver: 1, id: "default/echo:echo", tail_lines: -1 })).map((m) => m.bytes ?? Buffer.alloc(0))).toString();
+    const log = Buffer.concat(
+      (
+        await c.collect<{ bytes?: Buffer }>(c.machine, "Logs", {
+          namespace: "k8s.io",
+          driver: 1,
+          id: "default/echo:echo",
+          tail_lines: -1,
+        })
+      ).map((m) => m.bytes ?? Buffer.alloc(0)),
+    ).toString();
     // CRI's log format: `<time> stderr F <line>`; one request, from the client pod.
-    assert.deepEqual(log.split("\n").filter((l) => l.includes("GET /")).map((l) => l.replace(/^\S+ stderr F \S+ \S+ /, "")), ["GET /"]);
+    assert.deepEqual(
+      log
+        .split("\n")
+        .filter((l) => l.includes("GET /"))
+        .map((l) => l.replace(/^\S+ stderr F \S+ \S+ /, "")),
+      ["GET /"],
+    );
   });
 
-  await step("etcd: one member named after the node; a snapshot restored on the host holds the node's object", async () => {
-    const c = admin();
-    const members = (await c.unary(c.machine, "EtcdMemberList", {})) as { messages: { members: { hostname: string; is_learner: boolean }[] }[] };
-    assert.deepEqual(members.messages[0]!.members.map((m) => [m.hostname, m.is_learner]), [[hostname, false]]);
-    const snapshot = path.join(work, "etcd.snapshot");
-    fs.writeFileSync(snapshot, Buffer.concat((await c.collect<{ bytes?: Buffer }>(c.machine, "EtcdSnapshot", {})).map((m) => m.bytes ?? Buffer.alloc(0))));
-    const dataDir = path.join(work, "restored");
-    const port = await freePort();
-    const peer = `http://127.0.0.1:${await freePort()}`;
-    execFileSync(etcdutl, ["snapshot", "restore", snapshot, "--data-dir", dataDir, "--initial-cluster", `default=${peer}`, "--initial-advertise-peer-urls", peer], { stdio: "ignore" });
-    const etcd = spawn(etcdBinary, ["--data-dir", dataDir, "--listen-client-urls", `http://127.0.0.1:${port}`, "--advertise-client-urls", `http://127.0.0.1:${port}`, "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer], { stdio: "ignore" });
-    t.after(() => etcd.kill("SIGKILL"));
-    const key = Buffer.from(`/registry/minions/${hostname}`).toString("base64");
-    const found = await waitFor(node, "the restored etcd answering", async () => {
-      const res = await fetch(`http://127.0.0.1:${port}/v3/kv/range`, { method: "POST", body: JSON.stringify({ key, keys_only: true }) });
-      return (await res.json()) as { kvs?: { key: string }[] };
-    }, 60_000);
-    assert.deepEqual(found.kvs?.map((kv) => Buffer.from(kv.key, "base64").toString()), [`/registry/minions/${hostname}`]);
-  });
+  await step(
+    "etcd: one member named after the node; a snapshot restored on the host holds the node's object",
+    async () => {
+      const c = admin();
+      const members = (await c.unary(c.machine, "EtcdMemberList", {})) as {
+        messages: { members: { hostname: string; is_learner: boolean }[] }[];
+      };
+      assert.deepEqual(
+        members.messages[0]!.members.map((m) => [m.hostname, m.is_learner]),
+        [[hostname, false]],
+      );
+      const snapshot = path.join(work, "etcd.snapshot");
+      fs.writeFileSync(
+        snapshot,
+        Buffer.concat(
+          (await c.collect<{ bytes?: Buffer }>(c.machine, "EtcdSnapshot", {})).map((m) => m.bytes ?? Buffer.alloc(0)),
+        ),
+      );
+      const dataDir = path.join(work, "restored");
+      const port = await freePort();
+      const peer = `http://127.0.0.1:${await freePort()}`;
+      execFileSync(
+        etcdutl,
+        [
+          "snapshot",
+          "restore",
+          snapshot,
+          "--data-dir",
+          dataDir,
+          "--initial-cluster",
+          `default=${peer}`,
+          "--initial-advertise-peer-urls",
+          peer,
+        ],
+        { stdio: "ignore" },
+      );
+      const etcd = spawn(
+        etcdBinary,
+        [
+          "--data-dir",
+          dataDir,
+          "--listen-client-urls",
+          `http://127.0.0.1:${port}`,
+          "--advertise-client-urls",
+          `http://127.0.0.1:${port}`,
+          "--listen-peer-urls",
+          peer,
+          "--initial-advertise-peer-urls",
+          peer,
+        ],
+        { stdio: "ignore" },
+      );
+      t.after(() => etcd.kill("SIGKILL"));
+      const key = Buffer.from(`/registry/minions/${hostname}`).toString("base64");
+      const found = await waitFor(
+        node,
+        "the restored etcd answering",
+        async () => {
+          const res = await fetch(`http://127.0.0.1:${port}/v3/kv/range`, {
+            method: "POST",
+            body: JSON.stringify({ key, keys_only: true }),
+          });
+          return (await res.json()) as { kvs?: { key: string }[] };
+        },
+        60_000,
+      );
+      assert.deepEqual(
+        found.kvs?.map((kv) => Buffer.from(kv.key, "base64").toString()),
+        [`/registry/minions/${hostname}`],
+      );
+    },
+  );
 
   await step("Shutdown stops the kubelet and the control plane's pods, then powers off", async () => {
     const c = admin();

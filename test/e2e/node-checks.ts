@@ -6,19 +6,31 @@ import { waitFor, type BootedNode } from "./qemu.js";
 type Services = { messages: { services: { id: string; state: string; health: { healthy: boolean } }[] }[] };
 
 /** Waits until each of `ids` is Running and healthy in ServiceList. */
-export async function expectServicesHealthy(node: BootedNode, c: NodeClient, ids: string[], timeoutMs: number): Promise<void> {
-  await waitFor(node, `${ids.join(", ")} Running and healthy`, async () => {
-    const byId = new Map(((await c.serviceList()) as Services).messages[0]!.services.map((s) => [s.id, s]));
-    for (const id of ids) {
-      assert.equal(byId.get(id)?.state, "Running", id);
-      assert.equal(byId.get(id)?.health.healthy, true, id);
-    }
-  }, timeoutMs);
+export async function expectServicesHealthy(
+  node: BootedNode,
+  c: NodeClient,
+  ids: string[],
+  timeoutMs: number,
+): Promise<void> {
+  await waitFor(
+    node,
+    `${ids.join(", ")} Running and healthy`,
+    async () => {
+      const byId = new Map(((await c.serviceList()) as Services).messages[0]!.services.map((s) => [s.id, s]));
+      for (const id of ids) {
+        assert.equal(byId.get(id)?.state, "Running", id);
+        assert.equal(byId.get(id)?.health.healthy, true, id);
+      }
+    },
+    timeoutMs,
+  );
 }
 
 /** The names directly under `root` on the node. */
 export async function namesUnder(c: NodeClient, root: string): Promise<string[]> {
-  return (await c.collect<{ name: string }>(c.machine, "List", { root, recurse: false })).map((f) => f.name.slice(root.length + 1));
+  return (await c.collect<{ name: string }>(c.machine, "List", { root, recurse: false })).map((f) =>
+    f.name.slice(root.length + 1),
+  );
 }
 
 /** The /proc/<pid>/cgroup of the first process whose command line matches, or "" when none does. */
@@ -38,5 +50,8 @@ export async function expectTalosCgroups(c: NodeClient): Promise<void> {
   assert.equal(await cgroupOf(c, (a) => a.includes("apid")), "0::/system/apid\n");
   assert.equal(await cgroupOf(c, (a) => a[0] === "systemd-udevd"), "0::/system/udevd\n");
   // The system containerd by its config (the CRI containerd is the same program, in /podruntime/runtime).
-  assert.equal(await cgroupOf(c, (a) => a[0] === "/usr/bin/containerd" && a.includes("/system/etc/containerd/config.toml")), "0::/system/runtime\n");
+  assert.equal(
+    await cgroupOf(c, (a) => a[0] === "/usr/bin/containerd" && a.includes("/system/etc/containerd/config.toml")),
+    "0::/system/runtime\n",
+  );
 }

@@ -11,24 +11,37 @@ import { artifactsPresent, bootNode, waitFor, type BootedNode } from "./qemu.js"
 const bootMs = 600_000;
 
 async function waitForConsole(node: BootedNode, line: RegExp, timeoutMs: number): Promise<void> {
-  await waitFor(node, `console line ${line}`, async () => {
-    if (!line.test(node.console())) throw new Error("not yet");
-  }, timeoutMs);
+  await waitFor(
+    node,
+    `console line ${line}`,
+    async () => {
+      if (!line.test(node.console())) throw new Error("not yet");
+    },
+    timeoutMs,
+  );
 }
 
 /** Which way the node answers once booted again: "maintenance" or "configured". */
-async function answers(node: BootedNode, creds: { ca: string; crt: string; key: string }): Promise<"maintenance" | "configured"> {
+async function answers(
+  node: BootedNode,
+  creds: { ca: string; crt: string; key: string },
+): Promise<"maintenance" | "configured"> {
   const insecure = node.client();
   const admin = node.mtlsClient(creds);
-  return waitFor(node, "an answer in maintenance mode or over mTLS", () =>
-    Promise.any([
-      admin.version().then(() => "configured" as const),
-      // In maintenance, Version answers Unimplemented; Disks answers anyone.
-      insecure.version().then(
-        () => Promise.reject(new Error("maintenance Version must be refused")),
-        () => insecure.disks().then(() => "maintenance" as const),
-      ),
-    ]), bootMs);
+  return waitFor(
+    node,
+    "an answer in maintenance mode or over mTLS",
+    () =>
+      Promise.any([
+        admin.version().then(() => "configured" as const),
+        // In maintenance, Version answers Unimplemented; Disks answers anyone.
+        insecure.version().then(
+          () => Promise.reject(new Error("maintenance Version must be refused")),
+          () => insecure.disks().then(() => "maintenance" as const),
+        ),
+      ]),
+    bootMs,
+  );
 }
 
 const killPoints: { name: string; after: RegExp; expect: ("maintenance" | "configured")[] }[] = [
@@ -38,8 +51,15 @@ const killPoints: { name: string; after: RegExp; expect: ("maintenance" | "confi
   { name: "after the config is saved to STATE", after: /task saveConfig \(1\/1\): done/, expect: ["configured"] },
 ];
 
-test("power loss during apply and install", { skip: artifactsPresent() ? false : "image not built (npm run image)", timeout: 60 * 60_000 }, async (t) => {
-  const generated = await generateConfigs({ clusterName: "power", endpoint: "https://10.0.2.15:6443", installDisk: "/dev/vda" });
+test("power loss during apply and install", {
+  skip: artifactsPresent() ? false : "image not built (npm run image)",
+  timeout: 60 * 60_000,
+}, async (t) => {
+  const generated = await generateConfigs({
+    clusterName: "power",
+    endpoint: "https://10.0.2.15:6443",
+    installDisk: "/dev/vda",
+  });
   const creds = parseTalosconfig(generated.talosconfig);
   for (const point of killPoints) {
     await t.test(point.name, async () => {

@@ -86,7 +86,9 @@ export async function freePort(): Promise<number> {
 }
 
 export function artifactsPresent(arch: "amd64" | "arm64" = "amd64"): boolean {
-  return [`metal-${arch}.iso`, `initramfs-${arch}.xz`, `vmlinuz-${arch}`].every((f) => fs.existsSync(path.join(repoRoot, "_out", f)));
+  return [`metal-${arch}.iso`, `initramfs-${arch}.xz`, `vmlinuz-${arch}`].every((f) =>
+    fs.existsSync(path.join(repoRoot, "_out", f)),
+  );
 }
 
 export async function bootNode(opts: BootOptions): Promise<BootedNode> {
@@ -98,11 +100,28 @@ export async function bootNode(opts: BootOptions): Promise<BootedNode> {
   fs.rmSync(serialLog, { force: true });
   const disk = path.join(outDir, `${opts.disk ?? opts.name}.qcow2`);
   const args = [
-    "scripts/vm.sh", "--no-build", "--arch", opts.arch ?? "amd64", "--boot", opts.boot, "--firmware", opts.firmware ?? "uefi",
-    "--api-port", String(apiPort), "--trustd-port", String(trustdPort),
-    "--disk", disk, ...(opts.freshDisk === false ? [] : ["--fresh-disk"]), ...(opts.secondNic ? ["--second-nic"] : []),
-    "--serial", serialLog, "--cpus", process.env.BASALT_E2E_CPUS ?? "1",
-    "--accel", process.env.BASALT_E2E_ACCEL ?? "auto",
+    "scripts/vm.sh",
+    "--no-build",
+    "--arch",
+    opts.arch ?? "amd64",
+    "--boot",
+    opts.boot,
+    "--firmware",
+    opts.firmware ?? "uefi",
+    "--api-port",
+    String(apiPort),
+    "--trustd-port",
+    String(trustdPort),
+    "--disk",
+    disk,
+    ...(opts.freshDisk === false ? [] : ["--fresh-disk"]),
+    ...(opts.secondNic ? ["--second-nic"] : []),
+    "--serial",
+    serialLog,
+    "--cpus",
+    process.env.BASALT_E2E_CPUS ?? "1",
+    "--accel",
+    process.env.BASALT_E2E_ACCEL ?? "auto",
     ...(opts.append ? ["--append", opts.append] : []),
     ...(opts.uuid ? ["--uuid", opts.uuid] : []),
     ...(opts.seed ? ["--seed", opts.seed] : []),
@@ -128,7 +147,9 @@ export async function bootNode(opts: BootOptions): Promise<BootedNode> {
     serialLog,
     startedAt,
     accel: () => /with (kvm|tcg)/.exec(stderr)?.[1] ?? "",
-    console: () => (fs.existsSync(serialLog) ? fs.readFileSync(serialLog, "utf8") : "") + (child.exitCode !== null ? `\n[vm.sh exited ${child.exitCode}]\n${stderr}` : ""),
+    console: () =>
+      (fs.existsSync(serialLog) ? fs.readFileSync(serialLog, "utf8") : "") +
+      (child.exitCode !== null ? `\n[vm.sh exited ${child.exitCode}]\n${stderr}` : ""),
     client: () => track(new NodeClient({ endpoint: `127.0.0.1:${apiPort}`, credentials: { kind: "insecure" } })),
     mtlsClient: (c) => track(new NodeClient({ endpoint: `127.0.0.1:${apiPort}`, credentials: { kind: "mtls", ...c } })),
     exited,
@@ -151,7 +172,13 @@ export interface WaitOptions {
  * Calls `probe` until it resolves or the deadline passes; fails early with the console when QEMU is gone
  * or when `failOn` appears in console text printed after the wait began.
  */
-export async function waitFor<T>(node: BootedNode, what: string, probe: () => Promise<T>, timeoutMs: number, opts: WaitOptions = {}): Promise<T> {
+export async function waitFor<T>(
+  node: BootedNode,
+  what: string,
+  probe: () => Promise<T>,
+  timeoutMs: number,
+  opts: WaitOptions = {},
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   const from = node.console().length;
   let last: unknown;
@@ -170,7 +197,9 @@ export async function waitFor<T>(node: BootedNode, what: string, probe: () => Pr
     }
     await sleep(2000);
   }
-  throw new Error(`${what} not reached: ${last instanceof Error ? last.message : String(last)}\n${consoleReport(node)}`);
+  throw new Error(
+    `${what} not reached: ${last instanceof Error ? last.message : String(last)}\n${consoleReport(node)}`,
+  );
 }
 
 /** Waits for QEMU to exit (the guest rebooted or powered off: -no-reboot), failing with the console at the deadline. */
@@ -179,7 +208,8 @@ export async function waitExit(node: BootedNode, what: string, timeoutMs: number
   const timedOut = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), timeoutMs)));
   const outcome = await Promise.race([node.exited.then(() => "exited" as const), timedOut]);
   clearTimeout(timer);
-  if (outcome === "timeout") throw new Error(`${what}: QEMU still running after ${timeoutMs / 1000} s\n${consoleReport(node)}`);
+  if (outcome === "timeout")
+    throw new Error(`${what}: QEMU still running after ${timeoutMs / 1000} s\n${consoleReport(node)}`);
 }
 
 function lineAround(text: string, index: number): string {
@@ -194,7 +224,10 @@ function lineAround(text: string, index: number): string {
  */
 export function consoleReport(node: BootedNode): string {
   const lines = node.console().split("\n");
-  const notable = lines.filter((l) => /basalt-init:|failed|fatal|panic|Error:/.test(l)).slice(-40).join("\n");
+  const notable = lines
+    .filter((l) => /basalt-init:|failed|fatal|panic|Error:/.test(l))
+    .slice(-40)
+    .join("\n");
   const tail = lines.slice(-40).join("\n");
   return `--- init and failures (${node.serialLog}) ---\n${notable}\n--- console tail ---\n${tail}`;
 }
@@ -221,14 +254,26 @@ export interface ListedResource {
 
 /** The names udev gave the NICs: the node's physical links (LinkStatus of type ether, no kind), sorted. */
 export async function physicalLinkNames(c: NodeClient): Promise<string[]> {
-  const listed = await c.collect<ListedResource>(c.cosi, "List", { namespace: "network", type: "LinkStatuses.net.talos.dev" }, 10_000);
-  const physical = listed.filter((r) => /^type: ether$/m.test(r.resource.spec.yaml_spec) && /^kind: ""$/m.test(r.resource.spec.yaml_spec));
+  const listed = await c.collect<ListedResource>(
+    c.cosi,
+    "List",
+    { namespace: "network", type: "LinkStatuses.net.talos.dev" },
+    10_000,
+  );
+  const physical = listed.filter(
+    (r) => /^type: ether$/m.test(r.resource.spec.yaml_spec) && /^kind: ""$/m.test(r.resource.spec.yaml_spec),
+  );
   return physical.map((r) => r.resource.metadata.id).sort();
 }
 
 /** DevicesStatus `devices` as `talosctl get devicesstatuses -o yaml` shows its spec. */
 export async function devicesStatusYaml(c: NodeClient): Promise<string[]> {
-  const listed = await c.collect<ListedResource>(c.cosi, "List", { namespace: "runtime", type: "DevicesStatuses.runtime.talos.dev" }, 10_000);
+  const listed = await c.collect<ListedResource>(
+    c.cosi,
+    "List",
+    { namespace: "runtime", type: "DevicesStatuses.runtime.talos.dev" },
+    10_000,
+  );
   return listed.map((r) => `${r.resource.metadata.id}: ${r.resource.spec.yaml_spec}`);
 }
 
@@ -237,30 +282,51 @@ export async function devicesStatusYaml(c: NodeClient): Promise<string[]> {
  * blank 10 GiB virtio disk /dev/vda, and COSI's AddressStatuses the DHCP lease 10.0.2.15/24 (which may land
  * a moment after the listener is up). Returns the listed addresses.
  */
-export async function expectMaintenanceApi(node: BootedNode, bootTimeoutMs: number, diagnostic: (msg: string) => void): Promise<ListedResource[]> {
+export async function expectMaintenanceApi(
+  node: BootedNode,
+  bootTimeoutMs: number,
+  diagnostic: (msg: string) => void,
+): Promise<ListedResource[]> {
   const client = node.client();
-  const disks = await waitFor(node, "maintenance API (storage.Disks)", async () => {
-    const reply = await client.unary<{ messages: { disks: Disk[] }[] }>(client.storage, "Disks", {}, 10_000);
-    return reply.messages.flatMap((m) => m.disks);
-  }, bootTimeoutMs);
+  const disks = await waitFor(
+    node,
+    "maintenance API (storage.Disks)",
+    async () => {
+      const reply = await client.unary<{ messages: { disks: Disk[] }[] }>(client.storage, "Disks", {}, 10_000);
+      return reply.messages.flatMap((m) => m.disks);
+    },
+    bootTimeoutMs,
+  );
   diagnostic(`API answered ${((Date.now() - node.startedAt) / 1000).toFixed(1)} s after QEMU start`);
   const vda = disks.find((d) => d.device_name === "/dev/vda");
   assert.ok(vda, `no /dev/vda among ${JSON.stringify(disks.map((d) => d.device_name))}`);
   assert.equal(Number(vda.size), TEN_GIB);
-  return waitFor(node, "a DHCP address in AddressStatuses", async () => {
-    const listed = await client.collect<ListedResource>(client.cosi, "List", { namespace: "network", type: "AddressStatuses.net.talos.dev" }, 10_000);
-    if (!listed.some((r) => /address: 10\.0\.2\.15\/24/.test(r.resource.spec.yaml_spec))) {
-      throw new Error(`addresses: ${listed.map((r) => r.resource.metadata.id).join(", ")}`);
-    }
-    return listed;
-  }, 120_000);
+  return waitFor(
+    node,
+    "a DHCP address in AddressStatuses",
+    async () => {
+      const listed = await client.collect<ListedResource>(
+        client.cosi,
+        "List",
+        { namespace: "network", type: "AddressStatuses.net.talos.dev" },
+        10_000,
+      );
+      if (!listed.some((r) => /address: 10\.0\.2\.15\/24/.test(r.resource.spec.yaml_spec))) {
+        throw new Error(`addresses: ${listed.map((r) => r.resource.metadata.id).join(", ")}`);
+      }
+      return listed;
+    },
+    120_000,
+  );
 }
 
 /**
  * Subtests of a journey where each step needs the one before it: once one fails, the rest are
  * skipped rather than booted for nothing.
  */
-export function journeySteps(t: { test(name: string, opts: { skip: string | false }, fn: () => Promise<void>): Promise<unknown> }) {
+export function journeySteps(t: {
+  test(name: string, opts: { skip: string | false }, fn: () => Promise<void>): Promise<unknown>;
+}) {
   let failedStep: string | undefined;
   return async (name: string, fn: () => Promise<void>): Promise<void> => {
     await t.test(name, { skip: failedStep ? `after the failed step "${failedStep}"` : false }, async () => {

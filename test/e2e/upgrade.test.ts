@@ -26,7 +26,16 @@ import { registryEndpoints } from "../../agent/src/oci/hosts.js";
 import { buildInstallerArchive } from "../../agent/src/oci/installer.js";
 import { LayoutArchive } from "../../agent/src/oci/layout.js";
 import { registryBinary, startRegistry } from "../integration/helpers/registry.js";
-import { artifactsPresent, bootNode, journeySteps, consoleReport, repoRoot, waitExit, waitFor, type BootedNode } from "./qemu.js";
+import {
+  artifactsPresent,
+  bootNode,
+  journeySteps,
+  consoleReport,
+  repoRoot,
+  waitExit,
+  waitFor,
+  type BootedNode,
+} from "./qemu.js";
 
 // Generous: on a shared 2-core host a TCG boot has taken 7 minutes of kernel uptime.
 const bootMs = 1_200_000;
@@ -50,7 +59,12 @@ async function bootedSlot(c: NodeClient): Promise<string> {
 }
 
 async function metaKeys(c: NodeClient): Promise<Map<string, string>> {
-  const listed = await c.collect<ResourceItem>(c.cosi, "List", { namespace: "runtime", type: "MetaKeys.runtime.talos.dev" }, 10_000);
+  const listed = await c.collect<ResourceItem>(
+    c.cosi,
+    "List",
+    { namespace: "runtime", type: "MetaKeys.runtime.talos.dev" },
+    10_000,
+  );
   return new Map(listed.map((r) => [r.resource.metadata.id, /value: (.*)/.exec(r.resource.spec.yaml_spec)?.[1] ?? ""]));
 }
 
@@ -91,7 +105,10 @@ async function killWhenConsoleSays(node: BootedNode, line: RegExp, timeoutMs: nu
 function agentReplacement(dir: string, script: string): Buffer {
   fs.mkdirSync(path.join(dir, "agent"), { recursive: true });
   fs.writeFileSync(path.join(dir, "agent", "basalt.mjs"), script);
-  return execFileSync("cpio", ["-o", "-H", "newc", "-R", "0:0", "--quiet"], { cwd: dir, input: "agent\nagent/basalt.mjs\n" });
+  return execFileSync("cpio", ["-o", "-H", "newc", "-R", "0:0", "--quiet"], {
+    cwd: dir,
+    input: "agent\nagent/basalt.mjs\n",
+  });
 }
 
 const skip =
@@ -99,28 +116,52 @@ const skip =
     ? false
     : "image or installer not built (npm run image), or docker-registry missing";
 
-test("upgrade journey: install → Upgrade (slot B) → Rollback (slot A) → power lost mid-write (slot A) → broken Upgrades back on slot A", { skip, timeout: 90 * 60_000 }, async (t) => {
+test("upgrade journey: install → Upgrade (slot B) → Rollback (slot A) → power lost mid-write (slot A) → broken Upgrades back on slot A", {
+  skip,
+  timeout: 90 * 60_000,
+}, async (t) => {
   fs.rmSync(work, { recursive: true, force: true });
   const registry = await startRegistry(path.join(work, "registry"), { plain: true });
   t.after(() => registry.stop());
   const port = registry.host.split(":")[1]!;
   const guestHost = `10.0.2.2:${port}`;
-  const repo = new RepositoryClient(registryEndpoints({ mirrors: { [registry.host]: { endpoints: [`http://${registry.host}`] } } }, registry.host)[0]!, "basalt/installer");
+  const repo = new RepositoryClient(
+    registryEndpoints({ mirrors: { [registry.host]: { endpoints: [`http://${registry.host}`] } } }, registry.host)[0]!,
+    "basalt/installer",
+  );
   await (await LayoutArchive.open(installer)).push(repo, "upgrade-1");
   // The broken installer: this build's kernel with the initramfs cut in half.
   const truncated = path.join(work, "initramfs-truncated.xz");
   const initramfs = fs.readFileSync(path.join(out, "initramfs-amd64.xz"));
   fs.writeFileSync(truncated, initramfs.subarray(0, Math.floor(initramfs.length / 2)));
-  await buildInstallerArchive(path.join(work, "broken.tar"), "broken", [{ arch: "amd64", kernel: path.join(out, "vmlinuz-amd64"), initramfs: truncated }]);
+  await buildInstallerArchive(path.join(work, "broken.tar"), "broken", [
+    { arch: "amd64", kernel: path.join(out, "vmlinuz-amd64"), initramfs: truncated },
+  ]);
   await (await LayoutArchive.open(path.join(work, "broken.tar"))).push(repo, "broken");
   // An installer whose machined exits at start: this build's initramfs with one more cpio appended, whose
   // agent/basalt.mjs replaces the bundle (the kernel unpacks the archives in order, a later file over an earlier one).
   const exiting = path.join(work, "initramfs-machined-exits.xz");
-  fs.writeFileSync(exiting, Buffer.concat([initramfs, Buffer.alloc((4 - (initramfs.length % 4)) % 4), agentReplacement(path.join(work, "exiting-agent"), 'console.error("machined: exiting at start on purpose");\nprocess.exit(1);\n')]));
-  await buildInstallerArchive(path.join(work, "machined-exits.tar"), "machined-exits", [{ arch: "amd64", kernel: path.join(out, "vmlinuz-amd64"), initramfs: exiting }]);
+  fs.writeFileSync(
+    exiting,
+    Buffer.concat([
+      initramfs,
+      Buffer.alloc((4 - (initramfs.length % 4)) % 4),
+      agentReplacement(
+        path.join(work, "exiting-agent"),
+        'console.error("machined: exiting at start on purpose");\nprocess.exit(1);\n',
+      ),
+    ]),
+  );
+  await buildInstallerArchive(path.join(work, "machined-exits.tar"), "machined-exits", [
+    { arch: "amd64", kernel: path.join(out, "vmlinuz-amd64"), initramfs: exiting },
+  ]);
   await (await LayoutArchive.open(path.join(work, "machined-exits.tar"))).push(repo, "machined-exits");
 
-  const generated = await generateConfigs({ clusterName: "upgrade", endpoint: "https://10.0.2.15:6443", installDisk: "/dev/vda" });
+  const generated = await generateConfigs({
+    clusterName: "upgrade",
+    endpoint: "https://10.0.2.15:6443",
+    installDisk: "/dev/vda",
+  });
   const doc = parseDocument(generated.controlplane);
   // The node names the registry as the guest sees the host; plain HTTP is a mirror endpoint, as Talos users write it.
   doc.setIn(["machine", "registries", "mirrors", guestHost], { endpoints: [`http://${guestHost}`] });
@@ -149,41 +190,80 @@ test("upgrade journey: install → Upgrade (slot B) → Rollback (slot A) → po
     await waitFor(node, "maintenance API", () => node.client().disks(), bootMs);
     const insecure = node.client();
     // Not retried (a second apply would meet a node already installing): one call with a deadline a loaded guest meets.
-    await insecure.unary(insecure.machine, "ApplyConfiguration", { data: Buffer.from(config), mode: ApplyMode.REBOOT, dry_run: false }, 300_000);
+    await insecure.unary(
+      insecure.machine,
+      "ApplyConfiguration",
+      { data: Buffer.from(config), mode: ApplyMode.REBOOT, dry_run: false },
+      300_000,
+    );
     await waitFor(node, "mTLS after install", () => admin().version(), installMs, { failOn: sequenceFailed });
     assert.equal(await slotOf(), "A");
     assert.match(node.console(), /no boot medium: installing from machine.install.image/);
     assert.match(node.console(), /installer pulled/);
   });
 
-  await step("Upgrade pulls from the registry, kexecs into slot B and confirms it once ready; the config is kept", async () => {
-    const c = admin();
-    const bootId = (await waitFor(node, "boot_id", () => c.read("/proc/sys/kernel/random/boot_id"), bootMs)).toString().trim();
-    const reply = await c.unary<{ messages: { ack: string; actor_id: string }[] }>(c.machine, "Upgrade", { image: `${guestHost}/basalt/installer:upgrade-1` }, pullMs);
-    assert.equal(reply.messages[0]!.ack, "Upgrade request received");
-    await waitFor(node, "a new boot after the upgrade", async () => {
-      const now = (await admin().read("/proc/sys/kernel/random/boot_id")).toString().trim();
-      if (now === bootId) throw new Error("still the old boot");
-    }, bootMs, { failOn: sequenceFailed });
-    await waitFor(node, "the upgrade confirmed (META 0x06 gone)", async () => {
-      const keys = await metaKeys(admin());
-      if (keys.has("0x06")) throw new Error(`META 0x06 = ${keys.get("0x06")}`);
-    }, bootMs);
-    assert.equal(await slotOf(), "B");
-    const hostname = await waitFor(node, "HostnameStatus", () => admin().resourceGet("network", "HostnameStatuses.net.talos.dev", "hostname") as Promise<ResourceReply>, bootMs);
-    assert.match(hostname.resource.spec.yaml_spec, /hostname: upgrade-node/);
-    assert.match(node.console(), /upgrade confirmed: slot B is GRUB's default, slot A its fallback/);
-  });
+  await step(
+    "Upgrade pulls from the registry, kexecs into slot B and confirms it once ready; the config is kept",
+    async () => {
+      const c = admin();
+      const bootId = (await waitFor(node, "boot_id", () => c.read("/proc/sys/kernel/random/boot_id"), bootMs))
+        .toString()
+        .trim();
+      const reply = await c.unary<{ messages: { ack: string; actor_id: string }[] }>(
+        c.machine,
+        "Upgrade",
+        { image: `${guestHost}/basalt/installer:upgrade-1` },
+        pullMs,
+      );
+      assert.equal(reply.messages[0]!.ack, "Upgrade request received");
+      await waitFor(
+        node,
+        "a new boot after the upgrade",
+        async () => {
+          const now = (await admin().read("/proc/sys/kernel/random/boot_id")).toString().trim();
+          if (now === bootId) throw new Error("still the old boot");
+        },
+        bootMs,
+        { failOn: sequenceFailed },
+      );
+      await waitFor(
+        node,
+        "the upgrade confirmed (META 0x06 gone)",
+        async () => {
+          const keys = await metaKeys(admin());
+          if (keys.has("0x06")) throw new Error(`META 0x06 = ${keys.get("0x06")}`);
+        },
+        bootMs,
+      );
+      assert.equal(await slotOf(), "B");
+      const hostname = await waitFor(
+        node,
+        "HostnameStatus",
+        () => admin().resourceGet("network", "HostnameStatuses.net.talos.dev", "hostname") as Promise<ResourceReply>,
+        bootMs,
+      );
+      assert.match(hostname.resource.spec.yaml_spec, /hostname: upgrade-node/);
+      assert.match(node.console(), /upgrade confirmed: slot B is GRUB's default, slot A its fallback/);
+    },
+  );
 
   // Rollback reboots as Reboot does: a kexec of GRUB's new default, in the same VM.
   await step("Rollback reboots into slot A", async () => {
     const c = admin();
-    const bootId = (await waitFor(node, "boot_id", () => c.read("/proc/sys/kernel/random/boot_id"), bootMs)).toString().trim();
+    const bootId = (await waitFor(node, "boot_id", () => c.read("/proc/sys/kernel/random/boot_id"), bootMs))
+      .toString()
+      .trim();
     await c.unary(c.machine, "Rollback", {}, 120_000);
-    await waitFor(node, "a new boot after the rollback", async () => {
-      const now = (await admin().read("/proc/sys/kernel/random/boot_id")).toString().trim();
-      if (now === bootId) throw new Error("still the old boot");
-    }, bootMs, { failOn: sequenceFailed });
+    await waitFor(
+      node,
+      "a new boot after the rollback",
+      async () => {
+        const now = (await admin().read("/proc/sys/kernel/random/boot_id")).toString().trim();
+        if (now === bootId) throw new Error("still the old boot");
+      },
+      bootMs,
+      { failOn: sequenceFailed },
+    );
     assert.equal(await slotOf(), "A");
   });
 
@@ -191,36 +271,61 @@ test("upgrade journey: install → Upgrade (slot B) → Rollback (slot A) → po
   // Kubernetes images and nobody bootstraps, so etcd and the kubelet do not run), with its config and no upgrade pending.
   const readyInA = async () => {
     assert.equal(await slotOf(), "A");
-    await waitFor(node, "ready", async () => {
-      const status = (await admin().resourceGet("runtime", "MachineStatuses.runtime.talos.dev", "machine")) as ResourceReply;
-      // MachineStatus's YAML has the spec's own keys (stage, status.ready, status.unmetConditions).
-      const spec = parse(status.resource.spec.yaml_spec) as MachineStatusSpec;
-      assert.ok(spec.stage === "running" && readyForTrial(spec), status.resource.spec.yaml_spec);
-    }, bootMs);
-    const hostname = await waitFor(node, "HostnameStatus", () => admin().resourceGet("network", "HostnameStatuses.net.talos.dev", "hostname") as Promise<ResourceReply>, bootMs);
+    await waitFor(
+      node,
+      "ready",
+      async () => {
+        const status = (await admin().resourceGet(
+          "runtime",
+          "MachineStatuses.runtime.talos.dev",
+          "machine",
+        )) as ResourceReply;
+        // MachineStatus's YAML has the spec's own keys (stage, status.ready, status.unmetConditions).
+        const spec = parse(status.resource.spec.yaml_spec) as MachineStatusSpec;
+        assert.ok(spec.stage === "running" && readyForTrial(spec), status.resource.spec.yaml_spec);
+      },
+      bootMs,
+    );
+    const hostname = await waitFor(
+      node,
+      "HostnameStatus",
+      () => admin().resourceGet("network", "HostnameStatuses.net.talos.dev", "hostname") as Promise<ResourceReply>,
+      bootMs,
+    );
     assert.match(hostname.resource.spec.yaml_spec, /hostname: upgrade-node/);
     assert.equal((await waitFor(node, "MetaKeys", () => metaKeys(admin()), bootMs)).has("0x06"), false);
   };
 
   // QEMU is killed (power lost) the moment the console says the write into slot B began; the write (~84 MB with
   // fsyncs) takes seconds inside the guest, the kill milliseconds after the line reaches the console file.
-  await step("power lost while Upgrade writes slot B: the node comes back in slot A, ready, config kept, slot B no longer offered", async () => {
-    const c = admin();
-    const began = /upgrade: writing the new system into its slot \{"slot":"B"/;
-    const killed = killWhenConsoleSays(node, began, pullMs + 120_000);
-    killed.catch(() => undefined); // awaited below unless the Upgrade call fails first
-    const failed = await c.unary(c.machine, "Upgrade", { image: `${guestHost}/basalt/installer:upgrade-1` }, pullMs).then(() => undefined, (err: { code?: number }) => err);
-    // The reply leaves before the write begins, but the kill may overtake it on the way: then the call is UNAVAILABLE.
-    if (failed && failed.code !== 14) throw failed;
-    const text = await killed;
-    assert.doesNotMatch(text, /new system written to its slot/, "QEMU was killed before the write ended");
-    node = await bootNode({ name: "upgrade-power-lost", boot: "disk", disk, freshDisk: false, netOpen: true });
-    await waitFor(node, "slot A's API after the power loss", () => admin().version(), bootMs);
-    await readyInA();
-    assert.doesNotMatch(node.console(), /UPGRADE FAILED/, "no upgrade was recorded: the power went before META 0x06");
-    // grub.cfg forgot slot B before its files were touched: Rollback has nothing to go back to.
-    await assert.rejects(admin().unary(admin().machine, "Rollback", {}, 120_000), (err: { code?: number; message: string }) => err.code === 9 && /has no slot B/.test(err.message));
-  });
+  await step(
+    "power lost while Upgrade writes slot B: the node comes back in slot A, ready, config kept, slot B no longer offered",
+    async () => {
+      const c = admin();
+      const began = /upgrade: writing the new system into its slot \{"slot":"B"/;
+      const killed = killWhenConsoleSays(node, began, pullMs + 120_000);
+      killed.catch(() => undefined); // awaited below unless the Upgrade call fails first
+      const failed = await c
+        .unary(c.machine, "Upgrade", { image: `${guestHost}/basalt/installer:upgrade-1` }, pullMs)
+        .then(
+          () => undefined,
+          (err: { code?: number }) => err,
+        );
+      // The reply leaves before the write begins, but the kill may overtake it on the way: then the call is UNAVAILABLE.
+      if (failed && failed.code !== 14) throw failed;
+      const text = await killed;
+      assert.doesNotMatch(text, /new system written to its slot/, "QEMU was killed before the write ended");
+      node = await bootNode({ name: "upgrade-power-lost", boot: "disk", disk, freshDisk: false, netOpen: true });
+      await waitFor(node, "slot A's API after the power loss", () => admin().version(), bootMs);
+      await readyInA();
+      assert.doesNotMatch(node.console(), /UPGRADE FAILED/, "no upgrade was recorded: the power went before META 0x06");
+      // grub.cfg forgot slot B before its files were touched: Rollback has nothing to go back to.
+      await assert.rejects(
+        admin().unary(admin().machine, "Rollback", {}, 120_000),
+        (err: { code?: number; message: string }) => err.code === 9 && /has no slot B/.test(err.message),
+      );
+    },
+  );
 
   // An Upgrade to a broken installer fails exactly once in slot B: the kexec in this VM ends in a reboot (QEMU
   // exits); GRUB's one-time entry went once the kexec was loaded, so the next boot, from the disk, is GRUB's
@@ -242,8 +347,11 @@ test("upgrade journey: install → Upgrade (slot B) → Rollback (slot A) → po
   };
 
   await step("an installer with a truncated initramfs: the node comes back on slot A, ready, and says why", () =>
-    failedUpgrade("broken", "Kernel panic", "upgrade-3-broken"));
+    failedUpgrade("broken", "Kernel panic", "upgrade-3-broken"),
+  );
 
-  await step("an installer whose machined exits at start: init gives up and reboots, the node comes back on slot A", () =>
-    failedUpgrade("machined-exits", "machined failed 3 times in a row", "upgrade-4-machined-exits"));
+  await step(
+    "an installer whose machined exits at start: init gives up and reboots, the node comes back on slot A",
+    () => failedUpgrade("machined-exits", "machined failed 3 times in a row", "upgrade-4-machined-exits"),
+  );
 });

@@ -15,7 +15,9 @@ import { eventually, freePort, startSandbox } from "./helpers/sandbox.js";
 const unknownDocuments = (n: number) =>
   Array.from({ length: n }, (_, i) => `apiVersion: v1alpha1\nkind: NoSuchKind${i}\nname: doc-${i}\n`).join("---\n");
 
-test("a 5000-document apply of unknown kinds gets a cut error and the node keeps answering", { timeout: 120_000 }, async () => {
+test("a 5000-document apply of unknown kinds gets a cut error and the node keeps answering", {
+  timeout: 120_000,
+}, async () => {
   const stateDir = mkdtempSync(path.join(os.tmpdir(), "basalt-resilience-"));
   const port = await freePort();
   const sandbox = startSandbox(stateDir, port);
@@ -28,7 +30,10 @@ test("a 5000-document apply of unknown kinds gets a cut error and the node keeps
         () => assert.fail("an apply of unknown kinds was accepted"),
         (e: grpc.ServiceError) => e,
       )) as grpc.ServiceError;
-      assert.ok([grpc.status.INVALID_ARGUMENT, grpc.status.UNKNOWN].includes(err.code), `round ${round}: ${grpc.status[err.code]}: ${err.details.slice(0, 200)}`);
+      assert.ok(
+        [grpc.status.INVALID_ARGUMENT, grpc.status.UNKNOWN].includes(err.code),
+        `round ${round}: ${grpc.status[err.code]}: ${err.details.slice(0, 200)}`,
+      );
       assert.ok(Buffer.byteLength(err.details) <= maxStatusMessageBytes, `${Buffer.byteLength(err.details)} bytes`);
       assert.match(err.details, /more characters cut\)$/);
       // The node answers right away, over the same apid connection to machined.
@@ -45,7 +50,9 @@ test("a 5000-document apply of unknown kinds gets a cut error and the node keeps
   }
 });
 
-test("apid whose port is taken at start keeps trying and serves once the port is free", { timeout: 120_000 }, async () => {
+test("apid whose port is taken at start keeps trying and serves once the port is free", {
+  timeout: 120_000,
+}, async () => {
   const stateDir = mkdtempSync(path.join(os.tmpdir(), "basalt-busy-port-"));
   const port = await freePort();
   // What once held :50000 on a node: a socket of the readiness probe connected to itself.
@@ -54,7 +61,11 @@ test("apid whose port is taken at start keeps trying and serves once the port is
   const sandbox = startSandbox(stateDir, port);
   const client = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "insecure" } });
   try {
-    await eventually(() => (/binding the api listener failed, retrying/.test(sandbox.output()) ? Promise.resolve() : Promise.reject(new Error("no bind failure yet"))));
+    await eventually(() =>
+      /binding the api listener failed, retrying/.test(sandbox.output())
+        ? Promise.resolve()
+        : Promise.reject(new Error("no bind failure yet")),
+    );
     await new Promise<void>((resolve) => holder.close(() => resolve()));
     await eventually(() => client.disks());
     assert.match(sandbox.output(), /api listener ready/);

@@ -29,21 +29,42 @@ async function ctl(...args: string[]): Promise<string> {
   return stdout.trim();
 }
 
-describe("the bundled agent pushes to a registry over HTTP and HTTPS", { skip: !fs.existsSync(registryBinary) && "docker-registry is not installed" }, () => {
+describe("the bundled agent pushes to a registry over HTTP and HTTPS", {
+  skip: !fs.existsSync(registryBinary) && "docker-registry is not installed",
+}, () => {
   const registries: TestRegistry[] = [];
   before(async () => {
     await run(process.execPath, [path.join(repo, "scripts", "bundle.mjs"), path.join(work, "bundle")], { cwd: repo });
     fs.writeFileSync(path.join(work, "vmlinuz"), kernel);
     fs.writeFileSync(path.join(work, "initramfs.xz"), initramfs);
-    await ctl("installer", "build", "--output", "installer.tar", "--version", "v-bundle", "--platform", "amd64=vmlinuz,initramfs.xz");
+    await ctl(
+      "installer",
+      "build",
+      "--output",
+      "installer.tar",
+      "--version",
+      "v-bundle",
+      "--platform",
+      "amd64=vmlinuz,initramfs.xz",
+    );
   });
   after(async () => {
     await Promise.all(registries.map((r) => r.stop()));
     fs.rmSync(work, { recursive: true, force: true });
   });
 
-  const expectPulled = async (image: string, registriesConfig: Parameters<typeof pullInstaller>[0]["registries"], dest: string) => {
-    const pulled = await pullInstaller({ image, arch: "amd64", registries: registriesConfig, destDir: path.join(work, dest), log });
+  const expectPulled = async (
+    image: string,
+    registriesConfig: Parameters<typeof pullInstaller>[0]["registries"],
+    dest: string,
+  ) => {
+    const pulled = await pullInstaller({
+      image,
+      arch: "amd64",
+      registries: registriesConfig,
+      destDir: path.join(work, dest),
+      log,
+    });
     assert.ok(fs.readFileSync(pulled.kernel).equals(kernel));
     assert.ok(fs.readFileSync(pulled.initramfs).equals(initramfs));
   };
@@ -52,8 +73,15 @@ describe("the bundled agent pushes to a registry over HTTP and HTTPS", { skip: !
     const registry = await startRegistry(path.join(work, "plain"), { plain: true });
     registries.push(registry);
     const image = `${registry.host}/basalt/installer:plain`;
-    assert.match(await ctl("installer", "push", "installer.tar", image, "--insecure"), new RegExp(`^${image}@sha256:[0-9a-f]{64}$`));
-    await expectPulled(image, { mirrors: { [registry.host]: { endpoints: [`http://${registry.host}`] } } }, "pull-plain");
+    assert.match(
+      await ctl("installer", "push", "installer.tar", image, "--insecure"),
+      new RegExp(`^${image}@sha256:[0-9a-f]{64}$`),
+    );
+    await expectPulled(
+      image,
+      { mirrors: { [registry.host]: { endpoints: [`http://${registry.host}`] } } },
+      "pull-plain",
+    );
   });
 
   it("HTTPS with the registry's CA and a bearer token", async () => {
@@ -61,8 +89,30 @@ describe("the bundled agent pushes to a registry over HTTP and HTTPS", { skip: !
     registries.push(registry);
     fs.writeFileSync(path.join(work, "ca.crt"), registry.ca);
     const image = `${registry.host}/basalt/installer:tls`;
-    const pushed = await ctl("installer", "push", "installer.tar", image, "--ca", "ca.crt", "--username", registry.username, "--password", registry.password);
+    const pushed = await ctl(
+      "installer",
+      "push",
+      "installer.tar",
+      image,
+      "--ca",
+      "ca.crt",
+      "--username",
+      registry.username,
+      "--password",
+      registry.password,
+    );
     assert.match(pushed, new RegExp(`^${image}@sha256:[0-9a-f]{64}$`));
-    await expectPulled(image, { config: { [registry.host]: { tls: { ca: registry.ca }, auth: { username: registry.username, password: registry.password } } } }, "pull-tls");
+    await expectPulled(
+      image,
+      {
+        config: {
+          [registry.host]: {
+            tls: { ca: registry.ca },
+            auth: { username: registry.username, password: registry.password },
+          },
+        },
+      },
+      "pull-tls",
+    );
   });
 });

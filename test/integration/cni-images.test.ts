@@ -28,11 +28,35 @@ let layout: LayoutArchive;
 
 const images = {
   flannel: { reference: "ghcr.io/siderolabs/flannel:v0.25.3", repository: "siderolabs/flannel", tag: "v0.25.3" },
-  "install-cni": { reference: "ghcr.io/siderolabs/install-cni:v1.7.0-2-g7c627a8", repository: "siderolabs/install-cni", tag: "v1.7.0-2-g7c627a8" },
+  "install-cni": {
+    reference: "ghcr.io/siderolabs/install-cni:v1.7.0-2-g7c627a8",
+    repository: "siderolabs/install-cni",
+    tag: "v1.7.0-2-g7c627a8",
+  },
 } as const;
 
 /** containernetworking/plugins v1.4.1's Linux plugins and the flannel plugin, as install-cni holds them. */
-const plugins = ["bandwidth", "bridge", "dhcp", "dummy", "firewall", "flannel", "host-device", "host-local", "ipvlan", "loopback", "macvlan", "portmap", "ptp", "sbr", "static", "tap", "tuning", "vlan", "vrf"];
+const plugins = [
+  "bandwidth",
+  "bridge",
+  "dhcp",
+  "dummy",
+  "firewall",
+  "flannel",
+  "host-device",
+  "host-local",
+  "ipvlan",
+  "loopback",
+  "macvlan",
+  "portmap",
+  "ptp",
+  "sbr",
+  "static",
+  "tap",
+  "tuning",
+  "vlan",
+  "vrf",
+];
 
 /** The cni-conf.json of Talos's kube-flannel-cfg ConfigMap. */
 const cniConf = `{
@@ -77,7 +101,20 @@ describe("the flannel and install-cni images", { skip: !canRun && "docker-regist
   before(
     async () => {
       registry = await startRegistry(path.join(work, "registry"), { plain: true });
-      await run("bash", ["scripts/k8s-images.sh", "--push", registry.host, "--arch", "amd64", "--only", "flannel,install-cni", "--insecure"], { cwd: repo, maxBuffer: 64 * 1024 * 1024 });
+      await run(
+        "bash",
+        [
+          "scripts/k8s-images.sh",
+          "--push",
+          registry.host,
+          "--arch",
+          "amd64",
+          "--only",
+          "flannel,install-cni",
+          "--insecure",
+        ],
+        { cwd: repo, maxBuffer: 64 * 1024 * 1024 },
+      );
       layout = await LayoutArchive.open(path.join(repo, "_out/k8s/images.tar"));
     },
     { timeout: 60 * 60 * 1000 },
@@ -88,7 +125,10 @@ describe("the flannel and install-cni images", { skip: !canRun && "docker-regist
   });
 
   it("pushes both under the repository paths Talos pulls them from, as the archive holds them", async () => {
-    const [endpoint] = registryEndpoints({ mirrors: { [registry.host]: { endpoints: [`http://${registry.host}`] } } }, registry.host);
+    const [endpoint] = registryEndpoints(
+      { mirrors: { [registry.host]: { endpoints: [`http://${registry.host}`] } } },
+      registry.host,
+    );
     for (const want of Object.values(images)) {
       const top = layout.images.find((d) => d.annotations?.[refNameAnnotation] === want.reference);
       assert.ok(top, `the archive names ${want.reference}`);
@@ -119,7 +159,9 @@ describe("the flannel and install-cni images", { skip: !canRun && "docker-regist
     fs.mkdirSync(path.join(root, "etc/kube-flannel"), { recursive: true });
     fs.mkdirSync(path.join(root, "etc/cni/net.d"), { recursive: true });
     fs.writeFileSync(path.join(root, "etc/kube-flannel/cni-conf.json"), cniConf);
-    await run("chroot", [root, "cp", "-f", "/etc/kube-flannel/cni-conf.json", "/etc/cni/net.d/10-flannel.conflist"], { env: { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" } });
+    await run("chroot", [root, "cp", "-f", "/etc/kube-flannel/cni-conf.json", "/etc/cni/net.d/10-flannel.conflist"], {
+      env: { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" },
+    });
     assert.equal(fs.readFileSync(path.join(root, "etc/cni/net.d/10-flannel.conflist"), "utf8"), cniConf);
     const flanneld = await run("chroot", [root, "/opt/bin/flanneld", "--version"]);
     assert.equal(`${flanneld.stdout}${flanneld.stderr}`.trim(), "v0.25.6");
@@ -132,12 +174,19 @@ describe("the flannel and install-cni images", { skip: !canRun && "docker-regist
     const dir = path.join(work, "flannel-plugin");
     const delegateLog = path.join(dir, "delegate.log");
     // What the stand-in bridge answers ADD with, in CNI 1.0.0's form.
-    const result = { cniVersion: "1.0.0", interfaces: [{ name: "cni0" }], ips: [{ address: "10.244.1.2/24", gateway: "10.244.1.1", interface: 0 }] };
+    const result = {
+      cniVersion: "1.0.0",
+      interfaces: [{ name: "cni0" }],
+      ips: [{ address: "10.244.1.2/24", gateway: "10.244.1.1", interface: 0 }],
+    };
 
     before(async () => {
       plugin = path.join(await unpack("install-cni"), "opt/cni/bin/flannel");
       fs.mkdirSync(path.join(dir, "bin"), { recursive: true });
-      fs.writeFileSync(path.join(dir, "subnet.env"), "FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.1.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n");
+      fs.writeFileSync(
+        path.join(dir, "subnet.env"),
+        "FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.1.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n",
+      );
       fs.writeFileSync(
         path.join(dir, "bin/bridge"),
         `#!/bin/sh\n{ echo "$CNI_COMMAND $CNI_CONTAINERID"; cat; echo; } >> ${delegateLog}\n[ "$CNI_COMMAND" = ADD ] && echo '${JSON.stringify(result)}'\nexit 0\n`,
@@ -146,12 +195,26 @@ describe("the flannel and install-cni images", { skip: !canRun && "docker-regist
     });
 
     // The flannel entry of the conflist as libcni hands it to the plugin: the network's name and version added.
-    const netConf = (subnetFile: string) => JSON.stringify({ cniVersion: "1.0.0", name: "cbr0", type: "flannel", subnetFile, dataDir: path.join(dir, "data"), delegate: { hairpinMode: true, isDefaultGateway: true } });
+    const netConf = (subnetFile: string) =>
+      JSON.stringify({
+        cniVersion: "1.0.0",
+        name: "cbr0",
+        type: "flannel",
+        subnetFile,
+        dataDir: path.join(dir, "data"),
+        delegate: { hairpinMode: true, isDefaultGateway: true },
+      });
     const invoke = (command: string, containerID: string, stdin: string) =>
       spawnSync(plugin, [], {
         input: stdin,
         encoding: "utf8",
-        env: { CNI_COMMAND: command, CNI_CONTAINERID: containerID, CNI_NETNS: "/proc/self/ns/net", CNI_IFNAME: "eth0", CNI_PATH: path.join(dir, "bin") },
+        env: {
+          CNI_COMMAND: command,
+          CNI_CONTAINERID: containerID,
+          CNI_NETNS: "/proc/self/ns/net",
+          CNI_IFNAME: "eth0",
+          CNI_PATH: path.join(dir, "bin"),
+        },
       });
 
     it("ADD hands bridge the subnet's configuration, keeps it, and answers with bridge's result", () => {
@@ -172,7 +235,10 @@ describe("the flannel and install-cni images", { skip: !canRun && "docker-regist
         type: "bridge",
       });
       assert.equal(fs.statSync(path.join(dir, "data/c1")).mode & 0o777, 0o600);
-      assert.equal(fs.readFileSync(delegateLog, "utf8"), `ADD c1\n${fs.readFileSync(path.join(dir, "data/c1"), "utf8")}\n`);
+      assert.equal(
+        fs.readFileSync(delegateLog, "utf8"),
+        `ADD c1\n${fs.readFileSync(path.join(dir, "data/c1"), "utf8")}\n`,
+      );
     });
 
     it("DEL hands bridge what ADD did and forgets it; a second DEL has nothing to undo", () => {

@@ -41,8 +41,20 @@ after(() => server.close());
 async function boot(url: string) {
   const state = new ResourceState();
   registerCatalog(state, networkDefinitions);
-  state.modify("network", LinkStatusType, "eth0", "test", () => ({ type: "ether", kind: "", hardwareAddr: "52:54:00:12:34:56" }) as never);
-  state.modify("network", HostnameStatusType, HostnameStatusId, "test", () => ({ hostname: "talos-x1", domainname: "" }) as never);
+  state.modify(
+    "network",
+    LinkStatusType,
+    "eth0",
+    "test",
+    () => ({ type: "ether", kind: "", hardwareAddr: "52:54:00:12:34:56" }) as never,
+  );
+  state.modify(
+    "network",
+    HostnameStatusType,
+    HostnameStatusId,
+    "test",
+    () => ({ hostname: "talos-x1", domainname: "" }) as never,
+  );
   const events = new EventBus();
   let metadata: PlatformMetadataSpec | undefined;
   const text = await configFromPlatform(
@@ -67,13 +79,23 @@ async function boot(url: string) {
     },
     true,
   );
-  return { text, metadata, events: events.backlog({ tailEvents: -1 }).map((e) => ({ type: e.type, error: String(decode(e.type, e.payload)["error"]) })) };
+  return {
+    text,
+    metadata,
+    events: events
+      .backlog({ tailEvents: -1 })
+      .map((e) => ({ type: e.type, error: String(decode(e.type, e.payload)["error"]) })),
+  };
 }
 
 test("variables are filled in, 503s retried, the gzip body unpacked and used", async () => {
   requests.length = 0;
   const unavailable = (res: http.ServerResponse) => res.writeHead(503).end("starting");
-  answers = [unavailable, unavailable, (res) => res.writeHead(200, { "content-type": "application/octet-stream" }).end(gzipSync(worker))];
+  answers = [
+    unavailable,
+    unavailable,
+    (res) => res.writeHead(200, { "content-type": "application/octet-stream" }).end(gzipSync(worker)),
+  ];
   const r = await boot(base + "/configs/${uuid}?mac=${mac}&host=${hostname}&serial=${serial}");
   const expected = `/configs/${uuid}?host=talos-x1&mac=52%3A54%3A00%3A12%3A34%3A56&serial=QEMU-1`;
   assert.deepEqual(requests, [expected, expected, expected]);
@@ -88,6 +110,12 @@ test("a 404 is the server's final answer: one request, a ConfigLoadErrorEvent, n
   const r = await boot(base + "/${uuid}");
   assert.deepEqual(requests, [`/${uuid}`]);
   assert.equal(r.text, undefined);
-  assert.deepEqual(r.events.map((e) => e.type), ["machine.ConfigLoadErrorEvent"]);
-  assert.match(r.events[0]!.error, /^error acquiring via platform metal: failed to download config, status code 404, body "no such machine"$/);
+  assert.deepEqual(
+    r.events.map((e) => e.type),
+    ["machine.ConfigLoadErrorEvent"],
+  );
+  assert.match(
+    r.events[0]!.error,
+    /^error acquiring via platform metal: failed to download config, status code 404, body "no such machine"$/,
+  );
 });

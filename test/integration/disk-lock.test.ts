@@ -9,23 +9,37 @@ import path from "node:path";
 import { after, describe, it } from "node:test";
 import { Logger, type LogFields } from "../../agent/src/log.js";
 import { installToDisk } from "../../agent/src/storage/install.js";
-import { DiskLockError, KernelDiskLocker, readKernelPartitions, withLockedDisk } from "../../agent/src/sys/disk-lock.js";
+import {
+  DiskLockError,
+  KernelDiskLocker,
+  readKernelPartitions,
+  withLockedDisk,
+} from "../../agent/src/sys/disk-lock.js";
 import { systemMounter } from "../../agent/src/sys/mount.js";
 
 const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { encoding: "utf8" });
-const canRun = process.getuid?.() === 0 && fs.existsSync("/dev/loop-control") && (() => {
-  try {
-    sh("which", ["flock", "grub-install", "mkfs.xfs", "mkfs.vfat", "sfdisk", "mcopy"]);
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const canRun =
+  process.getuid?.() === 0 &&
+  fs.existsSync("/dev/loop-control") &&
+  (() => {
+    try {
+      sh("which", ["flock", "grub-install", "mkfs.xfs", "mkfs.vfat", "sfdisk", "mcopy"]);
+      return true;
+    } catch {
+      return false;
+    }
+  })();
 
 // grub-install cannot map a loop device's partition (loopNpM) to a GRUB drive, so the install below is
 // the arm64 one (grub-mkimage only), with the arm64 GRUB modules of the image build's cache.
 const cache = path.resolve(import.meta.dirname, "..", "..", "..", "_out", "cache");
-const arm64Grub = fs.existsSync(cache) ? fs.readdirSync(cache).filter((d) => d.startsWith("arm64-base-")).map((d) => path.join(cache, d, "tree", "usr", "lib", "grub")).find((d) => fs.existsSync(path.join(d, "arm64-efi"))) : undefined;
+const arm64Grub = fs.existsSync(cache)
+  ? fs
+      .readdirSync(cache)
+      .filter((d) => d.startsWith("arm64-base-"))
+      .map((d) => path.join(cache, d, "tree", "usr", "lib", "grub"))
+      .find((d) => fs.existsSync(path.join(d, "arm64-efi")))
+  : undefined;
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "basalt-disk-lock-"));
 const loops: string[] = [];
@@ -43,7 +57,9 @@ function loopDisk(name: string, bytes: number): string {
 /** Whether another process could take the disk's exclusive lock now (util-linux flock, non-blocking). */
 const otherCanLock = (disk: string) => spawnSync("flock", ["--nonblock", "--exclusive", disk, "true"]).status === 0;
 
-describe("whole-disk lock and BLKPG", { skip: canRun ? false : "needs root, loop devices, flock, grub-install, mkfs.xfs, mkfs.vfat" }, () => {
+describe("whole-disk lock and BLKPG", {
+  skip: canRun ? false : "needs root, loop devices, flock, grub-install, mkfs.xfs, mkfs.vfat",
+}, () => {
   after(() => {
     for (const l of loops) spawnSync("losetup", ["-d", l]);
     fs.rmSync(work, { recursive: true, force: true });
@@ -54,7 +70,10 @@ describe("whole-disk lock and BLKPG", { skip: canRun ? false : "needs root, loop
     assert.equal(otherCanLock(disk), true);
     await withLockedDisk(new KernelDiskLocker(), disk, async () => {
       assert.equal(otherCanLock(disk), false);
-      await assert.rejects(new KernelDiskLocker({ lockTimeoutMs: 0 }).lock(disk), (err: unknown) => err instanceof DiskLockError && /errno 11/.test(err.message));
+      await assert.rejects(
+        new KernelDiskLocker({ lockTimeoutMs: 0 }).lock(disk),
+        (err: unknown) => err instanceof DiskLockError && /errno 11/.test(err.message),
+      );
     });
     assert.equal(otherCanLock(disk), true);
   });
@@ -91,10 +110,17 @@ describe("whole-disk lock and BLKPG", { skip: canRun ? false : "needs root, loop
     }
   });
 
-  it("install holds the lock and gives the kernel exactly the written table's partitions, stale ones gone", { skip: arm64Grub ? false : "needs the arm64 image's base tree in _out/cache (GRUB arm64-efi)" }, async () => {
+  it("install holds the lock and gives the kernel exactly the written table's partitions, stale ones gone", {
+    skip: arm64Grub ? false : "needs the arm64 image's base tree in _out/cache (GRUB arm64-efi)",
+  }, async () => {
     const disk = loopDisk("install", 6 * 1024 * MiB);
     // A leftover the kernel shows from before (another layout), which must not survive the install.
-    await withLockedDisk(new KernelDiskLocker(), disk, (locked) => locked.setKernelPartitions([{ number: 1, startBytes: 3 * MiB, sizeBytes: 7 * MiB }, { number: 9, startBytes: 100 * MiB, sizeBytes: MiB }]));
+    await withLockedDisk(new KernelDiskLocker(), disk, (locked) =>
+      locked.setKernelPartitions([
+        { number: 1, startBytes: 3 * MiB, sizeBytes: 7 * MiB },
+        { number: 9, startBytes: 100 * MiB, sizeBytes: MiB },
+      ]),
+    );
     const source = { kernel: path.join(work, "vmlinuz"), initramfs: path.join(work, "initramfs.xz") };
     fs.writeFileSync(source.kernel, "kernel image bytes");
     fs.writeFileSync(source.initramfs, Buffer.alloc(MiB, 7));
@@ -102,7 +128,8 @@ describe("whole-disk lock and BLKPG", { skip: canRun ? false : "needs root, loop
     // Sampled at the install's own milestones: after partitioning and after the bootloader.
     class MilestoneLog extends Logger {
       override info(msg: string, fields?: LogFields): void {
-        if (msg === "partition table written" || msg === "bootloader installed") lockedDuringWrites += otherCanLock(disk) ? 0 : 1;
+        if (msg === "partition table written" || msg === "bootloader installed")
+          lockedDuringWrites += otherCanLock(disk) ? 0 : 1;
         super.info(msg, fields);
       }
     }
@@ -119,11 +146,27 @@ describe("whole-disk lock and BLKPG", { skip: canRun ? false : "needs root, loop
     });
     assert.equal(lockedDuringWrites, 2);
     assert.equal(otherCanLock(disk), true, "released after the install");
-    const table = JSON.parse(sh("sfdisk", ["--json", disk])) as { partitiontable: { sectorsize: number; partitions: { node: string; start: number; size: number; name: string }[] } };
-    const fromDisk = table.partitiontable.partitions.map((p, i) => ({ number: i + 1, startBytes: p.start * table.partitiontable.sectorsize, sizeBytes: p.size * table.partitiontable.sectorsize }));
+    const table = JSON.parse(sh("sfdisk", ["--json", disk])) as {
+      partitiontable: { sectorsize: number; partitions: { node: string; start: number; size: number; name: string }[] };
+    };
+    const fromDisk = table.partitiontable.partitions.map((p, i) => ({
+      number: i + 1,
+      startBytes: p.start * table.partitiontable.sectorsize,
+      sizeBytes: p.size * table.partitiontable.sectorsize,
+    }));
     assert.deepEqual(readKernelPartitions(disk), fromDisk);
-    assert.deepEqual(table.partitiontable.partitions.map((p) => p.name), ["EFI", "BIOS", "BOOT", "META", "STATE", "EPHEMERAL"]);
-    assert.deepEqual(installed.partitions, { EFI: `${disk}p1`, BIOS: `${disk}p2`, BOOT: `${disk}p3`, META: `${disk}p4`, STATE: `${disk}p5`, EPHEMERAL: `${disk}p6` });
+    assert.deepEqual(
+      table.partitiontable.partitions.map((p) => p.name),
+      ["EFI", "BIOS", "BOOT", "META", "STATE", "EPHEMERAL"],
+    );
+    assert.deepEqual(installed.partitions, {
+      EFI: `${disk}p1`,
+      BIOS: `${disk}p2`,
+      BOOT: `${disk}p3`,
+      META: `${disk}p4`,
+      STATE: `${disk}p5`,
+      EPHEMERAL: `${disk}p6`,
+    });
     assert.equal(sh("blkid", ["-p", "-o", "value", "-s", "TYPE", installed.partitions.BOOT]).trim(), "xfs");
   });
 });

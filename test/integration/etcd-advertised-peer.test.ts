@@ -37,9 +37,17 @@ test("the member's peer URLs follow the advertised addresses", async () => {
   const port = node.ports.peer;
   assert.deepEqual(await peerURLs(), [`https://127.0.0.1:${port}`]);
   const runtime = new ControllerRuntime(node.state, { initialBackoffMs: 100, maxBackoffMs: 500 });
-  runtime.register(new AdvertisedPeerController(localPeerAccess(() => adminTls(node.paths.pkiDir), `127.0.0.1:${node.ports.client}`), port));
+  runtime.register(
+    new AdvertisedPeerController(
+      localPeerAccess(() => adminTls(node.paths.pkiDir), `127.0.0.1:${node.ports.client}`),
+      port,
+    ),
+  );
   runtime.start(ac.signal);
-  node.state.modify<EtcdSpecSpec>(ETCD_NAMESPACE, EtcdSpecType, EtcdSpecId, "test.Node", (s) => ({ ...s!, advertisedAddresses: ["127.0.0.1", "127.0.0.2"] }));
+  node.state.modify<EtcdSpecSpec>(ETCD_NAMESPACE, EtcdSpecType, EtcdSpecId, "test.Node", (s) => ({
+    ...s!,
+    advertisedAddresses: ["127.0.0.1", "127.0.0.2"],
+  }));
   for (let i = 0; i < 300; i++) {
     if ((await peerURLs()).length === 2) break;
     await new Promise((r) => setTimeout(r, 100));

@@ -4,7 +4,14 @@ import assert from "node:assert/strict";
 import { readdir, rm, stat } from "node:fs/promises";
 import { after, before, test } from "node:test";
 import * as grpc from "@grpc/grpc-js";
-import { ETCD_NAMESPACE, EtcdLocalMemberId, EtcdMemberType, formatMemberId, type EtcdMemberSpec, type EtcdRootSpec } from "../../agent/src/resources/catalog/etcd.js";
+import {
+  ETCD_NAMESPACE,
+  EtcdLocalMemberId,
+  EtcdMemberType,
+  formatMemberId,
+  type EtcdMemberSpec,
+  type EtcdRootSpec,
+} from "../../agent/src/resources/catalog/etcd.js";
 import { addLogTap } from "../../agent/src/log.js";
 import { bootstrapHint } from "../../agent/src/services/definitions/etcd-join.js";
 import { etcdBinaries, etcdNode, etcdRoot, type EtcdNode } from "./helpers/etcd-node.js";
@@ -30,10 +37,22 @@ const grpcError = (code: grpc.status, details: string) => (err: unknown) => {
 test("a worker refuses Bootstrap and the etcd calls as Talos does", async () => {
   const worker = await etcdNode({ name: "w-1", root, binaries, machineType: "worker" });
   try {
-    await assert.rejects(worker.call("Bootstrap"), grpcError(grpc.status.FAILED_PRECONDITION, "bootstrap can only be performed on a control plane node"));
-    await assert.rejects(worker.call("EtcdStatus"), grpcError(grpc.status.UNIMPLEMENTED, "etcd status is only available on control plane nodes"));
-    await assert.rejects(worker.call("EtcdMemberList"), grpcError(grpc.status.UNIMPLEMENTED, "member list is only available on control plane nodes"));
-    await assert.rejects(worker.upload("EtcdRecover", [Buffer.from("x")]), grpcError(grpc.status.UNIMPLEMENTED, "etcd recover is only available on control plane nodes"));
+    await assert.rejects(
+      worker.call("Bootstrap"),
+      grpcError(grpc.status.FAILED_PRECONDITION, "bootstrap can only be performed on a control plane node"),
+    );
+    await assert.rejects(
+      worker.call("EtcdStatus"),
+      grpcError(grpc.status.UNIMPLEMENTED, "etcd status is only available on control plane nodes"),
+    );
+    await assert.rejects(
+      worker.call("EtcdMemberList"),
+      grpcError(grpc.status.UNIMPLEMENTED, "member list is only available on control plane nodes"),
+    );
+    await assert.rejects(
+      worker.upload("EtcdRecover", [Buffer.from("x")]),
+      grpcError(grpc.status.UNIMPLEMENTED, "etcd recover is only available on control plane nodes"),
+    );
   } finally {
     await worker.close();
   }
@@ -51,9 +70,15 @@ test("a fresh control plane's etcd waits to join; Bootstrap starts a one-member 
   // No member answers (it is the first): the pre stage keeps trying to join, saying what to do.
   await hinted;
   untap();
-  assert.ok(lines.some((l) => l.includes(bootstrapHint)), lines.join("\n"));
+  assert.ok(
+    lines.some((l) => l.includes(bootstrapHint)),
+    lines.join("\n"),
+  );
   assert.ok(lines.some((l) => l.includes("[127.0.0.1]")));
-  assert.equal(bootstrapHint, "etcd is waiting to join the cluster, if this node is the first node in the cluster, please run `talosctl bootstrap` against one of the following IPs:");
+  assert.equal(
+    bootstrapHint,
+    "etcd is waiting to join the cluster, if this node is the first node in the cluster, please run `talosctl bootstrap` against one of the following IPs:",
+  );
   assert.equal(node.supervisor.get("etcd")!.state, "Preparing");
   const reply = await node.call("Bootstrap");
   assert.deepEqual(reply, { messages: [{ metadata: null }] });
@@ -78,13 +103,23 @@ test("EtcdMemberList, EtcdStatus, alarms and defragment answer with Talos's shap
         {
           metadata: null,
           legacy_members: ["cp-1"],
-          members: [{ id, hostname: "cp-1", peer_urls: [`https://127.0.0.1:${node.ports.peer}`], client_urls: [`https://127.0.0.1:${node.ports.client}`], is_learner: false }],
+          members: [
+            {
+              id,
+              hostname: "cp-1",
+              peer_urls: [`https://127.0.0.1:${node.ports.peer}`],
+              client_urls: [`https://127.0.0.1:${node.ports.client}`],
+              is_learner: false,
+            },
+          ],
         },
       ],
     });
   }
   // The local member's ID as Talos formats it.
-  const member = await waitFor(() => node.state.get<EtcdMemberSpec>(ETCD_NAMESPACE, EtcdMemberType, EtcdLocalMemberId)?.spec);
+  const member = await waitFor(
+    () => node.state.get<EtcdMemberSpec>(ETCD_NAMESPACE, EtcdMemberType, EtcdLocalMemberId)?.spec,
+  );
   assert.equal(member.memberID, formatMemberId(members[0]!.id));
   assert.equal(header.memberId, members[0]!.id);
 
@@ -96,7 +131,11 @@ test("EtcdMemberList, EtcdStatus, alarms and defragment answer with Talos's shap
   assert.equal(ms.is_learner, false);
   assert.deepEqual(ms.errors, []);
   assert.ok(BigInt(ms.db_size as string) > 0n && BigInt(ms.db_size_in_use as string) > 0n);
-  assert.ok(BigInt(ms.raft_index as string) > 0n && BigInt(ms.raft_term as string) >= 2n && BigInt(ms.raft_applied_index as string) > 0n);
+  assert.ok(
+    BigInt(ms.raft_index as string) > 0n &&
+      BigInt(ms.raft_term as string) >= 2n &&
+      BigInt(ms.raft_applied_index as string) > 0n,
+  );
 
   assert.deepEqual(await node.call("EtcdAlarmList"), { messages: [{ metadata: null, member_alarms: [] }] });
   assert.deepEqual(await node.call("EtcdAlarmDisarm"), { messages: [{ metadata: null, member_alarms: [] }] });
@@ -104,8 +143,14 @@ test("EtcdMemberList, EtcdStatus, alarms and defragment answer with Talos's shap
 });
 
 test("Bootstrap of a running etcd is refused: its data directory is not empty", async () => {
-  await assert.rejects(node.call("Bootstrap"), grpcError(grpc.status.ALREADY_EXISTS, "etcd data directory is not empty"));
-  await assert.rejects(node.call("Bootstrap", { recover_etcd: true }), grpcError(grpc.status.ALREADY_EXISTS, "etcd data directory is not empty"));
+  await assert.rejects(
+    node.call("Bootstrap"),
+    grpcError(grpc.status.ALREADY_EXISTS, "etcd data directory is not empty"),
+  );
+  await assert.rejects(
+    node.call("Bootstrap", { recover_etcd: true }),
+    grpcError(grpc.status.ALREADY_EXISTS, "etcd data directory is not empty"),
+  );
 });
 
 test("snapshot, wipe, recover: the key comes back byte for byte", async () => {

@@ -32,7 +32,11 @@ after(async () => {
   await node?.close();
 });
 
-const newLock = (ttlSeconds?: number) => new EtcdLock(async () => new EtcdClient(endpoint, await adminTls(node.paths.pkiDir)), ttlSeconds ? { ttlSeconds } : {});
+const newLock = (ttlSeconds?: number) =>
+  new EtcdLock(
+    async () => new EtcdClient(endpoint, await adminTls(node.paths.pkiDir)),
+    ttlSeconds ? { ttlSeconds } : {},
+  );
 
 /** The waiters' keys under the lock's prefix, oldest first (at most the first and the last). */
 async function queue(): Promise<EtcdKeyValue[]> {
@@ -89,7 +93,10 @@ test("the second holder waits in the queue until the first releases; both keys a
   a.release();
   await runA;
   await b.entered;
-  assert.deepEqual((await queue()).map((kv) => kv.key), [second!.key]);
+  assert.deepEqual(
+    (await queue()).map((kv) => kv.key),
+    [second!.key],
+  );
   b.release();
   await runB;
   assert.deepEqual(await queue(), []);
@@ -97,7 +104,9 @@ test("the second holder waits in the queue until the first releases; both keys a
 
 test("a holder that dies without unlocking frees the lock when its lease expires", async () => {
   const script = path.join(path.dirname(fileURLToPath(import.meta.url)), "helpers", "lock-holder.js");
-  const child = spawn(process.execPath, [script, endpoint, node.paths.pkiDir, MANIFEST_APPLY_LOCK_KEY, "2"], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, [script, endpoint, node.paths.pkiDir, MANIFEST_APPLY_LOCK_KEY, "2"], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   const [line] = (await once(child.stdout, "data")) as [Buffer];
   assert.equal(line.toString(), "acquired\n");
   const [dead] = await queue();
@@ -129,7 +138,11 @@ test("a wait that is aborted fails with LockError and leaves no key behind", asy
   const runB = newLock().withLock(MANIFEST_APPLY_LOCK_KEY, ac.signal, b.fn);
   await eventually("the waiter's key", async () => (await queue()).length === 2);
   ac.abort();
-  await assert.rejects(runB, (err: unknown) => err instanceof LockError && err.message.startsWith(`error acquiring mutex for key ${MANIFEST_APPLY_LOCK_KEY}: `));
+  await assert.rejects(
+    runB,
+    (err: unknown) =>
+      err instanceof LockError && err.message.startsWith(`error acquiring mutex for key ${MANIFEST_APPLY_LOCK_KEY}: `),
+  );
   assert.equal(b.inside, false);
   assert.equal((await queue()).length, 1);
   a.release();

@@ -60,9 +60,15 @@ test("the second control plane joins as a learner and is promoted", async () => 
     const m = await members(a);
     return m.length === 2 && m.every((x) => !x.isLearner && x.name !== "");
   });
-  const list = (await b.call("EtcdMemberList")).messages as { legacy_members: string[]; members: { hostname: string; is_learner: boolean; peer_urls: string[] }[] }[];
+  const list = (await b.call("EtcdMemberList")).messages as {
+    legacy_members: string[];
+    members: { hostname: string; is_learner: boolean; peer_urls: string[] }[];
+  }[];
   assert.deepEqual([...list[0]!.legacy_members].sort(), ["cp-a", "cp-b"]);
-  assert.deepEqual(list[0]!.members.map((m) => m.is_learner), [false, false]);
+  assert.deepEqual(
+    list[0]!.members.map((m) => m.is_learner),
+    [false, false],
+  );
   const peerOfB = list[0]!.members.find((m) => m.hostname === "cp-b")!.peer_urls;
   assert.deepEqual(peerOfB, [`https://127.0.0.1:${b.ports.peer}`]);
 });
@@ -71,11 +77,18 @@ test("EtcdForfeitLeadership moves leadership off the leader and names the new le
   const m = await members(a);
   const leader = await leaderId(a);
   const [leaderNode, followerNode] = m.find((x) => x.id === leader)!.name === "cp-a" ? [a, b] : [b, a];
-  await eventually("both EtcdMember resources", async () => [a, b].every((n) => n.state.get("etcd", "EtcdMembers.etcd.talos.dev", "local") !== undefined));
+  await eventually("both EtcdMember resources", async () =>
+    [a, b].every((n) => n.state.get("etcd", "EtcdMembers.etcd.talos.dev", "local") !== undefined),
+  );
   assert.deepEqual(await followerNode.call("EtcdForfeitLeadership"), { messages: [{ metadata: null, member: "" }] });
-  assert.deepEqual(await leaderNode.call("EtcdForfeitLeadership"), { messages: [{ metadata: null, member: followerNode.name }] });
+  assert.deepEqual(await leaderNode.call("EtcdForfeitLeadership"), {
+    messages: [{ metadata: null, member: followerNode.name }],
+  });
   const newLeader = m.find((x) => x.name === followerNode.name)!.id;
-  await eventually("the follower leading", async () => (await leaderId(a)) === newLeader && (await leaderId(b)) === newLeader);
+  await eventually(
+    "the follower leading",
+    async () => (await leaderId(a)) === newLeader && (await leaderId(b)) === newLeader,
+  );
 });
 
 test("EtcdRemoveMemberByID of an unknown member is NotFound", async () => {
@@ -103,6 +116,11 @@ test("EtcdRemoveMemberByID removes a member by its full 64-bit ID", async () => 
     c.close();
   }
   assert.equal((await members(a)).length, 2);
-  assert.deepEqual(await a.call("EtcdRemoveMemberByID", { member_id: id.toString() }), { messages: [{ metadata: null }] });
-  assert.deepEqual((await members(a)).map((m) => m.name), ["cp-a"]);
+  assert.deepEqual(await a.call("EtcdRemoveMemberByID", { member_id: id.toString() }), {
+    messages: [{ metadata: null }],
+  });
+  assert.deepEqual(
+    (await members(a)).map((m) => m.name),
+    ["cp-a"],
+  );
 });

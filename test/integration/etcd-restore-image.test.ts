@@ -24,7 +24,9 @@ import { etcdBinaries, etcdNode, etcdRoot, type EtcdNode } from "./helpers/etcd-
 import { buildImage, pushImage } from "./helpers/oci-image.js";
 import { registryBinary, startRegistry, type TestRegistry } from "./helpers/registry.js";
 
-const skip = ["/usr/bin/containerd", "/usr/bin/runc", registryBinary].every(existsSync) ? false : "containerd, runc or docker-registry is not installed (scripts/setup-deps.sh)";
+const skip = ["/usr/bin/containerd", "/usr/bin/runc", registryBinary].every(existsSync)
+  ? false
+  : "containerd, runc or docker-registry is not installed (scripts/setup-deps.sh)";
 const run = promisify(execFile);
 
 const work = mkdtempSync(path.join(os.tmpdir(), "basalt-etcd-restore-"));
@@ -47,19 +49,46 @@ before(
     root = await etcdRoot();
     registry = await startRegistry(path.join(work, "registry"));
     // etcd's image as far as a restore needs it: etcdutl where upstream's image (and ours) has it.
-    const etcdutlOnly = buildImage(work, { "usr/local/bin/etcdutl": binaries.etcdutl }, { Cmd: ["/usr/local/bin/etcd"], Env: ["PATH=/usr/local/bin:/usr/bin:/bin"] });
+    const etcdutlOnly = buildImage(
+      work,
+      { "usr/local/bin/etcdutl": binaries.etcdutl },
+      { Cmd: ["/usr/local/bin/etcd"], Env: ["PATH=/usr/local/bin:/usr/bin:/bin"] },
+    );
     await pushImage(registry, "etcd-development/etcd", "v3.5.13", etcdutlOnly);
     registries = {
       mirrors: { "gcr.io": { endpoints: [`https://${registry.host}`] } },
-      config: { [registry.host]: { tls: { ca: Buffer.from(registry.ca).toString("base64") }, auth: { username: registry.username, password: registry.password } } },
+      config: {
+        [registry.host]: {
+          tls: { ca: Buffer.from(registry.ca).toString("base64") },
+          auth: { username: registry.username, password: registry.password },
+        },
+      },
     };
 
     mkdirSync(containerdDir, { recursive: true });
     const config = path.join(containerdDir, "config.toml");
-    writeFileSync(config, ["version = 2", `root = "${containerdDir}/root"`, `state = "${containerdDir}/state"`, 'disabled_plugins = ["io.containerd.grpc.v1.cri"]', "[grpc]", `  address = "${socket}"`, ""].join("\n"));
+    writeFileSync(
+      config,
+      [
+        "version = 2",
+        `root = "${containerdDir}/root"`,
+        `state = "${containerdDir}/state"`,
+        'disabled_plugins = ["io.containerd.grpc.v1.cri"]',
+        "[grpc]",
+        `  address = "${socket}"`,
+        "",
+      ].join("\n"),
+    );
     containerd = spawn("/usr/bin/containerd", ["--config", config], { stdio: "ignore" });
     // Ready when it answers on its socket; bounded, so a containerd that never comes up fails the suite.
-    for (let i = 0; !(await run("ctr", ["--address", socket, "version"]).then(() => true, () => false)); i++) {
+    for (
+      let i = 0;
+      !(await run("ctr", ["--address", socket, "version"]).then(
+        () => true,
+        () => false,
+      ));
+      i++
+    ) {
       if (i === 100) throw new Error("containerd did not answer on its socket in 20 s");
       await sleep(200);
     }
@@ -71,7 +100,14 @@ before(
       // No host etcdutl: a restore that fell back to one would fail.
       binaries: { etcd: binaries.etcd, etcdutl: path.join(work, "no-etcdutl-on-the-host") },
       etcdutl: (paths) =>
-        etcdutlImage({ client: () => client, registries: () => registries, paths, outputDir: path.join(work, "etcdutl-output"), heldCapabilities: boundingCapabilities(), cgroupsPath: `${cgroupParent}/etcdutl` }),
+        etcdutlImage({
+          client: () => client,
+          registries: () => registries,
+          paths,
+          outputDir: path.join(work, "etcdutl-output"),
+          heldCapabilities: boundingCapabilities(),
+          cgroupsPath: `${cgroupParent}/etcdutl`,
+        }),
     });
   },
   { timeout: 20 * 60 * 1000 },
@@ -86,15 +122,20 @@ after(async () => {
     await exited;
   }
   await registry?.stop();
-  for (const controller of existsSync("/sys/fs/cgroup") ? readdirSync("/sys/fs/cgroup") : []) removeEmptyTree(path.join("/sys/fs/cgroup", controller, cgroupParent));
+  for (const controller of existsSync("/sys/fs/cgroup") ? readdirSync("/sys/fs/cgroup") : [])
+    removeEmptyTree(path.join("/sys/fs/cgroup", controller, cgroupParent));
   removeEmptyTree(path.join("/sys/fs/cgroup", cgroupParent));
-  execFileSync("sh", ["-c", `grep -o ' ${work}[^ ]*' /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null || true`]);
+  execFileSync("sh", [
+    "-c",
+    `grep -o ' ${work}[^ ]*' /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null || true`,
+  ]);
   rmSync(work, { recursive: true, force: true });
 });
 
 function removeEmptyTree(dir: string): void {
   if (!existsSync(dir)) return;
-  for (const e of readdirSync(dir, { withFileTypes: true })) if (e.isDirectory()) removeEmptyTree(path.join(dir, e.name));
+  for (const e of readdirSync(dir, { withFileTypes: true }))
+    if (e.isDirectory()) removeEmptyTree(path.join(dir, e.name));
   try {
     rmdirSync(dir);
   } catch (err) {
@@ -102,7 +143,10 @@ function removeEmptyTree(dir: string): void {
   }
 }
 
-test("Bootstrap --recover-from restores a real etcd's snapshot through etcdutl tasks of etcd's image; etcd starts with its keys", { skip, timeout: 10 * 60 * 1000 }, async () => {
+test("Bootstrap --recover-from restores a real etcd's snapshot through etcdutl tasks of etcd's image; etcd starts with its keys", {
+  skip,
+  timeout: 10 * 60 * 1000,
+}, async () => {
   void node.startWaiting();
   assert.deepEqual(await node.call("Bootstrap"), { messages: [{ metadata: null }] });
   await node.until("Running");
@@ -120,7 +164,12 @@ test("Bootstrap --recover-from restores a real etcd's snapshot through etcdutl t
   // What the same etcdutl says of the snapshot on the host: the values the restore must log.
   const snapshotFile = path.join(work, "etcd.snapshot");
   writeFileSync(snapshotFile, snapshot);
-  const hostStatus = JSON.parse((await run(binaries.etcdutl, snapshotStatusArgs(snapshotFile))).stdout) as { hash: number; revision: number; totalKey: number; totalSize: number };
+  const hostStatus = JSON.parse((await run(binaries.etcdutl, snapshotStatusArgs(snapshotFile))).stdout) as {
+    hash: number;
+    revision: number;
+    totalKey: number;
+    totalSize: number;
+  };
   assert.equal(hostStatus.revision, revision);
 
   await node.supervisor.stop("etcd");
@@ -131,21 +180,36 @@ test("Bootstrap --recover-from restores a real etcd's snapshot through etcdutl t
   const damaged = Buffer.from(snapshot);
   damaged[damaged.length - 1]! ^= 1;
   writeFileSync(snapshotFile, damaged);
-  const hostError = await run(binaries.etcdutl, ["snapshot", "restore", snapshotFile, `--data-dir=${path.join(work, "host-restore")}`]).then(
+  const hostError = await run(binaries.etcdutl, [
+    "snapshot",
+    "restore",
+    snapshotFile,
+    `--data-dir=${path.join(work, "host-restore")}`,
+  ]).then(
     () => assert.fail("the host etcdutl restored a damaged snapshot"),
-    (err: { stdout: string; stderr: string }) => `${err.stdout}${err.stderr}`.trim().split("\n").at(-1)?.replace(/^Error: /, ""),
+    (err: { stdout: string; stderr: string }) =>
+      `${err.stdout}${err.stderr}`
+        .trim()
+        .split("\n")
+        .at(-1)
+        ?.replace(/^Error: /, ""),
   );
   assert.match(hostError ?? "", /^expected sha256 \[[0-9 ]+\], got \[[0-9 ]+\]$/);
   assert.deepEqual(await node.upload("EtcdRecover", [damaged]), { messages: [{ metadata: null }] });
   assert.deepEqual(await node.call("Bootstrap", { recover_etcd: true }), { messages: [{ metadata: null }] });
   await node.until("Failed", false);
-  assert.equal(node.supervisor.get("etcd")!.events.at(-1)!.msg, `Failed to run pre stage: error recovering from the snapshot: ${hostError}`);
+  assert.equal(
+    node.supervisor.get("etcd")!.events.at(-1)!.msg,
+    `Failed to run pre stage: error recovering from the snapshot: ${hostError}`,
+  );
   assert.deepEqual(await client.listContainers(), []);
   // As with Talos, the failed restore leaves what it wrote: the data directory is wiped before the next try.
   assert.ok((await readdir(node.paths.dataDir)).includes("member"));
   await rm(node.paths.dataDir, { recursive: true, force: true });
 
-  assert.deepEqual(await node.upload("EtcdRecover", [snapshot.subarray(0, 50_000), snapshot.subarray(50_000)]), { messages: [{ metadata: null }] });
+  assert.deepEqual(await node.upload("EtcdRecover", [snapshot.subarray(0, 50_000), snapshot.subarray(50_000)]), {
+    messages: [{ metadata: null }],
+  });
 
   const lines: string[] = [];
   const untap = addLogTap((line) => lines.push(line));
@@ -157,13 +221,19 @@ test("Bootstrap --recover-from restores a real etcd's snapshot through etcdutl t
   }
   const hash = (hostStatus.hash >>> 0).toString(16).padStart(8, "0");
   const recovering = `recovering etcd from snapshot: hash ${hash}, revision ${hostStatus.revision}, total keys ${hostStatus.totalKey}, total size ${hostStatus.totalSize}`;
-  assert.ok(lines.some((l) => l.includes(recovering)), `${recovering}\n${lines.join("\n")}`);
+  assert.ok(
+    lines.some((l) => l.includes(recovering)),
+    `${recovering}\n${lines.join("\n")}`,
+  );
 
   const restored = await node.client();
   try {
     for (const [k, v] of keys) assert.deepEqual((await restored.get(k)).value, v, k);
     const members = (await restored.memberList()).members;
-    assert.deepEqual(members.map((m) => [m.name, m.peerURLs]), [["cp-1", [`https://127.0.0.1:${node.ports.peer}`]]]);
+    assert.deepEqual(
+      members.map((m) => [m.name, m.peerURLs]),
+      [["cp-1", [`https://127.0.0.1:${node.ports.peer}`]]],
+    );
   } finally {
     restored.close();
   }
@@ -174,6 +244,9 @@ test("Bootstrap --recover-from restores a real etcd's snapshot through etcdutl t
   assert.equal(await client.hasSnapshot("overlayfs", etcdutlTaskId), false);
   assert.deepEqual(await readdir(path.join(work, "etcdutl-output")), []);
   const images = await client.listImages();
-  assert.ok(images.some((i) => i.name === image), JSON.stringify(images.map((i) => i.name)));
+  assert.ok(
+    images.some((i) => i.name === image),
+    JSON.stringify(images.map((i) => i.name)),
+  );
   assert.ok(registry.tokenRequests.includes("repository:etcd-development/etcd:pull"), registry.tokenRequests.join(" "));
 });

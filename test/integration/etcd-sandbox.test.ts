@@ -27,7 +27,7 @@ after(async () => {
 
 async function spec(admin: NodeClient, namespace: string, type: string, id: string): Promise<string> {
   const res = await admin.resourceGet(namespace, type, id);
-  return ((res as { resource: { spec: { yaml_spec: string } } }).resource.spec.yaml_spec);
+  return (res as { resource: { spec: { yaml_spec: string } } }).resource.spec.yaml_spec;
 }
 
 test("the control plane's etcd resources and PKI come from its config", async () => {
@@ -35,14 +35,29 @@ test("the control plane's etcd resources and PKI come from its config", async ()
   const root = await eventually(() => spec(admin, "secrets", "EtcdRootSecrets.secrets.talos.dev", "etcd"));
   assert.ok(root.includes(`crt: ${Buffer.from(generated.secrets.certs.etcd.crt).toString("base64")}`));
   const config = await eventually(() => spec(admin, "etcd", "EtcdConfigs.etcd.talos.dev", "etcd"));
-  assert.equal(config, "advertiseExcludeSubnets: []\nlistenExcludeSubnets: []\nimage: gcr.io/etcd-development/etcd:v3.5.13\nextraArgs: {}\n");
+  assert.equal(
+    config,
+    "advertiseExcludeSubnets: []\nlistenExcludeSubnets: []\nimage: gcr.io/etcd-development/etcd:v3.5.13\nextraArgs: {}\n",
+  );
   const etcdSpec = await eventually(() => spec(admin, "etcd", "EtcdSpecs.etcd.talos.dev", "etcd"));
-  assert.match(etcdSpec, /^name: \S+\nadvertisedAddresses:\n    - \S+\nlistenPeerAddresses:\n    - (0\.0\.0\.0|'::')\n/);
+  assert.match(
+    etcdSpec,
+    /^name: \S+\nadvertisedAddresses:\n    - \S+\nlistenPeerAddresses:\n    - (0\.0\.0\.0|'::')\n/,
+  );
   await eventually(() => spec(admin, "secrets", "EtcdSecrets.secrets.talos.dev", "etcd"));
   const status = await eventually(() => spec(admin, "etcd", "PKIStatuses.etcd.talos.dev", "etcd"));
   assert.match(status, /^ready: true\nversion: "?\d+"?\n$/);
   const pki = path.join(stateDir, "system", "secrets", "etcd");
-  assert.deepEqual((await readdir(pki)).sort(), ["admin.crt", "admin.key", "ca.crt", "ca.key", "peer.crt", "peer.key", "server.crt", "server.key"]);
+  assert.deepEqual((await readdir(pki)).sort(), [
+    "admin.crt",
+    "admin.key",
+    "ca.crt",
+    "ca.key",
+    "peer.crt",
+    "peer.key",
+    "server.crt",
+    "server.key",
+  ]);
   assert.equal((await stat(path.join(pki, "server.key"))).mode & 0o777, 0o400);
 });
 
@@ -57,5 +72,8 @@ test("Bootstrap refuses a data directory that is not empty; the etcd calls reach
     return true;
   });
   // The etcd calls reach the (absent) local member: an etcd error, not Unimplemented.
-  await assert.rejects(admin.unary(admin.machine, "EtcdStatus", {}, 5000), (err: grpc.ServiceError) => err.code !== grpc.status.UNIMPLEMENTED);
+  await assert.rejects(
+    admin.unary(admin.machine, "EtcdStatus", {}, 5000),
+    (err: grpc.ServiceError) => err.code !== grpc.status.UNIMPLEMENTED,
+  );
 });

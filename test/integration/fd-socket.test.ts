@@ -42,13 +42,17 @@ test("writes with and without fds arrive whole and in order through a full socke
   try {
     const writer = new FdSocketWriter(writeEnd);
     const done: number[] = [];
-    const all = Array.from({ length: WRITES }, (_, i) => new Promise<void>((resolve, reject) => {
-      writer.write(payload(i), i % 2 === 0 ? [pipe.write] : [], (err) => {
-        if (err) return reject(err);
-        done.push(i);
-        resolve();
-      });
-    }));
+    const all = Array.from(
+      { length: WRITES },
+      (_, i) =>
+        new Promise<void>((resolve, reject) => {
+          writer.write(payload(i), i % 2 === 0 ? [pipe.write] : [], (err) => {
+            if (err) return reject(err);
+            done.push(i);
+            resolve();
+          });
+        }),
+    );
     // The client reads nothing yet: the kernel holds back most of the 4 MiB.
     await new Promise((resolve) => setImmediate(resolve));
     assert.ok(done.length < WRITES / 2, `${done.length} of ${WRITES} writes reached the kernel before the reader read`);
@@ -64,9 +68,16 @@ test("writes with and without fds arrive whole and in order through a full socke
       }),
     );
     await Promise.all(all);
-    assert.deepEqual(done, Array.from({ length: WRITES }, (_, i) => i), "callbacks in write order");
+    assert.deepEqual(
+      done,
+      Array.from({ length: WRITES }, (_, i) => i),
+      "callbacks in write order",
+    );
     await readAll;
-    assert.ok(Buffer.concat(received).equals(Buffer.concat(Array.from({ length: WRITES }, (_, i) => payload(i)))), "the bytes arrive as written");
+    assert.ok(
+      Buffer.concat(received).equals(Buffer.concat(Array.from({ length: WRITES }, (_, i) => payload(i)))),
+      "the bytes arrive as written",
+    );
 
     // 32 copies of the pipe's write end were read with read(2): none entered this process, and once this
     // process closes its own, no copy is left anywhere (the read end sees EOF).
@@ -102,7 +113,9 @@ test("a reader that goes away fails the writes still queued, each callback once"
     assert.ok(failed > 0 && failed < WRITES, `${failed} of ${WRITES} writes failed`);
     console.log(`socket error: ${(await socketError).message}`);
     // A write after the failure is refused at once.
-    const late = await new Promise<Error | undefined>((resolve) => writer.write(Buffer.from("late"), [pipe.write], resolve));
+    const late = await new Promise<Error | undefined>((resolve) =>
+      writer.write(Buffer.from("late"), [pipe.write], resolve),
+    );
     assert.ok(late instanceof Error);
   } finally {
     fs.closeSync(pipe.read);

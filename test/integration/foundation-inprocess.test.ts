@@ -17,7 +17,11 @@ test("apid in machined's process: maintenance, apply, mTLS", async () => {
   const sandbox = startSandbox(stateDir, port, ["--apid-in-process"]);
   const clients: NodeClient[] = [];
   try {
-    const generated = await generateConfigs({ clusterName: "inproc", endpoint: "https://127.0.0.1:6443", installDisk: "" });
+    const generated = await generateConfigs({
+      clusterName: "inproc",
+      endpoint: "https://127.0.0.1:6443",
+      installDisk: "",
+    });
     const insecure = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "insecure" } });
     clients.push(insecure);
     await eventually(() => insecure.disks());
@@ -25,7 +29,10 @@ test("apid in machined's process: maintenance, apply, mTLS", async () => {
     await insecure.applyConfiguration(generated.controlplane);
 
     const ctx = parseTalosconfig(generated.talosconfig);
-    const admin = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "mtls", ca: ctx.ca, crt: ctx.crt, key: ctx.key } });
+    const admin = new NodeClient({
+      endpoint: `127.0.0.1:${port}`,
+      credentials: { kind: "mtls", ca: ctx.ca, crt: ctx.crt, key: ctx.key },
+    });
     clients.push(admin);
     await eventually(() => admin.version());
     // A control plane also runs trustd, which starts once its certificate is published.
@@ -33,7 +40,12 @@ test("apid in machined's process: maintenance, apply, mTLS", async () => {
       const services = (await admin.serviceList()) as { messages: { services: { id: string; state: string }[] }[] };
       assert.deepEqual(
         services.messages[0]!.services.map((s) => [s.id, s.state]),
-        [["apid", "Running"], ["machined", "Running"], ["syslogd", "Running"], ["trustd", "Running"]],
+        [
+          ["apid", "Running"],
+          ["machined", "Running"],
+          ["syslogd", "Running"],
+          ["trustd", "Running"],
+        ],
       );
     });
   } finally {

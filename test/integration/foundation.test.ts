@@ -8,7 +8,11 @@ import path from "node:path";
 import { after, before, test } from "node:test";
 import { NodeClient, type ClientCredentials } from "../../agent/src/client/client.js";
 import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
-import { generateConfigs, issueClientCredentials, type GeneratedConfigs } from "../../agent/src/config/generate/index.js";
+import {
+  generateConfigs,
+  issueClientCredentials,
+  type GeneratedConfigs,
+} from "../../agent/src/config/generate/index.js";
 import { eventually, freePort, startSandbox, type SandboxProcess } from "./helpers/sandbox.js";
 
 async function expectCode(p: Promise<unknown>, code: grpc.status, detail?: RegExp): Promise<grpc.ServiceError> {
@@ -80,15 +84,28 @@ test("maintenance mode: disks and COSI reads without credentials, Version refuse
     if (!text.includes("entering maintenance service")) throw new Error("no maintenance banner yet");
     return text;
   });
-  assert.ok(out.indexOf("api listener ready") >= 0 && out.indexOf("api listener ready") < out.indexOf("entering maintenance service"), "banner after the listener");
+  assert.ok(
+    out.indexOf("api listener ready") >= 0 &&
+      out.indexOf("api listener ready") < out.indexOf("entering maintenance service"),
+    "banner after the listener",
+  );
   assert.doesNotMatch(out, /service\[apid\]\(Running\): Process/);
 
-  const namespaces = (await insecure.resourceList("meta", "Namespaces.meta.cosi.dev")) as { resource: { metadata: { id: string } } }[];
+  const namespaces = (await insecure.resourceList("meta", "Namespaces.meta.cosi.dev")) as {
+    resource: { metadata: { id: string } };
+  }[];
   assert.ok(namespaces.map((r) => r.resource.metadata.id).includes("config"));
 
   await expectCode(insecure.version(), grpc.status.UNIMPLEMENTED, /not implemented in maintenance mode/);
-  await expectCode(insecure.resourceList("secrets", "MaintenanceServiceCertificates.secrets.talos.dev"), grpc.status.PERMISSION_DENIED);
-  await expectCode(insecure.unary(insecure.time, "Time"), grpc.status.UNIMPLEMENTED, /unknown service time.TimeService/);
+  await expectCode(
+    insecure.resourceList("secrets", "MaintenanceServiceCertificates.secrets.talos.dev"),
+    grpc.status.PERMISSION_DENIED,
+  );
+  await expectCode(
+    insecure.unary(insecure.time, "Time"),
+    grpc.status.UNIMPLEMENTED,
+    /unknown service time.TimeService/,
+  );
   await expectCode(insecure.serviceList(), grpc.status.UNIMPLEMENTED);
 
   const gen = (await insecure.generateConfiguration({
@@ -98,7 +115,10 @@ test("maintenance mode: disks and COSI reads without credentials, Version refuse
   })) as { messages: { data: Buffer[]; talosconfig: Buffer }[] };
   assert.match(gen.messages[0]!.data[0]!.toString(), /type: controlplane/);
   await expectCode(
-    insecure.generateConfiguration({ cluster_config: { name: "gen", control_plane: { endpoint: "https://10.0.0.1:6443" } }, machine_config: { type: 3 } }),
+    insecure.generateConfiguration({
+      cluster_config: { name: "gen", control_plane: { endpoint: "https://10.0.0.1:6443" } },
+      machine_config: { type: 3 },
+    }),
     grpc.status.UNKNOWN,
     /join config can't be generated in the maintenance mode/,
   );
@@ -109,8 +129,16 @@ test("maintenance mode: bad configurations are refused naming the problem, nothi
   await eventually(() => insecure.disks());
   const configFile = path.join(stateDir, "system", "state", "config.yaml");
 
-  await expectCode(insecure.applyConfiguration("version: v1alpha1\nmachine: [unclosed"), grpc.status.UNKNOWN, /^failed to parse config: .*yaml/);
-  await expectCode(insecure.applyConfiguration(configYaml("    bogusField: 1")), grpc.status.UNKNOWN, /failed to parse config: .*machine\.bogusField/);
+  await expectCode(
+    insecure.applyConfiguration("version: v1alpha1\nmachine: [unclosed"),
+    grpc.status.UNKNOWN,
+    /^failed to parse config: .*yaml/,
+  );
+  await expectCode(
+    insecure.applyConfiguration(configYaml("    bogusField: 1")),
+    grpc.status.UNKNOWN,
+    /failed to parse config: .*machine\.bogusField/,
+  );
   await expectCode(
     insecure.applyConfiguration(configYaml().replace("rbac: true", "rbac: maybe")),
     grpc.status.UNKNOWN,
@@ -120,13 +148,23 @@ test("maintenance mode: bad configurations are refused naming the problem, nothi
   const invalid = configYaml()
     .replace("endpoint: https://127.0.0.1:6443", "endpoint: not-a-url")
     .replace("persist: true", "persist: false");
-  const err = await expectCode(insecure.applyConfiguration(invalid), grpc.status.INVALID_ARGUMENT, /^configuration validation failed: /);
+  const err = await expectCode(
+    insecure.applyConfiguration(invalid),
+    grpc.status.INVALID_ARGUMENT,
+    /^configuration validation failed: /,
+  );
   assert.match(err.details, /2 errors occurred/);
   assert.match(err.details, /cluster\.controlPlane\.endpoint: invalid controlplane endpoint/);
   assert.match(err.details, /\.persist should be enabled/);
-  await expectCode(insecure.applyConfiguration(configYaml(), { mode: 2 }), grpc.status.UNIMPLEMENTED, /--mode='no-reboot' is not supported in maintenance mode/);
+  await expectCode(
+    insecure.applyConfiguration(configYaml(), { mode: 2 }),
+    grpc.status.UNIMPLEMENTED,
+    /--mode='no-reboot' is not supported in maintenance mode/,
+  );
 
-  const dry = (await insecure.applyConfiguration(configYaml(), { dryRun: true })) as { messages: { mode_details: string }[] };
+  const dry = (await insecure.applyConfiguration(configYaml(), { dryRun: true })) as {
+    messages: { mode_details: string }[];
+  };
   assert.match(dry.messages[0]!.mode_details, /^Dry run summary:/);
   assert.equal(existsSync(configFile), false, "nothing may be stored by refused or dry-run applies");
 });
@@ -139,7 +177,9 @@ test("apply-config leaves maintenance; mTLS with roles; other CAs refused", asyn
   assert.equal(readFileSync(path.join(stateDir, "system", "state", "config.yaml"), "utf8"), text);
 
   const adminClient = client(admin);
-  const version = (await eventually(() => adminClient.version())) as { messages: { version: { tag: string }; features: { rbac: boolean } }[] };
+  const version = (await eventually(() => adminClient.version())) as {
+    messages: { version: { tag: string }; features: { rbac: boolean } }[];
+  };
   assert.match(version.messages[0]!.version.tag, /^v1\.7\.\d+\+basalt\./);
   assert.equal(version.messages[0]!.features.rbac, true);
 
@@ -150,15 +190,26 @@ test("apply-config leaves maintenance; mTLS with roles; other CAs refused", asyn
   // Out of maintenance, apid is a process of its own.
   assert.match(sandbox!.output(), /service\[apid\]\(Running\): Process/);
 
-  const mc = (await adminClient.resourceGet("config", "MachineConfigs.config.talos.dev", "v1alpha1")) as { resource: { spec: { yaml_spec: string } } };
+  const mc = (await adminClient.resourceGet("config", "MachineConfigs.config.talos.dev", "v1alpha1")) as {
+    resource: { spec: { yaml_spec: string } };
+  };
   assert.equal(mc.resource.spec.yaml_spec, text);
 
   // Normal mode: an admin re-applies (no-reboot) and dry-runs.
   const again = (await adminClient.applyConfiguration(text, { mode: 2 })) as { messages: { mode_details: string }[] };
   assert.equal(again.messages[0]!.mode_details, "Applied configuration without a reboot");
-  const dryNormal = (await adminClient.applyConfiguration(text, { dryRun: true })) as { messages: { mode_details: string }[] };
-  assert.match(dryNormal.messages[0]!.mode_details, /^Dry run summary:\nApplied configuration without a reboot \(skipped in dry-run\)[\s\S]*No changes\./);
-  await expectCode(adminClient.applyConfiguration("garbage: [", { dryRun: true }), grpc.status.UNKNOWN, /failed to parse config/);
+  const dryNormal = (await adminClient.applyConfiguration(text, { dryRun: true })) as {
+    messages: { mode_details: string }[];
+  };
+  assert.match(
+    dryNormal.messages[0]!.mode_details,
+    /^Dry run summary:\nApplied configuration without a reboot \(skipped in dry-run\)[\s\S]*No changes\./,
+  );
+  await expectCode(
+    adminClient.applyConfiguration("garbage: [", { dryRun: true }),
+    grpc.status.UNKNOWN,
+    /failed to parse config/,
+  );
 
   // GenerateConfiguration in normal mode joins this cluster: same OS CA as the applied config.
   const joined = (await adminClient.generateConfiguration({
@@ -172,9 +223,15 @@ test("apply-config leaves maintenance; mTLS with roles; other CAs refused", asyn
   const readerClient = client(reader);
   await readerClient.version();
   await expectCode(readerClient.applyConfiguration(text), grpc.status.PERMISSION_DENIED, /not authorized/);
-  await expectCode(readerClient.resourceGet("config", "MachineConfigs.config.talos.dev", "v1alpha1"), grpc.status.PERMISSION_DENIED);
+  await expectCode(
+    readerClient.resourceGet("config", "MachineConfigs.config.talos.dev", "v1alpha1"),
+    grpc.status.PERMISSION_DENIED,
+  );
 
-  await assert.rejects(client(stranger).version(), (err: grpc.ServiceError) => err.code === grpc.status.UNAVAILABLE || err.code === grpc.status.UNAUTHENTICATED);
+  await assert.rejects(
+    client(stranger).version(),
+    (err: grpc.ServiceError) => err.code === grpc.status.UNAVAILABLE || err.code === grpc.status.UNAUTHENTICATED,
+  );
 });
 
 test("restart keeps the configuration and boots straight into normal mode", async () => {

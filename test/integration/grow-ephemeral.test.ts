@@ -18,15 +18,19 @@ import { sysfsBlock } from "../../agent/src/sys/block.js";
 import { openBlockTarget } from "../../agent/src/sys/blockdev.js";
 import { systemMounter } from "../../agent/src/sys/mount.js";
 
-const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
-const canRun = process.getuid?.() === 0 && fs.existsSync("/dev/loop-control") && (() => {
-  try {
-    sh("which", ["addpart", "resizepart", "mkfs.xfs", "xfs_growfs", "fsfreeze"]);
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const sh = (cmd: string, args: string[]) =>
+  execFileSync(cmd, args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+const canRun =
+  process.getuid?.() === 0 &&
+  fs.existsSync("/dev/loop-control") &&
+  (() => {
+    try {
+      sh("which", ["addpart", "resizepart", "mkfs.xfs", "xfs_growfs", "fsfreeze"]);
+      return true;
+    } catch {
+      return false;
+    }
+  })();
 const MiB = 1024 * 1024;
 const work = fs.mkdtempSync(path.join(os.tmpdir(), `basalt-grow-${process.pid}-`));
 const mounter = systemMounter();
@@ -38,7 +42,9 @@ after(async () => {
   fs.rmSync(work, { recursive: true, force: true });
 });
 
-test("EPHEMERAL is grown to the end of an enlarged disk: GPT, kernel partition and xfs", { skip: canRun ? false : "needs root, loop devices, addpart, resizepart, fsfreeze, xfsprogs" }, async () => {
+test("EPHEMERAL is grown to the end of an enlarged disk: GPT, kernel partition and xfs", {
+  skip: canRun ? false : "needs root, loop devices, addpart, resizepart, fsfreeze, xfsprogs",
+}, async () => {
   const file = path.join(work, "disk.img");
   fs.writeFileSync(file, "");
   fs.truncateSync(file, 1400 * MiB);
@@ -48,12 +54,17 @@ test("EPHEMERAL is grown to the end of an enlarged disk: GPT, kernel partition a
   await dev.close();
   fs.truncateSync(file, 3000 * MiB);
   loop = sh("losetup", ["-fP", "--show", file]).trim();
-  for (const [i, p] of table.partitions.entries()) sh("addpart", [loop, String(i + 1), String(p.firstLba), String(p.lastLba - p.firstLba + 1n)]);
+  for (const [i, p] of table.partitions.entries())
+    sh("addpart", [loop, String(i + 1), String(p.firstLba), String(p.lastLba - p.firstLba + 1n)]);
   const name = path.basename(loop);
   const ephemeral = `${loop}p6`;
   const varDir = path.join(work, "var");
 
-  const r = { systemDisk: { disk: loop, partitions: { EPHEMERAL: ephemeral } }, block: sysfsBlock(), paths: { var: varDir } } as unknown as MachineRuntime; // what the grow tasks read
+  const r = {
+    systemDisk: { disk: loop, partitions: { EPHEMERAL: ephemeral } },
+    block: sysfsBlock(),
+    paths: { var: varDir },
+  } as unknown as MachineRuntime; // what the grow tasks read
   const before = await mountSystemVolume("EPHEMERAL", ephemeral, varDir, mounter, logger("test"));
   assert.equal(before.formatted, true);
   const smallFs = fs.statfsSync(varDir);

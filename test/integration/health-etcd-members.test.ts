@@ -25,7 +25,11 @@ let socket: string;
 const apid = new grpc.Server();
 // The node addresses the cluster_info names; both members listen on loopback.
 const addresses = ["127.0.0.1", "127.0.0.2"];
-const byAddress = () => new Map([[addresses[0]!, a], [addresses[1]!, b]]);
+const byAddress = () =>
+  new Map([
+    [addresses[0]!, a],
+    [addresses[1]!, b],
+  ]);
 
 const encode = (type: string, v: object) => {
   const t = lookupMessage(type);
@@ -39,8 +43,13 @@ function routed(resType: string, answer: (n: EtcdNode) => Promise<{ messages: ob
     const node = byAddress().get(target);
     if (!node) return cb({ code: grpc.status.INVALID_ARGUMENT, details: `unknown node ${target}` });
     answer(node).then(
-      (res) => cb(null, encode(resType, { messages: res.messages.map((m) => ({ ...m, metadata: { hostname: target } })) })),
-      (err: grpc.ServiceError) => cb(null, encode(resType, { messages: [{ metadata: { hostname: target, error: err.details ?? String(err) } }] })),
+      (res) =>
+        cb(null, encode(resType, { messages: res.messages.map((m) => ({ ...m, metadata: { hostname: target } })) })),
+      (err: grpc.ServiceError) =>
+        cb(
+          null,
+          encode(resType, { messages: [{ metadata: { hostname: target, error: err.details ?? String(err) } }] }),
+        ),
     );
   };
 }
@@ -62,10 +71,17 @@ before(async () => {
   socket = path.join(mkdtempSync(path.join(os.tmpdir(), "apid-")), "apid.sock");
   apid.addService(rawServiceDefinition("machine.MachineService"), {
     // The helper decodes 64-bit integers as decimal strings, so member IDs pass through exact.
-    EtcdMemberList: routed("machine.EtcdMemberListResponse", (n) => n.call("EtcdMemberList") as Promise<{ messages: object[] }>),
+    EtcdMemberList: routed(
+      "machine.EtcdMemberListResponse",
+      (n) => n.call("EtcdMemberList") as Promise<{ messages: object[] }>,
+    ),
     ServiceList: routed("machine.ServiceListResponse", async (n) => serviceListResponse(n.supervisor.list())),
   });
-  await new Promise<void>((resolve, reject) => apid.bindAsync(`unix://${socket}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+  await new Promise<void>((resolve, reject) =>
+    apid.bindAsync(`unix://${socket}`, grpc.ServerCredentials.createInsecure(), (err) =>
+      err ? reject(err) : resolve(),
+    ),
+  );
 });
 after(async () => {
   apid.forceShutdown();
@@ -159,10 +175,20 @@ test("this node alone: healthDeps reads the etcd service and the member list dir
     stopEtcd: async () => assert.fail("not stopped"),
     bootstrapEtcd: async () => assert.fail("not bootstrapped"),
   };
-  const call = new ProgressCall({ wait_timeout: { seconds: 120 }, cluster_info: { control_plane_nodes: ["127.0.0.1"] } });
-  const deps = healthDeps(a.state, a.supervisor, { mode: "container" }, () => undefined, { apidSocket: "/nonexistent/apid.sock", etcd });
+  const call = new ProgressCall({
+    wait_timeout: { seconds: 120 },
+    cluster_info: { control_plane_nodes: ["127.0.0.1"] },
+  });
+  const deps = healthDeps(a.state, a.supervisor, { mode: "container" }, () => undefined, {
+    apidSocket: "/nonexistent/apid.sock",
+    etcd,
+  });
   await streamHealthCheck(
-    { ...deps, isThisNode: (ip) => ip === "127.0.0.1", checks: defaultClusterChecks().filter((c) => c.description.startsWith("etcd ")) },
+    {
+      ...deps,
+      isThisNode: (ip) => ip === "127.0.0.1",
+      checks: defaultClusterChecks().filter((c) => c.description.startsWith("etcd ")),
+    },
     call as unknown as Parameters<typeof streamHealthCheck>[1],
   );
   assert.deepEqual(call.lines, [

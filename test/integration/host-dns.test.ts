@@ -21,7 +21,12 @@ import { readReply } from "../../agent/src/network/hostdns/message.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../agent/src/resources/catalog/config.js";
 import { DNSResolveCacheType, HostDNSConfigId, HostDNSConfigType } from "../../agent/src/resources/catalog/hostdns.js";
 import { registerCatalog } from "../../agent/src/resources/catalog/index.js";
-import { NETWORK_NAMESPACE, networkDefinitions, ResolverStatusId, ResolverStatusType } from "../../agent/src/resources/catalog/network.js";
+import {
+  NETWORK_NAMESPACE,
+  networkDefinitions,
+  ResolverStatusId,
+  ResolverStatusType,
+} from "../../agent/src/resources/catalog/network.js";
 import { ControllerRuntime } from "../../agent/src/resources/controller-runtime.js";
 import { ResourceState } from "../../agent/src/resources/state.js";
 import { canRunNetns, freeSubnet, ip } from "./helpers/netns.js";
@@ -49,8 +54,27 @@ before(() => {
   ip("link", "set", `thv${tag}`, "master", bridge, "up");
   ip("-n", ns, "addr", "add", `${DNS}/24`, "dev", "eth0");
   ip("-n", ns, "link", "set", "eth0", "up");
-  dnsmasq = spawn("ip", ["netns", "exec", ns, "dnsmasq", "-k", "--no-resolv", "--no-hosts", "--bind-interfaces", `--listen-address=${DNS}`, "--port=53",
-    "--host-record=cached.basalt.test,10.1.2.3", "--local-ttl=300", "--log-queries", `--pid-file=${root}/dnsmasq.pid`, "--log-facility=-"], { stdio: ["ignore", "ignore", "pipe"] });
+  dnsmasq = spawn(
+    "ip",
+    [
+      "netns",
+      "exec",
+      ns,
+      "dnsmasq",
+      "-k",
+      "--no-resolv",
+      "--no-hosts",
+      "--bind-interfaces",
+      `--listen-address=${DNS}`,
+      "--port=53",
+      "--host-record=cached.basalt.test,10.1.2.3",
+      "--local-ttl=300",
+      "--log-queries",
+      `--pid-file=${root}/dnsmasq.pid`,
+      "--log-facility=-",
+    ],
+    { stdio: ["ignore", "ignore", "pipe"] },
+  );
   process.once("exit", () => dnsmasq?.kill("SIGKILL"));
 });
 
@@ -103,7 +127,10 @@ function answerA(reply: Buffer): { address: string; ttl: number } {
   return { address: [...reply.subarray(reply.length - 4)].join("."), ttl: info.ttls[0]!.ttl };
 }
 
-test("host DNS cache: answers from dnsmasq over UDP, then from its cache with dnsmasq gone, over TCP too; SERVFAIL when nothing answers", { skip, timeout: 60_000 }, async (t) => {
+test("host DNS cache: answers from dnsmasq over UDP, then from its cache with dnsmasq gone, over TCP too; SERVFAIL when nothing answers", {
+  skip,
+  timeout: 60_000,
+}, async (t) => {
   const port = await freePort();
   const state = new ResourceState();
   registerCatalog(state, networkDefinitions);
@@ -114,15 +141,26 @@ test("host DNS cache: answers from dnsmasq over UDP, then from its cache with dn
   const ac = new AbortController();
   t.after(() => ac.abort());
   runtime.start(ac.signal);
-  state.modify(NETWORK_NAMESPACE, ResolverStatusType, ResolverStatusId, "network.ResolverSpecController", () => ({ dnsServers: [DNS] }));
-  const config = "version: v1alpha1\nmachine:\n    type: worker\n    features:\n        hostDNS:\n            enabled: true\ncluster: {}\n";
-  state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test", () => loadConfig(Buffer.from(config)));
+  state.modify(NETWORK_NAMESPACE, ResolverStatusType, ResolverStatusId, "network.ResolverSpecController", () => ({
+    dnsServers: [DNS],
+  }));
+  const config =
+    "version: v1alpha1\nmachine:\n    type: worker\n    features:\n        hostDNS:\n            enabled: true\ncluster: {}\n";
+  state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test", () =>
+    loadConfig(Buffer.from(config)),
+  );
   await runtime.whenIdle();
-  assert.deepEqual(state.get(NETWORK_NAMESPACE, HostDNSConfigType, HostDNSConfigId)?.spec, { enabled: true, listenAddresses: [`127.0.0.1:${port}`] });
-  assert.deepEqual(state.list(NETWORK_NAMESPACE, DNSResolveCacheType).map((r) => [r.metadata.id, r.spec]), [
-    [`tcp-127.0.0.1:${port}`, { status: "running" }],
-    [`udp-127.0.0.1:${port}`, { status: "running" }],
-  ]);
+  assert.deepEqual(state.get(NETWORK_NAMESPACE, HostDNSConfigType, HostDNSConfigId)?.spec, {
+    enabled: true,
+    listenAddresses: [`127.0.0.1:${port}`],
+  });
+  assert.deepEqual(
+    state.list(NETWORK_NAMESPACE, DNSResolveCacheType).map((r) => [r.metadata.id, r.spec]),
+    [
+      [`tcp-127.0.0.1:${port}`, { status: "running" }],
+      [`udp-127.0.0.1:${port}`, { status: "running" }],
+    ],
+  );
 
   const first = await askUdp(port, query("cached.basalt.test", 0x1111));
   assert.equal(first.readUInt16BE(0), 0x1111);
@@ -147,7 +185,9 @@ test("host DNS cache: answers from dnsmasq over UDP, then from its cache with dn
   assert.equal(readReply(failed).rcode, 2);
 
   // Disabled by the config: listeners closed, no DNSResolveCache left.
-  state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test", () => loadConfig(Buffer.from(config.replace("enabled: true", "enabled: false"))));
+  state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test", () =>
+    loadConfig(Buffer.from(config.replace("enabled: true", "enabled: false"))),
+  );
   await runtime.whenIdle();
   assert.deepEqual(state.list(NETWORK_NAMESPACE, DNSResolveCacheType), []);
   await assert.rejects(askTcp(port, query("cached.basalt.test", 0x5555)), /ECONNREFUSED/);

@@ -13,7 +13,12 @@ import { networkDefinitions } from "../../agent/src/cmd/networking.js";
 import { configChecker, cosiFactory } from "../../agent/src/cmd/wiring.js";
 import { generateConfigs } from "../../agent/src/config/generate/index.js";
 import { startMachined, type Machined } from "../../agent/src/machined/machined.js";
-import { MachineStatusId, MachineStatusType, RUNTIME_NAMESPACE, type MachineStatusSpec } from "../../agent/src/resources/catalog/runtime.js";
+import {
+  MachineStatusId,
+  MachineStatusType,
+  RUNTIME_NAMESPACE,
+  type MachineStatusSpec,
+} from "../../agent/src/resources/catalog/runtime.js";
 import { fakeBlockSysfs } from "../../agent/src/sys/block.js";
 import { kernelModulesRecorded } from "../../agent/src/sys/kernel-modules.js";
 import { kernelParamsOverlay } from "../../agent/src/sys/kernel-params.js";
@@ -48,12 +53,23 @@ before(async () => {
     paths: pathsAt(stateDir),
     platform,
     block,
-    mounter: { mount: refuse("mounts"), unmount: refuse("unmounts"), makeShared: refuse("shared mounts"), list: () => [] },
+    mounter: {
+      mount: refuse("mounts"),
+      unmount: refuse("unmounts"),
+      makeShared: refuse("shared mounts"),
+      list: () => [],
+    },
     power: { request: refuse("power actions"), loadKexec: refuse("kexec loads"), kexec: refuse("kexec") },
     cmdline: new Map(),
     configChecker: configChecker(platform, block),
     cosi: cosiFactory(),
-    apid: { listen: `127.0.0.1:${port}`, inProcess: true, spec: () => { throw new Error("apid runs in this process"); } },
+    apid: {
+      listen: `127.0.0.1:${port}`,
+      inProcess: true,
+      spec: () => {
+        throw new Error("apid runs in this process");
+      },
+    },
     kernelParams: kernelParamsOverlay(path.join(stateDir, "kernel-params")),
     kernelModules: kernelModulesRecorded(path.join(stateDir, "kernel-modules")),
     extraDefinitions: networkDefinitions,
@@ -61,7 +77,8 @@ before(async () => {
   });
   client = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "insecure" } });
   await eventually(() => client.disks());
-  configFor = async (disk) => (await generateConfigs({ clusterName: "disk", endpoint: "https://10.5.0.2:6443", installDisk: disk })).controlplane;
+  configFor = async (disk) =>
+    (await generateConfigs({ clusterName: "disk", endpoint: "https://10.5.0.2:6443", installDisk: disk })).controlplane;
 });
 
 after(async () => {
@@ -72,14 +89,28 @@ after(async () => {
 });
 
 test("Disks lists the disks Talos's disk list shows: not the optical drive; a read-only disk marked so", async () => {
-  const reply = (await client.disks()) as { messages: { disks: { device_name: string; readonly: boolean; size: string | number }[] }[] };
-  assert.deepEqual(reply.messages[0]!.disks.map((d) => [d.device_name, d.readonly, Number(d.size)]), [["/dev/vdq", false, 20971520 * 512], ["/dev/vdr", true, 2048 * 512]]);
+  const reply = (await client.disks()) as {
+    messages: { disks: { device_name: string; readonly: boolean; size: string | number }[] }[];
+  };
+  assert.deepEqual(
+    reply.messages[0]!.disks.map((d) => [d.device_name, d.readonly, Number(d.size)]),
+    [
+      ["/dev/vdq", false, 20971520 * 512],
+      ["/dev/vdr", true, 2048 * 512],
+    ],
+  );
 });
 
 test("apply-config naming the ISO's drive, a partition, a missing path or a read-only disk is InvalidArgument; nothing stored, still in maintenance", async () => {
   const refusals: [string, string][] = [
-    ["/dev/sr0", 'specified install disk is not a disk the node can install to: "/dev/sr0" (talosctl disks lists those)'],
-    ["/dev/vdq1", 'specified install disk is not a disk the node can install to: "/dev/vdq1" (talosctl disks lists those)'],
+    [
+      "/dev/sr0",
+      'specified install disk is not a disk the node can install to: "/dev/sr0" (talosctl disks lists those)',
+    ],
+    [
+      "/dev/vdq1",
+      'specified install disk is not a disk the node can install to: "/dev/vdq1" (talosctl disks lists those)',
+    ],
     ["/dev/sdz", 'specified install disk does not exist: "/dev/sdz"'],
     ["/dev/vdr", 'specified install disk is read-only: "/dev/vdr"'],
   ];
@@ -88,13 +119,21 @@ test("apply-config naming the ISO's drive, a partition, a missing path or a read
     for (const dryRun of [false, true]) {
       await assert.rejects(client.applyConfiguration(config, { dryRun }), (e: grpc.ServiceError) => {
         assert.equal(e.code, grpc.status.INVALID_ARGUMENT, `${disk}: ${e.message}`);
-        assert.equal(e.details, `configuration validation failed: 1 error occurred:\n\t* .machine.install.disk: ${problem}\n\n`);
+        assert.equal(
+          e.details,
+          `configuration validation failed: 1 error occurred:\n\t* .machine.install.disk: ${problem}\n\n`,
+        );
         return true;
       });
     }
   }
-  const accepted = (await client.applyConfiguration(await configFor("/dev/vdq"), { dryRun: true })) as { messages: { mode_details: string }[] };
-  assert.equal(accepted.messages[0]!.mode_details, "Dry run summary:\nNode is running in maintenance mode and does not have a config yet.");
+  const accepted = (await client.applyConfiguration(await configFor("/dev/vdq"), { dryRun: true })) as {
+    messages: { mode_details: string }[];
+  };
+  assert.equal(
+    accepted.messages[0]!.mode_details,
+    "Dry run summary:\nNode is running in maintenance mode and does not have a config yet.",
+  );
   assert.equal(existsSync(path.join(stateDir, "system", "state", "config.yaml")), false, "nothing stored");
   const status = machined.state.get<MachineStatusSpec>(RUNTIME_NAMESPACE, MachineStatusType, MachineStatusId)?.spec;
   assert.equal(status?.stage, "maintenance");

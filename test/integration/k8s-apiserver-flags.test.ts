@@ -14,9 +14,22 @@ import os from "node:os";
 import path from "node:path";
 import { test, type TestContext } from "node:test";
 import { fileURLToPath } from "node:url";
-import { apiServerConfig, controllerManagerConfig, schedulerConfig, type ControlPlaneConfig } from "../../agent/src/controllers/k8s/control-plane-config.js";
-import { apiServerPod, controllerManagerPod, paths, schedulerPod } from "../../agent/src/controllers/k8s/control-plane-pods.js";
-import { schedulerConfigYaml, schedulerKubeconfigPath } from "../../agent/src/controllers/secrets/kubernetes-config-files.js";
+import {
+  apiServerConfig,
+  controllerManagerConfig,
+  schedulerConfig,
+  type ControlPlaneConfig,
+} from "../../agent/src/controllers/k8s/control-plane-config.js";
+import {
+  apiServerPod,
+  controllerManagerPod,
+  paths,
+  schedulerPod,
+} from "../../agent/src/controllers/k8s/control-plane-pods.js";
+import {
+  schedulerConfigYaml,
+  schedulerKubeconfigPath,
+} from "../../agent/src/controllers/secrets/kubernetes-config-files.js";
 import { loadConfig } from "../../agent/src/config/load.js";
 import { generateSelfSignedCA, issueCertificate, type CertificateAndKey } from "../../agent/src/pki/certificates.js";
 import type { Unstructured } from "../../agent/src/resources/unstructured.js";
@@ -25,7 +38,11 @@ import { freePort, stopProcess } from "./helpers/sandbox.js";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 const fixtures = path.join(repoRoot, "test/fixtures/k8s/static-pods");
-const binaries = { apiserver: "kube-apiserver", controllerManager: "kube-controller-manager", scheduler: "kube-scheduler" };
+const binaries = {
+  apiserver: "kube-apiserver",
+  controllerManager: "kube-controller-manager",
+  scheduler: "kube-scheduler",
+};
 
 const HOUR = 3_600_000;
 
@@ -36,7 +53,12 @@ interface Pki {
   admin: CertificateAndKey;
 }
 
-type Issue = (issuer: CertificateAndKey, commonName: string, usage: "serverAuth" | "clientAuth", organizations?: string[]) => Promise<CertificateAndKey>;
+type Issue = (
+  issuer: CertificateAndKey,
+  commonName: string,
+  usage: "serverAuth" | "clientAuth",
+  organizations?: string[],
+) => Promise<CertificateAndKey>;
 const issue: Issue = (issuer, commonName, usage, organizations = []) =>
   issueCertificate(issuer, {
     commonName,
@@ -53,7 +75,9 @@ function kubeconfig(server: string, ca: CertificateAndKey, client: CertificateAn
     apiVersion: "v1",
     kind: "Config",
     clusters: [{ name: "local", cluster: { server, "certificate-authority-data": b64(ca.certPem) } }],
-    users: [{ name: "user", user: { "client-certificate-data": b64(client.certPem), "client-key-data": b64(client.keyPem) } }],
+    users: [
+      { name: "user", user: { "client-certificate-data": b64(client.certPem), "client-key-data": b64(client.keyPem) } },
+    ],
     contexts: [{ name: "local", context: { cluster: "local", user: "user" } }],
     "current-context": "local",
   });
@@ -102,13 +126,32 @@ async function writeHostPaths(dir: string, cfg: ControlPlaneConfig, apiServerURL
     "encryptionconfig.yaml": JSON.stringify({
       apiVersion: "apiserver.config.k8s.io/v1",
       kind: "EncryptionConfiguration",
-      resources: [{ resources: ["secrets"], providers: [{ aescbc: { keys: [{ name: "key1", secret: randomBytes(32).toString("base64") }] } }, { identity: {} }] }],
+      resources: [
+        {
+          resources: ["secrets"],
+          providers: [
+            { aescbc: { keys: [{ name: "key1", secret: randomBytes(32).toString("base64") }] } },
+            { identity: {} },
+          ],
+        },
+      ],
     }),
   });
-  const admission = (cfg.cluster.apiServer?.admissionControl ?? []).map((p) => ({ name: p.name, configuration: p.configuration }));
+  const admission = (cfg.cluster.apiServer?.admissionControl ?? []).map((p) => ({
+    name: p.name,
+    configuration: p.configuration,
+  }));
   writeFiles(at[paths.apiServerConfig]!, {
-    "admission-control-config.yaml": JSON.stringify({ apiVersion: "apiserver.config.k8s.io/v1", kind: "AdmissionConfiguration", plugins: admission }),
-    "auditpolicy.yaml": JSON.stringify({ apiVersion: "audit.k8s.io/v1", kind: "Policy", rules: [{ level: "Metadata" }] }),
+    "admission-control-config.yaml": JSON.stringify({
+      apiVersion: "apiserver.config.k8s.io/v1",
+      kind: "AdmissionConfiguration",
+      plugins: admission,
+    }),
+    "auditpolicy.yaml": JSON.stringify({
+      apiVersion: "audit.k8s.io/v1",
+      kind: "Policy",
+      rules: [{ level: "Metadata" }],
+    }),
   });
   mkdirSync(at[paths.auditLog]!, { recursive: true });
   writeFiles(at[paths.controllerManagerSecrets]!, {
@@ -117,10 +160,22 @@ async function writeHostPaths(dir: string, cfg: ControlPlaneConfig, apiServerURL
     "service-account.key": serviceAccount.keyPem,
     kubeconfig: kubeconfig(apiServerURL, ca, await issue(ca, "system:kube-controller-manager", "clientAuth")),
   });
-  writeFiles(at[paths.schedulerSecrets]!, { kubeconfig: kubeconfig(apiServerURL, ca, await issue(ca, "system:kube-scheduler", "clientAuth")) });
+  writeFiles(at[paths.schedulerSecrets]!, {
+    kubeconfig: kubeconfig(apiServerURL, ca, await issue(ca, "system:kube-scheduler", "clientAuth")),
+  });
   const schedulerYaml = schedulerConfigYaml({ config: cfg.cluster.scheduler?.config ?? null });
-  writeFiles(at[paths.schedulerConfig]!, { "scheduler-config.yaml": schedulerYaml.replace(schedulerKubeconfigPath, path.join(at[paths.schedulerSecrets]!, "kubeconfig")) });
-  return { ca, etcdCA, etcdServer: await issue(etcdCA, "etcd", "serverAuth"), admin: await issue(ca, "admin", "clientAuth", ["system:masters"]) };
+  writeFiles(at[paths.schedulerConfig]!, {
+    "scheduler-config.yaml": schedulerYaml.replace(
+      schedulerKubeconfigPath,
+      path.join(at[paths.schedulerSecrets]!, "kubeconfig"),
+    ),
+  });
+  return {
+    ca,
+    etcdCA,
+    etcdServer: await issue(etcdCA, "etcd", "serverAuth"),
+    admin: await issue(ca, "admin", "clientAuth", ["system:masters"]),
+  };
 }
 
 interface Proc {
@@ -139,7 +194,9 @@ function run(t: TestContext, binary: string, args: string[]): Proc {
 
 /** GET `url` (with a client certificate, or trusting any server when `tls` is absent): status and body. */
 function get(url: string, tls?: { ca: string; client: CertificateAndKey }): Promise<{ status: number; body: string }> {
-  const options = tls ? { ca: tls.ca, cert: tls.client.certPem, key: tls.client.keyPem } : { rejectUnauthorized: false };
+  const options = tls
+    ? { ca: tls.ca, cert: tls.client.certPem, key: tls.client.keyPem }
+    : { rejectUnauthorized: false };
   return new Promise((resolve, reject) => {
     const req = https.get(url, { ...options, timeout: 5_000 }, (res) => {
       let body = "";
@@ -169,10 +226,13 @@ async function healthy(url: string, proc: Proc, tls?: { ca: string; client: Cert
   return `not healthy: ${last}`;
 }
 
-const commandOf = (pod: Unstructured) => (pod as { spec: { containers: { command: string[] }[] } }).spec.containers[0]!.command;
+const commandOf = (pod: Unstructured) =>
+  (pod as { spec: { containers: { command: string[] }[] } }).spec.containers[0]!.command;
 
 for (const configName of ["controlplane.yaml", "controlplane-custom.yaml"]) {
-  test(`kube-apiserver, kube-controller-manager and kube-scheduler v1.30.3 run with the flags rendered for ${configName}`, { timeout: 1_800_000 }, async (t) => {
+  test(`kube-apiserver, kube-controller-manager and kube-scheduler v1.30.3 run with the flags rendered for ${configName}`, {
+    timeout: 1_800_000,
+  }, async (t) => {
     const doc = loadConfig(readFileSync(path.join(fixtures, configName))).v1alpha1()!;
     const cfg: ControlPlaneConfig = { machine: doc.machine!, cluster: doc.cluster! };
     const versions = { secrets: "1", configFiles: "1", config: "1" };
@@ -181,13 +241,24 @@ for (const configName of ["controlplane.yaml", "controlplane-custom.yaml"]) {
       controllerManager: commandOf(controllerManagerPod(controllerManagerConfig(cfg), versions)),
       scheduler: commandOf(schedulerPod(schedulerConfig(cfg), versions)),
     };
-    for (const [name, binary] of Object.entries(binaries)) assert.equal(commands[name as keyof typeof binaries][0], `/usr/local/bin/${binary}`);
+    for (const [name, binary] of Object.entries(binaries))
+      assert.equal(commands[name as keyof typeof binaries][0], `/usr/local/bin/${binary}`);
 
     const dir = mkdtempSync(path.join(os.tmpdir(), "basalt-controlplane-"));
     t.after(() => rmSync(dir, { recursive: true, force: true }));
-    const [etcdPort, peerPort, apiPort, cmPort, schedulerPort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
+    const [etcdPort, peerPort, apiPort, cmPort, schedulerPort] = await Promise.all([
+      freePort(),
+      freePort(),
+      freePort(),
+      freePort(),
+      freePort(),
+    ]);
     const pki = await writeHostPaths(dir, cfg, `https://127.0.0.1:${apiPort}`);
-    writeFiles(dir, { "etcd.crt": pki.etcdServer.certPem, "etcd.key": pki.etcdServer.keyPem, "etcd-ca.crt": pki.etcdCA.certPem });
+    writeFiles(dir, {
+      "etcd.crt": pki.etcdServer.certPem,
+      "etcd.key": pki.etcdServer.keyPem,
+      "etcd-ca.crt": pki.etcdCA.certPem,
+    });
     const etcd = run(t, goProgram("etcd"), [
       "--name=etcd",
       `--data-dir=${path.join(dir, "etcd")}`,
@@ -216,12 +287,19 @@ for (const configName of ["controlplane.yaml", "controlplane-custom.yaml"]) {
     const cmFlags = [...substitute(commands.controllerManager.slice(1)), `--secure-port=${cmPort}`];
     const schedulerFlags = [...substitute(commands.scheduler.slice(1)), `--secure-port=${schedulerPort}`];
     for (const flags of [apiserverFlags, cmFlags, schedulerFlags]) {
-      assert.deepEqual(flags.filter((f) => f.includes("/system/") || f.includes("/var/log/")), [], "every host path is substituted");
+      assert.deepEqual(
+        flags.filter((f) => f.includes("/system/") || f.includes("/var/log/")),
+        [],
+        "every host path is substituted",
+      );
     }
 
     const apiserver = run(t, goProgram(binaries.apiserver), apiserverFlags);
     const tail = (p: Proc) => p.output().slice(-3000);
-    const apiAnswer = await healthy(`https://127.0.0.1:${apiPort}/readyz`, apiserver, { ca: pki.ca.certPem, client: pki.admin });
+    const apiAnswer = await healthy(`https://127.0.0.1:${apiPort}/readyz`, apiserver, {
+      ca: pki.ca.certPem,
+      client: pki.admin,
+    });
     assert.equal(apiAnswer, "ok", `kube-apiserver: ${apiAnswer}\n${tail(apiserver)}\n--- etcd ---\n${tail(etcd)}`);
 
     const cm = run(t, goProgram(binaries.controllerManager), cmFlags);
@@ -233,6 +311,8 @@ for (const configName of ["controlplane.yaml", "controlplane-custom.yaml"]) {
     ]);
     assert.equal(cmAnswer, "ok", `kube-controller-manager: ${cmAnswer}\n${tail(cm)}`);
     assert.equal(schedulerAnswer, "ok", `kube-scheduler: ${schedulerAnswer}\n${tail(scheduler)}`);
-    t.diagnostic(`healthy with ${apiserverFlags.length}, ${cmFlags.length - 1} and ${schedulerFlags.length - 1} rendered flags`);
+    t.diagnostic(
+      `healthy with ${apiserverFlags.length}, ${cmFlags.length - 1} and ${schedulerFlags.length - 1} rendered flags`,
+    );
   });
 }

@@ -20,7 +20,11 @@ interface WireResource {
 }
 
 before(async () => {
-  ({ sandbox, admin } = await startConfiguredSandbox({ clusterName: "controlplane", stateDir, args: ["--apid-in-process"] }));
+  ({ sandbox, admin } = await startConfiguredSandbox({
+    clusterName: "controlplane",
+    stateDir,
+    args: ["--apid-in-process"],
+  }));
 });
 
 after(async () => {
@@ -62,12 +66,18 @@ test("APIServerConfig of the applied control plane config, as talosctl get -o ya
   const scheduler = await getResource("controlplane", "SchedulerConfigs.kubernetes.talos.dev", "kube-scheduler");
   assert.match(scheduler.spec.yaml_spec, /^enabled: true\nimage: registry.k8s.io\/kube-scheduler:v1.30.3\n/);
   const audit = await getResource("controlplane", "AuditPolicyConfigs.kubernetes.talos.dev", "audit-policy");
-  assert.equal(audit.spec.yaml_spec, "config:\n    apiVersion: audit.k8s.io/v1\n    kind: Policy\n    rules:\n        - level: Metadata\n");
+  assert.equal(
+    audit.spec.yaml_spec,
+    "config:\n    apiVersion: audit.k8s.io/v1\n    kind: Policy\n    rules:\n        - level: Metadata\n",
+  );
 });
 
 test("no static pods without a healthy etcd; the static pod server answers an empty PodList at its published URL", async () => {
   const pods = (await admin.resourceList("k8s", "StaticPods.kubernetes.talos.dev")) as { resource?: WireResource }[];
-  assert.deepEqual(pods.flatMap((p) => (p.resource ? [p.resource.metadata.id] : [])), []);
+  assert.deepEqual(
+    pods.flatMap((p) => (p.resource ? [p.resource.metadata.id] : [])),
+    [],
+  );
   const status = await getResource("k8s", "StaticPodServerStatuses.kubernetes.talos.dev", "static-pod-server-status");
   const url = /^url: (http:\/\/127\.0\.0\.1:\d+)\n$/.exec(status.spec.yaml_spec)?.[1];
   assert.ok(url, status.spec.yaml_spec);

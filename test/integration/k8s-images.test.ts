@@ -28,7 +28,8 @@ const work = fs.mkdtempSync(path.join(os.tmpdir(), "basalt-k8s-images-"));
 let registry: TestRegistry;
 let scriptOutput = "";
 const run = promisify(execFile);
-const canRunContainers = fs.existsSync("/usr/bin/containerd") && fs.existsSync("/usr/bin/ctr") && fs.existsSync("/usr/bin/runc");
+const canRunContainers =
+  fs.existsSync("/usr/bin/containerd") && fs.existsSync("/usr/bin/ctr") && fs.existsSync("/usr/bin/runc");
 
 const sha256 = (b: Buffer) => `sha256:${createHash("sha256").update(b).digest("hex")}`;
 
@@ -41,11 +42,20 @@ const expected = {
     binaries: { "usr/local/bin/etcd": "etcd", "usr/local/bin/etcdutl": "etcdutl" },
     config: { Cmd: ["/usr/local/bin/etcd"], WorkingDir: "/var/lib/etcd/" },
   },
-  pause: { reference: "registry.k8s.io/pause:3.8", repository: "pause", tag: "3.8", binaries: { pause: "pause" }, config: { Entrypoint: ["/pause"], User: "65535:65535" } },
+  pause: {
+    reference: "registry.k8s.io/pause:3.8",
+    repository: "pause",
+    tag: "3.8",
+    binaries: { pause: "pause" },
+    config: { Entrypoint: ["/pause"], User: "65535:65535" },
+  },
 } as const;
 
 function client(repository: string): RepositoryClient {
-  const [endpoint] = registryEndpoints({ mirrors: { [registry.host]: { endpoints: [`http://${registry.host}`] } } }, registry.host);
+  const [endpoint] = registryEndpoints(
+    { mirrors: { [registry.host]: { endpoints: [`http://${registry.host}`] } } },
+    registry.host,
+  );
   return new RepositoryClient(endpoint!, repository);
 }
 
@@ -55,14 +65,20 @@ async function blob(c: RepositoryClient, desc: Descriptor): Promise<Buffer> {
   return fs.readFileSync(file);
 }
 
-describe("npm run k8s-images against docker-registry", { skip: !canRun && "docker-registry or Go is not installed" }, () => {
+describe("npm run k8s-images against docker-registry", {
+  skip: !canRun && "docker-registry or Go is not installed",
+}, () => {
   before(
     async () => {
       registry = await startRegistry(path.join(work, "registry"), { plain: true });
-      const script = await run("bash", ["scripts/k8s-images.sh", "--push", registry.host, "--arch", "amd64", "--only", "etcd,pause", "--insecure"], {
-        cwd: repo,
-        maxBuffer: 64 * 1024 * 1024,
-      });
+      const script = await run(
+        "bash",
+        ["scripts/k8s-images.sh", "--push", registry.host, "--arch", "amd64", "--only", "etcd,pause", "--insecure"],
+        {
+          cwd: repo,
+          maxBuffer: 64 * 1024 * 1024,
+        },
+      );
       scriptOutput = script.stdout;
     },
     { timeout: 60 * 60 * 1000 },
@@ -83,7 +99,10 @@ describe("npm run k8s-images against docker-registry", { skip: !canRun && "docke
       assert.equal(index.mediaType, MediaType.ociIndex);
       assert.match(scriptOutput, new RegExp(`${registry.host}/${want.repository}:${want.tag}@${index.digest}`));
       assert.ok(index.parsed.kind === "index");
-      assert.deepEqual(index.parsed.manifests.map((m) => m.platform), [{ architecture: "amd64", os: "linux" }]);
+      assert.deepEqual(
+        index.parsed.manifests.map((m) => m.platform),
+        [{ architecture: "amd64", os: "linux" }],
+      );
     });
 
     it(`${name}'s amd64 manifest names its config and layers by digest, and its layer holds exactly its binaries, byte for byte`, async () => {
@@ -107,10 +126,16 @@ describe("npm run k8s-images against docker-registry", { skip: !canRun && "docke
       const tarFile = path.join(work, `${name}.layer.tar`);
       fs.writeFileSync(tarFile, tar);
       const files = (await listTar(tarFile)).filter((m) => m.type === "file");
-      assert.deepEqual(files.map((m) => [m.name, m.mode]), Object.keys(want.binaries).map((b) => [b, 0o755]));
+      assert.deepEqual(
+        files.map((m) => [m.name, m.mode]),
+        Object.keys(want.binaries).map((b) => [b, 0o755]),
+      );
       for (const [member, input] of Object.entries(want.binaries)) {
         const file = files.find((m) => m.name === member)!;
-        assert.ok((await readMember(tarFile, file)).equals(fs.readFileSync(path.join(repo, "_out/k8s/amd64", input))), member);
+        assert.ok(
+          (await readMember(tarFile, file)).equals(fs.readFileSync(path.join(repo, "_out/k8s/amd64", input))),
+          member,
+        );
       }
     });
   }
@@ -124,11 +149,25 @@ describe("npm run k8s-images against docker-registry", { skip: !canRun && "docke
     before(async () => {
       fs.mkdirSync(dir, { recursive: true });
       const config = path.join(dir, "config.toml");
-      fs.writeFileSync(config, ["version = 2", `root = "${dir}/root"`, `state = "${dir}/state"`, 'disabled_plugins = ["io.containerd.grpc.v1.cri"]', "[grpc]", `  address = "${sock}"`, ""].join("\n"));
+      fs.writeFileSync(
+        config,
+        [
+          "version = 2",
+          `root = "${dir}/root"`,
+          `state = "${dir}/state"`,
+          'disabled_plugins = ["io.containerd.grpc.v1.cri"]',
+          "[grpc]",
+          `  address = "${sock}"`,
+          "",
+        ].join("\n"),
+      );
       containerd = spawn("/usr/bin/containerd", ["--config", config], { stdio: "ignore" });
       // Ready when it answers on its socket; bounded, so a containerd that never comes up fails the suite.
       for (let i = 0; ; i++) {
-        const up = await ctr("version").then(() => true, () => false);
+        const up = await ctr("version").then(
+          () => true,
+          () => false,
+        );
         if (up) break;
         if (i === 100) throw new Error("containerd did not answer on its socket in 20 s");
         await sleep(200);

@@ -17,7 +17,13 @@ import { registerCatalog } from "../../agent/src/resources/catalog/index.js";
 import { ControllerRuntime } from "../../agent/src/resources/controller-runtime.js";
 import { ResourceState } from "../../agent/src/resources/state.js";
 
-const timings = { dialTimeoutMs: 1000, keepAliveMs: 1000, healthCheckIntervalMs: 50, healthCheckTimeoutMs: 500, statusIntervalMs: 50 };
+const timings = {
+  dialTimeoutMs: 1000,
+  keepAliveMs: 1000,
+  healthCheckIntervalMs: 50,
+  healthCheckTimeoutMs: 500,
+  statusIntervalMs: 50,
+};
 
 /** An upstream that answers each connection with its name and closes. */
 async function upstream(t: TestContext, name: string, port = 0): Promise<{ port: number; close(): Promise<void> }> {
@@ -96,8 +102,10 @@ test("KubePrism: traffic passes, a dead upstream is skipped, the status follows 
   t.after(() => ac.abort());
   runtime.start(ac.signal);
 
-  const status = () => state.get<KubePrismStatusesSpec>(K8S_NAMESPACE, KubePrismStatusesType, KubePrismStatusesId)?.spec;
-  const statusIs = (healthy: boolean) => until(`healthy=${healthy}`, () => (status()?.healthy === healthy ? status() : undefined));
+  const status = () =>
+    state.get<KubePrismStatusesSpec>(K8S_NAMESPACE, KubePrismStatusesType, KubePrismStatusesId)?.spec;
+  const statusIs = (healthy: boolean) =>
+    until(`healthy=${healthy}`, () => (status()?.healthy === healthy ? status() : undefined));
   const config: KubePrismConfigSpec = {
     host: "127.0.0.1",
     port: listen,
@@ -118,7 +126,10 @@ test("KubePrism: traffic passes, a dead upstream is skipped, the status follows 
   for (let i = 0; i < 8; i++) answers.push(await request(listen));
   // Which of the two answers depends on their probe latency tiers (the faster tier takes every
   // connection, as in go-loadbalancer); the round-robin itself is unit-tested on UpstreamList.
-  assert.ok(answers.every((x) => x === "a" || x === "b"), `answers ${answers.join(",")}`);
+  assert.ok(
+    answers.every((x) => x === "a" || x === "b"),
+    `answers ${answers.join(",")}`,
+  );
 
   // Every upstream down: unhealthy, and a connection is closed without an answer.
   await a.close();

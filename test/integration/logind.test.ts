@@ -17,7 +17,12 @@ import { Logind } from "../../agent/src/machined/logind/service.js";
 import { encodeMessage, MessageReader, MessageType, type BusMessage } from "../../agent/src/machined/logind/wire.js";
 import { FdSocketWriter } from "../../agent/src/sys/fd-socket.js";
 import { openPipe } from "../../agent/src/sys/pipe.js";
-import { INHIBIT_DELAY_MAX_MS, LOGIND_NAME, LOGIND_PATH, MANAGER_INTERFACE } from "../../agent/src/machined/logind/manager.js";
+import {
+  INHIBIT_DELAY_MAX_MS,
+  LOGIND_NAME,
+  LOGIND_PATH,
+  MANAGER_INTERFACE,
+} from "../../agent/src/machined/logind/manager.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 const KUBELET_INHIBIT = ["shutdown", "kubelet", "Kubelet needs time to handle node shutdown", "delay"] as const;
@@ -30,7 +35,10 @@ before(() => {
 });
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-async function startLogind(name: string, timeoutMs = INHIBIT_DELAY_MAX_MS): Promise<{ logind: Logind; socket: string }> {
+async function startLogind(
+  name: string,
+  timeoutMs = INHIBIT_DELAY_MAX_MS,
+): Promise<{ logind: Logind; socket: string }> {
   const socket = path.join(dir, name, "system_bus_socket");
   const logind = new Logind(socket, timeoutMs);
   await logind.start();
@@ -39,10 +47,17 @@ async function startLogind(name: string, timeoutMs = INHIBIT_DELAY_MAX_MS): Prom
 
 async function connect(socket: string) {
   // sessionBus passes its options on whole, negotiateUnixFd too, which its types leave out.
-  const options: dbus.SessionBusOptions & dbus.SystemBusOptions = { busAddress: `unix:path=${socket}`, negotiateUnixFd: true };
+  const options: dbus.SessionBusOptions & dbus.SystemBusOptions = {
+    busAddress: `unix:path=${socket}`,
+    negotiateUnixFd: true,
+  };
   const bus = dbus.sessionBus(options);
   const obj = await bus.getProxyObject(LOGIND_NAME, LOGIND_PATH);
-  return { bus, props: obj.getInterface("org.freedesktop.DBus.Properties"), manager: obj.getInterface(MANAGER_INTERFACE) };
+  return {
+    bus,
+    props: obj.getInterface("org.freedesktop.DBus.Properties"),
+    manager: obj.getInterface(MANAGER_INTERFACE),
+  };
 }
 
 test("a dbus-next client reads the delay, holds a lock, and the shutdown hook waits for its release", async () => {
@@ -124,9 +139,15 @@ test("bad calls get D-Bus errors and the bus keeps answering", async () => {
   const { logind, socket } = await startLogind("errors");
   const { bus, props: p, manager } = await connect(socket);
   try {
-    await assert.rejects(manager.Inhibit("shutdown", "kubelet", "why", "sometimes"), { type: "org.freedesktop.DBus.Error.InvalidArgs" });
-    await assert.rejects(p.Get(MANAGER_INTERFACE, "NoSuchProperty"), { type: "org.freedesktop.DBus.Error.UnknownProperty" });
-    await assert.rejects(bus.getProxyObject("org.example.Nobody", "/"), { type: "org.freedesktop.DBus.Error.ServiceUnknown" });
+    await assert.rejects(manager.Inhibit("shutdown", "kubelet", "why", "sometimes"), {
+      type: "org.freedesktop.DBus.Error.InvalidArgs",
+    });
+    await assert.rejects(p.Get(MANAGER_INTERFACE, "NoSuchProperty"), {
+      type: "org.freedesktop.DBus.Error.UnknownProperty",
+    });
+    await assert.rejects(bus.getProxyObject("org.example.Nobody", "/"), {
+      type: "org.freedesktop.DBus.Error.ServiceUnknown",
+    });
     assert.equal((await p.Get(MANAGER_INTERFACE, "InhibitDelayMaxUSec")).value, TALOS_INHIBIT_DELAY_MAX_USEC);
   } finally {
     bus.disconnect();
@@ -137,9 +158,16 @@ test("bad calls get D-Bus errors and the bus keeps answering", async () => {
 test("a godbus client does what the kubelet's inhibit_linux.go does", async () => {
   const fixture = path.join(repo, "test/fixtures/logind-client");
   const client = path.join(dir, "logind-client");
-  execFileSync("go", ["build", "-o", client, "."], { cwd: fixture, stdio: "inherit", env: { ...process.env, CGO_ENABLED: "0" } });
+  execFileSync("go", ["build", "-o", client, "."], {
+    cwd: fixture,
+    stdio: "inherit",
+    env: { ...process.env, CGO_ENABLED: "0" },
+  });
   const { logind, socket } = await startLogind("godbus");
-  const go = spawn(client, [], { env: { ...process.env, DBUS_SYSTEM_BUS_ADDRESS: `unix:path=${socket}` }, stdio: ["pipe", "pipe", "inherit"] });
+  const go = spawn(client, [], {
+    env: { ...process.env, DBUS_SYSTEM_BUS_ADDRESS: `unix:path=${socket}` },
+    stdio: ["pipe", "pipe", "inherit"],
+  });
   try {
     const lines = readline.createInterface({ input: go.stdout })[Symbol.asyncIterator]();
     const next = async () => String((await lines.next()).value);
@@ -148,12 +176,18 @@ test("a godbus client does what the kubelet's inhibit_linux.go does", async () =
     assert.equal(await next(), "ready");
 
     const events: string[] = [];
-    const shutdown = logind.waitShutdown(new AbortController().signal).then((outcome) => void events.push(`hook returned: ${outcome}`));
+    const shutdown = logind
+      .waitShutdown(new AbortController().signal)
+      .then((outcome) => void events.push(`hook returned: ${outcome}`));
     events.push(await next());
     events.push("release sent");
     go.stdin.write("release\n");
     await shutdown;
-    assert.deepEqual(events, ["org.freedesktop.login1.Manager.PrepareForShutdown true", "release sent", "hook returned: released"]);
+    assert.deepEqual(events, [
+      "org.freedesktop.login1.Manager.PrepareForShutdown true",
+      "release sent",
+      "hook returned: released",
+    ]);
     assert.equal(await next(), "released");
   } finally {
     go.stdin.end();
@@ -169,7 +203,12 @@ test("a stop during the start closes the bus once it listens", async () => {
   await logind.stop();
   await started;
   // Node's server removes its socket when it closes: a client finds no bus there.
-  const refused = await new Promise<NodeJS.ErrnoException>((resolve) => net.connect(socket).on("error", resolve).on("connect", () => resolve(new Error("connected"))));
+  const refused = await new Promise<NodeJS.ErrnoException>((resolve) =>
+    net
+      .connect(socket)
+      .on("error", resolve)
+      .on("connect", () => resolve(new Error("connected"))),
+  );
   assert.equal(refused.code, "ENOENT");
   assert.equal(fs.existsSync(socket), false);
 });
@@ -183,7 +222,14 @@ test("an fd a client sends never enters machined: the kernel closes it when the 
   readEnd.resume();
   try {
     // Hello with the pipe's write end beside it (SCM_RIGHTS), as a client that passes fds would send it.
-    const hello = encodeMessage({ type: MessageType.methodCall, serial: 1, path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "Hello", destination: "org.freedesktop.DBus" });
+    const hello = encodeMessage({
+      type: MessageType.methodCall,
+      serial: 1,
+      path: "/org/freedesktop/DBus",
+      interface: "org.freedesktop.DBus",
+      member: "Hello",
+      destination: "org.freedesktop.DBus",
+    });
     const writer = new FdSocketWriter(client);
     writer.write(Buffer.from("\0AUTH EXTERNAL 30\r\nNEGOTIATE_UNIX_FD\r\nBEGIN\r\n", "latin1"), []);
     writer.write(hello.data, [pipe.write]);

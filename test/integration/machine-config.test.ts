@@ -56,7 +56,12 @@ before(async () => {
   const config = (generated: GeneratedConfigs) => {
     controlplane = generated.controlplane;
     return configWith({
-      kernel: { modules: [{ name: "br_netfilter" }, { name: "drbd", parameters: ["usermode_helper=disabled", "minor_count=8"] }] },
+      kernel: {
+        modules: [
+          { name: "br_netfilter" },
+          { name: "drbd", parameters: ["usermode_helper=disabled", "minor_count=8"] },
+        ],
+      },
       files,
       env: { https_proxy: "http://proxy.example:3128", BASALT_EXAMPLE: "one two" },
     });
@@ -72,25 +77,46 @@ after(async () => {
 });
 
 type Listed = { resource?: { metadata: { id: string }; spec: { yaml_spec: string } } };
-const specs = async () => new Map(((await admin.resourceList("runtime", "KernelModuleSpecs.runtime.talos.dev")) as Listed[]).flatMap((m) => (m.resource ? [[m.resource.metadata.id, m.resource.spec.yaml_spec] as const] : [])));
+const specs = async () =>
+  new Map(
+    ((await admin.resourceList("runtime", "KernelModuleSpecs.runtime.talos.dev")) as Listed[]).flatMap((m) =>
+      m.resource ? [[m.resource.metadata.id, m.resource.spec.yaml_spec] as const] : [],
+    ),
+  );
 
 test("kernel modules: KernelModuleSpecs from the config, each load recorded with its parameters; a live change loads the new one", async () => {
   await eventually(async () => assert.deepEqual([...(await specs()).keys()].sort(), ["br_netfilter", "drbd"]));
-  assert.equal((await specs()).get("drbd"), "string: drbd\nparameters:\n    - usermode_helper=disabled\n    - minor_count=8\n");
-  await eventually(async () => assert.equal(readFileSync(path.join(stateDir, "kernel-modules", "drbd"), "utf8"), "usermode_helper=disabled\nminor_count=8\n"));
+  assert.equal(
+    (await specs()).get("drbd"),
+    "string: drbd\nparameters:\n    - usermode_helper=disabled\n    - minor_count=8\n",
+  );
+  await eventually(async () =>
+    assert.equal(
+      readFileSync(path.join(stateDir, "kernel-modules", "drbd"), "utf8"),
+      "usermode_helper=disabled\nminor_count=8\n",
+    ),
+  );
   assert.equal(readFileSync(path.join(stateDir, "kernel-modules", "br_netfilter"), "utf8"), "");
 
   const reply = (await admin.applyConfiguration(
-    configWith({ kernel: { modules: [{ name: "dummy", parameters: ["numdummies=2"] }] }, files, env: { https_proxy: "http://proxy.example:3128", BASALT_EXAMPLE: "one two" } }),
+    configWith({
+      kernel: { modules: [{ name: "dummy", parameters: ["numdummies=2"] }] },
+      files,
+      env: { https_proxy: "http://proxy.example:3128", BASALT_EXAMPLE: "one two" },
+    }),
     { mode: 1 },
   )) as { messages: { mode: number }[] };
   assert.equal(reply.messages[0]!.mode, 2, "applied without a reboot, as Talos applies .machine.kernel");
   await eventually(async () => assert.deepEqual([...(await specs()).keys()], ["dummy"]));
-  await eventually(async () => assert.equal(readFileSync(path.join(stateDir, "kernel-modules", "dummy"), "utf8"), "numdummies=2\n"));
+  await eventually(async () =>
+    assert.equal(readFileSync(path.join(stateDir, "kernel-modules", "dummy"), "utf8"), "numdummies=2\n"),
+  );
 });
 
 test("files: create under /var with its mode; append to an existing file outside /var written to /var/<path>", async () => {
-  await eventually(async () => assert.equal(readFileSync(path.join(stateDir, "var/lib/example/settings.conf"), "utf8"), "a=1\n"));
+  await eventually(async () =>
+    assert.equal(readFileSync(path.join(stateDir, "var/lib/example/settings.conf"), "utf8"), "a=1\n"),
+  );
   assert.equal(statSync(path.join(stateDir, "var/lib/example/settings.conf")).mode & 0o7777, 0o600);
   assert.equal(readFileSync(path.join(stateDir, "var/etc/motd"), "utf8"), "from the image\nappended line");
   assert.equal(readFileSync(path.join(stateDir, "etc/motd"), "utf8"), "from the image");
@@ -105,9 +131,21 @@ test("env: apid gets .machine.env without the proxy variables", async () => {
 test("files: a create outside /var pauses the boot with Talos's message; an apply-config that fixes it takes over and the next boot writes the files", async () => {
   const bad = configWith({ files: [{ op: "create", path: "/etc/new.conf", content: "x", permissions: 0o644 }] });
   await admin.applyConfiguration(bad, { mode: 0 });
-  await eventually(async () => assert.match(sandbox.output(), /writeUserFiles failed, rebooting in 5 minutes\. You can use talosctl apply-config or talosctl edit mc to fix the issues, error:\\ncreate operation not allowed outside of \/var: \\"\/etc\/new.conf\\"/), 300);
-  const fixed = configWith({ files: [{ op: "create", path: "/var/fixed.conf", content: "fixed\n", permissions: 0o644 }] });
+  await eventually(
+    async () =>
+      assert.match(
+        sandbox.output(),
+        /writeUserFiles failed, rebooting in 5 minutes\. You can use talosctl apply-config or talosctl edit mc to fix the issues, error:\\ncreate operation not allowed outside of \/var: \\"\/etc\/new.conf\\"/,
+      ),
+    300,
+  );
+  const fixed = configWith({
+    files: [{ op: "create", path: "/var/fixed.conf", content: "fixed\n", permissions: 0o644 }],
+  });
   await eventually(() => admin.applyConfiguration(fixed, { mode: 0 }), 300);
-  await eventually(async () => assert.equal(readFileSync(path.join(stateDir, "var/fixed.conf"), "utf8"), "fixed\n"), 300);
+  await eventually(
+    async () => assert.equal(readFileSync(path.join(stateDir, "var/fixed.conf"), "utf8"), "fixed\n"),
+    300,
+  );
   await eventually(() => admin.version(), 300);
 });

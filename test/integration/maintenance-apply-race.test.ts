@@ -17,7 +17,11 @@ test("concurrent maintenance applies: the stored and the active configuration ar
   const sandbox = startSandbox(stateDir, port, ["--apid-in-process"]);
   const clients: NodeClient[] = [];
   try {
-    const generated = await generateConfigs({ clusterName: "race", endpoint: "https://127.0.0.1:6443", installDisk: "" });
+    const generated = await generateConfigs({
+      clusterName: "race",
+      endpoint: "https://127.0.0.1:6443",
+      installDisk: "",
+    });
     const insecure = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "insecure" } });
     clients.push(insecure);
     await eventually(() => insecure.disks());
@@ -26,11 +30,16 @@ test("concurrent maintenance applies: the stored and the active configuration ar
     await Promise.all([insecure.applyConfiguration(first), insecure.applyConfiguration(second)]);
 
     const ctx = parseTalosconfig(generated.talosconfig);
-    const admin = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "mtls", ca: ctx.ca, crt: ctx.crt, key: ctx.key } });
+    const admin = new NodeClient({
+      endpoint: `127.0.0.1:${port}`,
+      credentials: { kind: "mtls", ca: ctx.ca, crt: ctx.crt, key: ctx.key },
+    });
     clients.push(admin);
     await eventually(() => admin.version());
     const stored = readFileSync(path.join(stateDir, "system", "state", "config.yaml"), "utf8");
-    const active = (await admin.resourceGet("config", "MachineConfigs.config.talos.dev", "v1alpha1")) as { resource: { spec: { yaml_spec: string } } };
+    const active = (await admin.resourceGet("config", "MachineConfigs.config.talos.dev", "v1alpha1")) as {
+      resource: { spec: { yaml_spec: string } };
+    };
     assert.equal(active.resource.spec.yaml_spec, stored);
     // machined applies them in the order their messages reach it; two calls in flight at once can reach it in either order.
     assert.ok(stored === first || stored === second, "the stored configuration is one of the two applied");

@@ -10,12 +10,29 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { applyObjects, LocalLock, ManifestApplyController, ManifestApplyError } from "../../agent/src/controllers/k8s/manifest-apply.js";
+import {
+  applyObjects,
+  LocalLock,
+  ManifestApplyController,
+  ManifestApplyError,
+} from "../../agent/src/controllers/k8s/manifest-apply.js";
 import { ManifestController } from "../../agent/src/controllers/k8s/manifest.js";
 import { loadConfig } from "../../agent/src/config/index.js";
-import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType, MachineTypeId, MachineTypeType } from "../../agent/src/resources/catalog/config.js";
+import {
+  CONFIG_NAMESPACE,
+  MachineConfigIds,
+  MachineConfigType,
+  MachineTypeId,
+  MachineTypeType,
+} from "../../agent/src/resources/catalog/config.js";
 import { registerCatalog } from "../../agent/src/resources/catalog/index.js";
-import { CONTROLPLANE_NAMESPACE, ManifestStatusId, ManifestStatusType, ManifestType, type ManifestStatusSpec } from "../../agent/src/resources/catalog/k8s-manifests.js";
+import {
+  CONTROLPLANE_NAMESPACE,
+  ManifestStatusId,
+  ManifestStatusType,
+  ManifestType,
+  type ManifestStatusSpec,
+} from "../../agent/src/resources/catalog/k8s-manifests.js";
 import { networkDefinitions } from "../../agent/src/resources/catalog/network.js";
 import { RUNTIME_NAMESPACE, ServiceType } from "../../agent/src/resources/catalog/runtime.js";
 import { ControllerRuntime, type Controller } from "../../agent/src/resources/controller-runtime.js";
@@ -30,8 +47,12 @@ import { KubernetesSecretsId, KubernetesSecretsType } from "../../agent/src/reso
 import { SECRETS_NAMESPACE } from "../../agent/src/resources/catalog/secrets.js";
 import { logger } from "../../agent/src/log.js";
 import { goProgram } from "./helpers/go-programs.js";
-import { defaultClusterChecks, runChecks, type CheckContext, type NodeReader } from "../../agent/src/machined/health/checks.js";
-
+import {
+  defaultClusterChecks,
+  runChecks,
+  type CheckContext,
+  type NodeReader,
+} from "../../agent/src/machined/health/checks.js";
 
 /** Resolves once ManifestStatus exists, on its creation event. */
 async function statusCreated(state: ResourceState): Promise<void> {
@@ -48,12 +69,23 @@ async function statusCreated(state: ResourceState): Promise<void> {
 /** Resolves once the CRD reports Established (read, else after a bounded watch of it). */
 async function crdEstablished(client: KubeClient, name: string): Promise<void> {
   const path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
-  const established = (o: KubernetesObject) => ((o.status as { conditions?: { type: string; status: string }[] } | undefined)?.conditions ?? []).some((c) => c.type === "Established" && c.status === "True");
-  const current = await client.request<KubernetesObject & { metadata: { resourceVersion: string } }>("GET", `${path}/${name}`);
+  const established = (o: KubernetesObject) =>
+    ((o.status as { conditions?: { type: string; status: string }[] } | undefined)?.conditions ?? []).some(
+      (c) => c.type === "Established" && c.status === "True",
+    );
+  const current = await client.request<KubernetesObject & { metadata: { resourceVersion: string } }>(
+    "GET",
+    `${path}/${name}`,
+  );
   if (established(current)) return;
   // KubeClient reads a response whole, so this watch from the version read returns when the server ends it (10 s);
   // the API server establishes a CRD within a second or two.
-  await client.request("GET", `${path}?watch=1&fieldSelector=metadata.name%3D${name}&resourceVersion=${current.metadata.resourceVersion}&timeoutSeconds=10`).catch(() => undefined);
+  await client
+    .request(
+      "GET",
+      `${path}?watch=1&fieldSelector=metadata.name%3D${name}&resourceVersion=${current.metadata.resourceVersion}&timeoutSeconds=10`,
+    )
+    .catch(() => undefined);
   const after = await client.request<KubernetesObject>("GET", `${path}/${name}`);
   assert.ok(established(after), `CRD ${name} established`);
 }
@@ -90,7 +122,11 @@ async function untilReady(client: KubeClient, procs: ChildProcess[], deadlineMs:
 
 const config: V1Alpha1Config = {
   machine: { type: "controlplane", features: { kubePrism: { enabled: true, port: 7445 } } },
-  cluster: { controlPlane: { endpoint: "https://127.0.0.1:6443" }, token: "3xpfxm.8sa7xd2dc4kf5xyq", apiServer: { disablePodSecurityPolicy: true } },
+  cluster: {
+    controlPlane: { endpoint: "https://127.0.0.1:6443" },
+    token: "3xpfxm.8sa7xd2dc4kf5xyq",
+    apiServer: { disablePodSecurityPolicy: true },
+  },
 };
 
 let dir = "";
@@ -105,29 +141,69 @@ describe("bootstrap manifests against a real kube-apiserver and etcd", { timeout
   before(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), "manifest-apply-"));
     ca = await generateSelfSignedCA({ commonName: "kubernetes", algorithm: "ecdsa-p256" });
-    const serving = await issueCertificate(ca, { commonName: "kube-apiserver", dnsNames: ["localhost"], ipAddresses: ["127.0.0.1"], extKeyUsage: ["serverAuth"], lifetimeMs: 3_600_000, algorithm: "ecdsa-p256" });
-    admin = await issueCertificate(ca, { commonName: "admin", organizations: ["system:masters"], extKeyUsage: ["clientAuth"], lifetimeMs: 3_600_000, algorithm: "ecdsa-p256" });
+    const serving = await issueCertificate(ca, {
+      commonName: "kube-apiserver",
+      dnsNames: ["localhost"],
+      ipAddresses: ["127.0.0.1"],
+      extKeyUsage: ["serverAuth"],
+      lifetimeMs: 3_600_000,
+      algorithm: "ecdsa-p256",
+    });
+    admin = await issueCertificate(ca, {
+      commonName: "admin",
+      organizations: ["system:masters"],
+      extKeyUsage: ["clientAuth"],
+      lifetimeMs: 3_600_000,
+      algorithm: "ecdsa-p256",
+    });
     const sa = generateKeyPairSync("ec", { namedCurve: "P-256" });
-    const file = (name: string, text: string): string => (writeFileSync(path.join(dir, name), text), path.join(dir, name));
+    const file = (name: string, text: string): string => (
+      writeFileSync(path.join(dir, name), text), path.join(dir, name)
+    );
     const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
-    start(goProgram("etcd"), ["--data-dir", path.join(dir, "etcd"), "--listen-client-urls", `http://127.0.0.1:${etcdPort}`, "--advertise-client-urls", `http://127.0.0.1:${etcdPort}`, "--listen-peer-urls", `http://127.0.0.1:${peerPort}`, "--initial-advertise-peer-urls", `http://127.0.0.1:${peerPort}`, "--initial-cluster", `default=http://127.0.0.1:${peerPort}`], procs, out);
-    start(goProgram("kube-apiserver"), [
-      `--etcd-servers=http://127.0.0.1:${etcdPort}`,
-      "--bind-address=127.0.0.1",
-      `--secure-port=${apiPort}`,
-      `--tls-cert-file=${file("apiserver.crt", serving.certPem)}`,
-      `--tls-private-key-file=${file("apiserver.key", serving.keyPem)}`,
-      `--client-ca-file=${file("ca.crt", ca.certPem)}`,
-      "--service-account-issuer=https://kubernetes.default.svc",
-      `--service-account-key-file=${file("sa.pub", sa.publicKey.export({ type: "spki", format: "pem" }).toString())}`,
-      `--service-account-signing-key-file=${file("sa.key", sa.privateKey.export({ type: "pkcs8", format: "pem" }).toString())}`,
-      "--service-cluster-ip-range=10.96.0.0/12",
-      "--authorization-mode=Node,RBAC",
-      "--allow-privileged=true",
-    ], procs, out);
+    start(
+      goProgram("etcd"),
+      [
+        "--data-dir",
+        path.join(dir, "etcd"),
+        "--listen-client-urls",
+        `http://127.0.0.1:${etcdPort}`,
+        "--advertise-client-urls",
+        `http://127.0.0.1:${etcdPort}`,
+        "--listen-peer-urls",
+        `http://127.0.0.1:${peerPort}`,
+        "--initial-advertise-peer-urls",
+        `http://127.0.0.1:${peerPort}`,
+        "--initial-cluster",
+        `default=http://127.0.0.1:${peerPort}`,
+      ],
+      procs,
+      out,
+    );
+    start(
+      goProgram("kube-apiserver"),
+      [
+        `--etcd-servers=http://127.0.0.1:${etcdPort}`,
+        "--bind-address=127.0.0.1",
+        `--secure-port=${apiPort}`,
+        `--tls-cert-file=${file("apiserver.crt", serving.certPem)}`,
+        `--tls-private-key-file=${file("apiserver.key", serving.keyPem)}`,
+        `--client-ca-file=${file("ca.crt", ca.certPem)}`,
+        "--service-account-issuer=https://kubernetes.default.svc",
+        `--service-account-key-file=${file("sa.pub", sa.publicKey.export({ type: "spki", format: "pem" }).toString())}`,
+        `--service-account-signing-key-file=${file("sa.key", sa.privateKey.export({ type: "pkcs8", format: "pem" }).toString())}`,
+        "--service-cluster-ip-range=10.96.0.0/12",
+        "--authorization-mode=Node,RBAC",
+        "--allow-privileged=true",
+      ],
+      procs,
+      out,
+    );
     server = `https://127.0.0.1:${apiPort}`;
     client = new KubeClient({ server, ca: ca.certPem, cert: admin.certPem, key: admin.keyPem });
-    await untilReady(client, procs, 180_000).catch((err) => assert.fail(`API server not ready: ${String(err)}\n${out.join("").slice(-3000)}`));
+    await untilReady(client, procs, 180_000).catch((err) =>
+      assert.fail(`API server not ready: ${String(err)}\n${out.join("").slice(-3000)}`),
+    );
   });
   after(() => {
     client?.close();
@@ -145,7 +221,10 @@ describe("bootstrap manifests against a real kube-apiserver and etcd", { timeout
     ];
     const objects = [...manifests.flatMap((m) => m.objects), ...extra];
     const log = logger("test");
-    const first = await applyObjects(client, objects, log).then(() => assert.fail("the bad object was not reported"), (err: unknown) => err);
+    const first = await applyObjects(client, objects, log).then(
+      () => assert.fail("the bad object was not reported"),
+      (err: unknown) => err,
+    );
     assert.ok(first instanceof ManifestApplyError);
     assert.deepEqual(first.failures.length, 1, first.failures.join("\n"));
     assert.match(first.failures[0]!, /^error creating mapping for object example.org\/v1\/Widget\/bad: /);
@@ -154,10 +233,16 @@ describe("bootstrap manifests against a real kube-apiserver and etcd", { timeout
     for (const obj of objects.slice(0, -1)) {
       const m = await client.mapping(String(obj.apiVersion), String(obj.kind));
       const meta = obj.metadata as { name: string; namespace?: string };
-      const got = await client.request<KubernetesObject>("GET", `${KubeClient.collectionPath(m, meta.namespace)}/${encodeURIComponent(meta.name)}`);
+      const got = await client.request<KubernetesObject>(
+        "GET",
+        `${KubeClient.collectionPath(m, meta.namespace)}/${encodeURIComponent(meta.name)}`,
+      );
       const gotMeta = got.metadata as { resourceVersion: string; managedFields?: { manager: string }[] };
       // The API server lists no managed fields for an object with nothing but metadata (a bare ServiceAccount).
-      assert.ok((gotMeta.managedFields ?? []).every((f) => f.manager === "talos"), `${String(obj.kind)}/${meta.name} created by field manager talos`);
+      assert.ok(
+        (gotMeta.managedFields ?? []).every((f) => f.manager === "talos"),
+        `${String(obj.kind)}/${meta.name} created by field manager talos`,
+      );
       versions.set(`${String(obj.kind)}/${meta.namespace ?? ""}/${meta.name}`, gotMeta.resourceVersion);
     }
     assert.equal(versions.size, objects.length - 1);
@@ -167,12 +252,21 @@ describe("bootstrap manifests against a real kube-apiserver and etcd", { timeout
     for (const obj of objects.slice(0, -1)) {
       const m = await client.mapping(String(obj.apiVersion), String(obj.kind));
       const meta = obj.metadata as { name: string; namespace?: string };
-      const got = await client.request<KubernetesObject>("GET", `${KubeClient.collectionPath(m, meta.namespace)}/${encodeURIComponent(meta.name)}`);
-      assert.equal((got.metadata as { resourceVersion: string }).resourceVersion, versions.get(`${String(obj.kind)}/${meta.namespace ?? ""}/${meta.name}`), `${String(obj.kind)}/${meta.name} unchanged`);
+      const got = await client.request<KubernetesObject>(
+        "GET",
+        `${KubeClient.collectionPath(m, meta.namespace)}/${encodeURIComponent(meta.name)}`,
+      );
+      assert.equal(
+        (got.metadata as { resourceVersion: string }).resourceVersion,
+        versions.get(`${String(obj.kind)}/${meta.namespace ?? ""}/${meta.name}`),
+        `${String(obj.kind)}/${meta.name} unchanged`,
+      );
     }
   });
 
-  it("ManifestApplyController: waits for etcd, applies under the lock, publishes ManifestStatus; a bad manifest fails the run and the rest still applies", { timeout: 60_000 }, async (t) => {
+  it("ManifestApplyController: waits for etcd, applies under the lock, publishes ManifestStatus; a bad manifest fails the run and the rest still applies", {
+    timeout: 60_000,
+  }, async (t) => {
     const state = new ResourceState();
     registerCatalog(state, networkDefinitions);
     const runtime = new ControllerRuntime(state, { initialBackoffMs: 20, maxBackoffMs: 200 });
@@ -199,24 +293,55 @@ describe("bootstrap manifests against a real kube-apiserver and etcd", { timeout
     t.after(() => ac.abort());
     runtime.start(ac.signal);
     state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test", () =>
-      loadConfig("version: v1alpha1\nmachine:\n  type: controlplane\ncluster:\n  controlPlane:\n    endpoint: https://127.0.0.1:6443\n  token: abcdef.0123456789abcdef\n  apiServer:\n    disablePodSecurityPolicy: true\n  coreDNS:\n    disabled: true\n"),
+      loadConfig(
+        "version: v1alpha1\nmachine:\n  type: controlplane\ncluster:\n  controlPlane:\n    endpoint: https://127.0.0.1:6443\n  token: abcdef.0123456789abcdef\n  apiServer:\n    disablePodSecurityPolicy: true\n  coreDNS:\n    disabled: true\n",
+      ),
     );
     state.modify(CONFIG_NAMESPACE, MachineTypeType, MachineTypeId, "test", () => "controlplane");
     await runtime.whenIdle();
-    const status = () => state.get<ManifestStatusSpec>(CONTROLPLANE_NAMESPACE, ManifestStatusType, ManifestStatusId)?.spec;
+    const status = () =>
+      state.get<ManifestStatusSpec>(CONTROLPLANE_NAMESPACE, ManifestStatusType, ManifestStatusId)?.spec;
     assert.equal(status(), undefined, "nothing applied before the Kubernetes secrets exist");
-    const localhostAdminKubeconfig = renderKubeconfig({ clusterName: "test", endpoint: server, caPem: ca.certPem, certPem: admin.certPem, keyPem: admin.keyPem, username: "admin", contextName: "admin" });
-    state.modify(SECRETS_NAMESPACE, KubernetesSecretsType, KubernetesSecretsId, "test", () => ({ schedulerKubeconfig: "", controllerManagerKubeconfig: "", localhostAdminKubeconfig, adminKubeconfig: "" }));
+    const localhostAdminKubeconfig = renderKubeconfig({
+      clusterName: "test",
+      endpoint: server,
+      caPem: ca.certPem,
+      certPem: admin.certPem,
+      keyPem: admin.keyPem,
+      username: "admin",
+      contextName: "admin",
+    });
+    state.modify(SECRETS_NAMESPACE, KubernetesSecretsType, KubernetesSecretsId, "test", () => ({
+      schedulerKubeconfig: "",
+      controllerManagerKubeconfig: "",
+      localhostAdminKubeconfig,
+      adminKubeconfig: "",
+    }));
     await runtime.whenIdle();
     assert.equal(status(), undefined, "nothing applied before etcd is healthy");
     assert.deepEqual(locked, []);
 
-    state.modify(RUNTIME_NAMESPACE, ServiceType, "etcd", "test", () => ({ running: true, healthy: true, unknown: false }));
-    const ids = ["00-kubelet-bootstrapping-token", "01-csr-approver-role-binding", "01-csr-node-bootstrap", "01-csr-renewal-role-binding", "05-flannel", "10-kube-proxy", "11-kube-config-in-cluster"];
+    state.modify(RUNTIME_NAMESPACE, ServiceType, "etcd", "test", () => ({
+      running: true,
+      healthy: true,
+      unknown: false,
+    }));
+    const ids = [
+      "00-kubelet-bootstrapping-token",
+      "01-csr-approver-role-binding",
+      "01-csr-node-bootstrap",
+      "01-csr-renewal-role-binding",
+      "05-flannel",
+      "10-kube-proxy",
+      "11-kube-config-in-cluster",
+    ];
     await Promise.race([statusCreated(state), failure.then((err) => assert.fail(`apply failed: ${String(err)}`))]);
     assert.deepEqual(status(), { manifestsApplied: ids });
     assert.deepEqual(locked, ["talos:v1:manifestApplyMutex"]);
-    const token = await client.request<{ stringData?: unknown; data: Record<string, string> }>("GET", "/api/v1/namespaces/kube-system/secrets/bootstrap-token-abcdef");
+    const token = await client.request<{ stringData?: unknown; data: Record<string, string> }>(
+      "GET",
+      "/api/v1/namespaces/kube-system/secrets/bootstrap-token-abcdef",
+    );
     assert.equal(Buffer.from(token.data["token-secret"]!, "base64").toString(), "0123456789abcdef");
 
     failure = new Promise<unknown>((resolve) => (failed = resolve));
@@ -230,8 +355,12 @@ describe("bootstrap manifests against a real kube-apiserver and etcd", { timeout
     }));
     const err = await failure;
     assert.ok(err instanceof ManifestApplyError);
-    assert.match(err.failures.join("\n"), /^error creating \/v1\/ConfigMap\/Not_A_Valid_Name: POST \/api\/v1\/namespaces\/kube-system\/configmaps: 422 ConfigMap "Not_A_Valid_Name" is invalid/);
-    for (const name of ["before-bad", "after-bad"]) await client.request("GET", `/api/v1/namespaces/kube-system/configmaps/${name}`);
+    assert.match(
+      err.failures.join("\n"),
+      /^error creating \/v1\/ConfigMap\/Not_A_Valid_Name: POST \/api\/v1\/namespaces\/kube-system\/configmaps: 422 ConfigMap "Not_A_Valid_Name" is invalid/,
+    );
+    for (const name of ["before-bad", "after-bad"])
+      await client.request("GET", `/api/v1/namespaces/kube-system/configmaps/${name}`);
     assert.deepEqual(status(), { manifestsApplied: ids }, "the failed run publishes no status");
   });
 
@@ -244,15 +373,37 @@ describe("bootstrap manifests against a real kube-apiserver and etcd", { timeout
         group: "example.org",
         names: { kind: "Gadget", listKind: "GadgetList", plural: "gadgets", singular: "gadget" },
         scope: "Cluster",
-        versions: [{ name: "v1", served: true, storage: true, schema: { openAPIV3Schema: { type: "object", properties: { spec: { type: "object", properties: { size: { type: "integer" } } } } } } }],
+        versions: [
+          {
+            name: "v1",
+            served: true,
+            storage: true,
+            schema: {
+              openAPIV3Schema: {
+                type: "object",
+                properties: { spec: { type: "object", properties: { size: { type: "integer" } } } },
+              },
+            },
+          },
+        ],
       },
     };
-    const gadget: KubernetesObject = { apiVersion: "example.org/v1", kind: "Gadget", metadata: { name: "g1" }, spec: { size: 3 } };
+    const gadget: KubernetesObject = {
+      apiVersion: "example.org/v1",
+      kind: "Gadget",
+      metadata: { name: "g1" },
+      spec: { size: 3 },
+    };
     const log = logger("test");
     const created = await applyObjects(client, [gadget, crd], log).catch((err: unknown) => err);
     // The API server serves a new group only once the CRD is established: until then the kind has no match.
-    if (created instanceof ManifestApplyError) assert.match(created.failures.join("\n"), /^error creating mapping for object example.org\/v1\/Gadget\/g1: /);
-    else assert.deepEqual(created, ["apiextensions.k8s.io/v1/CustomResourceDefinition/gadgets.example.org", "example.org/v1/Gadget/g1"]);
+    if (created instanceof ManifestApplyError)
+      assert.match(created.failures.join("\n"), /^error creating mapping for object example.org\/v1\/Gadget\/g1: /);
+    else
+      assert.deepEqual(created, [
+        "apiextensions.k8s.io/v1/CustomResourceDefinition/gadgets.example.org",
+        "example.org/v1/Gadget/g1",
+      ]);
     await client.request("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.example.org");
     await crdEstablished(client, "gadgets.example.org");
     const next = await applyObjects(client, [gadget, crd], log);
@@ -264,7 +415,10 @@ describe("bootstrap manifests against a real kube-apiserver and etcd", { timeout
   it("the health checks' Kubernetes reads through the same client: Talos's texts for a cluster without nodes, SKIP without CoreDNS", async () => {
     // Runs after the apply tests: kube-proxy's DaemonSet exists, no controller-manager runs, so no pods and no ReplicaSets.
     const ctx: CheckContext = {
-      cluster: { nodes: () => [{ internalIP: "127.0.0.1", ips: ["127.0.0.1"] }], nodesByType: (t) => (t === "controlplane" ? [{ internalIP: "127.0.0.1", ips: ["127.0.0.1"] }] : []) },
+      cluster: {
+        nodes: () => [{ internalIP: "127.0.0.1", ips: ["127.0.0.1"] }],
+        nodesByType: (t) => (t === "controlplane" ? [{ internalIP: "127.0.0.1", ips: ["127.0.0.1"] }] : []),
+      },
       nodes: {} as NodeReader, // the Kubernetes checks ask no node
       kube: async () => client,
     };
@@ -275,10 +429,19 @@ describe("bootstrap manifests against a real kube-apiserver and etcd", { timeout
       await runChecks(ctx, [check], (l) => lines.push(l), new AbortController().signal, 0.01).catch(() => undefined);
       return lines.at(-1)!;
     };
-    assert.equal(await last("all k8s nodes to report"), 'waiting for all k8s nodes to report: can\'t find expected node with IPs ["127.0.0.1"]');
+    assert.equal(
+      await last("all k8s nodes to report"),
+      'waiting for all k8s nodes to report: can\'t find expected node with IPs ["127.0.0.1"]',
+    );
     assert.equal(await last("all k8s nodes to report ready"), "waiting for all k8s nodes to report ready: OK");
-    assert.equal(await last("kube-proxy to report ready"), 'waiting for kube-proxy to report ready: no pods found for namespace "kube-system" and label selector "k8s-app=kube-proxy"');
+    assert.equal(
+      await last("kube-proxy to report ready"),
+      'waiting for kube-proxy to report ready: no pods found for namespace "kube-system" and label selector "k8s-app=kube-proxy"',
+    );
     assert.equal(await last("coredns to report ready"), "waiting for coredns to report ready: SKIP");
-    assert.equal(await last("all control plane components to be ready"), 'waiting for all control plane components to be ready: can\'t find expected node with IPs ["127.0.0.1"]');
+    assert.equal(
+      await last("all control plane components to be ready"),
+      'waiting for all control plane components to be ready: can\'t find expected node with IPs ["127.0.0.1"]',
+    );
   });
 });

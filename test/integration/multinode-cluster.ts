@@ -60,8 +60,18 @@ export async function startCluster(subnet: string, specs: MemberSpec[]): Promise
   const root = mkdtempSync(path.join(os.tmpdir(), "basalt-cluster-"));
   // Services running unprivileged must reach their sockets below here.
   chmodSync(root, 0o755);
-  const members: Member[] = specs.map((s, i) => ({ ...s, address: `${subnet}.${i + 1}`, ns: `bm-${i + 1}-${tag}`, stateDir: path.join(root, s.name), out: "" }));
-  const generated = await generateConfigs({ clusterName: "multinode", endpoint: `https://${members[0]!.address}:6443`, installDisk: "" });
+  const members: Member[] = specs.map((s, i) => ({
+    ...s,
+    address: `${subnet}.${i + 1}`,
+    ns: `bm-${i + 1}-${tag}`,
+    stateDir: path.join(root, s.name),
+    out: "",
+  }));
+  const generated = await generateConfigs({
+    clusterName: "multinode",
+    endpoint: `https://${members[0]!.address}:6443`,
+    installDisk: "",
+  });
   const ctx = parseTalosconfig(generated.talosconfig);
 
   ip("link", "add", bridge, "type", "bridge");
@@ -81,8 +91,23 @@ export async function startCluster(subnet: string, specs: MemberSpec[]): Promise
     mkdirSync(path.join(stateDir, "system", "state"), { recursive: true });
     // As if applied before: the node boots straight into its configuration.
     writeFileSync(path.join(stateDir, "system", "state", "config.yaml"), configFor(generated, m));
-    const args = ["netns", "exec", m.ns, process.execPath, sandboxJs, "--state-dir", stateDir, "--apid-listen", `${m.address}:50000`, "--trustd-listen", `${m.address}:50001`];
-    const child = spawn("ip", args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, BASALT_LOG_LEVEL: "info" } });
+    const args = [
+      "netns",
+      "exec",
+      m.ns,
+      process.execPath,
+      sandboxJs,
+      "--state-dir",
+      stateDir,
+      "--apid-listen",
+      `${m.address}:50000`,
+      "--trustd-listen",
+      `${m.address}:50001`,
+    ];
+    const child = spawn("ip", args, {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, BASALT_LOG_LEVEL: "info" },
+    });
     child.stdout!.on("data", (b: Buffer) => (m.out += b.toString()));
     child.stderr!.on("data", (b: Buffer) => (m.out += b.toString()));
     process.once("exit", () => child.kill("SIGKILL"));
@@ -96,7 +121,8 @@ export async function startCluster(subnet: string, specs: MemberSpec[]): Promise
     generated,
     admin: { ca: ctx.ca, crt: ctx.crt, key: ctx.key },
     stop,
-    logTails: (lines = 25) => members.map((m) => `--- ${m.name}:\n${m.out.split("\n").slice(-lines).join("\n")}`).join("\n"),
+    logTails: (lines = 25) =>
+      members.map((m) => `--- ${m.name}:\n${m.out.split("\n").slice(-lines).join("\n")}`).join("\n"),
     async close() {
       await Promise.all(members.map(stop));
       for (const m of members) execFileSync("ip", ["netns", "del", m.ns], { stdio: "ignore" });

@@ -36,13 +36,46 @@ async function runStep(step: string): Promise<unknown> {
         await k.setLinkUp(VETH, true);
         await k.setLinkMtu(VETH, 1400);
         await k.addAddress({ linkName: VETH, address: "10.77.0.2", prefixLen: 24, broadcast: "+" });
-        await k.addAddress({ linkName: VETH, address: "10.77.1.2", prefixLen: 24, validLifetime: 3600, preferredLifetime: 1800 });
+        await k.addAddress({
+          linkName: VETH,
+          address: "10.77.1.2",
+          prefixLen: 24,
+          validLifetime: 3600,
+          preferredLifetime: 1800,
+        });
         await k.addAddress({ linkName: VETH, address: "fd77::2", prefixLen: 64, flags: 0x2 /* IFA_F_NODAD */ });
-        await k.addRoute({ family: 4, dst: "", dstLen: 0, gateway: "10.77.0.1", outLinkName: VETH, priority: 1024, protocol: 4, src: "10.77.0.2" });
-        await k.addRoute({ family: 4, dst: "192.0.2.0", dstLen: 24, gateway: "10.77.0.1", outLinkName: VETH, table: 180, priority: 50, mtu: 1300 });
+        await k.addRoute({
+          family: 4,
+          dst: "",
+          dstLen: 0,
+          gateway: "10.77.0.1",
+          outLinkName: VETH,
+          priority: 1024,
+          protocol: 4,
+          src: "10.77.0.2",
+        });
+        await k.addRoute({
+          family: 4,
+          dst: "192.0.2.0",
+          dstLen: 24,
+          gateway: "10.77.0.1",
+          outLinkName: VETH,
+          table: 180,
+          priority: 50,
+          mtu: 1300,
+        });
         await k.addRoute({ family: 6, dst: "fd78::", dstLen: 48, gateway: "fd77::1", outLinkName: VETH, priority: 10 });
         // Adding the same route again is not an error and changes nothing.
-        await k.addRoute({ family: 4, dst: "", dstLen: 0, gateway: "10.77.0.1", outLinkName: VETH, priority: 1024, protocol: 4, src: "10.77.0.2" });
+        await k.addRoute({
+          family: 4,
+          dst: "",
+          dstLen: 0,
+          gateway: "10.77.0.1",
+          outLinkName: VETH,
+          priority: 1024,
+          protocol: 4,
+          src: "10.77.0.2",
+        });
         await k.createLink({ kind: "bridge", name: BRIDGE, bridge: { stp: true } });
         await k.setLinkMaster(PEER, BRIDGE);
         return { links: await k.listLinks(), addresses: await k.listAddresses(), routes: await k.listRoutes() };
@@ -72,8 +105,24 @@ async function runStep(step: string): Promise<unknown> {
       case "remove": {
         await k.removeAddress({ linkName: VETH, address: "10.77.1.2", prefixLen: 24 });
         await k.removeAddress({ linkName: VETH, address: "10.77.1.2", prefixLen: 24 }); // absent: no error
-        await k.removeRoute({ family: 4, dst: "192.0.2.0", dstLen: 24, gateway: "10.77.0.1", outLinkName: VETH, table: 180, priority: 50 });
-        await k.removeRoute({ family: 4, dst: "192.0.2.0", dstLen: 24, gateway: "10.77.0.1", outLinkName: VETH, table: 180, priority: 50 });
+        await k.removeRoute({
+          family: 4,
+          dst: "192.0.2.0",
+          dstLen: 24,
+          gateway: "10.77.0.1",
+          outLinkName: VETH,
+          table: 180,
+          priority: 50,
+        });
+        await k.removeRoute({
+          family: 4,
+          dst: "192.0.2.0",
+          dstLen: 24,
+          gateway: "10.77.0.1",
+          outLinkName: VETH,
+          table: 180,
+          priority: 50,
+        });
         await k.setLinkMaster(PEER, undefined);
         await k.deleteLink(BRIDGE);
         await k.deleteLink(BRIDGE); // absent: no error
@@ -106,12 +155,23 @@ interface IpAddr {
   ifname: string;
   mtu: number;
   master?: string;
-  addr_info: { family: string; local: string; prefixlen: number; broadcast?: string; valid_life_time: number; preferred_life_time: number; nodad?: boolean }[];
+  addr_info: {
+    family: string;
+    local: string;
+    prefixlen: number;
+    broadcast?: string;
+    valid_life_time: number;
+    preferred_life_time: number;
+    nodad?: boolean;
+  }[];
 }
 
 function defineTests(): void {
   const skip = canRunNetns();
-  test("gratuitous ARP for an address lands in the neighbour namespace's ARP table with our MAC", { skip: skip ?? false, timeout: 60_000 }, (t) => {
+  test("gratuitous ARP for an address lands in the neighbour namespace's ARP table with our MAC", {
+    skip: skip ?? false,
+    timeout: 60_000,
+  }, (t) => {
     t.after(() => {
       for (const n of [NS, NEIGHBOUR_NS]) {
         try {
@@ -129,16 +189,33 @@ function defineTests(): void {
     ip("-n", NS, "link", "set", GARP, "up");
     ip("-n", NEIGHBOUR_NS, "link", "set", GARP_PEER, "up");
     // A neighbour takes entries from gratuitous ARP only with arp_accept (the default ignores unsolicited ones).
-    execFileSync("ip", ["netns", "exec", NEIGHBOUR_NS, "sh", "-c", `echo 1 > /proc/sys/net/ipv4/conf/${GARP_PEER}/arp_accept`]);
+    execFileSync("ip", [
+      "netns",
+      "exec",
+      NEIGHBOUR_NS,
+      "sh",
+      "-c",
+      `echo 1 > /proc/sys/net/ipv4/conf/${GARP_PEER}/arp_accept`,
+    ]);
     const mac = (JSON.parse(ip("-n", NS, "-j", "link", "show", "dev", GARP)) as { address: string }[])[0]!.address;
     assert.equal(ip("-n", NEIGHBOUR_NS, "neigh", "show", "10.78.0.100").trim(), "", "no entry before the announcement");
 
     step("announce");
-    const entries = JSON.parse(ip("-n", NEIGHBOUR_NS, "-j", "neigh", "show", "10.78.0.100")) as { dst: string; dev: string; lladdr: string }[];
-    assert.deepEqual(entries.map((e) => [e.dst, e.dev, e.lladdr]), [["10.78.0.100", GARP_PEER, mac]]);
+    const entries = JSON.parse(ip("-n", NEIGHBOUR_NS, "-j", "neigh", "show", "10.78.0.100")) as {
+      dst: string;
+      dev: string;
+      lladdr: string;
+    }[];
+    assert.deepEqual(
+      entries.map((e) => [e.dst, e.dev, e.lladdr]),
+      [["10.78.0.100", GARP_PEER, mac]],
+    );
   });
 
-  test("rtnetlink adapter: links, addresses, routes and notifications in a namespace", { skip: skip ?? false, timeout: 60_000 }, (t) => {
+  test("rtnetlink adapter: links, addresses, routes and notifications in a namespace", {
+    skip: skip ?? false,
+    timeout: 60_000,
+  }, (t) => {
     t.after(() => {
       try {
         ip("netns", "del", NS);
@@ -151,26 +228,69 @@ function defineTests(): void {
 
     const seen = step("configure") as {
       links: { name: string; mtu: number; kind: string; masterIndex: number; index: number; flags: number }[];
-      addresses: { linkName: string; address: string; prefixLen: number; broadcast: string; family: number; flags: number }[];
-      routes: { table: number; dst: string; dstLen: number; gateway: string; priority: number; protocol: number; src: string; mtu: number; outLinkName: string; family: number }[];
+      addresses: {
+        linkName: string;
+        address: string;
+        prefixLen: number;
+        broadcast: string;
+        family: number;
+        flags: number;
+      }[];
+      routes: {
+        table: number;
+        dst: string;
+        dstLen: number;
+        gateway: string;
+        priority: number;
+        protocol: number;
+        src: string;
+        mtu: number;
+        outLinkName: string;
+        family: number;
+      }[];
     };
 
     // What the kernel holds, read by iproute2.
     const links = JSON.parse(ip("-n", NS, "-j", "addr", "show")) as IpAddr[];
     const veth = links.find((l) => l.ifname === VETH)!;
     assert.equal(veth.mtu, 1400);
-    const v4 = veth.addr_info.filter((a) => a.family === "inet").map((a) => `${a.local}/${a.prefixlen} brd=${a.broadcast ?? ""} valid=${a.valid_life_time}`);
+    const v4 = veth.addr_info
+      .filter((a) => a.family === "inet")
+      .map((a) => `${a.local}/${a.prefixlen} brd=${a.broadcast ?? ""} valid=${a.valid_life_time}`);
     assert.deepEqual(v4.sort(), ["10.77.0.2/24 brd=10.77.0.255 valid=4294967295", "10.77.1.2/24 brd= valid=3600"]);
     const v6 = veth.addr_info.find((a) => a.family === "inet6" && a.local === "fd77::2")!;
     assert.equal(v6.prefixlen, 64);
     assert.equal(v6.nodad, true);
     assert.equal(links.find((l) => l.ifname === PEER)!.master, BRIDGE);
-    const dflt = JSON.parse(ip("-n", NS, "-j", "-4", "route", "show", "default")) as { gateway: string; metric: number; protocol: string; prefsrc: string; dev: string }[];
-    assert.deepEqual(dflt.map((r) => [r.gateway, r.metric, r.protocol, r.prefsrc, r.dev]), [["10.77.0.1", 1024, "static", "10.77.0.2", VETH]]);
-    const t180 = JSON.parse(ip("-n", NS, "-j", "-4", "route", "show", "table", "180")) as { dst: string; gateway: string; metric: number; metrics?: { mtu: number }[] }[];
-    assert.deepEqual(t180.map((r) => [r.dst, r.gateway, r.metric, r.metrics?.[0]?.mtu]), [["192.0.2.0/24", "10.77.0.1", 50, 1300]]);
-    const v6r = JSON.parse(ip("-n", NS, "-j", "-6", "route", "show", "fd78::/48")) as { gateway: string; metric: number }[];
-    assert.deepEqual(v6r.map((r) => [r.gateway, r.metric]), [["fd77::1", 10]]);
+    const dflt = JSON.parse(ip("-n", NS, "-j", "-4", "route", "show", "default")) as {
+      gateway: string;
+      metric: number;
+      protocol: string;
+      prefsrc: string;
+      dev: string;
+    }[];
+    assert.deepEqual(
+      dflt.map((r) => [r.gateway, r.metric, r.protocol, r.prefsrc, r.dev]),
+      [["10.77.0.1", 1024, "static", "10.77.0.2", VETH]],
+    );
+    const t180 = JSON.parse(ip("-n", NS, "-j", "-4", "route", "show", "table", "180")) as {
+      dst: string;
+      gateway: string;
+      metric: number;
+      metrics?: { mtu: number }[];
+    }[];
+    assert.deepEqual(
+      t180.map((r) => [r.dst, r.gateway, r.metric, r.metrics?.[0]?.mtu]),
+      [["192.0.2.0/24", "10.77.0.1", 50, 1300]],
+    );
+    const v6r = JSON.parse(ip("-n", NS, "-j", "-6", "route", "show", "fd78::/48")) as {
+      gateway: string;
+      metric: number;
+    }[];
+    assert.deepEqual(
+      v6r.map((r) => [r.gateway, r.metric]),
+      [["fd77::1", 10]],
+    );
 
     // What the adapter read back matches.
     const byName = new Map(seen.links.map((l) => [l.name, l]));
@@ -178,12 +298,18 @@ function defineTests(): void {
     assert.equal(byName.get(BRIDGE)!.kind, "bridge");
     assert.equal(byName.get(PEER)!.masterIndex, byName.get(BRIDGE)!.index);
     assert.deepEqual(
-      seen.addresses.filter((a) => a.linkName === VETH && !a.address.startsWith("fe80")).map((a) => `${a.address}/${a.prefixLen} ${a.broadcast}`).sort(),
+      seen.addresses
+        .filter((a) => a.linkName === VETH && !a.address.startsWith("fe80"))
+        .map((a) => `${a.address}/${a.prefixLen} ${a.broadcast}`)
+        .sort(),
       ["10.77.0.2/24 10.77.0.255", "10.77.1.2/24 ", "fd77::2/64 "],
     );
     const routeKeys = seen.routes
       .filter((r) => r.gateway !== "")
-      .map((r) => `${r.family} t${r.table} ${r.dst}/${r.dstLen} via ${r.gateway} m${r.priority} p${r.protocol} src=${r.src} mtu=${r.mtu} ${r.outLinkName}`)
+      .map(
+        (r) =>
+          `${r.family} t${r.table} ${r.dst}/${r.dstLen} via ${r.gateway} m${r.priority} p${r.protocol} src=${r.src} mtu=${r.mtu} ${r.outLinkName}`,
+      )
       .sort();
     assert.deepEqual(routeKeys, [
       `4 t180 192.0.2.0/24 via 10.77.0.1 m50 p3 src= mtu=1300 ${VETH}`,
@@ -192,16 +318,33 @@ function defineTests(): void {
     ]);
 
     const bridgeIndex = byName.get(BRIDGE)!.index;
-    assert.deepEqual(step("change"), { before: [bridgeIndex, { stp: true, vlanFiltering: false }], after: [bridgeIndex, { stp: false, vlanFiltering: false }] });
-    const bridge = (JSON.parse(ip("-n", NS, "-d", "-j", "link", "show", "dev", BRIDGE)) as { ifindex: number; linkinfo: { info_data: { stp_state: number } } }[])[0]!;
+    assert.deepEqual(step("change"), {
+      before: [bridgeIndex, { stp: true, vlanFiltering: false }],
+      after: [bridgeIndex, { stp: false, vlanFiltering: false }],
+    });
+    const bridge = (
+      JSON.parse(ip("-n", NS, "-d", "-j", "link", "show", "dev", BRIDGE)) as {
+        ifindex: number;
+        linkinfo: { info_data: { stp_state: number } };
+      }[]
+    )[0]!;
     assert.deepEqual([bridge.ifindex, bridge.linkinfo.info_data.stp_state], [bridgeIndex, 0]);
 
     assert.deepEqual(step("watch"), ["address", "route"]);
 
     assert.deepEqual(step("remove"), { links: ["lo", PEER, VETH].sort() });
     const after = (JSON.parse(ip("-n", NS, "-j", "addr", "show", "dev", VETH)) as IpAddr[])[0]!;
-    assert.deepEqual(after.addr_info.filter((a) => a.family === "inet").map((a) => a.local).sort(), ["10.77.0.2", "10.77.2.2"]);
+    assert.deepEqual(
+      after.addr_info
+        .filter((a) => a.family === "inet")
+        .map((a) => a.local)
+        .sort(),
+      ["10.77.0.2", "10.77.2.2"],
+    );
     assert.equal(ip("-n", NS, "-4", "route", "show", "table", "180").trim(), "");
-    assert.equal((JSON.parse(ip("-n", NS, "-j", "link", "show", "dev", PEER)) as { master?: string }[])[0]!.master, undefined);
+    assert.equal(
+      (JSON.parse(ip("-n", NS, "-j", "link", "show", "dev", PEER)) as { master?: string }[])[0]!.master,
+      undefined,
+    );
   });
 }

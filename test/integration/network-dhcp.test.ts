@@ -46,7 +46,12 @@ async function runNode(links: string[], root: string): Promise<void> {
   registerDefinitions(state, [...networkDefinitions, devicesStatusDefinition]);
   const runtime = new ControllerRuntime(state);
   const kernel = new NetlinkNetKernel();
-  for (const c of networkControllers({ kernel, paths: pathsAt(root), cmdline: links.map((l) => `ip=${l}:dhcp`).join(" ") })) runtime.register(c);
+  for (const c of networkControllers({
+    kernel,
+    paths: pathsAt(root),
+    cmdline: links.map((l) => `ip=${l}:dhcp`).join(" "),
+  }))
+    runtime.register(c);
   runtime.register(new DevicesStatusController({ udevd: false }));
   const ac = new AbortController();
   runtime.start(ac.signal);
@@ -74,7 +79,12 @@ async function runNode(links: string[], root: string): Promise<void> {
 type Snapshot = Record<string, Record<string, Record<string, unknown>>>;
 
 /** Resolves with the first snapshot the node prints that satisfies pred. */
-function waitForSnapshot(child: ChildProcess, pred: (s: Snapshot) => boolean, ms: number, what: string): Promise<Snapshot> {
+function waitForSnapshot(
+  child: ChildProcess,
+  pred: (s: Snapshot) => boolean,
+  ms: number,
+  what: string,
+): Promise<Snapshot> {
   return new Promise((resolve, reject) => {
     let buf = "";
     let last = "";
@@ -109,7 +119,11 @@ interface Pair {
 }
 
 /** Two namespaces, one veth pair per subnet, dnsmasq serving every pair. */
-async function setupNetwork(t: { after(fn: () => Promise<void>): void }, subnets: string[], extraDnsmasqArgs: string[] = []) {
+async function setupNetwork(
+  t: { after(fn: () => Promise<void>): void },
+  subnets: string[],
+  extraDnsmasqArgs: string[] = [],
+) {
   const tag = randomBytes(3).toString("hex");
   const srvNs = `bsl-srv-${tag}`;
   const cliNs = `bsl-cli-${tag}`;
@@ -129,8 +143,27 @@ async function setupNetwork(t: { after(fn: () => Promise<void>): void }, subnets
   ip("netns", "add", srvNs);
   ip("netns", "add", cliNs);
   ip("-n", cliNs, "link", "set", "lo", "up");
-  const pairs: Pair[] = subnets.map((subnet, i) => ({ srvLink: `bs${tag}${i}`, cliLink: `bc${tag}${i}`, subnet, mac: `02:b5:00:00:0${i}:37` }));
-  const args = ["netns", "exec", srvNs, "dnsmasq", "--no-daemon", "--conf-file=/dev/null", "--port=0", "--no-ping", "--log-dhcp", "--bind-interfaces", "--dhcp-option=option:domain-name,itest.lan", "--log-facility=-", ...extraDnsmasqArgs];
+  const pairs: Pair[] = subnets.map((subnet, i) => ({
+    srvLink: `bs${tag}${i}`,
+    cliLink: `bc${tag}${i}`,
+    subnet,
+    mac: `02:b5:00:00:0${i}:37`,
+  }));
+  const args = [
+    "netns",
+    "exec",
+    srvNs,
+    "dnsmasq",
+    "--no-daemon",
+    "--conf-file=/dev/null",
+    "--port=0",
+    "--no-ping",
+    "--log-dhcp",
+    "--bind-interfaces",
+    "--dhcp-option=option:domain-name,itest.lan",
+    "--log-facility=-",
+    ...extraDnsmasqArgs,
+  ];
   const leaseFile = path.join(dir, "dnsmasq.leases");
   args.push(`--dhcp-leasefile=${leaseFile}`);
   for (const p of pairs) {
@@ -154,7 +187,13 @@ async function setupNetwork(t: { after(fn: () => Promise<void>): void }, subnets
   dnsmasq.stderr!.on("data", (c: Buffer) => (log.text += c.toString()));
   const startNode = () => {
     const node = spawn("ip", ["netns", "exec", cliNs, process.execPath, fileURLToPath(import.meta.url)], {
-      env: { ...process.env, BASALT_NET_NODE: "1", BASALT_NET_LINKS: pairs.map((p) => p.cliLink).join(","), BASALT_NET_ROOT: dir, BASALT_LOG_LEVEL: "warn" },
+      env: {
+        ...process.env,
+        BASALT_NET_NODE: "1",
+        BASALT_NET_LINKS: pairs.map((p) => p.cliLink).join(","),
+        BASALT_NET_ROOT: dir,
+        BASALT_LOG_LEVEL: "warn",
+      },
       stdio: ["ignore", "pipe", "inherit"],
     });
     children.push(node);
@@ -165,7 +204,10 @@ async function setupNetwork(t: { after(fn: () => Promise<void>): void }, subnets
 
 function defineTests(): void {
   const skip = canRunNetns();
-  test("DHCP lease from dnsmasq lands in the kernel and in the network resources", { skip: skip ?? false, timeout: 90_000 }, async (t) => {
+  test("DHCP lease from dnsmasq lands in the kernel and in the network resources", {
+    skip: skip ?? false,
+    timeout: 90_000,
+  }, async (t) => {
     // T1 of 3 s: the client renews (unicast from its new address) while the test runs.
     const net = await setupNetwork(t, [SUBNET], ["--dhcp-option=option:T1,3", "--dhcp-option=option:T2,50"]);
     const cliLink = net.pairs[0]!.cliLink;
@@ -201,11 +243,25 @@ function defineTests(): void {
     assert.equal(snap.link![cliLink]!.operationalState, "up");
 
     // The kernel of the client namespace.
-    const addrs = JSON.parse(ip("-n", net.cliNs, "-j", "addr", "show", "dev", cliLink)) as { addr_info: { family: string; local: string; prefixlen: number }[] }[];
+    const addrs = JSON.parse(ip("-n", net.cliNs, "-j", "addr", "show", "dev", cliLink)) as {
+      addr_info: { family: string; local: string; prefixlen: number }[];
+    }[];
     assert.ok(addrs[0]!.addr_info.some((a) => a.family === "inet" && a.local === `${SUBNET}.55` && a.prefixlen === 24));
-    const routes = JSON.parse(ip("-n", net.cliNs, "-j", "-4", "route", "show")) as { dst: string; gateway?: string; metric?: number; dev: string }[];
-    assert.ok(routes.some((r) => r.dst === "default" && r.gateway === `${SUBNET}.1` && r.metric === 1024 && r.dev === cliLink), JSON.stringify(routes));
-    assert.equal(routes.some((r) => r.dst === "255.255.255.255"), false, "the temporary broadcast route is gone");
+    const routes = JSON.parse(ip("-n", net.cliNs, "-j", "-4", "route", "show")) as {
+      dst: string;
+      gateway?: string;
+      metric?: number;
+      dev: string;
+    }[];
+    assert.ok(
+      routes.some((r) => r.dst === "default" && r.gateway === `${SUBNET}.1` && r.metric === 1024 && r.dev === cliLink),
+      JSON.stringify(routes),
+    );
+    assert.equal(
+      routes.some((r) => r.dst === "255.255.255.255"),
+      false,
+      "the temporary broadcast route is gone",
+    );
     // resolv.conf follows the statuses asynchronously (the search domain comes with the hostname).
     const want = `nameserver ${SUBNET}.53\n\nsearch itest.lan\n`;
     let resolv = "";
@@ -217,7 +273,8 @@ function defineTests(): void {
     assert.match(await readFile(net.leaseFile, "utf8"), new RegExp(`${SUBNET.replaceAll(".", "\\.")}\\.55`));
 
     // The renewal at T1 is answered by the server (a second DHCPACK for the address).
-    const acks = () => net.dnsmasqLog.text.split("\n").filter((l) => l.includes("DHCPACK") && l.includes(`${SUBNET}.55`)).length;
+    const acks = () =>
+      net.dnsmasqLog.text.split("\n").filter((l) => l.includes("DHCPACK") && l.includes(`${SUBNET}.55`)).length;
     for (let i = 0; i < 200 && acks() < 2; i++) await new Promise((r) => setTimeout(r, 50));
     assert.ok(acks() >= 2, `no renewal seen:\n${net.dnsmasqLog.text}`);
     assert.ok(Object.hasOwn(snap.address!, `${cliLink}/${SUBNET}.55/24`));
@@ -231,10 +288,17 @@ function defineTests(): void {
       if (!leases.includes(`${SUBNET}.55`)) break;
       await new Promise((r) => setTimeout(r, 50));
     }
-    assert.equal(leases.includes(`${SUBNET}.55`), false, `lease still held after release:\n${leases}\n${net.dnsmasqLog.text}`);
+    assert.equal(
+      leases.includes(`${SUBNET}.55`),
+      false,
+      `lease still held after release:\n${leases}\n${net.dnsmasqLog.text}`,
+    );
   });
 
-  test("DHCP on two links at once: each link gets its own lease and default route", { skip: skip ?? false, timeout: 90_000 }, async (t) => {
+  test("DHCP on two links at once: each link gets its own lease and default route", {
+    skip: skip ?? false,
+    timeout: 90_000,
+  }, async (t) => {
     const second = "10.213.8";
     const net = await setupNetwork(t, [SUBNET, second]);
     const [a, b] = net.pairs as [Pair, Pair];
@@ -255,7 +319,13 @@ function defineTests(): void {
     assert.equal(snap.route![`inet4/${second}.1//1024`]!.outLinkName, b.cliLink);
     // Same-layer resolvers of both links are combined, ordered by spec id (link name).
     assert.deepEqual(snap.resolver!.resolvers, { dnsServers: [`${SUBNET}.53`, `${second}.53`] });
-    const routes = JSON.parse(ip("-n", net.cliNs, "-j", "-4", "route", "show", "default")) as { gateway?: string; dev: string }[];
-    assert.deepEqual(routes.map((r) => `${r.dev} ${r.gateway}`).sort(), [`${a.cliLink} ${SUBNET}.1`, `${b.cliLink} ${second}.1`].sort());
+    const routes = JSON.parse(ip("-n", net.cliNs, "-j", "-4", "route", "show", "default")) as {
+      gateway?: string;
+      dev: string;
+    }[];
+    assert.deepEqual(
+      routes.map((r) => `${r.dev} ${r.gateway}`).sort(),
+      [`${a.cliLink} ${SUBNET}.1`, `${b.cliLink} ${second}.1`].sort(),
+    );
   });
 }

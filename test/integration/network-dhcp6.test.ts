@@ -21,12 +21,19 @@ import { Dhcp6OperatorController } from "../../agent/src/controllers/network/dhc
 import { Observed } from "../../agent/src/controllers/index.js";
 import { networkControllers } from "../../agent/src/controllers/network/index.js";
 import { DevicesStatusController } from "../../agent/src/controllers/runtime/devices-status.js";
-import { PlatformConfigController, type PlatformNetwork } from "../../agent/src/controllers/runtime/platform-network.js";
+import {
+  PlatformConfigController,
+  type PlatformNetwork,
+} from "../../agent/src/controllers/runtime/platform-network.js";
 import { parseNocloudNetwork } from "../../agent/src/network/nocloud-network.js";
 import { loadConfig } from "../../agent/src/config/load.js";
 import { registerCatalog } from "../../agent/src/resources/catalog/index.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../agent/src/resources/catalog/config.js";
-import { NETWORK_CONFIG_NAMESPACE, NETWORK_NAMESPACE, networkDefinitions } from "../../agent/src/resources/catalog/network.js";
+import {
+  NETWORK_CONFIG_NAMESPACE,
+  NETWORK_NAMESPACE,
+  networkDefinitions,
+} from "../../agent/src/resources/catalog/network.js";
 import { ControllerRuntime } from "../../agent/src/resources/controller-runtime.js";
 import { ResourceState } from "../../agent/src/resources/state.js";
 import { NetlinkNetKernel } from "../../agent/src/sys/net-netlink.js";
@@ -50,21 +57,44 @@ async function runNode(link: string, root: string, selectMac: string | undefined
   for (const c of networkControllers({ kernel: new NetlinkNetKernel(), paths: pathsAt(root) })) runtime.register(c);
   runtime.register(new DevicesStatusController({ udevd: false }));
   if (selectMac) {
-    const config = ["version: v1alpha1", "machine:", "    type: worker", "    network:", "        interfaces:", `            - deviceSelector: {hardwareAddr: "${selectMac}"}`, "              dhcp: true", "              dhcpOptions: {ipv4: false, ipv6: true}", ""].join("\n");
-    state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test", () => loadConfig(Buffer.from(config)));
+    const config = [
+      "version: v1alpha1",
+      "machine:",
+      "    type: worker",
+      "    network:",
+      "        interfaces:",
+      `            - deviceSelector: {hardwareAddr: "${selectMac}"}`,
+      "              dhcp: true",
+      "              dhcpOptions: {ipv4: false, ipv6: true}",
+      "",
+    ].join("\n");
+    state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test", () =>
+      loadConfig(Buffer.from(config)),
+    );
   } else {
-    runtime.register(new PlatformConfigController(new Observed<PlatformNetwork | undefined>({ nocloud: parseNocloudNetwork(`version: 2\nethernets:\n  ${link}:\n    dhcp6: true\n`)! })));
+    runtime.register(
+      new PlatformConfigController(
+        new Observed<PlatformNetwork | undefined>({
+          nocloud: parseNocloudNetwork(`version: 2\nethernets:\n  ${link}:\n    dhcp6: true\n`)!,
+        }),
+      ),
+    );
   }
   const fast = 30;
   const operator = new Dhcp6OperatorController({
     rapidCommit: false,
-    timers: { now: () => Date.now() * fast, setTimeout: (fn, ms) => setTimeout(fn, ms / fast), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) },
+    timers: {
+      now: () => Date.now() * fast,
+      setTimeout: (fn, ms) => setTimeout(fn, ms / fast),
+      clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
+    },
   });
   runtime.register(operator);
   const ac = new AbortController();
   runtime.start(ac.signal);
   const report = () => {
-    const specs = (type: string, ns = NETWORK_CONFIG_NAMESPACE) => Object.fromEntries(state.list(ns, type).map((r) => [r.metadata.id, r.spec]));
+    const specs = (type: string, ns = NETWORK_CONFIG_NAMESPACE) =>
+      Object.fromEntries(state.list(ns, type).map((r) => [r.metadata.id, r.spec]));
     const lease = operator.leases().get(link);
     process.stdout.write(
       JSON.stringify({
@@ -77,8 +107,11 @@ async function runNode(link: string, root: string, selectMac: string | undefined
       }) + "\n",
     );
   };
-  for (const type of ["ResolverSpecs.net.talos.dev", "TimeServerSpecs.net.talos.dev", "AddressSpecs.net.talos.dev"]) state.watch({ namespace: NETWORK_CONFIG_NAMESPACE, type }, { signal: ac.signal }, () => setTimeout(report, 20));
-  state.watch({ namespace: NETWORK_NAMESPACE, type: "AddressStatuses.net.talos.dev" }, { signal: ac.signal }, () => setTimeout(report, 20));
+  for (const type of ["ResolverSpecs.net.talos.dev", "TimeServerSpecs.net.talos.dev", "AddressSpecs.net.talos.dev"])
+    state.watch({ namespace: NETWORK_CONFIG_NAMESPACE, type }, { signal: ac.signal }, () => setTimeout(report, 20));
+  state.watch({ namespace: NETWORK_NAMESPACE, type: "AddressStatuses.net.talos.dev" }, { signal: ac.signal }, () =>
+    setTimeout(report, 20),
+  );
   process.on("SIGTERM", () => {
     ac.abort(); // stops the client with a RELEASE
     setTimeout(() => process.exit(0), 1500).unref();
@@ -105,9 +138,29 @@ function defineTests(): void {
       ip("-n", n, "link", "set", "lo", "up");
       ip("-n", n, "link", "set", "eth0", "up");
     }
-    dnsmasq = spawn("ip", ["netns", "exec", ns.server, "dnsmasq", "-k", "--no-resolv", "--no-hosts", "--port=0", "--bind-interfaces", "--interface=eth0",
-      `--dhcp-range=${PREFIX}::100,${PREFIX}::1ff,64,2m`, `--dhcp-option=option6:dns-server,[${PREFIX}::53]`, `--dhcp-option=option6:ntp-server,[${PREFIX}::123]`,
-      "--log-dhcp", `--dhcp-leasefile=${root}/leases`, `--pid-file=${root}/pid`, `--log-facility=${root}/dnsmasq.log`], { stdio: "ignore" });
+    dnsmasq = spawn(
+      "ip",
+      [
+        "netns",
+        "exec",
+        ns.server,
+        "dnsmasq",
+        "-k",
+        "--no-resolv",
+        "--no-hosts",
+        "--port=0",
+        "--bind-interfaces",
+        "--interface=eth0",
+        `--dhcp-range=${PREFIX}::100,${PREFIX}::1ff,64,2m`,
+        `--dhcp-option=option6:dns-server,[${PREFIX}::53]`,
+        `--dhcp-option=option6:ntp-server,[${PREFIX}::123]`,
+        "--log-dhcp",
+        `--dhcp-leasefile=${root}/leases`,
+        `--pid-file=${root}/pid`,
+        `--log-facility=${root}/dnsmasq.log`,
+      ],
+      { stdio: "ignore" },
+    );
     process.once("exit", () => dnsmasq?.kill("SIGKILL"));
   });
 
@@ -126,40 +179,92 @@ function defineTests(): void {
     for (;;) {
       const v = get();
       if (v !== undefined) return v;
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}\n--- dnsmasq:\n${dnsmasqLog().split("\n").slice(-30).join("\n")}`);
+      if (Date.now() > end)
+        throw new Error(
+          `timed out waiting for ${what}\n--- dnsmasq:\n${dnsmasqLog().split("\n").slice(-30).join("\n")}`,
+        );
       await new Promise((r) => setTimeout(r, 100));
     }
   }
 
-  test("dnsmasq leases a DHCPv6 address (solicit, advertise, request, reply), the operator reports it with DNS and NTP specs, renews at T1, releases on stop", { skip, timeout: 90_000 }, async () => {
+  test("dnsmasq leases a DHCPv6 address (solicit, advertise, request, reply), the operator reports it with DNS and NTP specs, renews at T1, releases on stop", {
+    skip,
+    timeout: 90_000,
+  }, async () => {
     const script = fileURLToPath(import.meta.url);
-    node = spawn("ip", ["netns", "exec", ns.client, process.execPath, script], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, BASALT_DHCP6_NODE: "1", BASALT_DHCP6_LINK: "eth0", BASALT_DHCP6_ROOT: root, BASALT_LOG_LEVEL: "warn" } });
+    node = spawn("ip", ["netns", "exec", ns.client, process.execPath, script], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: {
+        ...process.env,
+        BASALT_DHCP6_NODE: "1",
+        BASALT_DHCP6_LINK: "eth0",
+        BASALT_DHCP6_ROOT: root,
+        BASALT_LOG_LEVEL: "warn",
+      },
+    });
     let out = "";
     node.stdout!.on("data", (b: Buffer) => (out += b.toString()));
     node.stderr!.on("data", (b: Buffer) => (out += b.toString()));
     process.once("exit", () => node?.kill("SIGKILL"));
 
     type Snapshot = {
-      lease?: { addresses: { address: string; prefixLen: number; linkName: string }[]; dnsServers: string[]; timeServers: string[] };
+      lease?: {
+        addresses: { address: string; prefixLen: number; linkName: string }[];
+        dnsServers: string[];
+        timeServers: string[];
+      };
       addressSpecs: Record<string, unknown>;
       addressStatuses: Record<string, { address: string }>;
       resolvers: Record<string, unknown>;
       timeservers: Record<string, unknown>;
     };
-    const snapshots = () => out.split("\n").filter((l) => l.startsWith("{\"lease\"")).map((l) => JSON.parse(l) as Snapshot);
-    const snapshot = await until("the lease in the specs", () => snapshots().find((s) => s.lease && Object.keys(s.resolvers).length > 0), 30_000);
+    const snapshots = () =>
+      out
+        .split("\n")
+        .filter((l) => l.startsWith('{"lease"'))
+        .map((l) => JSON.parse(l) as Snapshot);
+    const snapshot = await until(
+      "the lease in the specs",
+      () => snapshots().find((s) => s.lease && Object.keys(s.resolvers).length > 0),
+      30_000,
+    );
     const leased = /DHCPREPLY\(eth0\) (\S+) /.exec(dnsmasqLog())?.[1];
     assert.ok(leased, "dnsmasq logged the address it gave");
     assert.deepEqual(snapshot.addressSpecs, {
-      "default/lo/127.0.0.1/8": { address: "127.0.0.1/8", linkName: "lo", family: "inet4", scope: "host", flags: "permanent", layer: "default" },
-      [`dhcp6/eth0/eth0/${leased}/128`]: { address: `${leased}/128`, linkName: "eth0", family: "inet6", scope: "global", flags: "permanent", layer: "operator" },
+      "default/lo/127.0.0.1/8": {
+        address: "127.0.0.1/8",
+        linkName: "lo",
+        family: "inet4",
+        scope: "host",
+        flags: "permanent",
+        layer: "default",
+      },
+      [`dhcp6/eth0/eth0/${leased}/128`]: {
+        address: `${leased}/128`,
+        linkName: "eth0",
+        family: "inet6",
+        scope: "global",
+        flags: "permanent",
+        layer: "operator",
+      },
     });
     // network.AddressSpecController put it into the kernel; AddressStatus reports it back.
-    const status = await until("the address in AddressStatus", () => snapshots().find((s) => Object.hasOwn(s.addressStatuses, `eth0/${leased}/128`)), 30_000);
+    const status = await until(
+      "the address in AddressStatus",
+      () => snapshots().find((s) => Object.hasOwn(s.addressStatuses, `eth0/${leased}/128`)),
+      30_000,
+    );
     assert.equal(status.addressStatuses[`eth0/${leased}/128`]!.address, `${leased}/128`);
-    const kernel = JSON.parse(execFileSync("ip", ["-n", ns.client, "-j", "-6", "addr", "show", "dev", "eth0", "scope", "global"], { encoding: "utf8" })) as { addr_info: { local: string; prefixlen: number }[] }[];
+    const kernel = JSON.parse(
+      execFileSync("ip", ["-n", ns.client, "-j", "-6", "addr", "show", "dev", "eth0", "scope", "global"], {
+        encoding: "utf8",
+      }),
+    ) as { addr_info: { local: string; prefixlen: number }[] }[];
     // With a scope filter `ip -j` leaves an empty entry for each address filtered out.
-    assert.deepEqual(kernel[0]!.addr_info.filter((a) => a.local).map((a) => `${a.local}/${a.prefixlen}`), [`${leased}/128`]);
+    assert.deepEqual(
+      kernel[0]!.addr_info.filter((a) => a.local).map((a) => `${a.local}/${a.prefixlen}`),
+      [`${leased}/128`],
+    );
     assert.deepEqual(snapshot.lease!.addresses, [{ linkName: "eth0", address: leased, prefixLen: 128 }]);
     assert.deepEqual(snapshot.lease!.dnsServers, [`${PREFIX}::53`]);
     assert.deepEqual(snapshot.lease!.timeServers, [`${PREFIX}::123`]);
@@ -179,35 +284,89 @@ function defineTests(): void {
     await until("a RENEW at T1", () => (/DHCPRENEW\(eth0\)/.test(dnsmasqLog()) ? true : undefined), 30_000);
     await stopProcess(node);
     node = undefined;
-    await until("the RELEASE", () => (new RegExp(`DHCPRELEASE\\(eth0\\)`).test(dnsmasqLog()) ? true : undefined), 10_000);
-    assert.equal((dnsmasqLog().match(/DHCPREPLY\(eth0\) (\S+) /g) ?? []).filter((l) => !l.includes(leased)).length, 0, "every reply gave the same address");
+    await until(
+      "the RELEASE",
+      () => (new RegExp(`DHCPRELEASE\\(eth0\\)`).test(dnsmasqLog()) ? true : undefined),
+      10_000,
+    );
+    assert.equal(
+      (dnsmasqLog().match(/DHCPREPLY\(eth0\) (\S+) /g) ?? []).filter((l) => !l.includes(leased)).length,
+      0,
+      "every reply gave the same address",
+    );
   });
 
-  test("DHCPv6 asked for by the machine config on the link its deviceSelector's hardwareAddr picks (a name the config never gives)", { skip, timeout: 90_000 }, async () => {
+  test("DHCPv6 asked for by the machine config on the link its deviceSelector's hardwareAddr picks (a name the config never gives)", {
+    skip,
+    timeout: 90_000,
+  }, async () => {
     // The same veth end, renamed: only its MAC ties it to the config.
     const name = "s3net6sel";
     ip("-n", ns.client, "link", "set", "eth0", "down");
     ip("-n", ns.client, "link", "set", "eth0", "name", name);
     ip("-n", ns.client, "link", "set", name, "up");
-    const mac = (JSON.parse(ip("-n", ns.client, "-j", "link", "show", "dev", name)) as { address: string }[])[0]!.address;
+    const mac = (JSON.parse(ip("-n", ns.client, "-j", "link", "show", "dev", name)) as { address: string }[])[0]!
+      .address;
     const repliesBefore = (dnsmasqLog().match(/DHCPREPLY\(eth0\) \S+ /g) ?? []).length;
     const script = fileURLToPath(import.meta.url);
     node = spawn("ip", ["netns", "exec", ns.client, process.execPath, script], {
       stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, BASALT_DHCP6_NODE: "1", BASALT_DHCP6_LINK: name, BASALT_DHCP6_SELECT_MAC: mac, BASALT_DHCP6_ROOT: root, BASALT_LOG_LEVEL: "warn" },
+      env: {
+        ...process.env,
+        BASALT_DHCP6_NODE: "1",
+        BASALT_DHCP6_LINK: name,
+        BASALT_DHCP6_SELECT_MAC: mac,
+        BASALT_DHCP6_ROOT: root,
+        BASALT_LOG_LEVEL: "warn",
+      },
     });
     let out = "";
     node.stdout!.on("data", (b: Buffer) => (out += b.toString()));
     node.stderr!.on("data", (b: Buffer) => (out += b.toString()));
-    type Snapshot = { lease?: { addresses: { address: string; linkName: string }[] }; addressStatuses: Record<string, unknown>; operators: string[] };
-    const snapshots = () => out.split("\n").filter((l) => l.startsWith("{\"lease\"")).map((l) => JSON.parse(l) as Snapshot);
-    const leased = await until("a new DHCPv6 reply", () => /DHCPREPLY\(eth0\) (\S+) /.exec((dnsmasqLog().match(/DHCPREPLY\(eth0\) \S+ /g) ?? [])[repliesBefore] ?? "")?.[1], 30_000);
-    const snapshot = await until("the address in AddressStatus", () => snapshots().find((s) => Object.hasOwn(s.addressStatuses, `${name}/${leased}/128`)), 30_000);
-    assert.deepEqual(snapshot.lease!.addresses.map((a) => `${a.linkName} ${a.address}`), [`${name} ${leased}`]);
-    assert.ok(snapshot.operators.includes(`configuration/dhcp6/${name}`), `operators: ${snapshot.operators.join(", ")}`);
-    assert.ok(!snapshot.operators.some((o) => o.includes("dhcp4") && o.includes(name)), "dhcpOptions.ipv4: false starts no DHCPv4 there");
-    const kernel = JSON.parse(execFileSync("ip", ["-n", ns.client, "-j", "-6", "addr", "show", "dev", name, "scope", "global"], { encoding: "utf8" })) as { addr_info: { local: string; prefixlen: number }[] }[];
-    assert.deepEqual(kernel[0]!.addr_info.filter((a) => a.local).map((a) => `${a.local}/${a.prefixlen}`), [`${leased}/128`]);
+    type Snapshot = {
+      lease?: { addresses: { address: string; linkName: string }[] };
+      addressStatuses: Record<string, unknown>;
+      operators: string[];
+    };
+    const snapshots = () =>
+      out
+        .split("\n")
+        .filter((l) => l.startsWith('{"lease"'))
+        .map((l) => JSON.parse(l) as Snapshot);
+    const leased = await until(
+      "a new DHCPv6 reply",
+      () =>
+        /DHCPREPLY\(eth0\) (\S+) /.exec(
+          (dnsmasqLog().match(/DHCPREPLY\(eth0\) \S+ /g) ?? [])[repliesBefore] ?? "",
+        )?.[1],
+      30_000,
+    );
+    const snapshot = await until(
+      "the address in AddressStatus",
+      () => snapshots().find((s) => Object.hasOwn(s.addressStatuses, `${name}/${leased}/128`)),
+      30_000,
+    );
+    assert.deepEqual(
+      snapshot.lease!.addresses.map((a) => `${a.linkName} ${a.address}`),
+      [`${name} ${leased}`],
+    );
+    assert.ok(
+      snapshot.operators.includes(`configuration/dhcp6/${name}`),
+      `operators: ${snapshot.operators.join(", ")}`,
+    );
+    assert.ok(
+      !snapshot.operators.some((o) => o.includes("dhcp4") && o.includes(name)),
+      "dhcpOptions.ipv4: false starts no DHCPv4 there",
+    );
+    const kernel = JSON.parse(
+      execFileSync("ip", ["-n", ns.client, "-j", "-6", "addr", "show", "dev", name, "scope", "global"], {
+        encoding: "utf8",
+      }),
+    ) as { addr_info: { local: string; prefixlen: number }[] }[];
+    assert.deepEqual(
+      kernel[0]!.addr_info.filter((a) => a.local).map((a) => `${a.local}/${a.prefixlen}`),
+      [`${leased}/128`],
+    );
     await stopProcess(node);
     node = undefined;
   });

@@ -45,22 +45,41 @@ let talosconfig = "";
 type Listed = { resource: { metadata: { id: string }; spec: { yaml_spec: string } } }[];
 async function specs(ns: string, type: string): Promise<Map<string, Record<string, unknown>>> {
   const items = (await client.resourceList(ns, type)) as Listed;
-  return new Map(items.map((i) => [i.resource.metadata.id, parseYaml(i.resource.spec.yaml_spec) as Record<string, unknown>]));
+  return new Map(
+    items.map((i) => [i.resource.metadata.id, parseYaml(i.resource.spec.yaml_spec) as Record<string, unknown>]),
+  );
 }
 const kernelAddrs = (dev: string) =>
-  ((JSON.parse(ip("-n", NS, "-j", "-4", "addr", "show", "dev", dev)) as { addr_info: { local: string; prefixlen: number }[] }[])[0]?.addr_info ?? [])
+  (
+    (
+      JSON.parse(ip("-n", NS, "-j", "-4", "addr", "show", "dev", dev)) as {
+        addr_info: { local: string; prefixlen: number }[];
+      }[]
+    )[0]?.addr_info ?? []
+  )
     .map((a) => `${a.local}/${a.prefixlen}`)
     .sort();
-const kernelMtu = (dev: string) => (JSON.parse(ip("-n", NS, "-j", "link", "show", "dev", dev)) as { mtu: number }[])[0]!.mtu;
+const kernelMtu = (dev: string) =>
+  (JSON.parse(ip("-n", NS, "-j", "link", "show", "dev", dev)) as { mtu: number }[])[0]!.mtu;
 const kernelRoutes = () =>
-  (JSON.parse(ip("-n", NS, "-j", "-4", "route", "show", "table", "main")) as { dst: string; gateway?: string; metric?: number; dev: string }[])
+  (
+    JSON.parse(ip("-n", NS, "-j", "-4", "route", "show", "table", "main")) as {
+      dst: string;
+      gateway?: string;
+      metric?: number;
+      dev: string;
+    }[]
+  )
     .filter((r) => r.gateway)
     .map((r) => `${r.dst} via ${r.gateway} metric ${r.metric ?? 0} dev ${r.dev}`)
     .sort();
 
 /** The generated controlplane config with `network` replaced by this YAML block (indented under machine:). */
 function withNetwork(block: string): string {
-  return baseConfig.replace(/^(\s+)network: \{\}$/m, (_, indent: string) => `${indent}network:\n${block.replace(/^/gm, `${indent}    `)}`);
+  return baseConfig.replace(
+    /^(\s+)network: \{\}$/m,
+    (_, indent: string) => `${indent}network:\n${block.replace(/^/gm, `${indent}    `)}`,
+  );
 }
 
 before(async () => {
@@ -75,13 +94,33 @@ before(async () => {
   ip("addr", "add", `${NET}.1/24`, "dev", PEER);
   ip("link", "set", PEER, "up");
 
-  const generated = await generateConfigs({ clusterName: "net-static", endpoint: "https://127.0.0.1:6443", installDisk: "" });
+  const generated = await generateConfigs({
+    clusterName: "net-static",
+    endpoint: "https://127.0.0.1:6443",
+    installDisk: "",
+  });
   baseConfig = generated.controlplane;
   talosconfig = generated.talosconfig;
   const cmdline = `talos.network.interface.ignore=${MGMT} ip=${NET}.20::${NET}.1:24:cmdline-host:${LINK}:off:${NET}.53`;
   sandbox = spawn(
     "ip",
-    ["netns", "exec", NS, process.execPath, sandboxJs, "--state-dir", stateDir, "--apid-listen", `0.0.0.0:${PORT}`, "--trustd-listen", `${MGMT_NET}.2:${PORT + 1}`, "--apid-in-process", "--network-apply", "--kernel-cmdline", cmdline],
+    [
+      "netns",
+      "exec",
+      NS,
+      process.execPath,
+      sandboxJs,
+      "--state-dir",
+      stateDir,
+      "--apid-listen",
+      `0.0.0.0:${PORT}`,
+      "--trustd-listen",
+      `${MGMT_NET}.2:${PORT + 1}`,
+      "--apid-in-process",
+      "--network-apply",
+      "--kernel-cmdline",
+      cmdline,
+    ],
     { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, BASALT_LOG_LEVEL: "info" } },
   );
   sandbox.stdout!.on("data", (b: Buffer) => (output += b.toString()));
@@ -93,7 +132,11 @@ before(async () => {
 after(async () => {
   client?.close();
   if (sandbox) await stopProcess(sandbox);
-  for (const args of [["link", "del", MGMT_HOST], ["link", "del", PEER], ["netns", "del", NS]]) {
+  for (const args of [
+    ["link", "del", MGMT_HOST],
+    ["link", "del", PEER],
+    ["netns", "del", NS],
+  ]) {
     try {
       ip(...args);
     } catch {
@@ -103,20 +146,35 @@ after(async () => {
   rmSync(stateDir, { recursive: true, force: true });
 });
 
-test("ip= on the kernel command line: its address, route, hostname and resolver are applied", { skip: skip ?? false }, async () => {
+test("ip= on the kernel command line: its address, route, hostname and resolver are applied", {
+  skip: skip ?? false,
+}, async () => {
   await eventually(async () => assert.deepEqual(kernelAddrs(LINK), [`${NET}.20/24`]));
   const addr = (await specs("network", "AddressSpecs.net.talos.dev")).get(`${LINK}/${NET}.20/24`);
-  assert.deepEqual(addr, { address: `${NET}.20/24`, linkName: LINK, family: "inet4", scope: "global", flags: "permanent", layer: "cmdline" });
+  assert.deepEqual(addr, {
+    address: `${NET}.20/24`,
+    linkName: LINK,
+    family: "inet4",
+    scope: "global",
+    flags: "permanent",
+    layer: "cmdline",
+  });
   await eventually(async () => assert.deepEqual(kernelRoutes(), [`default via ${NET}.1 metric 1024 dev ${LINK}`]));
   const hostname = (await specs("network", "HostnameStatuses.net.talos.dev")).get("hostname");
   assert.deepEqual(hostname, { hostname: "cmdline-host", domainname: "" });
-  await eventually(async () => assert.deepEqual((await specs("network", "ResolverStatuses.net.talos.dev")).get("resolvers"), { dnsServers: [`${NET}.53`] }));
+  await eventually(async () =>
+    assert.deepEqual((await specs("network", "ResolverStatuses.net.talos.dev")).get("resolvers"), {
+      dnsServers: [`${NET}.53`],
+    }),
+  );
   // The ignored management link keeps exactly what iproute2 gave it.
   assert.deepEqual(kernelAddrs(MGMT), [`${MGMT_NET}.2/30`]);
   assert.equal((await specs("network", "LinkSpecs.net.talos.dev")).has(MGMT), false);
 });
 
-test("machine.network applied, an address deleted behind its back restored, changed and removed live", { skip: skip ?? false }, async () => {
+test("machine.network applied, an address deleted behind its back restored, changed and removed live", {
+  skip: skip ?? false,
+}, async () => {
   const first = withNetwork(
     [
       "hostname: config-host.lab.test",
@@ -136,16 +194,35 @@ test("machine.network applied, an address deleted behind its back restored, chan
   );
   await client.applyConfiguration(first);
   client.close();
-  client = new NodeClient({ endpoint: `${MGMT_NET}.2:${PORT}`, credentials: { kind: "mtls", ...parseTalosconfig(talosconfig) } });
+  client = new NodeClient({
+    endpoint: `${MGMT_NET}.2:${PORT}`,
+    credentials: { kind: "mtls", ...parseTalosconfig(talosconfig) },
+  });
   await eventually(() => client.version());
 
   await eventually(async () => assert.deepEqual(kernelAddrs(LINK), [`${NET}.10/24`, `${NET}.11/24`, `${NET}.20/24`]));
   await eventually(async () => assert.equal(kernelMtu(LINK), 1400));
-  await eventually(async () => assert.deepEqual(kernelRoutes(), [`192.0.2.0/24 via ${NET}.1 metric 200 dev ${LINK}`, `default via ${NET}.1 metric 1024 dev ${LINK}`].sort()));
+  await eventually(async () =>
+    assert.deepEqual(
+      kernelRoutes(),
+      [`192.0.2.0/24 via ${NET}.1 metric 200 dev ${LINK}`, `default via ${NET}.1 metric 1024 dev ${LINK}`].sort(),
+    ),
+  );
   // The same address on both layers: the configuration wins; the hostname too.
-  assert.equal((await specs("network", "AddressSpecs.net.talos.dev")).get(`${LINK}/${NET}.20/24`)!.layer, "configuration");
-  assert.equal((await specs("network-config", "AddressSpecs.net.talos.dev")).get(`cmdline/${LINK}/${NET}.20/24`)!.layer, "cmdline");
-  await eventually(async () => assert.deepEqual((await specs("network", "HostnameStatuses.net.talos.dev")).get("hostname"), { hostname: "config-host", domainname: "lab.test" }));
+  assert.equal(
+    (await specs("network", "AddressSpecs.net.talos.dev")).get(`${LINK}/${NET}.20/24`)!.layer,
+    "configuration",
+  );
+  assert.equal(
+    (await specs("network-config", "AddressSpecs.net.talos.dev")).get(`cmdline/${LINK}/${NET}.20/24`)!.layer,
+    "cmdline",
+  );
+  await eventually(async () =>
+    assert.deepEqual((await specs("network", "HostnameStatuses.net.talos.dev")).get("hostname"), {
+      hostname: "config-host",
+      domainname: "lab.test",
+    }),
+  );
   // Talos's AddressEvent on the Events stream: the hostname and the current addresses.
   type EventMsg = { data: { type_url: string; value: Buffer } };
   const isOurs = (e: EventMsg) => {
@@ -159,13 +236,32 @@ test("machine.network applied, an address deleted behind its back restored, chan
   assert.equal((await specs("network", "LinkStatuses.net.talos.dev")).get(LINK)!.mtu, 1400);
   const routeSpec = (await specs("network", "RouteSpecs.net.talos.dev")).get(`inet4/${NET}.1/192.0.2.0/24/200`);
   assert.deepEqual(routeSpec, {
-    family: "inet4", dst: "192.0.2.0/24", src: "", gateway: `${NET}.1`, outLinkName: LINK, table: "main", priority: 200, scope: "global", type: "unicast", flags: "", protocol: "static", layer: "configuration",
+    family: "inet4",
+    dst: "192.0.2.0/24",
+    src: "",
+    gateway: `${NET}.1`,
+    outLinkName: LINK,
+    table: "main",
+    priority: 200,
+    scope: "global",
+    type: "unicast",
+    flags: "",
+    protocol: "static",
+    layer: "configuration",
   });
 
   // /etc files under the sandbox's state: hosts with the node's name and the extra entry; no search line.
   const etc = path.join(stateDir, "system", "etc");
-  await eventually(async () => assert.match(readFileSync(path.join(etc, "hosts"), "utf8"), new RegExp(`\\S+ +config-host\\.lab\\.test config-host\n`)));
-  assert.match(readFileSync(path.join(etc, "hosts"), "utf8"), new RegExp(`\n${NET.replaceAll(".", "\\.")}\\.99 +registry\\.lab\\.test registry\n`));
+  await eventually(async () =>
+    assert.match(
+      readFileSync(path.join(etc, "hosts"), "utf8"),
+      new RegExp(`\\S+ +config-host\\.lab\\.test config-host\n`),
+    ),
+  );
+  assert.match(
+    readFileSync(path.join(etc, "hosts"), "utf8"),
+    new RegExp(`\n${NET.replaceAll(".", "\\.")}\\.99 +registry\\.lab\\.test registry\n`),
+  );
   assert.equal(readFileSync(path.join(etc, "resolv.conf"), "utf8"), `nameserver ${NET}.53\n`);
 
   ip("-n", NS, "addr", "del", `${NET}.10/24`, "dev", LINK);
@@ -184,24 +280,36 @@ test("machine.network applied, an address deleted behind its back restored, chan
       "            metric: 300",
     ].join("\n"),
   );
-  const reply = (await client.applyConfiguration(second, { mode: ApplyMode.NO_REBOOT })) as { messages: { mode_details: string }[] };
+  const reply = (await client.applyConfiguration(second, { mode: ApplyMode.NO_REBOOT })) as {
+    messages: { mode_details: string }[];
+  };
   assert.equal(reply.messages[0]!.mode_details, "Applied configuration without a reboot");
   await eventually(async () => assert.deepEqual(kernelAddrs(LINK), [`${NET}.12/24`, `${NET}.20/24`]));
   await eventually(async () => assert.equal(kernelMtu(LINK), 1300));
-  await eventually(async () => assert.deepEqual(kernelRoutes(), [`198.51.100.0/24 via ${NET}.1 metric 300 dev ${LINK}`, `default via ${NET}.1 metric 1024 dev ${LINK}`].sort()));
+  await eventually(async () =>
+    assert.deepEqual(
+      kernelRoutes(),
+      [`198.51.100.0/24 via ${NET}.1 metric 300 dev ${LINK}`, `default via ${NET}.1 metric 1024 dev ${LINK}`].sort(),
+    ),
+  );
   assert.equal((await specs("network", "AddressSpecs.net.talos.dev")).get(`${LINK}/${NET}.20/24`)!.layer, "cmdline");
 
   await client.applyConfiguration(baseConfig, { mode: ApplyMode.NO_REBOOT });
   await eventually(async () => assert.deepEqual(kernelAddrs(LINK), [`${NET}.20/24`]));
   await eventually(async () => assert.deepEqual(kernelRoutes(), [`default via ${NET}.1 metric 1024 dev ${LINK}`]));
-  await eventually(async () => assert.equal((await specs("network", "HostnameStatuses.net.talos.dev")).get("hostname")!.hostname, "cmdline-host"));
+  await eventually(async () =>
+    assert.equal((await specs("network", "HostnameStatuses.net.talos.dev")).get("hostname")!.hostname, "cmdline-host"),
+  );
   assert.deepEqual(kernelAddrs(MGMT), [`${MGMT_NET}.2/30`]);
   assert.equal(kernelMtu(MGMT), 1500);
   assert.doesNotMatch(output, /controller failed.*network\.(Address|Route|Link)Spec/);
 });
 
-test("a NO_REBOOT apply removing the address its client connected to answers before the address goes (Talos #8566)", { skip: skip ?? false }, async () => {
-  const addresses = (list: string) => withNetwork(["interfaces:", `    - interface: ${LINK}`, `      addresses: [${list}]`].join("\n"));
+test("a NO_REBOOT apply removing the address its client connected to answers before the address goes (Talos #8566)", {
+  skip: skip ?? false,
+}, async () => {
+  const addresses = (list: string) =>
+    withNetwork(["interfaces:", `    - interface: ${LINK}`, `      addresses: [${list}]`].join("\n"));
   await client.applyConfiguration(addresses(`${NET}.10/24, ${NET}.11/24`), { mode: ApplyMode.NO_REBOOT });
   await eventually(async () => assert.deepEqual(kernelAddrs(LINK), [`${NET}.10/24`, `${NET}.11/24`, `${NET}.20/24`]));
   const credentials = { kind: "mtls" as const, ...parseTalosconfig(talosconfig) };
@@ -212,9 +320,17 @@ test("a NO_REBOOT apply removing the address its client connected to answers bef
   try {
     await eventually(() => overTen.version());
     ip("-n", NS, "route", "add", "blackhole", `${NET}.1/32`);
-    const reply = overTen.applyConfiguration(addresses(`${NET}.11/24`), { mode: ApplyMode.NO_REBOOT }) as Promise<{ messages: { mode_details: string }[] }>;
-    await eventually(async () => assert.equal((await specs("network", "AddressSpecs.net.talos.dev")).has(`${LINK}/${NET}.10/24`), false));
-    assert.deepEqual(kernelAddrs(LINK), [`${NET}.10/24`, `${NET}.11/24`, `${NET}.20/24`], "the kernel keeps the address while the reply is unacknowledged");
+    const reply = overTen.applyConfiguration(addresses(`${NET}.11/24`), { mode: ApplyMode.NO_REBOOT }) as Promise<{
+      messages: { mode_details: string }[];
+    }>;
+    await eventually(async () =>
+      assert.equal((await specs("network", "AddressSpecs.net.talos.dev")).has(`${LINK}/${NET}.10/24`), false),
+    );
+    assert.deepEqual(
+      kernelAddrs(LINK),
+      [`${NET}.10/24`, `${NET}.11/24`, `${NET}.20/24`],
+      "the kernel keeps the address while the reply is unacknowledged",
+    );
     ip("-n", NS, "route", "del", "blackhole", `${NET}.1/32`);
     assert.equal((await reply).messages[0]!.mode_details, "Applied configuration without a reboot");
   } finally {

@@ -30,11 +30,15 @@ const image = "installer.basalt.test/basalt/installer:v0.2.0";
 function registries(): RegistriesConfig {
   return {
     mirrors: { "installer.basalt.test": { endpoints: [`https://${registry.host}`] } },
-    config: { [registry.host]: { tls: { ca: registry.ca }, auth: { username: registry.username, password: registry.password } } },
+    config: {
+      [registry.host]: { tls: { ca: registry.ca }, auth: { username: registry.username, password: registry.password } },
+    },
   };
 }
 
-describe("OCI distribution client against docker-registry", { skip: !canRun && "docker-registry is not installed" }, () => {
+describe("OCI distribution client against docker-registry", {
+  skip: !canRun && "docker-registry is not installed",
+}, () => {
   before(async () => {
     registry = await startRegistry(path.join(work, "registry"));
     for (const [arch, f] of Object.entries(files)) {
@@ -57,13 +61,18 @@ describe("OCI distribution client against docker-registry", { skip: !canRun && "
     const digest = await archive.push(new RepositoryClient(endpoint!, "basalt/installer"), "v0.2.0");
     assert.equal(digest, archive.images[0]!.digest);
     // docker-registry names the actions of its challenge in either order.
-    const pushScope = registry.tokenRequests.find((s) => /^repository:basalt\/installer:(pull,push|push,pull)$/.test(s));
+    const pushScope = registry.tokenRequests.find((s) =>
+      /^repository:basalt\/installer:(pull,push|push,pull)$/.test(s),
+    );
     assert.ok(pushScope, `token scopes: ${registry.tokenRequests.join(" ")}`);
     // The tag resolves to the index we pushed, byte for byte.
     const fetched = await new RepositoryClient(endpoint!, "basalt/installer").manifest("v0.2.0");
     assert.equal(fetched.digest, digest);
     assert.equal(fetched.parsed.kind, "index");
-    assert.deepEqual(fetched.parsed.kind === "index" && fetched.parsed.manifests.map((m) => m.platform?.architecture), ["amd64", "arm64"]);
+    assert.deepEqual(fetched.parsed.kind === "index" && fetched.parsed.manifests.map((m) => m.platform?.architecture), [
+      "amd64",
+      "arm64",
+    ]);
   });
 
   for (const arch of ["amd64", "arm64"] as const) {
@@ -80,13 +89,19 @@ describe("OCI distribution client against docker-registry", { skip: !canRun && "
     const dest = path.join(work, "pull-noauth");
     const cfg = registries();
     delete cfg.config![registry.host]!.auth;
-    await assert.rejects(pullInstaller({ image, arch: "amd64", registries: cfg, destDir: dest, log }), (err: unknown) => err instanceof RegistryError && /token request .* answered 401/.test(String((err as Error).message)));
+    await assert.rejects(
+      pullInstaller({ image, arch: "amd64", registries: cfg, destDir: dest, log }),
+      (err: unknown) =>
+        err instanceof RegistryError && /token request .* answered 401/.test(String((err as Error).message)),
+    );
     assert.deepEqual(fs.existsSync(dest) ? fs.readdirSync(dest) : [], []);
   });
 
   it("refuses a layer whose stored bytes were altered, and writes neither file", async () => {
     const archive = await LayoutArchive.open(path.join(work, "installer.tar"));
-    const index = JSON.parse((await archive.json(archive.images[0]!)).toString()) as { manifests: { digest: string; size: number; mediaType: string }[] };
+    const index = JSON.parse((await archive.json(archive.images[0]!)).toString()) as {
+      manifests: { digest: string; size: number; mediaType: string }[];
+    };
     const amd64 = JSON.parse((await archive.json(index.manifests[0]!)).toString()) as { layers: { digest: string }[] };
     const hex = amd64.layers[0]!.digest.slice("sha256:".length);
     const data = path.join(registry.storage, "docker/registry/v2/blobs/sha256", hex.slice(0, 2), hex, "data");
@@ -94,7 +109,10 @@ describe("OCI distribution client against docker-registry", { skip: !canRun && "
     fs.writeSync(fd, Buffer.from("X"), 0, 1, 4096);
     fs.closeSync(fd);
     const dest = path.join(work, "pull-tampered");
-    await assert.rejects(pullInstaller({ image, arch: "amd64", registries: registries(), destDir: dest, log }), /content does not match its digest/);
+    await assert.rejects(
+      pullInstaller({ image, arch: "amd64", registries: registries(), destDir: dest, log }),
+      /content does not match its digest/,
+    );
     assert.deepEqual(fs.readdirSync(dest), [], "no kernel, no initramfs, no partial blob left");
   });
 });

@@ -6,7 +6,13 @@ import { chmodSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync
 import os from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
-import { kernelPacketCaptureSource, locateCaptureReader, PacketCaptureReadError, PacketCaptureSetupError, type CaptureRequest } from "../../agent/src/sys/packet-capture.js";
+import {
+  kernelPacketCaptureSource,
+  locateCaptureReader,
+  PacketCaptureReadError,
+  PacketCaptureSetupError,
+  type CaptureRequest,
+} from "../../agent/src/sys/packet-capture.js";
 import { canRunNetns } from "./helpers/netns.js";
 
 const skip = canRunNetns();
@@ -56,9 +62,12 @@ process.stdout.write(Buffer.concat([h, Buffer.from("abc")]), () => { process.std
   const got: { timestampNs: bigint; length: number; data: string }[] = [];
   await assert.rejects(
     (async () => {
-      for await (const p of capture.packets()) got.push({ timestampNs: p.timestampNs, length: p.length, data: p.data.toString() });
+      for await (const p of capture.packets())
+        got.push({ timestampNs: p.timestampNs, length: p.length, data: p.data.toString() });
     })(),
-    (e: unknown) => e instanceof PacketCaptureReadError && e.message === "the packet capture reader failed: reading the packet socket: boom",
+    (e: unknown) =>
+      e instanceof PacketCaptureReadError &&
+      e.message === "the packet capture reader failed: reading the packet socket: boom",
   );
   assert.deepEqual(got, [{ timestampNs: 7n, length: 60, data: "abc" }]);
   await capture.close();
@@ -82,7 +91,10 @@ function readerPids(): number[] {
     .filter((p) => /^\d+$/.test(p))
     .filter((p) => {
       try {
-        return readlinkSync(`/proc/${p}/exe`) === reader && new RegExp(`^PPid:\\s+${process.pid}$`, "m").test(readFileSync(`/proc/${p}/status`, "utf8"));
+        return (
+          readlinkSync(`/proc/${p}/exe`) === reader &&
+          new RegExp(`^PPid:\\s+${process.pid}$`, "m").test(readFileSync(`/proc/${p}/status`, "utf8"))
+        );
       } catch {
         return false; // gone while looking
       }

@@ -46,7 +46,12 @@ before(async () => {
   ip("-n", ns, "neigh", "add", ghostAddr, "lladdr", ghostMac, "dev", peerEnd, "nud", "permanent");
   ip("-n", ns, "link", "set", peerEnd, "up");
   ip("link", "set", hostEnd, "up");
-  peerMac = Buffer.from(ip("-n", ns, "-o", "link", "show", peerEnd).match(/link\/ether ([0-9a-f:]+)/)![1]!.split(":").map((h) => parseInt(h, 16)));
+  peerMac = Buffer.from(
+    ip("-n", ns, "-o", "link", "show", peerEnd)
+      .match(/link\/ether ([0-9a-f:]+)/)![1]!
+      .split(":")
+      .map((h) => parseInt(h, 16)),
+  );
   node = await startConfiguredSandbox({ clusterName: "pcap", stateDir });
   const admin = node.admin;
   await eventually(() => admin.resourceGet("network", "LinkStatuses.net.talos.dev", hostEnd));
@@ -105,10 +110,11 @@ function startCapture(admin: NodeClient, request: object) {
     });
     stream.on("end", () => resolve(undefined));
   });
-  const until = (n: number) => new Promise<void>((resolve) => {
-    waiters.push({ n, resolve });
-    wake();
-  });
+  const until = (n: number) =>
+    new Promise<void>((resolve) => {
+      waiters.push({ n, resolve });
+      wake();
+    });
   return { stream, records, header: () => header, until, ended, failure: () => failure };
 }
 
@@ -128,7 +134,11 @@ function send(items: typeof datagrams): void {
 
 /** The Ethernet frame the sender's kernel builds, IPv4 id and header checksum zeroed. */
 function expectedFrame(d: (typeof datagrams)[number]): Buffer {
-  const eth = Buffer.concat([Buffer.from(ghostMac.split(":").map((h) => parseInt(h, 16))), peerMac, Buffer.from([0x08, 0x00])]);
+  const eth = Buffer.concat([
+    Buffer.from(ghostMac.split(":").map((h) => parseInt(h, 16))),
+    peerMac,
+    Buffer.from([0x08, 0x00]),
+  ]);
   const ipHeader = Buffer.alloc(20);
   ipHeader.writeUInt8(0x45, 0);
   ipHeader.writeUInt16BE(28 + d.payload.length, 2);
@@ -163,7 +173,10 @@ function readers(): number[] {
     .filter((p) => /^\d+$/.test(p))
     .filter((p) => {
       try {
-        return path.basename(readlinkSync(`/proc/${p}/exe`)) === "packet-capture" && new RegExp(`^PPid:\\s+${parent}$`, "m").test(readFileSync(`/proc/${p}/status`, "utf8"));
+        return (
+          path.basename(readlinkSync(`/proc/${p}/exe`)) === "packet-capture" &&
+          new RegExp(`^PPid:\\s+${parent}$`, "m").test(readFileSync(`/proc/${p}/status`, "utf8"))
+        );
       } catch {
         return false; // gone while looking
       }
@@ -173,7 +186,10 @@ function readers(): number[] {
 
 const flags = () => parseInt(readFileSync(`/sys/class/net/${hostEnd}/flags`, "utf8"), 16);
 
-test("a promiscuous capture records exactly the frames sent, then its reader and promiscuous mode are gone on cancel", { skip, timeout: 60_000 }, async () => {
+test("a promiscuous capture records exactly the frames sent, then its reader and promiscuous mode are gone on cancel", {
+  skip,
+  timeout: 60_000,
+}, async () => {
   assert.equal(flags() & IFF_PROMISC, 0);
   const c = startCapture(node!.admin, { interface: hostEnd, promiscuous: true });
   await c.until(0);
@@ -196,7 +212,10 @@ test("a promiscuous capture records exactly the frames sent, then its reader and
   await eventually(async () => assert.equal(flags() & IFF_PROMISC, 0));
 });
 
-test("a BPF filter (IPv4 UDP to port 5301) keeps only its frames, cut to the snap length", { skip, timeout: 60_000 }, async () => {
+test("a BPF filter (IPv4 UDP to port 5301) keeps only its frames, cut to the snap length", {
+  skip,
+  timeout: 60_000,
+}, async () => {
   // ldh [12]; jeq #0x800; ldb [23]; jeq #17; ldh [36]; jeq #5301; ret #262144; ret #0
   const filter = [
     { op: 0x28, jt: 0, jf: 0, k: 12 },
@@ -224,19 +243,34 @@ test("a BPF filter (IPv4 UDP to port 5301) keeps only its frames, cut to the sna
     const want = expectedFrame(kept[i]!);
     assert.equal(r.length, want.length, `record ${i}: length`);
     assert.equal(r.data.length, Math.min(snap, want.length), `record ${i}: captured`);
-    assert.equal(comparable(r.data).toString("hex"), comparable(want).subarray(0, snap).toString("hex"), `record ${i}: bytes`);
+    assert.equal(
+      comparable(r.data).toString("hex"),
+      comparable(want).subarray(0, snap).toString("hex"),
+      `record ${i}: bytes`,
+    );
   });
   await eventually(async () => assert.deepEqual(readers(), []));
 });
 
-test("bad links and a program the kernel refuses are answered with their codes, and leave nothing behind", { skip, timeout: 60_000 }, async () => {
+test("bad links and a program the kernel refuses are answered with their codes, and leave nothing behind", {
+  skip,
+  timeout: 60_000,
+}, async () => {
   const admin = node!.admin;
   for (const [request, code, details] of [
     [{ interface: "any" }, grpc.status.NOT_FOUND, 'interface "any" not found'],
     [{ interface: "nosuchlink0" }, grpc.status.NOT_FOUND, 'interface "nosuchlink0" not found'],
     // A jump past the end of the program.
-    [{ interface: hostEnd, bpf_filter: [{ op: 0x15, jt: 3, jf: 0, k: 0 }] }, grpc.status.INVALID_ARGUMENT, "the kernel refused the BPF program: error setting BPF filter: EINVAL"],
-    [{ interface: hostEnd, bpf_filter: [{ op: 0x6, jt: 300 }] }, grpc.status.INVALID_ARGUMENT, "error setting BPF filter: instruction 0: jt 300 is over 0xff"],
+    [
+      { interface: hostEnd, bpf_filter: [{ op: 0x15, jt: 3, jf: 0, k: 0 }] },
+      grpc.status.INVALID_ARGUMENT,
+      "the kernel refused the BPF program: error setting BPF filter: EINVAL",
+    ],
+    [
+      { interface: hostEnd, bpf_filter: [{ op: 0x6, jt: 300 }] },
+      grpc.status.INVALID_ARGUMENT,
+      "error setting BPF filter: instruction 0: jt 300 is over 0xff",
+    ],
   ] as const) {
     const err = await startCapture(admin, request).ended;
     assert.equal(err?.code, code, JSON.stringify(request));

@@ -35,7 +35,8 @@ let port = 0;
 let config = "";
 
 before(async () => {
-  config = (await generateConfigs({ clusterName: "cloud", endpoint: "https://127.0.0.1:6443", installDisk: "" })).controlplane;
+  config = (await generateConfigs({ clusterName: "cloud", endpoint: "https://127.0.0.1:6443", installDisk: "" }))
+    .controlplane;
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   port = (server.address() as AddressInfo).port;
 });
@@ -47,11 +48,18 @@ after(() => {
 
 /** Retries at once; gives up after `attempts` (the wait after the last would be endless). */
 function quick(attempts: number): RetryTiming {
-  return { backoffMs: (n) => (n < attempts ? 0 : Number.POSITIVE_INFINITY), totalTimeoutMs: 60_000, wait: async () => undefined };
+  return {
+    backoffMs: (n) => (n < attempts ? 0 : Number.POSITIVE_INFINITY),
+    totalTimeoutMs: 60_000,
+    wait: async () => undefined,
+  };
 }
 
 /** One boot of a node of `scenario.platform`: what configFromPlatform returns, publishes and prints. */
-async function boot(scenario: Scenario, opts: { userDataAttempts?: number; requestTimeoutMs?: number; mend?: Scenario; networkRead?: boolean } = {}) {
+async function boot(
+  scenario: Scenario,
+  opts: { userDataAttempts?: number; requestTimeoutMs?: number; mend?: Scenario; networkRead?: boolean } = {},
+) {
   writeFileSync(scenarioFile, JSON.stringify(scenario));
   requests.length = 0;
   const state = new ResourceState();
@@ -63,8 +71,11 @@ async function boot(scenario: Scenario, opts: { userDataAttempts?: number; reque
   let metadata: PlatformMetadataSpec | undefined;
   let network: PlatformNetwork | undefined;
   const loopback = fetchMetadataHttp(ac.signal, opts.requestTimeoutMs ?? 5_000);
-  const httpToServer: MetadataHttp = { request: (url, req) => loopback.request(url.replace("http://169.254.169.254", `http://127.0.0.1:${port}`), req) };
-  const seen = () => events.backlog({ tailEvents: -1 }).map((e) => `${e.type}: ${String(decode(e.type, e.payload)["error"])}`);
+  const httpToServer: MetadataHttp = {
+    request: (url, req) => loopback.request(url.replace("http://169.254.169.254", `http://127.0.0.1:${port}`), req),
+  };
+  const seen = () =>
+    events.backlog({ tailEvents: -1 }).map((e) => `${e.type}: ${String(decode(e.type, e.payload)["error"])}`);
   let networkRead: () => void = () => undefined;
   const networkDone = new Promise<void>((resolve) => (networkRead = resolve));
   const networkRetry: RetryTiming = {
@@ -110,34 +121,69 @@ async function boot(scenario: Scenario, opts: { userDataAttempts?: number; reque
 }
 
 test("malformed network metadata: a console line and one event; the user data still configures the node, and the network is read once the service mends", async () => {
-  const r = await boot({ platform: "gcp", userData: config, fault: { body: '[{"accessConfigs": ' } }, { mend: { platform: "gcp", userData: config }, networkRead: true });
+  const r = await boot(
+    { platform: "gcp", userData: config, fault: { body: '[{"accessConfigs": ' } },
+    { mend: { platform: "gcp", userData: config }, networkRead: true },
+  );
   assert.equal(r.text, config);
   assert.deepEqual(r.events.length, 1);
-  assert.match(r.events[0]!, /^machine\.ConfigLoadErrorEvent: failed to read the network configuration of platform gcp: instance\/network-interfaces\/\?recursive=true&alt=json: malformed JSON: /);
-  assert.ok(r.console.some((l) => /failed to read the network configuration of platform gcp/.test(l) && /"level":"error"/.test(l)));
+  assert.match(
+    r.events[0]!,
+    /^machine\.ConfigLoadErrorEvent: failed to read the network configuration of platform gcp: instance\/network-interfaces\/\?recursive=true&alt=json: malformed JSON: /,
+  );
+  assert.ok(
+    r.console.some(
+      (l) => /failed to read the network configuration of platform gcp/.test(l) && /"level":"error"/.test(l),
+    ),
+  );
   assert.equal(r.metadata?.instanceId, "4739274920481729301");
   assert.equal(r.network?.config?.links.length, 2);
 });
 
 test("500s: the user data is asked for again with backoff, then the node enters maintenance mode with a ConfigLoadErrorEvent", async () => {
-  const r = await boot({ platform: "aws", userData: config, fault: { status: 500, body: "internal error" } }, { userDataAttempts: 4 });
+  const r = await boot(
+    { platform: "aws", userData: config, fault: { status: 500, body: "internal error" } },
+    { userDataAttempts: 4 },
+  );
   assert.equal(r.text, undefined);
   const userDataAsks = requests.filter((l) => l.includes('"url":"/latest/user-data"')).length;
   assert.equal(userDataAsks, 4);
-  assert.deepEqual(r.events, ['machine.ConfigLoadErrorEvent: failed to fetch the user data of platform aws (gave up after 4 attempts): GET http://169.254.169.254/latest/user-data: status 500: "internal error"']);
-  assert.ok(r.console.some((l) => /failed to load the machine configuration from the platform; entering maintenance mode/.test(l)));
+  assert.deepEqual(r.events, [
+    'machine.ConfigLoadErrorEvent: failed to fetch the user data of platform aws (gave up after 4 attempts): GET http://169.254.169.254/latest/user-data: status 500: "internal error"',
+  ]);
+  assert.ok(
+    r.console.some((l) =>
+      /failed to load the machine configuration from the platform; entering maintenance mode/.test(l),
+    ),
+  );
   assert.equal(r.network, undefined, "no network was read from a failing service");
 });
 
 test("a service that never answers: each request times out and is retried; then maintenance mode with an event", async () => {
-  const r = await boot({ platform: "gcp", userData: config, fault: { hang: true } }, { userDataAttempts: 2, requestTimeoutMs: 300 });
+  const r = await boot(
+    { platform: "gcp", userData: config, fault: { hang: true } },
+    { userDataAttempts: 2, requestTimeoutMs: 300 },
+  );
   assert.equal(r.text, undefined);
-  assert.ok(r.events.some((e) => /^machine\.ConfigLoadErrorEvent: failed to fetch the user data of platform gcp \(gave up after 2 attempts\): GET .*user-data: .*(timeout|aborted)/i.test(e)), r.events.join("\n"));
+  assert.ok(
+    r.events.some((e) =>
+      /^machine\.ConfigLoadErrorEvent: failed to fetch the user data of platform gcp \(gave up after 2 attempts\): GET .*user-data: .*(timeout|aborted)/i.test(
+        e,
+      ),
+    ),
+    r.events.join("\n"),
+  );
 });
 
 test("user data that is not a configuration: ConfigLoadErrorEvent with Talos's wording, maintenance mode; PlatformMetadata still published", async () => {
-  const r = await boot({ platform: "aws", userData: "#!/bin/bash\necho this is a shell script\n" }, { networkRead: true });
+  const r = await boot(
+    { platform: "aws", userData: "#!/bin/bash\necho this is a shell script\n" },
+    { networkRead: true },
+  );
   assert.equal(r.text, undefined);
-  assert.ok(r.events.some((e) => /^machine\.ConfigLoadErrorEvent: failed to load config via platform aws: /.test(e)), r.events.join("\n"));
+  assert.ok(
+    r.events.some((e) => /^machine\.ConfigLoadErrorEvent: failed to load config via platform aws: /.test(e)),
+    r.events.join("\n"),
+  );
   assert.equal(r.metadata?.platform, "aws");
 });

@@ -15,13 +15,20 @@ import { planTable, readGpt, writeGpt } from "../../agent/src/storage/gpt.js";
 import { packImage } from "../../agent/src/storage/image-pack.js";
 import { systemLayout } from "../../agent/src/storage/layout.js";
 import { extendImage, setImageCmdline, type LoopDevices } from "../../agent/src/storage/platform-disk.js";
-import { imageFileName, platformCmdline, platformImages, type PlatformImage } from "../../agent/src/storage/platform-images.js";
+import {
+  imageFileName,
+  platformCmdline,
+  platformImages,
+  type PlatformImage,
+} from "../../agent/src/storage/platform-images.js";
 import { openBlockTarget } from "../../agent/src/sys/blockdev.js";
 import { systemMounter } from "../../agent/src/sys/mount.js";
 
 const MiB = 1024 * 1024;
-const run = (cmd: string, args: string[]) => execFileSync(cmd, args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], maxBuffer: 64 * MiB });
-const runBytes = (cmd: string, args: string[]) => execFileSync(cmd, args, { stdio: ["ignore", "pipe", "pipe"], maxBuffer: 64 * MiB });
+const run = (cmd: string, args: string[]) =>
+  execFileSync(cmd, args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], maxBuffer: 64 * MiB });
+const runBytes = (cmd: string, args: string[]) =>
+  execFileSync(cmd, args, { stdio: ["ignore", "pipe", "pipe"], maxBuffer: 64 * MiB });
 const has = (tools: string[]) => {
   try {
     run("which", tools);
@@ -42,15 +49,18 @@ interface QemuInfo {
   "cluster-size"?: number;
   "format-specific"?: { type: string; data: Record<string, unknown> };
 }
-const qemuInfo = (file: string, format?: string) => JSON.parse(run("qemu-img", ["info", "--output=json", ...(format ? ["-f", format] : []), file])) as QemuInfo;
+const qemuInfo = (file: string, format?: string) =>
+  JSON.parse(run("qemu-img", ["info", "--output=json", ...(format ? ["-f", format] : []), file])) as QemuInfo;
 /** qemu-img compare: 0 when the guest sees the same bytes (a bigger image's extra must be zeros). */
-const sameContent = (a: string, fa: string, b: string, fb: string) => run("qemu-img", ["compare", "-f", fa, "-F", fb, a, b]).includes("Images are identical");
+const sameContent = (a: string, fa: string, b: string, fb: string) =>
+  run("qemu-img", ["compare", "-f", fa, "-F", fb, a, b]).includes("Images are identical");
 
 // 16 MiB and 4 KiB of disk: data at its start, middle and end, holes between (sparse, as a disk image is).
 const rawBytes = 16 * MiB + 4096;
 function smallRaw(file: string): void {
   const fd = fs.openSync(file, "w");
-  for (const offset of [0, 5 * MiB + 512, rawBytes - 8192]) fs.writeSync(fd, createHash("sha512").update(String(offset)).digest().toString("hex").repeat(64), offset);
+  for (const offset of [0, 5 * MiB + 512, rawBytes - 8192])
+    fs.writeSync(fd, createHash("sha512").update(String(offset)).digest().toString("hex").repeat(64), offset);
   fs.ftruncateSync(fd, rawBytes);
   fs.closeSync(fd);
 }
@@ -73,12 +83,15 @@ function unpack(file: string, tool: "xz" | "gzip" | "zstd"): string {
   return plain;
 }
 
-describe("cloud image packing", { skip: packTools ? false : "needs qemu-img, xz, gzip, zstd and tar (scripts/setup-deps.sh)" }, () => {
+describe("cloud image packing", {
+  skip: packTools ? false : "needs qemu-img, xz, gzip, zstd and tar (scripts/setup-deps.sh)",
+}, () => {
   test("raw.xz and raw.gz hold the disk's bytes (aws, openstack, hcloud, nocloud, ... and digital-ocean, akamai)", async () => {
     for (const name of ["aws", "digital-ocean"]) {
       const image = platformImages[name]!;
       const { raw, out } = await packed(image);
-      const magic = image.packing === "xz" ? Buffer.from([0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00]) : Buffer.from([0x1f, 0x8b]);
+      const magic =
+        image.packing === "xz" ? Buffer.from([0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00]) : Buffer.from([0x1f, 0x8b]);
       assert.deepEqual(fs.readFileSync(out).subarray(0, magic.length), magic, `${image.packing} magic`);
       const plain = unpack(out, image.packing === "xz" ? "xz" : "gzip");
       assert.equal(fs.statSync(plain).size, rawBytes);
@@ -150,7 +163,10 @@ describe("cloud image packing", { skip: packTools ? false : "needs qemu-img, xz,
     const ovf = fs.readFileSync(path.join(dir, "disk.ovf"), "utf8");
     assert.match(ovf, new RegExp(`<File ovf:id="file1" ovf:href="disk\\.vmdk" ovf:size="${fs.statSync(vmdk).size}"/>`));
     assert.match(ovf, /ovf:capacity="17" ovf:capacityAllocationUnits="byte \* 2\^20"/);
-    assert.equal(fs.readFileSync(path.join(dir, "disk.mf"), "utf8"), `SHA256(disk.vmdk)= ${sha256(vmdk)}\nSHA256(disk.ovf)= ${sha256(path.join(dir, "disk.ovf"))}\n`);
+    assert.equal(
+      fs.readFileSync(path.join(dir, "disk.mf"), "utf8"),
+      `SHA256(disk.vmdk)= ${sha256(vmdk)}\nSHA256(disk.ovf)= ${sha256(path.join(dir, "disk.ovf"))}\n`,
+    );
     const info = qemuInfo(vmdk);
     assert.equal(info.format, "vmdk");
     assert.equal(info["virtual-size"], rawBytes);
@@ -165,19 +181,31 @@ describe("cloud image packing", { skip: packTools ? false : "needs qemu-img, xz,
       const { out } = await packed(image);
       names.push(path.basename(out));
     }
-    assert.deepEqual(names, ["akamai-amd64.raw.gz", "hcloud-amd64.raw.xz", "nocloud-amd64.raw.xz", "opennebula-amd64.raw.xz", "openstack-amd64.raw.xz", "scaleway-amd64.raw.xz", "upcloud-amd64.raw.xz", "vultr-amd64.raw.xz"]);
+    assert.deepEqual(names, [
+      "akamai-amd64.raw.gz",
+      "hcloud-amd64.raw.xz",
+      "nocloud-amd64.raw.xz",
+      "opennebula-amd64.raw.xz",
+      "openstack-amd64.raw.xz",
+      "scaleway-amd64.raw.xz",
+      "upcloud-amd64.raw.xz",
+      "vultr-amd64.raw.xz",
+    ]);
   });
 });
 
 const diskTools = process.getuid?.() === 0 && fs.existsSync("/dev/loop-control") && has(["losetup", "mkfs.xfs"]);
 const loops: LoopDevices = {
-  attach: async (file, offset, size) => run("losetup", ["-f", "--show", "-o", String(offset), "--sizelimit", String(size), file]).trim(),
+  attach: async (file, offset, size) =>
+    run("losetup", ["-f", "--show", "-o", String(offset), "--sizelimit", String(size), file]).trim(),
   detach: async (device) => {
     run("losetup", ["-d", device]);
   },
 };
 
-test("a platform's disk from a metal one: BOOT's grub.cfg boots the platform's command line, the disk grows with its backup GPT at the end", { skip: diskTools ? false : "needs root, loop devices and xfsprogs" }, async () => {
+test("a platform's disk from a metal one: BOOT's grub.cfg boots the platform's command line, the disk grows with its backup GPT at the end", {
+  skip: diskTools ? false : "needs root, loop devices and xfsprogs",
+}, async () => {
   const raw = path.join(work, "metal.raw");
   fs.writeFileSync(raw, "");
   fs.truncateSync(raw, 1306 * MiB);
@@ -197,19 +225,29 @@ test("a platform's disk from a metal one: BOOT's grub.cfg boots the platform's c
     run("mkfs.xfs", ["-q", "-L", "BOOT", bootDev]);
     await mounter.mount(bootDev, mnt, "xfs");
     fs.mkdirSync(path.join(mnt, "grub"));
-    fs.writeFileSync(path.join(mnt, "grub", "grub.cfg"), renderGrubConfig({ current: "A", version: "v0.1.0", cmdline: metalCmdline, serialTerminal: true }));
+    fs.writeFileSync(
+      path.join(mnt, "grub", "grub.cfg"),
+      renderGrubConfig({ current: "A", version: "v0.1.0", cmdline: metalCmdline, serialTerminal: true }),
+    );
     await mounter.unmount(mnt);
   } finally {
     await loops.detach(bootDev);
   }
 
   const aws = platformImages["aws"]!;
-  const cmdline = await setImageCmdline(raw, (current) => platformCmdline(current, aws), { mounter, loops, mountDir: mnt });
+  const cmdline = await setImageCmdline(raw, (current) => platformCmdline(current, aws), {
+    mounter,
+    loops,
+    mountDir: mnt,
+  });
   assert.equal(cmdline, "talos.platform=aws console=tty1 console=ttyS0 net.ifnames=0 init_on_alloc=1 pti=on");
   await extendImage(raw, aws.diskSizeMiB! * MiB);
 
   assert.equal(fs.statSync(raw).size, 8192 * MiB);
-  assert.ok(fs.statSync(raw).blocks * 512 < 128 * MiB, `the grown disk stays sparse (${fs.statSync(raw).blocks * 512} bytes used)`);
+  assert.ok(
+    fs.statSync(raw).blocks * 512 < 128 * MiB,
+    `the grown disk stays sparse (${fs.statSync(raw).blocks * 512} bytes used)`,
+  );
   dev = await openBlockTarget(raw, { write: false });
   const lastLba = (8192 * MiB) / 512 - 1;
   const grown = await readGpt(dev);
@@ -220,8 +258,15 @@ test("a platform's disk from a metal one: BOOT's grub.cfg boots the platform's c
   assert.equal(backupHeader.subarray(0, 8).toString("latin1"), "EFI PART");
   assert.equal(backupHeader.readBigUInt64LE(24), BigInt(lastLba), "the backup header's own LBA is the last");
   assert.equal(grown?.lastUsableLba, BigInt(lastLba - 33));
-  assert.deepEqual(grown?.partitions.map((p) => [p.name, p.firstLba, p.lastLba, p.uuid]), table.partitions.map((p) => [p.name, p.firstLba, p.lastLba, p.uuid]), "partitions unchanged: EPHEMERAL grows at first boot");
-  assert.ok(oldBackup.every((b) => b === 0), "the old backup copy is wiped");
+  assert.deepEqual(
+    grown?.partitions.map((p) => [p.name, p.firstLba, p.lastLba, p.uuid]),
+    table.partitions.map((p) => [p.name, p.firstLba, p.lastLba, p.uuid]),
+    "partitions unchanged: EPHEMERAL grows at first boot",
+  );
+  assert.ok(
+    oldBackup.every((b) => b === 0),
+    "the old backup copy is wiped",
+  );
   assert.deepEqual(mbr.subarray(0, 440), bootCode, "the MBR's boot code is kept");
   assert.equal(mbr.readUInt32LE(446 + 12), Math.min(lastLba, 0xffffffff), "the protective MBR spans the grown disk");
 

@@ -67,7 +67,23 @@ before(async () => {
   writeFileSync(scenarioFile, JSON.stringify({ platform: "none" }));
   // Azure's wire server is on 168.63.129.16, beside its metadata service.
   ip("-n", MD_NS, "addr", "add", "168.63.129.16/32", "dev", MD_LINK);
-  server = spawn("ip", ["netns", "exec", MD_NS, process.execPath, serverJs, "--listen", "169.254.169.254:80", "--listen", "168.63.129.16:80", "--scenario", scenarioFile], { stdio: ["ignore", "pipe", "inherit"] });
+  server = spawn(
+    "ip",
+    [
+      "netns",
+      "exec",
+      MD_NS,
+      process.execPath,
+      serverJs,
+      "--listen",
+      "169.254.169.254:80",
+      "--listen",
+      "168.63.129.16:80",
+      "--scenario",
+      scenarioFile,
+    ],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
   let pending = "";
   await new Promise<void>((resolve, reject) => {
     server!.once("exit", (code) => reject(new Error(`metadata server exited (${code})`)));
@@ -81,14 +97,23 @@ before(async () => {
       }
     });
   });
-  const generated = await generateConfigs({ clusterName: "cloud", endpoint: "https://127.0.0.1:6443", installDisk: "" });
+  const generated = await generateConfigs({
+    clusterName: "cloud",
+    endpoint: "https://127.0.0.1:6443",
+    installDisk: "",
+  });
   controlplane = generated.controlplane;
   talosconfig = generated.talosconfig;
 });
 
 after(async () => {
   if (server) await stopProcess(server);
-  for (const args of [["link", "del", MGMT_HOST], ["netns", "del", NODE_NS], ["netns", "del", MD_NS]]) ignore(() => ip(...args));
+  for (const args of [
+    ["link", "del", MGMT_HOST],
+    ["netns", "del", NODE_NS],
+    ["netns", "del", MD_NS],
+  ])
+    ignore(() => ip(...args));
   rmSync(work, { recursive: true, force: true });
 });
 
@@ -120,7 +145,25 @@ async function boot(scenario: Scenario, gateway = ""): Promise<Node> {
   const cmdline = `talos.network.interface.ignore=${MGMT} ip=${NODE_ADDRESS}::${gateway}:255.255.0.0::${nodeLink}:off`;
   const child = spawn(
     "ip",
-    ["netns", "exec", NODE_NS, process.execPath, sandboxJs, "--state-dir", stateDir, "--apid-listen", `0.0.0.0:${PORT}`, "--trustd-listen", `${MGMT_NET}.2:${PORT + 1}`, "--apid-in-process", "--network-apply", "--kernel-cmdline", cmdline, "--platform", scenario.platform],
+    [
+      "netns",
+      "exec",
+      NODE_NS,
+      process.execPath,
+      sandboxJs,
+      "--state-dir",
+      stateDir,
+      "--apid-listen",
+      `0.0.0.0:${PORT}`,
+      "--trustd-listen",
+      `${MGMT_NET}.2:${PORT + 1}`,
+      "--apid-in-process",
+      "--network-apply",
+      "--kernel-cmdline",
+      cmdline,
+      "--platform",
+      scenario.platform,
+    ],
     { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, BASALT_LOG_LEVEL: "info" } },
   );
   let out = "";
@@ -143,9 +186,12 @@ async function boot(scenario: Scenario, gateway = ""): Promise<Node> {
 type Listed = { resource: { metadata: { id: string }; spec: { yaml_spec: string } } }[];
 async function specs(client: NodeClient, ns: string, type: string): Promise<Map<string, Record<string, unknown>>> {
   const items = (await client.resourceList(ns, type)) as Listed;
-  return new Map(items.map((i) => [i.resource.metadata.id, parseYaml(i.resource.spec.yaml_spec) as Record<string, unknown>]));
+  return new Map(
+    items.map((i) => [i.resource.metadata.id, parseYaml(i.resource.spec.yaml_spec) as Record<string, unknown>]),
+  );
 }
-const platformMetadata = async (client: NodeClient) => (await specs(client, "runtime", "PlatformMetadatas.talos.dev")).get("platformmetadata");
+const platformMetadata = async (client: NodeClient) =>
+  (await specs(client, "runtime", "PlatformMetadatas.talos.dev")).get("platformmetadata");
 
 /** Runs `fn` on the node; a failure carries the tail of what the node printed. */
 async function on<T>(node: Node, fn: () => Promise<T>): Promise<T> {
@@ -159,7 +205,10 @@ async function on<T>(node: Node, fn: () => Promise<T>): Promise<T> {
 
 /** The node over mutual TLS once it runs the configuration it got. */
 async function configured(node: Node): Promise<NodeClient> {
-  const mtls = new NodeClient({ endpoint: `${MGMT_NET}.2:${PORT}`, credentials: { kind: "mtls", ...parseTalosconfig(talosconfig) } });
+  const mtls = new NodeClient({
+    endpoint: `${MGMT_NET}.2:${PORT}`,
+    credentials: { kind: "mtls", ...parseTalosconfig(talosconfig) },
+  });
   await eventually(() => mtls.version(), 300);
   return mtls;
 }
@@ -204,8 +253,17 @@ const cases: Record<string, PlatformCase> = {
     check: async () => {
       // Every read went through a session token.
       const puts = requests.filter((r) => r.method === "PUT");
-      assert.ok(puts.length >= 1 && puts.every((r) => r.url === "/latest/api/token" && r.headers["x-aws-ec2-metadata-token-ttl-seconds"] === "300"));
-      assert.ok(requests.filter((r) => r.method === "GET").every((r) => /^token-\d+$/.test(r.headers["x-aws-ec2-metadata-token"] ?? "")));
+      assert.ok(
+        puts.length >= 1 &&
+          puts.every(
+            (r) => r.url === "/latest/api/token" && r.headers["x-aws-ec2-metadata-token-ttl-seconds"] === "300",
+          ),
+      );
+      assert.ok(
+        requests
+          .filter((r) => r.method === "GET")
+          .every((r) => /^token-\d+$/.test(r.headers["x-aws-ec2-metadata-token"] ?? "")),
+      );
       assert.ok(requests.some((r) => r.url === "/latest/user-data"));
     },
   },
@@ -224,9 +282,19 @@ const cases: Record<string, PlatformCase> = {
     externalIPs: ["34.123.45.67/32"],
     check: async (client) => {
       assert.ok(requests.length > 0 && requests.every((r) => r.headers["metadata-flavor"] === "Google"));
-      await eventually(async () => assert.deepEqual((await specs(client, "network", "ResolverStatuses.net.talos.dev")).get("resolvers"), { dnsServers: ["169.254.169.254"] }));
-      assert.deepEqual((await specs(client, "network-config", "TimeServerSpecs.net.talos.dev")).get("platform/timeservers"), { timeServers: ["metadata.google.internal"], layer: "platform" });
-      assert.equal((await specs(client, "network-config", "LinkSpecs.net.talos.dev")).get("platform/eth0")?.["mtu"], 1460);
+      await eventually(async () =>
+        assert.deepEqual((await specs(client, "network", "ResolverStatuses.net.talos.dev")).get("resolvers"), {
+          dnsServers: ["169.254.169.254"],
+        }),
+      );
+      assert.deepEqual(
+        (await specs(client, "network-config", "TimeServerSpecs.net.talos.dev")).get("platform/timeservers"),
+        { timeServers: ["metadata.google.internal"], layer: "platform" },
+      );
+      assert.equal(
+        (await specs(client, "network-config", "LinkSpecs.net.talos.dev")).get("platform/eth0")?.["mtu"],
+        1460,
+      );
     },
   },
   openstack: {
@@ -247,37 +315,75 @@ const cases: Record<string, PlatformCase> = {
     },
   },
   "digital-ocean": {
-    metadata: { platform: "digital-ocean", hostname: "node-c", region: "fra1", instanceId: "371254091", providerId: "digitalocean://371254091" },
+    metadata: {
+      platform: "digital-ocean",
+      hostname: "node-c",
+      region: "fra1",
+      instanceId: "371254091",
+      providerId: "digitalocean://371254091",
+    },
     hostname: { hostname: "node-c", domainname: "" },
     externalIPs: ["164.92.180.55/32", "2a03:b0c0:3:d0::1a2b:3001/128"],
     linkName: "eth0",
     // The droplet's public gateway, which the route to the metadata service goes through.
     serviceAddresses: ["164.92.176.1/20"],
     check: async (client) => {
-      await eventually(async () => assert.deepEqual(kernelAddrs("eth0", "-4"), ["164.92.180.55/20", `${NODE_ADDRESS}/16`]));
+      await eventually(async () =>
+        assert.deepEqual(kernelAddrs("eth0", "-4"), ["164.92.180.55/20", `${NODE_ADDRESS}/16`]),
+      );
       await eventually(async () => assert.deepEqual(kernelAddrs("eth0", "-4", "link"), ["10.19.0.5/16"]));
       await eventually(async () => assert.ok(kernelAddrs("eth0", "-6").includes("2a03:b0c0:3:d0::1a2b:3001/64")));
-      await eventually(async () => assert.deepEqual(kernelRoutes(), ["169.254.169.254 via 164.92.176.1 metric 512 dev eth0", "default via 164.92.176.1 metric 1024 dev eth0"].sort()));
-      await eventually(async () => assert.deepEqual((await specs(client, "network", "ResolverStatuses.net.talos.dev")).get("resolvers"), { dnsServers: ["67.207.67.2", "67.207.67.3"] }));
+      await eventually(async () =>
+        assert.deepEqual(
+          kernelRoutes(),
+          [
+            "169.254.169.254 via 164.92.176.1 metric 512 dev eth0",
+            "default via 164.92.176.1 metric 1024 dev eth0",
+          ].sort(),
+        ),
+      );
+      await eventually(async () =>
+        assert.deepEqual((await specs(client, "network", "ResolverStatuses.net.talos.dev")).get("resolvers"), {
+          dnsServers: ["67.207.67.2", "67.207.67.3"],
+        }),
+      );
     },
   },
   hcloud: {
-    metadata: { platform: "hcloud", hostname: "node-d", region: "fsn1", zone: "fsn1-dc14", instanceId: "48213377", providerId: "hcloud://48213377" },
+    metadata: {
+      platform: "hcloud",
+      hostname: "node-d",
+      region: "fsn1",
+      zone: "fsn1-dc14",
+      instanceId: "48213377",
+      providerId: "hcloud://48213377",
+    },
     hostname: { hostname: "node-d", domainname: "" },
     externalIPs: ["49.12.201.17/32", "2a01:4f8:1c1e:8d2a::1/128"],
     linkName: "eth0",
     check: async (client) => {
       await eventually(async () => assert.ok(kernelAddrs("eth0", "-6").includes("2a01:4f8:1c1e:8d2a::1/64")));
-      assert.deepEqual((await specs(client, "network", "OperatorSpecs.net.talos.dev")).get("dhcp4/eth0")?.["layer"], "platform");
+      assert.deepEqual(
+        (await specs(client, "network", "OperatorSpecs.net.talos.dev")).get("dhcp4/eth0")?.["layer"],
+        "platform",
+      );
     },
   },
   vultr: {
-    metadata: { platform: "vultr", hostname: "node-e", region: "FRA", instanceId: "4f6b2c1e-8d3a-4b5c-9e7f-0a1b2c3d4e5f", providerId: "vultr://4f6b2c1e-8d3a-4b5c-9e7f-0a1b2c3d4e5f" },
+    metadata: {
+      platform: "vultr",
+      hostname: "node-e",
+      region: "FRA",
+      instanceId: "4f6b2c1e-8d3a-4b5c-9e7f-0a1b2c3d4e5f",
+      providerId: "vultr://4f6b2c1e-8d3a-4b5c-9e7f-0a1b2c3d4e5f",
+    },
     hostname: { hostname: "node-e", domainname: "" },
     externalIPs: ["45.76.88.120/32", "2001:19f0:6c01:1b2a:5400:4ff:fe5a:1b2c/128"],
     linkName: "eth0",
     check: async () => {
-      await eventually(async () => assert.deepEqual(kernelAddrs("eth0", "-4"), [`${NODE_ADDRESS}/16`, "45.76.88.120/23"]));
+      await eventually(async () =>
+        assert.deepEqual(kernelAddrs("eth0", "-4"), [`${NODE_ADDRESS}/16`, "45.76.88.120/23"]),
+      );
       await eventually(async () => assert.deepEqual(kernelRoutes(), ["default via 45.76.88.1 dev eth0"]));
     },
   },
@@ -288,8 +394,10 @@ const cases: Record<string, PlatformCase> = {
       region: "westeurope",
       zone: "westeurope-2",
       instanceType: "Standard_D4s_v5",
-      instanceId: "/subscriptions/7d1c2b3a-4e5f-6071-8293-a4b5c6d7e8f9/resourceGroups/basalt-rg/providers/Microsoft.Compute/virtualMachines/node-f",
-      providerId: "azure:///subscriptions/7d1c2b3a-4e5f-6071-8293-a4b5c6d7e8f9/resourceGroups/basalt-rg/providers/Microsoft.Compute/virtualMachines/node-f",
+      instanceId:
+        "/subscriptions/7d1c2b3a-4e5f-6071-8293-a4b5c6d7e8f9/resourceGroups/basalt-rg/providers/Microsoft.Compute/virtualMachines/node-f",
+      providerId:
+        "azure:///subscriptions/7d1c2b3a-4e5f-6071-8293-a4b5c6d7e8f9/resourceGroups/basalt-rg/providers/Microsoft.Compute/virtualMachines/node-f",
       spot: true,
     },
     hostname: { hostname: "node-f", domainname: "" },
@@ -297,14 +405,24 @@ const cases: Record<string, PlatformCase> = {
     // The wire server (on the service's side) is reached through the default gateway, as on Azure.
     gateway: "169.254.169.254",
     // The configuration is on a UDF provisioning CD, which the node mounts.
-    userDataSkip: readFileSync("/proc/filesystems", "utf8").includes("udf") ? undefined : "this kernel has no UDF filesystem to mount Azure's provisioning CD with",
+    userDataSkip: readFileSync("/proc/filesystems", "utf8").includes("udf")
+      ? undefined
+      : "this kernel has no UDF filesystem to mount Azure's provisioning CD with",
     checkWithoutUserData: async (client) => {
       // Provisioning completes: the goal state read, then Ready posted for its container and instance.
       const wire = requests.filter((r) => r.host === "168.63.129.16");
-      assert.deepEqual(wire.map((r) => `${r.method} ${r.url}`), ["GET /machine/?comp=goalstate", "POST /machine/?comp=health"]);
-      assert.match(wire[1]!.body ?? "", /<ContainerId>4b2c8f3e-1d0a-4e6b-9c5f-7a8b9c0d1e2f<\/ContainerId>.*<InstanceId>0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0\._node-f<\/InstanceId><Health><State>Ready<\/State>/);
+      assert.deepEqual(
+        wire.map((r) => `${r.method} ${r.url}`),
+        ["GET /machine/?comp=goalstate", "POST /machine/?comp=health"],
+      );
+      assert.match(
+        wire[1]!.body ?? "",
+        /<ContainerId>4b2c8f3e-1d0a-4e6b-9c5f-7a8b9c0d1e2f<\/ContainerId>.*<InstanceId>0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0\._node-f<\/InstanceId><Health><State>Ready<\/State>/,
+      );
       assert.ok(requests.filter((r) => r.host === "169.254.169.254").every((r) => r.headers["metadata"] === "true"));
-      const external = [...(await specs(client, "network", "AddressStatuses.net.talos.dev")).values()].filter((a) => a["linkName"] === "external").map((a) => a["address"]);
+      const external = [...(await specs(client, "network", "AddressStatuses.net.talos.dev")).values()]
+        .filter((a) => a["linkName"] === "external")
+        .map((a) => a["address"]);
       assert.deepEqual(external.sort(), ["20.86.15.99/32", "2603:1020:206:3::7/128", "51.124.80.12/32"]);
     },
   },
@@ -323,19 +441,38 @@ const cases: Record<string, PlatformCase> = {
     check: async (client) => {
       assert.ok(requests.length > 0 && requests.every((r) => r.headers["authorization"] === "Bearer Oracle"));
       assert.ok(requests.some((r) => r.url === "/opc/v2/instance/metadata/user_data"));
-      await eventually(async () => assert.deepEqual((await specs(client, "network", "ResolverStatuses.net.talos.dev")).get("resolvers"), { dnsServers: ["169.254.169.254"] }));
-      assert.deepEqual((await specs(client, "network", "TimeServerStatuses.net.talos.dev")).get("timeservers"), { timeServers: ["169.254.169.254"] });
+      await eventually(async () =>
+        assert.deepEqual((await specs(client, "network", "ResolverStatuses.net.talos.dev")).get("resolvers"), {
+          dnsServers: ["169.254.169.254"],
+        }),
+      );
+      assert.deepEqual((await specs(client, "network", "TimeServerStatuses.net.talos.dev")).get("timeservers"), {
+        timeServers: ["169.254.169.254"],
+      });
     },
   },
 };
 
 const kernelAddrs = (dev: string, family: "-4" | "-6", scope = "global") =>
-  ((JSON.parse(ip("-n", NODE_NS, "-j", family, "addr", "show", "dev", dev)) as { addr_info: { local: string; prefixlen: number; scope: string }[] }[])[0]?.addr_info ?? [])
+  (
+    (
+      JSON.parse(ip("-n", NODE_NS, "-j", family, "addr", "show", "dev", dev)) as {
+        addr_info: { local: string; prefixlen: number; scope: string }[];
+      }[]
+    )[0]?.addr_info ?? []
+  )
     .filter((a) => a.scope === scope)
     .map((a) => `${a.local}/${a.prefixlen}`)
     .sort();
 const kernelRoutes = () =>
-  (JSON.parse(ip("-n", NODE_NS, "-j", "-4", "route", "show", "table", "main")) as { dst: string; gateway?: string; metric?: number; dev: string }[])
+  (
+    JSON.parse(ip("-n", NODE_NS, "-j", "-4", "route", "show", "table", "main")) as {
+      dst: string;
+      gateway?: string;
+      metric?: number;
+      dev: string;
+    }[]
+  )
     .filter((r) => r.gateway)
     .map((r) => `${r.dst} via ${r.gateway}${r.metric ? ` metric ${r.metric}` : ""} dev ${r.dev}`)
     .sort();
@@ -344,8 +481,20 @@ const kernelRoutes = () =>
 async function openstackNetworkApplied(client: NodeClient): Promise<void> {
   await eventually(async () => assert.deepEqual(kernelAddrs(nodeLink, "-4"), ["10.217.0.5/24", `${NODE_ADDRESS}/16`]));
   await eventually(async () => assert.ok(kernelAddrs(nodeLink, "-6").includes("2001:db8:c0de::5/64")));
-  await eventually(async () => assert.deepEqual(kernelRoutes(), [`10.217.8.0/21 via 10.217.0.254 metric 1024 dev ${nodeLink}`, `default via 10.217.0.1 metric 1024 dev ${nodeLink}`].sort()));
-  await eventually(async () => assert.deepEqual((await specs(client, "network", "ResolverStatuses.net.talos.dev")).get("resolvers"), { dnsServers: ["10.217.0.2", "2001:db8:c0de::2"] }));
+  await eventually(async () =>
+    assert.deepEqual(
+      kernelRoutes(),
+      [
+        `10.217.8.0/21 via 10.217.0.254 metric 1024 dev ${nodeLink}`,
+        `default via 10.217.0.1 metric 1024 dev ${nodeLink}`,
+      ].sort(),
+    ),
+  );
+  await eventually(async () =>
+    assert.deepEqual((await specs(client, "network", "ResolverStatuses.net.talos.dev")).get("resolvers"), {
+      dnsServers: ["10.217.0.2", "2001:db8:c0de::2"],
+    }),
+  );
 }
 
 /**
@@ -360,13 +509,32 @@ function configDrive(userData: string): () => void {
   copyFileSync(path.join(fixturesRoot, "openstack", "network_data.json"), path.join(latest, "network_data.json"));
   writeFileSync(path.join(latest, "user_data"), userData);
   const iso = `${dir}.iso`;
-  execFileSync("genisoimage", ["-o", iso, "-ldots", "-allow-lowercase", "-allow-multidot", "-l", "-publisher", "OpenStack Compute", "-quiet", "-J", "-r", "-V", "config-2", dir]);
+  execFileSync("genisoimage", [
+    "-o",
+    iso,
+    "-ldots",
+    "-allow-lowercase",
+    "-allow-multidot",
+    "-l",
+    "-publisher",
+    "OpenStack Compute",
+    "-quiet",
+    "-J",
+    "-r",
+    "-V",
+    "config-2",
+    dir,
+  ]);
   const loop = execFileSync("losetup", ["-f", "--show", "-r", iso], { encoding: "utf8" }).trim();
   return () => execFileSync("losetup", ["-d", loop]);
 }
 
 // The node mounts the drive: the kernel running the test must read ISO 9660 (a node's does).
-const isoSkip = skip ?? (readFileSync("/proc/filesystems", "utf8").includes("iso9660") ? undefined : "this kernel has no ISO 9660 filesystem to mount a config drive with");
+const isoSkip =
+  skip ??
+  (readFileSync("/proc/filesystems", "utf8").includes("iso9660")
+    ? undefined
+    : "this kernel has no ISO 9660 filesystem to mount a config drive with");
 describe("openstack config drive", { skip: isoSkip ?? false }, () => {
   test("a config-2 drive made with genisoimage configures the node: its user data, meta_data and network_data; the service is not asked", async () => {
     freshNodeLink(LINK, "fa:16:3e:5a:21:0b");
@@ -401,16 +569,28 @@ for (const [platform, c] of Object.entries(cases)) {
     after(() => {
       for (const a of c.serviceAddresses ?? []) ip("-n", MD_NS, "addr", "del", a, "dev", MD_LINK);
     });
-    test("user data is the configuration; PlatformMetadata, hostname, external addresses and network from the metadata service", { skip: c.userDataSkip ?? false }, async () => {
+    test("user data is the configuration; PlatformMetadata, hostname, external addresses and network from the metadata service", {
+      skip: c.userDataSkip ?? false,
+    }, async () => {
       freshNodeLink(c.linkName ?? LINK, c.linkMac);
       const node = await boot({ platform, userData: controlplane }, c.gateway);
       try {
         const client = await on(node, () => configured(node));
         try {
           await eventually(async () => assert.deepEqual(await platformMetadata(client), c.metadata));
-          await eventually(async () => assert.deepEqual((await specs(client, "network", "HostnameStatuses.net.talos.dev")).get("hostname"), c.hostname));
-          assert.equal((await specs(client, "network-config", "HostnameSpecs.net.talos.dev")).get("platform/hostname")?.["layer"], "platform");
-          const external = [...(await specs(client, "network", "AddressStatuses.net.talos.dev")).values()].filter((a) => a["linkName"] === "external").map((a) => a["address"]);
+          await eventually(async () =>
+            assert.deepEqual(
+              (await specs(client, "network", "HostnameStatuses.net.talos.dev")).get("hostname"),
+              c.hostname,
+            ),
+          );
+          assert.equal(
+            (await specs(client, "network-config", "HostnameSpecs.net.talos.dev")).get("platform/hostname")?.["layer"],
+            "platform",
+          );
+          const external = [...(await specs(client, "network", "AddressStatuses.net.talos.dev")).values()]
+            .filter((a) => a["linkName"] === "external")
+            .map((a) => a["address"]);
           assert.deepEqual(external.sort(), [...c.externalIPs].sort());
           await on(node, async () => c.check?.(client));
         } finally {
@@ -426,8 +606,15 @@ for (const [platform, c] of Object.entries(cases)) {
       const node = await boot({ platform }, c.gateway);
       try {
         await eventually(() => node.client.disks(), 300);
-        await eventually(async () => assert.deepEqual(await platformMetadata(node.client), c.maintenanceMetadata ?? c.metadata));
-        await eventually(async () => assert.deepEqual((await specs(node.client, "network", "HostnameStatuses.net.talos.dev")).get("hostname"), c.hostname));
+        await eventually(async () =>
+          assert.deepEqual(await platformMetadata(node.client), c.maintenanceMetadata ?? c.metadata),
+        );
+        await eventually(async () =>
+          assert.deepEqual(
+            (await specs(node.client, "network", "HostnameStatuses.net.talos.dev")).get("hostname"),
+            c.hostname,
+          ),
+        );
         assert.match(node.output(), new RegExp(`platform ${platform} gives no user data; entering maintenance mode`));
         await on(node, async () => c.checkWithoutUserData?.(node.client));
       } finally {

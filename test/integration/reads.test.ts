@@ -25,10 +25,15 @@ function mtls(material: { ca: string; crt: string; key: string }): NodeClient {
   clients.push(c);
   return c;
 }
-const code = (expected: grpc.status, details?: RegExp) => (err: grpc.ServiceError) => err.code === expected && (!details || details.test(err.details));
+const code = (expected: grpc.status, details?: RegExp) => (err: grpc.ServiceError) =>
+  err.code === expected && (!details || details.test(err.details));
 
 before(async () => {
-  ({ sandbox, port, config, admin } = await startConfiguredSandbox({ clusterName: "reads", stateDir, args: ["--apid-in-process"] }));
+  ({ sandbox, port, config, admin } = await startConfiguredSandbox({
+    clusterName: "reads",
+    stateDir,
+    args: ["--apid-in-process"],
+  }));
   clients.push(admin);
 });
 
@@ -46,7 +51,10 @@ test("Read: a file, /proc/sys/kernel/random/boot_id (what reboot --wait reads); 
   const bootId = (await admin.read("/proc/sys/kernel/random/boot_id")).toString();
   assert.equal(bootId, readFileSync("/proc/sys/kernel/random/boot_id", "utf8"));
   await assert.rejects(admin.read(tree), code(grpc.status.INVALID_ARGUMENT, /^path must be a regular file/));
-  await assert.rejects(admin.read(path.join(tree, "missing")), code(grpc.status.NOT_FOUND, /^stat .*missing: no such file or directory$/));
+  await assert.rejects(
+    admin.read(path.join(tree, "missing")),
+    code(grpc.status.NOT_FOUND, /^stat .*missing: no such file or directory$/),
+  );
 });
 
 test("List: a temp tree with and without a depth bound", async () => {
@@ -54,7 +62,8 @@ test("List: a temp tree with and without a depth bound", async () => {
   writeFileSync(path.join(tree, "d1", "f1"), "1");
   writeFileSync(path.join(tree, "d1", "d2", "f2"), "22");
   type Info = { name: string; relative_name: string; size: number; is_dir: boolean; error: string };
-  const names = async (req: object) => ((await admin.list({ root: tree, ...req })) as Info[]).map((f) => f.relative_name);
+  const names = async (req: object) =>
+    ((await admin.list({ root: tree, ...req })) as Info[]).map((f) => f.relative_name);
   assert.deepEqual(await names({}), [".", "d1", "hello.txt"]);
   assert.deepEqual(await names({ recurse: true, recursion_depth: 2 }), [".", "d1", "d1/d2", "d1/f1", "hello.txt"]);
   assert.deepEqual(await names({ recurse: true }), [".", "d1", "d1/d2", "d1/d2/f2", "d1/f1", "hello.txt"]);
@@ -70,7 +79,8 @@ test("Mounts lists / with its size", async () => {
 });
 
 type Data = { bytes: Buffer; metadata?: { error: string } };
-const line = /^(kern|user|daemon|syslog|local\d): +(emerg|alert|crit|err|warning|notice|info|debug): \[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z\]: /;
+const line =
+  /^(kern|user|daemon|syslog|local\d): +(emerg|alert|crit|err|warning|notice|info|debug): \[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z\]: /;
 
 /** How many descriptors of the sandbox have /dev/kmsg open. */
 function kmsgReaders(): number {
@@ -88,7 +98,10 @@ test("Dmesg: the buffered kernel log in talosctl's line format; tail without fol
   const all = await admin.collect<Data>(admin.machine, "Dmesg", { follow: false, tail: false });
   assert.ok(all.length > 0, "the kernel log has records");
   for (const m of all.slice(0, 20)) assert.match(m.bytes.toString(), line);
-  assert.ok(all.every((m) => m.bytes.toString().endsWith("\n")), "each record ends its line, as talosctl prints it");
+  assert.ok(
+    all.every((m) => m.bytes.toString().endsWith("\n")),
+    "each record ends its line, as talosctl prints it",
+  );
   const tailOnly = await admin.collect<Data>(admin.machine, "Dmesg", { follow: false, tail: true });
   assert.deepEqual(tailOnly, [], "tail: only records logged from now on");
   await eventually(async () => assert.equal(kmsgReaders(), 0));
@@ -97,7 +110,13 @@ test("Dmesg: the buffered kernel log in talosctl's line format; tail without fol
 test("Dmesg follow streams new kernel records, and cancelling it (again and again) ends the handler cleanly", async () => {
   for (let round = 0; round < 12; round++) {
     const marker = `basalt-reads-${process.pid}-${round}`;
-    const seen = admin.collectUntil<Data>(admin.machine, "Dmesg", { follow: true, tail: true }, (m) => m.bytes.toString().includes(marker), 15_000);
+    const seen = admin.collectUntil<Data>(
+      admin.machine,
+      "Dmesg",
+      { follow: true, tail: true },
+      (m) => m.bytes.toString().includes(marker),
+      15_000,
+    );
     // The handler opens the log when the call arrives: keep writing the marker until it is seen.
     let stop = false;
     const writer = (async () => {
@@ -111,7 +130,10 @@ test("Dmesg follow streams new kernel records, and cancelling it (again and agai
     await writer;
     // Records written from user space carry the user facility.
     assert.match(got.at(-1)!.bytes.toString(), new RegExp(`^user: +notice: \\[.*\\]: ${marker}\\n$`));
-    assert.ok(got.every((m) => !m.bytes.toString().includes("Linux version")), "tail skips the boot records");
+    assert.ok(
+      got.every((m) => !m.bytes.toString().includes("Linux version")),
+      "tail skips the boot records",
+    );
   }
   await eventually(async () => assert.equal(kmsgReaders(), 0, "every cancelled stream closed /dev/kmsg"));
   assert.doesNotMatch(sandbox.output(), /MaxListenersExceededWarning/);
@@ -131,7 +153,14 @@ test("GenerateClientConfiguration: a reader talosconfig reads but cannot apply a
   await assert.rejects(reader.read(path.join(tree, "hello.txt")), code(grpc.status.PERMISSION_DENIED));
   await assert.rejects(reader.generateClientConfiguration(["os:admin"], 3600), code(grpc.status.PERMISSION_DENIED));
 
-  const operator = mtls(parseTalosconfig((await admin.generateClientConfiguration(["os:operator"], 3600)).messages[0]!.talosconfig.toString()));
+  const operator = mtls(
+    parseTalosconfig(
+      (await admin.generateClientConfiguration(["os:operator"], 3600)).messages[0]!.talosconfig.toString(),
+    ),
+  );
   await assert.rejects(operator.generateClientConfiguration(["os:admin"], 3600), code(grpc.status.PERMISSION_DENIED));
-  await assert.rejects(admin.generateClientConfiguration(["os:reader"], 0), code(grpc.status.INVALID_ARGUMENT, /^crt_ttl should be positive$/));
+  await assert.rejects(
+    admin.generateClientConfiguration(["os:reader"], 0),
+    code(grpc.status.INVALID_ARGUMENT, /^crt_ttl should be positive$/),
+  );
 });

@@ -9,15 +9,19 @@ import { after, describe, it } from "node:test";
 import type { MachineRuntime } from "../../agent/src/machined/runtime.js";
 import { resetSequence, type ResetOptions } from "../../agent/src/machined/sequences.js";
 
-const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
-const canRun = process.getuid?.() === 0 && fs.existsSync("/dev/loop-control") && (() => {
-  try {
-    sh("which", ["mkfs.xfs", "sfdisk", "blkid"]);
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const sh = (cmd: string, args: string[]) =>
+  execFileSync(cmd, args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+const canRun =
+  process.getuid?.() === 0 &&
+  fs.existsSync("/dev/loop-control") &&
+  (() => {
+    try {
+      sh("which", ["mkfs.xfs", "sfdisk", "blkid"]);
+      return true;
+    } catch {
+      return false;
+    }
+  })();
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), `basalt-reset-${process.pid}-`));
 const loops: string[] = [];
@@ -32,7 +36,10 @@ function loop(file: string, sizeMiB: number): string {
 
 const signature = (dev: string) => {
   try {
-    return sh("blkid", ["-p", "-o", "value", "-s", "TYPE", dev]).trim() || sh("blkid", ["-p", "-o", "value", "-s", "PTTYPE", dev]).trim();
+    return (
+      sh("blkid", ["-p", "-o", "value", "-s", "TYPE", dev]).trim() ||
+      sh("blkid", ["-p", "-o", "value", "-s", "PTTYPE", dev]).trim()
+    );
   } catch {
     return "none";
   }
@@ -60,7 +67,8 @@ async function runDiskPhases(devs: { state: string; ephemeral: string }, opts: P
     systemDisk: { disk: "/dev/basalt-test-system", partitions: { STATE: devs.state, EPHEMERAL: devs.ephemeral } },
   } as unknown as MachineRuntime; // only what the disk phases read
   const phases = resetSequence(r, { labels: [], reboot: true, mode: "all", userDisks: [], graceful: false, ...opts });
-  for (const p of phases.filter((ph) => ph.name.startsWith("reset"))) for (const t of p.tasks) await t.run(new AbortController().signal);
+  for (const p of phases.filter((ph) => ph.name.startsWith("reset")))
+    for (const t of p.tasks) await t.run(new AbortController().signal);
 }
 
 describe("Reset wipe modes", { skip: canRun ? false : "needs root, loop devices, mkfs.xfs, sfdisk, blkid" }, () => {

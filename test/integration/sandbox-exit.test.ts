@@ -45,7 +45,11 @@ function notRunning(pid: number): boolean {
 
 test("a configured sandbox exits with status 0 soon after SIGTERM", { timeout: 120_000 }, async () => {
   const trustdPort = await freePort();
-  const { sandbox, admin } = await startConfiguredSandbox({ clusterName: "exit", stateDir: await stateDir(), args: ["--trustd-listen", `127.0.0.1:${trustdPort}`] });
+  const { sandbox, admin } = await startConfiguredSandbox({
+    clusterName: "exit",
+    stateDir: await stateDir(),
+    args: ["--trustd-listen", `127.0.0.1:${trustdPort}`],
+  });
   try {
     // The boot's last phases start the system bus (login1) for the kubelet: its listening socket is what
     // outlived every service before.
@@ -72,7 +76,11 @@ test("a sandbox killed with SIGKILL leaves no syslog relay behind", { timeout: 6
     assert.equal(notRunning(started), false, "the relay runs while the sandbox does");
     sandbox.child.kill("SIGKILL");
     assert.equal(await exitWithin(sandbox.child, 10_000), "signal SIGKILL");
-    await eventually(async () => assert.ok(notRunning(started), `syslog-relay (pid ${started}) still runs after its sandbox was killed`), 50);
+    await eventually(
+      async () =>
+        assert.ok(notRunning(started), `syslog-relay (pid ${started}) still runs after its sandbox was killed`),
+      50,
+    );
   } finally {
     await sandbox.stop(1000);
   }

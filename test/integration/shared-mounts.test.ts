@@ -12,7 +12,9 @@ import { repoRoot } from "../e2e/qemu.js";
 
 const canRun = process.getuid?.() === 0;
 
-test("a root made rshared propagates mounts made in a bind of it back to itself", { skip: canRun ? false : "needs root" }, () => {
+test("a root made rshared propagates mounts made in a bind of it back to itself", {
+  skip: canRun ? false : "needs root",
+}, () => {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), "basalt-shared-"));
   try {
     // The script runs in a private mount namespace, so nothing here touches the host's mounts.
@@ -29,7 +31,9 @@ test("a root made rshared propagates mounts made in a bind of it back to itself"
       mount -t tmpfs token ${work}/kubelet/pod
       grep -c " ${work}/var/lib/pod " /proc/self/mountinfo
     `;
-    const out = execFileSync("unshare", ["--mount", "--propagation", "private", "sh", "-c", script], { encoding: "utf8" });
+    const out = execFileSync("unshare", ["--mount", "--propagation", "private", "sh", "-c", script], {
+      encoding: "utf8",
+    });
     assert.equal(out.trim(), "1", "the tmpfs mounted in the bind appears at its source");
   } finally {
     fs.rmSync(work, { recursive: true, force: true });

@@ -16,14 +16,17 @@ import { openBlockTarget } from "../../agent/src/sys/blockdev.js";
 import { systemMounter } from "../../agent/src/sys/mount.js";
 
 const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { encoding: "utf8" });
-const canRun = process.getuid?.() === 0 && fs.existsSync("/dev/loop-control") && (() => {
-  try {
-    sh("which", ["grub-install", "mkfs.xfs", "mkfs.vfat", "sfdisk", "mcopy"]);
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const canRun =
+  process.getuid?.() === 0 &&
+  fs.existsSync("/dev/loop-control") &&
+  (() => {
+    try {
+      sh("which", ["grub-install", "mkfs.xfs", "mkfs.vfat", "sfdisk", "mcopy"]);
+      return true;
+    } catch {
+      return false;
+    }
+  })();
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "basalt-install-"));
 const loops: string[] = [];
@@ -54,7 +57,17 @@ async function loopPartitions(disk: string, table: GptTable): Promise<string[]> 
 }
 
 async function install(disk: string) {
-  return installToDisk({ disk, source, cmdline: "talos.platform=metal console=ttyS0", version: "v0.1.0-test", arch: "amd64", workDir: path.join(work, `mnt-${path.basename(disk)}`), mounter, log, attachPartitions: loopPartitions });
+  return installToDisk({
+    disk,
+    source,
+    cmdline: "talos.platform=metal console=ttyS0",
+    version: "v0.1.0-test",
+    arch: "amd64",
+    workDir: path.join(work, `mnt-${path.basename(disk)}`),
+    mounter,
+    log,
+    attachPartitions: loopPartitions,
+  });
 }
 
 function dump(disk: string) {
@@ -71,7 +84,9 @@ async function withMounted<T>(dev: string, fstype: string, fn: (dir: string) => 
   }
 }
 
-describe("install to disk", { skip: canRun ? false : "needs root, loop devices, grub-install, mkfs.xfs, mkfs.vfat" }, () => {
+describe("install to disk", {
+  skip: canRun ? false : "needs root, loop devices, grub-install, mkfs.xfs, mkfs.vfat",
+}, () => {
   before(() => {
     fs.writeFileSync(source.kernel, "kernel image bytes");
     fs.writeFileSync(source.initramfs, Buffer.alloc(3 * 1024 * 1024, 7));
@@ -90,7 +105,10 @@ describe("install to disk", { skip: canRun ? false : "needs root, loop devices, 
   it("installs a blank disk: layout, filesystems, kernel and initramfs on BOOT/A, GRUB for BIOS and UEFI, META", async () => {
     const disk = loopDisk("blank");
     const installed = await install(disk);
-    assert.deepEqual(dump(disk).partitiontable.partitions.map((p) => p.name), ["EFI", "BIOS", "BOOT", "META", "STATE", "EPHEMERAL"]);
+    assert.deepEqual(
+      dump(disk).partitiontable.partitions.map((p) => p.name),
+      ["EFI", "BIOS", "BOOT", "META", "STATE", "EPHEMERAL"],
+    );
     assert.equal(sh("blkid", ["-p", "-o", "value", "-s", "LABEL", installed.partitions.EFI]).trim(), "EFI");
     assert.equal(sh("blkid", ["-p", "-o", "value", "-s", "TYPE", installed.partitions.BOOT]).trim(), "xfs");
     for (const blank of [installed.partitions.STATE, installed.partitions.EPHEMERAL]) {
@@ -102,7 +120,10 @@ describe("install to disk", { skip: canRun ? false : "needs root, loop devices, 
       const cfg = fs.readFileSync(path.join(dir, "grub", "grub.cfg"), "utf8");
       assert.match(cfg, /set default="A - Basalt v0.1.0-test"/);
       assert.match(cfg, /linux \/A\/vmlinuz talos.platform=metal console=ttyS0\n/);
-      assert.match(cfg, /menuentry "Reset Basalt installation and return to maintenance mode"[^}]*talos.experimental.wipe=system:EPHEMERAL,STATE/);
+      assert.match(
+        cfg,
+        /menuentry "Reset Basalt installation and return to maintenance mode"[^}]*talos.experimental.wipe=system:EPHEMERAL,STATE/,
+      );
       assert.ok(fs.existsSync(path.join(dir, "grub", "i386-pc", "normal.mod")), "BIOS modules");
       assert.ok(fs.existsSync(path.join(dir, "grub", "x86_64-efi", "normal.mod")), "UEFI modules");
     });
@@ -112,12 +133,18 @@ describe("install to disk", { skip: canRun ? false : "needs root, loop devices, 
     const fd = fs.openSync(installed.partitions.BIOS, "r");
     fs.readSync(fd, head, 0, 512, 0);
     fs.closeSync(fd);
-    assert.ok(head.some((b) => b !== 0), "GRUB's core image is in the BIOS boot partition");
+    assert.ok(
+      head.some((b) => b !== 0),
+      "GRUB's core image is in the BIOS boot partition",
+    );
     const mbr = Buffer.alloc(512);
     const dfd = fs.openSync(disk, "r");
     fs.readSync(dfd, mbr, 0, 512, 0);
     fs.closeSync(dfd);
-    assert.ok(mbr.subarray(0, 440).some((b) => b !== 0), "boot code in the MBR");
+    assert.ok(
+      mbr.subarray(0, 440).some((b) => b !== 0),
+      "boot code in the MBR",
+    );
     assert.equal(mbr[450], 0xee, "the protective MBR entry survives grub-install");
     const meta = await MetaStore.open(await openBlockTarget(installed.partitions.META));
     assert.equal(meta.keys().size, 0);
@@ -146,7 +173,15 @@ describe("install to disk", { skip: canRun ? false : "needs root, loop devices, 
   const MiB = 1024 * 1024;
   // A filesystem made inside the image at a byte offset, through a loop device of that range.
   const mkfsAt = (file: string, offsetMiB: number, sizeMiB: number, mkfs: string[]) => {
-    const loop = sh("losetup", ["-f", "--show", "-o", String(offsetMiB * MiB), "--sizelimit", String(sizeMiB * MiB), file]).trim();
+    const loop = sh("losetup", [
+      "-f",
+      "--show",
+      "-o",
+      String(offsetMiB * MiB),
+      "--sizelimit",
+      String(sizeMiB * MiB),
+      file,
+    ]).trim();
     try {
       sh(mkfs[0]!, [...mkfs.slice(1), loop]);
     } finally {
@@ -154,44 +189,76 @@ describe("install to disk", { skip: canRun ? false : "needs root, loop devices, 
     }
   };
   const leftovers: [string, (file: string) => void][] = [
-    ["an MBR table with an ext4 partition", (file) => {
-      execFileSync("sfdisk", ["-q", "-X", "dos", file], { input: ",2G,83\n,,83\n" });
-      sh("mkfs.ext4", ["-q", "-F", "-E", `offset=${1024 * 1024}`, file, "1G"]);
-    }],
-    ["a GPT whose primary copy is damaged (only the backup is valid)", (file) => {
-      execFileSync("sfdisk", ["-q", "-X", "gpt", file], { input: ",1G\n,2G\n" });
-      const fd = fs.openSync(file, "r+");
-      fs.writeSync(fd, Buffer.alloc(512, 0x55), 0, 512, 512);
-      fs.closeSync(fd);
-    }],
+    [
+      "an MBR table with an ext4 partition",
+      (file) => {
+        execFileSync("sfdisk", ["-q", "-X", "dos", file], { input: ",2G,83\n,,83\n" });
+        sh("mkfs.ext4", ["-q", "-F", "-E", `offset=${1024 * 1024}`, file, "1G"]);
+      },
+    ],
+    [
+      "a GPT whose primary copy is damaged (only the backup is valid)",
+      (file) => {
+        execFileSync("sfdisk", ["-q", "-X", "gpt", file], { input: ",1G\n,2G\n" });
+        const fd = fs.openSync(file, "r+");
+        fs.writeSync(fd, Buffer.alloc(512, 0x55), 0, 512, 512);
+        fs.closeSync(fd);
+      },
+    ],
     // STATE starts at 1103 MiB and EPHEMERAL at 1203 MiB: an old install's filesystems there must not survive.
-    ["another Linux: a GPT with vfat and xfs filesystems where STATE and EPHEMERAL now start", (file) => {
-      execFileSync("sfdisk", ["-q", "-X", "gpt", file], { input: "start=1103MiB,size=100MiB,type=uefi\nstart=1203MiB,size=1024MiB\n" });
-      mkfsAt(file, 1103, 100, ["mkfs.vfat", "-F", "32", "-n", "OLDESP"]);
-      mkfsAt(file, 1203, 1024, ["mkfs.xfs", "-q", "-f", "-L", "OLDROOT"]);
-    }],
-    ["a whole-disk xfs filesystem (no partition table)", (file) => {
-      sh("mkfs.xfs", ["-q", "-f", "-L", "WHOLE", file]);
-    }],
-    ["another OS: an ISO image written to the whole disk", (file) => {
-      const fd = fs.openSync(file, "r+");
-      const pvd = Buffer.alloc(2048);
-      pvd[0] = 1;
-      pvd.write("CD001", 1, "ascii");
-      fs.writeSync(fd, pvd, 0, pvd.length, 32768);
-      fs.closeSync(fd);
-    }],
+    [
+      "another Linux: a GPT with vfat and xfs filesystems where STATE and EPHEMERAL now start",
+      (file) => {
+        execFileSync("sfdisk", ["-q", "-X", "gpt", file], {
+          input: "start=1103MiB,size=100MiB,type=uefi\nstart=1203MiB,size=1024MiB\n",
+        });
+        mkfsAt(file, 1103, 100, ["mkfs.vfat", "-F", "32", "-n", "OLDESP"]);
+        mkfsAt(file, 1203, 1024, ["mkfs.xfs", "-q", "-f", "-L", "OLDROOT"]);
+      },
+    ],
+    [
+      "a whole-disk xfs filesystem (no partition table)",
+      (file) => {
+        sh("mkfs.xfs", ["-q", "-f", "-L", "WHOLE", file]);
+      },
+    ],
+    [
+      "another OS: an ISO image written to the whole disk",
+      (file) => {
+        const fd = fs.openSync(file, "r+");
+        const pvd = Buffer.alloc(2048);
+        pvd[0] = 1;
+        pvd.write("CD001", 1, "ascii");
+        fs.writeSync(fd, pvd, 0, pvd.length, 32768);
+        fs.closeSync(fd);
+      },
+    ],
   ];
   // The kinds of signature wipefs finds, each once (it lists every copy: FAT32's backup boot sectors, GPT's backup header).
-  const signatures = (dev: string) => [...new Set(sh("wipefs", ["-n", "-O", "TYPE", "--noheadings", dev]).split("\n").map((t) => t.trim()).filter(Boolean))].sort();
+  const signatures = (dev: string) =>
+    [
+      ...new Set(
+        sh("wipefs", ["-n", "-O", "TYPE", "--noheadings", dev])
+          .split("\n")
+          .map((t) => t.trim())
+          .filter(Boolean),
+      ),
+    ].sort();
   for (const [what, prepare] of leftovers) {
     it(`installs over ${what}`, async () => {
       const disk = loopDisk(what.replace(/\W+/g, "-"), prepare);
       const installed = await install(disk);
       const dumped = sh("sfdisk", ["--dump", disk]);
-      assert.deepEqual([...dumped.matchAll(/name="([^"]+)"/g)].map((m) => m[1]), ["EFI", "BIOS", "BOOT", "META", "STATE", "EPHEMERAL"]);
+      assert.deepEqual(
+        [...dumped.matchAll(/name="([^"]+)"/g)].map((m) => m[1]),
+        ["EFI", "BIOS", "BOOT", "META", "STATE", "EPHEMERAL"],
+      );
       assert.deepEqual(signatures(disk), ["PMBR", "gpt"], "only our table on the disk itself");
-      assert.match(sh("sfdisk", ["--verify", disk]), /No errors detected/, "both GPT copies and the protective MBR are sound");
+      assert.match(
+        sh("sfdisk", ["--verify", disk]),
+        /No errors detected/,
+        "both GPT copies and the protective MBR are sound",
+      );
       assert.deepEqual(signatures(installed.partitions.EFI), ["vfat"]);
       assert.deepEqual(signatures(installed.partitions.BOOT), ["xfs"]);
       for (const blank of [installed.partitions.META, installed.partitions.STATE, installed.partitions.EPHEMERAL]) {
@@ -201,15 +268,20 @@ describe("install to disk", { skip: canRun ? false : "needs root, loop devices, 
     });
   }
 
-  it("locateInstallSource says clearly when no boot medium is attached", { skip: (() => {
-    try {
-      sh("blkid", ["-L", "BASALT"]);
-      return "a BASALT medium is attached to this host";
-    } catch {
-      return false;
-    }
-  })() }, async () => {
-    await assert.rejects(locateInstallSource(mounter, path.join(work, "medium")), (e: unknown) => e instanceof NotFoundError && /no boot medium labelled BASALT/.test(e.message));
+  it("locateInstallSource says clearly when no boot medium is attached", {
+    skip: (() => {
+      try {
+        sh("blkid", ["-L", "BASALT"]);
+        return "a BASALT medium is attached to this host";
+      } catch {
+        return false;
+      }
+    })(),
+  }, async () => {
+    await assert.rejects(
+      locateInstallSource(mounter, path.join(work, "medium")),
+      (e: unknown) => e instanceof NotFoundError && /no boot medium labelled BASALT/.test(e.message),
+    );
   });
 
   it("installs over a half-written earlier install", async () => {

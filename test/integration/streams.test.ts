@@ -26,18 +26,32 @@ const clients: NodeClient[] = [];
 
 type Listed = { resource: { metadata: { id: string; version: string } } };
 /** The resource definitions' ids, in the order the stream delivered them. */
-const definitions = async (c: NodeClient) => (await c.collect<Listed>(c.cosi, "List", { namespace: "meta", type: rdType })).map((r) => r.resource.metadata.id);
+const definitions = async (c: NodeClient) =>
+  (await c.collect<Listed>(c.cosi, "List", { namespace: "meta", type: rdType })).map((r) => r.resource.metadata.id);
 type Data = { bytes: Buffer };
 type FileInfo = { name: string; size: number };
-const sha256 = (chunks: Data[]) => createHash("sha256").update(Buffer.concat(chunks.map((c) => c.bytes))).digest("hex");
+const sha256 = (chunks: Data[]) =>
+  createHash("sha256")
+    .update(Buffer.concat(chunks.map((c) => c.bytes)))
+    .digest("hex");
 
 before(async () => {
   const port = await freePort();
-  const generated = await generateConfigs({ clusterName: "streams", endpoint: "https://127.0.0.1:6443", installDisk: "" });
+  const generated = await generateConfigs({
+    clusterName: "streams",
+    endpoint: "https://127.0.0.1:6443",
+    installDisk: "",
+  });
   sandbox = startSandbox(stateDir, port);
   insecure = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "insecure" } });
-  direct = new NodeClient({ endpoint: `unix:${path.join(stateDir, "system", "run", "machined", "machine.sock")}`, credentials: { kind: "socket", roles: ["os:admin"] } });
-  admin = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "mtls", ...parseTalosconfig(generated.talosconfig) } });
+  direct = new NodeClient({
+    endpoint: `unix:${path.join(stateDir, "system", "run", "machined", "machine.sock")}`,
+    credentials: { kind: "socket", roles: ["os:admin"] },
+  });
+  admin = new NodeClient({
+    endpoint: `127.0.0.1:${port}`,
+    credentials: { kind: "mtls", ...parseTalosconfig(generated.talosconfig) },
+  });
   clients.push(insecure, direct, admin);
   await eventually(() => insecure.disks());
 
@@ -69,7 +83,9 @@ async function maintenanceChecks(): Promise<void> {
   for (let i = 0; i < 100; i++) assert.deepEqual(await definitions(insecure), truth, `maintenance list ${i}`);
 }
 
-test("500 COSI Lists of the resource definitions through apid, 8 at a time, each exactly as machined's socket lists them", { timeout: 120_000 }, async () => {
+test("500 COSI Lists of the resource definitions through apid, 8 at a time, each exactly as machined's socket lists them", {
+  timeout: 120_000,
+}, async () => {
   const truth = await definitions(direct);
   assert.ok(truth.length > 30, `the definitions: ${truth.length}`);
   let next = 0;
@@ -86,22 +102,33 @@ test("Watch with bootstrap contents delivers every definition before BOOTSTRAPPE
   const truth = await definitions(direct);
   type Watched = { event: { event_type: number; resource: { metadata: { id: string } } }[] };
   for (let i = 0; i < 20; i++) {
-    const got = await admin.collectUntil<Watched>(admin.cosi, "Watch", { namespace: "meta", type: rdType, api_version: 1, options: { bootstrap_contents: true } }, (m) =>
-      m.event.some((e) => e.event_type === EventType.BOOTSTRAPPED),
+    const got = await admin.collectUntil<Watched>(
+      admin.cosi,
+      "Watch",
+      { namespace: "meta", type: rdType, api_version: 1, options: { bootstrap_contents: true } },
+      (m) => m.event.some((e) => e.event_type === EventType.BOOTSTRAPPED),
     );
-    const created = got.flatMap((m) => m.event).filter((e) => e.event_type !== EventType.BOOTSTRAPPED).map((e) => e.resource.metadata.id);
+    const created = got
+      .flatMap((m) => m.event)
+      .filter((e) => e.event_type !== EventType.BOOTSTRAPPED)
+      .map((e) => e.resource.metadata.id);
     assert.deepEqual(created, truth, `watch ${i}`);
   }
 });
 
-test("Read of a 20 MiB file through apid arrives byte for byte with a reader that keeps pausing", { timeout: 120_000 }, async () => {
+test("Read of a 20 MiB file through apid arrives byte for byte with a reader that keeps pausing", {
+  timeout: 120_000,
+}, async () => {
   const file = path.join(tree, "big.bin");
   const content = randomBytes(20 * 1024 * 1024);
   writeFileSync(file, content);
   const want = createHash("sha256").update(content).digest("hex");
   const fromSocket = await readSlowly<Data>(direct, direct.machine, "Read", { path: file }, { every: 0 });
   assert.equal(sha256(fromSocket), want, "machined's socket");
-  for (const pause of [{ every: 4, ms: 20 }, { every: 1, ms: 2 }]) {
+  for (const pause of [
+    { every: 4, ms: 20 },
+    { every: 1, ms: 2 },
+  ]) {
     const chunks = await readSlowly<Data>(admin, admin.machine, "Read", { path: file }, pause);
     assert.equal(chunks.length, fromSocket.length, `messages, pausing every ${pause.every}`);
     assert.equal(sha256(chunks), want, `bytes, pausing every ${pause.every}`);
@@ -121,16 +148,23 @@ test("a reader that cancels a Read mid-way cancels machined's side: the file is 
     }).length;
   };
   for (let i = 0; i < 5; i++) {
-    const got = await admin.collectUntil<Data>(admin.machine, "Read", { path: file }, (() => {
-      let n = 0;
-      return () => ++n === 3;
-    })());
+    const got = await admin.collectUntil<Data>(
+      admin.machine,
+      "Read",
+      { path: file },
+      (() => {
+        let n = 0;
+        return () => ++n === 3;
+      })(),
+    );
     assert.equal(got.length, 3);
   }
   await eventually(async () => assert.equal(machinedFds(), 0, "every cancelled Read closed the file"));
 });
 
-test("List of a tree with 1500 entries and Dmesg arrive whole through apid, read slowly", { timeout: 120_000 }, async () => {
+test("List of a tree with 1500 entries and Dmesg arrive whole through apid, read slowly", {
+  timeout: 120_000,
+}, async () => {
   for (let d = 0; d < 30; d++) {
     mkdirSync(path.join(tree, "many", `d${d}`), { recursive: true });
     for (let f = 0; f < 49; f++) writeFileSync(path.join(tree, "many", `d${d}`, `f${f}`), "x".repeat(f));
@@ -140,7 +174,11 @@ test("List of a tree with 1500 entries and Dmesg arrive whole through apid, read
   assert.equal(truth.length, 1 + 30 * 50);
   for (let i = 0; i < 5; i++) {
     const got = await readSlowly<FileInfo>(admin, admin.machine, "List", req, { every: 50, ms: 5 });
-    assert.deepEqual(got.map((f) => [f.name, f.size]), truth.map((f) => [f.name, f.size]), `list ${i}`);
+    assert.deepEqual(
+      got.map((f) => [f.name, f.size]),
+      truth.map((f) => [f.name, f.size]),
+      `list ${i}`,
+    );
   }
 
   // Between two reads the kernel may log (and drop its oldest records), and each read dates
@@ -149,14 +187,23 @@ test("List of a tree with 1500 entries and Dmesg arrive whole through apid, read
   // and the socket's read just after must continue it: the same messages, their times apart
   // by one constant.
   const dmesg = async (c: NodeClient, slowly: boolean) =>
-    (slowly ? await readSlowly<Data>(c, c.machine, "Dmesg", {}, { every: 20, ms: 2 }) : await c.collect<Data>(c.machine, "Dmesg", {})).map((m) => kmsgLine(m.bytes.toString()));
+    (slowly
+      ? await readSlowly<Data>(c, c.machine, "Dmesg", {}, { every: 20, ms: 2 })
+      : await c.collect<Data>(c.machine, "Dmesg", {})
+    ).map((m) => kmsgLine(m.bytes.toString()));
   for (let i = 0; i < 3; i++) {
     const before = await dmesg(direct, false);
     const viaApid = await dmesg(admin, true);
     const afterwards = await dmesg(direct, false);
     assert.ok(before.length > 0 && viaApid.length > 0);
-    assert.ok(continues(viaApid, before), `dmesg ${i}: ${viaApid.length} records through apid do not continue the socket's ${before.length}`);
-    assert.ok(continues(afterwards, viaApid), `dmesg ${i}: the socket's ${afterwards.length} records afterwards do not continue the ${viaApid.length} through apid`);
+    assert.ok(
+      continues(viaApid, before),
+      `dmesg ${i}: ${viaApid.length} records through apid do not continue the socket's ${before.length}`,
+    );
+    assert.ok(
+      continues(afterwards, viaApid),
+      `dmesg ${i}: the socket's ${afterwards.length} records afterwards do not continue the ${viaApid.length} through apid`,
+    );
   }
 });
 

@@ -28,7 +28,14 @@ before(async () => {
   };
   ({ sandbox, admin } = await startConfiguredSandbox({ clusterName: "support", stateDir, config }));
   clients.push(admin);
-  await eventually(async () => assert.equal(((await admin.serviceList()) as { messages: { services: { state: string }[] }[] }).messages[0]!.services.every((s) => s.state === "Running"), true));
+  await eventually(async () =>
+    assert.equal(
+      ((await admin.serviceList()) as { messages: { services: { state: string }[] }[] }).messages[0]!.services.every(
+        (s) => s.state === "Running",
+      ),
+      true,
+    ),
+  );
 });
 
 after(async () => {
@@ -44,18 +51,39 @@ test("every call of the support bundle's node collectors answers; the bundle's f
   const files = new Map<string, number>();
   // talosctl's node collectors, in its order, with the requests it sends.
   files.set("dmesg.log", bytes(await admin.collect(admin.machine, "Dmesg", { follow: false, tail: false })).length);
-  const controllerLog = bytes(await admin.collect(admin.machine, "Logs", { namespace: "system", driver: 0, id: "controller-runtime", follow: false, tail_lines: -1 })).toString();
+  const controllerLog = bytes(
+    await admin.collect(admin.machine, "Logs", {
+      namespace: "system",
+      driver: 0,
+      id: "controller-runtime",
+      follow: false,
+      tail_lines: -1,
+    }),
+  ).toString();
   files.set("controller-runtime.log", controllerLog.length);
   const deps = await admin.unary<{ messages: { edges: unknown[] }[] }>(admin.inspect, "ControllerRuntimeDependencies");
   files.set("dependencies.dot", deps.messages[0]!.edges.length);
   files.set("mounts", ((await admin.mounts()) as { messages: { stats: unknown[] }[] }).messages[0]!.stats.length);
-  await admin.read("/proc/bus/pci/devices").catch((err: Error) => assert.match(err.message, /no such file/, "a host without PCI: talosctl reports it and goes on"));
+  await admin
+    .read("/proc/bus/pci/devices")
+    .catch((err: Error) =>
+      assert.match(err.message, /no such file/, "a host without PCI: talosctl reports it and goes on"),
+    );
   files.set("devices", 1);
-  files.set("io", (await admin.unary<{ messages: { devices: unknown[] }[] }>(admin.machine, "DiskStats")).messages[0]!.devices.length);
-  files.set("processes", (await admin.unary<{ messages: { processes: unknown[] }[] }>(admin.machine, "Processes")).messages[0]!.processes.length);
+  files.set(
+    "io",
+    (await admin.unary<{ messages: { devices: unknown[] }[] }>(admin.machine, "DiskStats")).messages[0]!.devices.length,
+  );
+  files.set(
+    "processes",
+    (await admin.unary<{ messages: { processes: unknown[] }[] }>(admin.machine, "Processes")).messages[0]!.processes
+      .length,
+  );
   files.set("summary", ((await admin.version()) as { messages: unknown[] }).messages.length);
 
-  const definitions = ((await admin.resourceList("meta", "ResourceDefinitions.meta.cosi.dev")) as Listed[]).flatMap((m) => (m.resource ? [m.resource] : []));
+  const definitions = ((await admin.resourceList("meta", "ResourceDefinitions.meta.cosi.dev")) as Listed[]).flatMap(
+    (m) => (m.resource ? [m.resource] : []),
+  );
   for (const def of definitions) {
     const spec = parse(def.spec.yaml_spec) as { type: string; defaultNamespace: string };
     const items = ((await admin.resourceList(spec.defaultNamespace, spec.type)) as Listed[]).filter((m) => m.resource);
@@ -63,14 +91,30 @@ test("every call of the support bundle's node collectors answers; the bundle's f
   }
 
   // Kubernetes logs: the CRI containers of kube-system; with no CRI runtime, none (not an error).
-  const cri = await admin.unary<{ messages: { containers: unknown[] }[] }>(admin.machine, "Containers", { namespace: "k8s.io", driver: 1 });
+  const cri = await admin.unary<{ messages: { containers: unknown[] }[] }>(admin.machine, "Containers", {
+    namespace: "k8s.io",
+    driver: 1,
+  });
   assert.deepEqual(cri.messages[0]!.containers, []);
 
   // talosctl's ServiceInfo is ServiceList filtered by id.
-  const listed = ((await admin.serviceList()) as { messages: { services: { id: string; events: { events: unknown[] } }[] }[] }).messages[0]!.services;
+  const listed = (
+    (await admin.serviceList()) as { messages: { services: { id: string; events: { events: unknown[] } }[] }[] }
+  ).messages[0]!.services;
   const services = listed.map((s) => s.id);
   for (const s of listed) {
-    files.set(`service-logs/${s.id}.log`, bytes(await admin.collect(admin.machine, "Logs", { namespace: "system", driver: 0, id: s.id, follow: false, tail_lines: -1 })).length);
+    files.set(
+      `service-logs/${s.id}.log`,
+      bytes(
+        await admin.collect(admin.machine, "Logs", {
+          namespace: "system",
+          driver: 0,
+          id: s.id,
+          follow: false,
+          tail_lines: -1,
+        }),
+      ).length,
+    );
     files.set(`service-logs/${s.id}.state`, s.events.events.length);
   }
 
@@ -78,17 +122,40 @@ test("every call of the support bundle's node collectors answers; the bundle's f
   const resources = [...files.keys()].filter((f) => f.startsWith("resources/")).sort();
   assert.deepEqual(
     [...files.keys()].filter((f) => !f.startsWith("resources/")),
-    ["dmesg.log", "controller-runtime.log", "dependencies.dot", "mounts", "devices", "io", "processes", "summary", ...services.flatMap((id) => [`service-logs/${id}.log`, `service-logs/${id}.state`])],
+    [
+      "dmesg.log",
+      "controller-runtime.log",
+      "dependencies.dot",
+      "mounts",
+      "devices",
+      "io",
+      "processes",
+      "summary",
+      ...services.flatMap((id) => [`service-logs/${id}.log`, `service-logs/${id}.state`]),
+    ],
   );
   // Every resource type the sandbox fills has its file, among them these node facts.
-  for (const f of ["machineconfigs.config.talos.dev", "services.v1alpha1.talos.dev", "kernelparamstatuses.runtime.talos.dev", "linkstatuses.net.talos.dev", "machinestatuses.runtime.talos.dev"]) {
+  for (const f of [
+    "machineconfigs.config.talos.dev",
+    "services.v1alpha1.talos.dev",
+    "kernelparamstatuses.runtime.talos.dev",
+    "linkstatuses.net.talos.dev",
+    "machinestatuses.runtime.talos.dev",
+  ]) {
     assert.ok(resources.includes(`resources/${f}.yaml`), f);
   }
-  assert.equal(files.get("resources/services.v1alpha1.talos.dev.yaml"), services.length, "one Service resource per service");
+  assert.equal(
+    files.get("resources/services.v1alpha1.talos.dev.yaml"),
+    services.length,
+    "one Service resource per service",
+  );
   assert.ok(files.get("dmesg.log")! > 0 && files.get("dependencies.dot")! > 0 && files.get("processes")! > 0);
 
   // controller-runtime's lines are in its log (what the support bundle reads), not in machined's.
-  assert.match(controllerLog, /\[basalt\] controller-runtime: controller failed .*runtime\.KernelParamSpecController.*basalt\.nosuchparameter/);
+  assert.match(
+    controllerLog,
+    /\[basalt\] controller-runtime: controller failed .*runtime\.KernelParamSpecController.*basalt\.nosuchparameter/,
+  );
   const machinedLog = readFileSync(path.join(stateDir, "var/log/machined.log"), "utf8");
   assert.doesNotMatch(machinedLog, /\[basalt\] controller-runtime:/);
 });

@@ -61,8 +61,21 @@ before(async () => {
   addNamespace(ns.ntp, NTP, 1);
   addNamespace(ns.node, NODE, 2);
   const conf = path.join(root, "chrony.conf");
-  writeFileSync(conf, [`local stratum 8`, `allow all`, `bindaddress ${NTP}`, `cmdport 0`, `pidfile ${root}/chronyd.pid`, `driftfile ${root}/drift`, ""].join("\n"));
-  chrony = spawn("ip", ["netns", "exec", ns.ntp, "chronyd", "-x", "-d", "-u", "root", "-f", conf], { stdio: ["ignore", "inherit", "inherit"] });
+  writeFileSync(
+    conf,
+    [
+      `local stratum 8`,
+      `allow all`,
+      `bindaddress ${NTP}`,
+      `cmdport 0`,
+      `pidfile ${root}/chronyd.pid`,
+      `driftfile ${root}/drift`,
+      "",
+    ].join("\n"),
+  );
+  chrony = spawn("ip", ["netns", "exec", ns.ntp, "chronyd", "-x", "-d", "-u", "root", "-f", conf], {
+    stdio: ["ignore", "inherit", "inherit"],
+  });
   process.once("exit", () => chrony?.kill("SIGKILL"));
 });
 
@@ -84,23 +97,53 @@ interface TimeMessage {
 
 const ms = (t: { seconds: string | number; nanos: number }) => Number(t.seconds) * 1000 + t.nanos / 1e6;
 
-test("a sandbox whose clock is 5 s behind follows chrony: a 5 s step, TimeStatus synced, Time reports the server and both clocks", { skip, timeout: 120_000 }, async () => {
-  const generated = await generateConfigs({ clusterName: "timesync", endpoint: `https://${NODE}:6443`, installDisk: "", talosconfigEndpoints: [NODE] });
-  const config = generated.controlplane.replace(/^machine:\n/m, `machine:\n    time:\n        servers:\n            - ${NTP}\n`);
+test("a sandbox whose clock is 5 s behind follows chrony: a 5 s step, TimeStatus synced, Time reports the server and both clocks", {
+  skip,
+  timeout: 120_000,
+}, async () => {
+  const generated = await generateConfigs({
+    clusterName: "timesync",
+    endpoint: `https://${NODE}:6443`,
+    installDisk: "",
+    talosconfigEndpoints: [NODE],
+  });
+  const config = generated.controlplane.replace(
+    /^machine:\n/m,
+    `machine:\n    time:\n        servers:\n            - ${NTP}\n`,
+  );
   const stateDir = path.join(root, "node");
   mkdirSync(path.join(stateDir, "system", "state"), { recursive: true });
   writeFileSync(path.join(stateDir, "system", "state", "config.yaml"), config);
-  const args = ["netns", "exec", ns.node, process.execPath, sandboxJs, "--state-dir", stateDir, "--apid-listen", `${NODE}:50000`, "--trustd-listen", `${NODE}:50001`, "--fake-clock-offset", `${FAKE_OFFSET_MS}ms`];
+  const args = [
+    "netns",
+    "exec",
+    ns.node,
+    process.execPath,
+    sandboxJs,
+    "--state-dir",
+    stateDir,
+    "--apid-listen",
+    `${NODE}:50000`,
+    "--trustd-listen",
+    `${NODE}:50001`,
+    "--fake-clock-offset",
+    `${FAKE_OFFSET_MS}ms`,
+  ];
   node = spawn("ip", args, { stdio: ["ignore", "pipe", "pipe"] });
   node.stdout!.on("data", (b: Buffer) => (nodeOut += b.toString()));
   node.stderr!.on("data", (b: Buffer) => (nodeOut += b.toString()));
   process.once("exit", () => node?.kill("SIGKILL"));
 
   const ctx = parseTalosconfig(generated.talosconfig);
-  client = new NodeClient({ endpoint: `${NODE}:50000`, credentials: { kind: "mtls", ca: ctx.ca, crt: ctx.crt, key: ctx.key } });
+  client = new NodeClient({
+    endpoint: `${NODE}:50000`,
+    credentials: { kind: "mtls", ca: ctx.ca, crt: ctx.crt, key: ctx.key },
+  });
   const c = client;
   const status = await eventually(async () => {
-    const res = (await c.resourceGet("runtime", "TimeStatuses.v1alpha1.talos.dev", "node")) as { resource: { spec: { yaml_spec: string } } };
+    const res = (await c.resourceGet("runtime", "TimeStatuses.v1alpha1.talos.dev", "node")) as {
+      resource: { spec: { yaml_spec: string } };
+    };
     const yaml = res.resource.spec.yaml_spec;
     if (!/synced: true/.test(yaml)) throw new Error(`not synced yet: ${yaml}`);
     return yaml;
@@ -111,7 +154,10 @@ test("a sandbox whose clock is 5 s behind follows chrony: a 5 s step, TimeStatus
   const steps = [...nodeOut.matchAll(/adjusting time \(jump\) by (-?[\d.]+)ms via ([\d.]+)/g)];
   assert.equal(steps.length, 1, nodeOut);
   assert.equal(steps[0]![2], NTP);
-  assert.ok(Math.abs(Number(steps[0]![1]) + FAKE_OFFSET_MS) < 400, `step of ${steps[0]![1]} ms for a clock ${-FAKE_OFFSET_MS} ms behind`);
+  assert.ok(
+    Math.abs(Number(steps[0]![1]) + FAKE_OFFSET_MS) < 400,
+    `step of ${steps[0]![1]} ms for a clock ${-FAKE_OFFSET_MS} ms behind`,
+  );
 
   // Time asks the first configured server; the node's clock now agrees with it within the slew range.
   const time = await c.unary<{ messages: TimeMessage[] }>(c.time, "Time");

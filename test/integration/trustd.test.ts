@@ -35,7 +35,10 @@ interface Node {
 
 const tag = randomBytes(3).toString("hex");
 const bridge = `btb${tag}`;
-const nodes: Record<"cp" | "worker", Node> = { cp: { ns: `bt-cp-${tag}`, out: "" }, worker: { ns: `bt-wk-${tag}`, out: "" } };
+const nodes: Record<"cp" | "worker", Node> = {
+  cp: { ns: `bt-cp-${tag}`, out: "" },
+  worker: { ns: `bt-wk-${tag}`, out: "" },
+};
 let generated: GeneratedConfigs;
 let root = "";
 const clients: NodeClient[] = [];
@@ -56,8 +59,24 @@ function startNode(node: Node, name: string, config: string, address: string, ex
   const stateDir = path.join(root, name);
   mkdirSync(path.join(stateDir, "system", "state"), { recursive: true });
   writeFileSync(path.join(stateDir, "system", "state", "config.yaml"), config);
-  const args = ["netns", "exec", node.ns, process.execPath, sandboxJs, "--state-dir", stateDir, "--apid-listen", `${address}:50000`, "--trustd-listen", `${address}:50001`, ...extraArgs];
-  const child = spawn("ip", args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, BASALT_LOG_LEVEL: "info" } });
+  const args = [
+    "netns",
+    "exec",
+    node.ns,
+    process.execPath,
+    sandboxJs,
+    "--state-dir",
+    stateDir,
+    "--apid-listen",
+    `${address}:50000`,
+    "--trustd-listen",
+    `${address}:50001`,
+    ...extraArgs,
+  ];
+  const child = spawn("ip", args, {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, BASALT_LOG_LEVEL: "info" },
+  });
   child.stdout!.on("data", (b: Buffer) => (node.out += b.toString()));
   child.stderr!.on("data", (b: Buffer) => (node.out += b.toString()));
   process.once("exit", () => child.kill("SIGKILL"));
@@ -72,7 +91,9 @@ async function until(what: string, check: () => boolean, ms: number): Promise<vo
   const end = Date.now() + ms;
   while (!check()) {
     if (Date.now() > end) {
-      const tails = Object.entries(nodes).map(([name, n]) => `--- ${name}:\n${n.out.split("\n").slice(-30).join("\n")}`);
+      const tails = Object.entries(nodes).map(
+        ([name, n]) => `--- ${name}:\n${n.out.split("\n").slice(-30).join("\n")}`,
+      );
       throw new Error(`timed out waiting for ${what}\n${tails.join("\n")}`);
     }
     await new Promise((r) => setTimeout(r, 200));
@@ -97,7 +118,12 @@ function trustdProcesses(): number {
 before(async () => {
   if (skip) return;
   root = mkdtempSync(path.join(os.tmpdir(), "basalt-trustd-"));
-  generated = await generateConfigs({ clusterName: "trustd", endpoint: `https://${CP}:6443`, installDisk: "", talosconfigEndpoints: [WORKER] });
+  generated = await generateConfigs({
+    clusterName: "trustd",
+    endpoint: `https://${CP}:6443`,
+    installDisk: "",
+    talosconfigEndpoints: [WORKER],
+  });
   ip("link", "add", bridge, "type", "bridge");
   ip("addr", "add", `${HOST}/24`, "dev", bridge);
   ip("link", "set", bridge, "up");
@@ -114,57 +140,105 @@ after(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-test("a worker waits for trustd (whose port is busy at first), gets its certificate from the control plane, then serves mTLS", { skip, timeout: 180_000 }, async () => {
+test("a worker waits for trustd (whose port is busy at first), gets its certificate from the control plane, then serves mTLS", {
+  skip,
+  timeout: 180_000,
+}, async () => {
   startNode(nodes.worker, "worker", generated.worker, WORKER);
-  await until("the worker to say it waits for trustd", () => nodes.worker.out.includes(`waiting for a certificate from trustd at ${CP}:50001`), 60_000);
+  await until(
+    "the worker to say it waits for trustd",
+    () => nodes.worker.out.includes(`waiting for a certificate from trustd at ${CP}:50001`),
+    60_000,
+  );
   assert.doesNotMatch(nodes.worker.out, /api listener ready.*mtls/);
 
   // The control plane's :50001 is taken when its trustd starts: trustd keeps trying and serves once it is free.
-  const holder = spawn("ip", ["netns", "exec", nodes.cp.ns, process.execPath, "-e", `require("node:net").createServer().listen(50001, "${CP}", () => console.log("holding"))`], { stdio: ["ignore", "pipe", "inherit"] });
+  const holder = spawn(
+    "ip",
+    [
+      "netns",
+      "exec",
+      nodes.cp.ns,
+      process.execPath,
+      "-e",
+      `require("node:net").createServer().listen(50001, "${CP}", () => console.log("holding"))`,
+    ],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
   try {
     await new Promise<void>((resolve, reject) => {
       holder.stdout!.once("data", () => resolve());
       holder.once("exit", (code) => reject(new Error(`port holder exited (${code})`)));
     });
     startNode(nodes.cp, "cp", generated.controlplane, CP);
-    await until("trustd to fail its bind", () => nodes.cp.out.includes("serving trustd failed, retrying in 1 s"), 120_000);
+    await until(
+      "trustd to fail its bind",
+      () => nodes.cp.out.includes("serving trustd failed, retrying in 1 s"),
+      120_000,
+    );
   } finally {
     await stopProcess(holder);
   }
-  await until("the worker's certificate", () => nodes.worker.out.includes("API certificate received from trustd"), 120_000);
+  await until(
+    "the worker's certificate",
+    () => nodes.worker.out.includes("API certificate received from trustd"),
+    120_000,
+  );
 
   const ctx = parseTalosconfig(generated.talosconfig);
-  const worker = new NodeClient({ endpoint: `${WORKER}:50000`, credentials: { kind: "mtls", ca: ctx.ca, crt: ctx.crt, key: ctx.key } });
+  const worker = new NodeClient({
+    endpoint: `${WORKER}:50000`,
+    credentials: { kind: "mtls", ca: ctx.ca, crt: ctx.crt, key: ctx.key },
+  });
   clients.push(worker);
   const version = (await eventually(() => worker.version(), 150)) as { messages: { version: { tag: string } }[] };
   assert.equal(version.messages.length, 1);
   assert.ok(version.messages[0]!.version.tag);
 });
 
-test("trustd refuses a wrong or missing token as Talos does, and a garbage CSR with InvalidArgument", { skip, timeout: 60_000 }, async () => {
+test("trustd refuses a wrong or missing token as Talos does, and a garbage CSR with InvalidArgument", {
+  skip,
+  timeout: 60_000,
+}, async () => {
   await until("trustd on the control plane", () => nodes.cp.out.includes("trustd listening"), 30_000);
   // trustd is served from the control plane's machined process: no process of its own.
   assert.equal(trustdProcesses(), 0);
   const ctx = parseTalosconfig(generated.talosconfig);
   const { csrPem } = await createCSR({ commonName: "intruder", ipAddresses: [HOST] });
-  const call = (token: string, csr: string) => callTrustd(`${CP}:50001`, { token, caPem: ctx.ca, csrPem: csr }, AbortSignal.timeout(10_000));
+  const call = (token: string, csr: string) =>
+    callTrustd(`${CP}:50001`, { token, caPem: ctx.ca, csrPem: csr }, AbortSignal.timeout(10_000));
 
   for (const token of ["000000.0000000000000000", ""]) {
-    const err = (await call(token, csrPem).then(() => assert.fail("signed without the machine token"), (e: grpc.ServiceError) => e)) as grpc.ServiceError;
+    const err = (await call(token, csrPem).then(
+      () => assert.fail("signed without the machine token"),
+      (e: grpc.ServiceError) => e,
+    )) as grpc.ServiceError;
     assert.equal(err.code, grpc.status.UNKNOWN, `got ${grpc.status[err.code]}: ${err.details}`);
     assert.equal(err.details, "Unauthenticated");
   }
-  await until("trustd to log both refusals", () => /refused a call without the machine token.*"token":"wrong"/.test(nodes.cp.out) && /refused a call without the machine token.*"token":"missing"/.test(nodes.cp.out), 5000);
+  await until(
+    "trustd to log both refusals",
+    () =>
+      /refused a call without the machine token.*"token":"wrong"/.test(nodes.cp.out) &&
+      /refused a call without the machine token.*"token":"missing"/.test(nodes.cp.out),
+    5000,
+  );
 
   const token = generated.secrets.trustdInfo.token;
-  const garbage = await call(token, "-----BEGIN CERTIFICATE REQUEST-----\nbm90IGEgY3Ny\n-----END CERTIFICATE REQUEST-----\n").then(
+  const garbage = await call(
+    token,
+    "-----BEGIN CERTIFICATE REQUEST-----\nbm90IGEgY3Ny\n-----END CERTIFICATE REQUEST-----\n",
+  ).then(
     () => assert.fail("signed a garbage CSR"),
     (e: grpc.ServiceError) => e,
   );
   assert.equal((garbage as grpc.ServiceError).code, grpc.status.INVALID_ARGUMENT);
 
   // With the token, a CSR asking for roles gets a server certificate without them.
-  const signed = await call(token, (await createCSR({ commonName: "w", organizations: ["os:admin"], ipAddresses: [HOST] })).csrPem);
+  const signed = await call(
+    token,
+    (await createCSR({ commonName: "w", organizations: ["os:admin"], ipAddresses: [HOST] })).csrPem,
+  );
   assert.match(signed.crt, /BEGIN CERTIFICATE/);
   assert.equal(signed.ca.trim(), ctx.ca.trim());
 });

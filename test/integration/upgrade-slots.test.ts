@@ -11,19 +11,30 @@ import { logger } from "../../agent/src/log.js";
 import type { GptTable } from "../../agent/src/storage/gpt.js";
 import { installToDisk, type InstalledDisk } from "../../agent/src/storage/install.js";
 import { MetaStore, MetaTag } from "../../agent/src/storage/meta.js";
-import { abandonUpgrade, confirmUpgrade, currentSlots, loadTrialKexec, rollbackToOtherSlot, writeUpgradeSlot, type BootPartition } from "../../agent/src/storage/upgrade.js";
+import {
+  abandonUpgrade,
+  confirmUpgrade,
+  currentSlots,
+  loadTrialKexec,
+  rollbackToOtherSlot,
+  writeUpgradeSlot,
+  type BootPartition,
+} from "../../agent/src/storage/upgrade.js";
 import { openBlockTarget } from "../../agent/src/sys/blockdev.js";
 import { systemMounter } from "../../agent/src/sys/mount.js";
 
 const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { encoding: "utf8" });
-const canRun = process.getuid?.() === 0 && fs.existsSync("/dev/loop-control") && (() => {
-  try {
-    sh("which", ["grub-install", "mkfs.xfs", "mkfs.vfat", "mcopy", "grub-editenv"]);
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const canRun =
+  process.getuid?.() === 0 &&
+  fs.existsSync("/dev/loop-control") &&
+  (() => {
+    try {
+      sh("which", ["grub-install", "mkfs.xfs", "mkfs.vfat", "mcopy", "grub-editenv"]);
+      return true;
+    } catch {
+      return false;
+    }
+  })();
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), `basalt-upgrade-${process.pid}-`));
 const loops: string[] = [];
@@ -52,7 +63,9 @@ async function onBoot<T>(dev: string, fn: (dir: string) => T): Promise<T> {
   }
 }
 
-describe("A/B slots on an installed disk", { skip: canRun ? false : "needs root, loop devices, grub-install, mkfs.xfs, mkfs.vfat, grub-editenv" }, () => {
+describe("A/B slots on an installed disk", {
+  skip: canRun ? false : "needs root, loop devices, grub-install, mkfs.xfs, mkfs.vfat, grub-editenv",
+}, () => {
   let installed: InstalledDisk;
   let meta: MetaStore;
   let boot: BootPartition;
@@ -66,7 +79,17 @@ describe("A/B slots on an installed disk", { skip: canRun ? false : "needs root,
     fs.truncateSync(file, 6 * 1024 ** 3);
     const disk = sh("losetup", ["-f", "--show", file]).trim();
     loops.push(disk);
-    installed = await installToDisk({ disk, source: v1, cmdline: "talos.platform=metal console=ttyS0", version: "v1", arch: "amd64", workDir: path.join(work, "install"), mounter, log, attachPartitions: loopPartitions });
+    installed = await installToDisk({
+      disk,
+      source: v1,
+      cmdline: "talos.platform=metal console=ttyS0",
+      version: "v1",
+      arch: "amd64",
+      workDir: path.join(work, "install"),
+      mounter,
+      log,
+      attachPartitions: loopPartitions,
+    });
     meta = await MetaStore.open(await openBlockTarget(installed.partitions.META));
     boot = { device: installed.partitions.BOOT, mounter, mountDir: path.join(work, "boot"), arch: "amd64" };
   });
@@ -83,7 +106,13 @@ describe("A/B slots on an installed disk", { skip: canRun ? false : "needs root,
   });
 
   it("upgrade writes slot B, records A in META 0x06 and sets GRUB's one-time entry; the default stays A", async () => {
-    const plan = await writeUpgradeSlot(boot, meta, v2, { version: "v2", cmdline: "talos.platform=metal console=ttyS0 panic=10" }, log);
+    const plan = await writeUpgradeSlot(
+      boot,
+      meta,
+      v2,
+      { version: "v2", cmdline: "talos.platform=metal console=ttyS0 panic=10" },
+      log,
+    );
     assert.equal(plan.target, "B");
     assert.equal(meta.get(MetaTag.upgrade), "A");
     await onBoot(installed.partitions.BOOT, (dir) => {
@@ -93,7 +122,14 @@ describe("A/B slots on an installed disk", { skip: canRun ? false : "needs root,
       assert.equal(sh("grub-editenv", [path.join(dir, "grub", "grubenv"), "list"]), "next_entry=B - Basalt v2\n");
       assert.deepEqual(fs.readdirSync(path.join(dir, "B")).sort(), ["initramfs.xz", "vmlinuz"], "no temporaries left");
     });
-    assert.deepEqual(await currentSlots(boot), { default: "A", fallback: "B", entries: { A: { version: "v1", cmdline: "talos.platform=metal console=ttyS0" }, B: { version: "v2", cmdline: "talos.platform=metal console=ttyS0 panic=10" } } });
+    assert.deepEqual(await currentSlots(boot), {
+      default: "A",
+      fallback: "B",
+      entries: {
+        A: { version: "v1", cmdline: "talos.platform=metal console=ttyS0" },
+        B: { version: "v2", cmdline: "talos.platform=metal console=ttyS0 panic=10" },
+      },
+    });
     // META on disk, read again from the partition.
     const reread = await MetaStore.open(await openBlockTarget(installed.partitions.META));
     assert.equal(reread.get(MetaTag.upgrade), "A");
@@ -105,7 +141,9 @@ describe("A/B slots on an installed disk", { skip: canRun ? false : "needs root,
     assert.equal(slots.default, "B");
     assert.equal(slots.fallback, "A");
     assert.equal(meta.get(MetaTag.upgrade), undefined);
-    await onBoot(installed.partitions.BOOT, (dir) => assert.equal(sh("grub-editenv", [path.join(dir, "grub", "grubenv"), "list"]), ""));
+    await onBoot(installed.partitions.BOOT, (dir) =>
+      assert.equal(sh("grub-editenv", [path.join(dir, "grub", "grubenv"), "list"]), ""),
+    );
   });
 
   it("rollback flips the default back to A", async () => {
@@ -117,25 +155,48 @@ describe("A/B slots on an installed disk", { skip: canRun ? false : "needs root,
   it("a write that stops midway leaves grub.cfg without the slot, no 0x06 and no one-time entry; the next write starts clean", async () => {
     const unreadable = { kernel: v2.kernel, initramfs: path.join(work, "no-such-initramfs") };
     await assert.rejects(writeUpgradeSlot(boot, meta, unreadable, { version: "v2", cmdline: "x" }, log), /ENOENT/);
-    assert.deepEqual(await currentSlots(boot), { default: "A", entries: { A: { version: "v1", cmdline: "talos.platform=metal console=ttyS0" } } });
+    assert.deepEqual(await currentSlots(boot), {
+      default: "A",
+      entries: { A: { version: "v1", cmdline: "talos.platform=metal console=ttyS0" } },
+    });
     assert.equal(meta.get(MetaTag.upgrade), undefined);
     await onBoot(installed.partitions.BOOT, (dir) => {
       assert.equal(sh("grub-editenv", [path.join(dir, "grub", "grubenv"), "list"]), "");
-      assert.deepEqual(fs.readdirSync(path.join(dir, "B")).filter((f) => !f.startsWith(".")), [], "nothing under a final name");
+      assert.deepEqual(
+        fs.readdirSync(path.join(dir, "B")).filter((f) => !f.startsWith(".")),
+        [],
+        "nothing under a final name",
+      );
     });
     await assert.rejects(rollbackToOtherSlot(boot, meta), /has no slot B \(never upgraded/);
-    await writeUpgradeSlot(boot, meta, v2, { version: "v2", cmdline: "talos.platform=metal console=ttyS0 panic=10" }, log);
-    await onBoot(installed.partitions.BOOT, (dir) => assert.deepEqual(fs.readdirSync(path.join(dir, "B")).sort(), ["initramfs.xz", "vmlinuz"]));
+    await writeUpgradeSlot(
+      boot,
+      meta,
+      v2,
+      { version: "v2", cmdline: "talos.platform=metal console=ttyS0 panic=10" },
+      log,
+    );
+    await onBoot(installed.partitions.BOOT, (dir) =>
+      assert.deepEqual(fs.readdirSync(path.join(dir, "B")).sort(), ["initramfs.xz", "vmlinuz"]),
+    );
     assert.equal(meta.get(MetaTag.upgrade), "A");
   });
 
   it("a kexec into the new slot takes GRUB's one-time entry away once the kernel is loaded, and leaves it when loading fails", async () => {
-    const grubenv = () => onBoot(installed.partitions.BOOT, (dir) => sh("grub-editenv", [path.join(dir, "grub", "grubenv"), "list"]));
-    await assert.rejects(loadTrialKexec(boot, "B", "c", async () => Promise.reject(new Error("no kexec_file_load"))), /no kexec_file_load/);
+    const grubenv = () =>
+      onBoot(installed.partitions.BOOT, (dir) => sh("grub-editenv", [path.join(dir, "grub", "grubenv"), "list"]));
+    await assert.rejects(
+      loadTrialKexec(boot, "B", "c", async () => Promise.reject(new Error("no kexec_file_load"))),
+      /no kexec_file_load/,
+    );
     assert.equal(await grubenv(), "next_entry=B - Basalt v2\n");
     const loaded: string[] = [];
     await loadTrialKexec(boot, "B", "talos.platform=metal panic=10", async (kernel, initrd, cmdline) => {
-      loaded.push(fs.readFileSync(kernel, "utf8"), String(fs.readFileSync(initrd).equals(fs.readFileSync(v2.initramfs))), cmdline);
+      loaded.push(
+        fs.readFileSync(kernel, "utf8"),
+        String(fs.readFileSync(initrd).equals(fs.readFileSync(v2.initramfs))),
+        cmdline,
+      );
     });
     assert.deepEqual(loaded, ["kernel two", "true", "BOOT_IMAGE=/B/vmlinuz talos.platform=metal panic=10"]);
     assert.equal(await grubenv(), "");
@@ -146,7 +207,10 @@ describe("A/B slots on an installed disk", { skip: canRun ? false : "needs root,
     await writeUpgradeSlot(boot, meta, v2, { version: "v3", cmdline: "x" }, log);
     assert.equal(meta.get(MetaTag.upgrade), "A");
     await abandonUpgrade(boot, meta, "A");
-    assert.deepEqual(await currentSlots(boot), { default: "A", entries: { A: { version: "v1", cmdline: "talos.platform=metal console=ttyS0" } } });
+    assert.deepEqual(await currentSlots(boot), {
+      default: "A",
+      entries: { A: { version: "v1", cmdline: "talos.platform=metal console=ttyS0" } },
+    });
     assert.equal(meta.get(MetaTag.upgrade), undefined);
     await assert.rejects(rollbackToOtherSlot(boot, meta), /has no slot B \(never upgraded/);
   });

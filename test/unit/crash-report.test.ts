@@ -4,7 +4,9 @@ import path from "node:path";
 import { test } from "node:test";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
-const module = pathToFileURL(path.join(path.dirname(fileURLToPath(import.meta.url)), "../../agent/src/cmd/crash-report.js")).href;
+const module = pathToFileURL(
+  path.join(path.dirname(fileURLToPath(import.meta.url)), "../../agent/src/cmd/crash-report.js"),
+).href;
 
 /** Runs `crash` (a statement) in a Node process with the crash report installed as "machined". */
 function crashWith(crash: string) {
@@ -13,7 +15,9 @@ function crashWith(crash: string) {
 }
 
 test("an uncaught exception ends the process with status 1, its cause chain on one line and its stack", () => {
-  const r = crashWith(`setTimeout(() => { throw new Error("reply parse failed", { cause: new Error("truncated attribute") }); });`);
+  const r = crashWith(
+    `setTimeout(() => { throw new Error("reply parse failed", { cause: new Error("truncated attribute") }); });`,
+  );
   assert.equal(r.status, 1);
   const lines = r.stderr.split("\n");
   assert.equal(lines[0], "basalt machined: fatal uncaughtException: reply parse failed: truncated attribute");

@@ -12,7 +12,19 @@ test("parseArgs: spellings share keys; inline and separate values; booleans take
     "--ip": { key: "ip", kind: "list" as const },
   };
   const { flags, positional } = parseArgs(
-    ["a", "-o", "x", "--output=y=z", "--force", "--dry-run=false", "--ip", "1.1.1.1, 2.2.2.2,", "--ip=3.3.3.3", "-", "b"],
+    [
+      "a",
+      "-o",
+      "x",
+      "--output=y=z",
+      "--force",
+      "--dry-run=false",
+      "--ip",
+      "1.1.1.1, 2.2.2.2,",
+      "--ip=3.3.3.3",
+      "-",
+      "b",
+    ],
     spellings,
   );
   assert.deepEqual(flags, { output: "y=z", force: true, dryRun: false, ip: ["1.1.1.1", "2.2.2.2", "3.3.3.3"] });
@@ -21,13 +33,23 @@ test("parseArgs: spellings share keys; inline and separate values; booleans take
 
 test("parseArgs: unknown flags (Object.prototype names too) and missing values are refused, named as spelled", () => {
   const spellings = { "--name": { key: "name", kind: "string" as const } };
-  assert.throws(() => parseArgs(["-x"], spellings), (e: unknown) => e instanceof InvalidInputError && e.message === "unknown flag -x");
+  assert.throws(
+    () => parseArgs(["-x"], spellings),
+    (e: unknown) => e instanceof InvalidInputError && e.message === "unknown flag -x",
+  );
   assert.throws(() => parseArgs(["--constructor", "v"], spellings), /unknown flag --constructor/);
-  assert.throws(() => parseArgs(["--name"], spellings), (e: unknown) => e instanceof InvalidInputError && e.message === "flag --name needs a value");
+  assert.throws(
+    () => parseArgs(["--name"], spellings),
+    (e: unknown) => e instanceof InvalidInputError && e.message === "flag --name needs a value",
+  );
 });
 
 test("parseFlags: a bare name is accepted with one or two dashes and stored under the bare name", () => {
-  const { flags, positional } = parseFlags(["-o", "out.yaml", "--force", "p"], { o: "string", force: "boolean", roles: "list" });
+  const { flags, positional } = parseFlags(["-o", "out.yaml", "--force", "p"], {
+    o: "string",
+    force: "boolean",
+    roles: "list",
+  });
   assert.deepEqual(flags, { o: "out.yaml", force: true });
   assert.deepEqual(positional, ["p"]);
   assert.throws(() => parseFlags(["--bogus"], { o: "string" }), /unknown flag --bogus/);

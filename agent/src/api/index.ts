@@ -118,7 +118,11 @@ const timestampWrapper = {
     }
     return this.fromObject(object);
   },
-  toObject(this: protobuf.Type, message: protobuf.Message, options?: protobuf.IConversionOptions): { [k: string]: unknown } {
+  toObject(
+    this: protobuf.Type,
+    message: protobuf.Message,
+    options?: protobuf.IConversionOptions,
+  ): { [k: string]: unknown } {
     return this.toObject(message, options);
   },
 };
@@ -144,9 +148,12 @@ let index: ProtoIndex | undefined;
 
 function requireProtoDir(): void {
   if (!isProtoDir(protoDir)) {
-    throw new NotFoundError(`API proto directory not found (set BASALT_PROTO_DIR); looked in ${located.searched.join(", ")}`, {
-      protoDir,
-    });
+    throw new NotFoundError(
+      `API proto directory not found (set BASALT_PROTO_DIR); looked in ${located.searched.join(", ")}`,
+      {
+        protoDir,
+      },
+    );
   }
 }
 
@@ -162,7 +169,9 @@ function summarize(file: string): ProtoFileSummary {
   const methods: MethodInfo[] = [];
   for (const svc of text.matchAll(/\bservice\s+(\w+)\s*\{([^}]*)\}/g)) {
     const service = pkg ? `${pkg}.${svc[1]}` : svc[1]!;
-    for (const rpc of svc[2]!.matchAll(/\brpc\s+(\w+)\s*\(\s*(stream\s+)?([\w.]+)\s*\)\s*returns\s*\(\s*(stream\s+)?([\w.]+)\s*\)/g)) {
+    for (const rpc of svc[2]!.matchAll(
+      /\brpc\s+(\w+)\s*\(\s*(stream\s+)?([\w.]+)\s*\)\s*returns\s*\(\s*(stream\s+)?([\w.]+)\s*\)/g,
+    )) {
       methods.push({
         service,
         name: rpc[1]!,
@@ -205,7 +214,11 @@ function load(files: string[]): void {
     root.loadSync(fresh, { keepCase: true });
     root.resolveAll();
   } catch (err) {
-    throw new ProtoLoadError(`cannot load ${fresh.join(", ")} from ${protoDir}: ${describeError(err)}`, { files: fresh, protoDir }, { cause: err });
+    throw new ProtoLoadError(
+      `cannot load ${fresh.join(", ")} from ${protoDir}: ${describeError(err)}`,
+      { files: fresh, protoDir },
+      { cause: err },
+    );
   }
 }
 
@@ -245,7 +258,8 @@ export function lookupMessage(fullName: string): protobuf.Type {
   let t = typeCache.get(fullName);
   if (t) return t;
   const found = lookupIn(fullName);
-  if (!(found instanceof protobuf.Type)) throw new NotFoundError(`unknown message type ${fullName}`, { type: fullName });
+  if (!(found instanceof protobuf.Type))
+    throw new NotFoundError(`unknown message type ${fullName}`, { type: fullName });
   t = found;
   typeCache.set(fullName, t);
   return t;
@@ -259,7 +273,11 @@ function encodeWith(type: protobuf.Type, value: object): Buffer {
   try {
     return asBuffer(type.encode(type.fromObject(value as { [k: string]: unknown })).finish());
   } catch (err) {
-    throw new InvalidInputError(`cannot encode ${type.fullName.slice(1)}: ${(err as Error).message}`, {}, { cause: err });
+    throw new InvalidInputError(
+      `cannot encode ${type.fullName.slice(1)}: ${(err as Error).message}`,
+      {},
+      { cause: err },
+    );
   }
 }
 
@@ -267,7 +285,11 @@ function decodeWith(type: protobuf.Type, bytes: Uint8Array): Record<string, unkn
   try {
     return type.toObject(type.decode(asBuffer(bytes)), conversionOptions);
   } catch (err) {
-    throw new InvalidInputError(`cannot decode ${type.fullName.slice(1)}: ${(err as Error).message}`, {}, { cause: err });
+    throw new InvalidInputError(
+      `cannot decode ${type.fullName.slice(1)}: ${(err as Error).message}`,
+      {},
+      { cause: err },
+    );
   }
 }
 
@@ -282,7 +304,10 @@ function narrowLongs(type: protobuf.Type, obj: Record<string, unknown>): Record<
     const nested = field.resolvedType instanceof protobuf.Type ? field.resolvedType : undefined;
     if (!longTypes.has(field.type) && !nested) continue;
     const one = (v: unknown): unknown => {
-      if (nested) return typeof v === "object" && v !== null && !Buffer.isBuffer(v) ? narrowLongs(nested, v as Record<string, unknown>) : v;
+      if (nested)
+        return typeof v === "object" && v !== null && !Buffer.isBuffer(v)
+          ? narrowLongs(nested, v as Record<string, unknown>)
+          : v;
       const n = Number(v);
       return Number.isSafeInteger(n) ? n : v;
     };
@@ -300,7 +325,11 @@ function decodeRequest(type: protobuf.Type, bytes: Uint8Array): Record<string, u
   try {
     return narrowLongs(type, type.toObject(type.decode(asBuffer(bytes)), { ...conversionOptions, longs: String }));
   } catch (err) {
-    throw new InvalidInputError(`cannot decode ${type.fullName.slice(1)}: ${(err as Error).message}`, {}, { cause: err });
+    throw new InvalidInputError(
+      `cannot decode ${type.fullName.slice(1)}: ${(err as Error).message}`,
+      {},
+      { cause: err },
+    );
   }
 }
 

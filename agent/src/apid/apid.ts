@@ -9,7 +9,15 @@ import { cosiFeed, type ResourceFeed } from "../grpc/resource-watch.js";
 import { bindServer, drainAndClose } from "../grpc/server.js";
 import { logger } from "../log.js";
 import { splitHostPort } from "../sys/host-port.js";
-import { hostnameStatusDefinition, HostnameStatusId, HostnameStatusType, NETWORK_NAMESPACE, nodeAddressDefinition, NodeAddressIds, NodeAddressType } from "../resources/catalog/network.js";
+import {
+  hostnameStatusDefinition,
+  HostnameStatusId,
+  HostnameStatusType,
+  NETWORK_NAMESPACE,
+  nodeAddressDefinition,
+  NodeAddressIds,
+  NodeAddressType,
+} from "../resources/catalog/network.js";
 import {
   apiCertsDefinition,
   ApiCertificatesId,
@@ -58,10 +66,20 @@ interface PemPair {
 export async function runApid(opts: ApidOptions): Promise<void> {
   const target = `unix:${opts.machinedSocket}`;
   const resources = opts.resources ?? cosiFeed(opts.machinedSocket, log);
-  const methods: ProxiedMethod[] = allMethods().map((m) => ({ path: m.path, requestStream: m.requestStream, responseStream: m.responseStream }));
+  const methods: ProxiedMethod[] = allMethods().map((m) => ({
+    path: m.path,
+    requestStream: m.requestStream,
+    responseStream: m.responseStream,
+  }));
   const remotes = new RemoteBackends();
   const machinedSession = new BackendSession("machined", () => net.connect(opts.machinedSocket));
-  const backends: Backends = { local: machinedSession, get canForward() { return remotes.canForward; }, remote: (t) => remotes.session(t) };
+  const backends: Backends = {
+    local: machinedSession,
+    get canForward() {
+      return remotes.canForward;
+    },
+    remote: (t) => remotes.session(t),
+  };
   const self = new SelfNames(splitHostPort(opts.listen).host);
   const isSelf = (t: string) => self.isSelf(t);
   const proxyBase = { methods, backends, isSelf, machinedTarget: target };
@@ -119,32 +137,74 @@ export async function runApid(opts: ApidOptions): Promise<void> {
   };
   opts.signal.addEventListener("abort", () => clearTimeout(retry), { once: true });
 
-  resources.follow({ namespace: SECRETS_NAMESPACE, type: ApiCertificatesType, id: ApiCertificatesId, definition: apiCertsDefinition }, opts.signal, (spec) => {
-    apiCerts = spec
-      ? { server: (spec["server"] ?? {}) as PemPair, acceptedCAs: ((spec["accepted_c_as"] ?? []) as { crt?: Buffer }[]).map((c) => c.crt?.toString() ?? "").filter(Boolean) }
-      : undefined;
-    // The client certificate (control plane only) is what lets this apid forward to other nodes.
-    const client = (spec?.["client"] ?? {}) as PemPair;
-    remotes.setIdentity(apiCerts && client.crt?.length && client.key?.length ? { crt: client.crt.toString(), key: client.key.toString(), acceptedCAs: apiCerts.acceptedCAs } : undefined);
-    schedule();
-  });
-  resources.follow({ namespace: SECRETS_NAMESPACE, type: MaintenanceServiceCertificatesType, id: MaintenanceServiceCertificatesId, definition: maintenanceServiceCertsDefinition }, opts.signal, (spec) => {
-    maintenanceCert = spec ? ((spec["server"] ?? {}) as PemPair) : undefined;
-    schedule();
-  });
-  resources.follow({ namespace: NETWORK_NAMESPACE, type: HostnameStatusType, id: HostnameStatusId, definition: hostnameStatusDefinition }, opts.signal, (spec) => {
-    self.update({ hostname: String(spec?.["hostname"] ?? ""), domainname: String(spec?.["domainname"] ?? "") });
-  });
-  resources.follow({ namespace: NETWORK_NAMESPACE, type: NodeAddressType, id: NodeAddressIds.current, definition: nodeAddressDefinition }, opts.signal, (spec) => {
-    self.update({ addresses: addressesFromProto(spec?.["addresses"]) });
-  });
+  resources.follow(
+    { namespace: SECRETS_NAMESPACE, type: ApiCertificatesType, id: ApiCertificatesId, definition: apiCertsDefinition },
+    opts.signal,
+    (spec) => {
+      apiCerts = spec
+        ? {
+            server: (spec["server"] ?? {}) as PemPair,
+            acceptedCAs: ((spec["accepted_c_as"] ?? []) as { crt?: Buffer }[])
+              .map((c) => c.crt?.toString() ?? "")
+              .filter(Boolean),
+          }
+        : undefined;
+      // The client certificate (control plane only) is what lets this apid forward to other nodes.
+      const client = (spec?.["client"] ?? {}) as PemPair;
+      remotes.setIdentity(
+        apiCerts && client.crt?.length && client.key?.length
+          ? { crt: client.crt.toString(), key: client.key.toString(), acceptedCAs: apiCerts.acceptedCAs }
+          : undefined,
+      );
+      schedule();
+    },
+  );
+  resources.follow(
+    {
+      namespace: SECRETS_NAMESPACE,
+      type: MaintenanceServiceCertificatesType,
+      id: MaintenanceServiceCertificatesId,
+      definition: maintenanceServiceCertsDefinition,
+    },
+    opts.signal,
+    (spec) => {
+      maintenanceCert = spec ? ((spec["server"] ?? {}) as PemPair) : undefined;
+      schedule();
+    },
+  );
+  resources.follow(
+    {
+      namespace: NETWORK_NAMESPACE,
+      type: HostnameStatusType,
+      id: HostnameStatusId,
+      definition: hostnameStatusDefinition,
+    },
+    opts.signal,
+    (spec) => {
+      self.update({ hostname: String(spec?.["hostname"] ?? ""), domainname: String(spec?.["domainname"] ?? "") });
+    },
+  );
+  resources.follow(
+    {
+      namespace: NETWORK_NAMESPACE,
+      type: NodeAddressType,
+      id: NodeAddressIds.current,
+      definition: nodeAddressDefinition,
+    },
+    opts.signal,
+    (spec) => {
+      self.update({ addresses: addressesFromProto(spec?.["addresses"]) });
+    },
+  );
 
   // The socket is a convenience beside :50000: apid (unprivileged) still serves the network when its directory is not writable.
   const socketServer = opts.apidSocket
-    ? await listenSocket(opts.apidSocket, buildProxyServer({ ...proxyBase, authenticate: socketCaller })).catch((err: unknown) => {
-        log.error("api socket not served", { socket: opts.apidSocket, error: describeError(err) });
-        return undefined;
-      })
+    ? await listenSocket(opts.apidSocket, buildProxyServer({ ...proxyBase, authenticate: socketCaller })).catch(
+        (err: unknown) => {
+          log.error("api socket not served", { socket: opts.apidSocket, error: describeError(err) });
+          return undefined;
+        },
+      )
     : undefined;
 
   await new Promise<void>((resolve) => opts.signal.addEventListener("abort", () => resolve(), { once: true }));
@@ -198,4 +258,3 @@ async function shutdown(server: grpc.Server): Promise<void> {
   // Let in-flight replies (e.g. the ApplyConfiguration that triggered this) finish first.
   await drainAndClose(server, 2000);
 }
-

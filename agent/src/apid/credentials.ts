@@ -10,12 +10,21 @@ import type { Caller } from "./director.js";
 /** The TLS material apid serves with, as machined publishes it. */
 export type ListenerMode =
   | { kind: "maintenance"; serverCert: string; serverKey: string }
-  | { kind: "mtls"; serverCert: string; serverKey: string; acceptedCAs: string[]; checkExtKeyUsage: boolean; enableRbac: boolean };
+  | {
+      kind: "mtls";
+      serverCert: string;
+      serverKey: string;
+      acceptedCAs: string[];
+      checkExtKeyUsage: boolean;
+      enableRbac: boolean;
+    };
 
 const clientAuthOid = "1.3.6.1.5.5.7.3.2";
 
 /** TLS settings of apid's listener: maintenance serves without asking for a client certificate; mTLS requires one from the accepted CAs. */
-export function tlsOptions(mode: ListenerMode): SecureContextOptions & { requestCert: boolean; rejectUnauthorized: boolean } {
+export function tlsOptions(
+  mode: ListenerMode,
+): SecureContextOptions & { requestCert: boolean; rejectUnauthorized: boolean } {
   const mtls = mode.kind === "mtls";
   return {
     cert: mode.serverCert,
@@ -95,7 +104,11 @@ function clientAuthOnly(cert: PeerCertificate): boolean {
 }
 
 function unauthenticated(details: string): grpc.ServiceError {
-  return Object.assign(new Error(details), { code: grpc.status.UNAUTHENTICATED, details, metadata: new grpc.Metadata() });
+  return Object.assign(new Error(details), {
+    code: grpc.status.UNAUTHENTICATED,
+    details,
+    metadata: new grpc.Metadata(),
+  });
 }
 
 function organizations(cert: PeerCertificate): string[] {
@@ -124,7 +137,12 @@ export function socketCaller(call: SurfaceCall): Caller {
  * certificate's O values, replaced by `talos-role` values only for peers holding os:impersonator;
  * without RBAC every authenticated caller holds every role.
  */
-export function authenticatePeer(mode: ListenerMode, cert: PeerCertificate | undefined, assertedRoles: readonly string[], path: string): Caller {
+export function authenticatePeer(
+  mode: ListenerMode,
+  cert: PeerCertificate | undefined,
+  assertedRoles: readonly string[],
+  path: string,
+): Caller {
   if (mode.kind === "maintenance") return { roles: [Role.reader], maintenance: true };
   if (!cert?.raw) throw unauthenticated("client certificate is required");
   if (mode.checkExtKeyUsage && !clientAuthOnly(cert)) {
@@ -142,5 +160,9 @@ export function authenticatePeer(mode: ListenerMode, cert: PeerCertificate | und
 }
 
 function permissionDenied(details: string): grpc.ServiceError {
-  return Object.assign(new Error(details), { code: grpc.status.PERMISSION_DENIED, details, metadata: new grpc.Metadata() });
+  return Object.assign(new Error(details), {
+    code: grpc.status.PERMISSION_DENIED,
+    details,
+    metadata: new grpc.Metadata(),
+  });
 }

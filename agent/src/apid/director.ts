@@ -50,16 +50,35 @@ export interface RouteEnds<C> {
 }
 
 // Metadata that must not be forwarded: transport headers and the routing keys we consume.
-const dropKeys = new Set(["nodes", "node", "proxyfrom", roleKey, listenerKey, ":authority", "content-type", "user-agent", "te", "grpc-timeout", "grpc-accept-encoding", "accept-encoding", "grpc-encoding"]);
+const dropKeys = new Set([
+  "nodes",
+  "node",
+  "proxyfrom",
+  roleKey,
+  listenerKey,
+  ":authority",
+  "content-type",
+  "user-agent",
+  "te",
+  "grpc-timeout",
+  "grpc-accept-encoding",
+  "accept-encoding",
+  "grpc-encoding",
+]);
 
 const refused = <C>(code: grpc.status, details: string): Route<C> => ({ kind: "error", error: { code, details } });
 // Talos's apid makes no backend for a target naming a port (apid's is always 50000): Internal, with Go's %q of
 // the target, which JSON's quoting matches for the ASCII a metadata value holds.
-const invalidTarget = <C>(target: string): Route<C> => refused(grpc.status.INTERNAL, `invalid target ${JSON.stringify(target)}`);
+const invalidTarget = <C>(target: string): Route<C> =>
+  refused(grpc.status.INTERNAL, `invalid target ${JSON.stringify(target)}`);
 
 function values(md: grpc.Metadata, key: string): string[] {
   // grpc-js joins repeated header values with ", "; a node name never holds a comma.
-  return md.get(key).flatMap((v) => String(v).split(",")).map((s) => s.trim()).filter(Boolean);
+  return md
+    .get(key)
+    .flatMap((v) => String(v).split(","))
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 /** The director (reference §3): which backends serve a call, from its `proxyfrom`, `node` and `nodes` values. */
@@ -74,7 +93,8 @@ export function route<C>(path: string, valuesOf: (key: string) => string[], ends
   // A node that cannot forward serves a call naming only itself as if it named nothing.
   if (!ends.canForward && nodes.length === 1 && isSelf(nodes[0]!)) return { kind: "one", leg: local };
   if (nodes.length > 0) {
-    if (path.startsWith("/cosi.")) return refused(grpc.status.INVALID_ARGUMENT, "one-2-many proxying is not supported for COSI methods");
+    if (path.startsWith("/cosi."))
+      return refused(grpc.status.INVALID_ARGUMENT, "one-2-many proxying is not supported for COSI methods");
     const legs: Leg<C>[] = [];
     for (const t of nodes) {
       if (ends.canForward && addressContainsPort(t)) return invalidTarget(t);
@@ -99,15 +119,30 @@ export function route<C>(path: string, valuesOf: (key: string) => string[], ends
   return { kind: "one", leg: local };
 }
 
-export function routeOf(path: string, md: grpc.Metadata, backends: Backends, isSelf: (t: string) => boolean): Route<BackendSession> {
-  return route(path, (k) => values(md, k), { local: backends.local, remote: (t) => backends.remote(t), canForward: backends.canForward, isSelf });
+export function routeOf(
+  path: string,
+  md: grpc.Metadata,
+  backends: Backends,
+  isSelf: (t: string) => boolean,
+): Route<BackendSession> {
+  return route(path, (k) => values(md, k), {
+    local: backends.local,
+    remote: (t) => backends.remote(t),
+    canForward: backends.canForward,
+    isSelf,
+  });
 }
 
 /**
  * Metadata sent to a backend: the caller's `md`, without routing keys, with the caller's roles; to another
  * node's apid `proxyfrom` names the host the caller addressed (its :authority), as Talos's apid does.
  */
-export function forwardedMetadata(md: grpc.Metadata, caller: Caller, remote: boolean, authority: string | undefined): grpc.Metadata {
+export function forwardedMetadata(
+  md: grpc.Metadata,
+  caller: Caller,
+  remote: boolean,
+  authority: string | undefined,
+): grpc.Metadata {
   const out = new grpc.Metadata();
   for (const k of Object.keys(md.getMap())) {
     if (dropKeys.has(k) || k.startsWith("grpc-")) continue;
@@ -123,16 +158,28 @@ export function forwardedMetadata(md: grpc.Metadata, caller: Caller, remote: boo
 export function asStatus(err: unknown): grpc.StatusObject {
   const e = err as Partial<grpc.ServiceError>;
   if (typeof e?.code === "number") {
-    return { code: e.code, details: boundedStatusMessage(e.details ?? e.message ?? ""), metadata: e.metadata ?? new grpc.Metadata() };
+    return {
+      code: e.code,
+      details: boundedStatusMessage(e.details ?? e.message ?? ""),
+      metadata: e.metadata ?? new grpc.Metadata(),
+    };
   }
-  return { code: grpc.status.INTERNAL, details: boundedStatusMessage(describeError(err)), metadata: new grpc.Metadata() };
+  return {
+    code: grpc.status.INTERNAL,
+    details: boundedStatusMessage(describeError(err)),
+    metadata: new grpc.Metadata(),
+  };
 }
 
 /** The error entry of a node that failed in a fan-out: `error` as Talos's apid words it (the status error's text), and the status. */
 export function failedNode(tag: string, st: Pick<grpc.StatusObject, "code" | "details">) {
   // Talos's apid words a failed node's error as grpc-go prints a status.
   const code = goCodeName(st.code);
-  return { hostname: tag, error: `rpc error: code = ${code} desc = ${st.details}`, status: { code: st.code, message: st.details } };
+  return {
+    hostname: tag,
+    error: `rpc error: code = ${code} desc = ${st.details}`,
+    status: { code: st.code, message: st.details },
+  };
 }
 
 /** Runs `fns` with at most `limit` of them in flight at once, keeping the order of results. */
@@ -153,14 +200,18 @@ export async function bounded<T>(fns: (() => Promise<T>)[], limit: number): Prom
  * A unary fan-out's reply: every leg's answer tagged with its node, a failing leg's error entry in its place,
  * in the order of the legs (at most `limit` in flight), as Talos's one-to-many proxy merges them.
  */
-export async function mergedReplies<C>(legs: Leg<C>[], send: (leg: Leg<C>) => Promise<Buffer>, limit: number): Promise<Buffer> {
-  const perLeg = legs.map((leg) => () =>
-    send(leg).then(
-      (resp) => tagUnaryReply(resp, leg.tag!),
-      // A failing node contributes an error entry beside the others' answers.
-      (err: unknown) => failedNodeReply(failedNode(leg.tag!, asStatus(err))),
-    ),
+export async function mergedReplies<C>(
+  legs: Leg<C>[],
+  send: (leg: Leg<C>) => Promise<Buffer>,
+  limit: number,
+): Promise<Buffer> {
+  const perLeg = legs.map(
+    (leg) => () =>
+      send(leg).then(
+        (resp) => tagUnaryReply(resp, leg.tag!),
+        // A failing node contributes an error entry beside the others' answers.
+        (err: unknown) => failedNodeReply(failedNode(leg.tag!, asStatus(err))),
+      ),
   );
   return Buffer.concat(await bounded(perLeg, limit));
 }
-

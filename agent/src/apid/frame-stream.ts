@@ -89,7 +89,13 @@ function framed(message: Buffer): Buffer {
 
 /** The request headers of a call on `path` carrying `metadata`, as grpc-js's client sends them. */
 export function callHeaders(path: string, metadata: grpc.Metadata): OutgoingHttpHeaders {
-  return { ...metadata.toHttp2Headers(), ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers" };
+  return {
+    ...metadata.toHttp2Headers(),
+    ":method": "POST",
+    ":path": path,
+    "content-type": "application/grpc",
+    te: "trailers",
+  };
 }
 
 /**
@@ -99,7 +105,11 @@ export function callHeaders(path: string, metadata: grpc.Metadata): OutgoingHttp
  * its status, ends the call with the status grpc-js's client would report (UNAVAILABLE when never reached).
  * A message the backend compressed is refused with INTERNAL: apid asks for none (no grpc-accept-encoding).
  */
-export function openFrameCall(backend: BackendSession, headers: OutgoingHttpHeaders, deadline: grpc.Deadline): FrameCall {
+export function openFrameCall(
+  backend: BackendSession,
+  headers: OutgoingHttpHeaders,
+  deadline: grpc.Deadline,
+): FrameCall {
   const backendName = backend.name;
   let messageListener: (message: Buffer) => void = () => {};
   let overListener: (status: grpc.StatusObject) => void = () => {};
@@ -124,10 +134,13 @@ export function openFrameCall(backend: BackendSession, headers: OutgoingHttpHead
     readReplies(up);
     // As grpc-js's client: the deadline holds even when the backend (or the way to it) went silent.
     if (timeout) {
-      const timer = setTimeout(() => {
-        if (!up.closed && !up.destroyed) up.close(NGHTTP2_CANCEL);
-        failed(grpc.status.DEADLINE_EXCEEDED, "Deadline exceeded");
-      }, Math.min(timeoutMs(deadline), maxTimerMs));
+      const timer = setTimeout(
+        () => {
+          if (!up.closed && !up.destroyed) up.close(NGHTTP2_CANCEL);
+          failed(grpc.status.DEADLINE_EXCEEDED, "Deadline exceeded");
+        },
+        Math.min(timeoutMs(deadline), maxTimerMs),
+      );
       timer.unref();
       up.once("close", () => clearTimeout(timer));
     }
@@ -145,7 +158,10 @@ export function openFrameCall(backend: BackendSession, headers: OutgoingHttpHead
         }
         if (length > MAX_MESSAGE_BYTES) {
           up.close(NGHTTP2_CANCEL);
-          return failed(grpc.status.RESOURCE_EXHAUSTED, `${backendName} sent a message larger than max (${length} vs. ${MAX_MESSAGE_BYTES})`);
+          return failed(
+            grpc.status.RESOURCE_EXHAUSTED,
+            `${backendName} sent a message larger than max (${length} vs. ${MAX_MESSAGE_BYTES})`,
+          );
         }
         if (pending.length < 5 + length) break;
         const message = pending.subarray(5, 5 + length);
@@ -178,8 +194,12 @@ export function openFrameCall(backend: BackendSession, headers: OutgoingHttpHead
       if (over) return;
       if (ended && status) return finish(status);
       // As relayCall: a reset is the backend's word; a connection that failed (or never was) is UNAVAILABLE, which callers retry.
-      const reset = (upError === undefined || ("code" in upError && upError.code === "ERR_HTTP2_STREAM_ERROR")) && !!up.rstCode;
-      failed(reset ? statusOfReset(up.rstCode) : grpc.status.UNAVAILABLE, closedDetails(backendName, upError, up.rstCode));
+      const reset =
+        (upError === undefined || ("code" in upError && upError.code === "ERR_HTTP2_STREAM_ERROR")) && !!up.rstCode;
+      failed(
+        reset ? statusOfReset(up.rstCode) : grpc.status.UNAVAILABLE,
+        closedDetails(backendName, upError, up.rstCode),
+      );
     });
   }
 
@@ -203,7 +223,11 @@ export function openFrameCall(backend: BackendSession, headers: OutgoingHttpHead
 }
 
 /** A stream on `backend`; undefined (with `onError` told why) when the session cannot be opened. */
-function requestOn(backend: BackendSession, headers: OutgoingHttpHeaders, onError: (err: unknown) => void): ClientHttp2Stream | undefined {
+function requestOn(
+  backend: BackendSession,
+  headers: OutgoingHttpHeaders,
+  onError: (err: unknown) => void,
+): ClientHttp2Stream | undefined {
   try {
     return backend.request(headers);
   } catch (err) {
@@ -219,7 +243,12 @@ function timeoutMs(deadline: grpc.Deadline): number {
 }
 
 /** A call opened with `headers` (see openFrameCall) whose one request message is sent: its replies. */
-function callWithOneRequest(backend: BackendSession, headers: OutgoingHttpHeaders, request: Buffer, deadline: grpc.Deadline): MessageSource {
+function callWithOneRequest(
+  backend: BackendSession,
+  headers: OutgoingHttpHeaders,
+  request: Buffer,
+  deadline: grpc.Deadline,
+): MessageSource {
   const call = openFrameCall(backend, headers, deadline);
   call.requests.write(request);
   call.requests.end();
@@ -227,7 +256,13 @@ function callWithOneRequest(backend: BackendSession, headers: OutgoingHttpHeader
 }
 
 /** Calls a server-streaming `path` on the backend with one request message and reads its replies as frames. */
-export function openFrameStream(backend: BackendSession, path: string, metadata: grpc.Metadata, request: Buffer, deadline: grpc.Deadline): MessageSource {
+export function openFrameStream(
+  backend: BackendSession,
+  path: string,
+  metadata: grpc.Metadata,
+  request: Buffer,
+  deadline: grpc.Deadline,
+): MessageSource {
   return callWithOneRequest(backend, callHeaders(path, metadata), request, deadline);
 }
 
@@ -256,7 +291,10 @@ export function oneReply(backend: BackendSession, replies: MessageSource, cancel
     replies.whenOver((st) => {
       cancels?.delete(cancel);
       if (st.code !== grpc.status.OK) reject(new CallStatusError(st));
-      else if (reply === undefined) reject(new CallStatusError({ code: grpc.status.INTERNAL, details: `${backend.name} answered without a message` }));
+      else if (reply === undefined)
+        reject(
+          new CallStatusError({ code: grpc.status.INTERNAL, details: `${backend.name} answered without a message` }),
+        );
       else resolve(reply);
     });
   });
@@ -266,6 +304,12 @@ export function oneReply(backend: BackendSession, replies: MessageSource, cancel
  * One unary call as frames: `message` sent with `headers` (see openFrameCall), the reply message read whole.
  * apid's listener and its proxy both make their unary legs with it.
  */
-export function unaryFrameCall(backend: BackendSession, headers: OutgoingHttpHeaders, message: Buffer, deadline: grpc.Deadline, cancels?: Set<() => void>): Promise<Buffer> {
+export function unaryFrameCall(
+  backend: BackendSession,
+  headers: OutgoingHttpHeaders,
+  message: Buffer,
+  deadline: grpc.Deadline,
+  cancels?: Set<() => void>,
+): Promise<Buffer> {
   return oneReply(backend, callWithOneRequest(backend, headers, message, deadline), cancels);
 }

@@ -7,7 +7,13 @@
 // with the roles decided here.
 
 import { randomUUID } from "node:crypto";
-import http2, { type Http2SecureServer, type Http2Session, type IncomingHttpHeaders, type OutgoingHttpHeaders, type ServerHttp2Stream } from "node:http2";
+import http2, {
+  type Http2SecureServer,
+  type Http2Session,
+  type IncomingHttpHeaders,
+  type OutgoingHttpHeaders,
+  type ServerHttp2Stream,
+} from "node:http2";
 import type { PeerCertificate, TLSSocket } from "node:tls";
 import * as grpc from "@grpc/grpc-js";
 import { splitHostPort } from "../sys/host-port.js";
@@ -22,7 +28,15 @@ import { callHeaders, CallStatusError, unaryFrameCall } from "./frame-stream.js"
 import { asStatus, forwardedMetadata, mergedReplies, route, type Caller, type Leg, type Route } from "./director.js";
 import { type ProxiedMethod } from "./proxy-server.js";
 import { BackendSession } from "./backend-session.js";
-import { answerUnary, BodyTooLargeError, firstMessage, readRequest, relayCall, replyStatus, timeoutMs } from "./raw-relay.js";
+import {
+  answerUnary,
+  BodyTooLargeError,
+  firstMessage,
+  readRequest,
+  relayCall,
+  replyStatus,
+  timeoutMs,
+} from "./raw-relay.js";
 import { reportWhenDelivered } from "./reply-delivery.js";
 
 const log = logger("apid");
@@ -50,7 +64,6 @@ export interface FrontOptions {
 /** Where one leg of a call goes: machined's socket, or another node's apid. */
 type Destination = "machined" | BackendSession;
 
-
 // Never passed on as the caller sent them: the roles and listener tag are ours to set, the token is apid's.
 const ownKeys = [roleKey, listenerKey, replyDeliveryKey];
 // What the proxy consumes for routing; a call relayed to machined has no routing left to do.
@@ -59,12 +72,24 @@ const routingKeys = ["node", "nodes", "proxyfrom"];
 /** Header values as grpc-js reads metadata: repeated values and comma-joined ones alike. */
 function headerValues(v: string | string[] | undefined): string[] {
   if (v === undefined) return [];
-  return (Array.isArray(v) ? v : [v]).flatMap((s) => s.split(",")).map((s) => s.trim()).filter(Boolean);
+  return (Array.isArray(v) ? v : [v])
+    .flatMap((s) => s.split(","))
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 /** The headers of the call as passed on: the caller's, without `drop`, with the caller's roles (and maintenance tag). */
-function forwardedHeaders(headers: IncomingHttpHeaders, drop: readonly string[], caller: Caller | undefined): OutgoingHttpHeaders {
-  const out: OutgoingHttpHeaders = { ":method": "POST", ":scheme": "http", ":authority": headers[":authority"] ?? "localhost", ":path": headers[":path"] };
+function forwardedHeaders(
+  headers: IncomingHttpHeaders,
+  drop: readonly string[],
+  caller: Caller | undefined,
+): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {
+    ":method": "POST",
+    ":scheme": "http",
+    ":authority": headers[":authority"] ?? "localhost",
+    ":path": headers[":path"],
+  };
   for (const k of Object.keys(headers)) {
     if (k.startsWith(":") || drop.includes(k)) continue;
     out[k] = headers[k];
@@ -90,9 +115,15 @@ export class ApiFront {
     this.unary = new Set(opts.methods.filter((m) => !m.requestStream && !m.responseStream).map((m) => m.path));
     this.known = new Set(opts.methods.map((m) => m.path));
     // As grpc-js's server: no cap on header blocks or session memory (large replies), no idle timeout.
-    this.server = http2.createSecureServer({ ...tlsOptions(opts.mode), maxSendHeaderBlockLength: Number.MAX_SAFE_INTEGER, maxSessionMemory: Number.MAX_SAFE_INTEGER });
+    this.server = http2.createSecureServer({
+      ...tlsOptions(opts.mode),
+      maxSendHeaderBlockLength: Number.MAX_SAFE_INTEGER,
+      maxSessionMemory: Number.MAX_SAFE_INTEGER,
+    });
     this.server.setTimeout(0);
-    this.server.on("secureConnection", (socket: TLSSocket) => socket.on("error", (err) => log.debug("connection failed", { error: describeError(err) })));
+    this.server.on("secureConnection", (socket: TLSSocket) =>
+      socket.on("error", (err) => log.debug("connection failed", { error: describeError(err) })),
+    );
     this.server.on("session", (s: Http2Session) => {
       this.sessions.add(s);
       s.on("close", () => this.sessions.delete(s));
@@ -150,7 +181,8 @@ export class ApiFront {
   private serve(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
     const path = headers[":path"] ?? "";
     logWhenClosed(stream, headers, path);
-    const grpcCall = headers[":method"] === "POST" && String(headers["content-type"] ?? "").startsWith("application/grpc");
+    const grpcCall =
+      headers[":method"] === "POST" && String(headers["content-type"] ?? "").startsWith("application/grpc");
     if (!grpcCall || !this.known.has(path)) {
       // grpc-js answers these as it always has (UNIMPLEMENTED, 415, ...); no roles go with them.
       relayCall(stream, forwardedHeaders(headers, ownKeys, undefined), this.opts.proxy);
@@ -191,16 +223,28 @@ export class ApiFront {
   }
 
   /** A unary call for other nodes (or several): the request read once, each leg called, the replies merged. */
-  private async forward(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, caller: Caller, r: Route<Destination> & { kind: "one" | "many" }, withToken: (o: OutgoingHttpHeaders) => OutgoingHttpHeaders): Promise<void> {
+  private async forward(
+    stream: ServerHttp2Stream,
+    headers: IncomingHttpHeaders,
+    caller: Caller,
+    r: Route<Destination> & { kind: "one" | "many" },
+    withToken: (o: OutgoingHttpHeaders) => OutgoingHttpHeaders,
+  ): Promise<void> {
     let body: Buffer;
     try {
       body = await readRequest(stream, MAX_MESSAGE_BYTES + 5);
     } catch (err) {
-      if (err instanceof BodyTooLargeError) replyStatus(stream, grpc.status.RESOURCE_EXHAUSTED, `Received message larger than max (limit ${MAX_MESSAGE_BYTES} bytes)`);
+      if (err instanceof BodyTooLargeError)
+        replyStatus(
+          stream,
+          grpc.status.RESOURCE_EXHAUSTED,
+          `Received message larger than max (limit ${MAX_MESSAGE_BYTES} bytes)`,
+        );
       return; // otherwise the caller went away
     }
     const message = firstMessage(body);
-    if (!message) return replyStatus(stream, grpc.status.INTERNAL, "the request holds no complete uncompressed message");
+    if (!message)
+      return replyStatus(stream, grpc.status.INTERNAL, "the request holds no complete uncompressed message");
     const path = headers[":path"]!;
     // Every leg gets the caller's deadline and no other, as Talos's director passes the caller's context on.
     const legMs = timeoutMs(headers["grpc-timeout"]);
@@ -211,9 +255,11 @@ export class ApiFront {
     const callerMetadata = grpc.Metadata.fromHttp2Headers(headers);
     for (const k of ownKeys) callerMetadata.remove(k);
     const send = (leg: Leg<Destination>): Promise<Buffer> => {
-      if (stream.closed) return Promise.reject(new CallStatusError({ code: grpc.status.CANCELLED, details: "the caller went away" }));
+      if (stream.closed)
+        return Promise.reject(new CallStatusError({ code: grpc.status.CANCELLED, details: "the caller went away" }));
       const deadline = legMs === undefined ? Infinity : Date.now() + legMs;
-      if (leg.client === "machined") return unaryFrameCall(this.opts.machined, localHeaders, message, deadline, cancels);
+      if (leg.client === "machined")
+        return unaryFrameCall(this.opts.machined, localHeaders, message, deadline, cancels);
       const md = forwardedMetadata(callerMetadata, caller, true, headers[":authority"]);
       return unaryFrameCall(leg.client, callHeaders(path, md), message, deadline, cancels);
     };
@@ -240,7 +286,14 @@ function logWhenClosed(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, 
     const status = sent?.["grpc-status"];
     const code = status === undefined ? grpc.status.CANCELLED : Number(status);
     const details = status === undefined ? "context canceled" : decodeGrpcMessage(String(sent?.["grpc-message"] ?? ""));
-    logCall(log, { path, streaming: true, code, details, durationNs: Number(process.hrtime.bigint() - started), metadata: headerMetadata(headers) });
+    logCall(log, {
+      path,
+      streaming: true,
+      code,
+      details,
+      durationNs: Number(process.hrtime.bigint() - started),
+      metadata: headerMetadata(headers),
+    });
   });
 }
 

@@ -9,8 +9,26 @@ import type { SurfaceCall } from "../grpc/server.js";
 import { messageSizeOptions } from "../grpc/limits.js";
 import { encodeMetadataMessage, tagStreamMessage } from "../grpc/aggregate.js";
 import type { BackendSession } from "./backend-session.js";
-import { asStatus, failedNode, forwardedMetadata, mergedReplies, routeOf, type Backends, type Caller, type Leg, type Route } from "./director.js";
-import { callHeaders, oneReply, openFrameCall, openFrameStream, unaryFrameCall, type MessageSource, type RequestSink } from "./frame-stream.js";
+import {
+  asStatus,
+  failedNode,
+  forwardedMetadata,
+  mergedReplies,
+  routeOf,
+  type Backends,
+  type Caller,
+  type Leg,
+  type Route,
+} from "./director.js";
+import {
+  callHeaders,
+  oneReply,
+  openFrameCall,
+  openFrameStream,
+  unaryFrameCall,
+  type MessageSource,
+  type RequestSink,
+} from "./frame-stream.js";
 import { replyDeliveryInterceptor } from "./reply-delivery.js";
 
 export interface ProxiedMethod {
@@ -36,10 +54,15 @@ export interface ProxyOptions {
 
 const identity = (b: Buffer): Buffer => b;
 
-const callMetadata = (call: SurfaceCall, caller: Caller, leg: Leg<BackendSession>) => forwardedMetadata(call.metadata, caller, leg.remote, call.getHost());
+const callMetadata = (call: SurfaceCall, caller: Caller, leg: Leg<BackendSession>) =>
+  forwardedMetadata(call.metadata, caller, leg.remote, call.getHost());
 
 const asError = (st: Partial<grpc.StatusObject>): grpc.ServiceError =>
-  Object.assign(new Error(st.details ?? ""), { code: st.code ?? grpc.status.UNKNOWN, details: st.details ?? "", metadata: st.metadata ?? new grpc.Metadata() });
+  Object.assign(new Error(st.details ?? ""), {
+    code: st.code ?? grpc.status.UNKNOWN,
+    details: st.details ?? "",
+    metadata: st.metadata ?? new grpc.Metadata(),
+  });
 
 // Every leg gets the caller's deadline and no other, as Talos's director passes the caller's context on:
 // a node that takes minutes (a pull, a snapshot) still answers.
@@ -72,7 +95,11 @@ export function buildProxyServer(opts: ProxyOptions): grpc.Server {
   return server;
 }
 
-function admit(call: SurfaceCall, m: ProxiedMethod, opts: ProxyOptions): { caller: Caller; route: Route<BackendSession> } | { error: Partial<grpc.StatusObject> } {
+function admit(
+  call: SurfaceCall,
+  m: ProxiedMethod,
+  opts: ProxyOptions,
+): { caller: Caller; route: Route<BackendSession> } | { error: Partial<grpc.StatusObject> } {
   let caller: Caller;
   try {
     caller = opts.authenticate(call);
@@ -92,9 +119,19 @@ function unary(m: ProxiedMethod, opts: ProxyOptions): grpc.handleUnaryCall<Buffe
     call.on("cancelled", () => {
       for (const c of cancels) c();
     });
-    const send = (leg: Leg<BackendSession>) => unaryFrameCall(leg.client, callHeaders(m.path, callMetadata(call, caller, leg)), call.request, deadlineOf(call), cancels);
+    const send = (leg: Leg<BackendSession>) =>
+      unaryFrameCall(
+        leg.client,
+        callHeaders(m.path, callMetadata(call, caller, leg)),
+        call.request,
+        deadlineOf(call),
+        cancels,
+      );
     if (a.route.kind === "one") {
-      send(a.route.leg).then((resp) => callback(null, resp), (err) => callback(asError(asStatus(err))));
+      send(a.route.leg).then(
+        (resp) => callback(null, resp),
+        (err) => callback(asError(asStatus(err))),
+      );
       return;
     }
     mergedReplies(a.route.legs, send, opts.maxConcurrentTargets ?? 16).then(
@@ -112,7 +149,12 @@ type Downstream = grpc.ServerWritableStream<Buffer, Buffer> | grpc.ServerDuplexS
  * message has been passed on (grpc-js's server sends an error status only after
  * the messages written before it).
  */
-function relayStream(up: MessageSource, down: Downstream, tag: string | undefined, onDone: (st: grpc.StatusObject | undefined) => void): void {
+function relayStream(
+  up: MessageSource,
+  down: Downstream,
+  tag: string | undefined,
+  onDone: (st: grpc.StatusObject | undefined) => void,
+): void {
   const cancel = () => up.cancel();
   up.onMessage((b: Buffer) => {
     if (!down.write(tag === undefined ? b : tagStreamMessage(b, tag))) {
@@ -128,7 +170,11 @@ function relayStream(up: MessageSource, down: Downstream, tag: string | undefine
 }
 
 /** Passes a caller's request stream on to the backend, holding the caller back while the backend is slow. */
-function relayRequests(down: grpc.ServerReadableStream<Buffer, Buffer> | grpc.ServerDuplexStream<Buffer, Buffer>, up: RequestSink, replies: MessageSource): void {
+function relayRequests(
+  down: grpc.ServerReadableStream<Buffer, Buffer> | grpc.ServerDuplexStream<Buffer, Buffer>,
+  up: RequestSink,
+  replies: MessageSource,
+): void {
   down.on("data", (b: Buffer) => {
     if (!up.write(b)) {
       down.pause();
@@ -156,7 +202,8 @@ function serverStream(m: ProxiedMethod, opts: ProxyOptions): grpc.handleServerSt
     if ("error" in a) return fail(a.error);
     if (a.route.kind === "error") return fail(a.route.error);
     const caller = a.caller;
-    const open = (leg: Leg<BackendSession>): MessageSource => openFrameStream(leg.client, m.path, callMetadata(call, caller, leg), call.request, deadlineOf(call));
+    const open = (leg: Leg<BackendSession>): MessageSource =>
+      openFrameStream(leg.client, m.path, callMetadata(call, caller, leg), call.request, deadlineOf(call));
     if (a.route.kind === "one") {
       const leg = a.route.leg;
       relayStream(open(leg), call, undefined, (st) => (st ? fail(st) : call.end()));
@@ -187,11 +234,20 @@ function clientStream(m: ProxiedMethod, opts: ProxyOptions): grpc.handleClientSt
     if ("error" in a) return callback(asError(a.error));
     if (a.route.kind !== "one") {
       // Client-streaming calls (EtcdRecover) are proxied one-to-one only.
-      return callback(asError(a.route.kind === "error" ? a.route.error : { code: grpc.status.INVALID_ARGUMENT, details: "client streaming methods are proxied one-to-one only" }));
+      return callback(
+        asError(
+          a.route.kind === "error"
+            ? a.route.error
+            : { code: grpc.status.INVALID_ARGUMENT, details: "client streaming methods are proxied one-to-one only" },
+        ),
+      );
     }
     const leg = a.route.leg;
     const up = openFrameCall(leg.client, callHeaders(m.path, callMetadata(call, a.caller, leg)), deadlineOf(call));
-    oneReply(leg.client, up.replies).then((resp) => callback(null, resp), (err: unknown) => callback(asError(asStatus(err))));
+    oneReply(leg.client, up.replies).then(
+      (resp) => callback(null, resp),
+      (err: unknown) => callback(asError(asStatus(err))),
+    );
     relayRequests(call, up.requests, up.replies);
   };
 }
@@ -202,7 +258,11 @@ function bidi(m: ProxiedMethod, opts: ProxyOptions): grpc.handleBidiStreamingCal
     const fail = (st: Partial<grpc.StatusObject>) => call.emit("error", asError(st));
     if ("error" in a) return fail(a.error);
     if (a.route.kind !== "one") {
-      return fail(a.route.kind === "error" ? a.route.error : { code: grpc.status.INVALID_ARGUMENT, details: "bidirectional methods are proxied one-to-one only" });
+      return fail(
+        a.route.kind === "error"
+          ? a.route.error
+          : { code: grpc.status.INVALID_ARGUMENT, details: "bidirectional methods are proxied one-to-one only" },
+      );
     }
     const leg = a.route.leg;
     const up = openFrameCall(leg.client, callHeaders(m.path, callMetadata(call, a.caller, leg)), deadlineOf(call));

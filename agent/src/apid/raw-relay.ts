@@ -3,7 +3,12 @@
 // they are. Through grpc-js's server and client instead, a Version call through apid
 // cost twice the agent CPU of machined's own handling (bench/rpc-latency; docs/decisions/0002-apid-relays-without-decoding.md).
 
-import http2, { type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders, type ServerHttp2Stream } from "node:http2";
+import http2, {
+  type ClientHttp2Stream,
+  type IncomingHttpHeaders,
+  type OutgoingHttpHeaders,
+  type ServerHttp2Stream,
+} from "node:http2";
 import * as grpc from "@grpc/grpc-js";
 import { describeError } from "../errors.js";
 import { logger } from "../log.js";
@@ -11,13 +16,24 @@ import { boundedStatusMessage } from "../grpc/status.js";
 import type { BackendSession } from "./backend-session.js";
 
 const log = logger("apid");
-const { NGHTTP2_CANCEL, NGHTTP2_FLAG_END_STREAM, NGHTTP2_REFUSED_STREAM, NGHTTP2_ENHANCE_YOUR_CALM, NGHTTP2_INADEQUATE_SECURITY } = http2.constants;
+const {
+  NGHTTP2_CANCEL,
+  NGHTTP2_FLAG_END_STREAM,
+  NGHTTP2_REFUSED_STREAM,
+  NGHTTP2_ENHANCE_YOUR_CALM,
+  NGHTTP2_INADEQUATE_SECURITY,
+} = http2.constants;
 
 /** Answers a call with a status and no message (gRPC's trailers-only response), as grpc-js's server words it. */
 export function replyStatus(stream: ServerHttp2Stream, code: grpc.status, details: string): void {
   if (stream.closed || stream.destroyed || stream.headersSent) return;
   stream.respond(
-    { ":status": 200, "content-type": "application/grpc+proto", "grpc-status": String(code), "grpc-message": encodeURI(boundedStatusMessage(details)) },
+    {
+      ":status": 200,
+      "content-type": "application/grpc+proto",
+      "grpc-status": String(code),
+      "grpc-message": encodeURI(boundedStatusMessage(details)),
+    },
     { endStream: true },
   );
 }
@@ -88,7 +104,12 @@ export function relayCall(front: ServerHttp2Stream, headers: OutgoingHttpHeaders
     trailers = passedOn(t);
   });
   front.on("wantTrailers", () => {
-    front.sendTrailers(trailers ?? { "grpc-status": String(grpc.status.INTERNAL), "grpc-message": encodeURI(`${backendName} ended the call without a status`) });
+    front.sendTrailers(
+      trailers ?? {
+        "grpc-status": String(grpc.status.INTERNAL),
+        "grpc-message": encodeURI(`${backendName} ended the call without a status`),
+      },
+    );
   });
   up.on("error", (err) => {
     upError = err;
@@ -98,7 +119,8 @@ export function relayCall(front: ServerHttp2Stream, headers: OutgoingHttpHeaders
     if (front.closed || front.destroyed) return;
     if (!front.headersSent) {
       // Unreachable before any answer (machined may be restarting): UNAVAILABLE, which callers retry; a reset is the backend's word.
-      const reset = (upError === undefined || ("code" in upError && upError.code === "ERR_HTTP2_STREAM_ERROR")) && !!up.rstCode;
+      const reset =
+        (upError === undefined || ("code" in upError && upError.code === "ERR_HTTP2_STREAM_ERROR")) && !!up.rstCode;
       const code = reset ? statusOfReset(up.rstCode) : grpc.status.UNAVAILABLE;
       replyStatus(front, code, closedDetails(backendName, upError, up.rstCode));
     } else if (trailers === undefined) {
@@ -159,7 +181,15 @@ export function answerUnary(front: ServerHttp2Stream, message: Buffer): void {
   const body = Buffer.alloc(5 + message.length);
   body.writeUInt32BE(message.length, 1);
   message.copy(body, 5);
-  front.respond({ ":status": 200, "content-type": "application/grpc+proto", "grpc-accept-encoding": "identity,deflate,gzip", "grpc-encoding": "identity" }, { waitForTrailers: true });
+  front.respond(
+    {
+      ":status": 200,
+      "content-type": "application/grpc+proto",
+      "grpc-accept-encoding": "identity,deflate,gzip",
+      "grpc-encoding": "identity",
+    },
+    { waitForTrailers: true },
+  );
   front.once("wantTrailers", () => front.sendTrailers({ "grpc-status": String(grpc.status.OK), "grpc-message": "OK" }));
   front.end(body);
 }

@@ -56,7 +56,12 @@ export class RemoteBackends {
   }
 
   setIdentity(identity: ForwardingIdentity | undefined): void {
-    const same = identity && this.identity && identity.crt === this.identity.crt && identity.key === this.identity.key && identity.acceptedCAs.join() === this.identity.acceptedCAs.join();
+    const same =
+      identity &&
+      this.identity &&
+      identity.crt === this.identity.crt &&
+      identity.key === this.identity.key &&
+      identity.acceptedCAs.join() === this.identity.acceptedCAs.join();
     if (same) return;
     this.identity = identity;
     this.close();

@@ -23,7 +23,12 @@ const ackPollMs = 10;
 function connectionOf(stream: ServerHttp2Stream): TcpConnection | undefined {
   const s = stream.session?.socket;
   if (!s?.localAddress || !s.remoteAddress || s.localPort === undefined || s.remotePort === undefined) return undefined;
-  return { localAddress: s.localAddress, localPort: s.localPort, remoteAddress: s.remoteAddress, remotePort: s.remotePort };
+  return {
+    localAddress: s.localAddress,
+    localPort: s.localPort,
+    remoteAddress: s.remoteAddress,
+    remotePort: s.remotePort,
+  };
 }
 
 /** Resolves once the caller acknowledged all the connection carried (or it is gone, or the wait's bound passed). */
@@ -34,7 +39,9 @@ async function acknowledged(conn: TcpConnection): Promise<void> {
     if (!unacked) return;
     await new Promise((r) => setTimeout(r, ackPollMs));
   }
-  log.warn("the caller did not acknowledge a reply in time: reporting it anyway", { remote: `${conn.remoteAddress}:${conn.remotePort}` });
+  log.warn("the caller did not acknowledge a reply in time: reporting it anyway", {
+    remote: `${conn.remoteAddress}:${conn.remotePort}`,
+  });
 }
 
 /**
@@ -43,16 +50,27 @@ async function acknowledged(conn: TcpConnection): Promise<void> {
  */
 export function reportDelivery(machinedTarget: string, token: string): void {
   const machined = new grpc.Client(machinedTarget, grpc.credentials.createInsecure());
-  machined.makeUnaryRequest(replyDeliveredPath, identity, identity, Buffer.from(token), new grpc.Metadata(), { deadline: Date.now() + 10_000 }, (err) => {
-    machined.close();
-    if (err) log.warn("reporting a reply's delivery to machined failed", { error: describeError(err) });
-  });
+  machined.makeUnaryRequest(
+    replyDeliveredPath,
+    identity,
+    identity,
+    Buffer.from(token),
+    new grpc.Metadata(),
+    { deadline: Date.now() + 10_000 },
+    (err) => {
+      machined.close();
+      if (err) log.warn("reporting a reply's delivery to machined failed", { error: describeError(err) });
+    },
+  );
 }
 
 /** Reports `token` to machined once `stream` has closed and the caller acknowledged what its connection carried. */
 export function reportWhenDelivered(stream: ServerHttp2Stream, machinedTarget: string, token: string): void {
   const conn = connectionOf(stream);
-  stream.once("close", () => void (conn ? acknowledged(conn) : Promise.resolve()).then(() => reportDelivery(machinedTarget, token)));
+  stream.once(
+    "close",
+    () => void (conn ? acknowledged(conn) : Promise.resolve()).then(() => reportDelivery(machinedTarget, token)),
+  );
 }
 
 /** The interceptor, outermost in apid's socket server; `machinedTarget` is machined's socket (unix:...). */
@@ -63,7 +81,8 @@ export function replyDeliveryInterceptor(machinedTarget: string): grpc.ServerInt
     // grpc-js keeps the HTTP/2 stream private; as the first interceptor we are handed its base call, which holds it.
     const stream = (call as unknown as { stream?: ServerHttp2Stream }).stream;
     if (stream) reportWhenDelivered(stream, machinedTarget, token);
-    else log.error("no HTTP/2 stream on the call: machined will wait its bound for this reply", { method: method.path });
+    else
+      log.error("no HTTP/2 stream on the call: machined will wait its bound for this reply", { method: method.path });
     const listener = new grpc.ServerListenerBuilder()
       .withOnReceiveMetadata((metadata, next) => {
         metadata.set(replyDeliveryKey, token);

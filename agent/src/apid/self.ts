@@ -72,7 +72,8 @@ export function addressesFromProto(wire: unknown): string[] {
   for (const p of list) {
     const ip = p.ip ? Buffer.from(p.ip) : Buffer.alloc(0);
     if (ip.length === 4) out.push([...ip].join("."));
-    else if (ip.length === 16) out.push(canonicalHost(Array.from({ length: 8 }, (_, i) => ip.readUInt16BE(i * 2).toString(16)).join(":")));
+    else if (ip.length === 16)
+      out.push(canonicalHost(Array.from({ length: 8 }, (_, i) => ip.readUInt16BE(i * 2).toString(16)).join(":")));
   }
   return out;
 }

@@ -51,7 +51,10 @@ export class SessionKeepalive {
   private ping(): void {
     if (this.open === 0 || this.session.destroyed || this.session.closed) return;
     this.pinging = true;
-    const deadline = setTimeout(() => this.session.destroy(new KeepaliveTimeoutError(this.policy.timeoutMs)), this.policy.timeoutMs);
+    const deadline = setTimeout(
+      () => this.session.destroy(new KeepaliveTimeoutError(this.policy.timeoutMs)),
+      this.policy.timeoutMs,
+    );
     deadline.unref();
     let done = false;
     const answered = (err: Error | null) => {

@@ -98,11 +98,16 @@ async function eachTarget(f: Flags, fn: (t: Target) => Promise<void>): Promise<v
 
 function table(rows: string[][]): string[] {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
-  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]! + 3))).join("").trimEnd());
+  return rows.map((r) =>
+    r
+      .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]! + 3)))
+      .join("")
+      .trimEnd(),
+  );
 }
 
 type Msg = Record<string, unknown> & { metadata?: { hostname?: string } | null };
-const messages = (reply: unknown): Msg[] => ((reply as { messages?: Msg[] }).messages ?? []);
+const messages = (reply: unknown): Msg[] => (reply as { messages?: Msg[] }).messages ?? [];
 
 function humanSize(bytes: number): string {
   const units = ["B", "kB", "MB", "GB", "TB", "PB"];
@@ -144,7 +149,9 @@ async function applyConfig(argv: string[], io: CliIO): Promise<void> {
   if (mode === undefined) throw new InvalidInputError(`unknown mode ${JSON.stringify(modeName)}`);
   const data = readFileSync(path.resolve(io.cwd(), file));
   await eachTarget(f, async (t) => {
-    for (const m of messages(await t.client.applyConfiguration(data, { mode, dryRun: f.values["--dry-run"] === true }))) {
+    for (const m of messages(
+      await t.client.applyConfiguration(data, { mode, dryRun: f.values["--dry-run"] === true }),
+    )) {
       for (const w of (m["warnings"] as string[] | undefined) ?? []) io.out(`Warning: ${w}`);
       if (m["mode_details"]) io.out(String(m["mode_details"]));
     }
@@ -158,10 +165,17 @@ async function services(argv: string[], io: CliIO): Promise<void> {
     for (const m of messages(await t.client.serviceList())) {
       for (const s of (m["services"] as Record<string, unknown>[] | undefined) ?? []) {
         const health = (s["health"] ?? {}) as { unknown?: boolean; healthy?: boolean };
-        const events = ((s["events"] as { events?: { msg: string; ts?: { seconds: number } }[] } | null)?.events ?? []);
+        const events = (s["events"] as { events?: { msg: string; ts?: { seconds: number } }[] } | null)?.events ?? [];
         const last = events.at(-1);
         const ago = last?.ts ? `${Math.max(0, Math.round(Date.now() / 1000 - last.ts.seconds))}s ago` : "";
-        rows.push([m.metadata?.hostname || t.label, String(s["id"]), String(s["state"]), health.unknown ? "?" : health.healthy ? "OK" : "Fail", ago, last?.msg ?? ""]);
+        rows.push([
+          m.metadata?.hostname || t.label,
+          String(s["id"]),
+          String(s["state"]),
+          health.unknown ? "?" : health.healthy ? "OK" : "Fail",
+          ago,
+          last?.msg ?? "",
+        ]);
       }
     }
   });
@@ -170,15 +184,43 @@ async function services(argv: string[], io: CliIO): Promise<void> {
 
 async function disks(argv: string[], io: CliIO): Promise<void> {
   const f = parseCallFlags(argv);
-  const rows = [["NODE", "DEV", "MODEL", "SERIAL", "TYPE", "UUID", "WWID", "MODALIAS", "NAME", "SIZE", "BUS_PATH", "SUBSYSTEM", "READ_ONLY", "SYSTEM_DISK"]];
+  const rows = [
+    [
+      "NODE",
+      "DEV",
+      "MODEL",
+      "SERIAL",
+      "TYPE",
+      "UUID",
+      "WWID",
+      "MODALIAS",
+      "NAME",
+      "SIZE",
+      "BUS_PATH",
+      "SUBSYSTEM",
+      "READ_ONLY",
+      "SYSTEM_DISK",
+    ],
+  ];
   const dash = (v: unknown) => (v === "" || v === undefined || v === null ? "-" : String(v));
   await eachTarget(f, async (t) => {
     for (const m of messages(await t.client.disks())) {
       for (const d of (m["disks"] as Record<string, unknown>[] | undefined) ?? []) {
         rows.push([
-          m.metadata?.hostname || t.label, dash(d["device_name"]), dash(d["model"]), dash(d["serial"]), diskTypes[Number(d["type"])] ?? "UNKNOWN",
-          dash(d["uuid"]), dash(d["wwid"]), dash(d["modalias"]), dash(d["name"]), humanSize(Number(d["size"])), dash(d["bus_path"]),
-          dash(d["subsystem"]), d["readonly"] ? "*" : "", d["system_disk"] ? "*" : "",
+          m.metadata?.hostname || t.label,
+          dash(d["device_name"]),
+          dash(d["model"]),
+          dash(d["serial"]),
+          diskTypes[Number(d["type"])] ?? "UNKNOWN",
+          dash(d["uuid"]),
+          dash(d["wwid"]),
+          dash(d["modalias"]),
+          dash(d["name"]),
+          humanSize(Number(d["size"])),
+          dash(d["bus_path"]),
+          dash(d["subsystem"]),
+          d["readonly"] ? "*" : "",
+          d["system_disk"] ? "*" : "",
         ]);
       }
     }
@@ -199,7 +241,10 @@ export function resolveType(defs: RD[], word: string): RD {
   const w = word.toLowerCase();
   const found = defs.filter((d) => d.id === w || d.allAliases.map((a) => a.toLowerCase()).includes(w));
   if (found.length === 0) throw new NotFoundError(`resource ${JSON.stringify(word)} is not registered`);
-  if (found.length > 1) throw new InvalidInputError(`resource type ${JSON.stringify(word)} is ambiguous: ${found.map((d) => d.type).join(", ")}`);
+  if (found.length > 1)
+    throw new InvalidInputError(
+      `resource type ${JSON.stringify(word)} is ambiguous: ${found.map((d) => d.type).join(", ")}`,
+    );
   return found[0]!;
 }
 
@@ -210,7 +255,9 @@ async function get(argv: string[], io: CliIO): Promise<void> {
   const output = ((f.values["-o"] ?? f.values["--output"]) as string | undefined) ?? "table";
   const rows = [["NODE", "NAMESPACE", "TYPE", "ID", "VERSION"]];
   await eachTarget(f, async (t) => {
-    const rds = (await t.client.resourceList("meta", "ResourceDefinitions.meta.cosi.dev")) as { resource: { metadata: { id: string }; spec: { yaml_spec: string } } }[];
+    const rds = (await t.client.resourceList("meta", "ResourceDefinitions.meta.cosi.dev")) as {
+      resource: { metadata: { id: string }; spec: { yaml_spec: string } };
+    }[];
     const defs: RD[] = rds.map((r) => {
       const s = parseYaml(r.resource.spec.yaml_spec) as Omit<RD, "id">;
       return { ...s, id: r.resource.metadata.id, allAliases: s.allAliases ?? [] };
@@ -222,7 +269,13 @@ async function get(argv: string[], io: CliIO): Promise<void> {
       : ((await t.client.resourceList(ns, def.type)) as { resource: WireRes }[]).map((r) => r.resource);
     for (const r of resources) {
       if (output === "yaml") {
-        io.out(`node: ${t.label}\nmetadata:\n    namespace: ${r.metadata.namespace}\n    type: ${def.displayType}\n    id: ${r.metadata.id}\n    version: ${r.metadata.version}\n    owner: ${r.metadata.owner}\n    phase: ${r.metadata.phase}\nspec:\n${r.spec.yaml_spec.trimEnd().split("\n").map((l) => "    " + l).join("\n")}\n---`);
+        io.out(
+          `node: ${t.label}\nmetadata:\n    namespace: ${r.metadata.namespace}\n    type: ${def.displayType}\n    id: ${r.metadata.id}\n    version: ${r.metadata.version}\n    owner: ${r.metadata.owner}\n    phase: ${r.metadata.phase}\nspec:\n${r.spec.yaml_spec
+            .trimEnd()
+            .split("\n")
+            .map((l) => "    " + l)
+            .join("\n")}\n---`,
+        );
       } else {
         rows.push([t.label, r.metadata.namespace, def.displayType, r.metadata.id, r.metadata.version]);
       }
@@ -241,7 +294,11 @@ const globals = "[-e endpoint] [-n node] [--insecure] [--talosconfig F] [--conte
 /** Call commands for `basalt ctl`. */
 export const callCommands: { path: string[]; usage: string; run: (argv: string[], io: CliIO) => Promise<void> }[] = [
   { path: ["version"], usage: `version [--short] ${globals}`, run: version },
-  { path: ["apply-config"], usage: `apply-config -f FILE [--mode auto|reboot|no-reboot|staged|try] [--dry-run] ${globals}`, run: applyConfig },
+  {
+    path: ["apply-config"],
+    usage: `apply-config -f FILE [--mode auto|reboot|no-reboot|staged|try] [--dry-run] ${globals}`,
+    run: applyConfig,
+  },
   { path: ["get"], usage: `get <type> [id] [--namespace NS] [-o table|yaml] ${globals}`, run: get },
   { path: ["services"], usage: `services ${globals}`, run: services },
   { path: ["disks"], usage: `disks ${globals}`, run: disks },

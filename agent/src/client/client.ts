@@ -43,7 +43,8 @@ export class NodeClient {
   constructor(private readonly opts: ClientOptions) {
     const c = opts.credentials;
     const address = c.kind === "socket" ? opts.endpoint : withPort(opts.endpoint);
-    const tlsOpts = c.kind === "socket" ? { creds: grpc.credentials.createInsecure(), options: {} } : tlsTarget(address, c);
+    const tlsOpts =
+      c.kind === "socket" ? { creds: grpc.credentials.createInsecure(), options: {} } : tlsTarget(address, c);
     const creds = tlsOpts.creds;
     const options: grpc.ChannelOptions = { ...tlsOpts.options, "grpc.max_receive_message_length": MAX_MESSAGE_BYTES };
     const make = (service: string) => {
@@ -69,19 +70,34 @@ export class NodeClient {
   }
 
   /** Calls a unary method and resolves with the plain-object reply. */
-  unary<Res = Record<string, unknown>>(client: Untyped, method: string, request: object = {}, deadlineMs = 30_000): Promise<Res> {
+  unary<Res = Record<string, unknown>>(
+    client: Untyped,
+    method: string,
+    request: object = {},
+    deadlineMs = 30_000,
+  ): Promise<Res> {
     return new Promise((resolve, reject) => {
-      client[method](request, this.metadata(), { deadline: Date.now() + deadlineMs }, (err: grpc.ServiceError | null, res: Res) =>
-        err ? reject(err) : resolve(res),
+      client[method](
+        request,
+        this.metadata(),
+        { deadline: Date.now() + deadlineMs },
+        (err: grpc.ServiceError | null, res: Res) => (err ? reject(err) : resolve(res)),
       );
     });
   }
 
   /** Collects every message of a server stream. */
-  collect<Res = Record<string, unknown>>(client: Untyped, method: string, request: object = {}, deadlineMs = 30_000): Promise<Res[]> {
+  collect<Res = Record<string, unknown>>(
+    client: Untyped,
+    method: string,
+    request: object = {},
+    deadlineMs = 30_000,
+  ): Promise<Res[]> {
     return new Promise((resolve, reject) => {
       const out: Res[] = [];
-      const stream: grpc.ClientReadableStream<Res> = client[method](request, this.metadata(), { deadline: Date.now() + deadlineMs });
+      const stream: grpc.ClientReadableStream<Res> = client[method](request, this.metadata(), {
+        deadline: Date.now() + deadlineMs,
+      });
       stream.on("data", (m: Res) => out.push(m));
       stream.on("error", reject);
       stream.on("end", () => resolve(out));
@@ -89,10 +105,18 @@ export class NodeClient {
   }
 
   /** Reads a server stream until `until` matches a message (that message included), then cancels it. */
-  collectUntil<Res = Record<string, unknown>>(client: Untyped, method: string, request: object, until: (m: Res) => boolean, deadlineMs = 30_000): Promise<Res[]> {
+  collectUntil<Res = Record<string, unknown>>(
+    client: Untyped,
+    method: string,
+    request: object,
+    until: (m: Res) => boolean,
+    deadlineMs = 30_000,
+  ): Promise<Res[]> {
     return new Promise((resolve, reject) => {
       const out: Res[] = [];
-      const stream: grpc.ClientReadableStream<Res> = client[method](request, this.metadata(), { deadline: Date.now() + deadlineMs });
+      const stream: grpc.ClientReadableStream<Res> = client[method](request, this.metadata(), {
+        deadline: Date.now() + deadlineMs,
+      });
       stream.on("data", (m: Res) => {
         out.push(m);
         if (until(m)) {
@@ -100,7 +124,9 @@ export class NodeClient {
           resolve(out);
         }
       });
-      stream.on("error", (err) => ((err as grpc.ServiceError).code === grpc.status.CANCELLED ? undefined : reject(err)));
+      stream.on("error", (err) =>
+        (err as grpc.ServiceError).code === grpc.status.CANCELLED ? undefined : reject(err),
+      );
       stream.on("end", () => resolve(out));
     });
   }
@@ -159,10 +185,14 @@ export class NodeClient {
   }
   /** A talosconfig (and its parts) for `roles`, valid for `crtTtlSeconds` (talosctl config new). */
   generateClientConfiguration(roles: string[], crtTtlSeconds: number) {
-    return this.unary<{ messages: { ca: Buffer; crt: Buffer; key: Buffer; talosconfig: Buffer }[] }>(this.machine, "GenerateClientConfiguration", {
-      roles,
-      crt_ttl: { seconds: crtTtlSeconds },
-    });
+    return this.unary<{ messages: { ca: Buffer; crt: Buffer; key: Buffer; talosconfig: Buffer }[] }>(
+      this.machine,
+      "GenerateClientConfiguration",
+      {
+        roles,
+        crt_ttl: { seconds: crtTtlSeconds },
+      },
+    );
   }
   /** The admin kubeconfig as the node sends it: a tar.gz holding the file `kubeconfig` (talosctl kubeconfig). */
   async kubeconfig(): Promise<Buffer> {
@@ -179,7 +209,10 @@ export class NodeClient {
 export { ApplyMode } from "../api/enums.js";
 
 /** A client for the first endpoint of a talosconfig context, with its mTLS material (talosctl's default). */
-export function clientFromContext(ctx: TalosContext, opts: { endpoint?: string; nodes?: string[]; node?: string } = {}): NodeClient {
+export function clientFromContext(
+  ctx: TalosContext,
+  opts: { endpoint?: string; nodes?: string[]; node?: string } = {},
+): NodeClient {
   const endpoint = opts.endpoint ?? ctx.endpoints[0];
   if (!endpoint) throw new InvalidInputError(`context ${ctx.name} has no endpoints`);
   return new NodeClient({

@@ -28,7 +28,14 @@ export function parseTalosconfig(text: string, contextName?: string): TalosConte
   const ctx = doc.contexts?.[name];
   if (!ctx) throw new NotFoundError(`context ${JSON.stringify(name)} is not defined in talosconfig`);
   const list = (v: unknown) => (Array.isArray(v) ? v.map(String) : []);
-  return { name, endpoints: list(ctx["endpoints"]), nodes: list(ctx["nodes"]), ca: pemFromBase64(ctx["ca"]), crt: pemFromBase64(ctx["crt"]), key: pemFromBase64(ctx["key"]) };
+  return {
+    name,
+    endpoints: list(ctx["endpoints"]),
+    nodes: list(ctx["nodes"]),
+    ca: pemFromBase64(ctx["ca"]),
+    crt: pemFromBase64(ctx["crt"]),
+    key: pemFromBase64(ctx["key"]),
+  };
 }
 
 export function loadTalosconfig(file = defaultTalosconfigPath(), contextName?: string): TalosContext {

@@ -4,7 +4,13 @@ import { nodePaths } from "../sys/paths.js";
 import { parseFlags } from "../flags.js";
 
 export async function main(argv: string[]): Promise<void> {
-  const { flags } = parseFlags(argv, { listen: "string", "machined-socket": "string", "enable-rbac": "boolean", "check-ext-key-usage": "boolean", "apid-socket": "string" });
+  const { flags } = parseFlags(argv, {
+    listen: "string",
+    "machined-socket": "string",
+    "enable-rbac": "boolean",
+    "check-ext-key-usage": "boolean",
+    "apid-socket": "string",
+  });
   const ac = new AbortController();
   for (const sig of ["SIGTERM", "SIGINT"] as const) process.once(sig, () => ac.abort());
   // Started by machined with an IPC channel: when machined is gone, so is our reason to serve.

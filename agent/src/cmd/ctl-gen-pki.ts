@@ -29,7 +29,8 @@ function hours(flags: Record<string, string | boolean | string[]>, fallbackMs: n
   const v = flags.hours;
   if (v === undefined) return fallbackMs;
   const n = Number(v);
-  if (!Number.isInteger(n) || n <= 0) throw new InvalidInputError(`--hours must be a positive integer, got ${String(v)}`);
+  if (!Number.isInteger(n) || n <= 0)
+    throw new InvalidInputError(`--hours must be a positive integer, got ${String(v)}`);
   return n * hourMs;
 }
 
@@ -40,7 +41,10 @@ function noArgs(positional: string[], command: string): void {
 /** Writes every file after checking none exists (unless --force). */
 async function writeAll(io: CtlIO, files: [string, string][], force: boolean): Promise<void> {
   const resolved = files.map(([f, text]) => [path.resolve(io.cwd(), f), text] as const);
-  await refuseExisting(resolved.map(([f]) => f), force);
+  await refuseExisting(
+    resolved.map(([f]) => f),
+    force,
+  );
   for (const [file, text] of resolved) {
     await writeSecretFile(file, text);
     io.log(`created ${file}`);
@@ -49,11 +53,27 @@ async function writeAll(io: CtlIO, files: [string, string][], force: boolean): P
 
 /** gen ca --organization O [--hours 87600] [--rsa]: self-signed CA, O.crt + O.key. */
 export async function genCA(argv: string[], io: CtlIO): Promise<void> {
-  const { flags, positional } = parseFlags(argv, { organization: "string", hours: "string", rsa: "boolean", force: "boolean" });
+  const { flags, positional } = parseFlags(argv, {
+    organization: "string",
+    hours: "string",
+    rsa: "boolean",
+    force: "boolean",
+  });
   noArgs(positional, "gen ca");
   const org = required(flags, "organization");
-  const ca = await generateSelfSignedCA({ organizations: [org], algorithm: flags.rsa === true ? "rsa" : "ed25519", lifetimeMs: hours(flags, caLifetimeMs) });
-  await writeAll(io, [[`${org}.crt`, ca.certPem], [`${org}.key`, ca.keyPem]], flags.force === true);
+  const ca = await generateSelfSignedCA({
+    organizations: [org],
+    algorithm: flags.rsa === true ? "rsa" : "ed25519",
+    lifetimeMs: hours(flags, caLifetimeMs),
+  });
+  await writeAll(
+    io,
+    [
+      [`${org}.crt`, ca.certPem],
+      [`${org}.key`, ca.keyPem],
+    ],
+    flags.force === true,
+  );
 }
 
 /** gen key --name N: Ed25519 private key N.key. */
@@ -72,7 +92,11 @@ export async function genCSR(argv: string[], io: CtlIO): Promise<void> {
   const sans = splitSANs((flags.ip as string[] | undefined) ?? []);
   if (sans.ipAddresses.length === 0) throw new InvalidInputError("flag --ip is required");
   const key = parsePrivateKeyPem(await readFile(path.resolve(io.cwd(), keyFile)));
-  const { csrPem } = await createCSR({ key, organizations: (flags.roles as string[] | undefined) ?? ["os:admin"], ...sans });
+  const { csrPem } = await createCSR({
+    key,
+    organizations: (flags.roles as string[] | undefined) ?? ["os:admin"],
+    ...sans,
+  });
   const base = keyFile.replace(/\.key$/, "");
   await writeAll(io, [[`${base}.csr`, csrPem]], flags.force === true);
 }
@@ -82,19 +106,34 @@ export async function genCSR(argv: string[], io: CtlIO): Promise<void> {
  * CA.crt/CA.key, keeping its roles, into N.crt.
  */
 export async function genCrt(argv: string[], io: CtlIO): Promise<void> {
-  const { flags, positional } = parseFlags(argv, { ca: "string", csr: "string", name: "string", hours: "string", force: "boolean" });
+  const { flags, positional } = parseFlags(argv, {
+    ca: "string",
+    csr: "string",
+    name: "string",
+    hours: "string",
+    force: "boolean",
+  });
   noArgs(positional, "gen crt");
   const caBase = path.resolve(io.cwd(), required(flags, "ca"));
   const ca = await loadCertificateAndKey(await readFile(`${caBase}.crt`), await readFile(`${caBase}.key`));
   const csr = await readFile(path.resolve(io.cwd(), required(flags, "csr")));
   const name = required(flags, "name");
-  const { certPem } = await signCSR(ca, csr, { keepOrganization: true, extKeyUsage: ["clientAuth"], lifetimeMs: hours(flags, 24 * hourMs) });
+  const { certPem } = await signCSR(ca, csr, {
+    keepOrganization: true,
+    extKeyUsage: ["clientAuth"],
+    lifetimeMs: hours(flags, 24 * hourMs),
+  });
   await writeAll(io, [[`${name}.crt`, certPem]], flags.force === true);
 }
 
 /** gen keypair --organization O --ip IP: a self-signed server/client pair, O.crt + O.key. */
 export async function genKeypair(argv: string[], io: CtlIO): Promise<void> {
-  const { flags, positional } = parseFlags(argv, { organization: "string", ip: "list", hours: "string", force: "boolean" });
+  const { flags, positional } = parseFlags(argv, {
+    organization: "string",
+    ip: "list",
+    hours: "string",
+    force: "boolean",
+  });
   noArgs(positional, "gen keypair");
   const org = required(flags, "organization");
   const sans = splitSANs((flags.ip as string[] | undefined) ?? []);
@@ -107,5 +146,12 @@ export async function genKeypair(argv: string[], io: CtlIO): Promise<void> {
     lifetimeMs: hours(flags, caLifetimeMs),
     key: ca.key,
   });
-  await writeAll(io, [[`${org}.crt`, pair.certPem], [`${org}.key`, pair.keyPem]], flags.force === true);
+  await writeAll(
+    io,
+    [
+      [`${org}.crt`, pair.certPem],
+      [`${org}.key`, pair.keyPem],
+    ],
+    flags.force === true,
+  );
 }

@@ -70,7 +70,11 @@ type PatchFlag = (typeof patchFlags)[number];
  * commas, which the shared flag parser would split).
  */
 export function extractPatchFlags(argv: string[]): { rest: string[]; patches: Record<PatchFlag, string[]> } {
-  const patches: Record<PatchFlag, string[]> = { "config-patch": [], "config-patch-control-plane": [], "config-patch-worker": [] };
+  const patches: Record<PatchFlag, string[]> = {
+    "config-patch": [],
+    "config-patch-control-plane": [],
+    "config-patch-worker": [],
+  };
   const rest: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -88,7 +92,9 @@ export function extractPatchFlags(argv: string[]): { rest: string[]; patches: Re
 
 /** A patch is inline YAML/JSON or `@file`, as talosctl takes it. */
 async function readPatches(values: string[], cwd: string): Promise<string[]> {
-  return Promise.all(values.map((v) => (v.startsWith("@") ? readFile(path.resolve(cwd, v.slice(1)), "utf8") : Promise.resolve(v))));
+  return Promise.all(
+    values.map((v) => (v.startsWith("@") ? readFile(path.resolve(cwd, v.slice(1)), "utf8") : Promise.resolve(v))),
+  );
 }
 
 export async function genConfig(argv: string[], io: CtlIO): Promise<void> {
@@ -157,15 +163,23 @@ export async function genConfig(argv: string[], io: CtlIO): Promise<void> {
 
 const outputTypes = ["controlplane", "worker", "talosconfig"] as const;
 type OutputType = (typeof outputTypes)[number];
-const outputFileNames: Record<OutputType, string> = { controlplane: "controlplane.yaml", worker: "worker.yaml", talosconfig: "talosconfig" };
+const outputFileNames: Record<OutputType, string> = {
+  controlplane: "controlplane.yaml",
+  worker: "worker.yaml",
+  talosconfig: "talosconfig",
+};
 
 /**
  * Where each requested output goes, as talosctl decides: `--output-types` picks
  * outputs (default all three); with several, `-o`/`--output-dir` is a directory;
  * with one, `-o` is the file itself (`-` = stdout).
  */
-function outputDestinations(flags: Record<string, string | boolean | string[]>, cwd: string): { type: OutputType; file: string }[] {
-  const requested = (flags["output-types"] as string[] | undefined) ?? (flags.t as string[] | undefined) ?? [...outputTypes];
+function outputDestinations(
+  flags: Record<string, string | boolean | string[]>,
+  cwd: string,
+): { type: OutputType; file: string }[] {
+  const requested = (flags["output-types"] as string[] | undefined) ??
+    (flags.t as string[] | undefined) ?? [...outputTypes];
   for (const t of requested) {
     if (!(outputTypes as readonly string[]).includes(t)) {
       throw new InvalidInputError(`unknown output type ${JSON.stringify(t)}, want one of ${outputTypes.join(", ")}`);

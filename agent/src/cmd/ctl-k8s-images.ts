@@ -17,7 +17,8 @@ import { registryEndpointFor } from "./ctl-installer.js";
 function archsOf(value: FlagValue | undefined): ImageArch[] {
   const archs = Array.isArray(value) ? value : ["amd64"];
   const bad = archs.filter((a) => !imageArchs.includes(a as ImageArch));
-  if (bad.length > 0 || archs.length === 0) throw new InvalidInputError(`--arch ${archs.join(",")}: each must be one of ${imageArchs.join(", ")}`);
+  if (bad.length > 0 || archs.length === 0)
+    throw new InvalidInputError(`--arch ${archs.join(",")}: each must be one of ${imageArchs.join(", ")}`);
   // Checked against imageArchs just above.
   return archs as ImageArch[];
 }
@@ -25,7 +26,8 @@ function archsOf(value: FlagValue | undefined): ImageArch[] {
 /** k8s-images build --inputs DIR --output F [--arch amd64,arm64] [--only etcd,pause] */
 export async function k8sImagesBuild(argv: string[], io: CtlIO): Promise<void> {
   const { flags } = parseFlags(argv, { inputs: "string", output: "string", arch: "list", only: "list" });
-  if (typeof flags.inputs !== "string" || typeof flags.output !== "string") throw new InvalidInputError("k8s-images build needs --inputs DIR and --output FILE");
+  if (typeof flags.inputs !== "string" || typeof flags.output !== "string")
+    throw new InvalidInputError("k8s-images build needs --inputs DIR and --output FILE");
   const archs = archsOf(flags.arch);
   const images = selectImages(Array.isArray(flags.only) ? flags.only : []);
   const out = path.resolve(io.cwd(), flags.output);
@@ -44,10 +46,18 @@ export async function k8sImagesBuild(argv: string[], io: CtlIO): Promise<void> {
 
 /** k8s-images push ARCHIVE HOST:PORT [--insecure] [--ca F] [--username U --password P] */
 export async function k8sImagesPush(argv: string[], io: CtlIO): Promise<void> {
-  const { flags, positional } = parseFlags(argv, { insecure: "boolean", ca: "string", username: "string", password: "string" });
+  const { flags, positional } = parseFlags(argv, {
+    insecure: "boolean",
+    ca: "string",
+    username: "string",
+    password: "string",
+  });
   const [archive, host] = positional;
   if (!archive || !host) throw new InvalidInputError("k8s-images push needs ARCHIVE and HOST:PORT");
-  if (host.includes("/")) throw new InvalidInputError(`k8s-images push: "${host}" must be a registry host[:port]; each image keeps its own repository path`);
+  if (host.includes("/"))
+    throw new InvalidInputError(
+      `k8s-images push: "${host}" must be a registry host[:port]; each image keeps its own repository path`,
+    );
   const endpoint = await registryEndpointFor(host, flags, io);
   const layout = await LayoutArchive.open(path.resolve(io.cwd(), archive));
   for (const top of layout.images) {

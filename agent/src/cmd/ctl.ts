@@ -26,10 +26,26 @@ const commands: { path: string[]; usage: string; run: Handler }[] = [
   { path: ["gen", "csr"], usage: "gen csr --key N.key --ip IP [--roles os:admin]", run: genCSR },
   { path: ["gen", "crt"], usage: "gen crt --ca CA --csr N.csr --name N [--hours 24]", run: genCrt },
   { path: ["gen", "keypair"], usage: "gen keypair --organization O [--ip IP]", run: genKeypair },
-  { path: ["installer", "build"], usage: "installer build --output F [--version V] --platform amd64=VMLINUZ,INITRAMFS [--platform arm64=…]", run: installerBuild },
-  { path: ["installer", "push"], usage: "installer push ARCHIVE REGISTRY/REPO:TAG [--insecure (plain HTTP)] [--ca F] [--username U --password P]", run: installerPush },
-  { path: ["k8s-images", "build"], usage: "k8s-images build --inputs DIR --output F [--arch amd64,arm64] [--only etcd,pause]", run: k8sImagesBuild },
-  { path: ["k8s-images", "push"], usage: "k8s-images push ARCHIVE HOST:PORT [--insecure (plain HTTP)] [--ca F] [--username U --password P]", run: k8sImagesPush },
+  {
+    path: ["installer", "build"],
+    usage: "installer build --output F [--version V] --platform amd64=VMLINUZ,INITRAMFS [--platform arm64=…]",
+    run: installerBuild,
+  },
+  {
+    path: ["installer", "push"],
+    usage: "installer push ARCHIVE REGISTRY/REPO:TAG [--insecure (plain HTTP)] [--ca F] [--username U --password P]",
+    run: installerPush,
+  },
+  {
+    path: ["k8s-images", "build"],
+    usage: "k8s-images build --inputs DIR --output F [--arch amd64,arm64] [--only etcd,pause]",
+    run: k8sImagesBuild,
+  },
+  {
+    path: ["k8s-images", "push"],
+    usage: "k8s-images push ARCHIVE HOST:PORT [--insecure (plain HTTP)] [--ca F] [--username U --password P]",
+    run: k8sImagesPush,
+  },
   ...callCommands,
 ];
 
@@ -49,6 +65,7 @@ export async function main(argv: string[], io: CtlIO = defaultIO): Promise<void>
     return;
   }
   const command = commands.find((c) => c.path.every((word, i) => argv[i] === word));
-  if (!command) throw new InvalidInputError(`unknown command ${JSON.stringify(argv.slice(0, 2).join(" "))}\n${usage()}`);
+  if (!command)
+    throw new InvalidInputError(`unknown command ${JSON.stringify(argv.slice(0, 2).join(" "))}\n${usage()}`);
   await command.run(argv.slice(command.path.length), io);
 }

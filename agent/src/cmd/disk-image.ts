@@ -25,7 +25,15 @@ async function losetup(args: string[]): Promise<string> {
 }
 
 async function main(argv: string[]): Promise<void> {
-  const { flags } = parseFlags(argv, { out: "string", "size-mib": "string", kernel: "string", initramfs: "string", cmdline: "string", arch: "string", "grub-lib": "string" });
+  const { flags } = parseFlags(argv, {
+    out: "string",
+    "size-mib": "string",
+    kernel: "string",
+    initramfs: "string",
+    cmdline: "string",
+    arch: "string",
+    "grub-lib": "string",
+  });
   const need = (k: string) => {
     const v = flags[k];
     if (typeof v !== "string" || v === "") throw new InvalidInputError(`--${k} is required`);
@@ -67,10 +75,14 @@ async function main(argv: string[]): Promise<void> {
       attachPartitions,
       log,
     });
-    for (const name of ["STATE", "EPHEMERAL"] as const) await makeFilesystem(installed.partitions[name], volumeFilesystems[name], name);
+    for (const name of ["STATE", "EPHEMERAL"] as const)
+      await makeFilesystem(installed.partitions[name], volumeFilesystems[name], name);
     log.info("disk image written", { out, sizeMiB, arch });
   } finally {
-    for (const l of loops) await losetup(["-d", l]).catch((err: unknown) => log.warn("detaching a loop device failed", { device: l, error: describeError(err) }));
+    for (const l of loops)
+      await losetup(["-d", l]).catch((err: unknown) =>
+        log.warn("detaching a loop device failed", { device: l, error: describeError(err) }),
+      );
     await fs.rm(work, { recursive: true, force: true });
   }
 }

@@ -86,7 +86,18 @@ export async function runMachinedProcess(opts: RunOptions): Promise<void> {
         spec: (flags, environment) => ({
           id: "apid",
           command: opts.self.command,
-          args: [...apidFlags().args, ...opts.self.args, "apid", "--listen", opts.apidListen, "--machined-socket", opts.paths.machinedSocket, "--apid-socket", opts.paths.apidSocket, ...flags],
+          args: [
+            ...apidFlags().args,
+            ...opts.self.args,
+            "apid",
+            "--listen",
+            opts.apidListen,
+            "--machined-socket",
+            opts.paths.machinedSocket,
+            "--apid-socket",
+            opts.paths.apidSocket,
+            ...flags,
+          ],
           env: { ...withoutProxyVariables(apidEnv(environment)), ...apidFlags().env },
           stopTimeoutMs: 5000,
           ipc: true,
@@ -138,7 +149,9 @@ export const agentEnv: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: "2
 
 /** machined's environment for apid, with Talos's (talos.environment=, .machine.env: "KEY=VALUE") over it. */
 function apidEnv(environment: readonly string[]): NodeJS.ProcessEnv {
-  const user = Object.fromEntries(environment.filter((e) => e.indexOf("=") > 0).map((e) => [e.slice(0, e.indexOf("=")), e.slice(e.indexOf("=") + 1)]));
+  const user = Object.fromEntries(
+    environment.filter((e) => e.indexOf("=") > 0).map((e) => [e.slice(0, e.indexOf("=")), e.slice(e.indexOf("=") + 1)]),
+  );
   return { ...agentEnv, ...process.env, ...user };
 }
 

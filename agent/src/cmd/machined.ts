@@ -63,7 +63,9 @@ function nodeTerminals(platform: Platform): { terminals?: KernelVirtualTerminals
   try {
     return { terminals: new KernelVirtualTerminals() };
   } catch (err) {
-    logger("machined").warn("dashboard disabled: the terminals cannot be switched from this build", { error: describeError(err) });
+    logger("machined").warn("dashboard disabled: the terminals cannot be switched from this build", {
+      error: describeError(err),
+    });
     return {};
   }
 }
@@ -74,7 +76,9 @@ function nodeClock(platform: Platform): { clock?: KernelClock } {
   try {
     return { clock: KernelClock.load() };
   } catch (err) {
-    logger("machined").warn("time sync disabled: the kernel clock cannot be adjusted from this build", { error: describeError(err) });
+    logger("machined").warn("time sync disabled: the kernel clock cannot be adjusted from this build", {
+      error: describeError(err),
+    });
     return {};
   }
 }
@@ -83,6 +87,9 @@ function nodeClock(platform: Platform): { clock?: KernelClock } {
  * env PLATFORM wins over the kernel command line, so when it is set the cmdline
  * is not read at all (an unreadable /proc/cmdline then does not stop boot).
  */
-export function nodePlatform(env: NodeJS.ProcessEnv = process.env, cmdline: () => Map<string, string[]> = readCmdline): Platform {
+export function nodePlatform(
+  env: NodeJS.ProcessEnv = process.env,
+  cmdline: () => Map<string, string[]> = readCmdline,
+): Platform {
   return detectPlatform(env["PLATFORM"] === undefined ? cmdline() : new Map(), env);
 }

@@ -20,14 +20,22 @@ const log = logger("platform-images");
 const MiB = 1024 * 1024;
 
 const losetupLoops: LoopDevices = {
-  attach: async (file, offset, size) => (await runTool("losetup", ["-f", "--show", "-o", String(offset), "--sizelimit", String(size), file])).trim(),
+  attach: async (file, offset, size) =>
+    (await runTool("losetup", ["-f", "--show", "-o", String(offset), "--sizelimit", String(size), file])).trim(),
   detach: async (device) => {
     await runTool("losetup", ["-d", device]);
   },
 };
 
 async function main(argv: string[]): Promise<void> {
-  const { flags } = parseFlags(argv, { metal: "string", arch: "string", platforms: "string", "out-dir": "string", "work-dir": "string", threads: "string" });
+  const { flags } = parseFlags(argv, {
+    metal: "string",
+    arch: "string",
+    platforms: "string",
+    "out-dir": "string",
+    "work-dir": "string",
+    threads: "string",
+  });
   const need = (k: string) => {
     const v = flags[k];
     if (typeof v !== "string" || v === "") throw new InvalidInputError(`--${k} is required`);

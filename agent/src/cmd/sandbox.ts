@@ -22,7 +22,19 @@ const log = logger("sandbox");
  * under a scratch directory, platform "container" (no install, as Talos in a container).
  */
 export async function main(argv: string[]): Promise<void> {
-  const { flags } = parseFlags(argv, { "state-dir": "string", "apid-listen": "string", "trustd-listen": "string", "apid-in-process": "boolean", "network-apply": "boolean", "kernel-cmdline": "string", containerd: "string", cri: "string", "fake-clock-offset": "string", "host-dns-listen": "string", platform: "string" });
+  const { flags } = parseFlags(argv, {
+    "state-dir": "string",
+    "apid-listen": "string",
+    "trustd-listen": "string",
+    "apid-in-process": "boolean",
+    "network-apply": "boolean",
+    "kernel-cmdline": "string",
+    containerd: "string",
+    cri: "string",
+    "fake-clock-offset": "string",
+    "host-dns-listen": "string",
+    platform: "string",
+  });
   const stateDir = path.resolve((flags["state-dir"] as string | undefined) ?? path.join("_out", "sandbox"));
   const apidListen = (flags["apid-listen"] as string | undefined) ?? "127.0.0.1:50000";
   const trustdListen = (flags["trustd-listen"] as string | undefined) ?? "127.0.0.1:50001";
@@ -57,7 +69,9 @@ export async function main(argv: string[]): Promise<void> {
     apidInProcess: flags["apid-in-process"] === true,
     self: { command: process.execPath, args: [entry] },
     // `--containerd /usr/bin/containerd`: run it (and extension services), its paths under the state directory.
-    ...(typeof flags.containerd === "string" ? { containerd: { command: flags.containerd, cgroupParent: `/basalt-sandbox-${process.pid}/extensions` } } : {}),
+    ...(typeof flags.containerd === "string"
+      ? { containerd: { command: flags.containerd, cgroupParent: `/basalt-sandbox-${process.pid}/extensions` } }
+      : {}),
     // `--cri /usr/bin/containerd` (with --containerd): the CRI containerd once the config has a cluster, its paths under the state directory.
     ...(typeof flags.cri === "string" ? { cri: { command: flags.cri } } : {}),
     // Observe the host's links and addresses (no DHCP, no resolv.conf), as Talos in a container;
@@ -69,7 +83,9 @@ export async function main(argv: string[]): Promise<void> {
     }),
     // Time sync is off in the sandbox (Talos in a container), unless asked to follow the servers with a clock
     // of its own that starts this far from the host's (the host clock is never touched).
-    ...(typeof flags["fake-clock-offset"] === "string" ? { clock: new FakeClock(parseOffset(flags["fake-clock-offset"])) } : {}),
+    ...(typeof flags["fake-clock-offset"] === "string"
+      ? { clock: new FakeClock(parseOffset(flags["fake-clock-offset"])) }
+      : {}),
     // The host DNS cache only where asked (127.0.0.53:53 is the host's, and several sandboxes may run at once).
     ...(typeof flags["host-dns-listen"] === "string" ? { hostDnsListen: flags["host-dns-listen"] } : {}),
     extraDefinitions: networkDefinitions,
@@ -84,7 +100,8 @@ export async function main(argv: string[]): Promise<void> {
 
 function parseOffset(value: string): number {
   const ms = durationMs(value);
-  if (ms === undefined) throw new InvalidInputError(`--fake-clock-offset wants a duration such as -5s or 1h, got ${JSON.stringify(value)}`);
+  if (ms === undefined)
+    throw new InvalidInputError(`--fake-clock-offset wants a duration such as -5s or 1h, got ${JSON.stringify(value)}`);
   return ms;
 }
 

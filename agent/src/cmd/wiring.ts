@@ -15,7 +15,11 @@ export function configChecker(platform: Platform, block: BlockSysfs): ConfigChec
   return {
     parse: (data) => loadConfig(data),
     // Metal needs machine.install naming a disk the install can write (Disks lists it, not read-only).
-    validate: (bundle) => validateConfig(bundle, { mode: platform.mode, installDisk: (install) => installDiskProblem(install, listDisks(block), (p) => block.deviceNode(p)) }),
+    validate: (bundle) =>
+      validateConfig(bundle, {
+        mode: platform.mode,
+        installDisk: (install) => installDiskProblem(install, listDisks(block), (p) => block.deviceNode(p)),
+      }),
   };
 }
 

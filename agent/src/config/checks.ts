@@ -25,9 +25,19 @@ export function isDuration(s: string): boolean {
 export function durationMs(s: string): number | undefined {
   if (!isDuration(s)) return undefined;
   if (s === "0") return 0;
-  const unit: Record<string, number> = { ns: 1e-6, us: 1e-3, "\u00b5s": 1e-3, "\u03bcs": 1e-3, ms: 1, s: 1000, m: 60000, h: 3600000 };
+  const unit: Record<string, number> = {
+    ns: 1e-6,
+    us: 1e-3,
+    "\u00b5s": 1e-3,
+    "\u03bcs": 1e-3,
+    ms: 1,
+    s: 1000,
+    m: 60000,
+    h: 3600000,
+  };
   let total = 0;
-  for (const m of s.matchAll(/(\d+(?:\.\d*)?|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)/g)) total += Number(m[1]) * unit[m[2]];
+  for (const m of s.matchAll(/(\d+(?:\.\d*)?|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)/g))
+    total += Number(m[1]) * unit[m[2]];
   return s.startsWith("-") ? -total : total;
 }
 
@@ -56,7 +66,9 @@ export function checkValue(value: unknown, check: ValueCheck): string | undefine
       : `invalid value ${q(value)}: must be one of [${check.enum.map(q).join(", ")}]`;
   }
   if (check === "port") {
-    return typeof value === "number" && Number.isInteger(value) && value >= 1 && value <= 65535 ? undefined : `invalid port ${q(value)}`;
+    return typeof value === "number" && Number.isInteger(value) && value >= 1 && value <= 65535
+      ? undefined
+      : `invalid port ${q(value)}`;
   }
   if (typeof value !== "string") return undefined;
   switch (check) {

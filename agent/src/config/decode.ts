@@ -2,7 +2,17 @@
 // Go-like scalar coercions) and collects unknown keys and wrong value kinds with
 // their field paths and source lines.
 
-import { isAlias, isMap, isScalar, isSeq, type Document, type LineCounter, type Node, type Pair, type Scalar } from "yaml";
+import {
+  isAlias,
+  isMap,
+  isScalar,
+  isSeq,
+  type Document,
+  type LineCounter,
+  type Node,
+  type Pair,
+  type Scalar,
+} from "yaml";
 import type { Schema } from "./types/schema.js";
 
 export interface DecodeProblem {
@@ -31,7 +41,12 @@ export function childPath(path: string, key: string): string {
   return /^[A-Za-z0-9_$-]+$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`;
 }
 
-export function decodeNode(node: Node | null | undefined, schema: Schema, opts: DecodeOptions = {}, path = ""): DecodeResult {
+export function decodeNode(
+  node: Node | null | undefined,
+  schema: Schema,
+  opts: DecodeOptions = {},
+  path = "",
+): DecodeResult {
   const result: DecodeResult = { value: undefined, unknownKeys: [], problems: [] };
   result.value = walk(node ?? null, schema, path, opts, result);
   return result;
@@ -55,7 +70,11 @@ function yamlTag(node: Node): string {
 
 function mismatch(node: Node, want: string, path: string, opts: DecodeOptions, out: DecodeResult): undefined {
   const shown = isScalar(node) ? ` ${JSON.stringify(String((node as Scalar).value))}` : "";
-  out.problems.push({ path, line: lineOf(node, opts), message: `cannot unmarshal ${yamlTag(node)}${shown} into ${want}` });
+  out.problems.push({
+    path,
+    line: lineOf(node, opts),
+    message: `cannot unmarshal ${yamlTag(node)}${shown} into ${want}`,
+  });
   return undefined;
 }
 

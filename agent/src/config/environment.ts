@@ -4,7 +4,10 @@
 import type { ConfigBundle } from "./bundle.js";
 
 /** "KEY=VALUE" entries in Talos's order: the kernel arguments first, then the config's. */
-export function userEnvironment(cmdline: ReadonlyMap<string, readonly string[]>, config: ConfigBundle | undefined): string[] {
+export function userEnvironment(
+  cmdline: ReadonlyMap<string, readonly string[]>,
+  config: ConfigBundle | undefined,
+): string[] {
   const out = [...(cmdline.get("talos.environment") ?? [])];
   for (const [key, value] of Object.entries(config?.v1alpha1()?.machine?.env ?? {})) out.push(`${key}=${value}`);
   return out;

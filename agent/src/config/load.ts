@@ -118,7 +118,8 @@ export function loadConfig(input: string | Buffer, opts: LoadOptions = {}): Conf
       const list = decoded.unknownKeys.map((u) => `${u.path}${u.line ? ` (line ${u.line})` : ""}`).join(", ");
       problems.push(`${prefix}unknown keys found during decoding: ${list}`);
     }
-    for (const p of decoded.problems) problems.push(`${prefix}${p.path}: ${p.message}${p.line ? ` (line ${p.line})` : ""}`);
+    for (const p of decoded.problems)
+      problems.push(`${prefix}${p.path}: ${p.message}${p.line ? ` (line ${p.line})` : ""}`);
     const value = (decoded.value ?? {}) as Record<string, unknown>;
 
     let name: string | undefined;
@@ -143,7 +144,8 @@ export function loadConfig(input: string | Buffer, opts: LoadOptions = {}): Conf
     documents.push({ kind: docKind, apiVersion: V1ALPHA1, ...(name !== undefined ? { name } : {}), value });
   }
 
-  if (problems.length === 0 && documents.length === 0 && !opts.patch) problems.push("config is empty: no documents found");
+  if (problems.length === 0 && documents.length === 0 && !opts.patch)
+    problems.push("config is empty: no documents found");
   if (problems.length > 0) throw parseError(problems);
   return new ConfigBundle(documents, { raw: text, warnings });
 }

@@ -58,7 +58,8 @@ function checkValues(value: unknown, schema: Schema, path: string, err: Report):
       if (Array.isArray(value)) value.forEach((v, i) => checkValues(v, schema.of, `${path}[${i}]`, err));
       return;
     case "map":
-      if (typeof value === "object") for (const [k, v] of Object.entries(value)) checkValues(v, schema.of, childPath(path, k), err);
+      if (typeof value === "object")
+        for (const [k, v] of Object.entries(value)) checkValues(v, schema.of, childPath(path, k), err);
       return;
     case "obj":
       if (typeof value === "object" && !Array.isArray(value)) {
@@ -82,7 +83,13 @@ function enumText(path: string): string | undefined {
 
 const nonEmpty = (s: unknown): boolean => typeof s === "string" && s !== "";
 
-function validateV1Alpha1(cfg: V1Alpha1Config, bundle: ConfigBundle, opts: ValidateOptions, err: Report, warn: Report): void {
+function validateV1Alpha1(
+  cfg: V1Alpha1Config,
+  bundle: ConfigBundle,
+  opts: ValidateOptions,
+  err: Report,
+  warn: Report,
+): void {
   const machine = cfg.machine;
   const cluster = cfg.cluster;
   const worker = bundle.machineType === "worker";
@@ -93,14 +100,23 @@ function validateV1Alpha1(cfg: V1Alpha1Config, bundle: ConfigBundle, opts: Valid
 
   if (machine) {
     const type = machine.type ?? "";
-    if (!["init", "controlplane", "worker", "join", ""].includes(type)) err(".machine.type", `unknown machine type ${JSON.stringify(type)}`);
+    if (!["init", "controlplane", "worker", "join", ""].includes(type))
+      err(".machine.type", `unknown machine type ${JSON.stringify(type)}`);
     validateInstall(cfg, opts, err, warn);
     validateMachineCA(cfg, worker, err);
-    (machine.network?.interfaces ?? []).forEach((dev, i) => validateDevice(dev, `.machine.network.interfaces[${i}]`, worker, err, warn));
+    (machine.network?.interfaces ?? []).forEach((dev, i) =>
+      validateDevice(dev, `.machine.network.interfaces[${i}]`, worker, err, warn),
+    );
     if (machine.network?.kubespan?.enabled) {
-      if (!cluster?.discovery?.enabled) err(".cluster.discovery.enabled", ".cluster.discovery should be enabled when .machine.network.kubespan is enabled");
-      if (!nonEmpty(cluster?.id)) err(".cluster.id", ".cluster.id should be set when .machine.network.kubespan is enabled");
-      if (!nonEmpty(cluster?.secret)) err(".cluster.secret", ".cluster.secret should be set when .machine.network.kubespan is enabled");
+      if (!cluster?.discovery?.enabled)
+        err(
+          ".cluster.discovery.enabled",
+          ".cluster.discovery should be enabled when .machine.network.kubespan is enabled",
+        );
+      if (!nonEmpty(cluster?.id))
+        err(".cluster.id", ".cluster.id should be set when .machine.network.kubespan is enabled");
+      if (!nonEmpty(cluster?.secret))
+        err(".cluster.secret", ".cluster.secret should be set when .machine.network.kubespan is enabled");
     }
   }
 
@@ -133,7 +149,8 @@ function validateV1Alpha1(cfg: V1Alpha1Config, bundle: ConfigBundle, opts: Valid
     (cluster.inlineManifests ?? []).forEach((m, i) => {
       const name = m.name ?? "";
       if (name.trim() === "") err(`.cluster.inlineManifests[${i}].name`, "inline manifest name can't be empty");
-      else if (seenManifests.has(name)) err(`.cluster.inlineManifests[${i}].name`, `inline manifest name ${JSON.stringify(name)} is duplicate`);
+      else if (seenManifests.has(name))
+        err(`.cluster.inlineManifests[${i}].name`, `inline manifest name ${JSON.stringify(name)} is duplicate`);
       seenManifests.add(name);
     });
     const discovery = cluster.discovery;
@@ -146,7 +163,10 @@ function validateV1Alpha1(cfg: V1Alpha1Config, bundle: ConfigBundle, opts: Valid
       err(".cluster.externalCloudProvider", "external cloud provider is disabled, but manifests are provided");
     }
     if (cluster.allowSchedulingOnMasters !== undefined) {
-      warn(".cluster.allowSchedulingOnMasters", ".cluster.allowSchedulingOnMasters is deprecated, use .cluster.allowSchedulingOnControlPlanes");
+      warn(
+        ".cluster.allowSchedulingOnMasters",
+        ".cluster.allowSchedulingOnMasters is deprecated, use .cluster.allowSchedulingOnControlPlanes",
+      );
     }
   }
 }
@@ -161,14 +181,18 @@ function validateMachineCA(cfg: V1Alpha1Config, worker: boolean, err: Report): v
   }
   if (!worker) {
     if (!hasCA) err(".machine.ca", "issuing CA is required (.machine.ca)");
-    else if (!nonEmpty(ca!.key)) err(".machine.ca.key", "issuing CA key is required for controlplane nodes (.machine.ca.key)");
+    else if (!nonEmpty(ca!.key))
+      err(".machine.ca.key", "issuing CA key is required for controlplane nodes (.machine.ca.key)");
     return;
   }
   if (hasCA && nonEmpty(ca!.key)) {
     err(".machine.ca.key", "issuing Talos API CA key is not allowed on non-controlplane nodes (.machine.ca)");
   }
   if (hasCA && !nonEmpty(ca!.crt) && accepted.length === 0) {
-    err(".machine.ca.crt", "trusted CA certificates are required on non-controlplane nodes (.machine.ca.crt, .machine.acceptedCAs)");
+    err(
+      ".machine.ca.crt",
+      "trusted CA certificates are required on non-controlplane nodes (.machine.ca.crt, .machine.acceptedCAs)",
+    );
   }
 }
 
@@ -180,7 +204,8 @@ function isDnsName(name: string): boolean {
 function endpointProblem(endpoint: string): string | undefined {
   if (!isUrl(endpoint)) return `parse ${JSON.stringify(endpoint)}: not an absolute URL with scheme and host`;
   const u = new URL(endpoint);
-  if (u.protocol !== "https:" && u.protocol !== "http:") return `unsupported scheme ${JSON.stringify(u.protocol.slice(0, -1))}`;
+  if (u.protocol !== "https:" && u.protocol !== "http:")
+    return `unsupported scheme ${JSON.stringify(u.protocol.slice(0, -1))}`;
   return undefined;
 }
 
@@ -200,20 +225,30 @@ function validateInstall(cfg: V1Alpha1Config, opts: ValidateOptions, err: Report
   }
   // As Talos's Validate outside the installer: the path must exist and a selector must match, now.
   const problem = opts.installDisk?.(install);
-  if (problem !== undefined) err(install.diskSelector ? ".machine.install.diskSelector" : ".machine.install.disk", problem);
+  if (problem !== undefined)
+    err(install.diskSelector ? ".machine.install.diskSelector" : ".machine.install.disk", problem);
 }
 
 function validateDevice(dev: Device, path: string, worker: boolean, err: Report, warn: Report): void {
   const name = dev.interface ?? "";
   const label = JSON.stringify(name);
   if (!nonEmpty(dev.interface) && !dev.deviceSelector) {
-    err(path, "[networking.os.device.interface], [networking.os.device.deviceSelector]: required either config section to be set");
+    err(
+      path,
+      "[networking.os.device.interface], [networking.os.device.deviceSelector]: required either config section to be set",
+    );
   }
   if (nonEmpty(dev.interface) && dev.deviceSelector) {
-    err(path, "[networking.os.device.interface], [networking.os.device.deviceSelector]: config sections are mutually exclusive");
+    err(
+      path,
+      "[networking.os.device.interface], [networking.os.device.deviceSelector]: config sections are mutually exclusive",
+    );
   }
   if (dev.deviceSelector && Object.keys(dev.deviceSelector).length === 0) {
-    err(`${path}.deviceSelector`, "[networking.os.device.deviceSelector]: config section should contain at least one field");
+    err(
+      `${path}.deviceSelector`,
+      "[networking.os.device.deviceSelector]: config section should contain at least one field",
+    );
   }
   if (dev.bond && dev.bridge) {
     err(path, `interface has both bridge and bond sections set ${label}: config sections are mutually exclusive`);
@@ -222,7 +257,10 @@ function validateDevice(dev: Device, path: string, worker: boolean, err: Report,
     err(path, `[networking.os.device] ${label}: interface can't have both .cidr and .addresses set`);
   }
   if (nonEmpty(dev.cidr)) {
-    warn(`${path}.cidr`, `${label}: machine.network.interface.cidr is deprecated, please use machine.network.interface.addresses`);
+    warn(
+      `${path}.cidr`,
+      `${label}: machine.network.interface.cidr is deprecated, please use machine.network.interface.addresses`,
+    );
   }
   if (dev.vip && worker) err(`${path}.vip`, "virtual (shared) IP is not allowed on non-controlplane nodes");
   if (dev.bond) for (const problem of bondProblems(dev.bond)) err(`${path}.bond`, problem);
@@ -230,7 +268,10 @@ function validateDevice(dev: Device, path: string, worker: boolean, err: Report,
     const vpath = `${path}.vlans[${j}]`;
     if (vlan.vip && worker) err(`${vpath}.vip`, "virtual (shared) IP is not allowed on non-controlplane nodes");
     if (nonEmpty(vlan.cidr) && vlan.addresses && vlan.addresses.length > 0) {
-      err(vpath, `[networking.os.device.vlan] ${name}.${vlan.vlanId ?? 0}: vlan can't have both .cidr and .addresses set`);
+      err(
+        vpath,
+        `[networking.os.device.vlan] ${name}.${vlan.vlanId ?? 0}: vlan can't have both .cidr and .addresses set`,
+      );
     }
     if (vlan.vlanId !== undefined && (vlan.vlanId < 1 || vlan.vlanId > 4094)) {
       err(`${vpath}.vlanId`, `[networking.os.device.vlan] ${label}: invalid vlanId ${vlan.vlanId}`);
@@ -266,12 +307,17 @@ function bondProblems(b: Bond): string[] {
   if (b.adActorSystem) out.push("bond.adActorSystem is not supported");
   const adTlbAlb = ["802.3ad", "balance-alb", "balance-tlb"].includes(mode);
   if (adTlbAlb && b.arpValidate) out.push(`bond.arpValidate is not available in ${mode} mode`);
-  if (!["active-backup", "balance-alb", "balance-tlb"].includes(mode) && b.primary) out.push(`bond.primary is not available in ${mode} mode`);
+  if (!["active-backup", "balance-alb", "balance-tlb"].includes(mode) && b.primary)
+    out.push(`bond.primary is not available in ${mode} mode`);
   if (adTlbAlb && (b.arpInterval ?? 0) > 0) out.push(`bond.arpInterval is not available in ${mode} mode`);
-  if (mode !== "balance-rr" && (b.packetsPerSlave ?? 0) > 1) out.push(`bond.packetsPerSlave is not available in ${mode} mode`);
-  if (!["balance-alb", "balance-tlb"].includes(mode) && (b.tlbDynamicLb ?? 0) > 0) out.push(`bond.tlbDynamicTLB is not available in ${mode} mode`);
-  if (mode !== "802.3ad" && (b.adActorSysPrio ?? 0) > 0) out.push("bond.adActorSysPrio is only available in 802.3ad mode");
-  if (mode !== "802.3ad" && (b.adUserPortKey ?? 0) > 0) out.push("bond.adUserPortKey is only available in 802.3ad mode");
+  if (mode !== "balance-rr" && (b.packetsPerSlave ?? 0) > 1)
+    out.push(`bond.packetsPerSlave is not available in ${mode} mode`);
+  if (!["balance-alb", "balance-tlb"].includes(mode) && (b.tlbDynamicLb ?? 0) > 0)
+    out.push(`bond.tlbDynamicTLB is not available in ${mode} mode`);
+  if (mode !== "802.3ad" && (b.adActorSysPrio ?? 0) > 0)
+    out.push("bond.adActorSysPrio is only available in 802.3ad mode");
+  if (mode !== "802.3ad" && (b.adUserPortKey ?? 0) > 0)
+    out.push("bond.adUserPortKey is only available in 802.3ad mode");
   return out;
 }
 
@@ -316,7 +362,8 @@ function portRangeProblem(p: unknown): string | undefined {
   if (typeof p === "number") return inRange(p) ? undefined : `invalid port ${p}`;
   if (typeof p === "string") {
     const m = /^(\d+)(?:-(\d+))?$/.exec(p);
-    if (m && inRange(Number(m[1])) && (!m[2] || (inRange(Number(m[2])) && Number(m[2]) >= Number(m[1])))) return undefined;
+    if (m && inRange(Number(m[1])) && (!m[2] || (inRange(Number(m[2])) && Number(m[2]) >= Number(m[1]))))
+      return undefined;
   }
   return `invalid port range ${JSON.stringify(p)}`;
 }

@@ -21,7 +21,11 @@ import { MachineStatusController, type RequiredServices } from "./runtime/machin
 import { MetaKeysController } from "./runtime/meta-keys.js";
 import { MountStatusController } from "./runtime/mount-status.js";
 import { PlatformMetadataController } from "./runtime/platform-metadata.js";
-import { PlatformConfigController, type PlatformNetwork, type PlatformNetworkCache } from "./runtime/platform-network.js";
+import {
+  PlatformConfigController,
+  type PlatformNetwork,
+  type PlatformNetworkCache,
+} from "./runtime/platform-network.js";
 import { ServiceController, type ServiceStatuses } from "./runtime/service.js";
 import type { Source } from "./runtime/source.js";
 import { secretsControllers, type SecretsOptions } from "./secrets/index.js";
@@ -118,7 +122,11 @@ export function machinedControllers(opts: ControllersOptions): Controller[] {
     new ExtraManifestController(),
     ...(opts.manifestApplyLock ? [new ManifestApplyController(opts.manifestApplyLock)] : []),
     ...controlPlaneControllers(),
-    ...kubeletControllers({ container: opts.kernelParams.container, kubePrism: !opts.kernelParams.container, ...(opts.kubelet ? { service: opts.kubelet } : {}) }),
+    ...kubeletControllers({
+      container: opts.kernelParams.container,
+      kubePrism: !opts.kernelParams.container,
+      ...(opts.kubelet ? { service: opts.kubelet } : {}),
+    }),
   ];
 }
 

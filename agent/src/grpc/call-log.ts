@@ -4,7 +4,25 @@ import * as grpc from "@grpc/grpc-js";
 import type { Logger } from "../log.js";
 
 // grpc-go's names of the status codes, as Talos prints a status.
-const goCodeNames = ["OK", "Canceled", "Unknown", "InvalidArgument", "DeadlineExceeded", "NotFound", "AlreadyExists", "PermissionDenied", "ResourceExhausted", "FailedPrecondition", "Aborted", "OutOfRange", "Unimplemented", "Internal", "Unavailable", "DataLoss", "Unauthenticated"];
+const goCodeNames = [
+  "OK",
+  "Canceled",
+  "Unknown",
+  "InvalidArgument",
+  "DeadlineExceeded",
+  "NotFound",
+  "AlreadyExists",
+  "PermissionDenied",
+  "ResourceExhausted",
+  "FailedPrecondition",
+  "Aborted",
+  "OutOfRange",
+  "Unimplemented",
+  "Internal",
+  "Unavailable",
+  "DataLoss",
+  "Unauthenticated",
+];
 
 export function goCodeName(code: number): string {
   return goCodeNames[code] ?? `Code(${code})`;
@@ -14,7 +32,9 @@ export function goCodeName(code: number): string {
 function fraction(value: number, digits: number): string {
   const unit = 10 ** digits;
   const whole = Math.floor(value / unit);
-  const rest = String(value % unit).padStart(digits, "0").replace(/0+$/, "");
+  const rest = String(value % unit)
+    .padStart(digits, "0")
+    .replace(/0+$/, "");
   return rest ? `${whole}.${rest}` : String(whole);
 }
 
@@ -58,11 +78,25 @@ export function logCall(log: Logger, r: CallRecord): void {
   const kind = r.streaming ? "stream" : "unary";
   const duration = goDuration(r.durationNs);
   const outcome = r.code === 0 ? "Success" : `rpc error: code = ${code} desc = ${r.details}`;
-  log.info(`${code} [${r.path}] ${duration} ${kind} ${outcome} (${metadataText(r.metadata)})`, { method: r.path, code, duration, kind });
+  log.info(`${code} [${r.path}] ${duration} ${kind} ${outcome} (${metadataText(r.metadata)})`, {
+    method: r.path,
+    code,
+    duration,
+    kind,
+  });
 }
 
 // grpc-go keeps these out of a call's metadata (content-type and :authority it puts back).
-const reserved = new Set(["te", "grpc-timeout", "grpc-encoding", "grpc-accept-encoding", "grpc-message", "grpc-status", "grpc-message-type", "grpc-status-details-bin"]);
+const reserved = new Set([
+  "te",
+  "grpc-timeout",
+  "grpc-encoding",
+  "grpc-accept-encoding",
+  "grpc-message",
+  "grpc-status",
+  "grpc-message-type",
+  "grpc-status-details-bin",
+]);
 
 /** An HTTP/2 request's headers as grpc-go's server turns them into the call's metadata. */
 export function headerMetadata(headers: Record<string, string | string[] | undefined>): [string, string[]][] {
@@ -89,7 +123,14 @@ export function callLogInterceptor(log: Logger): grpc.ServerInterceptor {
         }),
       sendStatus: (status, next) => {
         const durationNs = Number(process.hrtime.bigint() - started);
-        logCall(log, { path: method.path, streaming: method.requestStream || method.responseStream, code: status.code ?? 0, details: status.details ?? "", durationNs, metadata });
+        logCall(log, {
+          path: method.path,
+          streaming: method.requestStream || method.responseStream,
+          code: status.code ?? 0,
+          details: status.details ?? "",
+          durationNs,
+          metadata,
+        });
         next(status);
       },
     });

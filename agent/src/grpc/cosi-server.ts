@@ -3,7 +3,13 @@
 // policy (reference §4.4). Create/Update/Destroy are always refused, as on Talos.
 
 import type * as grpc from "@grpc/grpc-js";
-import { describeError, InvalidInputError, NotFoundError, PermissionDeniedError, UnimplementedError } from "../errors.js";
+import {
+  describeError,
+  InvalidInputError,
+  NotFoundError,
+  PermissionDeniedError,
+  UnimplementedError,
+} from "../errors.js";
 import { logger } from "../log.js";
 import {
   META_NAMESPACE,
@@ -121,7 +127,10 @@ function checkIdRegexp(regexp: string): void {
 }
 
 /** Builds the filter of a list/watch request (label queries AND id regexp). */
-function resourceFilter(labelQuery: WireLabelQuery[] | undefined, idRegexp: string | undefined): (r: Resource) => boolean {
+function resourceFilter(
+  labelQuery: WireLabelQuery[] | undefined,
+  idRegexp: string | undefined,
+): (r: Resource) => boolean {
   const queries = labelQueries(labelQuery);
   checkIdRegexp(idRegexp ?? "");
   const idRe = compileIdQuery(idRegexp ?? "");
@@ -166,8 +175,10 @@ export function cosiStateImpl(state: ResourceState, opts: CosiStateOptions): Ser
       // Old clients (api_version < 1) do not know BOOTSTRAPPED/ERRORED events.
       const modern = (req.api_version ?? 0) >= 1;
       if (single) {
-        if (o.bootstrap_contents) throw new UnimplementedError("bootstrap contents is not implemented for resource watch");
-        if ((o.label_query ?? []).length > 0) throw new UnimplementedError("label queries are not implemented for resource watch");
+        if (o.bootstrap_contents)
+          throw new UnimplementedError("bootstrap contents is not implemented for resource watch");
+        if ((o.label_query ?? []).length > 0)
+          throw new UnimplementedError("label queries are not implemented for resource watch");
       } else if (o.bootstrap_contents && tail > 0) {
         throw new InvalidInputError("bootstrap contents and tail events are mutually exclusive");
       }
@@ -189,7 +200,10 @@ export function cosiStateImpl(state: ResourceState, opts: CosiStateOptions): Ser
           const error = `buffer overrun: namespace ${JSON.stringify(namespace)} type ${JSON.stringify(type)}`;
           log.warn("watch buffer overrun", { namespace, type, pending: call.writableLength });
           ac.abort();
-          if (modern) call.write({ event: [{ resource: encode(tombstone(namespace, type)), event_type: EventType.ERRORED, error }] });
+          if (modern)
+            call.write({
+              event: [{ resource: encode(tombstone(namespace, type)), event_type: EventType.ERRORED, error }],
+            });
           call.end();
         }
       };
@@ -217,22 +231,33 @@ export function cosiStateImpl(state: ResourceState, opts: CosiStateOptions): Ser
       let initial: WireEvent[] | undefined = [];
       const target: WatchTarget = single ? { namespace, type, id: req.id ?? "" } : { namespace, type };
       try {
-        state.watch(target, { bootstrap: !single && o.bootstrap_contents, tailEvents: tail, signal: ac.signal }, (e) => {
-          let w: WireEvent | undefined;
-          try {
-            w = toWire(e);
-          } catch (err) {
-            // A resource that cannot be encoded ends the watch with an ERRORED event, as a failing COSI watch does.
-            log.error("watch event encoding failed", { namespace, type, error: describeError(err) });
-            if (modern) send([{ resource: encode(tombstone(namespace, type)), event_type: EventType.ERRORED, error: (err as Error).message }]);
-            ac.abort();
-            call.end();
-            return;
-          }
-          if (!w) return;
-          if (initial) initial.push(w);
-          else send([w]);
-        });
+        state.watch(
+          target,
+          { bootstrap: !single && o.bootstrap_contents, tailEvents: tail, signal: ac.signal },
+          (e) => {
+            let w: WireEvent | undefined;
+            try {
+              w = toWire(e);
+            } catch (err) {
+              // A resource that cannot be encoded ends the watch with an ERRORED event, as a failing COSI watch does.
+              log.error("watch event encoding failed", { namespace, type, error: describeError(err) });
+              if (modern)
+                send([
+                  {
+                    resource: encode(tombstone(namespace, type)),
+                    event_type: EventType.ERRORED,
+                    error: (err as Error).message,
+                  },
+                ]);
+              ac.abort();
+              call.end();
+              return;
+            }
+            if (!w) return;
+            if (initial) initial.push(w);
+            else send([w]);
+          },
+        );
       } catch (err) {
         ac.abort();
         throw err;

@@ -48,13 +48,17 @@ export function cosiFeed(socket: string, log: Logger): ResourceFeed {
     if (signal.aborted) return;
     const md = new grpc.Metadata();
     md.add(roleKey, "os:admin");
-    const stream = client.Watch({ namespace: target.namespace, type: target.type, id: target.id, options: {}, api_version: 1 }, md);
+    const stream = client.Watch(
+      { namespace: target.namespace, type: target.type, id: target.id, options: {}, api_version: 1 },
+      md,
+    );
     const stop = () => stream.cancel();
     signal.addEventListener("abort", stop, { once: true });
     stream.on("data", (resp: { event?: WatchEvent[] }) => {
       for (const ev of resp.event ?? []) {
         if (ev.event_type === DESTROYED) onSpec(undefined);
-        else if (ev.resource?.spec?.proto_spec) onSpec(decode(target.definition.protoSpecType, ev.resource.spec.proto_spec));
+        else if (ev.resource?.spec?.proto_spec)
+          onSpec(decode(target.definition.protoSpecType, ev.resource.spec.proto_spec));
       }
     });
     // A watch machined ends, with an error or not (a buffer overrun ends it with OK), is opened again.
@@ -79,7 +83,8 @@ export function stateFeed(state: ResourceState): ResourceFeed {
       state.watch<S>({ namespace: target.namespace, type: target.type, id: target.id }, { signal }, (ev) => {
         if (ev.type === "destroyed") onSpec(undefined);
         // toProto builds the message as a plain object keyed by field name, which is what a listener reads.
-        else if (ev.type === "created" || ev.type === "updated") onSpec(target.definition.toProto(ev.resource.spec) as Record<string, unknown>);
+        else if (ev.type === "created" || ev.type === "updated")
+          onSpec(target.definition.toProto(ev.resource.spec) as Record<string, unknown>);
       });
     },
     close: () => undefined,

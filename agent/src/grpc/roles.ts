@@ -20,22 +20,64 @@ function allow(roles: readonly string[], service: string, methods: string[]): vo
 }
 
 allow(admin, "machine.MachineService", [
-  "ApplyConfiguration", "Bootstrap", "Copy", "EtcdForfeitLeadership", "EtcdLeaveCluster", "EtcdRecover",
-  "EtcdRemoveMemberByID", "GenerateClientConfiguration", "GenerateConfiguration", "Kubeconfig", "MetaWrite",
-  "MetaDelete", "Read", "Reset", "Rollback", "Upgrade",
+  "ApplyConfiguration",
+  "Bootstrap",
+  "Copy",
+  "EtcdForfeitLeadership",
+  "EtcdLeaveCluster",
+  "EtcdRecover",
+  "EtcdRemoveMemberByID",
+  "GenerateClientConfiguration",
+  "GenerateConfiguration",
+  "Kubeconfig",
+  "MetaWrite",
+  "MetaDelete",
+  "Read",
+  "Reset",
+  "Rollback",
+  "Upgrade",
 ]);
 allow(admin, "cosi.resource.State", ["Create", "Update", "Destroy"]);
 allow(operator, "machine.MachineService", [
-  "EtcdAlarmList", "EtcdAlarmDisarm", "EtcdDefragment", "EtcdStatus", "ImagePull", "PacketCapture", "Reboot",
-  "Restart", "ServiceRestart", "ServiceStart", "ServiceStop", "Shutdown",
+  "EtcdAlarmList",
+  "EtcdAlarmDisarm",
+  "EtcdDefragment",
+  "EtcdStatus",
+  "ImagePull",
+  "PacketCapture",
+  "Reboot",
+  "Restart",
+  "ServiceRestart",
+  "ServiceStart",
+  "ServiceStop",
+  "Shutdown",
 ]);
 allow([Role.admin, Role.operator, Role.etcdBackup], "machine.MachineService", ["EtcdSnapshot"]);
 allow(reader, "cluster.ClusterService", ["HealthCheck"]);
 allow(reader, "inspect.InspectService", ["ControllerRuntimeDependencies"]);
 allow(reader, "machine.MachineService", [
-  "CPUInfo", "Containers", "DiskStats", "DiskUsage", "Dmesg", "EtcdMemberList", "Events", "Hostname", "ImageList",
-  "List", "LoadAvg", "Logs", "LogsContainers", "Memory", "Mounts", "NetworkDeviceStats", "Netstat", "Processes",
-  "ServiceList", "Stats", "SystemStat", "Version",
+  "CPUInfo",
+  "Containers",
+  "DiskStats",
+  "DiskUsage",
+  "Dmesg",
+  "EtcdMemberList",
+  "Events",
+  "Hostname",
+  "ImageList",
+  "List",
+  "LoadAvg",
+  "Logs",
+  "LogsContainers",
+  "Memory",
+  "Mounts",
+  "NetworkDeviceStats",
+  "Netstat",
+  "Processes",
+  "ServiceList",
+  "Stats",
+  "SystemStat",
+  "Version",
 ]);
 allow(reader, "storage.StorageService", ["Disks"]);
 allow(reader, "time.TimeService", ["Time", "TimeCheck"]);

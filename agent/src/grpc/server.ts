@@ -7,7 +7,10 @@ import { toGrpcError } from "./status.js";
 const log = logger("grpc");
 
 /** What every server-side call offers (grpc-js does not export its ServerSurfaceCall type). */
-export type SurfaceCall = Pick<grpc.ServerUnaryCall<unknown, unknown>, "metadata" | "getPeer" | "getAuthContext" | "getPath" | "getDeadline" | "getHost" | "cancelled">;
+export type SurfaceCall = Pick<
+  grpc.ServerUnaryCall<unknown, unknown>,
+  "metadata" | "getPeer" | "getAuthContext" | "getPath" | "getDeadline" | "getHost" | "cancelled"
+>;
 
 /** Decides, before a handler runs, whether a call may proceed; throws one of our errors to refuse. */
 export type CallGuard = (path: string, call: SurfaceCall) => void;
@@ -18,9 +21,15 @@ export type AnyHandler = (...args: any[]) => unknown;
 export type ServiceImpl = Record<string, AnyHandler>;
 
 /** Binds `server` to `address` (host:port or unix:path); a failed bind leaves no half-made server behind. */
-export async function bindServer(server: grpc.Server, address: string, credentials: grpc.ServerCredentials): Promise<void> {
+export async function bindServer(
+  server: grpc.Server,
+  address: string,
+  credentials: grpc.ServerCredentials,
+): Promise<void> {
   try {
-    await new Promise<void>((resolve, reject) => server.bindAsync(address, credentials, (err) => (err ? reject(err) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      server.bindAsync(address, credentials, (err) => (err ? reject(err) : resolve())),
+    );
   } catch (err) {
     server.forceShutdown();
     throw err;
@@ -30,7 +39,10 @@ export async function bindServer(server: grpc.Server, address: string, credentia
 /** Stops accepting at once; calls in flight get `drainMs` to finish, then their connections are cut. */
 export async function drainAndClose(server: grpc.Server, drainMs: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
-  await Promise.race([new Promise<void>((resolve) => server.tryShutdown(() => resolve())), new Promise<void>((resolve) => (timer = setTimeout(resolve, drainMs)))]);
+  await Promise.race([
+    new Promise<void>((resolve) => server.tryShutdown(() => resolve())),
+    new Promise<void>((resolve) => (timer = setTimeout(resolve, drainMs))),
+  ]);
   clearTimeout(timer);
   server.forceShutdown();
 }
@@ -74,7 +86,9 @@ export function addService(server: grpc.Server, fullName: string, impl: ServiceI
 }
 
 /** Wraps an async unary implementation into a grpc-js handler. */
-export function unaryHandler<Req, Res>(fn: (req: Req, call: grpc.ServerUnaryCall<Req, Res>) => Promise<Res>): AnyHandler {
+export function unaryHandler<Req, Res>(
+  fn: (req: Req, call: grpc.ServerUnaryCall<Req, Res>) => Promise<Res>,
+): AnyHandler {
   return async (call: grpc.ServerUnaryCall<Req, Res>, callback: grpc.sendUnaryData<Res>) => {
     const res = await fn(call.request, call);
     callback(null, res);

@@ -52,7 +52,8 @@ function expectedIdentity(address: string, c: ClientCredentials): string {
 }
 
 /** Checks the server certificate against our identity, whatever name went out as SNI. */
-const identityCheck = (identity: string) => (_sni: string, cert: PeerCertificate) => tls.checkServerIdentity(identity, cert);
+const identityCheck = (identity: string) => (_sni: string, cert: PeerCertificate) =>
+  tls.checkServerIdentity(identity, cert);
 
 /**
  * Channel credentials and options for `address`. With mTLS the chain is
@@ -61,24 +62,41 @@ const identityCheck = (identity: string) => (_sni: string, cert: PeerCertificate
  * checked against the certificate's IP SANs by our checkServerIdentity, since
  * it cannot travel as the SNI name.
  */
-export function tlsTarget(address: string, c: ClientCredentials): { creds: grpc.ChannelCredentials; options: grpc.ChannelOptions } {
+export function tlsTarget(
+  address: string,
+  c: ClientCredentials,
+): { creds: grpc.ChannelCredentials; options: grpc.ChannelOptions } {
   const identity = expectedIdentity(address, c);
   const options: grpc.ChannelOptions = {};
   if (net.isIP(identity)) options["grpc.ssl_target_name_override"] = ipEndpointServerName;
   else if (c.kind === "mtls" && c.serverName) options["grpc.ssl_target_name_override"] = c.serverName;
   if (c.kind === "insecure") {
     // Maintenance mode: TLS without verifying the server, exactly as `talosctl --insecure`.
-    return { creds: grpc.credentials.createSsl(null, null, null, { rejectUnauthorized: false, checkServerIdentity: () => undefined }), options };
+    return {
+      creds: grpc.credentials.createSsl(null, null, null, {
+        rejectUnauthorized: false,
+        checkServerIdentity: () => undefined,
+      }),
+      options,
+    };
   }
   // grpc-js calls this with the override name; the identity checked is always ours.
-  return { creds: grpc.credentials.createSsl(Buffer.from(c.ca), Buffer.from(tlsKey(c.key)), Buffer.from(c.crt), { checkServerIdentity: identityCheck(identity) }), options };
+  return {
+    creds: grpc.credentials.createSsl(Buffer.from(c.ca), Buffer.from(tlsKey(c.key)), Buffer.from(c.crt), {
+      checkServerIdentity: identityCheck(identity),
+    }),
+    options,
+  };
 }
 
 /**
  * tls.connect options for `address` over mTLS, HTTP/2 by ALPN: the same checks as tlsTarget's channel
  * (chain against `ca`, the server certificate naming the endpoint or `serverName`, the same SNI name).
  */
-export function tlsConnectOptions(address: string, c: MtlsCredentials): tls.ConnectionOptions & { host: string; port: number } {
+export function tlsConnectOptions(
+  address: string,
+  c: MtlsCredentials,
+): tls.ConnectionOptions & { host: string; port: number } {
   const identity = expectedIdentity(address, c);
   return {
     ...splitHostPort(address, apidPort),

@@ -8,7 +8,6 @@ export function callRoles(md: grpc.Metadata): string[] {
   return normalizeRoles(md.get(roleKey).map(String));
 }
 
-
 const adminOnlyInMaintenance = new Set(["Version", "Upgrade", "Reset", "MetaWrite", "MetaDelete"]);
 const openInMaintenance = new Set([
   "/machine.MachineService/ApplyConfiguration",

@@ -42,8 +42,18 @@ export async function serveMachinedApi(o: MachinedApiOptions): Promise<grpc.Serv
   const ctx = o.context;
   addService(server, "machine.MachineService", machineServiceImpl(ctx), guard);
   addService(server, "storage.StorageService", storageServiceImpl(ctx), guard);
-  addService(server, "inspect.InspectService", inspectServiceImpl({ controllerDependencies: () => o.controllers.dependencies() }), guard);
-  addService(server, "time.TimeService", timeServiceImpl({ activeConfig: ctx.activeConfig, clock: o.clock ?? { now: () => Date.now() } }), guard);
+  addService(
+    server,
+    "inspect.InspectService",
+    inspectServiceImpl({ controllerDependencies: () => o.controllers.dependencies() }),
+    guard,
+  );
+  addService(
+    server,
+    "time.TimeService",
+    timeServiceImpl({ activeConfig: ctx.activeConfig, clock: o.clock ?? { now: () => Date.now() } }),
+    guard,
+  );
   addService(server, "cluster.ClusterService", clusterServiceImpl(o.cluster), guard);
   addService(server, "securityapi.SecurityService", {}, guard);
   // The COSI handlers are typed by their own messages, which the generic ServiceImpl cannot name.
@@ -62,6 +72,8 @@ export function unixProbe(socket: string): Promise<void> {
       conn.destroy();
       resolve();
     });
-    conn.once("error", (err) => reject(new SystemError(`machined's socket ${socket} does not answer`, { socket }, { cause: err })));
+    conn.once("error", (err) =>
+      reject(new SystemError(`machined's socket ${socket} does not answer`, { socket }, { cause: err })),
+    );
   });
 }

@@ -63,8 +63,24 @@ export class ApidControl {
     // one process. A configuration brings apid up as its own process.
     const run =
       launch.inProcess || maintenance
-        ? { inProcess: (signal: AbortSignal) => runApid({ listen: launch.listen, machinedSocket: paths.machinedSocket, apidSocket: paths.apidSocket, enableRbac: rbac, checkExtKeyUsage, resources: stateFeed(state), signal }) }
-        : { process: launch.spec([`--enable-rbac=${rbac}`, `--check-ext-key-usage=${checkExtKeyUsage}`], this.opts.environment()) };
+        ? {
+            inProcess: (signal: AbortSignal) =>
+              runApid({
+                listen: launch.listen,
+                machinedSocket: paths.machinedSocket,
+                apidSocket: paths.apidSocket,
+                enableRbac: rbac,
+                checkExtKeyUsage,
+                resources: stateFeed(state),
+                signal,
+              }),
+          }
+        : {
+            process: launch.spec(
+              [`--enable-rbac=${rbac}`, `--check-ext-key-usage=${checkExtKeyUsage}`],
+              this.opts.environment(),
+            ),
+          };
     return apidService({ state, listen: launch.listen, maintenance, run });
   }
 

@@ -15,7 +15,13 @@ import type { EventBus } from "./events.js";
 import type { ConfigBundle } from "../config/bundle.js";
 import { streamDmesg, type DmesgRequest } from "./rpc/dmesg.js";
 import { imagePullResponse, streamImageList } from "./rpc/images.js";
-import { containersResponse, restartResponse, statsResponse, type ContainerdClients, type CriAccess } from "./rpc/containers.js";
+import {
+  containersResponse,
+  restartResponse,
+  statsResponse,
+  type ContainerdClients,
+  type CriAccess,
+} from "./rpc/containers.js";
 import { streamEvents, type EventsRequest } from "./rpc/events.js";
 import { logsContainers, streamLogs, type LogsRequest } from "./rpc/logs.js";
 import { generateClientConfiguration } from "./rpc/generate-client-config.js";
@@ -45,7 +51,10 @@ export interface MachineApiContext {
   /** The active configuration (normal mode). */
   activeConfig(): ConfigBundle | undefined;
   /** Returns one machine.ApplyConfiguration message. */
-  applyConfiguration(req: ApplyRequest, call: grpc.ServerUnaryCall<ApplyRequest, unknown>): Promise<Record<string, unknown>>;
+  applyConfiguration(
+    req: ApplyRequest,
+    call: grpc.ServerUnaryCall<ApplyRequest, unknown>,
+  ): Promise<Record<string, unknown>>;
   /** The disk the system is installed on (e.g. /dev/vda). */
   systemDisk(): string | undefined;
   /** Start the lifecycle sequences once the reply has left; throw when another sequence may not be taken over. */
@@ -95,21 +104,38 @@ const resetModes: Record<number, ResetMode> = { 0: "all", 1: "systemDisk", 2: "u
 const powercycle = 1;
 
 /** A Reset request checked as Talos checks it, before anything stops. */
-export function resetOptions(req: ResetRequest, disks: readonly Pick<DiskInfo, "device_name" | "readonly">[], systemDisk: string | undefined): ResetOptions {
+export function resetOptions(
+  req: ResetRequest,
+  disks: readonly Pick<DiskInfo, "device_name" | "readonly">[],
+  systemDisk: string | undefined,
+): ResetOptions {
   const mode = resetModes[req.mode ?? 0];
   if (!mode) throw new InvalidInputError(`unknown reset mode ${req.mode}`, { mode: req.mode });
   const userDisks = req.user_disks_to_wipe ?? [];
-  if (userDisks.length > 0 && mode === "systemDisk") throw new InvalidInputError("reset failed: invalid input, wipe mode SYSTEM_DISK doesn't support UserDisksToWipe parameter");
+  if (userDisks.length > 0 && mode === "systemDisk")
+    throw new InvalidInputError(
+      "reset failed: invalid input, wipe mode SYSTEM_DISK doesn't support UserDisksToWipe parameter",
+    );
   for (const name of userDisks) {
     const disk = disks.find((d) => d.device_name === name);
     if (!disk) throw new NotFoundError(`reset user disk failed: device ${name} wasn't found`, { device: name });
-    if (disk.readonly) throw new InvalidInputError(`reset user disk failed: device ${name} is readonly`, { device: name });
-    if (name === systemDisk) throw new InvalidInputError(`reset user disk failed: device ${name} is the system disk`, { device: name });
+    if (disk.readonly)
+      throw new InvalidInputError(`reset user disk failed: device ${name} is readonly`, { device: name });
+    if (name === systemDisk)
+      throw new InvalidInputError(`reset user disk failed: device ${name} is the system disk`, { device: name });
   }
   const specs = req.system_partitions_to_wipe ?? [];
-  if (specs.length > 0 && mode === "userDisks") throw new InvalidInputError("reset failed: invalid input, wipe mode USER_DISKS doesn't support SystemPartitionsToWipe parameter");
+  if (specs.length > 0 && mode === "userDisks")
+    throw new InvalidInputError(
+      "reset failed: invalid input, wipe mode USER_DISKS doesn't support SystemPartitionsToWipe parameter",
+    );
   const labels = specs.filter((p) => p.wipe !== false).map((p) => p.label ?? "");
-  for (const l of labels) if (!wipeable.has(l)) throw new InvalidInputError(`system partition ${JSON.stringify(l)} can't be wiped: only STATE, EPHEMERAL and META`, { label: l });
+  for (const l of labels)
+    if (!wipeable.has(l))
+      throw new InvalidInputError(
+        `system partition ${JSON.stringify(l)} can't be wiped: only STATE, EPHEMERAL and META`,
+        { label: l },
+      );
   return { labels, reboot: req.reboot === true, mode, userDisks, graceful: req.graceful === true };
 }
 
@@ -132,7 +158,8 @@ export function machineServiceImpl(ctx: MachineApiContext): ServiceImpl {
       await ctx.supervisor.apiRestart(req.id ?? "");
       return { messages: [{ resp: `Service ${JSON.stringify(req.id ?? "")} restarted` }] };
     }),
-    Logs: async (call: grpc.ServerWritableStream<LogsRequest, unknown>) => streamLogs(ctx.supervisor.logs, ctx.cri, call),
+    Logs: async (call: grpc.ServerWritableStream<LogsRequest, unknown>) =>
+      streamLogs(ctx.supervisor.logs, ctx.cri, call),
     LogsContainers: unaryHandler(async () => logsContainers(ctx.supervisor.logs)),
     Reboot: unaryHandler(async (req: { mode?: number }) => {
       const actorId = randomUUID();
@@ -162,11 +189,18 @@ export function machineServiceImpl(ctx: MachineApiContext): ServiceImpl {
     Read: async (call: grpc.ServerWritableStream<ReadRequest, unknown>) => streamFile(call),
     List: async (call: grpc.ServerWritableStream<ListRequest, unknown>) => streamList(call),
     Mounts: unaryHandler(async () => mountStats()),
-    Containers: unaryHandler((req: { namespace?: string; driver?: number }) => containersResponse(ctx.containerd, ctx.cri, req)),
+    Containers: unaryHandler((req: { namespace?: string; driver?: number }) =>
+      containersResponse(ctx.containerd, ctx.cri, req),
+    ),
     Stats: unaryHandler((req: { namespace?: string; driver?: number }) => statsResponse(ctx.containerd, ctx.cri, req)),
-    Restart: unaryHandler((req: { namespace?: string; driver?: number; id?: string }) => restartResponse(ctx.containerd, ctx.cri, req)),
-    ImageList: async (call: grpc.ServerWritableStream<{ namespace?: number }, unknown>) => streamImageList(ctx.containerd, ctx.cri, call),
-    ImagePull: unaryHandler((req: { namespace?: number; reference?: string }) => imagePullResponse(ctx.containerd, ctx.cri, () => ctx.activeConfig()?.v1alpha1()?.machine?.registries, req)),
+    Restart: unaryHandler((req: { namespace?: string; driver?: number; id?: string }) =>
+      restartResponse(ctx.containerd, ctx.cri, req),
+    ),
+    ImageList: async (call: grpc.ServerWritableStream<{ namespace?: number }, unknown>) =>
+      streamImageList(ctx.containerd, ctx.cri, call),
+    ImagePull: unaryHandler((req: { namespace?: number; reference?: string }) =>
+      imagePullResponse(ctx.containerd, ctx.cri, () => ctx.activeConfig()?.v1alpha1()?.machine?.registries, req),
+    ),
     Events: async (call: grpc.ServerWritableStream<EventsRequest, unknown>) => streamEvents(ctx.events, call),
     Dmesg: async (call: grpc.ServerWritableStream<DmesgRequest, unknown>) => streamDmesg(call),
     Memory: unaryHandler(() => memory()),
@@ -194,7 +228,8 @@ export function machineServiceImpl(ctx: MachineApiContext): ServiceImpl {
     }),
     MetaDelete: unaryHandler(async (req: { key?: number }) => {
       const meta = ctx.meta();
-      if (!(await meta.store.delete(req.key ?? 0))) throw new NotFoundError(`META key 0x${(req.key ?? 0).toString(16)} not found`, { key: req.key });
+      if (!(await meta.store.delete(req.key ?? 0)))
+        throw new NotFoundError(`META key 0x${(req.key ?? 0).toString(16)} not found`, { key: req.key });
       meta.published();
       return { messages: [{}] };
     }),

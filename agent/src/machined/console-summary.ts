@@ -6,7 +6,12 @@
 
 import { InfoType, type InfoSpec } from "../resources/catalog/cluster.js";
 import { CONFIG_NAMESPACE, MachineTypeId, MachineTypeType, type MachineTypeSpec } from "../resources/catalog/config.js";
-import { HARDWARE_NAMESPACE, SystemInformationId, SystemInformationType, type SystemInformationSpec } from "../resources/catalog/hardware.js";
+import {
+  HARDWARE_NAMESPACE,
+  SystemInformationId,
+  SystemInformationType,
+  type SystemInformationSpec,
+} from "../resources/catalog/hardware.js";
 import {
   HostnameStatusId,
   HostnameStatusType,
@@ -28,7 +33,14 @@ import {
   type RouteStatusSpec,
   type TimeServerStatusSpec,
 } from "../resources/catalog/network.js";
-import { MachineStatusId, MachineStatusType, MountStatusType, RUNTIME_NAMESPACE, type MachineStatusSpec, type MountStatusSpec } from "../resources/catalog/runtime.js";
+import {
+  MachineStatusId,
+  MachineStatusType,
+  MountStatusType,
+  RUNTIME_NAMESPACE,
+  type MachineStatusSpec,
+  type MountStatusSpec,
+} from "../resources/catalog/runtime.js";
 import type { ResourceState } from "../resources/state.js";
 import { installFailureLines } from "./install-failure.js";
 
@@ -68,16 +80,27 @@ function mountStatus(s: MountStatusSpec | undefined): string {
 /** Talos prefers routed-no-k8s, then routed; sorted, comma-separated. */
 function addresses(state: ResourceState): string {
   const spec =
-    state.get<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, filteredNodeAddressId(NodeAddressIds.routed, "no-k8s"))?.spec ??
-    state.get<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, NodeAddressIds.routed)?.spec;
+    state.get<NodeAddressSpec>(
+      NETWORK_NAMESPACE,
+      NodeAddressType,
+      filteredNodeAddressId(NodeAddressIds.routed, "no-k8s"),
+    )?.spec ?? state.get<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, NodeAddressIds.routed)?.spec;
   return spec ? [...spec.addresses].sort().join(", ") : notAvailable;
 }
 
 /** The gateways of default routes, IPv4 first, each family sorted. */
 function gateways(state: ResourceState): string {
-  const defaults = state.list<RouteStatusSpec>(NETWORK_NAMESPACE, RouteStatusType).filter((r) => r.spec.dst === "" && r.spec.gateway !== "");
-  const v4 = defaults.filter((r) => !r.spec.gateway.includes(":")).map((r) => r.spec.gateway).sort();
-  const v6 = defaults.filter((r) => r.spec.gateway.includes(":")).map((r) => r.spec.gateway).sort();
+  const defaults = state
+    .list<RouteStatusSpec>(NETWORK_NAMESPACE, RouteStatusType)
+    .filter((r) => r.spec.dst === "" && r.spec.gateway !== "");
+  const v4 = defaults
+    .filter((r) => !r.spec.gateway.includes(":"))
+    .map((r) => r.spec.gateway)
+    .sort();
+  const v6 = defaults
+    .filter((r) => r.spec.gateway.includes(":"))
+    .map((r) => r.spec.gateway)
+    .sort();
   return v4.length + v6.length === 0 ? notAvailable : [...v4, ...v6].join(", ");
 }
 
@@ -87,10 +110,14 @@ function listOr(values: string[] | undefined): string {
 }
 
 /** The summary's text for the resources in `state` now; `version` is the running version's tag. */
-export function renderConsoleSummary(state: ResourceState, opts: { version: string; apiPort: number; installFailure?: string | undefined }): string {
+export function renderConsoleSummary(
+  state: ResourceState,
+  opts: { version: string; apiPort: number; installFailure?: string | undefined },
+): string {
   const get = <S>(namespace: string, type: string, id: string) => state.get<S>(namespace, type, id)?.spec;
   const machine = get<MachineStatusSpec>(RUNTIME_NAMESPACE, MachineStatusType, MachineStatusId);
-  const hostname = get<HostnameStatusSpec>(NETWORK_NAMESPACE, HostnameStatusType, HostnameStatusId)?.hostname ?? notAvailable;
+  const hostname =
+    get<HostnameStatusSpec>(NETWORK_NAMESPACE, HostnameStatusType, HostnameStatusId)?.hostname ?? notAvailable;
   const clusterName = state.list<InfoSpec>("cluster", InfoType)[0]?.spec.clusterName;
   const type = get<MachineTypeSpec>(CONFIG_NAMESPACE, MachineTypeType, MachineTypeId);
   const network = get<NetworkStatusSpec>(NETWORK_NAMESPACE, NetworkStatusType, NetworkStatusId);
@@ -100,7 +127,11 @@ export function renderConsoleSummary(state: ResourceState, opts: { version: stri
     `${hostname} (${opts.version})`,
     "",
     ...fieldGroup([
-      ["UUID", get<SystemInformationSpec>(HARDWARE_NAMESPACE, SystemInformationType, SystemInformationId)?.uuid ?? notAvailable],
+      [
+        "UUID",
+        get<SystemInformationSpec>(HARDWARE_NAMESPACE, SystemInformationType, SystemInformationId)?.uuid ??
+          notAvailable,
+      ],
       ["CLUSTER", clusterName ? clusterName : notAvailable],
       ["STAGE", machine ? capitalizeFirst(machine.stage) : notAvailable],
       ["READY", machine ? capitalizeFirst(String(machine.status.ready)) : notAvailable],
@@ -115,14 +146,21 @@ export function renderConsoleSummary(state: ResourceState, opts: { version: stri
       ["GW", gateways(state)],
       ["CONNECTIVITY", network ? (network.connectivityReady ? "OK" : "FAILED") : notAvailable],
       ["DNS", listOr(get<ResolverStatusSpec>(NETWORK_NAMESPACE, ResolverStatusType, ResolverStatusId)?.dnsServers)],
-      ["NTP", listOr(get<TimeServerStatusSpec>(NETWORK_NAMESPACE, TimeServerStatusType, TimeServerStatusId)?.timeServers)],
+      [
+        "NTP",
+        listOr(get<TimeServerStatusSpec>(NETWORK_NAMESPACE, TimeServerStatusType, TimeServerStatusId)?.timeServers),
+      ],
     ]),
   ];
   if (machine?.stage === "maintenance") {
     const first = ips === notAvailable ? "<node-ip>" : ips.split(", ")[0]!.replace(/\/\d+$/, "");
     const node = opts.apiPort === 50000 ? first : `${first.includes(":") ? `[${first}]` : first}:${opts.apiPort}`;
     if (opts.installFailure !== undefined) lines.push("", ...installFailureLines(opts.installFailure));
-    lines.push("", "waiting for configuration; upload it using talosctl:", `  talosctl apply-config --insecure --nodes ${node} --file <config.yaml>`);
+    lines.push(
+      "",
+      "waiting for configuration; upload it using talosctl:",
+      `  talosctl apply-config --insecure --nodes ${node} --file <config.yaml>`,
+    );
   }
   if (machine && machine.status.unmetConditions.length > 0) {
     lines.push("", "unmet conditions:", ...machine.status.unmetConditions.map((c) => `  ${c.name}: ${c.reason}`));

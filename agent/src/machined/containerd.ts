@@ -48,12 +48,19 @@ export function extensionServicePaths(paths: Paths): ExtensionServicePaths {
 }
 
 /** Reads the extension service files once (they come with the image and do not change while it runs). */
-export async function systemContainerd(paths: Paths, state: ResourceState, opts: SystemContainerdOptions): Promise<SystemContainerd> {
+export async function systemContainerd(
+  paths: Paths,
+  state: ResourceState,
+  opts: SystemContainerdOptions,
+): Promise<SystemContainerd> {
   const cp = containerdPaths(paths);
   const ext = extensionServicePaths(paths);
-  const specs: ExtensionServiceSpec[] = await loadExtensionServices(ext.configDir, (file, err) => log.error("invalid extension service file: skipped", { file, error: describeError(err) }));
+  const specs: ExtensionServiceSpec[] = await loadExtensionServices(ext.configDir, (file, err) =>
+    log.error("invalid extension service file: skipped", { file, error: describeError(err) }),
+  );
   const root = new ContainerdClient(cp.socket, SYSTEM_NAMESPACE);
-  const client = (namespace = SYSTEM_NAMESPACE) => (namespace === SYSTEM_NAMESPACE ? root : root.inNamespace(namespace));
+  const client = (namespace = SYSTEM_NAMESPACE) =>
+    namespace === SYSTEM_NAMESPACE ? root : root.inNamespace(namespace);
   const hostFiles = { hosts: path.join(paths.etc, "hosts"), resolvConf: path.join(paths.etc, "resolv.conf") };
   return {
     paths: cp,
@@ -61,7 +68,21 @@ export async function systemContainerd(paths: Paths, state: ResourceState, opts:
     client,
     services: () => [
       containerdService({ paths: cp, command: opts.command, client }),
-      ...specs.map((spec) => extensionService({ spec, paths: ext, state, client, cgroupParent: opts.cgroupParent, oomScoreAdj: opts.oomScoreAdj, hostFiles, ...(opts.environment ? { environment: opts.environment } : {}), ...(opts.mounter ? { rootfsOverlay: { mounter: opts.mounter, upperDir: path.join(paths.system, "overlays", "containers") } } : {}) })),
+      ...specs.map((spec) =>
+        extensionService({
+          spec,
+          paths: ext,
+          state,
+          client,
+          cgroupParent: opts.cgroupParent,
+          oomScoreAdj: opts.oomScoreAdj,
+          hostFiles,
+          ...(opts.environment ? { environment: opts.environment } : {}),
+          ...(opts.mounter
+            ? { rootfsOverlay: { mounter: opts.mounter, upperDir: path.join(paths.system, "overlays", "containers") } }
+            : {}),
+        }),
+      ),
     ],
     close: () => root.close(),
   };

@@ -37,16 +37,26 @@ export function criRuntime(paths: Paths, state: ResourceState, opts: CriOptions)
   // One connection each, shared by machined (the namespace is per call's metadata).
   const containerd = new ContainerdClient(p.socket, "k8s.io");
   const runtime = new CriClient(p.socket);
-  const client = (namespace: string) => (namespace === containerd.namespace ? containerd : containerd.inNamespace(namespace));
+  const client = (namespace: string) =>
+    namespace === containerd.namespace ? containerd : containerd.inNamespace(namespace);
   return {
     paths: p,
-    controller: new CriRegistryConfigController(p, { restrictOomScoreAdj: !boundingCapabilities().has("CAP_SYS_RESOURCE") }),
-    services: (config) => (config?.v1alpha1()?.cluster ? [criService({ paths: p, command: opts.command, client: () => containerd, state })] : []),
+    controller: new CriRegistryConfigController(p, {
+      restrictOomScoreAdj: !boundingCapabilities().has("CAP_SYS_RESOURCE"),
+    }),
+    services: (config) =>
+      config?.v1alpha1()?.cluster
+        ? [criService({ paths: p, command: opts.command, client: () => containerd, state })]
+        : [],
     containerd: () => containerd,
     stopPods: async (action) => {
       if (existsSync(p.socket)) await stopAllPods(runtime, action);
     },
-    access: (status) => ({ running: () => status("cri")?.state === "Running", runtime: () => runtime, containerd: client }),
+    access: (status) => ({
+      running: () => status("cri")?.state === "Running",
+      runtime: () => runtime,
+      containerd: client,
+    }),
     close: () => {
       containerd.close();
       runtime.close();

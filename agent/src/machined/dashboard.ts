@@ -50,8 +50,15 @@ export function drawSummaryUntil(opts: DashboardOptions, signal: AbortSignal): P
       pending = false;
       if (signal.aborted) return;
       try {
-        const summary = renderConsoleSummary(opts.state, { version: opts.version, apiPort: opts.apiPort, installFailure: opts.installFailure });
-        opts.terminals.draw(dashboardTty, composeScreen(summary, kernelLines.lines(), opts.terminals.size(dashboardTty)));
+        const summary = renderConsoleSummary(opts.state, {
+          version: opts.version,
+          apiPort: opts.apiPort,
+          installFailure: opts.installFailure,
+        });
+        opts.terminals.draw(
+          dashboardTty,
+          composeScreen(summary, kernelLines.lines(), opts.terminals.size(dashboardTty)),
+        );
       } catch (err) {
         reject(err);
       }
@@ -70,10 +77,14 @@ export function drawSummaryUntil(opts: DashboardOptions, signal: AbortSignal): P
       }, opts.logRedrawMs ?? 500);
     };
     for (const kind of summaryInputs) opts.state.watch(kind, { signal }, schedule);
-    signal.addEventListener("abort", () => {
-      clearTimeout(logTimer);
-      resolve();
-    }, { once: true });
+    signal.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(logTimer);
+        resolve();
+      },
+      { once: true },
+    );
     if (signal.aborted) resolve();
     followKernelLog(opts.kernelLog, kernelLines, scheduleForLog, signal).catch(reject);
     schedule();

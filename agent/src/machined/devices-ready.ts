@@ -1,4 +1,9 @@
-import { DevicesStatusId, DevicesStatusType, type DevicesStatusSpec, RUNTIME_NAMESPACE } from "../resources/catalog/runtime.js";
+import {
+  DevicesStatusId,
+  DevicesStatusType,
+  type DevicesStatusSpec,
+  RUNTIME_NAMESPACE,
+} from "../resources/catalog/runtime.js";
 import type { ResourceState } from "../resources/state.js";
 import { published } from "./published.js";
 
@@ -7,5 +12,14 @@ import { published } from "./published.js";
  * labels under /dev/disk, final link names), false when `signal` aborts first.
  */
 export async function devicesReady(state: ResourceState, signal: AbortSignal): Promise<boolean> {
-  return (await published<DevicesStatusSpec>(state, RUNTIME_NAMESPACE, DevicesStatusType, DevicesStatusId, signal, (s) => s.ready)) !== undefined;
+  return (
+    (await published<DevicesStatusSpec>(
+      state,
+      RUNTIME_NAMESPACE,
+      DevicesStatusType,
+      DevicesStatusId,
+      signal,
+      (s) => s.ready,
+    )) !== undefined
+  );
 }

@@ -50,7 +50,12 @@ export function etcdWiring(o: EtcdWiringOptions): EtcdWiring {
   const endpoints = async () => {
     const members = o.state.list<MemberSpec>("cluster", MemberType).map((m) => m.spec);
     const cp = members.filter((m) => m.machineType === "controlplane" || m.machineType === "init");
-    return [...new Set([local, ...cp.flatMap((m) => m.addresses.map((a) => hostPort(a.replace(/\/\d+$/, ""), etcdClientPort)))])];
+    return [
+      ...new Set([
+        local,
+        ...cp.flatMap((m) => m.addresses.map((a) => hostPort(a.replace(/\/\d+$/, ""), etcdClientPort))),
+      ]),
+    ];
   };
   const cluster: EtcdCluster = {
     endpoints,

@@ -12,7 +12,15 @@ import type { SequenceListener } from "./sequencer.js";
 
 /** machine.ServiceStateEvent.Action by state (Talos's events.ServiceState order). */
 const serviceActions: Record<ServiceState, number> = {
-  Initialized: 0, Preparing: 1, Waiting: 2, Running: 3, Stopping: 4, Finished: 5, Failed: 6, Skipped: 7, Starting: 8,
+  Initialized: 0,
+  Preparing: 1,
+  Waiting: 2,
+  Running: 3,
+  Stopping: 4,
+  Finished: 5,
+  Failed: 6,
+  Skipped: 7,
+  Starting: 8,
 };
 
 export interface MachineEvent {
@@ -138,7 +146,12 @@ export class EventBus {
       if (e.task) this.publish("machine.TaskEvent", { task: e.task, action }, actorId);
       else if (e.phase) this.publish("machine.PhaseEvent", { phase: e.phase, action }, actorId);
       // SequenceEvent.Action: NOOP 0, START 1, STOP 2.
-      else this.publish("machine.SequenceEvent", { sequence: e.sequence, action: action + 1, ...(e.error ? { error: { message: e.error } } : {}) }, actorId);
+      else
+        this.publish(
+          "machine.SequenceEvent",
+          { sequence: e.sequence, action: action + 1, ...(e.error ? { error: { message: e.error } } : {}) },
+          actorId,
+        );
     };
   }
 
@@ -149,14 +162,24 @@ export class EventBus {
       service: status.id,
       action: serviceActions[event.state],
       message: event.msg,
-      health: h ? { unknown: h.unknown, healthy: h.healthy, last_message: h.lastMessage, last_change: h.lastChange && timestamp(h.lastChange) } : { unknown: true },
+      health: h
+        ? {
+            unknown: h.unknown,
+            healthy: h.healthy,
+            last_message: h.lastMessage,
+            last_change: h.lastChange && timestamp(h.lastChange),
+          }
+        : { unknown: true },
     });
   }
 
   machineStatus(spec: MachineStatusSpec): void {
     this.publish("machine.MachineStatusEvent", {
       stage: machineStages[spec.stage],
-      status: { ready: spec.status.ready, unmet_conditions: spec.status.unmetConditions.map((c) => ({ name: c.name, reason: c.reason })) },
+      status: {
+        ready: spec.status.ready,
+        unmet_conditions: spec.status.unmetConditions.map((c) => ({ name: c.name, reason: c.reason })),
+      },
     });
   }
 }

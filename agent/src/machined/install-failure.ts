@@ -35,5 +35,8 @@ export function clearInstallFailure(paths: Paths): void {
 
 /** The console's words for it (the maintenance banner and the summary). */
 export function installFailureLines(error: string): string[] {
-  return [`the last install failed, so the node is still in maintenance: ${error}`, "fix the cause, then apply the configuration again"];
+  return [
+    `the last install failed, so the node is still in maintenance: ${error}`,
+    "fix the cause, then apply the configuration again",
+  ];
 }

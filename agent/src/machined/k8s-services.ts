@@ -50,7 +50,14 @@ export function kubernetesServices(o: KubernetesServicesOptions): KubernetesServ
   const held = boundingCapabilities();
   const hostFiles = { hosts: path.join(o.paths.etc, "hosts"), resolvConf: path.join(o.paths.etc, "resolv.conf") };
   const kubeletRunner = (p: KubeletProcess): ServiceRunner =>
-    new ImageRunner({ id: p.id, image: p.image, client, registries: o.registries, process: async () => kubeletImageProcess(p, held, hostFiles), logFile: logFile(p.id) });
+    new ImageRunner({
+      id: p.id,
+      image: p.image,
+      client,
+      registries: o.registries,
+      process: async () => kubeletImageProcess(p, held, hostFiles),
+      logFile: logFile(p.id),
+    });
   return {
     etcdRunner: etcdImageRunner({
       client,
@@ -59,7 +66,14 @@ export function kubernetesServices(o: KubernetesServicesOptions): KubernetesServ
       hostFiles,
       heldCapabilities: held,
     }),
-    etcdutl: etcdutlImage({ client, registries: o.registries, paths: etcdPaths(o.paths), outputDir: path.join(o.paths.run, "etcdutl"), heldCapabilities: held, cgroupsPath: "/system/etcd" }),
+    etcdutl: etcdutlImage({
+      client,
+      registries: o.registries,
+      paths: etcdPaths(o.paths),
+      outputDir: path.join(o.paths.run, "etcdutl"),
+      heldCapabilities: held,
+      cgroupsPath: "/system/etcd",
+    }),
     kubelet: {
       root: o.paths.root,
       container: o.container,

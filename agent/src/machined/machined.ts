@@ -9,7 +9,14 @@ import { drainAndClose } from "../grpc/server.js";
 import { addLogTap, logger } from "../log.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../resources/catalog/config.js";
 import { registerCatalog } from "../resources/catalog/index.js";
-import { MachineStatusId, MachineStatusType, RUNTIME_NAMESPACE, type MachineStage, type MachineStatusSpec, type PlatformMetadataSpec } from "../resources/catalog/runtime.js";
+import {
+  MachineStatusId,
+  MachineStatusType,
+  RUNTIME_NAMESPACE,
+  type MachineStage,
+  type MachineStatusSpec,
+  type PlatformMetadataSpec,
+} from "../resources/catalog/runtime.js";
 import { ControllerRuntime, type Controller } from "../resources/controller-runtime.js";
 import type { ResourceDefinitionInput } from "../resources/definitions.js";
 import { ResourceState } from "../resources/state.js";
@@ -63,7 +70,16 @@ import { kernelPacketCaptureSource } from "../sys/packet-capture.js";
 import type { PlatformNetwork } from "../controllers/runtime/platform-network.js";
 import { readSystemIdentity, type SystemIdentity } from "../sys/dmi.js";
 import { ownsDisks, type MachineRuntime } from "./runtime.js";
-import { bootSequence, initializeSequence, installSequence, rebootSequence, resetSequence, shutdownSequence, type RebootOptions, type ResetOptions } from "./sequences.js";
+import {
+  bootSequence,
+  initializeSequence,
+  installSequence,
+  rebootSequence,
+  resetSequence,
+  shutdownSequence,
+  type RebootOptions,
+  type ResetOptions,
+} from "./sequences.js";
 import { Logind } from "./logind/service.js";
 import { stopDBus } from "./tasks/pods.js";
 import type { Phase } from "./sequencer.js";
@@ -95,7 +111,11 @@ export interface MachinedOptions {
    * The networking controllers (DHCP on a node, observe-only in the sandbox), registered in machined's one list,
    * and what an installed node's boot and a config download wait for once they run (settled devices, an address).
    */
-  networking?: { controllers: Controller[]; ready?(state: ResourceState, signal: AbortSignal): Promise<void>; hold?: NetworkChangeHold };
+  networking?: {
+    controllers: Controller[];
+    ready?(state: ResourceState, signal: AbortSignal): Promise<void>;
+    hold?: NetworkChangeHold;
+  };
   /** Run the system containerd and the image's extension services (absent: neither runs). */
   containerd?: SystemContainerdOptions;
   /** Run the CRI containerd on a node whose config has a cluster (only with the system containerd). */
@@ -157,7 +177,12 @@ interface Parts {
   platformNetwork: Observed<PlatformNetwork | undefined>;
 }
 
-type Lifecycle = (name: "reboot" | "shutdown" | "reset", next: MachineStage, phases: () => Phase[], actorId?: string) => void;
+type Lifecycle = (
+  name: "reboot" | "shutdown" | "reset",
+  next: MachineStage,
+  phases: () => Phase[],
+  actorId?: string,
+) => void;
 
 /**
  * machined: owns the resource store and the one controller runtime, serves the node
@@ -178,34 +203,85 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   // maintenance API, and overlap the rest of machined's start. Unlike Talos the boot does not wait for the
   // settle (disks are found through sysfs); the links do: DevicesStatus turns ready once udevd is healthy.
   if (opts.udevd) {
-    supervisor.start(udevdService({ udevadm: opts.udevd.udevadm, controlSocket: path.join(paths.run, "udev", "control") })).catch((err: unknown) => log.error("starting udevd failed", { error: describeError(err) }));
+    supervisor
+      .start(udevdService({ udevadm: opts.udevd.udevadm, controlSocket: path.join(paths.run, "udev", "control") }))
+      .catch((err: unknown) => log.error("starting udevd failed", { error: describeError(err) }));
     // Its launch reaches the spawn after a few promise hops: let them run before the synchronous building below holds the event loop.
     await new Promise((resolve) => setImmediate(resolve));
   }
   // talos.logging.kernel=<udp|tcp URL>: the kernel log goes there too, from the first record.
   const kernelLogEndpoint = opts.cmdline.get("talos.logging.kernel")?.at(-1);
   if (kernelLogEndpoint) {
-    shipKernelLog(kernelLogEndpoint, opts.signal).catch((err: unknown) => log.error("sending the kernel log failed", { endpoint: kernelLogEndpoint, error: describeError(err) }));
+    shipKernelLog(kernelLogEndpoint, opts.signal).catch((err: unknown) =>
+      log.error("sending the kernel log failed", { endpoint: kernelLogEndpoint, error: describeError(err) }),
+    );
   }
   const cri = opts.cri && opts.containerd ? criRuntime(paths, state, opts.cri) : undefined;
-  const containerd = opts.containerd ? await systemContainerd(paths, state, { ...opts.containerd, environment: () => userEnvironment(opts.cmdline, activeConfig.get()), ...(platform.mode !== "container" ? { mounter: opts.mounter } : {}) }) : undefined;
+  const containerd = opts.containerd
+    ? await systemContainerd(paths, state, {
+        ...opts.containerd,
+        environment: () => userEnvironment(opts.cmdline, activeConfig.get()),
+        ...(platform.mode !== "container" ? { mounter: opts.mounter } : {}),
+      })
+    : undefined;
 
   // What only machined knows, reported to the controllers that publish it (the one writer of each type).
   const stage = new Observed<MachineStage>("booting");
   const activeConfig = new Observed<ConfigBundle | undefined>(undefined);
   const environment = () => userEnvironment(opts.cmdline, activeConfig.get());
-  const k8s = cri ? kubernetesServices({ cri, supervisor, state, paths, registries: () => activeConfig.get()?.v1alpha1()?.machine?.registries, env: environment, container: platform.mode === "container" }) : undefined;
-  const etcd = etcdWiring({ state, supervisor, paths, machineType: () => activeConfig.get()?.machineType, ...(k8s ? { runner: k8s.etcdRunner, etcdutl: k8s.etcdutl, env: environment } : {}) });
+  const k8s = cri
+    ? kubernetesServices({
+        cri,
+        supervisor,
+        state,
+        paths,
+        registries: () => activeConfig.get()?.v1alpha1()?.machine?.registries,
+        env: environment,
+        container: platform.mode === "container",
+      })
+    : undefined;
+  const etcd = etcdWiring({
+    state,
+    supervisor,
+    paths,
+    machineType: () => activeConfig.get()?.machineType,
+    ...(k8s ? { runner: k8s.etcdRunner, etcdutl: k8s.etcdutl, env: environment } : {}),
+  });
   const volumes = new Observed<ReadonlyMap<string, MountedVolume>>(new Map());
   const metaKeys = new Observed<ReadonlyMap<number, string>>(new Map());
   const platformMetadata = new Observed<PlatformMetadataSpec | undefined>(undefined);
   const platformNetwork = new Observed<PlatformNetwork | undefined>(undefined);
   const events = machineEvents(state, supervisor, opts.signal);
 
-  const apid: ApidControl = new ApidControl({ launch: opts.apid, paths, state, supervisor, environment, inMaintenance: () => applier.mode === "maintenance" });
+  const apid: ApidControl = new ApidControl({
+    launch: opts.apid,
+    paths,
+    state,
+    supervisor,
+    environment,
+    inMaintenance: () => applier.mode === "maintenance",
+  });
   const maintenanceConsole = new AbortController();
   opts.signal.addEventListener("abort", () => maintenanceConsole.abort(), { once: true });
-  const parts: Parts = { opts, state, supervisor, events, apid, containerd, cri, k8s, etcd, installFailure, maintenanceConsole: maintenanceConsole.signal, stage, activeConfig, volumes, metaKeys, platformMetadata, platformNetwork };
+  const parts: Parts = {
+    opts,
+    state,
+    supervisor,
+    events,
+    apid,
+    containerd,
+    cri,
+    k8s,
+    etcd,
+    installFailure,
+    maintenanceConsole: maintenanceConsole.signal,
+    stage,
+    activeConfig,
+    volumes,
+    metaKeys,
+    platformMetadata,
+    platformNetwork,
+  };
   const r = machineRuntime(parts, () => applier.waitForConfig());
   // One sequence at a time; lifecycle requests take over the ones Talos lets them.
   const sequences = new SequenceRunner((actorId) => events.sequenceListener(actorId), opts.signal);
@@ -229,7 +305,15 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     networkHold: opts.networking?.hold,
     signal: opts.signal,
   });
-  const upgrades = upgradeRequests({ runtime: r, sequences, checker: opts.configChecker, mode: () => applier.mode, activeConfig: () => activeConfig.get(), reboot: (actorId) => lifecycle("reboot", "rebooting", () => rebootSequence(r), actorId), signal: opts.signal });
+  const upgrades = upgradeRequests({
+    runtime: r,
+    sequences,
+    checker: opts.configChecker,
+    mode: () => applier.mode,
+    activeConfig: () => activeConfig.get(),
+    reboot: (actorId) => lifecycle("reboot", "rebooting", () => rebootSequence(r), actorId),
+    signal: opts.signal,
+  });
 
   const controllers = new ControllerRuntime(state);
   for (const c of controllersOf(parts)) controllers.register(c);
@@ -240,7 +324,13 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
     inMaintenance: () => applier.mode !== "normal",
     controllers,
     clock: opts.clock,
-    cluster: healthDeps(state, supervisor, platform, () => state.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec, { apidSocket: paths.apidSocket, etcd: etcd.api }),
+    cluster: healthDeps(
+      state,
+      supervisor,
+      platform,
+      () => state.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec,
+      { apidSocket: paths.apidSocket, etcd: etcd.api },
+    ),
     cosi: opts.cosi(state),
   });
   // Healthy when its API socket accepts a connection (as Talos checks machined).
@@ -249,18 +339,24 @@ export async function startMachined(opts: MachinedOptions): Promise<Machined> {
   await apid.openSockets();
   log.info("machined API listening", { socket: paths.machinedSocket });
 
-  const untilStopped = () => new Promise<void>((resolve) => (opts.signal.aborted ? resolve() : opts.signal.addEventListener("abort", () => resolve(), { once: true })));
+  const untilStopped = () =>
+    new Promise<void>((resolve) =>
+      opts.signal.aborted ? resolve() : opts.signal.addEventListener("abort", () => resolve(), { once: true }),
+    );
   const done = (async () => {
     try {
       controllers.start(opts.signal);
       const found = ownsDisks(r) ? findSystemDisk(opts.block) : undefined;
-      const installed = found !== undefined && (await installComplete(found.partitions.BOOT, opts.mounter, path.join(paths.system, "boot")));
+      const installed =
+        found !== undefined &&
+        (await installComplete(found.partitions.BOOT, opts.mounter, path.join(paths.system, "boot")));
       // An installed node boots once udevd has settled and it has an address. One that is not goes on to its config
       // (a download or a labelled volume waits for what it needs) and, without one, to maintenance mode, whose listener
       // then starts beside udevd's coldplug and DHCP (the links still wait for the settle) and whose banner waits for an
       // address. Talos enters maintenance only after udevd's settle, which costs seconds of CPU under emulation.
       if (installed) await opts.networking?.ready?.(state, opts.signal);
-      if (found && !installed) log.warn("the system disk's install did not finish: it will be installed again", { disk: found.disk });
+      if (found && !installed)
+        log.warn("the system disk's install did not finish: it will be installed again", { disk: found.disk });
       await sequences.run("initialize", initializeSequence(r, { installed }));
       if (ownsDisks(r) && !installed) {
         // A configuration arrived in maintenance mode on a node that is not installed: install, then kexec.
@@ -319,7 +415,9 @@ function newSupervisor(opts: MachinedOptions): Supervisor {
   } catch (err) {
     log.error("creating the cgroups failed: services run in the root group", { error: describeError(err) });
   }
-  const echo = opts.echoServiceLogs ? (id: string, line: Buffer) => void (id !== "machined" && process.stderr.write(line)) : undefined;
+  const echo = opts.echoServiceLogs
+    ? (id: string, line: Buffer) => void (id !== "machined" && process.stderr.write(line))
+    : undefined;
   return new Supervisor({ cgroups, logs: new ServiceLogs(echo ? { echo } : {}) });
 }
 
@@ -331,7 +429,12 @@ function routeLogLines(supervisor: Supervisor): () => void {
   const controllerRuntimeLog = supervisor.logs.writer("controller-runtime");
   // trustd runs in this process; its lines still go to its own log (`talosctl logs trustd`), registered by its first line.
   let trustdLog: LogWriter | undefined;
-  const logOf = (component: string) => (component === "controller-runtime" ? controllerRuntimeLog : component === "trustd" ? (trustdLog ??= supervisor.logs.writer("trustd")) : machinedLog);
+  const logOf = (component: string) =>
+    component === "controller-runtime"
+      ? controllerRuntimeLog
+      : component === "trustd"
+        ? (trustdLog ??= supervisor.logs.writer("trustd"))
+        : machinedLog;
   return addLogTap((line, component) => logOf(component).write(line + "\n"));
 }
 
@@ -340,12 +443,16 @@ function machineEvents(state: ResourceState, supervisor: Supervisor, signal: Abo
   const events = new EventBus();
   supervisor.onChange((status, event) => events.serviceState(status, event));
   // talosctl's --wait trackers follow the MachineStatusEvents.
-  state.watch<MachineStatusSpec>({ namespace: RUNTIME_NAMESPACE, type: MachineStatusType, id: MachineStatusId }, { signal }, (ev) => {
-    if (ev.type === "destroyed") return;
-    const before = ev.old?.spec;
-    const spec = ev.resource.spec;
-    if (before?.stage !== spec.stage || before.status.ready !== spec.status.ready) events.machineStatus(spec);
-  });
+  state.watch<MachineStatusSpec>(
+    { namespace: RUNTIME_NAMESPACE, type: MachineStatusType, id: MachineStatusId },
+    { signal },
+    (ev) => {
+      if (ev.type === "destroyed") return;
+      const before = ev.old?.spec;
+      const spec = ev.resource.spec;
+      if (before?.stage !== spec.stage || before.status.ready !== spec.status.ready) events.machineStatus(spec);
+    },
+  );
   return events;
 }
 
@@ -354,13 +461,21 @@ async function configure(p: Parts, shipper: LogShipper, bundle: ConfigBundle): P
   const { opts } = p;
   p.activeConfig.set(bundle);
   try {
-    shipper.configure((bundle.v1alpha1WithDefaults()?.machine?.logging?.destinations ?? []).map((d) => ({ endpoint: d.endpoint ?? "", format: "json_lines", ...(d.extraTags ? { extraTags: d.extraTags } : {}) })));
+    shipper.configure(
+      (bundle.v1alpha1WithDefaults()?.machine?.logging?.destinations ?? []).map((d) => ({
+        endpoint: d.endpoint ?? "",
+        format: "json_lines",
+        ...(d.extraTags ? { extraTags: d.extraTags } : {}),
+      })),
+    );
   } catch (err) {
     log.error("machine.logging.destinations not applied", { error: describeError(err) });
   }
   const udevRulesFile = path.join(opts.paths.run, "udev", "rules.d", "99-basalt.rules");
   if (opts.udevd && (await writeUdevRules(udevRulesFile, bundle.v1alpha1WithDefaults()?.machine?.udev?.rules ?? []))) {
-    await reloadUdevRules(opts.udevd.udevadm).catch((err: unknown) => log.error("reloading the udev rules failed", { error: describeError(err) }));
+    await reloadUdevRules(opts.udevd.udevadm).catch((err: unknown) =>
+      log.error("reloading the udev rules failed", { error: describeError(err) }),
+    );
   }
 }
 
@@ -394,9 +509,18 @@ function machineRuntime(p: Parts, waitForConfig: () => Promise<string>): Machine
       // apid first: activation has usually started it already (and restarts it on feature changes).
       const machineType = activeConfig.get()?.machineType;
       const listen = opts.trustd?.listen;
-      const trustd = listen !== undefined && isControlPlane(machineType) ? [trustdService({ listen, run: (signal) => runTrustd({ listen, state, signal }) })] : [];
+      const trustd =
+        listen !== undefined && isControlPlane(machineType)
+          ? [trustdService({ listen, run: (signal) => runTrustd({ listen, state, signal }) })]
+          : [];
       const etcdService = k8s && isControlPlane(machineType) ? [etcd.service()] : [];
-      return [apid.service(), ...trustd, ...(containerd?.services() ?? []), ...(cri?.services(activeConfig.get()) ?? []), ...etcdService];
+      return [
+        apid.service(),
+        ...trustd,
+        ...(containerd?.services() ?? []),
+        ...(cri?.services(activeConfig.get()) ?? []),
+        ...etcdService,
+      ];
     },
     platformConfig: (wantConfig) =>
       configFromPlatform(
@@ -460,10 +584,17 @@ function controllersOf(p: Parts): Controller[] {
     kernelModules: opts.kernelModules,
     ...(opts.smbios ? { smbios: opts.smbios } : {}),
     addressEvents: (e) => events.publish("machine.AddressEvent", e),
-    extensions: () => fs.readFile(path.join(paths.root, "etc", "extensions.yaml"), "utf8").catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? undefined : Promise.reject(err))),
+    extensions: () =>
+      fs
+        .readFile(path.join(paths.root, "etc", "extensions.yaml"), "utf8")
+        .catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? undefined : Promise.reject(err))),
     time: opts.clock ? { clock: opts.clock } : {},
     etcd: etcd.controllers,
-    nodeIdentity: { stateDir: paths.state, container: platform.mode === "container", writeMachineId: (text) => writeMachineId(path.join(paths.etc, "machine-id"), text) },
+    nodeIdentity: {
+      stateDir: paths.state,
+      container: platform.mode === "container",
+      writeMachineId: (text) => writeMachineId(path.join(paths.etc, "machine-id"), text),
+    },
     ...(k8s ? { kubelet: k8s.kubelet } : {}),
     manifestApplyLock: manifestApplyLock(paths),
     ...(opts.hostDnsListen ? { hostDns: { listen: opts.hostDnsListen } } : {}),
@@ -473,7 +604,13 @@ function controllersOf(p: Parts): Controller[] {
 }
 
 /** What the API handlers act on. */
-function apiContext(p: Parts, r: MachineRuntime, applier: ConfigApplier, lifecycle: Lifecycle, upgrades: UpgradeRequests): MachineApiContext {
+function apiContext(
+  p: Parts,
+  r: MachineRuntime,
+  applier: ConfigApplier,
+  lifecycle: Lifecycle,
+  upgrades: UpgradeRequests,
+): MachineApiContext {
   const { opts, state, supervisor, containerd, cri, etcd } = p;
   return {
     platform: opts.platform,
@@ -484,7 +621,8 @@ function apiContext(p: Parts, r: MachineRuntime, applier: ConfigApplier, lifecyc
     rbacEnabled: () => p.apid.rbacEnabled,
     activeConfig: () => state.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec,
     applyConfiguration: (req, call) => applier.apply(req, call),
-    reboot: (o: RebootOptions, actorId: string) => lifecycle("reboot", "rebooting", () => rebootSequence(r, o), actorId),
+    reboot: (o: RebootOptions, actorId: string) =>
+      lifecycle("reboot", "rebooting", () => rebootSequence(r, o), actorId),
     shutdown: (actorId: string) => lifecycle("shutdown", "shutting down", () => shutdownSequence(r), actorId),
     reset: (o: ResetOptions, actorId: string) => lifecycle("reset", "resetting", () => resetSequence(r, o), actorId),
     upgrade: upgrades.upgrade,
@@ -497,7 +635,10 @@ function apiContext(p: Parts, r: MachineRuntime, applier: ConfigApplier, lifecyc
       return { store: r.meta, published: () => r.metaChanged() };
     },
     etcd: etcd.api,
-    packetCapture: { link: (name) => state.get<LinkStatusSpec>(NETWORK_NAMESPACE, LinkStatusType, name)?.spec, source: kernelPacketCaptureSource() },
+    packetCapture: {
+      link: (name) => state.get<LinkStatusSpec>(NETWORK_NAMESPACE, LinkStatusType, name)?.spec,
+      source: kernelPacketCaptureSource(),
+    },
   };
 }
 
@@ -515,9 +656,13 @@ function startEarlyServices(p: Parts): void {
       kernelLog: (signal) => dmesgLines(signal),
       afterUdevd: opts.udevd !== undefined,
     });
-    supervisor.start(dashboard).catch((err: unknown) => log.error("starting the dashboard failed", { error: describeError(err) }));
+    supervisor
+      .start(dashboard)
+      .catch((err: unknown) => log.error("starting the dashboard failed", { error: describeError(err) }));
   }
   if (opts.syslogRelay) {
-    supervisor.start(syslogdService({ relay: opts.syslogRelay, socket: opts.paths.syslogSocket })).catch((err: unknown) => log.error("starting syslogd failed", { error: describeError(err) }));
+    supervisor
+      .start(syslogdService({ relay: opts.syslogRelay, socket: opts.paths.syslogSocket }))
+      .catch((err: unknown) => log.error("starting syslogd failed", { error: describeError(err) }));
   }
 }

@@ -18,7 +18,12 @@ import { published } from "./published.js";
 
 const consoleLog = logger("maintenance");
 
-export function maintenanceConsoleLines(opts: { addresses: string[]; port: number; fingerprint: string; installFailure?: string | undefined }): string[] {
+export function maintenanceConsoleLines(opts: {
+  addresses: string[];
+  port: number;
+  fingerprint: string;
+  installFailure?: string | undefined;
+}): string[] {
   const target = (a: string) => (a.includes(":") ? `[${a}]` : a);
   const first = opts.addresses[0] ?? "<node-ip>";
   const node = opts.port === 50000 ? first : `${target(first)}:${opts.port}`;
@@ -54,20 +59,33 @@ export interface MaintenanceBanner {
 export function reprintOnChange(
   state: ResourceState,
   signal: AbortSignal,
-  opts: { printed: MaintenanceBanner; current: () => MaintenanceBanner | undefined; print: (banner: MaintenanceBanner) => void },
+  opts: {
+    printed: MaintenanceBanner;
+    current: () => MaintenanceBanner | undefined;
+    print: (banner: MaintenanceBanner) => void;
+  },
 ): void {
   let last = { addresses: [...opts.printed.addresses], fingerprint: opts.printed.fingerprint };
   const check = () => {
     if (signal.aborted) return;
     const now = opts.current();
-    if (!now || now.addresses.length === 0 || (sameList(now.addresses, last.addresses) && now.fingerprint === last.fingerprint)) return;
+    if (
+      !now ||
+      now.addresses.length === 0 ||
+      (sameList(now.addresses, last.addresses) && now.fingerprint === last.fingerprint)
+    )
+      return;
     last = now;
     opts.print(now);
   };
   for (const id of ["current", "default"]) {
     state.watch({ namespace: networkNs, type: nodeAddressesType, id }, { signal }, check);
   }
-  state.watch({ namespace: SECRETS_NAMESPACE, type: MaintenanceServiceCertificatesType, id: MaintenanceServiceCertificatesId }, { signal }, check);
+  state.watch(
+    { namespace: SECRETS_NAMESPACE, type: MaintenanceServiceCertificatesType, id: MaintenanceServiceCertificatesId },
+    { signal },
+    check,
+  );
 }
 
 function sameList(a: readonly string[], b: readonly string[]): boolean {
@@ -78,17 +96,33 @@ function sameList(a: readonly string[], b: readonly string[]): boolean {
  * Prints where the maintenance API (apid listening on `listen`) is reached once its certificate is
  * published by the secrets controllers, and again when the node's addresses or the certificate change, until `signal` aborts.
  */
-export async function announceMaintenance(state: ResourceState, listen: string, signal: AbortSignal, installFailure?: string): Promise<void> {
-  const cert = await published<MaintenanceServiceCertsSpec>(state, SECRETS_NAMESPACE, MaintenanceServiceCertificatesType, MaintenanceServiceCertificatesId, signal);
+export async function announceMaintenance(
+  state: ResourceState,
+  listen: string,
+  signal: AbortSignal,
+  installFailure?: string,
+): Promise<void> {
+  const cert = await published<MaintenanceServiceCertsSpec>(
+    state,
+    SECRETS_NAMESPACE,
+    MaintenanceServiceCertificatesType,
+    MaintenanceServiceCertificatesId,
+    signal,
+  );
   if (!cert) return;
   const { host: listenHost, port } = splitHostPort(listen);
   // A listener bound to one address (the sandbox) is reachable only there.
   const reachableNow = () => (["", "0.0.0.0", "::"].includes(listenHost) ? nodeAddresses(state) : [listenHost]);
   // Every address event asks; the certificate changes far less often.
   let known = { crt: "", fingerprint: "" };
-  const fingerprintOf = (crt: string) => (known.crt === crt ? known.fingerprint : (known = { crt, fingerprint: spkiFingerprint(crt) }).fingerprint);
+  const fingerprintOf = (crt: string) =>
+    known.crt === crt ? known.fingerprint : (known = { crt, fingerprint: spkiFingerprint(crt) }).fingerprint;
   const current = (): MaintenanceBanner | undefined => {
-    const now = state.get<MaintenanceServiceCertsSpec>(SECRETS_NAMESPACE, MaintenanceServiceCertificatesType, MaintenanceServiceCertificatesId)?.spec;
+    const now = state.get<MaintenanceServiceCertsSpec>(
+      SECRETS_NAMESPACE,
+      MaintenanceServiceCertificatesType,
+      MaintenanceServiceCertificatesId,
+    )?.spec;
     return now && { addresses: reachableNow(), fingerprint: fingerprintOf(now.server.crt) };
   };
   const print = (banner: MaintenanceBanner) => {

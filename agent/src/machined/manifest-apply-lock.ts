@@ -8,5 +8,7 @@ import type { Paths } from "../sys/paths.js";
 
 export function manifestApplyLock(paths: Paths): EtcdLock {
   const pkiDir = etcdPaths(paths).pkiDir;
-  return new EtcdLock(async () => new EtcdClient(`localhost:${etcdClientPort}`, await adminTls(pkiDir)), { log: logger("manifest-apply-lock") });
+  return new EtcdLock(async () => new EtcdClient(`localhost:${etcdClientPort}`, await adminTls(pkiDir)), {
+    log: logger("manifest-apply-lock"),
+  });
 }

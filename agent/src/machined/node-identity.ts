@@ -43,7 +43,12 @@ export function nodeHostname(state: ResourceState | undefined): { hostname: stri
  * With `ipv4GraceMs` (a DHCPv4 operator runs), an IPv6-only list (SLAAC comes
  * first) waits up to that much longer for an IPv4 address (the lease).
  */
-export function waitForNodeAddress(state: ResourceState, signal: AbortSignal, limitMs: number, opts: { ipv4GraceMs?: number } = {}): Promise<void> {
+export function waitForNodeAddress(
+  state: ResourceState,
+  signal: AbortSignal,
+  limitMs: number,
+  opts: { ipv4GraceMs?: number } = {},
+): Promise<void> {
   return new Promise((resolve) => {
     const ac = new AbortController();
     let grace: NodeJS.Timeout | undefined;
@@ -56,11 +61,15 @@ export function waitForNodeAddress(state: ResourceState, signal: AbortSignal, li
     };
     const timer = setTimeout(finish, limitMs);
     signal.addEventListener("abort", finish, { once: true });
-    state.watch<{ addresses?: string[] }>({ namespace: networkNs, type: nodeAddressesType, id: "current" }, { signal: ac.signal }, (ev) => {
-      const addresses = ev.type === "destroyed" ? [] : (ev.resource.spec?.addresses ?? []);
-      if (addresses.length === 0) return;
-      if (opts.ipv4GraceMs === undefined || addresses.some((a) => !stripPrefix(a).includes(":"))) return finish();
-      grace ??= setTimeout(finish, opts.ipv4GraceMs);
-    });
+    state.watch<{ addresses?: string[] }>(
+      { namespace: networkNs, type: nodeAddressesType, id: "current" },
+      { signal: ac.signal },
+      (ev) => {
+        const addresses = ev.type === "destroyed" ? [] : (ev.resource.spec?.addresses ?? []);
+        if (addresses.length === 0) return;
+        if (opts.ipv4GraceMs === undefined || addresses.some((a) => !stripPrefix(a).includes(":"))) return finish();
+        grace ??= setTimeout(finish, opts.ipv4GraceMs);
+      },
+    );
   });
 }

@@ -62,7 +62,9 @@ export async function configFromPlatform(d: PlatformConfigDeps, wantConfig: bool
 
 function loadFailed(d: PlatformConfigDeps, err: unknown): void {
   const message = describeError(err);
-  consoleLog.error("failed to load the machine configuration from the platform; entering maintenance mode", { platform: d.platform.name });
+  consoleLog.error("failed to load the machine configuration from the platform; entering maintenance mode", {
+    platform: d.platform.name,
+  });
   consoleLog.error(message);
   d.events.publish("machine.ConfigLoadErrorEvent", { error: message });
 }
@@ -71,10 +73,22 @@ function loadFailed(d: PlatformConfigDeps, err: unknown): void {
  * A cloud: its network and PlatformMetadata read in the background until they are (the copy
  * on STATE serves meanwhile), its user data read now when the node has no configuration.
  */
-async function configFromCloud(d: PlatformConfigDeps, cloud: CloudPlatform, wantConfig: boolean): Promise<string | undefined> {
+async function configFromCloud(
+  d: PlatformConfigDeps,
+  cloud: CloudPlatform,
+  wantConfig: boolean,
+): Promise<string | undefined> {
   const read: CloudReadDeps = {
     platform: cloud,
-    io: nodePlatformIo({ state: d.state, mounter: d.mounter, mountDir: d.mountDir, signal: d.signal, log: d.log, ...(d.cloud?.http ? { http: d.cloud.http } : {}), ...(d.cloud?.downloadRetry ? { retry: d.cloud.downloadRetry } : {}) }),
+    io: nodePlatformIo({
+      state: d.state,
+      mounter: d.mounter,
+      mountDir: d.mountDir,
+      signal: d.signal,
+      log: d.log,
+      ...(d.cloud?.http ? { http: d.cloud.http } : {}),
+      ...(d.cloud?.downloadRetry ? { retry: d.cloud.downloadRetry } : {}),
+    }),
     signal: d.signal,
     networkReady: d.networkReady,
     log: d.log,
@@ -122,7 +136,10 @@ function checkedConfig(d: PlatformConfigDeps, data: Buffer, source: string): str
     const { config, warnings } = checkConfig(d.checker, data);
     for (const w of warnings) consoleLog.warn("config validation warning", { source, warning: w });
     if (!config.completeForBoot) {
-      consoleLog.warn("the platform's configuration is not complete for boot (no machine document); entering maintenance mode", { source });
+      consoleLog.warn(
+        "the platform's configuration is not complete for boot (no machine document); entering maintenance mode",
+        { source },
+      );
       return undefined;
     }
     consoleLog.info("machine configuration loaded from the platform", { source });
@@ -131,9 +148,13 @@ function checkedConfig(d: PlatformConfigDeps, data: Buffer, source: string): str
     if (!(err instanceof ConfigParseError) && !(err instanceof InvalidInputError)) throw err;
     const problems = problemsOf(err);
     const validation = err instanceof InvalidInputError;
-    consoleLog.error(`the machine configuration from ${source} ${validation ? "does not validate" : "could not be loaded"} (${problems.length} ${problems.length === 1 ? "problem" : "problems"}); entering maintenance mode`);
+    consoleLog.error(
+      `the machine configuration from ${source} ${validation ? "does not validate" : "could not be loaded"} (${problems.length} ${problems.length === 1 ? "problem" : "problems"}); entering maintenance mode`,
+    );
     for (const p of problems) consoleLog.error(`  * ${p}`);
-    const error = validation ? `failed to validate config acquired via platform ${d.platform.name}: ${describeError(err)}` : `failed to load config via platform ${d.platform.name}: ${describeError(err)}`;
+    const error = validation
+      ? `failed to validate config acquired via platform ${d.platform.name}: ${describeError(err)}`
+      : `failed to load config via platform ${d.platform.name}: ${describeError(err)}`;
     d.events.publish(validation ? "machine.ConfigValidationErrorEvent" : "machine.ConfigLoadErrorEvent", { error });
     return undefined;
   }

@@ -10,8 +10,25 @@ export interface Platform {
 }
 
 const known = new Set([
-  "metal", "nocloud", "aws", "azure", "gcp", "digital-ocean", "hcloud", "openstack", "oracle", "opennebula",
-  "equinixMetal", "packet", "exoscale", "scaleway", "upcloud", "vmware", "vultr", "akamai", "container",
+  "metal",
+  "nocloud",
+  "aws",
+  "azure",
+  "gcp",
+  "digital-ocean",
+  "hcloud",
+  "openstack",
+  "oracle",
+  "opennebula",
+  "equinixMetal",
+  "packet",
+  "exoscale",
+  "scaleway",
+  "upcloud",
+  "vmware",
+  "vultr",
+  "akamai",
+  "container",
 ]);
 
 /** Every value of each kernel argument, in order ("" for a bare word). */

@@ -1,7 +1,14 @@
 import type { ResourceState } from "../resources/state.js";
 
 /** The spec of a resource once it exists (and satisfies `holds`); undefined when `signal` aborts first. */
-export function published<S>(state: ResourceState, namespace: string, type: string, id: string, signal: AbortSignal, holds: (spec: S) => boolean = () => true): Promise<S | undefined> {
+export function published<S>(
+  state: ResourceState,
+  namespace: string,
+  type: string,
+  id: string,
+  signal: AbortSignal,
+  holds: (spec: S) => boolean = () => true,
+): Promise<S | undefined> {
   return new Promise((resolve) => {
     const ac = new AbortController();
     const done = (spec: S | undefined) => {

@@ -5,7 +5,12 @@ import { runSequence, type Phase, type SequenceListener } from "./sequencer.js";
 const log = logger("machined");
 
 /** What each lifecycle sequence may take over when it is requested while another runs (reference §11). */
-const preempts: Readonly<Record<string, readonly string[]>> = { reboot: ["boot", "initialize", "reboot"], reset: ["boot", "initialize"], shutdown: ["boot", "initialize"], upgrade: ["initialize"] };
+const preempts: Readonly<Record<string, readonly string[]>> = {
+  reboot: ["boot", "initialize", "reboot"],
+  reset: ["boot", "initialize"],
+  shutdown: ["boot", "initialize"],
+  upgrade: ["initialize"],
+};
 
 /**
  * Runs machined's sequences one at a time. A lifecycle request (reboot, shutdown, reset)
@@ -53,7 +58,11 @@ export class SequenceRunner {
    * Accepts a lifecycle request (or throws Conflict) and starts its sequence once the reply
    * has had `replyGraceMs` to leave; `begin` builds its phases then.
    */
-  request(name: "reboot" | "shutdown" | "reset" | "upgrade" | "stageUpgrade", begin: () => Phase[], actorId = ""): void {
+  request(
+    name: "reboot" | "shutdown" | "reset" | "upgrade" | "stageUpgrade",
+    begin: () => Phase[],
+    actorId = "",
+  ): void {
     this.refuseUnlessPreempts(name);
     this.requested = true;
     setTimeout(() => {
@@ -66,6 +75,7 @@ export class SequenceRunner {
 
   private refuseUnlessPreempts(name: string): void {
     const current = this.running;
-    if (current && !preempts[name]?.includes(current.name)) throw new ConflictError(`the ${current.name} sequence is running`, { running: current.name, requested: name });
+    if (current && !preempts[name]?.includes(current.name))
+      throw new ConflictError(`the ${current.name} sequence is running`, { running: current.name, requested: name });
   }
 }

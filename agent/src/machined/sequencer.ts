@@ -15,7 +15,13 @@ export interface Phase {
   tasks: Task[];
 }
 
-export type SequenceListener = (event: { sequence: string; phase?: string; task?: string; action: "start" | "stop"; error?: string }) => void;
+export type SequenceListener = (event: {
+  sequence: string;
+  phase?: string;
+  task?: string;
+  action: "start" | "stop";
+  error?: string;
+}) => void;
 
 function elapsedMs(start: bigint): number {
   return Number((process.hrtime.bigint() - start) / 1000n) / 1000;
@@ -26,7 +32,12 @@ function elapsedMs(start: bigint): number {
  * step with its timing the way Talos's console shows `task X (1/2): done`.
  * The message keeps that console wording; the same facts are fields for machines.
  */
-export async function runSequence(name: string, phases: Phase[], signal: AbortSignal, listener?: SequenceListener): Promise<void> {
+export async function runSequence(
+  name: string,
+  phases: Phase[],
+  signal: AbortSignal,
+  listener?: SequenceListener,
+): Promise<void> {
   const seqStart = process.hrtime.bigint();
   const seqLog = log.child({ sequence: name });
   seqLog.info(`${name} sequence: ${phases.length} phase(s)`, { phases: phases.length });
@@ -34,7 +45,8 @@ export async function runSequence(name: string, phases: Phase[], signal: AbortSi
   try {
     for (const [i, phase] of phases.entries()) {
       // Another sequence took over (a reboot during boot): stop before the next phase.
-      if (signal.aborted) throw new SequenceAbortedError(`${name} sequence was taken over`, { sequence: name, phase: phase.name });
+      if (signal.aborted)
+        throw new SequenceAbortedError(`${name} sequence was taken over`, { sequence: name, phase: phase.name });
       const phaseStart = process.hrtime.bigint();
       const phaseLog = seqLog.child({ phase: phase.name });
       const phaseLabel = `phase ${phase.name} (${i + 1}/${phases.length})`;
@@ -51,7 +63,13 @@ export async function runSequence(name: string, phases: Phase[], signal: AbortSi
             await task.run(signal);
           } catch (err) {
             taskLog.error(`${label}: failed`, { error: describeError(err) });
-            listener?.({ sequence: name, phase: phase.name, task: task.name, action: "stop", error: describeError(err) });
+            listener?.({
+              sequence: name,
+              phase: phase.name,
+              task: task.name,
+              action: "stop",
+              error: describeError(err),
+            });
             throw err;
           }
           const ms = elapsedMs(taskStart);

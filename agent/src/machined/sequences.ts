@@ -5,7 +5,13 @@
 import type { Phase } from "./sequencer.js";
 import { ownsDisks, type MachineRuntime, type PodStopAction } from "./runtime.js";
 import { closeServiceLogFiles, spillServiceLogs } from "./tasks/logs.js";
-import { mountEphemeralPartition, mountOverlayFilesystems, setupVarDirectory, unmountEphemeralPartition, unmountOverlayFilesystems } from "./tasks/ephemeral.js";
+import {
+  mountEphemeralPartition,
+  mountOverlayFilesystems,
+  setupVarDirectory,
+  unmountEphemeralPartition,
+  unmountOverlayFilesystems,
+} from "./tasks/ephemeral.js";
 import { install } from "./tasks/install.js";
 import { setUserEnvVars } from "./tasks/env.js";
 import { setupSharedFilesystems } from "./tasks/shared-mounts.js";
@@ -15,7 +21,13 @@ import { reloadMeta } from "./tasks/meta.js";
 import { kexecInstalled, reboot, shutdown } from "./tasks/power.js";
 import { removeAllPods, startDBus, stopAllPods, stopDBus } from "./tasks/pods.js";
 import { startAllServices, stopAllServices } from "./tasks/services.js";
-import { loadConfig, mountStatePartition, removeStoredConfig, saveConfig, unmountStatePartition } from "./tasks/state.js";
+import {
+  loadConfig,
+  mountStatePartition,
+  removeStoredConfig,
+  saveConfig,
+  unmountStatePartition,
+} from "./tasks/state.js";
 import { wipeRequest, wipeSystemDiskAtBoot, wipeSystemPartitions, wipeUserDisks } from "./tasks/wipe.js";
 import { bootUpgraded, writeUpgrade, type UpgradeOptions, type WrittenUpgrade } from "./tasks/upgrade.js";
 import type { PulledInstaller } from "../oci/installer.js";
@@ -24,10 +36,12 @@ type TaskFn = (r: MachineRuntime, signal: AbortSignal) => Promise<void>;
 type Step = [name: string, ...tasks: [string, TaskFn][]] | false;
 
 function build(r: MachineRuntime, steps: Step[]): Phase[] {
-  return steps.filter((s): s is Exclude<Step, false> => s !== false).map(([name, ...tasks]) => ({
-    name,
-    tasks: tasks.map(([taskName, fn]) => ({ name: taskName, run: (signal: AbortSignal) => fn(r, signal) })),
-  }));
+  return steps
+    .filter((s): s is Exclude<Step, false> => s !== false)
+    .map(([name, ...tasks]) => ({
+      name,
+      tasks: tasks.map(([taskName, fn]) => ({ name: taskName, run: (signal: AbortSignal) => fn(r, signal) })),
+    }));
 }
 
 /** Facts a sequence's shape depends on, read when it is built. */
@@ -79,7 +93,10 @@ export function bootSequence(r: MachineRuntime): Phase[] {
  * its pods stop ("remove" deletes the pods too); then the system bus goes.
  */
 function podCleanup(action: PodStopAction): Step[] {
-  return [["cleanup", action === "stop" ? ["stopAllPods", stopAllPods] : ["removeAllPods", removeAllPods]], ["dbus", ["stopDBus", stopDBus]]];
+  return [
+    ["cleanup", action === "stop" ? ["stopAllPods", stopAllPods] : ["removeAllPods", removeAllPods]],
+    ["dbus", ["stopDBus", stopDBus]],
+  ];
 }
 
 /** The phases every stopping sequence shares: services, then filesystems. */
@@ -87,7 +104,11 @@ function stopAll(metal: boolean): Step[] {
   return [
     ["stopEverything", ["stopAllServices", stopAllServices], ["closeServiceLogFiles", closeServiceLogFiles]],
     metal && ["umount", ["unmountOverlayFilesystems", unmountOverlayFilesystems]],
-    metal && ["unmountSystem", ["unmountEphemeralPartition", unmountEphemeralPartition], ["unmountStatePartition", unmountStatePartition]],
+    metal && [
+      "unmountSystem",
+      ["unmountEphemeralPartition", unmountEphemeralPartition],
+      ["unmountStatePartition", unmountStatePartition],
+    ],
   ];
 }
 
@@ -135,8 +156,14 @@ export function resetSequence(r: MachineRuntime, opts: ResetOptions): Phase[] {
   return build(r, [
     ...(metal ? podCleanup(opts.graceful ? "remove" : "stop") : []),
     ...stopAll(metal),
-    !metal && systemDisk && (opts.labels.length === 0 || opts.labels.includes("STATE")) && ["reset", ["resetSystemDisk", removeStoredConfig]],
-    metal && systemDisk && (opts.labels.length === 0 ? ["reset", ["resetSystemDisk", (rt) => wipeSystemPartitions(rt, [])]] : ["resetSpec", ["resetSystemDiskSpec", (rt) => wipeSystemPartitions(rt, opts.labels)]]),
+    !metal &&
+      systemDisk &&
+      (opts.labels.length === 0 || opts.labels.includes("STATE")) && ["reset", ["resetSystemDisk", removeStoredConfig]],
+    metal &&
+      systemDisk &&
+      (opts.labels.length === 0
+        ? ["reset", ["resetSystemDisk", (rt) => wipeSystemPartitions(rt, [])]]
+        : ["resetSpec", ["resetSystemDiskSpec", (rt) => wipeSystemPartitions(rt, opts.labels)]]),
     metal && userDisks && ["resetUserDisks", ["resetUserDisks", () => wipeUserDisks(opts.userDisks)]],
     opts.reboot ? restart(metal, kexec) : ["shutdown", ["shutdown", shutdown]],
   ]);

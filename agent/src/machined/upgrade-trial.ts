@@ -5,7 +5,12 @@
 
 import { describeError } from "../errors.js";
 import { logger } from "../log.js";
-import { MachineStatusId, MachineStatusType, RUNTIME_NAMESPACE, type MachineStatusSpec } from "../resources/catalog/runtime.js";
+import {
+  MachineStatusId,
+  MachineStatusType,
+  RUNTIME_NAMESPACE,
+  type MachineStatusSpec,
+} from "../resources/catalog/runtime.js";
 import { MetaTag } from "../storage/meta.js";
 import { abandonUpgrade, clearOnce, confirmUpgrade } from "../storage/upgrade.js";
 import { bootedLabel, judgeBoot, type BootVerdict } from "../storage/upgrade-slots.js";
@@ -41,7 +46,10 @@ export async function settleUpgradeAtBoot(r: MachineRuntime, opts: TrialOptions)
   }
   // Started: a failure from here on must go straight back to the old slot, not be tried again.
   await clearOnce(boot);
-  log.info(`upgrade on trial in slot ${verdict.booted}: confirmed once Running and ready (within ${Math.round((opts.boundMs ?? upgradeTrialBoundMs) / 1000)} s), else back to slot ${verdict.previous}`, { ...verdict });
+  log.info(
+    `upgrade on trial in slot ${verdict.booted}: confirmed once Running and ready (within ${Math.round((opts.boundMs ?? upgradeTrialBoundMs) / 1000)} s), else back to slot ${verdict.previous}`,
+    { ...verdict },
+  );
   watchTrial(r, verdict, opts);
   return verdict;
 }
@@ -65,21 +73,30 @@ function watchTrial(r: MachineRuntime, verdict: Extract<BootVerdict, { kind: "tr
     }
   }, opts.boundMs ?? upgradeTrialBoundMs);
   stop.signal.addEventListener("abort", () => clearTimeout(timer), { once: true });
-  r.state.watch<MachineStatusSpec>({ namespace: RUNTIME_NAMESPACE, type: MachineStatusType, id: MachineStatusId }, { signal: stop.signal, bootstrap: true }, (ev) => {
-    if (settled || ev.type === "destroyed") return;
-    const spec = ev.resource.spec;
-    // An installed node without a configuration serves maintenance mode: up, reachable, and never Running until configured.
-    if (!(spec.stage === "running" && readyForTrial(spec)) && spec.stage !== "maintenance") return;
-    settled = true;
-    stop.abort();
-    opts.signal.removeEventListener("abort", cancel);
-    confirmUpgrade(bootPartition(r, "boot-upgrade"), r.meta!, verdict.booted)
-      .then(() => {
-        r.metaChanged();
-        log.info(`upgrade confirmed: slot ${verdict.booted} is GRUB's default, slot ${verdict.previous} its fallback`, { ...verdict });
-      })
-      .catch((err: unknown) => log.error("confirming the upgrade failed: the next boot tries it again", { error: describeError(err) }));
-  });
+  r.state.watch<MachineStatusSpec>(
+    { namespace: RUNTIME_NAMESPACE, type: MachineStatusType, id: MachineStatusId },
+    { signal: stop.signal, bootstrap: true },
+    (ev) => {
+      if (settled || ev.type === "destroyed") return;
+      const spec = ev.resource.spec;
+      // An installed node without a configuration serves maintenance mode: up, reachable, and never Running until configured.
+      if (!(spec.stage === "running" && readyForTrial(spec)) && spec.stage !== "maintenance") return;
+      settled = true;
+      stop.abort();
+      opts.signal.removeEventListener("abort", cancel);
+      confirmUpgrade(bootPartition(r, "boot-upgrade"), r.meta!, verdict.booted)
+        .then(() => {
+          r.metaChanged();
+          log.info(
+            `upgrade confirmed: slot ${verdict.booted} is GRUB's default, slot ${verdict.previous} its fallback`,
+            { ...verdict },
+          );
+        })
+        .catch((err: unknown) =>
+          log.error("confirming the upgrade failed: the next boot tries it again", { error: describeError(err) }),
+        );
+    },
+  );
 }
 
 /** Services whose readiness waits on what is outside the node: registries, `talosctl bootstrap`, other members. */
@@ -97,5 +114,7 @@ function onlyClusterServices(reason: string): boolean {
  * cannot be confirmed there would always be rolled back.
  */
 export function readyForTrial(spec: MachineStatusSpec): boolean {
-  return spec.status.unmetConditions.every((c) => c.name === "time" || c.name === "staticPods" || (c.name === "services" && onlyClusterServices(c.reason)));
+  return spec.status.unmetConditions.every(
+    (c) => c.name === "time" || c.name === "staticPods" || (c.name === "services" && onlyClusterServices(c.reason)),
+  );
 }

@@ -20,8 +20,14 @@ export function versionInfo() {
 }
 
 /** One machine.Version message: in maintenance mode Talos sends version + platform only (no features). */
-export function versionMessage(platform: { name: string; mode: string }, opts: { maintenance: boolean; rbac: boolean }) {
-  const msg: Record<string, unknown> = { version: versionInfo(), platform: { name: platform.name, mode: platform.mode } };
+export function versionMessage(
+  platform: { name: string; mode: string },
+  opts: { maintenance: boolean; rbac: boolean },
+) {
+  const msg: Record<string, unknown> = {
+    version: versionInfo(),
+    platform: { name: platform.name, mode: platform.mode },
+  };
   if (!opts.maintenance) msg["features"] = { rbac: opts.rbac };
   return msg;
 }

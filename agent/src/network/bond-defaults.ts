@@ -7,9 +7,30 @@ import type { BondMasterSpec } from "../resources/catalog/network.js";
 
 // The order Talos's YAML prints the fields in.
 const keyOrder = [
-  "mode", "xmitHashPolicy", "lacpRate", "arpValidate", "arpAllTargets", "primary", "primaryReselect", "failOverMac", "adSelect",
-  "miimon", "updelay", "downdelay", "arpInterval", "resendIgmp", "minLinks", "lpInterval", "packetsPerSlave", "numPeerNotif",
-  "tlbLogicalLb", "allSlavesActive", "useCarrier", "adActorSysPrio", "adUserPortKey", "peerNotifyDelay",
+  "mode",
+  "xmitHashPolicy",
+  "lacpRate",
+  "arpValidate",
+  "arpAllTargets",
+  "primary",
+  "primaryReselect",
+  "failOverMac",
+  "adSelect",
+  "miimon",
+  "updelay",
+  "downdelay",
+  "arpInterval",
+  "resendIgmp",
+  "minLinks",
+  "lpInterval",
+  "packetsPerSlave",
+  "numPeerNotif",
+  "tlbLogicalLb",
+  "allSlavesActive",
+  "useCarrier",
+  "adActorSysPrio",
+  "adUserPortKey",
+  "peerNotifyDelay",
 ] as const satisfies readonly (keyof BondMasterSpec)[];
 
 export function withBondDefaults(spec: BondMasterSpec): BondMasterSpec {

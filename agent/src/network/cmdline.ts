@@ -43,20 +43,37 @@ function maskLength(text: string): number | undefined {
   const words = text.split(".");
   if (words.length !== 4) return undefined;
   const bits = words.map((w) => Number(w).toString(2).padStart(8, "0")).join("");
-  return /^1*0*$/.test(bits) ? bits.indexOf("0") < 0 ? 32 : bits.indexOf("0") : undefined;
+  return /^1*0*$/.test(bits) ? (bits.indexOf("0") < 0 ? 32 : bits.indexOf("0")) : undefined;
 }
 
 // modinfo bonding's option names -> the machine config's Bond keys (Talos's parseBondOptions).
 const bondStringOptions: Record<string, keyof Bond> = {
-  mode: "mode", xmit_hash_policy: "xmitHashPolicy", lacp_rate: "lacpRate", arp_validate: "arpValidate",
-  arp_all_targets: "arpAllTargets", primary: "primary", primary_reselect: "primaryReselect",
-  fail_over_mac: "failOverMac", ad_select: "adSelect",
+  mode: "mode",
+  xmit_hash_policy: "xmitHashPolicy",
+  lacp_rate: "lacpRate",
+  arp_validate: "arpValidate",
+  arp_all_targets: "arpAllTargets",
+  primary: "primary",
+  primary_reselect: "primaryReselect",
+  fail_over_mac: "failOverMac",
+  ad_select: "adSelect",
 };
 const bondNumberOptions: Record<string, keyof Bond> = {
-  miimon: "miimon", updelay: "updelay", downdelay: "downdelay", arp_interval: "arpInterval", resend_igmp: "resendIgmp",
-  min_links: "minLinks", lp_interval: "lpInterval", packets_per_slave: "packetsPerSlave", num_peer_notif: "numPeerNotif",
-  tlb_dynamic_lb: "tlbDynamicLb", all_slaves_active: "allSlavesActive", use_carrier: "useCarrier",
-  ad_actor_sys_prio: "adActorSysPrio", ad_user_port_key: "adUserPortKey", peer_notify_delay: "peerNotifyDelay",
+  miimon: "miimon",
+  updelay: "updelay",
+  downdelay: "downdelay",
+  arp_interval: "arpInterval",
+  resend_igmp: "resendIgmp",
+  min_links: "minLinks",
+  lp_interval: "lpInterval",
+  packets_per_slave: "packetsPerSlave",
+  num_peer_notif: "numPeerNotif",
+  tlb_dynamic_lb: "tlbDynamicLb",
+  all_slaves_active: "allSlavesActive",
+  use_carrier: "useCarrier",
+  ad_actor_sys_prio: "adActorSysPrio",
+  ad_user_port_key: "adUserPortKey",
+  peer_notify_delay: "peerNotifyDelay",
 };
 
 function parseBond(value: string): CmdlineNetworking["bond"] | undefined {
@@ -67,17 +84,32 @@ function parseBond(value: string): CmdlineNetworking["bond"] | undefined {
     const [k, v = ""] = opt.split("=") as [string, string?];
     if (k === "arp_ip_target") bond.arpIPTarget = v.split(";");
     else if (bondStringOptions[k]) bond[bondStringOptions[k]] = v;
-    else if (bondNumberOptions[k] && /^\d+$/.test(v)) bond[bondNumberOptions[k]] = k === "use_carrier" ? v === "1" : Number(v);
+    else if (bondNumberOptions[k] && /^\d+$/.test(v))
+      bond[bondNumberOptions[k]] = k === "use_carrier" ? v === "1" : Number(v);
     else return undefined;
   }
   if (mtu !== undefined && mtu !== "" && !/^\d+$/.test(mtu)) return undefined;
   // A name the bond driver does not know leaves the bond out (reported as unsupported) rather than failing every network source.
-  for (const [option, key] of [["mode", "mode"], ["xmitHashPolicy", "xmitHashPolicy"], ["lacpRate", "lacpRate"], ["arpValidate", "arpValidate"], ["arpAllTargets", "arpAllTargets"], ["primaryReselect", "primaryReselect"], ["failOverMac", "failOverMac"], ["adSelect", "adSelect"]] as const) {
+  for (const [option, key] of [
+    ["mode", "mode"],
+    ["xmitHashPolicy", "xmitHashPolicy"],
+    ["lacpRate", "lacpRate"],
+    ["arpValidate", "arpValidate"],
+    ["arpAllTargets", "arpAllTargets"],
+    ["primaryReselect", "primaryReselect"],
+    ["failOverMac", "failOverMac"],
+    ["adSelect", "adSelect"],
+  ] as const) {
     const v = bond[key];
     if (typeof v === "string" && !(bondNames[option] as readonly string[]).includes(v)) return undefined;
   }
   // The keys set above are Bond's own, each with its type.
-  return { name, members: members ? members.split(",") : ["eth0", "eth1"], options: bond as Bond, mtu: mtu ? Number(mtu) : 0 };
+  return {
+    name,
+    members: members ? members.split(",") : ["eth0", "eth1"],
+    options: bond as Bond,
+    mtu: mtu ? Number(mtu) : 0,
+  };
 }
 
 /** Splits an ip= value at colons outside [IPv6] brackets. */
@@ -100,7 +132,15 @@ function ipFields(value: string): string[] {
 }
 
 export function parseCmdlineNetworking(text: string): CmdlineNetworking {
-  const res: CmdlineNetworking = { ignoreLinks: [], dhcpLinks: [], static: [], dnsServers: [], timeServers: [], vlans: [], unsupported: [] };
+  const res: CmdlineNetworking = {
+    ignoreLinks: [],
+    dhcpLinks: [],
+    static: [],
+    dnsServers: [],
+    timeServers: [],
+    vlans: [],
+    unsupported: [],
+  };
   let ipHostname: string | undefined;
   for (const [key, value] of cmdlineArgs(text)) {
     if (value === undefined) continue;
@@ -140,7 +180,8 @@ export function parseCmdlineNetworking(text: string): CmdlineNetworking {
       case "vlan": {
         const [name, parent] = value.split(":");
         const id = Number(name?.slice(name.lastIndexOf(".") + 1));
-        if (name && parent && Number.isInteger(id) && id >= 1 && id <= 4094) res.vlans.push({ name, parent, vlanId: id });
+        if (name && parent && Number.isInteger(id) && id >= 1 && id <= 4094)
+          res.vlans.push({ name, parent, vlanId: id });
         else res.unsupported.push(`vlan=${value}`);
         break;
       }

@@ -25,7 +25,11 @@ export const DEFAULT_ROUTE_METRIC = 1024;
 /** A link as the config sources see it (LinkStatus id + spec). */
 export interface KnownLink {
   name: string;
-  spec: Pick<LinkStatusSpec, "index" | "type" | "kind" | "hardwareAddr" | "permanentAddr"> & { busPath?: string; driver?: string; pciID?: string };
+  spec: Pick<LinkStatusSpec, "index" | "type" | "kind" | "hardwareAddr" | "permanentAddr"> & {
+    busPath?: string;
+    driver?: string;
+    pciID?: string;
+  };
 }
 
 export interface Dhcp4Want {
@@ -63,7 +67,13 @@ export interface LayeredSpecs {
 export const isPhysicalLink = (l: KnownLink): boolean => l.spec.type === "ether" && l.spec.kind === "";
 
 function glob(pattern: string, value: string): boolean {
-  const re = new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replaceAll("*", ".*").replaceAll("?", ".")}$`, "i");
+  const re = new RegExp(
+    `^${pattern
+      .replace(/[.+^${}()|[\]\\]/g, "\\$&")
+      .replaceAll("*", ".*")
+      .replaceAll("?", ".")}$`,
+    "i",
+  );
   return re.test(value);
 }
 
@@ -83,7 +93,8 @@ export function selectorMatches(sel: DeviceSelector, link: KnownLink): boolean {
 export function deviceLinkName(dev: Device, links: readonly KnownLink[]): string | undefined {
   if (dev.interface) return dev.interface;
   if (!dev.deviceSelector) return undefined;
-  return [...links].sort((a, b) => a.name.localeCompare(b.name)).find((l) => selectorMatches(dev.deviceSelector!, l))?.name;
+  return [...links].sort((a, b) => a.name.localeCompare(b.name)).find((l) => selectorMatches(dev.deviceSelector!, l))
+    ?.name;
 }
 
 function splitPrefix(text: string): { addr: string; len: number; family: 4 | 6 } {
@@ -94,7 +105,14 @@ function splitPrefix(text: string): { addr: string; len: number; family: 4 | 6 }
 
 function staticAddress(linkName: string, prefix: string, layer: ConfigLayer): AddressSpecSpec {
   const p = splitPrefix(prefix);
-  return { address: `${p.addr}/${p.len}`, linkName, family: p.family === 4 ? "inet4" : "inet6", scope: "global", flags: "permanent", layer };
+  return {
+    address: `${p.addr}/${p.len}`,
+    linkName,
+    family: p.family === 4 ? "inet4" : "inet6",
+    scope: "global",
+    flags: "permanent",
+    layer,
+  };
 }
 
 /** A default route's destination is Go's zero prefix (""), as the kernel reports it. */
@@ -140,9 +158,28 @@ function bondMaster(b: Bond, links: readonly KnownLink[]): BondMasterSpec {
     failOverMac: b.failOverMac || "none",
   };
   // Names Talos does not know fail here, before anything reaches the kernel.
-  for (const k of ["mode", "xmitHashPolicy", "lacpRate", "arpValidate", "arpAllTargets", "primaryReselect", "failOverMac"] as const) bondValue(k, ordered[k]);
+  for (const k of [
+    "mode",
+    "xmitHashPolicy",
+    "lacpRate",
+    "arpValidate",
+    "arpAllTargets",
+    "primaryReselect",
+    "failOverMac",
+  ] as const)
+    bondValue(k, ordered[k]);
   if (b.adSelect && b.adSelect !== "stable") ordered.adSelect = bondNames.adSelect[bondValue("adSelect", b.adSelect)];
-  const nums = ["miimon", "updelay", "downdelay", "arpInterval", "resendIgmp", "minLinks", "lpInterval", "packetsPerSlave", "numPeerNotif"] as const;
+  const nums = [
+    "miimon",
+    "updelay",
+    "downdelay",
+    "arpInterval",
+    "resendIgmp",
+    "minLinks",
+    "lpInterval",
+    "packetsPerSlave",
+    "numPeerNotif",
+  ] as const;
   for (const k of nums) if (b[k]) ordered[k] = b[k];
   if (b.tlbDynamicLb) ordered.tlbLogicalLb = b.tlbDynamicLb;
   if (b.allSlavesActive) ordered.allSlavesActive = b.allSlavesActive;
@@ -160,16 +197,36 @@ function isLayer2Vip(vip: VIPConfig | undefined): vip is VIPConfig & { ip: strin
 }
 
 /** Every layer below `operator` and `platform`, from the kernel command line and the machine config. */
-export function layeredSpecs(network: NetworkConfig | undefined, links: readonly KnownLink[], cmdline: CmdlineNetworking): LayeredSpecs {
-  const out: LayeredSpecs = { addresses: [], routes: [], links: [], dhcp4: [], dhcp6: [], vips: [], ignored: new Set(cmdline.ignoreLinks) };
+export function layeredSpecs(
+  network: NetworkConfig | undefined,
+  links: readonly KnownLink[],
+  cmdline: CmdlineNetworking,
+): LayeredSpecs {
+  const out: LayeredSpecs = {
+    addresses: [],
+    routes: [],
+    links: [],
+    dhcp4: [],
+    dhcp6: [],
+    vips: [],
+    ignored: new Set(cmdline.ignoreLinks),
+  };
   const configured = new Set<string>();
 
   // default: the loopback.
   out.links.push({ name: "lo", logical: false, up: true, mtu: 0, kind: "", type: "loopback", layer: "default" });
-  out.addresses.push({ address: "127.0.0.1/8", linkName: "lo", family: "inet4", scope: "host", flags: "permanent", layer: "default" });
+  out.addresses.push({
+    address: "127.0.0.1/8",
+    linkName: "lo",
+    family: "inet4",
+    scope: "host",
+    flags: "permanent",
+    layer: "default",
+  });
 
   // cmdline: ip= and vlan=.
-  const firstLink = [...links].filter((l) => l.spec.type !== "loopback").sort((a, b) => a.name.localeCompare(b.name))[0]?.name ?? "";
+  const firstLink =
+    [...links].filter((l) => l.spec.type !== "loopback").sort((a, b) => a.name.localeCompare(b.name))[0]?.name ?? "";
   for (const ip of cmdline.static) {
     const dev = ip.device || firstLink;
     if (!dev || out.ignored.has(dev)) continue;
@@ -187,15 +244,44 @@ export function layeredSpecs(network: NetworkConfig | undefined, links: readonly
   if (cmdline.bond) {
     const b = cmdline.bond;
     configured.add(b.name);
-    out.links.push({ name: b.name, logical: true, up: true, mtu: b.mtu, kind: "bond", type: "ether", bondMaster: bondMaster(b.options, links), layer: "cmdline" });
+    out.links.push({
+      name: b.name,
+      logical: true,
+      up: true,
+      mtu: b.mtu,
+      kind: "bond",
+      type: "ether",
+      bondMaster: bondMaster(b.options, links),
+      layer: "cmdline",
+    });
     b.members.forEach((m, i) => {
       configured.add(m);
-      out.links.push({ name: m, logical: false, up: true, mtu: 0, kind: "", type: "ether", masterName: b.name, slaveIndex: i, layer: "cmdline" });
+      out.links.push({
+        name: m,
+        logical: false,
+        up: true,
+        mtu: 0,
+        kind: "",
+        type: "ether",
+        masterName: b.name,
+        slaveIndex: i,
+        layer: "cmdline",
+      });
     });
   }
   for (const v of cmdline.vlans) {
     configured.add(v.name);
-    out.links.push({ name: v.name, logical: true, up: true, mtu: 0, kind: "vlan", type: "ether", parentName: v.parent, vlan: { vlanID: v.vlanId, vlanProtocol: "802.1q" }, layer: "cmdline" });
+    out.links.push({
+      name: v.name,
+      logical: true,
+      up: true,
+      mtu: 0,
+      kind: "vlan",
+      type: "ether",
+      parentName: v.parent,
+      vlan: { vlanID: v.vlanId, vlanProtocol: "802.1q" },
+      layer: "cmdline",
+    });
   }
 
   // configuration: .machine.network.interfaces.
@@ -213,17 +299,41 @@ export function layeredSpecs(network: NetworkConfig | undefined, links: readonly
       Object.assign(link, { logical: true, kind: "bond", bondMaster: bondMaster(dev.bond, links) });
       const members = [...(dev.bond.interfaces ?? [])];
       for (const sel of dev.bond.deviceSelectors ?? []) {
-        for (const l of [...links].sort((a, b) => a.name.localeCompare(b.name))) if (selectorMatches(sel, l) && !members.includes(l.name)) members.push(l.name);
+        for (const l of [...links].sort((a, b) => a.name.localeCompare(b.name)))
+          if (selectorMatches(sel, l) && !members.includes(l.name)) members.push(l.name);
       }
       members.forEach((m, i) => {
         configured.add(m);
-        out.links.push({ name: m, logical: false, up: true, mtu: 0, kind: "", type: "ether", masterName: name, slaveIndex: i, layer });
+        out.links.push({
+          name: m,
+          logical: false,
+          up: true,
+          mtu: 0,
+          kind: "",
+          type: "ether",
+          masterName: name,
+          slaveIndex: i,
+          layer,
+        });
       });
     } else if (dev.bridge) {
-      Object.assign(link, { logical: true, kind: "bridge", bridgeMaster: { stp: { enabled: dev.bridge.stp?.enabled ?? false } } });
+      Object.assign(link, {
+        logical: true,
+        kind: "bridge",
+        bridgeMaster: { stp: { enabled: dev.bridge.stp?.enabled ?? false } },
+      });
       for (const m of dev.bridge.interfaces ?? []) {
         configured.add(m);
-        out.links.push({ name: m, logical: false, up: true, mtu: 0, kind: "", type: "ether", bridgeSlave: { masterName: name }, layer });
+        out.links.push({
+          name: m,
+          logical: false,
+          up: true,
+          mtu: 0,
+          kind: "",
+          type: "ether",
+          bridgeSlave: { masterName: name },
+          layer,
+        });
       }
     } else if (dev.dummy) {
       Object.assign(link, { logical: true, kind: "dummy" });
@@ -232,18 +342,43 @@ export function layeredSpecs(network: NetworkConfig | undefined, links: readonly
     const addrs = [...(dev.addresses ?? []), ...(dev.cidr ? [dev.cidr] : [])];
     for (const a of addrs) out.addresses.push(staticAddress(name, a, layer));
     for (const r of dev.routes ?? []) out.routes.push(configRoute(name, r, layer));
-    if (dev.dhcp && dev.dhcpOptions?.ipv4 !== false) out.dhcp4.push({ linkName: name, routeMetric: dev.dhcpOptions?.routeMetric || DEFAULT_ROUTE_METRIC, layer });
-    if (dev.dhcp && dev.dhcpOptions?.ipv6 === true) out.dhcp6.push({ linkName: name, routeMetric: dev.dhcpOptions.routeMetric || DEFAULT_ROUTE_METRIC, duid: dev.dhcpOptions.duidv6 ?? "", layer });
+    if (dev.dhcp && dev.dhcpOptions?.ipv4 !== false)
+      out.dhcp4.push({ linkName: name, routeMetric: dev.dhcpOptions?.routeMetric || DEFAULT_ROUTE_METRIC, layer });
+    if (dev.dhcp && dev.dhcpOptions?.ipv6 === true)
+      out.dhcp6.push({
+        linkName: name,
+        routeMetric: dev.dhcpOptions.routeMetric || DEFAULT_ROUTE_METRIC,
+        duid: dev.dhcpOptions.duidv6 ?? "",
+        layer,
+      });
     if (isLayer2Vip(dev.vip)) out.vips.push({ linkName: name, ip: dev.vip.ip });
     for (const v of dev.vlans ?? []) {
       if (!v.vlanId) continue;
       const vname = `${name}.${v.vlanId}`;
       configured.add(vname);
-      out.links.push({ name: vname, logical: true, up: true, mtu: v.mtu ?? 0, kind: "vlan", type: "ether", parentName: name, vlan: { vlanID: v.vlanId, vlanProtocol: "802.1q" }, layer });
-      for (const a of [...(v.addresses ?? []), ...(v.cidr ? [v.cidr] : [])]) out.addresses.push(staticAddress(vname, a, layer));
+      out.links.push({
+        name: vname,
+        logical: true,
+        up: true,
+        mtu: v.mtu ?? 0,
+        kind: "vlan",
+        type: "ether",
+        parentName: name,
+        vlan: { vlanID: v.vlanId, vlanProtocol: "802.1q" },
+        layer,
+      });
+      for (const a of [...(v.addresses ?? []), ...(v.cidr ? [v.cidr] : [])])
+        out.addresses.push(staticAddress(vname, a, layer));
       for (const r of v.routes ?? []) out.routes.push(configRoute(vname, r, layer));
-      if (v.dhcp && v.dhcpOptions?.ipv4 !== false) out.dhcp4.push({ linkName: vname, routeMetric: v.dhcpOptions?.routeMetric || DEFAULT_ROUTE_METRIC, layer });
-      if (v.dhcp && v.dhcpOptions?.ipv6 === true) out.dhcp6.push({ linkName: vname, routeMetric: v.dhcpOptions.routeMetric || DEFAULT_ROUTE_METRIC, duid: v.dhcpOptions.duidv6 ?? "", layer });
+      if (v.dhcp && v.dhcpOptions?.ipv4 !== false)
+        out.dhcp4.push({ linkName: vname, routeMetric: v.dhcpOptions?.routeMetric || DEFAULT_ROUTE_METRIC, layer });
+      if (v.dhcp && v.dhcpOptions?.ipv6 === true)
+        out.dhcp6.push({
+          linkName: vname,
+          routeMetric: v.dhcpOptions.routeMetric || DEFAULT_ROUTE_METRIC,
+          duid: v.dhcpOptions.duidv6 ?? "",
+          layer,
+        });
       if (isLayer2Vip(v.vip)) out.vips.push({ linkName: vname, ip: v.vip.ip });
     }
   }
@@ -255,7 +390,8 @@ export function layeredSpecs(network: NetworkConfig | undefined, links: readonly
     out.dhcp4.push({ linkName: l.name, routeMetric: DEFAULT_ROUTE_METRIC, layer: "default" });
   }
 
-  const keep = <T extends { layer: ConfigLayer }>(xs: T[], link: (x: T) => string) => xs.filter((x) => !out.ignored.has(link(x)));
+  const keep = <T extends { layer: ConfigLayer }>(xs: T[], link: (x: T) => string) =>
+    xs.filter((x) => !out.ignored.has(link(x)));
   out.links = keep(out.links, (l) => l.name);
   out.addresses = keep(out.addresses, (a) => a.linkName);
   out.routes = keep(out.routes, (r) => r.outLinkName ?? "");

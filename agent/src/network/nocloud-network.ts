@@ -159,7 +159,12 @@ export function parseNocloudNetwork(text: string | undefined): NocloudNetworkCon
         name: str(e, "name"),
         mac: str(e, "mac_address"),
         address: strList(e, "address"),
-        subnets: docs(e, "subnets").map((s) => ({ type: str(s, "type"), address: str(s, "address"), netmask: str(s, "netmask"), gateway: str(s, "gateway") })),
+        subnets: docs(e, "subnets").map((s) => ({
+          type: str(s, "type"),
+          address: str(s, "address"),
+          netmask: str(s, "netmask"),
+          gateway: str(s, "gateway"),
+        })),
       })),
     };
   } else if (doc["version"] === 2) {
@@ -181,7 +186,9 @@ export function parseNocloudNetwork(text: string | undefined): NocloudNetworkCon
       }),
     };
   } else {
-    throw new InvalidInputError(`network-config metadata version=${String(doc["version"])} is not supported`, { version: doc["version"] });
+    throw new InvalidInputError(`network-config metadata version=${String(doc["version"])} is not supported`, {
+      version: doc["version"],
+    });
   }
   nocloudNetworkSpecs(config, []);
   return config;
@@ -197,7 +204,14 @@ function prefix(text: string): { address: string; family: "inet4" | "inet6"; bit
   const addr = slash < 0 ? text : text.slice(0, slash);
   const version = isIP(addr);
   const bits = slash < 0 ? Number.NaN : Number(text.slice(slash + 1));
-  if (version === 0 || !Number.isInteger(bits) || bits < 0 || bits > (version === 4 ? 32 : 128) || !/^\d+$/.test(text.slice(slash + 1))) throw bad("not an IP prefix", text);
+  if (
+    version === 0 ||
+    !Number.isInteger(bits) ||
+    bits < 0 ||
+    bits > (version === 4 ? 32 : 128) ||
+    !/^\d+$/.test(text.slice(slash + 1))
+  )
+    throw bad("not an IP prefix", text);
   return { address: addr, family: version === 4 ? "inet4" : "inet6", bits };
 }
 
@@ -217,7 +231,14 @@ function subnetPrefix(s: V1Subnet): { address: string; family: "inet4" | "inet6"
 }
 
 function address(linkName: string, p: { address: string; family: "inet4" | "inet6"; bits: number }): AddressSpecSpec {
-  return { address: `${p.address}/${p.bits}`, linkName, family: p.family, scope: "global", flags: "permanent", layer: "platform" };
+  return {
+    address: `${p.address}/${p.bits}`,
+    linkName,
+    family: p.family,
+    scope: "global",
+    flags: "permanent",
+    layer: "platform",
+  };
 }
 
 function route(linkName: string, gateway: string, dst = "", table = "main"): RouteSpecSpec {
@@ -238,8 +259,20 @@ function route(linkName: string, gateway: string, dst = "", table = "main"): Rou
   };
 }
 
-const dhcp4 = (linkName: string): OperatorSpecSpec => ({ operator: "dhcp4", linkName, requireUp: true, dhcp4: { routeMetric: DEFAULT_ROUTE_METRIC }, layer: "platform" });
-const dhcp6 = (linkName: string, routeMetric: number): OperatorSpecSpec => ({ operator: "dhcp6", linkName, requireUp: true, dhcp6: { routeMetric }, layer: "platform" });
+const dhcp4 = (linkName: string): OperatorSpecSpec => ({
+  operator: "dhcp4",
+  linkName,
+  requireUp: true,
+  dhcp4: { routeMetric: DEFAULT_ROUTE_METRIC },
+  layer: "platform",
+});
+const dhcp6 = (linkName: string, routeMetric: number): OperatorSpecSpec => ({
+  operator: "dhcp6",
+  linkName,
+  requireUp: true,
+  dhcp6: { routeMetric },
+  layer: "platform",
+});
 
 /** The link a MAC address names (by permanent address), else the name the config gives. */
 function linkByMac(mac: string, fallback: string, links: readonly KnownLink[]): string {
@@ -278,7 +311,14 @@ function v2Ethernet(name: string, eth: V2Ethernet, out: PlatformNetworkSpecs): v
   for (const r of eth.routes) {
     const to = prefix(r.to);
     // A route's table 0 (none given) is the main table, where the kernel puts it.
-    out.routes.push(route(name, ip(r.via), to.bits === 0 ? "" : `${to.address}/${to.bits}`, r.table ? netNames.table(r.table) : "main"));
+    out.routes.push(
+      route(
+        name,
+        ip(r.via),
+        to.bits === 0 ? "" : `${to.address}/${to.bits}`,
+        r.table ? netNames.table(r.table) : "main",
+      ),
+    );
   }
 }
 
@@ -298,7 +338,11 @@ function bondMaster(b: V2Bond): BondMasterSpec {
     try {
       bondValue(k, spec[k]);
     } catch (err) {
-      throw new InvalidInputError(`network-config: invalid bond ${k} ${JSON.stringify(spec[k])}`, { value: spec[k] }, { cause: err });
+      throw new InvalidInputError(
+        `network-config: invalid bond ${k} ${JSON.stringify(spec[k])}`,
+        { value: spec[k] },
+        { cause: err },
+      );
     }
   }
   if (b.miimon) spec.miimon = b.miimon;
@@ -307,15 +351,38 @@ function bondMaster(b: V2Bond): BondMasterSpec {
   return withBondDefaults(spec);
 }
 
-function v2Specs(ethernets: [string, V2Ethernet][], bonds: [string, V2Bond][], links: readonly KnownLink[], out: PlatformNetworkSpecs): void {
+function v2Specs(
+  ethernets: [string, V2Ethernet][],
+  bonds: [string, V2Bond][],
+  links: readonly KnownLink[],
+  out: PlatformNetworkSpecs,
+): void {
   for (const [key, eth] of [...ethernets].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
     const master = bonds.find(([, b]) => b.interfaces.includes(key))?.[0];
     const name = linkByMac(eth.mac, key, links);
-    out.links.push({ name, logical: false, up: true, mtu: eth.mtu, kind: "", type: "ether", ...(master ? { masterName: master, slaveIndex: 1 } : {}), layer: "platform" });
+    out.links.push({
+      name,
+      logical: false,
+      up: true,
+      mtu: eth.mtu,
+      kind: "",
+      type: "ether",
+      ...(master ? { masterName: master, slaveIndex: 1 } : {}),
+      layer: "platform",
+    });
     v2Ethernet(name, eth, out);
   }
   for (const [name, bond] of bonds) {
-    out.links.push({ name, logical: true, up: true, mtu: bond.mtu, kind: "bond", type: "ether", bondMaster: bondMaster(bond), layer: "platform" });
+    out.links.push({
+      name,
+      logical: true,
+      up: true,
+      mtu: bond.mtu,
+      kind: "bond",
+      type: "ether",
+      bondMaster: bondMaster(bond),
+      layer: "platform",
+    });
     v2Ethernet(name, bond, out);
   }
 }

@@ -2,7 +2,14 @@
 // specs it becomes (ids `<operator>/<link>/<id>` in `network-config`, as Talos's
 // OperatorSpecController writes them); the spec controllers apply them.
 
-import { type AddressSpecSpec, type LinkSpecSpec, type RouteSpecSpec, addressId, netNames, routeId } from "../resources/catalog/network.js";
+import {
+  type AddressSpecSpec,
+  type LinkSpecSpec,
+  type RouteSpecSpec,
+  addressId,
+  netNames,
+  routeId,
+} from "../resources/catalog/network.js";
 import type { AddressRequest, RouteRequest } from "../sys/net.js";
 
 export interface OperatorOutput {
@@ -49,12 +56,22 @@ export function operatorSpecs(prefix: string, linkName: string, out: OperatorOut
       layer: "operator",
     };
     if (r.mtu) spec.mtu = r.mtu;
-    const id = routeId({ table: spec.table, family: spec.family, dst: spec.dst, gateway: spec.gateway, priority: spec.priority ?? 0, outLinkName: spec.outLinkName ?? "" });
+    const id = routeId({
+      table: spec.table,
+      family: spec.family,
+      dst: spec.dst,
+      gateway: spec.gateway,
+      priority: spec.priority ?? 0,
+      outLinkName: spec.outLinkName ?? "",
+    });
     return [`${prefix}/${id}`, spec];
   });
   const links: [string, LinkSpecSpec][] = [];
   if (out.mtu !== undefined) {
-    links.push([`${prefix}/${linkName}`, { name: linkName, logical: false, up: true, mtu: out.mtu, kind: "", type: "ether", layer: "operator" }]);
+    links.push([
+      `${prefix}/${linkName}`,
+      { name: linkName, logical: false, up: true, mtu: out.mtu, kind: "", type: "ether", layer: "operator" },
+    ]);
   }
   return { addresses, routes, links };
 }

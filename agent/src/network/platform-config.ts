@@ -36,7 +36,16 @@ export interface PlatformNetworkConfig {
 }
 
 export function emptyPlatformNetworkConfig(): PlatformNetworkConfig {
-  return { addresses: [], links: [], routes: [], hostnames: [], resolvers: [], timeServers: [], operators: [], externalIPs: [] };
+  return {
+    addresses: [],
+    links: [],
+    routes: [],
+    hostnames: [],
+    resolvers: [],
+    timeServers: [],
+    operators: [],
+    externalIPs: [],
+  };
 }
 
 export type Family = "inet4" | "inet6";
@@ -61,7 +70,8 @@ export function canonicalIp(ip: string): string {
 
 /** An IP address (canonical); anything else is a PlatformDataError naming `what`. */
 export function parseIp(text: string, what: string): string {
-  if (isIP(text) === 0) throw new PlatformDataError(`${what}: not an IP address: ${JSON.stringify(text)}`, { value: text });
+  if (isIP(text) === 0)
+    throw new PlatformDataError(`${what}: not an IP address: ${JSON.stringify(text)}`, { value: text });
   return canonicalIp(text);
 }
 
@@ -98,7 +108,10 @@ export function prefixFrom(address: string, netmask: string, what: string): IpPr
   if (mask === "") bits = family === "inet4" ? 32 : 128;
   else if (/^\d+$/.test(mask)) bits = Number(mask);
   else bits = maskLength(parseIp(mask, `${what} netmask`));
-  if (family === "inet4" && bits > 32) throw new PlatformDataError(`${what}: netmask ${JSON.stringify(mask)} is not of the address's family`, { value: mask });
+  if (family === "inet4" && bits > 32)
+    throw new PlatformDataError(`${what}: netmask ${JSON.stringify(mask)} is not of the address's family`, {
+      value: mask,
+    });
   if (bits > 128) throw new PlatformDataError(`${what}: not a netmask: ${JSON.stringify(mask)}`, { value: mask });
   return { address: canonical, family, bits };
 }
@@ -106,11 +119,15 @@ export function prefixFrom(address: string, netmask: string, what: string): IpPr
 /** The number of leading ones of a canonical mask; 0 for one with holes. */
 function maskLength(mask: string): number {
   const bitsText = ipBits(mask);
-  return /^1*0*$/.test(bitsText) ? bitsText.indexOf("0") < 0 ? bitsText.length : bitsText.indexOf("0") : 0;
+  return /^1*0*$/.test(bitsText) ? (bitsText.indexOf("0") < 0 ? bitsText.length : bitsText.indexOf("0")) : 0;
 }
 
 function ipBits(ip: string): string {
-  if (familyOf(ip) === "inet4") return ip.split(".").map((b) => Number(b).toString(2).padStart(8, "0")).join("");
+  if (familyOf(ip) === "inet4")
+    return ip
+      .split(".")
+      .map((b) => Number(b).toString(2).padStart(8, "0"))
+      .join("");
   const [head = "", tail = ""] = ip.split("::");
   const groups = (s: string) => (s === "" ? [] : s.split(":"));
   const h = groups(head);
@@ -124,12 +141,20 @@ export function maskBits(mask: string, what: string): number {
   parseIp(mask, what);
   const bytes = isIP(mask) === 4 ? mask.split(".").map(Number) : [];
   const bitsText = bytes.map((b) => b.toString(2).padStart(8, "0")).join("");
-  if (bytes.length !== 4 || !/^1*0*$/.test(bitsText)) throw new PlatformDataError(`${what}: not a netmask: ${JSON.stringify(mask)}`, { value: mask });
+  if (bytes.length !== 4 || !/^1*0*$/.test(bitsText))
+    throw new PlatformDataError(`${what}: not a netmask: ${JSON.stringify(mask)}`, { value: mask });
   return bitsText.indexOf("0") < 0 ? 32 : bitsText.indexOf("0");
 }
 
 export function staticAddress(linkName: string, p: IpPrefix): AddressSpecSpec {
-  return { address: `${p.address}/${p.bits}`, linkName, family: p.family, scope: "global", flags: "permanent", layer: "platform" };
+  return {
+    address: `${p.address}/${p.bits}`,
+    linkName,
+    family: p.family,
+    scope: "global",
+    flags: "permanent",
+    layer: "platform",
+  };
 }
 
 export interface RouteOptions {
@@ -178,7 +203,8 @@ export function hostnameSpec(fqdn: string): HostnameSpecSpec {
   const hostname = dot < 0 ? fqdn : fqdn.slice(0, dot);
   const domainname = dot < 0 ? "" : fqdn.slice(dot + 1);
   if (hostname === "") throw new PlatformDataError(`hostname: empty in ${JSON.stringify(fqdn)}`, { value: fqdn });
-  if (hostname.length > 63) throw new PlatformDataError(`hostname: longer than 63 characters: ${JSON.stringify(hostname)}`, { value: fqdn });
+  if (hostname.length > 63)
+    throw new PlatformDataError(`hostname: longer than 63 characters: ${JSON.stringify(hostname)}`, { value: fqdn });
   return { hostname, domainname, layer: "platform" };
 }
 
@@ -202,7 +228,11 @@ export function withLinksByMac(config: PlatformNetworkConfig, links: readonly Kn
   return {
     ...config,
     addresses: config.addresses.map((a) => ({ ...a, linkName: rename(a.linkName) })),
-    links: config.links.map((l) => ({ ...l, name: rename(l.name), ...(l.masterName !== undefined ? { masterName: rename(l.masterName) } : {}) })),
+    links: config.links.map((l) => ({
+      ...l,
+      name: rename(l.name),
+      ...(l.masterName !== undefined ? { masterName: rename(l.masterName) } : {}),
+    })),
     routes: config.routes.map((r) => (r.outLinkName !== undefined ? { ...r, outLinkName: rename(r.outLinkName) } : r)),
     operators: config.operators.map((o) => ({ ...o, linkName: rename(o.linkName) })),
   };

@@ -95,7 +95,8 @@ export class UpstreamList {
   }
 
   down(address: string): void {
-    for (const n of this.nodes.filter((x) => x.address === address)) n.score = Math.max(n.score + score.fail, score.low);
+    for (const n of this.nodes.filter((x) => x.address === address))
+      n.score = Math.max(n.score + score.fail, score.low);
   }
 
   /** The index of the next usable upstream, or -1. */
@@ -143,7 +144,15 @@ export class TcpLoadBalancer {
     const { host, port } = splitHostPort(this.endpoint);
     const server = net.createServer((conn) => void this.handle(conn));
     await new Promise<void>((resolve, reject) => {
-      server.once("error", (err) => reject(new LoadBalancerListenError(`listen tcp ${this.endpoint}: ${err.message}`, { endpoint: this.endpoint }, { cause: err })));
+      server.once("error", (err) =>
+        reject(
+          new LoadBalancerListenError(
+            `listen tcp ${this.endpoint}: ${err.message}`,
+            { endpoint: this.endpoint },
+            { cause: err },
+          ),
+        ),
+      );
       server.listen({ host, port }, () => resolve());
     });
     server.on("error", (err) => this.log.warn("listener error", { error: err.message }));

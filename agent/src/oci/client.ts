@@ -40,12 +40,20 @@ export class RepositoryClient {
 
   /** Sends a request, answering one authentication challenge if the registry makes it. */
   private async send(req: Omit<HttpRequest, "tls">, scope: "pull" | "pull,push"): Promise<IncomingMessage> {
-    const attempt = () => httpRequest({ ...req, headers: { ...req.headers, ...(this.authorization ? { authorization: this.authorization } : {}) }, ...(this.endpoint.tls ? { tls: this.endpoint.tls } : {}) });
+    const attempt = () =>
+      httpRequest({
+        ...req,
+        headers: { ...req.headers, ...(this.authorization ? { authorization: this.authorization } : {}) },
+        ...(this.endpoint.tls ? { tls: this.endpoint.tls } : {}),
+      });
     let res = await attempt();
     if (res.statusCode === 401 && res.headers["www-authenticate"]) {
       res.resume();
       const challenge = parseChallenge(res.headers["www-authenticate"]);
-      if (!challenge) throw new RegistryError(`unreadable authentication challenge from ${this.endpoint.base.host}`, { host: this.endpoint.base.host });
+      if (!challenge)
+        throw new RegistryError(`unreadable authentication challenge from ${this.endpoint.base.host}`, {
+          host: this.endpoint.base.host,
+        });
       this.authorization = await answerChallenge(challenge, this.endpoint, `repository:${this.repository}:${scope}`);
       res = await attempt();
     }
@@ -61,7 +69,10 @@ export class RepositoryClient {
 
   /** A manifest by tag or digest; by digest it must match, by tag the registry's Docker-Content-Digest must. */
   async manifest(reference: string, expected?: Descriptor): Promise<FetchedManifest> {
-    const res = await this.send({ method: "GET", url: this.url(`manifests/${reference}`), headers: { accept: manifestAccept } }, "pull");
+    const res = await this.send(
+      { method: "GET", url: this.url(`manifests/${reference}`), headers: { accept: manifestAccept } },
+      "pull",
+    );
     if (res.statusCode !== 200) throw await this.failure(res, `manifest ${this.repository}:${reference}`);
     const body = await readBody(res, manifestLimit);
     const digest = expected?.digest ?? (reference.startsWith("sha256:") ? reference : undefined);
@@ -126,17 +137,34 @@ export class RepositoryClient {
   async pushBlob(desc: Pick<Descriptor, "digest" | "size">, body: Buffer | (() => Readable)): Promise<void> {
     if (await this.hasBlob(desc.digest)) return;
     const start = await this.send({ method: "POST", url: this.url("blobs/uploads/") }, "pull,push");
-    if (start.statusCode !== 202 || !start.headers.location) throw await this.failure(start, `starting the upload of ${desc.digest}`);
+    if (start.statusCode !== 202 || !start.headers.location)
+      throw await this.failure(start, `starting the upload of ${desc.digest}`);
     start.resume();
     const put = new URL(start.headers.location, this.endpoint.base);
     put.searchParams.set("digest", desc.digest);
-    const res = await this.send({ method: "PUT", url: put, headers: { "content-type": "application/octet-stream", "content-length": String(desc.size) }, body }, "pull,push");
+    const res = await this.send(
+      {
+        method: "PUT",
+        url: put,
+        headers: { "content-type": "application/octet-stream", "content-length": String(desc.size) },
+        body,
+      },
+      "pull,push",
+    );
     if (res.statusCode !== 201) throw await this.failure(res, `uploading ${desc.digest}`);
     res.resume();
   }
 
   async pushManifest(reference: string, mediaType: string, body: Buffer): Promise<void> {
-    const res = await this.send({ method: "PUT", url: this.url(`manifests/${reference}`), headers: { "content-type": mediaType, "content-length": String(body.length) }, body }, "pull,push");
+    const res = await this.send(
+      {
+        method: "PUT",
+        url: this.url(`manifests/${reference}`),
+        headers: { "content-type": mediaType, "content-length": String(body.length) },
+        body,
+      },
+      "pull,push",
+    );
     if (res.statusCode !== 201) throw await this.failure(res, `putting manifest ${this.repository}:${reference}`);
     res.resume();
   }

@@ -28,15 +28,28 @@ export class DigestVerifier {
 
   update(chunk: Uint8Array): void {
     this.bytes += chunk.length;
-    if (this.size !== undefined && this.bytes > this.size) throw new DigestMismatchError(`${this.digest}: more than the ${this.size} bytes its descriptor names`, { digest: this.digest, size: this.size });
+    if (this.size !== undefined && this.bytes > this.size)
+      throw new DigestMismatchError(`${this.digest}: more than the ${this.size} bytes its descriptor names`, {
+        digest: this.digest,
+        size: this.size,
+      });
     this.hash.update(chunk);
   }
 
   /** Throws DigestMismatchError unless the bytes seen are exactly the named content. */
   finish(): void {
-    if (this.size !== undefined && this.bytes !== this.size) throw new DigestMismatchError(`${this.digest}: got ${this.bytes} bytes, the descriptor names ${this.size}`, { digest: this.digest, size: this.size, got: this.bytes });
+    if (this.size !== undefined && this.bytes !== this.size)
+      throw new DigestMismatchError(`${this.digest}: got ${this.bytes} bytes, the descriptor names ${this.size}`, {
+        digest: this.digest,
+        size: this.size,
+        got: this.bytes,
+      });
     const got = `sha256:${this.hash.digest("hex")}`;
-    if (got !== this.digest) throw new DigestMismatchError(`content does not match its digest: expected ${this.digest}, got ${got}`, { digest: this.digest, got });
+    if (got !== this.digest)
+      throw new DigestMismatchError(`content does not match its digest: expected ${this.digest}, got ${got}`, {
+        digest: this.digest,
+        got,
+      });
   }
 }
 

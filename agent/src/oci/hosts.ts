@@ -33,7 +33,10 @@ export interface RegistryEndpoint {
   credentials?: { username: string; password: string };
 }
 
-function credentialsOf(auth: RegistryAuth | undefined, host: string): { username: string; password: string } | undefined {
+function credentialsOf(
+  auth: RegistryAuth | undefined,
+  host: string,
+): { username: string; password: string } | undefined {
   if (!auth) return undefined;
   if (auth.username) return { username: auth.username, password: auth.password ?? "" };
   if (auth.identityToken) return { username: "", password: auth.identityToken };
@@ -48,18 +51,29 @@ function credentialsOf(auth: RegistryAuth | undefined, host: string): { username
 
 export function registryEndpoints(registries: RegistriesConfig | undefined, host: string): RegistryEndpoint[] {
   const mirror = registries?.mirrors?.[host] ?? registries?.mirrors?.["*"];
-  const urls = mirror?.endpoints?.length ? mirror.endpoints : [`https://${host === "docker.io" ? "registry-1.docker.io" : host}`];
+  const urls = mirror?.endpoints?.length
+    ? mirror.endpoints
+    : [`https://${host === "docker.io" ? "registry-1.docker.io" : host}`];
   const overridePath = mirror?.overridePath ?? false;
   return urls.map((raw) => {
     let u: URL;
     try {
       u = new URL(raw);
     } catch (err) {
-      throw new InvalidInputError(`error parsing endpoint "${raw}" for host "${host}"`, { host, endpoint: raw }, { cause: err });
+      throw new InvalidInputError(
+        `error parsing endpoint "${raw}" for host "${host}"`,
+        { host, endpoint: raw },
+        { cause: err },
+      );
     }
-    if (u.protocol !== "http:" && u.protocol !== "https:") throw new InvalidInputError(`endpoint "${raw}" for host "${host}" must be http or https`, { host, endpoint: raw });
+    if (u.protocol !== "http:" && u.protocol !== "https:")
+      throw new InvalidInputError(`endpoint "${raw}" for host "${host}" must be http or https`, {
+        host,
+        endpoint: raw,
+      });
     const cfg = registries?.config?.[u.host];
-    if (u.protocol !== "https:" && cfg?.tls) throw new InvalidInputError(`TLS config specified for non-HTTPS registry: "${u.host}"`, { host: u.host });
+    if (u.protocol !== "https:" && cfg?.tls)
+      throw new InvalidInputError(`TLS config specified for non-HTTPS registry: "${u.host}"`, { host: u.host });
     let p = u.pathname.replace(/\/+$/, "");
     if (!overridePath && !p.endsWith("/v2")) p += "/v2";
     u.pathname = p;

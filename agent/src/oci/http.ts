@@ -28,7 +28,8 @@ export async function httpRequest(req: HttpRequest): Promise<IncomingMessage> {
     if (req.method !== "GET" && req.method !== "HEAD") return res;
     if (![301, 302, 303, 307, 308].includes(res.statusCode ?? 0) || !location) return res;
     res.resume();
-    if (hop >= maxRedirects) throw new RegistryError(`too many redirects fetching ${req.url.href}`, { url: req.url.href });
+    if (hop >= maxRedirects)
+      throw new RegistryError(`too many redirects fetching ${req.url.href}`, { url: req.url.href });
     const next = new URL(location, url);
     if (next.host !== url.host) {
       // Signed storage URLs carry their own authorization; ours must not leak to another host.
@@ -50,8 +51,18 @@ function once(req: HttpRequest & { headers: Record<string, string> }): Promise<I
       if (req.tls.insecureSkipVerify) options.rejectUnauthorized = false;
     }
     const r = (secure ? https : http).request(req.url, options, resolve);
-    r.setTimeout(req.timeoutMs ?? 60_000, () => r.destroy(new RegistryError(`no answer from ${req.url.host} in ${req.timeoutMs ?? 60_000} ms`, { url: req.url.href })));
-    r.on("error", (err) => reject(err instanceof RegistryError ? err : new RegistryError(`${req.method} ${req.url.href} failed`, { url: req.url.href }, { cause: err })));
+    r.setTimeout(req.timeoutMs ?? 60_000, () =>
+      r.destroy(
+        new RegistryError(`no answer from ${req.url.host} in ${req.timeoutMs ?? 60_000} ms`, { url: req.url.href }),
+      ),
+    );
+    r.on("error", (err) =>
+      reject(
+        err instanceof RegistryError
+          ? err
+          : new RegistryError(`${req.method} ${req.url.href} failed`, { url: req.url.href }, { cause: err }),
+      ),
+    );
     if (req.body === undefined) r.end();
     else if (Buffer.isBuffer(req.body)) r.end(req.body);
     else {

@@ -42,13 +42,20 @@ export async function buildLayer(file: string, entries: TarInput[], opts: { gzip
   const tarFile = opts.gzip ? `${file}.tar` : file;
   await writeTar(tarFile, entries);
   const uncompressed = await describeFile(tarFile);
-  if (!opts.gzip) return { blob: { descriptor: { mediaType: MediaType.ociLayer, ...uncompressed }, content: { file } }, diffId: uncompressed.digest };
+  if (!opts.gzip)
+    return {
+      blob: { descriptor: { mediaType: MediaType.ociLayer, ...uncompressed }, content: { file } },
+      diffId: uncompressed.digest,
+    };
   try {
     await pipeline(createReadStream(tarFile), createGzip({ level: 9 }), createWriteStream(file));
   } finally {
     await fs.rm(tarFile, { force: true });
   }
-  return { blob: { descriptor: { mediaType: MediaType.ociLayerGzip, ...(await describeFile(file)) }, content: { file } }, diffId: uncompressed.digest };
+  return {
+    blob: { descriptor: { mediaType: MediaType.ociLayerGzip, ...(await describeFile(file)) }, content: { file } },
+    diffId: uncompressed.digest,
+  };
 }
 
 export interface AssembledIndex {
@@ -63,9 +70,18 @@ export function assembleIndex(platforms: PlatformImage[]): AssembledIndex {
   const blobs: LayoutBlob[] = [];
   const manifests: Descriptor[] = [];
   for (const p of platforms) {
-    const config = jsonBlob(MediaType.ociConfig, { architecture: p.arch, os: "linux", config: p.config, rootfs: { type: "layers", diff_ids: p.layers.map((l) => l.diffId) } });
+    const config = jsonBlob(MediaType.ociConfig, {
+      architecture: p.arch,
+      os: "linux",
+      config: p.config,
+      rootfs: { type: "layers", diff_ids: p.layers.map((l) => l.diffId) },
+    });
     const layers = p.layers.map((l) => l.blob.descriptor);
-    const manifest = jsonBlob(MediaType.ociManifest, { schemaVersion: 2, mediaType: MediaType.ociManifest, config: config.descriptor, layers }, { platform: { architecture: p.arch, os: "linux" } });
+    const manifest = jsonBlob(
+      MediaType.ociManifest,
+      { schemaVersion: 2, mediaType: MediaType.ociManifest, config: config.descriptor, layers },
+      { platform: { architecture: p.arch, os: "linux" } },
+    );
     blobs.push(...p.layers.map((l) => l.blob), config, manifest);
     manifests.push(manifest.descriptor);
   }

@@ -36,7 +36,11 @@ function installDir(arch: InstallerArch): string {
 }
 
 /** Writes the installer archive for one or more architectures; `version` tags it. */
-export async function buildInstallerArchive(out: string, version: string, platforms: InstallerPlatform[]): Promise<void> {
+export async function buildInstallerArchive(
+  out: string,
+  version: string,
+  platforms: InstallerPlatform[],
+): Promise<void> {
   const images: PlatformImage[] = [];
   const scratch: string[] = [];
   try {
@@ -55,7 +59,11 @@ export async function buildInstallerArchive(out: string, version: string, platfo
         ],
         { gzip: false },
       );
-      images.push({ arch: p.arch, layers: [layer], config: { Labels: { "org.opencontainers.image.version": version } } });
+      images.push({
+        arch: p.arch,
+        layers: [layer],
+        config: { Labels: { "org.opencontainers.image.version": version } },
+      });
     }
     const { index, blobs } = assembleIndex(images);
     await writeLayoutArchive(out, [{ top: index.descriptor, refName: version }], blobs);
@@ -93,7 +101,11 @@ export async function pullInstaller(opts: PullOptions): Promise<PulledInstaller>
       return await pullFrom(client, manifestReference(ref), opts);
     } catch (err) {
       if (err instanceof InvalidInputError) throw err;
-      opts.log.warn("pulling the installer from an endpoint failed", { image: opts.image, endpoint: endpoint.base.href, error: describeError(err) });
+      opts.log.warn("pulling the installer from an endpoint failed", {
+        image: opts.image,
+        endpoint: endpoint.base.href,
+        error: describeError(err),
+      });
       failures.push(`${endpoint.base.origin}: ${describeError(err)}`);
     }
   }
@@ -109,7 +121,10 @@ async function pullFrom(client: RepositoryClient, reference: string, opts: PullO
   const manifest = top.parsed as ImageManifest;
   await fs.mkdir(opts.destDir, { recursive: true });
   const dir = installDir(opts.arch);
-  const wanted = new Map([[`${dir}/${installerFiles.kernel}`, installerFiles.kernel], [`${dir}/${installerFiles.initramfs}`, installerFiles.initramfs]]);
+  const wanted = new Map([
+    [`${dir}/${installerFiles.kernel}`, installerFiles.kernel],
+    [`${dir}/${installerFiles.initramfs}`, installerFiles.initramfs],
+  ]);
   const found = new Set<string>();
   const token = randomBytes(6).toString("hex");
   // Where a pull's time goes (the download and its digest, or the copy of the members), for the log.
@@ -129,7 +144,10 @@ async function pullFrom(client: RepositoryClient, reference: string, opts: PullO
         // The layer's digest was verified above; its members are renamed into place whole.
         const tmp = path.join(opts.destDir, `.${name}-${token}`);
         // Large chunks: copying the ~84 MB in 64 KiB ones took 17 s inside a TCG guest (the cost is per chunk).
-        await pipeline(memberStream(tarFile, m, copyChunkBytes), createWriteStream(tmp, { mode: 0o600, highWaterMark: copyChunkBytes }));
+        await pipeline(
+          memberStream(tarFile, m, copyChunkBytes),
+          createWriteStream(tmp, { mode: 0o600, highWaterMark: copyChunkBytes }),
+        );
         await fs.rename(tmp, path.join(opts.destDir, name));
         found.add(name);
       }
@@ -143,7 +161,11 @@ async function pullFrom(client: RepositoryClient, reference: string, opts: PullO
     if (!found.has(name)) throw new NotFoundError(`the installer image has no ${dir}/${name}`, { digest: top.digest });
   }
   opts.log.info("installer pulled", { digest: top.digest, endpoint: client.endpoint.base.origin, ...spent });
-  return { kernel: path.join(opts.destDir, installerFiles.kernel), initramfs: path.join(opts.destDir, installerFiles.initramfs), digest: top.digest };
+  return {
+    kernel: path.join(opts.destDir, installerFiles.kernel),
+    initramfs: path.join(opts.destDir, installerFiles.initramfs),
+    digest: top.digest,
+  };
 }
 
 async function gunzipTo(from: string, to: string): Promise<string> {

@@ -30,7 +30,9 @@ export type ImageArch = "amd64" | "arm64";
 export const imageArchs: readonly ImageArch[] = ["amd64", "arm64"];
 
 /** security.capability granting cap_net_bind_service, permitted and effective (struct vfs_cap_data, revision 2). */
-export const netBindServiceCapability = Buffer.from([0x01, 0, 0, 0x02, 0x00, 0x04, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+export const netBindServiceCapability = Buffer.from([
+  0x01, 0, 0, 0x02, 0x00, 0x04, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+]);
 
 export interface KubernetesImage {
   /** The program's name: its input file and the --only word. */
@@ -57,7 +59,12 @@ const certsEnv = "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt";
 
 function controlPlane(name: string): KubernetesImage {
   // Upstream runs these under go-runner, which only redirects logs; Talos's static pods exec the binary itself.
-  return { name, reference: `registry.k8s.io/${name}:${kubernetesVersion}`, binaryPath: `/usr/local/bin/${name}`, config: { Entrypoint: [`/usr/local/bin/${name}`], Env: [pathEnv, certsEnv] } };
+  return {
+    name,
+    reference: `registry.k8s.io/${name}:${kubernetesVersion}`,
+    binaryPath: `/usr/local/bin/${name}`,
+    config: { Entrypoint: [`/usr/local/bin/${name}`], Env: [pathEnv, certsEnv] },
+  };
 }
 
 export const kubernetesImages: readonly KubernetesImage[] = [
@@ -79,14 +86,24 @@ export const kubernetesImages: readonly KubernetesImage[] = [
     // A restore from a snapshot runs etcdutl from this image (a node's root filesystem has none).
     companions: [{ name: "etcdutl", binaryPath: "/usr/local/bin/etcdutl" }],
     dirs: ["var/etcd", "var/lib/etcd"],
-    config: { Cmd: ["/usr/local/bin/etcd"], Env: [pathEnv, certsEnv], WorkingDir: "/var/lib/etcd/", ExposedPorts: { "2379/tcp": {}, "2380/tcp": {} } },
+    config: {
+      Cmd: ["/usr/local/bin/etcd"],
+      Env: [pathEnv, certsEnv],
+      WorkingDir: "/var/lib/etcd/",
+      ExposedPorts: { "2379/tcp": {}, "2380/tcp": {} },
+    },
   },
   {
     name: "coredns",
     reference: `registry.k8s.io/coredns/coredns:${coreDNSVersion}`,
     binaryPath: "/coredns",
     bindsLowPorts: true,
-    config: { Entrypoint: ["/coredns"], User: "65532:65532", Env: [pathEnv, certsEnv], ExposedPorts: { "53/tcp": {}, "53/udp": {} } },
+    config: {
+      Entrypoint: ["/coredns"],
+      User: "65532:65532",
+      Env: [pathEnv, certsEnv],
+      ExposedPorts: { "53/tcp": {}, "53/udp": {} },
+    },
   },
   {
     name: "pause",
@@ -132,7 +149,10 @@ export const testImages: readonly KubernetesImage[] = [
 export function selectImages(only: string[]): KubernetesImage[] {
   const catalog = [...kubernetesImages, ...testImages];
   const unknown = only.filter((n) => !catalog.some((i) => i.name === n));
-  if (unknown.length > 0) throw new InvalidInputError(`unknown image ${unknown.join(", ")} (known: ${catalog.map((i) => i.name).join(", ")})`);
+  if (unknown.length > 0)
+    throw new InvalidInputError(
+      `unknown image ${unknown.join(", ")} (known: ${catalog.map((i) => i.name).join(", ")})`,
+    );
   return only.length === 0 ? [...kubernetesImages] : catalog.filter((i) => only.includes(i.name));
 }
 
@@ -144,7 +164,8 @@ export function parentDirs(rel: string): string[] {
 
 /** What every image holds first: the users upstream's distroless base names, /tmp and the CA bundle. */
 export function baseEntries(caBundle: string): TarInput[] {
-  const passwd = "root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n";
+  const passwd =
+    "root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n";
   const group = "root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n";
   return [
     { name: "etc" },
@@ -170,26 +191,43 @@ export function imagePrograms(image: KubernetesImage): { name: string; binaryPat
  * capability upstream's image gives its program, and its bundle's programs (`bundled`: files, placed in
  * the bundle's directory by their names).
  */
-export function programEntries(image: KubernetesImage, binaries: Record<string, string>, bundled: readonly string[] = []): TarInput[] {
+export function programEntries(
+  image: KubernetesImage,
+  binaries: Record<string, string>,
+  bundled: readonly string[] = [],
+): TarInput[] {
   const files: TarInput[] = [];
   for (const p of imagePrograms(image)) {
     const file = binaries[p.name];
     if (file === undefined) throw new InvalidInputError(`no input for ${p.name} of the ${image.name} image`);
     const lowPorts = p.name === image.name && image.bindsLowPorts;
-    files.push({ name: p.binaryPath.replace(/^\//, ""), content: { file }, mode: 0o755, ...(lowPorts ? { xattrs: { "security.capability": netBindServiceCapability } } : {}) });
+    files.push({
+      name: p.binaryPath.replace(/^\//, ""),
+      content: { file },
+      mode: 0o755,
+      ...(lowPorts ? { xattrs: { "security.capability": netBindServiceCapability } } : {}),
+    });
   }
   const bundleDir = image.bundle?.path.replace(/^\//, "");
-  for (const file of bundled) files.push({ name: `${bundleDir}/${path.basename(file)}`, content: { file }, mode: 0o755 });
+  for (const file of bundled)
+    files.push({ name: `${bundleDir}/${path.basename(file)}`, content: { file }, mode: 0o755 });
   const declared = [...(image.dirs ?? []), ...(bundleDir ? [bundleDir] : [])];
-  const dirs = new Set([...files.flatMap((f) => parentDirs(f.name)), ...declared.flatMap((d) => [...parentDirs(d), d])]);
-  return [...[...dirs].sort().map((name) => ({ name })), ...files.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))];
+  const dirs = new Set([
+    ...files.flatMap((f) => parentDirs(f.name)),
+    ...declared.flatMap((d) => [...parentDirs(d), d]),
+  ]);
+  return [
+    ...[...dirs].sort().map((name) => ({ name })),
+    ...files.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+  ];
 }
 
 /** The files of a bundle's input directory, by full path; a bundle holds programs only. */
 export async function bundleFiles(dir: string): Promise<string[]> {
   const names = (await fs.readdir(dir)).sort();
   for (const n of names) {
-    if (!(await fs.lstat(path.join(dir, n))).isFile()) throw new InvalidInputError(`${path.join(dir, n)}: a bundle holds only files`, { file: path.join(dir, n) });
+    if (!(await fs.lstat(path.join(dir, n))).isFile())
+      throw new InvalidInputError(`${path.join(dir, n)}: a bundle holds only files`, { file: path.join(dir, n) });
   }
   return names.map((n) => path.join(dir, n));
 }
@@ -216,7 +254,12 @@ export interface BuiltImages {
 }
 
 /** Builds every image in `images` for every arch in `archs` from `inputs`; layer files go to `work`. */
-export async function buildKubernetesImages(inputs: string, work: string, images: readonly KubernetesImage[], archs: readonly ImageArch[]): Promise<BuiltImages> {
+export async function buildKubernetesImages(
+  inputs: string,
+  work: string,
+  images: readonly KubernetesImage[],
+  archs: readonly ImageArch[],
+): Promise<BuiltImages> {
   await fs.mkdir(work, { recursive: true });
   const requireInput = async (file: string, what: string) => {
     await fs.access(file).catch((err: unknown) => {
@@ -236,16 +279,35 @@ export async function buildKubernetesImages(inputs: string, work: string, images
         const key = `${arch}/${image.debianTree}`;
         let layer = debianLayers.get(key);
         if (!layer) {
-          const tree = await requireInput(path.join(inputs, arch, "debian", image.debianTree), `the Debian tree for ${image.name} (${arch})`);
-          layer = await buildLayer(path.join(work, `debian-${image.debianTree}-${arch}.layer`), await treeEntries(tree), { gzip: true });
+          const tree = await requireInput(
+            path.join(inputs, arch, "debian", image.debianTree),
+            `the Debian tree for ${image.name} (${arch})`,
+          );
+          layer = await buildLayer(
+            path.join(work, `debian-${image.debianTree}-${arch}.layer`),
+            await treeEntries(tree),
+            { gzip: true },
+          );
           debianLayers.set(key, layer);
         }
         layers.push(layer);
       }
       const binaries: Record<string, string> = {};
-      for (const p of imagePrograms(image)) binaries[p.name] = await requireInput(path.join(inputs, arch, p.name), `${p.name} for ${arch}`);
-      const bundled = image.bundle ? await bundleFiles(await requireInput(path.join(inputs, arch, image.bundle.input), `the ${image.bundle.input} of ${image.name} (${arch})`)) : [];
-      layers.push(await buildLayer(path.join(work, `${image.name}-${arch}.layer`), programEntries(image, binaries, bundled), { gzip: true }));
+      for (const p of imagePrograms(image))
+        binaries[p.name] = await requireInput(path.join(inputs, arch, p.name), `${p.name} for ${arch}`);
+      const bundled = image.bundle
+        ? await bundleFiles(
+            await requireInput(
+              path.join(inputs, arch, image.bundle.input),
+              `the ${image.bundle.input} of ${image.name} (${arch})`,
+            ),
+          )
+        : [];
+      layers.push(
+        await buildLayer(path.join(work, `${image.name}-${arch}.layer`), programEntries(image, binaries, bundled), {
+          gzip: true,
+        }),
+      );
       platforms.push({ arch, layers, config: image.config });
     }
     const { index, blobs } = assembleIndex(platforms);

@@ -25,7 +25,14 @@ export interface LayoutImage {
 
 /** Writes an archive whose index.json names each image, holding `blobs` (each blob once, whoever shares it). */
 export async function writeLayoutArchive(out: string, images: LayoutImage[], blobs: LayoutBlob[]): Promise<void> {
-  const index = { schemaVersion: 2, mediaType: MediaType.ociIndex, manifests: images.map(({ top, refName }) => ({ ...top, annotations: { ...top.annotations, [refNameAnnotation]: refName } })) };
+  const index = {
+    schemaVersion: 2,
+    mediaType: MediaType.ociIndex,
+    manifests: images.map(({ top, refName }) => ({
+      ...top,
+      annotations: { ...top.annotations, [refNameAnnotation]: refName },
+    })),
+  };
   const seen = new Set<string>();
   const entries: TarInput[] = [{ name: "blobs" }, { name: "blobs/sha256" }];
   for (const b of blobs) {
@@ -41,7 +48,11 @@ export async function writeLayoutArchive(out: string, images: LayoutImage[], blo
 }
 
 /** A JSON document as a blob and its descriptor. */
-export function jsonBlob(mediaType: string, doc: unknown, extra: Partial<Descriptor> = {}): LayoutBlob & { body: Buffer } {
+export function jsonBlob(
+  mediaType: string,
+  doc: unknown,
+  extra: Partial<Descriptor> = {},
+): LayoutBlob & { body: Buffer } {
   const body = Buffer.from(JSON.stringify(doc));
   return { descriptor: { mediaType, digest: sha256Digest(body), size: body.length, ...extra }, content: body, body };
 }
@@ -58,7 +69,11 @@ export class LayoutArchive {
     const members = new Map((await listTar(file)).map((m) => [m.name, m]));
     const layout = members.get("oci-layout");
     const index = members.get("index.json");
-    if (!layout || !index) throw new InvalidInputError(`${path.basename(file)} is not an OCI image layout archive (no oci-layout or index.json)`, { file });
+    if (!layout || !index)
+      throw new InvalidInputError(
+        `${path.basename(file)} is not an OCI image layout archive (no oci-layout or index.json)`,
+        { file },
+      );
     const parsed = parseManifest(await readMember(file, index), MediaType.ociIndex);
     if (parsed.kind !== "index") throw new InvalidInputError(`${file}: index.json is not an index`, { file });
     return new LayoutArchive(file, members, parsed.manifests);
@@ -79,8 +94,16 @@ export class LayoutArchive {
 
   /** Pushes the image named `refName` (or the only one) and tags it `tag`; returns the top digest. */
   async push(client: RepositoryClient, tag: string, refName?: string): Promise<string> {
-    const top = refName ? this.images.find((d) => d.annotations?.[refNameAnnotation] === refName) : this.images.length === 1 ? this.images[0] : undefined;
-    if (!top) throw new NotFoundError(`${path.basename(this.file)}: ${refName ? `no image named ${refName}` : "more than one image; name one"}`, { file: this.file });
+    const top = refName
+      ? this.images.find((d) => d.annotations?.[refNameAnnotation] === refName)
+      : this.images.length === 1
+        ? this.images[0]
+        : undefined;
+    if (!top)
+      throw new NotFoundError(
+        `${path.basename(this.file)}: ${refName ? `no image named ${refName}` : "more than one image; name one"}`,
+        { file: this.file },
+      );
     await this.pushTree(client, top, tag);
     return top.digest;
   }
@@ -93,7 +116,11 @@ export class LayoutArchive {
     } else {
       for (const blob of [doc.config, ...doc.layers]) {
         const m = this.member(blob.digest);
-        if (m.size !== blob.size) throw new InvalidInputError(`${path.basename(this.file)}: blob ${blob.digest} has ${m.size} bytes, its descriptor says ${blob.size}`, { digest: blob.digest });
+        if (m.size !== blob.size)
+          throw new InvalidInputError(
+            `${path.basename(this.file)}: blob ${blob.digest} has ${m.size} bytes, its descriptor says ${blob.size}`,
+            { digest: blob.digest },
+          );
         await client.pushBlob(blob, () => memberStream(this.file, m));
       }
     }

@@ -16,7 +16,12 @@ export const MediaType = {
 } as const;
 
 /** What a registry is asked for when resolving a tag: any of the four. */
-export const manifestAccept = [MediaType.ociIndex, MediaType.ociManifest, MediaType.dockerList, MediaType.dockerManifest].join(", ");
+export const manifestAccept = [
+  MediaType.ociIndex,
+  MediaType.ociManifest,
+  MediaType.dockerList,
+  MediaType.dockerManifest,
+].join(", ");
 
 export interface Platform {
   architecture: string;
@@ -55,13 +60,22 @@ function parseDescriptor(v: unknown, where: string): Descriptor {
   if (typeof mediaType !== "string" || mediaType === "") throw new InvalidInputError(`${where}.mediaType: missing`);
   if (typeof digest !== "string") throw new InvalidInputError(`${where}.digest: missing`);
   checkDigest(digest);
-  if (typeof size !== "number" || !Number.isSafeInteger(size) || size < 0) throw new InvalidInputError(`${where}.size: must be a non-negative integer`);
+  if (typeof size !== "number" || !Number.isSafeInteger(size) || size < 0)
+    throw new InvalidInputError(`${where}.size: must be a non-negative integer`);
   const d: Descriptor = { mediaType, digest, size };
   if (platform !== undefined) {
-    if (!isObject(platform) || typeof platform.architecture !== "string" || typeof platform.os !== "string") throw new InvalidInputError(`${where}.platform: needs architecture and os`);
-    d.platform = { architecture: platform.architecture, os: platform.os, ...(typeof platform.variant === "string" ? { variant: platform.variant } : {}) };
+    if (!isObject(platform) || typeof platform.architecture !== "string" || typeof platform.os !== "string")
+      throw new InvalidInputError(`${where}.platform: needs architecture and os`);
+    d.platform = {
+      architecture: platform.architecture,
+      os: platform.os,
+      ...(typeof platform.variant === "string" ? { variant: platform.variant } : {}),
+    };
   }
-  if (isObject(annotations)) d.annotations = Object.fromEntries(Object.entries(annotations).filter((e): e is [string, string] => typeof e[1] === "string"));
+  if (isObject(annotations))
+    d.annotations = Object.fromEntries(
+      Object.entries(annotations).filter((e): e is [string, string] => typeof e[1] === "string"),
+    );
   return d;
 }
 
@@ -77,10 +91,12 @@ export function parseManifest(body: Uint8Array, contentType?: string): ImageInde
     throw new InvalidInputError("manifest is not JSON", {}, { cause: err });
   }
   if (!isObject(doc)) throw new InvalidInputError("manifest must be a JSON object");
-  if (doc.schemaVersion !== 2) throw new InvalidInputError(`manifest schemaVersion ${String(doc.schemaVersion)} is not 2`);
+  if (doc.schemaVersion !== 2)
+    throw new InvalidInputError(`manifest schemaVersion ${String(doc.schemaVersion)} is not 2`);
   const declared = typeof doc.mediaType === "string" ? doc.mediaType : undefined;
   const header = contentType?.split(";")[0]?.trim();
-  if (declared && header && header !== declared && header !== "application/json") throw new InvalidInputError(`manifest says ${declared} but was served as ${header}`);
+  if (declared && header && header !== declared && header !== "application/json")
+    throw new InvalidInputError(`manifest says ${declared} but was served as ${header}`);
   const mediaType = declared ?? header ?? (Array.isArray(doc.manifests) ? MediaType.ociIndex : MediaType.ociManifest);
   if (mediaType === MediaType.ociIndex || mediaType === MediaType.dockerList) {
     if (!Array.isArray(doc.manifests)) throw new InvalidInputError("index: manifests must be a list");
@@ -88,7 +104,12 @@ export function parseManifest(body: Uint8Array, contentType?: string): ImageInde
   }
   if (mediaType === MediaType.ociManifest || mediaType === MediaType.dockerManifest) {
     if (!Array.isArray(doc.layers)) throw new InvalidInputError("manifest: layers must be a list");
-    return { kind: "manifest", mediaType, config: parseDescriptor(doc.config, "config"), layers: doc.layers.map((l, i) => parseDescriptor(l, `layers[${i}]`)) };
+    return {
+      kind: "manifest",
+      mediaType,
+      config: parseDescriptor(doc.config, "config"),
+      layers: doc.layers.map((l, i) => parseDescriptor(l, `layers[${i}]`)),
+    };
   }
   throw new InvalidInputError(`unsupported manifest media type ${mediaType}`);
 }
@@ -102,8 +123,12 @@ export function ociArchitecture(nodeArch: string): string {
 export function selectPlatform(index: ImageIndex, architecture: string): Descriptor {
   const found = index.manifests.find((m) => m.platform?.os === "linux" && m.platform.architecture === architecture);
   if (!found) {
-    const have = index.manifests.map((m) => (m.platform ? `${m.platform.os}/${m.platform.architecture}` : "unknown")).join(", ");
-    throw new NotFoundError(`the image has no linux/${architecture} manifest (it has: ${have || "none"})`, { architecture });
+    const have = index.manifests
+      .map((m) => (m.platform ? `${m.platform.os}/${m.platform.architecture}` : "unknown"))
+      .join(", ");
+    throw new NotFoundError(`the image has no linux/${architecture} manifest (it has: ${have || "none"})`, {
+      architecture,
+    });
   }
   return found;
 }

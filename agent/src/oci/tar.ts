@@ -33,7 +33,8 @@ function header(name: string, size: number, mode: number, type: EntryType, link 
   let base = name;
   if (Buffer.byteLength(name) > 100) {
     const cut = name.lastIndexOf("/", 155);
-    if (cut <= 0 || Buffer.byteLength(name.slice(cut + 1)) > 100) throw new InvalidInputError(`tar member name too long: ${name}`);
+    if (cut <= 0 || Buffer.byteLength(name.slice(cut + 1)) > 100)
+      throw new InvalidInputError(`tar member name too long: ${name}`);
     prefix = name.slice(0, cut);
     base = name.slice(cut + 1);
   }
@@ -56,7 +57,7 @@ function header(name: string, size: number, mode: number, type: EntryType, link 
 }
 
 function write(out: Writable, data: Buffer): Promise<void> {
-  return new Promise((resolve, reject) => (out.write(data, (err) => (err ? reject(err) : resolve()))));
+  return new Promise((resolve, reject) => out.write(data, (err) => (err ? reject(err) : resolve())));
 }
 
 /** pax records "LEN SCHILY.xattr.NAME=VALUE\n", LEN counting the whole record in bytes (values may be binary). */
@@ -89,7 +90,15 @@ export async function writeTar(file: string, entries: TarInput[]): Promise<void>
       }
       const dir = e.content === undefined;
       const size = dir ? 0 : Buffer.isBuffer(e.content) ? e.content.length : (await fs.stat(e.content!.file)).size;
-      await write(out, header(dir ? e.name.replace(/\/?$/, "/") : e.name, size, e.mode ?? (dir ? 0o755 : 0o644), dir ? "directory" : "file"));
+      await write(
+        out,
+        header(
+          dir ? e.name.replace(/\/?$/, "/") : e.name,
+          size,
+          e.mode ?? (dir ? 0o755 : 0o644),
+          dir ? "directory" : "file",
+        ),
+      );
       if (Buffer.isBuffer(e.content)) await write(out, e.content);
       else if (e.content) for await (const chunk of createReadStream(e.content.file)) await write(out, chunk as Buffer);
       if (size % block) await write(out, Buffer.alloc(block - (size % block)));
@@ -121,7 +130,8 @@ function parsePax(pax: Buffer): Map<string, Buffer> {
   while (at < pax.length) {
     const space = pax.indexOf(0x20, at);
     const len = parseInt(pax.subarray(at, space).toString("ascii"), 10);
-    if (space < 0 || !Number.isSafeInteger(len) || len <= 0 || at + len > pax.length) throw new InvalidInputError(`bad pax record at byte ${at}`);
+    if (space < 0 || !Number.isSafeInteger(len) || len <= 0 || at + len > pax.length)
+      throw new InvalidInputError(`bad pax record at byte ${at}`);
     const record = pax.subarray(space + 1, at + len - 1);
     const eq = record.indexOf(0x3d);
     records.set(record.subarray(0, eq).toString("utf8"), record.subarray(eq + 1));
@@ -152,13 +162,15 @@ export async function listTar(file: string): Promise<TarMember[]> {
       if (h.every((b) => b === 0)) break;
       let sum = 0;
       for (let i = 0; i < block; i++) sum += i >= 148 && i < 156 ? 32 : h[i]!;
-      if (sum !== parseInt(field(h, 148, 8).trim() || "0", 8)) throw new InvalidInputError(`${file}: bad tar header checksum at offset ${pos}`, { file, offset: pos });
+      if (sum !== parseInt(field(h, 148, 8).trim() || "0", 8))
+        throw new InvalidInputError(`${file}: bad tar header checksum at offset ${pos}`, { file, offset: pos });
       const size = parseInt(field(h, 124, 12).trim() || "0", 8);
       const typeflag = String.fromCharCode(h[156]!);
       const prefix = field(h, 345, 155);
       const name = pax.get("path")?.toString("utf8") ?? (prefix ? `${prefix}/${field(h, 0, 100)}` : field(h, 0, 100));
       const offset = pos + block;
-      if (offset + size > total) throw new InvalidInputError(`${file}: tar member ${name} is truncated`, { file, member: name });
+      if (offset + size > total)
+        throw new InvalidInputError(`${file}: tar member ${name} is truncated`, { file, member: name });
       pos = offset + Math.ceil(size / block) * block;
       if (typeflag === "x") {
         const body = Buffer.alloc(size);
@@ -169,11 +181,25 @@ export async function listTar(file: string): Promise<TarMember[]> {
       const records = pax;
       pax = new Map();
       if (typeflag === "g") continue;
-      const type = typeflag === "0" || typeflag === "\0" ? "file" : typeflag === "5" ? "directory" : typeflag === "2" ? "symlink" : "other";
-      const member: TarMember = { name: name.replace(/^\.\//, "").replace(/\/$/, ""), type, offset, size, mode: parseInt(field(h, 100, 8).trim() || "0", 8) };
+      const type =
+        typeflag === "0" || typeflag === "\0"
+          ? "file"
+          : typeflag === "5"
+            ? "directory"
+            : typeflag === "2"
+              ? "symlink"
+              : "other";
+      const member: TarMember = {
+        name: name.replace(/^\.\//, "").replace(/\/$/, ""),
+        type,
+        offset,
+        size,
+        mode: parseInt(field(h, 100, 8).trim() || "0", 8),
+      };
       if (type === "symlink") member.link = records.get("linkpath")?.toString("utf8") ?? field(h, 157, 100);
       const xattrs = [...records].filter(([k]) => k.startsWith(xattrPrefix));
-      if (xattrs.length > 0) member.xattrs = Object.fromEntries(xattrs.map(([k, v]) => [k.slice(xattrPrefix.length), v]));
+      if (xattrs.length > 0)
+        member.xattrs = Object.fromEntries(xattrs.map(([k, v]) => [k.slice(xattrPrefix.length), v]));
       members.push(member);
     }
     return members;
@@ -197,5 +223,11 @@ export async function readMember(file: string, m: TarMember): Promise<Buffer> {
 /** A stream of one member's bytes, in chunks of `chunkBytes` (Node's default 64 KiB unless given). */
 export function memberStream(file: string, m: TarMember, chunkBytes?: number): Readable {
   // createReadStream refuses an end before its start, which an empty member would give.
-  return m.size === 0 ? Readable.from([]) : createReadStream(file, { start: m.offset, end: m.offset + m.size - 1, ...(chunkBytes ? { highWaterMark: chunkBytes } : {}) });
+  return m.size === 0
+    ? Readable.from([])
+    : createReadStream(file, {
+        start: m.offset,
+        end: m.offset + m.size - 1,
+        ...(chunkBytes ? { highWaterMark: chunkBytes } : {}),
+      });
 }

@@ -6,7 +6,15 @@ import { randomBytes, type KeyObject } from "node:crypto";
 import { isIP } from "node:net";
 import { x509 } from "./provider.js";
 import { InvalidInputError } from "../errors.js";
-import { generateKeyPair, parsePrivateKeyPem, privateKeyToPem, signingAlgorithmFor, webCryptoKeys, type KeyAlgorithm, type KeyPair } from "./keys.js";
+import {
+  generateKeyPair,
+  parsePrivateKeyPem,
+  privateKeyToPem,
+  signingAlgorithmFor,
+  webCryptoKeys,
+  type KeyAlgorithm,
+  type KeyPair,
+} from "./keys.js";
 import { decodePem, encodePem, PemLabel } from "./pem.js";
 import { caLifetimeMs } from "./lifetimes.js";
 
@@ -126,7 +134,12 @@ export async function signCertificate(ca: CertificateAuthority, params: SignPara
   const caKeys = await webCryptoKeys(ca.key);
   const extensions: x509.Extension[] = [keyUsageExtension(params.keyUsage)];
   if (params.extKeyUsage.length > 0) {
-    extensions.push(new x509.ExtendedKeyUsageExtension(params.extKeyUsage.map((u) => extKeyUsageOid[u]), false));
+    extensions.push(
+      new x509.ExtendedKeyUsageExtension(
+        params.extKeyUsage.map((u) => extKeyUsageOid[u]),
+        false,
+      ),
+    );
   }
   // Authority key id = the CA's subject key id, as Go fills it in.
   const caKeyId = ca.cert.getExtension(x509.SubjectKeyIdentifierExtension);
@@ -199,7 +212,10 @@ export function parseCertificatePem(pem: string | Buffer): x509.X509Certificate 
 }
 
 /** A certificate and its key from PEM (any key format Talos writes); checks that they belong together. */
-export async function loadCertificateAndKey(certPem: string | Buffer, keyPem: string | Buffer): Promise<CertificateAndKey> {
+export async function loadCertificateAndKey(
+  certPem: string | Buffer,
+  keyPem: string | Buffer,
+): Promise<CertificateAndKey> {
   const cert = parseCertificatePem(certPem);
   const key = parsePrivateKeyPem(keyPem);
   assertKeyMatchesCertificate(cert, key);

@@ -14,7 +14,14 @@ import {
   type ExtKeyUsageName,
   type SubjectOptions,
 } from "./certificates.js";
-import { generateKeyPair, privateKeyToPem, signingAlgorithmFor, webCryptoKeys, type KeyAlgorithm, type KeyPair } from "./keys.js";
+import {
+  generateKeyPair,
+  privateKeyToPem,
+  signingAlgorithmFor,
+  webCryptoKeys,
+  type KeyAlgorithm,
+  type KeyPair,
+} from "./keys.js";
 import { decodePem, encodePem, PemLabel } from "./pem.js";
 
 export interface CSROptions extends SubjectOptions {
@@ -87,11 +94,17 @@ export interface SignCSROptions {
 }
 
 /** Signs a CSR with the CA; the defaults are trustd's rules. */
-export async function signCSR(ca: CertificateAuthority, csrPem: string | Buffer, options: SignCSROptions = {}): Promise<SignedCSR> {
+export async function signCSR(
+  ca: CertificateAuthority,
+  csrPem: string | Buffer,
+  options: SignCSROptions = {},
+): Promise<SignedCSR> {
   const csr = await parseCSR(csrPem);
   const subject: x509.JsonName = [];
   for (const rdn of csr.subjectName.toJSON()) {
-    const kept = Object.fromEntries(Object.entries(rdn).filter(([type]) => options.keepOrganization || !organizationKeys.has(type)));
+    const kept = Object.fromEntries(
+      Object.entries(rdn).filter(([type]) => options.keepOrganization || !organizationKeys.has(type)),
+    );
     if (Object.keys(kept).length > 0) subject.push(kept);
   }
   const dnsNames: string[] = [];

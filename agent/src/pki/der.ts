@@ -51,14 +51,18 @@ export function oid(dotted: string): Buffer {
 
 /** PrintableString when every character is allowed there, UTF8String otherwise (as Go and @peculiar/x509 choose). */
 export function directoryString(value: string): Buffer {
-  return /^[A-Za-z0-9 '()+,\-./:=?]*$/.test(value) ? tlv(0x13, Buffer.from(value, "latin1")) : tlv(0x0c, Buffer.from(value, "utf8"));
+  return /^[A-Za-z0-9 '()+,\-./:=?]*$/.test(value)
+    ? tlv(0x13, Buffer.from(value, "latin1"))
+    : tlv(0x0c, Buffer.from(value, "utf8"));
 }
 
 /** UTCTime through 2049, GeneralizedTime from 2050 (RFC 5280 4.1.2.5), to the second. */
 export function time(date: Date): Buffer {
   const iso = date.toISOString(); // YYYY-MM-DDTHH:MM:SS.sssZ
   const digits = iso.slice(0, 19).replace(/[-T:]/g, "") + "Z";
-  return date.getUTCFullYear() < 2050 ? tlv(0x17, Buffer.from(digits.slice(2), "latin1")) : tlv(0x18, Buffer.from(digits, "latin1"));
+  return date.getUTCFullYear() < 2050
+    ? tlv(0x17, Buffer.from(digits.slice(2), "latin1"))
+    : tlv(0x18, Buffer.from(digits, "latin1"));
 }
 
 /** One TLV read from DER: its tag, its contents and the whole encoding. */

@@ -7,7 +7,23 @@
 import { createHash, randomBytes, sign } from "node:crypto";
 import { isIP } from "node:net";
 import { InvalidInputError } from "../errors.js";
-import { bitString, boolean, children, directoryString, explicit, implicitPrimitive, octetString, oid, readElement, sequence, set, smallInteger, time, unsignedInteger, type DerElement } from "./der.js";
+import {
+  bitString,
+  boolean,
+  children,
+  directoryString,
+  explicit,
+  implicitPrimitive,
+  octetString,
+  oid,
+  readElement,
+  sequence,
+  set,
+  smallInteger,
+  time,
+  unsignedInteger,
+  type DerElement,
+} from "./der.js";
 import { generateKeyPair, parsePrivateKeyPem, privateKeyToPem, type KeyPair } from "./keys.js";
 import { decodePem, encodePem, PemLabel } from "./pem.js";
 
@@ -113,14 +129,18 @@ function ipv6Bytes(ip: string): Buffer {
   const groups = (s: string) => (s === "" ? [] : s.split(":").map((g) => parseInt(g, 16)));
   const left = groups(head);
   const right = tail === undefined ? [] : groups(tail);
-  const all = tail === undefined ? left : [...left, ...new Array<number>(8 - left.length - right.length).fill(0), ...right];
+  const all =
+    tail === undefined ? left : [...left, ...new Array<number>(8 - left.length - right.length).fill(0), ...right];
   const out = Buffer.alloc(16);
   all.forEach((g, i) => out.writeUInt16BE(g, i * 2));
   return out;
 }
 
 function subjectAltNames(dnsNames: readonly string[], ipAddresses: readonly string[]): Buffer {
-  return sequence(...dnsNames.map((d) => implicitPrimitive(2, Buffer.from(d, "ascii"))), ...ipAddresses.map((ip) => implicitPrimitive(7, ipBytes(ip))));
+  return sequence(
+    ...dnsNames.map((d) => implicitPrimitive(2, Buffer.from(d, "ascii"))),
+    ...ipAddresses.map((ip) => implicitPrimitive(7, ipBytes(ip))),
+  );
 }
 
 /** Certificate times have one-second resolution; truncating keeps NotBefore exact. */
@@ -129,12 +149,21 @@ function truncateToSeconds(date: Date): Date {
 }
 
 function signed(tbs: Buffer, signer: KeyPair): string {
-  if (signer.algorithm !== "ed25519") throw new InvalidInputError(`an Ed25519 certificate's signer must be Ed25519, got ${signer.algorithm}`);
+  if (signer.algorithm !== "ed25519")
+    throw new InvalidInputError(`an Ed25519 certificate's signer must be Ed25519, got ${signer.algorithm}`);
   const der = sequence(tbs, ed25519Algorithm, bitString(sign(null, tbs, signer.privateKey)));
   return encodePem(PemLabel.certificate, der);
 }
 
-function tbsCertificate(p: { serial: Buffer; issuer: Buffer; subject: Buffer; notBefore: Date; lifetimeMs: number; spki: Buffer; extensions: Buffer[] }): Buffer {
+function tbsCertificate(p: {
+  serial: Buffer;
+  issuer: Buffer;
+  subject: Buffer;
+  notBefore: Date;
+  lifetimeMs: number;
+  spki: Buffer;
+  extensions: Buffer[];
+}): Buffer {
   return sequence(
     explicit(0, smallInteger(2)),
     unsignedInteger(p.serial),
@@ -209,17 +238,23 @@ function subjectKeyIdOf(extensionsField: DerElement): Buffer | undefined {
  * A leaf certificate signed by an Ed25519 CA (PEM pair, the key in any form keys.ts reads), with a fresh
  * Ed25519 key: as certificates.ts's issueCertificate makes it (KeyUsage, ExtKeyUsage, the CA's key id, SANs).
  */
-export async function issueEd25519Certificate(ca: { certPem: string | Buffer; keyPem: string | Buffer }, options: Ed25519IssueOptions): Promise<Ed25519Issued> {
+export async function issueEd25519Certificate(
+  ca: { certPem: string | Buffer; keyPem: string | Buffer },
+  options: Ed25519IssueOptions,
+): Promise<Ed25519Issued> {
   const caKey = parsePrivateKeyPem(ca.keyPem);
   const issuer = issuerFields(ca.certPem);
   if (!issuer.spki.equals(spkiOf(caKey))) throw new InvalidInputError("private key does not match the certificate");
   const key = options.key ?? (await generateKeyPair("ed25519"));
   const extensions = [extension(OID.keyUsage, true, keyUsageValue(options.keyUsage))];
-  if (options.extKeyUsage.length > 0) extensions.push(extension(OID.extKeyUsage, false, sequence(...options.extKeyUsage.map((u) => oid(OID[u])))));
-  if (issuer.subjectKeyId) extensions.push(extension(OID.authorityKeyId, false, sequence(implicitPrimitive(0, issuer.subjectKeyId))));
+  if (options.extKeyUsage.length > 0)
+    extensions.push(extension(OID.extKeyUsage, false, sequence(...options.extKeyUsage.map((u) => oid(OID[u])))));
+  if (issuer.subjectKeyId)
+    extensions.push(extension(OID.authorityKeyId, false, sequence(implicitPrimitive(0, issuer.subjectKeyId))));
   const dnsNames = options.dnsNames ?? [];
   const ipAddresses = options.ipAddresses ?? [];
-  if (dnsNames.length + ipAddresses.length > 0) extensions.push(extension(OID.subjectAltName, false, subjectAltNames(dnsNames, ipAddresses)));
+  if (dnsNames.length + ipAddresses.length > 0)
+    extensions.push(extension(OID.subjectAltName, false, subjectAltNames(dnsNames, ipAddresses)));
   const tbs = tbsCertificate({
     serial: options.serial ?? randomBytes(16),
     issuer: issuer.subject,

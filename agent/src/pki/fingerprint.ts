@@ -16,5 +16,7 @@ export function spkiFingerprint(certPem: string | Buffer): string {
   } catch (err) {
     throw new InvalidInputError("failed to parse certificate", {}, { cause: err });
   }
-  return createHash("sha256").update(cert.publicKey.export({ format: "der", type: "spki" })).digest("base64");
+  return createHash("sha256")
+    .update(cert.publicKey.export({ format: "der", type: "spki" }))
+    .digest("base64");
 }

@@ -3,7 +3,13 @@
 // as SEC1 under `EC PRIVATE KEY`, RSA as PKCS#1 under `RSA PRIVATE KEY`.
 // node:crypto KeyObjects hold the keys; WebCrypto keys are derived on demand for
 // @peculiar/x509, which signs through WebCrypto.
-import { createPrivateKey, createPublicKey, generateKeyPair as generateNodeKeyPair, KeyObject, webcrypto } from "node:crypto";
+import {
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPair as generateNodeKeyPair,
+  KeyObject,
+  webcrypto,
+} from "node:crypto";
 import { promisify } from "node:util";
 import { InvalidInputError } from "../errors.js";
 import { decodePem, encodePem, PemLabel } from "./pem.js";
@@ -83,7 +89,12 @@ export function publicKeyToPem(key: KeyPair): string {
  * `.pub`): PKIX under `EC PUBLIC KEY`, `ED25519 PUBLIC KEY` or, for RSA, `PUBLIC KEY`.
  */
 export function talosPublicKeyPem(key: KeyPair): string {
-  const label = key.algorithm === "ecdsa-p256" ? PemLabel.ecPublicKey : key.algorithm === "ed25519" ? PemLabel.ed25519PublicKey : PemLabel.publicKey;
+  const label =
+    key.algorithm === "ecdsa-p256"
+      ? PemLabel.ecPublicKey
+      : key.algorithm === "ed25519"
+        ? PemLabel.ed25519PublicKey
+        : PemLabel.publicKey;
   return encodePem(label, key.publicKey.export({ format: "der", type: "spki" }));
 }
 
@@ -93,8 +104,14 @@ export function talosPublicKeyPem(key: KeyPair): string {
  * `RSA PRIVATE KEY` (PKCS#1).
  */
 export function parsePrivateKeyPem(pem: string | Buffer): KeyPair {
-  const block = decodePem(pem, [PemLabel.ed25519PrivateKey, PemLabel.privateKey, PemLabel.ecPrivateKey, PemLabel.rsaPrivateKey]);
-  const type = block.label === PemLabel.ecPrivateKey ? "sec1" : block.label === PemLabel.rsaPrivateKey ? "pkcs1" : "pkcs8";
+  const block = decodePem(pem, [
+    PemLabel.ed25519PrivateKey,
+    PemLabel.privateKey,
+    PemLabel.ecPrivateKey,
+    PemLabel.rsaPrivateKey,
+  ]);
+  const type =
+    block.label === PemLabel.ecPrivateKey ? "sec1" : block.label === PemLabel.rsaPrivateKey ? "pkcs1" : "pkcs8";
   let privateKey: KeyObject;
   try {
     privateKey = createPrivateKey({ key: block.der, format: "der", type });
@@ -109,7 +126,10 @@ export function parsePrivateKeyPem(pem: string | Buffer): KeyPair {
 }
 
 // WebCrypto import parameters per algorithm (RSA keys only ever sign with SHA-256 here).
-const importParams: Record<KeyAlgorithm, webcrypto.EcKeyImportParams | webcrypto.RsaHashedImportParams | webcrypto.Algorithm> = {
+const importParams: Record<
+  KeyAlgorithm,
+  webcrypto.EcKeyImportParams | webcrypto.RsaHashedImportParams | webcrypto.Algorithm
+> = {
   ed25519: { name: "Ed25519" },
   "ecdsa-p256": { name: "ECDSA", namedCurve: "P-256" },
   rsa: { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" },
@@ -135,8 +155,12 @@ export function webCryptoKeys(key: KeyPair): Promise<webcrypto.CryptoKeyPair> {
   if (!cached) {
     const params = importParams[key.algorithm];
     cached = Promise.all([
-      webcrypto.subtle.importKey("pkcs8", key.privateKey.export({ format: "der", type: "pkcs8" }), params, true, ["sign"]),
-      webcrypto.subtle.importKey("spki", key.publicKey.export({ format: "der", type: "spki" }), params, true, ["verify"]),
+      webcrypto.subtle.importKey("pkcs8", key.privateKey.export({ format: "der", type: "pkcs8" }), params, true, [
+        "sign",
+      ]),
+      webcrypto.subtle.importKey("spki", key.publicKey.export({ format: "der", type: "spki" }), params, true, [
+        "verify",
+      ]),
     ]).then(([privateKey, publicKey]) => ({ privateKey, publicKey }));
     cryptoKeyCache.set(key, cached);
   }

@@ -34,7 +34,15 @@ export interface KubeconfigInput {
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
 
 /** The kubeconfig text, byte for byte as Talos's template renders it. */
-export function renderKubeconfig(input: { clusterName: string; endpoint: string; caPem: string; certPem: string; keyPem: string; username: string; contextName: string }): string {
+export function renderKubeconfig(input: {
+  clusterName: string;
+  endpoint: string;
+  caPem: string;
+  certPem: string;
+  keyPem: string;
+  username: string;
+  contextName: string;
+}): string {
   const user = `${input.username}@${input.clusterName}`;
   const context = `${input.contextName}@${input.clusterName}`;
   return [

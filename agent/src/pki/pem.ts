@@ -61,7 +61,9 @@ export function decodePem(text: string | Buffer, expectLabels?: readonly string[
   const [block] = decodePemBlocks(text);
   if (!block) throw new InvalidInputError("no PEM data found");
   if (expectLabels && !expectLabels.includes(block.label)) {
-    throw new InvalidInputError(`unexpected PEM block ${JSON.stringify(block.label)}, want one of ${expectLabels.join(", ")}`);
+    throw new InvalidInputError(
+      `unexpected PEM block ${JSON.stringify(block.label)}, want one of ${expectLabels.join(", ")}`,
+    );
   }
   return block;
 }

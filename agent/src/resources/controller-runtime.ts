@@ -45,7 +45,13 @@ export interface ControllerContext {
   get<S = unknown>(namespace: string, type: string, id: string): Resource<S> | undefined;
   list<S = unknown>(namespace: string, type: string): Resource<S>[];
   /** Create or update an output (no write when unchanged). */
-  modify<S>(namespace: string, type: string, id: string, fn: (current: S | undefined) => S, opts?: ModifyOptions): Resource<S>;
+  modify<S>(
+    namespace: string,
+    type: string,
+    id: string,
+    fn: (current: S | undefined) => S,
+    opts?: ModifyOptions,
+  ): Resource<S>;
   /** Phase tearingDown; true when no finalizers remain. */
   teardown(namespace: string, type: string, id: string): boolean;
   destroy(namespace: string, type: string, id: string): void;
@@ -118,15 +124,23 @@ export class ControllerRuntime {
   /** Adds a controller; before or after start. Two controllers may not both exclusively own a type. */
   register(controller: Controller): void {
     if (this.slots.some((s) => s.controller.name === controller.name)) {
-      throw new PermissionDeniedError(`controller ${controller.name} is already registered`, { controller: controller.name });
+      throw new PermissionDeniedError(`controller ${controller.name} is already registered`, {
+        controller: controller.name,
+      });
     }
     for (const out of controller.outputs) {
       const owner = this.exclusiveOwners.get(out.type);
-      if (owner !== undefined || ((out.kind ?? "exclusive") === "exclusive" && this.slots.some((s) => s.outputs.has(out.type)))) {
-        throw new PermissionDeniedError(`resource type ${out.type} is already an output of controller ${owner ?? "another controller"}`, {
-          controller: controller.name,
-          type: out.type,
-        });
+      if (
+        owner !== undefined ||
+        ((out.kind ?? "exclusive") === "exclusive" && this.slots.some((s) => s.outputs.has(out.type)))
+      ) {
+        throw new PermissionDeniedError(
+          `resource type ${out.type} is already an output of controller ${owner ?? "another controller"}`,
+          {
+            controller: controller.name,
+            type: out.type,
+          },
+        );
       }
     }
     for (const out of controller.outputs) {
@@ -190,7 +204,12 @@ export class ControllerRuntime {
         edges.push(edge);
       }
       for (const o of c.outputs) {
-        edges.push({ controllerName: c.name, edgeType: o.kind === "shared" ? "outputShared" : "outputExclusive", namespace: "", type: o.type });
+        edges.push({
+          controllerName: c.name,
+          edgeType: o.kind === "shared" ? "outputShared" : "outputExclusive",
+          namespace: "",
+          type: o.type,
+        });
       }
     }
     return edges;
@@ -198,7 +217,10 @@ export class ControllerRuntime {
 
   private activate(slot: Slot, signal: AbortSignal): void {
     for (const input of slot.controller.inputs) {
-      const target = input.id === undefined ? { namespace: input.namespace, type: input.type } : { namespace: input.namespace, type: input.type, id: input.id };
+      const target =
+        input.id === undefined
+          ? { namespace: input.namespace, type: input.type }
+          : { namespace: input.namespace, type: input.type, id: input.id };
       this.state.watch(target, { signal }, () => this.trigger(slot));
     }
     slot.controller.watchSources?.(() => this.trigger(slot), signal);
@@ -292,7 +314,9 @@ export class ControllerRuntime {
   }
 
   private isIdle(): boolean {
-    return this.signal?.aborted === true ? this.slots.every((s) => !s.running) : this.slots.every((s) => !s.running && !s.scheduled);
+    return this.signal?.aborted === true
+      ? this.slots.every((s) => !s.running)
+      : this.slots.every((s) => !s.running && !s.scheduled);
   }
 
   private notifyIdle(): void {

@@ -81,10 +81,12 @@ export function singular(plural: string): string {
 /** Computes display type, aliases and all aliases the way cosi does (cosi-state.md §7). */
 export function computeDefinitionSpec(input: ResourceDefinitionInput<never>): ResourceDefinitionSpec {
   const dot = input.type.indexOf(".");
-  if (dot <= 0 || dot === input.type.length - 1) throw new InvalidInputError(`resource type ${input.type}: missing name or suffix`);
+  if (dot <= 0 || dot === input.type.length - 1)
+    throw new InvalidInputError(`resource type ${input.type}: missing name or suffix`);
   const name = input.type.slice(0, dot);
   const suffix = input.type.slice(dot + 1);
-  if (!NAME_RE.test(name) || name.toLowerCase() === name) throw new InvalidInputError(`resource type ${input.type}: name should be CamelCase`);
+  if (!NAME_RE.test(name) || name.toLowerCase() === name)
+    throw new InvalidInputError(`resource type ${input.type}: name should be CamelCase`);
   if (!SUFFIX_RE.test(suffix)) throw new InvalidInputError(`resource type ${input.type}: bad suffix`);
 
   const displayType = input.displayType ?? singular(name);
@@ -192,7 +194,10 @@ export function registerDefinitions(state: ResourceState, defs: readonly Resourc
 }
 
 /** Registers namespaces as `Namespaces.meta.cosi.dev` resources (always including `meta`). */
-export function registerNamespaces(state: ResourceState, namespaces: readonly { name: string; description: string }[]): void {
+export function registerNamespaces(
+  state: ResourceState,
+  namespaces: readonly { name: string; description: string }[],
+): void {
   registryOf(state);
   for (const ns of namespaces) {
     state.modify<NamespaceSpec>(META_NAMESPACE, NAMESPACE_TYPE, ns.name, "", () => ({ description: ns.description }));

@@ -22,7 +22,8 @@ function scalar(v: unknown): string {
 /** A multi-line string as a literal block when that round-trips, else undefined. */
 function literal(v: string, contentIndent: number): string | undefined {
   if (!v.includes("\n")) return undefined;
-  if (/^[ \t\n]/.test(v) || /[ \t]\n/.test(v) || /[\r\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f\ufeff]/.test(v)) return undefined;
+  if (/^[ \t\n]/.test(v) || /[ \t]\n/.test(v) || /[\r\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f\ufeff]/.test(v))
+    return undefined;
   const body = v.replace(/\n+$/, "");
   const trailing = v.length - body.length;
   const chomp = trailing === 0 ? "-" : trailing === 1 ? "" : "+";
@@ -37,7 +38,13 @@ function isEmptyCollection(v: unknown): string | undefined {
 }
 
 /** Renders `key: value` lines of a mapping whose keys start at `keyIndent`; nested blocks start at `childIndent`. */
-function mapping(obj: Obj, keyIndent: number, childIndent: number, firstPrefix: string | undefined, out: string[]): void {
+function mapping(
+  obj: Obj,
+  keyIndent: number,
+  childIndent: number,
+  firstPrefix: string | undefined,
+  out: string[],
+): void {
   let first = true;
   for (const [key, value] of Object.entries(obj)) {
     const lead = first && firstPrefix !== undefined ? firstPrefix : pad(keyIndent);

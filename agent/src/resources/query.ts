@@ -18,10 +18,20 @@ export interface LabelQuery {
 }
 
 /** Wire enum LabelTerm.Operation numbers, in order. */
-export const labelOpsByNumber: readonly LabelOp[] = ["exists", "equal", "notExists", "in", "lt", "lte", "ltNumeric", "lteNumeric"];
+export const labelOpsByNumber: readonly LabelOp[] = [
+  "exists",
+  "equal",
+  "notExists",
+  "in",
+  "lt",
+  "lte",
+  "ltNumeric",
+  "lteNumeric",
+];
 
 function numeric(s: string, what: string): number {
-  if (!/^-?\d+$/.test(s.trim())) throw new InvalidInputError(`label query: ${what} ${JSON.stringify(s)} is not an integer`);
+  if (!/^-?\d+$/.test(s.trim()))
+    throw new InvalidInputError(`label query: ${what} ${JSON.stringify(s)} is not an integer`);
   return Number(s);
 }
 
@@ -82,7 +92,8 @@ function goRegexpSyntax(regexp: string, v8Message: string): string {
   const quoted = (s: string) => `\`${s}\``;
   if (reason.startsWith("Unterminated group")) return `missing closing ): ${quoted(regexp)}`;
   if (reason.startsWith("Unmatched ')'")) return `unexpected ): ${quoted(regexp)}`;
-  if (reason.startsWith("Unterminated character class")) return `missing closing ]: ${quoted(regexp.slice(regexp.lastIndexOf("[")))}`;
+  if (reason.startsWith("Unterminated character class"))
+    return `missing closing ]: ${quoted(regexp.slice(regexp.lastIndexOf("[")))}`;
   if (reason.startsWith("\\ at end of pattern")) return `trailing backslash at end of expression: ${quoted("")}`;
   if (reason.startsWith("Nothing to repeat")) {
     const op = /(?:^|[(|])([*+?]|\{\d+(?:,\d*)?\})/.exec(regexp)?.[1] ?? reason;

@@ -44,7 +44,13 @@ export interface NewResourceOptions {
 }
 
 /** Builds a fresh resource (version/owner/timestamps are set by the store on create). */
-export function newResource<S>(namespace: string, type: string, id: string, spec: S, opts: NewResourceOptions = {}): Resource<S> {
+export function newResource<S>(
+  namespace: string,
+  type: string,
+  id: string,
+  spec: S,
+  opts: NewResourceOptions = {},
+): Resource<S> {
   const now = new Date();
   return {
     metadata: {

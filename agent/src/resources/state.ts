@@ -2,7 +2,14 @@
 // COSI semantics (versions, owners, phases, finalizers) and watches that deliver
 // bootstrap contents and tail events in one global order.
 
-import { AlreadyExistsError, ConflictError, InvalidInputError, NotFoundError, PermissionDeniedError, describeError } from "../errors.js";
+import {
+  AlreadyExistsError,
+  ConflictError,
+  InvalidInputError,
+  NotFoundError,
+  PermissionDeniedError,
+  describeError,
+} from "../errors.js";
 import { logger } from "../log.js";
 import {
   type KindPointer,
@@ -171,10 +178,13 @@ export class ResourceState {
       );
     }
     if (opts.expectedPhase !== undefined && cur.metadata.phase !== opts.expectedPhase) {
-      throw new ConflictError(`resource ${describe(cur.metadata)} is in phase ${cur.metadata.phase}, expected ${opts.expectedPhase}`, {
-        ...pointerOf(cur),
-        phase: cur.metadata.phase,
-      });
+      throw new ConflictError(
+        `resource ${describe(cur.metadata)} is in phase ${cur.metadata.phase}, expected ${opts.expectedPhase}`,
+        {
+          ...pointerOf(cur),
+          phase: cur.metadata.phase,
+        },
+      );
     }
     return this.replace(cur, {
       spec: cloneValue(res.spec),
@@ -222,12 +232,19 @@ export class ResourceState {
     }
     checkOwner(cur, owner);
     if (cur.metadata.phase !== "running") {
-      throw new ConflictError(`resource ${describe(cur.metadata)} is tearing down`, { ...pointerOf(cur), phase: cur.metadata.phase });
+      throw new ConflictError(`resource ${describe(cur.metadata)} is tearing down`, {
+        ...pointerOf(cur),
+        phase: cur.metadata.phase,
+      });
     }
     const spec = cloneValue(fn(cloneValue(cur.spec) as S));
     const labels = opts.labels ? cloneValue(opts.labels) : cur.metadata.labels;
     const annotations = opts.annotations ? cloneValue(opts.annotations) : cur.metadata.annotations;
-    if (deepEqual(spec, cur.spec) && deepEqual(labels, cur.metadata.labels) && deepEqual(annotations, cur.metadata.annotations)) {
+    if (
+      deepEqual(spec, cur.spec) &&
+      deepEqual(labels, cur.metadata.labels) &&
+      deepEqual(annotations, cur.metadata.annotations)
+    ) {
       return cloneResource(cur) as Resource<S>;
     }
     return this.replace(cur, { spec, labels: cloneValue(labels), annotations: cloneValue(annotations) }) as Resource<S>;
@@ -249,10 +266,13 @@ export class ResourceState {
     const cur = this.mustExist({ namespace, type, id });
     checkOwner(cur, opts.owner);
     if (cur.metadata.finalizers.length > 0) {
-      throw new ConflictError(`resource ${describe(cur.metadata)} has pending finalizers ${cur.metadata.finalizers.join(", ")}`, {
-        ...pointerOf(cur),
-        finalizers: [...cur.metadata.finalizers],
-      });
+      throw new ConflictError(
+        `resource ${describe(cur.metadata)} has pending finalizers ${cur.metadata.finalizers.join(", ")}`,
+        {
+          ...pointerOf(cur),
+          finalizers: [...cur.metadata.finalizers],
+        },
+      );
     }
     this.resources.get(kindKey(cur.metadata))?.delete(id);
     this.emit({ type: "destroyed", resource: cur });
@@ -306,7 +326,11 @@ export class ResourceState {
       for (const e of past.slice(-tail)) initial.push(e.event);
     } else if (target.id !== undefined) {
       const cur = this.resources.get(kind)?.get(target.id);
-      initial.push(cur ? { type: "created", resource: cur } : { type: "destroyed", resource: tombstone(target.namespace, target.type, target.id) });
+      initial.push(
+        cur
+          ? { type: "created", resource: cur }
+          : { type: "destroyed", resource: tombstone(target.namespace, target.type, target.id) },
+      );
     } else if (opts.bootstrap) {
       const all = [...(this.resources.get(kind)?.values() ?? [])].sort(byId);
       for (const r of all) initial.push({ type: "created", resource: r });
@@ -354,7 +378,13 @@ export class ResourceState {
   /** Stores a new snapshot of `cur` with the given changes, version+1, and emits "updated". */
   private replace(
     cur: Resource,
-    change: { spec?: unknown; labels?: Record<string, string>; annotations?: Record<string, string>; phase?: Phase; finalizers?: string[] },
+    change: {
+      spec?: unknown;
+      labels?: Record<string, string>;
+      annotations?: Record<string, string>;
+      phase?: Phase;
+      finalizers?: string[];
+    },
   ): Resource {
     const m = cur.metadata;
     const next: Resource = {
@@ -419,7 +449,11 @@ function deliver(w: Watcher, event: WatchEvent): void {
   try {
     w.callback(copy);
   } catch (err) {
-    log.error("watch callback failed", { error: describeError(err), namespace: event.resource.metadata.namespace, type: event.resource.metadata.type });
+    log.error("watch callback failed", {
+      error: describeError(err),
+      namespace: event.resource.metadata.namespace,
+      type: event.resource.metadata.type,
+    });
   }
 }
 
@@ -441,10 +475,13 @@ function notFound(p: ResourcePointer): NotFoundError {
 
 function checkOwner(cur: Resource, owner: string): void {
   if (cur.metadata.owner !== owner) {
-    throw new PermissionDeniedError(`resource ${describe(cur.metadata)} is owned by "${cur.metadata.owner}", not "${owner}"`, {
-      ...pointerOf(cur),
-      owner: cur.metadata.owner,
-      requestedOwner: owner,
-    });
+    throw new PermissionDeniedError(
+      `resource ${describe(cur.metadata)} is owned by "${cur.metadata.owner}", not "${owner}"`,
+      {
+        ...pointerOf(cur),
+        owner: cur.metadata.owner,
+        requestedOwner: owner,
+      },
+    );
   }
 }

@@ -67,7 +67,10 @@ export function wireResource(res: Resource<unknown>, def: ResourceDefinition | u
   // encoder rejects), so they surface as plain errors (gRPC Unknown), not caller errors.
   if (!def) throw new Error(`resource type ${res.metadata.type} has no definition`);
   try {
-    return { metadata: wireMetadata(res), spec: { proto_spec: encodeSpec(def, res.spec), yaml_spec: yamlSpec(def, res.spec) } };
+    return {
+      metadata: wireMetadata(res),
+      spec: { proto_spec: encodeSpec(def, res.spec), yaml_spec: yamlSpec(def, res.spec) },
+    };
   } catch (err) {
     const m = res.metadata;
     throw new Error(`cannot encode ${m.namespace}/${m.type}/${m.id}: ${describeError(err)}`, { cause: err });

@@ -3,13 +3,25 @@
 
 import { access } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
-import { NETWORK_NAMESPACE, NetworkStatusId, NetworkStatusType, type NetworkStatusSpec } from "../resources/catalog/network.js";
+import {
+  NETWORK_NAMESPACE,
+  NetworkStatusId,
+  NetworkStatusType,
+  type NetworkStatusSpec,
+} from "../resources/catalog/network.js";
 import { RUNTIME_NAMESPACE, TimeStatusType, type TimeStatusSpec } from "../resources/catalog/runtime.js";
 import type { ResourceState } from "../resources/state.js";
 import type { Condition } from "./service.js";
 
 /** Holds once the resource exists (and, given `holds`, its spec satisfies it). */
-export function resourceExists<S>(state: ResourceState, namespace: string, type: string, id: string, holds?: (spec: S) => boolean, description?: string): Condition {
+export function resourceExists<S>(
+  state: ResourceState,
+  namespace: string,
+  type: string,
+  id: string,
+  holds?: (spec: S) => boolean,
+  description?: string,
+): Condition {
   return {
     description: description ?? `resource ${namespace}/${type}(${id}) to exist`,
     wait: (signal) =>
@@ -26,7 +38,12 @@ export function resourceExists<S>(state: ResourceState, namespace: string, type:
         signal.addEventListener("abort", aborted, { once: true });
         // A single-resource watch starts with the resource's current state.
         state.watch<S>({ namespace, type, id }, { signal: ac.signal }, (ev) => {
-          if (ev.type !== "destroyed" && ev.resource.spec !== undefined && (holds === undefined || holds(ev.resource.spec))) finish();
+          if (
+            ev.type !== "destroyed" &&
+            ev.resource.spec !== undefined &&
+            (holds === undefined || holds(ev.resource.spec))
+          )
+            finish();
         });
       }),
   };
@@ -39,7 +56,13 @@ export function pathExists(path: string, pollMs = 250): Condition {
     wait: async (signal) => {
       for (;;) {
         signal.throwIfAborted();
-        if (await access(path).then(() => true, () => false)) return;
+        if (
+          await access(path).then(
+            () => true,
+            () => false,
+          )
+        )
+          return;
         await sleep(pollMs, undefined, { signal });
       }
     },
@@ -57,7 +80,14 @@ const networkFields: Record<NetworkReadiness, keyof NetworkStatusSpec> = {
 
 /** Holds once the network status says every named part is ready. */
 export function networkReady(state: ResourceState, ...parts: NetworkReadiness[]): Condition {
-  return resourceExists<NetworkStatusSpec>(state, NETWORK_NAMESPACE, NetworkStatusType, NetworkStatusId, (s) => parts.every((p) => s[networkFields[p]]), `network ${parts.join(", ")}`);
+  return resourceExists<NetworkStatusSpec>(
+    state,
+    NETWORK_NAMESPACE,
+    NetworkStatusType,
+    NetworkStatusId,
+    (s) => parts.every((p) => s[networkFields[p]]),
+    `network ${parts.join(", ")}`,
+  );
 }
 
 /** Holds once time is synced (TimeStatus `node`). */

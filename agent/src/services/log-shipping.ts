@@ -22,7 +22,12 @@ export interface LogDestination {
 }
 
 /** The record Talos's json_lines sender writes for one log line of service `id`. */
-export function jsonLinesRecord(id: string, line: string, extraTags: Record<string, string> = {}, now = new Date()): Record<string, unknown> {
+export function jsonLinesRecord(
+  id: string,
+  line: string,
+  extraTags: Record<string, string> = {},
+  now = new Date(),
+): Record<string, unknown> {
   const text = line.replace(/\n$/, "");
   let fields: Record<string, unknown> = {};
   let msg = text;
@@ -43,7 +48,10 @@ export function jsonLinesRecord(id: string, line: string, extraTags: Record<stri
           }
         }
         if (typeof fields["level"] === "string") {
-          level = (fields["level"] as string).toLowerCase() === "warning" ? "warn" : (fields["level"] as string).toLowerCase();
+          level =
+            (fields["level"] as string).toLowerCase() === "warning"
+              ? "warn"
+              : (fields["level"] as string).toLowerCase();
           delete fields["level"];
         }
         if (typeof fields["msg"] === "string") msg = fields["msg"] as string;
@@ -74,7 +82,11 @@ export function logSender(dest: LogDestination): Sender {
   try {
     url = new URL(dest.endpoint);
   } catch (err) {
-    throw new InvalidInputError(`logging destination ${JSON.stringify(dest.endpoint)} is not a URL`, { endpoint: dest.endpoint }, { cause: err });
+    throw new InvalidInputError(
+      `logging destination ${JSON.stringify(dest.endpoint)} is not a URL`,
+      { endpoint: dest.endpoint },
+      { cause: err },
+    );
   }
   const host = url.hostname.replace(/^\[|\]$/g, "");
   const port = Number(url.port);
@@ -121,7 +133,9 @@ export function logSender(dest: LogDestination): Sender {
       },
     };
   }
-  throw new InvalidInputError(`logging destination ${JSON.stringify(dest.endpoint)}: the scheme must be udp or tcp`, { endpoint: dest.endpoint });
+  throw new InvalidInputError(`logging destination ${JSON.stringify(dest.endpoint)}: the scheme must be udp or tcp`, {
+    endpoint: dest.endpoint,
+  });
 }
 
 /** Ships every service log line to the configured destinations; configure() replaces them. */
@@ -174,7 +188,12 @@ export function kernelRecord(rec: KmsgRecord, bootMs: number): Record<string, un
 }
 
 /** Sends every kernel record (the buffered ones first) to `endpoint` until `signal` fires. */
-export async function shipKernelLog(endpoint: string, signal: AbortSignal, kmsgFile = "/dev/kmsg", bootMs = Date.now() - uptimeMs()): Promise<void> {
+export async function shipKernelLog(
+  endpoint: string,
+  signal: AbortSignal,
+  kmsgFile = "/dev/kmsg",
+  bootMs = Date.now() - uptimeMs(),
+): Promise<void> {
   const out = logSender({ endpoint, format: "json_lines" });
   const fh = await openKmsg(kmsgFile);
   try {

@@ -29,7 +29,6 @@ class ServiceLog {
 
   constructor(private readonly maxBytes: number) {}
 
-
   /** The last `tailLines` lines (all of them when negative). */
   tail(tailLines: number): Buffer[] {
     if (tailLines < 0) return [...this.lines];

@@ -70,13 +70,19 @@ export class ProcessRunner implements ServiceRunner {
       if (this.child === child) this.child = undefined;
       const errno = err as NodeJS.ErrnoException; // spawn's 'error' is always a system error
       // Go's text only: Node's own message ("spawn /x ENOENT") would repeat it in the event.
-      throw new ProcessStartError(`error starting process: ${startErrorText(this.spec.command, errno)}`, { command: this.spec.command, code: errno.code });
+      throw new ProcessStartError(`error starting process: ${startErrorText(this.spec.command, errno)}`, {
+        command: this.spec.command,
+        code: errno.code,
+      });
     }
     if (ctx && child.pid !== undefined) ctx.placeProcess(child.pid);
     if (ctx) {
       for (const stream of [child.stdout, child.stderr]) {
         const output = ctx.openOutput();
-        const decode = stream === child.stdout && this.spec.decodeStdout ? this.spec.decodeStdout(output) : (chunk: Buffer) => output.write(chunk);
+        const decode =
+          stream === child.stdout && this.spec.decodeStdout
+            ? this.spec.decodeStdout(output)
+            : (chunk: Buffer) => output.write(chunk);
         stream?.on("data", decode);
         stream?.once("end", () => output.flush());
         // A pipe read error is the output's loss, not a reason to end machined (unheard, 'error' throws).
@@ -85,7 +91,9 @@ export class ProcessRunner implements ServiceRunner {
     }
     const ac = new AbortController();
     const exited = new Promise<never>((_, reject) => {
-      child.once("exit", (code, signal) => reject(new ProcessExitError(exitText(code, signal), { id: this.spec.id, code, signal })));
+      child.once("exit", (code, signal) =>
+        reject(new ProcessExitError(exitText(code, signal), { id: this.spec.id, code, signal })),
+      );
     });
     exited.catch(() => undefined);
     try {

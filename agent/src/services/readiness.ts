@@ -33,7 +33,10 @@ export function tcpProbe(listen: string, what = "service"): Promise<void> {
   const { host, port } = splitHostPort(listen);
   return new Promise((resolve, reject) => {
     // A wildcard listener is probed on loopback.
-    const sock = net.connect({ host: host === "0.0.0.0" || host === "" ? "127.0.0.1" : host === "::" ? "::1" : host, port });
+    const sock = net.connect({
+      host: host === "0.0.0.0" || host === "" ? "127.0.0.1" : host === "::" ? "::1" : host,
+      port,
+    });
     sock.setTimeout(2000);
     sock.once("connect", () => {
       // With nothing listening, a loopback connect whose ephemeral port happens to be the

@@ -3,7 +3,16 @@
 
 import type { LogWriter } from "./logs.js";
 
-export type ServiceState = "Initialized" | "Starting" | "Waiting" | "Preparing" | "Running" | "Stopping" | "Finished" | "Failed" | "Skipped";
+export type ServiceState =
+  | "Initialized"
+  | "Starting"
+  | "Waiting"
+  | "Preparing"
+  | "Running"
+  | "Stopping"
+  | "Finished"
+  | "Failed"
+  | "Skipped";
 
 export interface ServiceHealth {
   unknown: boolean;
@@ -105,10 +114,16 @@ export class ServiceRecord {
 
   /** Records a health result; returns the health event when it changed anything (as Talos, only while Running). */
   setHealth(healthy: boolean, message: string): ServiceEvent | undefined {
-    if (!this.health.unknown && this.health.healthy === healthy && this.health.lastMessage === message) return undefined;
+    if (!this.health.unknown && this.health.healthy === healthy && this.health.lastMessage === message)
+      return undefined;
     this.health = { unknown: false, healthy, lastMessage: message, lastChange: new Date() };
     if (this.state !== "Running") return undefined;
-    return this.push({ msg: healthy ? "Health check successful" : `Health check failed: ${message}`, state: this.state, ts: new Date(), health: { ...this.health } });
+    return this.push({
+      msg: healthy ? "Health check successful" : `Health check failed: ${message}`,
+      state: this.state,
+      ts: new Date(),
+      health: { ...this.health },
+    });
   }
 
   /** Forgets the last run's health (a new run is unknown until probed). */

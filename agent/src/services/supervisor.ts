@@ -2,7 +2,14 @@ import { BasaltError, describeError } from "../errors.js";
 import { logger } from "../log.js";
 import { noCgroups, type Cgroups } from "../sys/cgroups.js";
 import { ServiceLogs } from "./logs.js";
-import { ServiceRecord, type RunContext, type ServiceDefinition, type ServiceEvent, type ServiceState, type ServiceStatus } from "./service.js";
+import {
+  ServiceRecord,
+  type RunContext,
+  type ServiceDefinition,
+  type ServiceEvent,
+  type ServiceState,
+  type ServiceStatus,
+} from "./service.js";
 
 const log = logger("supervisor");
 
@@ -77,7 +84,11 @@ export class Supervisor {
    * runner records for it; `health` probes it (Talos: its API socket answers).
    */
   registerSelf(id: string, health?: () => Promise<void>): void {
-    const entry = this.newEntry({ id, runner: { start: async () => undefined, stop: async () => undefined, ...(health ? { health } : {}) }, restart: "never" });
+    const entry = this.newEntry({
+      id,
+      runner: { start: async () => undefined, stop: async () => undefined, ...(health ? { health } : {}) },
+      restart: "never",
+    });
     this.entries.set(id, entry);
     this.record(entry, "Starting", "Starting service");
     this.record(entry, "Preparing", "Running pre state");
@@ -137,7 +148,10 @@ export class Supervisor {
   async stopAll(reason = "shutting down"): Promise<void> {
     const remaining = [...this.entries.keys()].reverse();
     while (remaining.length > 0) {
-      const i = Math.max(0, remaining.findIndex((id) => !remaining.some((other) => this.entries.get(other)!.def.dependsOn?.includes(id))));
+      const i = Math.max(
+        0,
+        remaining.findIndex((id) => !remaining.some((other) => this.entries.get(other)!.def.dependsOn?.includes(id))),
+      );
       const [id] = remaining.splice(i, 1);
       await this.stop(id!, reason);
     }
@@ -147,15 +161,19 @@ export class Supervisor {
   apiStart(id: string): void {
     const entry = this.defined(id);
     if (this.running(entry)) return;
-    if (!entry.def.api?.start) throw new ServiceOperationError(`service ${JSON.stringify(id)} doesn't support start operation via API`, { id });
-    this.start(entry.def).catch((err: unknown) => log.error("starting service failed", { service: id, error: describeError(err) }));
+    if (!entry.def.api?.start)
+      throw new ServiceOperationError(`service ${JSON.stringify(id)} doesn't support start operation via API`, { id });
+    this.start(entry.def).catch((err: unknown) =>
+      log.error("starting service failed", { service: id, error: describeError(err) }),
+    );
   }
 
   /** ServiceStop: stops a running service, when it allows it (Talos's APIStop). */
   async apiStop(id: string): Promise<void> {
     const entry = this.defined(id);
     if (!this.running(entry)) return;
-    if (!entry.def.api?.stop) throw new ServiceOperationError(`service ${JSON.stringify(id)} doesn't support stop operation via API`, { id });
+    if (!entry.def.api?.stop)
+      throw new ServiceOperationError(`service ${JSON.stringify(id)} doesn't support stop operation via API`, { id });
     await this.stop(id, "stopped through the API");
   }
 
@@ -163,9 +181,14 @@ export class Supervisor {
   async apiRestart(id: string): Promise<void> {
     const entry = this.defined(id);
     if (!this.running(entry)) return this.apiStart(id);
-    if (!entry.def.api?.restart) throw new ServiceOperationError(`service ${JSON.stringify(id)} doesn't support restart operation via API`, { id });
+    if (!entry.def.api?.restart)
+      throw new ServiceOperationError(`service ${JSON.stringify(id)} doesn't support restart operation via API`, {
+        id,
+      });
     await this.stop(id, "restarted through the API");
-    this.start(entry.def).catch((err: unknown) => log.error("starting service failed", { service: id, error: describeError(err) }));
+    this.start(entry.def).catch((err: unknown) =>
+      log.error("starting service failed", { service: id, error: describeError(err) }),
+    );
   }
 
   private defined(id: string): Entry {
@@ -181,8 +204,14 @@ export class Supervisor {
 
   private newEntry(def: ServiceDefinition): Entry {
     return {
-      def, record: new ServiceRecord(def.id), wanted: true,
-      timer: undefined, healthTimer: undefined, slowTimer: undefined, launchedAt: Date.now(), waitAbort: undefined,
+      def,
+      record: new ServiceRecord(def.id),
+      wanted: true,
+      timer: undefined,
+      healthTimer: undefined,
+      slowTimer: undefined,
+      launchedAt: Date.now(),
+      waitAbort: undefined,
     };
   }
 
@@ -195,7 +224,10 @@ export class Supervisor {
     const conditions = def.conditions ?? [];
     const ac = new AbortController();
     const waits = [
-      ...deps.map((d) => ({ description: `service ${JSON.stringify(d)} to be "up"`, wait: () => this.untilUp(d, ac.signal) })),
+      ...deps.map((d) => ({
+        description: `service ${JSON.stringify(d)} to be "up"`,
+        wait: () => this.untilUp(d, ac.signal),
+      })),
       ...conditions.map((c) => ({ description: c.description, wait: () => c.wait(ac.signal) })),
     ];
     const pending = new Set(waits);
@@ -229,22 +261,32 @@ export class Supervisor {
     return new Promise((resolve, reject) => {
       const check = () => {
         const record = this.entries.get(id)?.record;
-        const up = record !== undefined && (record.state === "Finished" || record.state === "Skipped" || (record.state === "Running" && record.health.healthy));
+        const up =
+          record !== undefined &&
+          (record.state === "Finished" ||
+            record.state === "Skipped" ||
+            (record.state === "Running" && record.health.healthy));
         if (!up) return;
         off();
         resolve();
       };
       const off = this.onChange(check);
-      signal.addEventListener("abort", () => {
-        off();
-        reject(signal.reason);
-      }, { once: true });
+      signal.addEventListener(
+        "abort",
+        () => {
+          off();
+          reject(signal.reason);
+        },
+        { once: true },
+      );
       check();
     });
   }
 
   private async post(def: ServiceDefinition): Promise<void> {
-    await def.post?.().catch((err: unknown) => log.warn("post step failed", { service: def.id, error: describeError(err) }));
+    await def
+      .post?.()
+      .catch((err: unknown) => log.warn("post step failed", { service: def.id, error: describeError(err) }));
   }
 
   private runContext(def: ServiceDefinition): RunContext {
@@ -258,7 +300,12 @@ export class Supervisor {
           this.cgroups.place(pid, cgroup, def.oomScoreAdj);
         } catch (err) {
           // The service runs either way; only its accounting and protection are missing.
-          log.warn("placing a service process in its cgroup failed", { service: def.id, pid, cgroup, error: describeError(err) });
+          log.warn("placing a service process in its cgroup failed", {
+            service: def.id,
+            pid,
+            cgroup,
+            error: describeError(err),
+          });
         }
       },
     };
@@ -288,7 +335,11 @@ export class Supervisor {
         clearInterval(entry.slowTimer);
         if (!entry.wanted || entry.def !== def) return;
         // As Talos: the pre stage runs outside the restart loop, so its failure ends the service whatever its policy.
-        log.warn("service failed to start", { service: def.id, reason: `failed to run pre stage: ${describeError(err)}`, elapsedMs: elapsed(entry) });
+        log.warn("service failed to start", {
+          service: def.id,
+          reason: `failed to run pre stage: ${describeError(err)}`,
+          elapsedMs: elapsed(entry),
+        });
         this.record(entry, "Failed", `Failed to run pre stage: ${describeError(err)}`);
         return;
       }
@@ -313,7 +364,9 @@ export class Supervisor {
     clearInterval(entry.slowTimer);
     if (!entry.wanted || entry.def !== def) {
       // Stopped (or replaced) while starting: stop() already recorded the outcome; make sure it does not keep running.
-      await def.runner.stop().catch((err) => log.warn("stop after start failed", { service: def.id, error: describeError(err) }));
+      await def.runner
+        .stop()
+        .catch((err) => log.warn("stop after start failed", { service: def.id, error: describeError(err) }));
       return;
     }
     this.record(entry, "Running", runningMessage || "Service started");
@@ -333,10 +386,12 @@ export class Supervisor {
     const probe = () => {
       if (probing) return;
       probing = true;
-      def.runner.health!().then(
-        () => this.healthChanged(entry, record.setHealth(true, "")),
-        (err: unknown) => this.healthChanged(entry, record.setHealth(false, describeError(err))),
-      ).finally(() => (probing = false));
+      def.runner.health!()
+        .then(
+          () => this.healthChanged(entry, record.setHealth(true, "")),
+          (err: unknown) => this.healthChanged(entry, record.setHealth(false, describeError(err))),
+        )
+        .finally(() => (probing = false));
     };
     probe();
     entry.healthTimer = setInterval(probe, this.healthIntervalMs);
@@ -352,7 +407,11 @@ export class Supervisor {
   private exited(entry: Entry, def: ServiceDefinition, err: Error | undefined): void {
     clearInterval(entry.healthTimer);
     if (!entry.wanted || entry.def !== def) return;
-    log.warn("service exited", { service: def.id, reason: err ? describeError(err) : "exited with status 0", elapsedMs: elapsed(entry) });
+    log.warn("service exited", {
+      service: def.id,
+      reason: err ? describeError(err) : "exited with status 0",
+      elapsedMs: elapsed(entry),
+    });
     this.ended(entry, def, err);
   }
 
@@ -384,11 +443,19 @@ export class Supervisor {
   /** As Talos's restart runner: the same interval after every run, however often it has failed. */
   private scheduleRestart(entry: Entry, msg: string): void {
     if (!entry.wanted) return;
-    log.info("restarting service", { service: entry.def.id, reason: msg, delayMs: this.restartIntervalMs, elapsedMs: elapsed(entry) });
+    log.info("restarting service", {
+      service: entry.def.id,
+      reason: msg,
+      delayMs: this.restartIntervalMs,
+      elapsedMs: elapsed(entry),
+    });
     this.record(entry, "Waiting", msg);
     const def = entry.def;
     entry.timer = setTimeout(() => {
-      if (entry.wanted && entry.def === def) this.launch(entry, true).catch((err: unknown) => log.error("restarting service failed", { service: def.id, error: describeError(err) }));
+      if (entry.wanted && entry.def === def)
+        this.launch(entry, true).catch((err: unknown) =>
+          log.error("restarting service failed", { service: def.id, error: describeError(err) }),
+        );
     }, this.restartIntervalMs);
     entry.timer.unref();
   }
@@ -406,7 +473,11 @@ export class Supervisor {
       try {
         l(status, event);
       } catch (err) {
-        log.error("service event listener failed", { service: status.id, error: describeError(err), stack: err instanceof Error ? err.stack : undefined });
+        log.error("service event listener failed", {
+          service: status.id,
+          error: describeError(err),
+          stack: err instanceof Error ? err.stack : undefined,
+        });
       }
     }
   }

@@ -18,11 +18,21 @@ export function parseSyslog(datagram: Buffer, now = new Date()): string | undefi
 }
 
 function rfc5424(rest: string): Record<string, unknown> | undefined {
-  const m = /^(\d{1,2}) (\S+) (\S+) (\S+) (\S+) (\S+) (-|(?:\[(?:[^\]"\\]|\\.|"(?:[^"\\]|\\.)*")*\])+)(?: (.*))?$/s.exec(rest);
+  const m =
+    /^(\d{1,2}) (\S+) (\S+) (\S+) (\S+) (\S+) (-|(?:\[(?:[^\]"\\]|\\.|"(?:[^"\\]|\\.)*")*\])+)(?: (.*))?$/s.exec(rest);
   if (!m) return undefined;
   const timestamp = m[2] === "-" ? undefined : goTime(m[2]!);
   if (m[2] !== "-" && timestamp === undefined) return undefined;
-  return { version: Number(m[1]), timestamp: timestamp ?? "0001-01-01T00:00:00Z", hostname: m[3], app_name: m[4], proc_id: m[5], msg_id: m[6], structured_data: m[7], message: m[8] ?? "" };
+  return {
+    version: Number(m[1]),
+    timestamp: timestamp ?? "0001-01-01T00:00:00Z",
+    hostname: m[3],
+    app_name: m[4],
+    proc_id: m[5],
+    msg_id: m[6],
+    structured_data: m[7],
+    message: m[8] ?? "",
+  };
 }
 
 /** An RFC 3339 time as Go's encoder writes it: offset 0 as Z, no trailing zeros in the fraction. */

@@ -12,9 +12,32 @@ export type DiskSelector = InstallDiskSelector;
 
 // Units as go-humanize parses them: decimal for "kb"/"k", binary for "kib"/"ki".
 const units: Record<string, number> = {
-  "": 1, b: 1,
-  kb: 1e3, k: 1e3, mb: 1e6, m: 1e6, gb: 1e9, g: 1e9, tb: 1e12, t: 1e12, pb: 1e15, p: 1e15, eb: 1e18, e: 1e18,
-  kib: 2 ** 10, ki: 2 ** 10, mib: 2 ** 20, mi: 2 ** 20, gib: 2 ** 30, gi: 2 ** 30, tib: 2 ** 40, ti: 2 ** 40, pib: 2 ** 50, pi: 2 ** 50, eib: 2 ** 60, ei: 2 ** 60,
+  "": 1,
+  b: 1,
+  kb: 1e3,
+  k: 1e3,
+  mb: 1e6,
+  m: 1e6,
+  gb: 1e9,
+  g: 1e9,
+  tb: 1e12,
+  t: 1e12,
+  pb: 1e15,
+  p: 1e15,
+  eb: 1e18,
+  e: 1e18,
+  kib: 2 ** 10,
+  ki: 2 ** 10,
+  mib: 2 ** 20,
+  mi: 2 ** 20,
+  gib: 2 ** 30,
+  gi: 2 ** 30,
+  tib: 2 ** 40,
+  ti: 2 ** 40,
+  pib: 2 ** 50,
+  pi: 2 ** 50,
+  eib: 2 ** 60,
+  ei: 2 ** 60,
 };
 
 /** A byte count with an optional unit ("10GB", "1.5 TiB", "1,000"). */
@@ -22,10 +45,14 @@ export function parseByteSize(text: string): number {
   const s = text.trim();
   const digits = /^[\d.,]*/.exec(s)![0];
   const value = Number(digits.replace(/,/g, ""));
-  if (digits === "" || !Number.isFinite(value)) throw new InvalidInputError(`failed to parse disk size ${text}: invalid number ${JSON.stringify(digits)}`, { size: text });
+  if (digits === "" || !Number.isFinite(value))
+    throw new InvalidInputError(`failed to parse disk size ${text}: invalid number ${JSON.stringify(digits)}`, {
+      size: text,
+    });
   const unit = s.slice(digits.length).trim().toLowerCase();
   const multiplier = units[unit];
-  if (multiplier === undefined) throw new InvalidInputError(`failed to parse disk size ${text}: unhandled size name: ${unit}`, { size: text });
+  if (multiplier === undefined)
+    throw new InvalidInputError(`failed to parse disk size ${text}: unhandled size name: ${unit}`, { size: text });
   return Math.floor(value * multiplier);
 }
 
@@ -35,11 +62,16 @@ export function sizeMatcher(spec: string | number): (bytes: number) => boolean {
   const m = /^\s*(>=|<=|>|<|==)?\s*(.*)$/s.exec(spec)!;
   const want = parseByteSize(m[2]!);
   switch (m[1]) {
-    case ">=": return (b) => b >= want;
-    case "<=": return (b) => b <= want;
-    case ">": return (b) => b > want;
-    case "<": return (b) => b < want;
-    default: return (b) => b === want;
+    case ">=":
+      return (b) => b >= want;
+    case "<=":
+      return (b) => b <= want;
+    case ">":
+      return (b) => b > want;
+    case "<":
+      return (b) => b < want;
+    default:
+      return (b) => b === want;
   }
 }
 
@@ -87,14 +119,25 @@ export type DeviceNode = (devicePath: string) => string | undefined;
  * installer would fail later), so is a path that is none of those disks (an optical drive, a partition, a
  * loop device) and a read-only disk.
  */
-export function chooseInstallDisk(install: { disk?: string; diskSelector?: DiskSelector }, disks: readonly DiskInfo[], deviceNode: DeviceNode): string {
+export function chooseInstallDisk(
+  install: { disk?: string; diskSelector?: DiskSelector },
+  disks: readonly DiskInfo[],
+  deviceNode: DeviceNode,
+): string {
   const chosen = namedDisk(install, disks, deviceNode);
-  if (chosen.readonly) throw new InvalidInputError(`specified install disk is read-only: ${JSON.stringify(chosen.device_name)}`, { disk: chosen.device_name });
+  if (chosen.readonly)
+    throw new InvalidInputError(`specified install disk is read-only: ${JSON.stringify(chosen.device_name)}`, {
+      disk: chosen.device_name,
+    });
   return chosen.device_name;
 }
 
 /** Why the node cannot install to what `install` names (chooseInstallDisk's refusal), or undefined. */
-export function installDiskProblem(install: { disk?: string; diskSelector?: DiskSelector }, disks: readonly DiskInfo[], deviceNode: DeviceNode): string | undefined {
+export function installDiskProblem(
+  install: { disk?: string; diskSelector?: DiskSelector },
+  disks: readonly DiskInfo[],
+  deviceNode: DeviceNode,
+): string | undefined {
   try {
     chooseInstallDisk(install, disks, deviceNode);
     return undefined;
@@ -104,7 +147,11 @@ export function installDiskProblem(install: { disk?: string; diskSelector?: Disk
   }
 }
 
-function namedDisk(install: { disk?: string; diskSelector?: DiskSelector }, disks: readonly DiskInfo[], deviceNode: DeviceNode): DiskInfo {
+function namedDisk(
+  install: { disk?: string; diskSelector?: DiskSelector },
+  disks: readonly DiskInfo[],
+  deviceNode: DeviceNode,
+): DiskInfo {
   const selector = install.diskSelector;
   // As Talos: a selector with no field set selects nothing, and the disk path applies.
   if (selector && Object.values(selector).some((v) => v !== undefined && v !== "")) {
@@ -112,10 +159,17 @@ function namedDisk(install: { disk?: string; diskSelector?: DiskSelector }, disk
     if (!match) throw new InvalidInputError("no disk found matching provided parameters", { selector });
     return match;
   }
-  if (!install.disk) throw new InvalidInputError("an install disk is required in \"metal\" mode");
+  if (!install.disk) throw new InvalidInputError('an install disk is required in "metal" mode');
   const node = deviceNode(install.disk);
-  if (node === undefined) throw new InvalidInputError(`specified install disk does not exist: ${JSON.stringify(install.disk)}`, { disk: install.disk });
+  if (node === undefined)
+    throw new InvalidInputError(`specified install disk does not exist: ${JSON.stringify(install.disk)}`, {
+      disk: install.disk,
+    });
   const disk = disks.find((d) => d.device_name === node);
-  if (!disk) throw new InvalidInputError(`specified install disk is not a disk the node can install to: ${JSON.stringify(install.disk)} (talosctl disks lists those)`, { disk: install.disk, node });
+  if (!disk)
+    throw new InvalidInputError(
+      `specified install disk is not a disk the node can install to: ${JSON.stringify(install.disk)} (talosctl disks lists those)`,
+      { disk: install.disk, node },
+    );
   return disk;
 }

@@ -46,12 +46,22 @@ export function guidToBytes(guid: string): Buffer {
   const hex = guid.replace(/-/g, "");
   if (!/^[0-9a-fA-F]{32}$/.test(hex)) throw new InvalidInputError(`invalid GUID ${guid}`, { guid });
   const b = Buffer.from(hex, "hex");
-  return Buffer.concat([Buffer.from(b.subarray(0, 4)).reverse(), Buffer.from(b.subarray(4, 6)).reverse(), Buffer.from(b.subarray(6, 8)).reverse(), b.subarray(8)]);
+  return Buffer.concat([
+    Buffer.from(b.subarray(0, 4)).reverse(),
+    Buffer.from(b.subarray(4, 6)).reverse(),
+    Buffer.from(b.subarray(6, 8)).reverse(),
+    b.subarray(8),
+  ]);
 }
 
 export function guidFromBytes(b: Uint8Array): string {
   const buf = Buffer.from(b);
-  const hex = Buffer.concat([Buffer.from(buf.subarray(0, 4)).reverse(), Buffer.from(buf.subarray(4, 6)).reverse(), Buffer.from(buf.subarray(6, 8)).reverse(), buf.subarray(8, 16)]).toString("hex");
+  const hex = Buffer.concat([
+    Buffer.from(buf.subarray(0, 4)).reverse(),
+    Buffer.from(buf.subarray(4, 6)).reverse(),
+    Buffer.from(buf.subarray(6, 8)).reverse(),
+    buf.subarray(8, 16),
+  ]).toString("hex");
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`.toUpperCase();
 }
 
@@ -68,15 +78,26 @@ export function planTable(diskBytes: number, sectorSize: number, requests: reado
     const start = ((next + align - 1n) / align) * align;
     let last: bigint;
     if (req.sizeBytes === 0) {
-      if (i !== requests.length - 1) throw new InvalidInputError(`partition ${req.name}: only the last partition may take the rest of the disk`);
+      if (i !== requests.length - 1)
+        throw new InvalidInputError(`partition ${req.name}: only the last partition may take the rest of the disk`);
       last = lastUsableLba;
     } else {
       last = start + BigInt(Math.ceil(req.sizeBytes / sectorSize)) - 1n;
     }
     if (last > lastUsableLba || last < start) {
-      throw new InvalidInputError(`the disk is too small for partition ${req.name}`, { diskBytes, partition: req.name });
+      throw new InvalidInputError(`the disk is too small for partition ${req.name}`, {
+        diskBytes,
+        partition: req.name,
+      });
     }
-    partitions.push({ name: req.name, typeGuid: req.typeGuid.toUpperCase(), uuid: randomUUID().toUpperCase(), firstLba: start, lastLba: last, attributes: req.attributes ?? 0n });
+    partitions.push({
+      name: req.name,
+      typeGuid: req.typeGuid.toUpperCase(),
+      uuid: randomUUID().toUpperCase(),
+      firstLba: start,
+      lastLba: last,
+      attributes: req.attributes ?? 0n,
+    });
     next = last + 1n;
   }
   return { diskGuid: randomUUID().toUpperCase(), sectorSize, firstUsableLba, lastUsableLba, partitions };
@@ -98,7 +119,13 @@ function encodeEntries(table: GptTable): Buffer {
   return buf;
 }
 
-function encodeHeader(table: GptTable, current: bigint, backup: bigint, entriesLba: bigint, entriesCrc: number): Buffer {
+function encodeHeader(
+  table: GptTable,
+  current: bigint,
+  backup: bigint,
+  entriesLba: bigint,
+  entriesCrc: number,
+): Buffer {
   const h = Buffer.alloc(table.sectorSize);
   h.write("EFI PART", 0, "ascii");
   h.writeUInt32LE(0x00010000, 8);
@@ -140,7 +167,11 @@ function protectiveMbr(sectorSize: number, sectors: bigint): Buffer {
  * so a crash part-way leaves either no valid primary or a complete one.
  * `keepBootCode`: the MBR's boot code (GRUB's, on an installed disk) stays.
  */
-export async function writeGpt(dev: BlockTarget, table: GptTable, opts: { keepBootCode?: boolean } = {}): Promise<void> {
+export async function writeGpt(
+  dev: BlockTarget,
+  table: GptTable,
+  opts: { keepBootCode?: boolean } = {},
+): Promise<void> {
   const ss = table.sectorSize;
   const sectors = BigInt(Math.floor(dev.sizeBytes / ss));
   const lastLba = sectors - 1n;
@@ -158,7 +189,17 @@ export async function writeGpt(dev: BlockTarget, table: GptTable, opts: { keepBo
   await dev.sync();
 }
 
-function decodeHeader(h: Buffer): { entriesLba: bigint; count: number; size: number; entriesCrc: number; diskGuid: string; firstUsable: bigint; lastUsable: bigint } | undefined {
+function decodeHeader(h: Buffer):
+  | {
+      entriesLba: bigint;
+      count: number;
+      size: number;
+      entriesCrc: number;
+      diskGuid: string;
+      firstUsable: bigint;
+      lastUsable: bigint;
+    }
+  | undefined {
   if (h.subarray(0, 8).toString("ascii") !== "EFI PART") return undefined;
   const size = h.readUInt32LE(12);
   if (size < headerSize || size > h.length) return undefined;
@@ -200,7 +241,13 @@ export async function readGpt(dev: BlockTarget): Promise<GptTable | undefined> {
         name: rawName.replace(/\0.*$/s, ""),
       });
     }
-    return { diskGuid: header.diskGuid, sectorSize: ss, firstUsableLba: header.firstUsable, lastUsableLba: header.lastUsable, partitions };
+    return {
+      diskGuid: header.diskGuid,
+      sectorSize: ss,
+      firstUsableLba: header.firstUsable,
+      lastUsableLba: header.lastUsable,
+      partitions,
+    };
   }
   return undefined;
 }

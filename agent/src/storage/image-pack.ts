@@ -31,10 +31,18 @@ async function runToFile(command: string, args: readonly string[], out: string):
       const child = spawn(command, [...args], { stdio: ["ignore", file.fd, "pipe"] });
       let stderr = "";
       child.stderr?.on("data", (d: Buffer) => (stderr += d.toString("utf8")));
-      child.on("error", (err) => reject(new SystemError(`${command} could not be started`, { command }, { cause: err })));
+      child.on("error", (err) =>
+        reject(new SystemError(`${command} could not be started`, { command }, { cause: err })),
+      );
       child.on("close", (code) => {
         if (code === 0) resolve();
-        else reject(new SystemError(`${command} ${args.join(" ")}: ${stderr.trim().split("\n").slice(-3).join("; ") || `exit status ${code}`}`, { command, args: [...args] }));
+        else
+          reject(
+            new SystemError(
+              `${command} ${args.join(" ")}: ${stderr.trim().split("\n").slice(-3).join("; ") || `exit status ${code}`}`,
+              { command, args: [...args] },
+            ),
+          );
       });
     });
   } finally {
@@ -49,7 +57,9 @@ async function sha256(file: string): Promise<string> {
 }
 
 const qemuImgConvert = (from: string, to: string, format: string, options: string) =>
-  runTool("qemu-img", ["convert", "-f", "raw", "-O", format, ...(options ? ["-o", options] : []), from, to], { timeoutMs: toolTimeoutMs });
+  runTool("qemu-img", ["convert", "-f", "raw", "-O", format, ...(options ? ["-o", options] : []), from, to], {
+    timeoutMs: toolTimeoutMs,
+  });
 
 /** An OVA (a tar whose first member is the OVF) around the raw disk converted to a stream-optimized VMDK. */
 async function packOva(raw: string, image: PlatformImage, out: string, workDir: string): Promise<void> {
@@ -57,12 +67,20 @@ async function packOva(raw: string, image: PlatformImage, out: string, workDir: 
   await fs.mkdir(dir, { recursive: true });
   const vmdk = path.join(dir, ovaFiles.disk);
   await qemuImgConvert(raw, vmdk, "vmdk", image.formatOptions);
-  const ovf = renderOvf({ fileBytes: (await fs.stat(vmdk)).size, capacityMiB: Math.ceil((await fs.stat(raw)).size / MiB) });
+  const ovf = renderOvf({
+    fileBytes: (await fs.stat(vmdk)).size,
+    capacityMiB: Math.ceil((await fs.stat(raw)).size / MiB),
+  });
   await fs.writeFile(path.join(dir, ovaFiles.ovf), ovf);
-  const manifest = renderManifest({ [ovaFiles.disk]: await sha256(vmdk), [ovaFiles.ovf]: createHash("sha256").update(ovf).digest("hex") });
+  const manifest = renderManifest({
+    [ovaFiles.disk]: await sha256(vmdk),
+    [ovaFiles.ovf]: createHash("sha256").update(ovf).digest("hex"),
+  });
   await fs.writeFile(path.join(dir, ovaFiles.manifest), manifest);
   // OVF 1.0 asks for a POSIX ustar archive, the descriptor first.
-  await runTool("tar", ["--format=ustar", "-cf", out, "-C", dir, ovaFiles.ovf, ovaFiles.manifest, ovaFiles.disk], { timeoutMs: toolTimeoutMs });
+  await runTool("tar", ["--format=ustar", "-cf", out, "-C", dir, ovaFiles.ovf, ovaFiles.manifest, ovaFiles.disk], {
+    timeoutMs: toolTimeoutMs,
+  });
   await fs.rm(dir, { recursive: true, force: true });
 }
 
@@ -74,7 +92,9 @@ async function packGceTar(raw: string, out: string, workDir: string): Promise<vo
   await fs.rm(member, { force: true });
   await fs.link(raw, member);
   try {
-    await runTool("tar", ["--format=oldgnu", "--sparse", "-czf", out, "-C", dir, "disk.raw"], { timeoutMs: toolTimeoutMs });
+    await runTool("tar", ["--format=oldgnu", "--sparse", "-czf", out, "-C", dir, "disk.raw"], {
+      timeoutMs: toolTimeoutMs,
+    });
   } finally {
     await fs.rm(dir, { recursive: true, force: true });
   }

@@ -7,7 +7,14 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { NotFoundError, SystemError } from "../errors.js";
 import type { Logger } from "../log.js";
 import { openBlockTarget, partitionPath, type BlockTarget } from "../sys/blockdev.js";
-import { KernelDiskLocker, partitionChanges, withLockedDisk, type DiskLocker, type KernelPartition, type LockedDisk } from "../sys/disk-lock.js";
+import {
+  KernelDiskLocker,
+  partitionChanges,
+  withLockedDisk,
+  type DiskLocker,
+  type KernelPartition,
+  type LockedDisk,
+} from "../sys/disk-lock.js";
 import { filesystemUuid, findByLabel, makeFilesystem } from "../sys/mkfs.js";
 import type { Mounter } from "../sys/mount.js";
 import { writeFileAtomic } from "../sys/atomic-file.js";
@@ -54,14 +61,25 @@ export const bootMediumLabel = "BASALT";
 /** The kernel and initramfs of the medium this node booted from (the ISO labelled BASALT). */
 export async function locateInstallSource(mounter: Mounter, mountDir: string): Promise<InstallSource> {
   const dev = await findByLabel(bootMediumLabel);
-  if (!dev) throw new NotFoundError(`no installation source: no boot medium labelled ${bootMediumLabel} (install needs the ISO attached)`);
+  if (!dev)
+    throw new NotFoundError(
+      `no installation source: no boot medium labelled ${bootMediumLabel} (install needs the ISO attached)`,
+    );
   await fs.mkdir(mountDir, { recursive: true });
   await mounter.mount(dev, mountDir, "iso9660", ["ro"]);
-  const source = { kernel: path.join(mountDir, "boot", "vmlinuz"), initramfs: path.join(mountDir, "boot", "initramfs.xz"), release: () => mounter.unmount(mountDir) };
+  const source = {
+    kernel: path.join(mountDir, "boot", "vmlinuz"),
+    initramfs: path.join(mountDir, "boot", "initramfs.xz"),
+    release: () => mounter.unmount(mountDir),
+  };
   for (const f of [source.kernel, source.initramfs]) {
     await fs.access(f).catch(async (err: unknown) => {
       await source.release().catch(() => undefined);
-      throw new NotFoundError(`installation source ${dev} has no ${path.relative(mountDir, f)}`, { device: dev }, { cause: err });
+      throw new NotFoundError(
+        `installation source ${dev} has no ${path.relative(mountDir, f)}`,
+        { device: dev },
+        { cause: err },
+      );
     });
   }
   return source;
@@ -69,7 +87,13 @@ export async function locateInstallSource(mounter: Mounter, mountDir: string): P
 
 /** A window onto part of a device: META is written through the disk before partition nodes exist. */
 function slice(dev: BlockTarget, offset: number, sizeBytes: number): BlockTarget {
-  return { ...dev, sizeBytes, read: (o, l) => dev.read(offset + o, l), write: (o, d) => dev.write(offset + o, d), close: async () => undefined };
+  return {
+    ...dev,
+    sizeBytes,
+    read: (o, l) => dev.read(offset + o, l),
+    write: (o, d) => dev.write(offset + o, d),
+    close: async () => undefined,
+  };
 }
 
 async function waitForDevice(file: string, timeoutMs = 15_000): Promise<void> {
@@ -127,15 +151,23 @@ async function installLocked(opts: InstallOptions, locked: LockedDisk): Promise<
     await wipePartitionHeads(dev, table);
     const meta = table.partitions.find((p) => p.name === "META")!;
     const metaStart = Number(meta.firstLba) * table.sectorSize;
-    await writeMeta(slice(dev, metaStart, Number(meta.lastLba - meta.firstLba + 1n) * table.sectorSize), opts.meta ?? new Map());
+    await writeMeta(
+      slice(dev, metaStart, Number(meta.lastLba - meta.firstLba + 1n) * table.sectorSize),
+      opts.meta ?? new Map(),
+    );
     // The partitions' zeroed heads are in the disk's page cache; mkfs writes through the partitions' own.
     await dev.sync();
   } finally {
     await dev.close();
   }
   log.info("partition table written", { disk: opts.disk, partitions: table.partitions.map((p) => p.name) });
-  const devices = opts.attachPartitions ? await opts.attachPartitions(opts.disk, table) : await kernelPartitions(locked, table);
-  const partitions = Object.fromEntries(layout.map((p, i) => [p.name, devices[i]!])) as Record<SystemPartitionName, string>;
+  const devices = opts.attachPartitions
+    ? await opts.attachPartitions(opts.disk, table)
+    : await kernelPartitions(locked, table);
+  const partitions = Object.fromEntries(layout.map((p, i) => [p.name, devices[i]!])) as Record<
+    SystemPartitionName,
+    string
+  >;
 
   for (const p of layout) if (p.installFs) await makeFilesystem(partitions[p.name], p.installFs, p.name);
   const bootDir = path.join(opts.workDir, "boot");
@@ -146,8 +178,25 @@ async function installLocked(opts: InstallOptions, locked: LockedDisk): Promise<
     await fs.mkdir(path.join(bootDir, "A"), { recursive: true });
     await copyFileSynced(opts.source.kernel, path.join(bootDir, "A", "vmlinuz"));
     await copyFileSynced(opts.source.initramfs, path.join(bootDir, "A", "initramfs.xz"));
-    await installGrub({ disk: opts.disk, bootDir, bootUuid, efiPartition: partitions.EFI, workDir: opts.workDir, arch: opts.arch, ...(opts.grubLib ? { grubLib: opts.grubLib } : {}) });
-    await writeFileAtomic(path.join(bootDir, "grub", "grub.cfg"), renderGrubConfig({ current: "A", version: opts.version, cmdline: opts.cmdline, serialTerminal: opts.arch === "amd64" }), 0o644);
+    await installGrub({
+      disk: opts.disk,
+      bootDir,
+      bootUuid,
+      efiPartition: partitions.EFI,
+      workDir: opts.workDir,
+      arch: opts.arch,
+      ...(opts.grubLib ? { grubLib: opts.grubLib } : {}),
+    });
+    await writeFileAtomic(
+      path.join(bootDir, "grub", "grub.cfg"),
+      renderGrubConfig({
+        current: "A",
+        version: opts.version,
+        cmdline: opts.cmdline,
+        serialTerminal: opts.arch === "amd64",
+      }),
+      0o644,
+    );
     log.info("bootloader installed", { disk: opts.disk, arch: opts.arch });
   } finally {
     await opts.mounter.unmount(bootDir);
@@ -162,7 +211,11 @@ async function confirmKernelPartitions(locked: LockedDisk, table: GptTable, log:
   const shown = locked.kernelPartitions();
   const { remove, add } = partitionChanges(shown, wanted);
   if (remove.length === 0 && add.length === 0) return;
-  log.warn("the kernel's partitions differ from the table written: telling it again", { disk: locked.disk, shown, wanted });
+  log.warn("the kernel's partitions differ from the table written: telling it again", {
+    disk: locked.disk,
+    shown,
+    wanted,
+  });
   await locked.setKernelPartitions(wanted);
 }
 

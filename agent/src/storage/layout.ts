@@ -16,7 +16,12 @@ const linuxData = "0FC63DAF-8483-4772-8E79-3D69D8477DE4";
 export function systemLayout(): SystemPartition[] {
   return [
     { name: "EFI", typeGuid: "C12A7328-F81F-11D2-BA4B-00A0C93EC93B", sizeBytes: 100 * MiB, installFs: "vfat" },
-    { name: "BIOS", typeGuid: "21686148-6449-6E6F-744E-656564454649", sizeBytes: 1 * MiB, attributes: legacyBiosBootable },
+    {
+      name: "BIOS",
+      typeGuid: "21686148-6449-6E6F-744E-656564454649",
+      sizeBytes: 1 * MiB,
+      attributes: legacyBiosBootable,
+    },
     { name: "BOOT", typeGuid: linuxData, sizeBytes: 1000 * MiB, installFs: "xfs" },
     { name: "META", typeGuid: linuxData, sizeBytes: 1 * MiB },
     { name: "STATE", typeGuid: linuxData, sizeBytes: 100 * MiB },

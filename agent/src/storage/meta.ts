@@ -35,7 +35,8 @@ export function encodeMetaBlock(values: MetaValues): Buffer {
   block.writeUInt32BE(headMagic, 0);
   // Talos's capacity rule: 20 + Σ(8 + length) ≤ 256 KiB − 40.
   const used = [...values.values()].reduce((n, v) => n + 8 + v.length, 20);
-  if (used > metaBlockSize - 40) throw new InvalidInputError("META is full: the values do not fit in 256 KiB", { bytes: used });
+  if (used > metaBlockSize - 40)
+    throw new InvalidInputError("META is full: the values do not fit in 256 KiB", { bytes: used });
   let at = 4;
   for (const [tag, value] of [...values].sort(([a], [b]) => a - b)) {
     block.writeUInt32BE(tag, at);
@@ -44,13 +45,21 @@ export function encodeMetaBlock(values: MetaValues): Buffer {
     at += 8 + value.length;
   }
   block.writeUInt32BE(tailMagic, metaBlockSize - 4);
-  createHash("sha256").update(block).digest().copy(block, metaBlockSize - 4 - checksumSize);
+  createHash("sha256")
+    .update(block)
+    .digest()
+    .copy(block, metaBlockSize - 4 - checksumSize);
   return block;
 }
 
 /** Decodes one block; undefined when its magics or checksum are wrong. */
 export function decodeMetaBlock(block: Buffer): MetaValues | undefined {
-  if (block.length !== metaBlockSize || block.readUInt32BE(0) !== headMagic || block.readUInt32BE(metaBlockSize - 4) !== tailMagic) return undefined;
+  if (
+    block.length !== metaBlockSize ||
+    block.readUInt32BE(0) !== headMagic ||
+    block.readUInt32BE(metaBlockSize - 4) !== tailMagic
+  )
+    return undefined;
   const sumAt = metaBlockSize - 4 - checksumSize;
   const stored = Buffer.from(block.subarray(sumAt, sumAt + checksumSize));
   const copy = Buffer.from(block);
@@ -177,5 +186,6 @@ export class MetaStore {
 }
 
 function checkTag(tag: number): void {
-  if (!Number.isInteger(tag) || tag < 0 || tag > 0xff) throw new InvalidInputError(`META key ${tag} does not fit uint8`, { tag });
+  if (!Number.isInteger(tag) || tag < 0 || tag > 0xff)
+    throw new InvalidInputError(`META key ${tag} does not fit uint8`, { tag });
 }

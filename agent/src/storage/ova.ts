@@ -12,7 +12,8 @@ export interface OvfDisk {
   capacityMiB: number;
 }
 
-const xmlEscape = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+const xmlEscape = (s: string) =>
+  s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 
 function item(fields: Record<string, string | number>, extra: string[] = []): string {
   const body = Object.entries(fields).map(([k, v]) => `        <rasd:${k}>${xmlEscape(String(v))}</rasd:${k}>`);
@@ -22,11 +23,38 @@ function item(fields: Record<string, string | number>, extra: string[] = []): st
 /** The OVF descriptor of a VM with 2 vCPUs, 2 GiB and this disk. */
 export function renderOvf(disk: OvfDisk, name = "basalt"): string {
   const hardware = [
-    item({ ElementName: "2 virtual CPUs", InstanceID: 1, ResourceType: 3, VirtualQuantity: 2, AllocationUnits: "hertz * 10^6" }),
-    item({ ElementName: "2048 MB of memory", InstanceID: 2, ResourceType: 4, VirtualQuantity: 2048, AllocationUnits: "byte * 2^20" }),
+    item({
+      ElementName: "2 virtual CPUs",
+      InstanceID: 1,
+      ResourceType: 3,
+      VirtualQuantity: 2,
+      AllocationUnits: "hertz * 10^6",
+    }),
+    item({
+      ElementName: "2048 MB of memory",
+      InstanceID: 2,
+      ResourceType: 4,
+      VirtualQuantity: 2048,
+      AllocationUnits: "byte * 2^20",
+    }),
     item({ Address: 0, ElementName: "scsiController0", InstanceID: 3, ResourceSubType: "lsilogic", ResourceType: 6 }),
-    item({ AddressOnParent: 0, ElementName: "disk0", HostResource: "ovf:/disk/vmdisk1", InstanceID: 4, Parent: 3, ResourceType: 17 }),
-    item({ AddressOnParent: 1, AutomaticAllocation: "true", Connection: "VM Network", ElementName: "ethernet0", InstanceID: 5, ResourceSubType: "VmxNet3", ResourceType: 10 }),
+    item({
+      AddressOnParent: 0,
+      ElementName: "disk0",
+      HostResource: "ovf:/disk/vmdisk1",
+      InstanceID: 4,
+      Parent: 3,
+      ResourceType: 17,
+    }),
+    item({
+      AddressOnParent: 1,
+      AutomaticAllocation: "true",
+      Connection: "VM Network",
+      ElementName: "ethernet0",
+      InstanceID: 5,
+      ResourceSubType: "VmxNet3",
+      ResourceType: 10,
+    }),
   ];
   return `<?xml version="1.0" encoding="UTF-8"?>
 <Envelope xmlns="http://schemas.dmtf.org/ovf/envelope/1" xmlns:ovf="http://schemas.dmtf.org/ovf/envelope/1" xmlns:rasd="http://schemas.dmtf.org/wbem/wscim/1/cim-schema/2/CIM_ResourceAllocationSettingData" xmlns:vssd="http://schemas.dmtf.org/wbem/wscim/1/cim-schema/2/CIM_VirtualSystemSettingData" xmlns:vmw="http://www.vmware.com/schema/ovf">
@@ -73,5 +101,7 @@ ${hardware.join("\n")}
 
 /** The OVA manifest: each file's SHA-256, as vSphere checks it on import. */
 export function renderManifest(sha256: Readonly<Record<string, string>>): string {
-  return Object.entries(sha256).map(([file, sum]) => `SHA256(${file})= ${sum}\n`).join("");
+  return Object.entries(sha256)
+    .map(([file, sum]) => `SHA256(${file})= ${sum}\n`)
+    .join("");
 }

@@ -28,7 +28,10 @@ export interface DiskEditDeps {
 /** Every boot entry of the slots with `cmdline` in place of its own. */
 export function withCmdline(slots: BootSlots, cmdline: string): BootSlots {
   const entries: BootSlots["entries"] = {};
-  for (const [label, entry] of Object.entries(slots.entries) as [keyof BootSlots["entries"], { version: string; cmdline: string }][]) {
+  for (const [label, entry] of Object.entries(slots.entries) as [
+    keyof BootSlots["entries"],
+    { version: string; cmdline: string },
+  ][]) {
     entries[label] = { ...entry, cmdline };
   }
   return { ...slots, entries };
@@ -38,7 +41,11 @@ export function withCmdline(slots: BootSlots, cmdline: string): BootSlots {
  * Rewrites BOOT's grub/grub.cfg in the image file `raw`: every entry boots with what `edit`
  * makes of the default entry's command line. Returns the new command line.
  */
-export async function setImageCmdline(raw: string, edit: (current: string) => string, d: DiskEditDeps): Promise<string> {
+export async function setImageCmdline(
+  raw: string,
+  edit: (current: string) => string,
+  d: DiskEditDeps,
+): Promise<string> {
   const disk = await openBlockTarget(raw, { write: false });
   const table = await readGpt(disk).finally(() => disk.close());
   const boot = table?.partitions.find((p) => p.name === "BOOT");
@@ -88,7 +95,11 @@ export async function extendImage(raw: string, sizeBytes: number): Promise<void>
   await fs.truncate(raw, sizeBytes);
   const after = await openBlockTarget(raw);
   try {
-    await writeGpt(after, { ...table, lastUsableLba: planTable(sizeBytes, table.sectorSize, []).lastUsableLba }, { keepBootCode: true });
+    await writeGpt(
+      after,
+      { ...table, lastUsableLba: planTable(sizeBytes, table.sectorSize, []).lastUsableLba },
+      { keepBootCode: true },
+    );
   } finally {
     await after.close();
   }

@@ -28,7 +28,12 @@ const noIfnames = "net.ifnames=0";
 const noDashboard = "talos.dashboard.disabled=1";
 const ttyFirst = ["console=tty1", "console=ttyS0", noIfnames];
 
-const raw = (platform: string, packing: Packing, kernelArgs: readonly string[], diskSizeMiB?: number): PlatformImage => ({
+const raw = (
+  platform: string,
+  packing: Packing,
+  kernelArgs: readonly string[],
+  diskSizeMiB?: number,
+): PlatformImage => ({
   platform,
   ...(diskSizeMiB !== undefined ? { diskSizeMiB } : {}),
   format: "raw",
@@ -58,7 +63,12 @@ export const platformImages: Readonly<Record<string, PlatformImage>> = {
     packing: "xz",
     kernelArgs: ["console=ttyS0,115200n8", "earlyprintk=ttyS0,115200", "rootdelay=300", noIfnames, noDashboard],
   },
-  "digital-ocean": raw("digital-ocean", "gz", ["console=ttyS0", "console=tty0", "console=tty1", noIfnames], defaultDiskMiB),
+  "digital-ocean": raw(
+    "digital-ocean",
+    "gz",
+    ["console=ttyS0", "console=tty0", "console=tty1", noIfnames],
+    defaultDiskMiB,
+  ),
   exoscale: qcow2("exoscale", ttyFirst, 10 * 1024),
   gcp: raw("gcp", "tar.gz", ["console=ttyS0", noIfnames, noDashboard], defaultDiskMiB),
   hcloud: raw("hcloud", "xz", ttyFirst),
@@ -89,11 +99,17 @@ export function imageFileName(image: PlatformImage, arch: string): string {
 
 /** `all` or a comma-separated list of names, each a known platform image; in the table's order. */
 export function selectPlatformImages(list: string): PlatformImage[] {
-  const names = list.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  const names = list
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
   if (names.includes("all")) return Object.values(platformImages);
   const unknown = names.filter((n) => !Object.hasOwn(platformImages, n));
   if (unknown.length > 0) {
-    throw new InvalidInputError(`unknown platform image ${unknown.join(", ")} (known: ${Object.keys(platformImages).join(", ")}, all)`, { unknown });
+    throw new InvalidInputError(
+      `unknown platform image ${unknown.join(", ")} (known: ${Object.keys(platformImages).join(", ")}, all)`,
+      { unknown },
+    );
   }
   return Object.values(platformImages).filter((i) => names.includes(i.platform));
 }

@@ -38,7 +38,11 @@ export function planUpgrade(current: BootSlots, entry: GrubEntry): UpgradePlan {
     target,
     previous,
     // The target is the fallback only while on trial: if its files are unreadable GRUB still ends in the default.
-    slots: { default: previous, fallback: target, entries: { [previous]: current.entries[previous]!, [target]: entry } },
+    slots: {
+      default: previous,
+      fallback: target,
+      entries: { [previous]: current.entries[previous]!, [target]: entry },
+    },
     nextEntry: entryTitle(target, entry.version),
   };
 }
@@ -60,7 +64,8 @@ export function judgeBoot(upgradeTag: string | undefined, booted: BootLabel | un
 /** grub.cfg once the new slot proved itself: it is the default, the old one its fallback. */
 export function confirmSlots(slots: BootSlots, booted: BootLabel): BootSlots {
   const previous = otherLabel(booted);
-  if (!slots.entries[booted]) throw new ConflictError(`grub.cfg has no entry for the booted slot ${booted}`, { booted });
+  if (!slots.entries[booted])
+    throw new ConflictError(`grub.cfg has no entry for the booted slot ${booted}`, { booted });
   return { default: booted, ...(slots.entries[previous] ? { fallback: previous } : {}), entries: slots.entries };
 }
 
@@ -69,9 +74,14 @@ export function confirmSlots(slots: BootSlots, booted: BootLabel): BootSlots {
  * middle leaves GRUB (and Rollback) nothing half-written to boot.
  */
 export function withoutSlot(slots: BootSlots, label: BootLabel): BootSlots {
-  if (slots.default === label) throw new ConflictError(`slot ${label} is GRUB's default: it cannot be rewritten`, { label });
+  if (slots.default === label)
+    throw new ConflictError(`slot ${label} is GRUB's default: it cannot be rewritten`, { label });
   const { [label]: _dropped, ...entries } = slots.entries;
-  return { default: slots.default, ...(slots.fallback && slots.fallback !== label ? { fallback: slots.fallback } : {}), entries };
+  return {
+    default: slots.default,
+    ...(slots.fallback && slots.fallback !== label ? { fallback: slots.fallback } : {}),
+    entries,
+  };
 }
 
 /** grub.cfg after a failed trial: the slot that booted stays the default, with no fallback to the failed one. */
@@ -82,6 +92,10 @@ export function abandonSlots(slots: BootSlots, booted: BootLabel): BootSlots {
 /** The Rollback RPC: the other slot becomes the default, the current one its fallback. */
 export function rollbackSlots(slots: BootSlots): BootSlots {
   const target = otherLabel(slots.default);
-  if (!slots.entries[target]) throw new ConflictError(`cannot roll back: BOOT has no slot ${target} (never upgraded, or its upgrade failed or was cut short)`, { target });
+  if (!slots.entries[target])
+    throw new ConflictError(
+      `cannot roll back: BOOT has no slot ${target} (never upgraded, or its upgrade failed or was cut short)`,
+      { target },
+    );
   return { default: target, fallback: slots.default, entries: slots.entries };
 }

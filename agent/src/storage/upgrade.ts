@@ -11,9 +11,25 @@ import { ConflictError, NotFoundError } from "../errors.js";
 import type { Logger } from "../log.js";
 import { readFileIfExists, writeFileAtomic } from "../sys/atomic-file.js";
 import type { Mounter } from "../sys/mount.js";
-import { grubenvFile, parseBootSlots, renderBootSlots, renderGrubenv, type BootLabel, type BootSlots, type GrubArch, type GrubEntry } from "./bootloader/grub.js";
+import {
+  grubenvFile,
+  parseBootSlots,
+  renderBootSlots,
+  renderGrubenv,
+  type BootLabel,
+  type BootSlots,
+  type GrubArch,
+  type GrubEntry,
+} from "./bootloader/grub.js";
 import { MetaTag, type MetaStore } from "./meta.js";
-import { abandonSlots, confirmSlots, planUpgrade, rollbackSlots, withoutSlot, type UpgradePlan } from "./upgrade-slots.js";
+import {
+  abandonSlots,
+  confirmSlots,
+  planUpgrade,
+  rollbackSlots,
+  withoutSlot,
+  type UpgradePlan,
+} from "./upgrade-slots.js";
 
 export interface BootPartition {
   device: string;
@@ -40,7 +56,12 @@ async function readSlots(dir: string): Promise<BootSlots> {
   return slots;
 }
 
-async function writeSlots(dir: string, slots: BootSlots, arch: GrubArch, once: Record<string, string> = {}): Promise<void> {
+async function writeSlots(
+  dir: string,
+  slots: BootSlots,
+  arch: GrubArch,
+  once: Record<string, string> = {},
+): Promise<void> {
   await writeFileAtomic(path.join(dir, "grub", "grub.cfg"), renderBootSlots(slots, arch === "amd64"), 0o644);
   await writeFileAtomic(path.join(dir, "grub", grubenvFile), renderGrubenv(once), 0o644);
 }
@@ -74,7 +95,13 @@ export function currentSlots(boot: BootPartition): Promise<BootSlots> {
  * Writes `source` into the slot the node is not running, records the running slot in
  * META 0x06, and makes the new slot GRUB's one-time entry (the default stays).
  */
-export async function writeUpgradeSlot(boot: BootPartition, meta: MetaStore, source: { kernel: string; initramfs: string }, entry: GrubEntry, log: Logger): Promise<UpgradePlan> {
+export async function writeUpgradeSlot(
+  boot: BootPartition,
+  meta: MetaStore,
+  source: { kernel: string; initramfs: string },
+  entry: GrubEntry,
+  log: Logger,
+): Promise<UpgradePlan> {
   // GRUB reads xfs without replaying its log: grub.cfg without the slot is unmounted (the log clean, every
   // change in place) before the slot's files are touched, so a power loss in the copy leaves GRUB that grub.cfg.
   const plan = await withBoot(boot, async (dir) => {
@@ -96,7 +123,10 @@ export async function writeUpgradeSlot(boot: BootPartition, meta: MetaStore, sou
     log.info("new system written to its slot", { slot: plan.target, version: entry.version });
     await meta.set(MetaTag.upgrade, plan.previous);
     await writeSlots(dir, plan.slots, boot.arch, { next_entry: plan.nextEntry });
-    log.info("GRUB boots the new slot once; the default stays the running one until the new system is ready", { target: plan.target, previous: plan.previous });
+    log.info("GRUB boots the new slot once; the default stays the running one until the new system is ready", {
+      target: plan.target,
+      previous: plan.previous,
+    });
     return plan;
   });
 }
@@ -105,9 +135,18 @@ export async function writeUpgradeSlot(boot: BootPartition, meta: MetaStore, sou
  * Hands the new slot's kernel to `load` (kexec_file_load) and, once it is loaded, clears GRUB's
  * one-time entry: the kexec is the new system's one try. Throws what `load` threw, the entry kept.
  */
-export async function loadTrialKexec(boot: BootPartition, target: BootLabel, cmdline: string, load: (kernel: string, initrd: string, cmdline: string) => Promise<void>): Promise<void> {
+export async function loadTrialKexec(
+  boot: BootPartition,
+  target: BootLabel,
+  cmdline: string,
+  load: (kernel: string, initrd: string, cmdline: string) => Promise<void>,
+): Promise<void> {
   await withBoot(boot, async (dir) => {
-    await load(path.join(dir, target, "vmlinuz"), path.join(dir, target, "initramfs.xz"), `BOOT_IMAGE=/${target}/vmlinuz ${cmdline}`);
+    await load(
+      path.join(dir, target, "vmlinuz"),
+      path.join(dir, target, "initramfs.xz"),
+      `BOOT_IMAGE=/${target}/vmlinuz ${cmdline}`,
+    );
     await clearOnceIn(dir);
   });
 }
@@ -144,7 +183,11 @@ export async function rollbackToOtherSlot(boot: BootPartition, meta: MetaStore):
     const next = rollbackSlots(await readSlots(dir));
     for (const f of ["vmlinuz", "initramfs.xz"]) {
       await fs.access(path.join(dir, next.default, f)).catch((err: unknown) => {
-        throw new ConflictError(`cannot roll back: slot ${next.default} has no ${f}`, { slot: next.default }, { cause: err });
+        throw new ConflictError(
+          `cannot roll back: slot ${next.default} has no ${f}`,
+          { slot: next.default },
+          { cause: err },
+        );
       });
     }
     await writeSlots(dir, next, boot.arch);

@@ -20,7 +20,13 @@ export interface MountedVolume {
   formatted: boolean;
 }
 
-export async function mountSystemVolume(name: VolumeName, dev: string, target: string, mounter: Mounter, log: Logger): Promise<MountedVolume> {
+export async function mountSystemVolume(
+  name: VolumeName,
+  dev: string,
+  target: string,
+  mounter: Mounter,
+  log: Logger,
+): Promise<MountedVolume> {
   const fstype = volumeFilesystems[name];
   // A machined that init restarted finds its predecessor's mounts: the volume is already in place.
   if (mounter.list().some((m) => m.source === dev && m.target === target && m.fstype === fstype)) {

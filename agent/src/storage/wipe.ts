@@ -11,7 +11,8 @@ async function zero(dev: BlockTarget, offset: number, length: number): Promise<v
   const start = Math.max(0, offset);
   const end = Math.min(dev.sizeBytes, offset + length);
   const chunk = Buffer.alloc(Math.min(MiB, Math.max(0, end - start)));
-  for (let at = start; at < end; at += chunk.length) await dev.write(at, chunk.subarray(0, Math.min(chunk.length, end - at)));
+  for (let at = start; at < end; at += chunk.length)
+    await dev.write(at, chunk.subarray(0, Math.min(chunk.length, end - at)));
 }
 
 /**

@@ -14,7 +14,8 @@ const ARPOP_REQUEST = 1;
 export function gratuitousArpPacket(mac: string, ip: string): Buffer {
   const hw = Buffer.from(mac.split(":").map((h) => parseInt(h, 16)));
   const proto = Buffer.from(ip.split(".").map(Number));
-  if (hw.length !== 6 || proto.length !== 4) throw new ArpError(`cannot announce ${ip} at ${mac}: not IPv4 over Ethernet`, { ip, mac });
+  if (hw.length !== 6 || proto.length !== 4)
+    throw new ArpError(`cannot announce ${ip} at ${mac}: not IPv4 over Ethernet`, { ip, mac });
   const p = Buffer.alloc(28);
   p.writeUInt16BE(ARPHRD_ETHER, 0);
   p.writeUInt16BE(ETH_P_IP, 2);

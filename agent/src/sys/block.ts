@@ -51,7 +51,11 @@ export function sysfsBlock(sysRoot = "/sys"): BlockSysfs {
  * An in-memory sysfs for tests: attributes keyed "dev/attr", links keyed "dev" or "dev/rel"; each device
  * has its node /dev/<dev>, and `nodes` adds other paths (a symlink to its target, or a path to itself).
  */
-export function fakeBlockSysfs(attrs: Record<string, string>, links: Record<string, string> = {}, nodes: Record<string, string> = {}): BlockSysfs {
+export function fakeBlockSysfs(
+  attrs: Record<string, string>,
+  links: Record<string, string> = {},
+  nodes: Record<string, string> = {},
+): BlockSysfs {
   const devices = () => [...new Set(Object.keys(attrs).map((k) => k.split("/")[0]!))].sort();
   return {
     devices,

@@ -31,7 +31,10 @@ function deviceGeometry(rdev: number, sysRoot: string): { sizeBytes: number; sec
 }
 
 /** Opens a block device or a regular (image) file for raw access. */
-export async function openBlockTarget(file: string, opts: { write?: boolean; sysRoot?: string } = {}): Promise<BlockTarget> {
+export async function openBlockTarget(
+  file: string,
+  opts: { write?: boolean; sysRoot?: string } = {},
+): Promise<BlockTarget> {
   let fh: fs.FileHandle;
   try {
     fh = await fs.open(file, opts.write === false ? "r" : "r+");
@@ -39,7 +42,9 @@ export async function openBlockTarget(file: string, opts: { write?: boolean; sys
     throw new SystemError(`opening ${file} failed`, { file }, { cause: err });
   }
   const st = await fh.stat();
-  const geometry = st.isBlockDevice() ? deviceGeometry(Number(st.rdev), opts.sysRoot ?? "/sys") : { sizeBytes: st.size, sectorSize: 512 };
+  const geometry = st.isBlockDevice()
+    ? deviceGeometry(Number(st.rdev), opts.sysRoot ?? "/sys")
+    : { sizeBytes: st.size, sectorSize: 512 };
   return {
     path: file,
     ...geometry,

@@ -51,7 +51,8 @@ export function cgroupfs(root = "/sys/fs/cgroup", proc = "/proc"): Cgroups {
         mkdirSync(dir(parent), { recursive: true });
         const available = readFileSync(path.join(dir(parent), "cgroup.controllers"), "utf8").split(/\s+/);
         const wanted = delegated.filter((c) => available.includes(c));
-        if (wanted.length > 0) write(path.join(dir(parent), "cgroup.subtree_control"), wanted.map((c) => `+${c}`).join(" "));
+        if (wanted.length > 0)
+          write(path.join(dir(parent), "cgroup.subtree_control"), wanted.map((c) => `+${c}`).join(" "));
       }
       for (const g of talosCgroups) {
         mkdirSync(dir(g.name), { recursive: true });

@@ -10,7 +10,15 @@ export class FakeClock implements SystemClock {
   /** What was written to the RTC (never the host's). */
   readonly rtcWrites: number[] = [];
   /** What kernelState() reports; by default a kernel's at boot (unsynchronized, 16 s error bounds). */
-  state: KernelTimeState = { state: 5, offset: 0, freq: 0, maxErrorUs: 16_000_000, estErrorUs: 16_000_000, status: 0x40, constant: 2 };
+  state: KernelTimeState = {
+    state: 5,
+    offset: 0,
+    freq: 0,
+    maxErrorUs: 16_000_000,
+    estErrorUs: 16_000_000,
+    status: 0x40,
+    constant: 2,
+  };
 
   constructor(
     private offsetMs = 0,
@@ -33,7 +41,8 @@ export class FakeClock implements SystemClock {
 
   async readPtp(device: string): Promise<number> {
     const offset = this.ptpOffsetsMs.get(device);
-    if (offset === undefined) throw Object.assign(new Error(`open ${device}: no such file or directory`), { code: "ENOENT" });
+    if (offset === undefined)
+      throw Object.assign(new Error(`open ${device}: no such file or directory`), { code: "ENOENT" });
     return performance.timeOrigin + performance.now() + offset;
   }
 

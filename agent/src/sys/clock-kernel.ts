@@ -26,7 +26,17 @@ const CLOCK_REALTIME = 0;
 const RTC_DEVICE = "/dev/rtc0";
 /** struct timex on LP64 (x86_64, arm64): 208 bytes; offsets of the fields we set. */
 const TIMEX_SIZE = 208;
-const OFF = { modes: 0, offset: 8, freq: 16, maxerror: 24, esterror: 32, status: 40, constant: 48, timeSec: 72, timeUsec: 80 };
+const OFF = {
+  modes: 0,
+  offset: 8,
+  freq: 16,
+  maxerror: 24,
+  esterror: 32,
+  status: 40,
+  constant: 48,
+  timeSec: 72,
+  timeUsec: 80,
+};
 
 const leapBits = (leap: LeapIndicator) => (leap === "insert" ? STA_INS : leap === "delete" ? STA_DEL : 0);
 
@@ -71,8 +81,20 @@ export function kernelStateOf(state: number, buf: Buffer): KernelTimeState {
 /** struct rtc_time (nine ints, 36 bytes) for a moment, in UTC as the RTC keeps it. */
 export function rtcTimeFor(epochMs: number): Buffer {
   const d = new Date(epochMs);
-  const yday = Math.floor((Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()) - Date.UTC(d.getUTCFullYear(), 0, 1)) / 86_400_000);
-  const fields = [d.getUTCSeconds(), d.getUTCMinutes(), d.getUTCHours(), d.getUTCDate(), d.getUTCMonth(), d.getUTCFullYear() - 1900, d.getUTCDay(), yday, 0];
+  const yday = Math.floor(
+    (Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()) - Date.UTC(d.getUTCFullYear(), 0, 1)) / 86_400_000,
+  );
+  const fields = [
+    d.getUTCSeconds(),
+    d.getUTCMinutes(),
+    d.getUTCHours(),
+    d.getUTCDate(),
+    d.getUTCMonth(),
+    d.getUTCFullYear() - 1900,
+    d.getUTCDay(),
+    yday,
+    0,
+  ];
   const buf = Buffer.alloc(36);
   fields.forEach((v, i) => buf.writeInt32LE(v, i * 4));
   return buf;
@@ -106,7 +128,8 @@ export class KernelClock implements SystemClock {
 
   async adjust(a: ClockAdjustment): Promise<void> {
     const ret = this.calls.adjtimex(timexFor(a));
-    if (ret < 0) throw new ClockError(`adjtimex (${a.kind} by ${a.offsetMs} ms) failed: errno ${-ret}`, { errno: -ret });
+    if (ret < 0)
+      throw new ClockError(`adjtimex (${a.kind} by ${a.offsetMs} ms) failed: errno ${-ret}`, { errno: -ret });
   }
 
   async readPtp(device: string): Promise<number> {
@@ -128,7 +151,11 @@ export class KernelClock implements SystemClock {
     }
     try {
       const ret = this.calls.rtcSetTime(fd, rtcTimeFor(epochMs));
-      if (ret !== 0) throw new ClockError(`RTC_SET_TIME on ${RTC_DEVICE} failed: errno ${-ret}`, { device: RTC_DEVICE, errno: -ret });
+      if (ret !== 0)
+        throw new ClockError(`RTC_SET_TIME on ${RTC_DEVICE} failed: errno ${-ret}`, {
+          device: RTC_DEVICE,
+          errno: -ret,
+        });
     } finally {
       closeSync(fd);
     }

@@ -38,8 +38,12 @@ export interface DiskLocker {
 }
 
 /** The BLKPG calls that turn the kernel's partitions into `wanted`: removals first, then additions. */
-export function partitionChanges(current: readonly KernelPartition[], wanted: readonly KernelPartition[]): { remove: number[]; add: KernelPartition[] } {
-  const same = (a: KernelPartition, b: KernelPartition) => a.number === b.number && a.startBytes === b.startBytes && a.sizeBytes === b.sizeBytes;
+export function partitionChanges(
+  current: readonly KernelPartition[],
+  wanted: readonly KernelPartition[],
+): { remove: number[]; add: KernelPartition[] } {
+  const same = (a: KernelPartition, b: KernelPartition) =>
+    a.number === b.number && a.startBytes === b.startBytes && a.sizeBytes === b.sizeBytes;
   return {
     remove: current.filter((c) => !wanted.some((w) => same(c, w))).map((c) => c.number),
     add: wanted.filter((w) => !current.some((c) => same(c, w))),
@@ -47,7 +51,11 @@ export function partitionChanges(current: readonly KernelPartition[], wanted: re
 }
 
 /** Runs `fn` with `disk` locked, releasing the lock however `fn` ends. */
-export async function withLockedDisk<T>(locker: DiskLocker, disk: string, fn: (locked: LockedDisk) => Promise<T>): Promise<T> {
+export async function withLockedDisk<T>(
+  locker: DiskLocker,
+  disk: string,
+  fn: (locked: LockedDisk) => Promise<T>,
+): Promise<T> {
   const locked = await locker.lock(disk);
   try {
     return await fn(locked);
@@ -164,7 +172,11 @@ export class KernelDiskLocker implements DiskLocker {
         const errno = calls.errno();
         if (errno !== EBUSY || Date.now() > deadline) {
           const what = op === BLKPG_ADD_PARTITION ? "adding" : "removing";
-          throw new DiskLockError(`${what} partition ${p.number} of ${disk} in the kernel failed: errno ${errno}`, { disk, partition: p.number, errno });
+          throw new DiskLockError(`${what} partition ${p.number} of ${disk} in the kernel failed: errno ${errno}`, {
+            disk,
+            partition: p.number,
+            errno,
+          });
         }
         await sleep(100);
       }

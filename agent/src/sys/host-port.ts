@@ -10,11 +10,15 @@ import { InvalidInputError } from "../errors.js";
  */
 export function splitHostPort(address: string, defaultPort?: number): { host: string; port: number } {
   const withDefault = (host: string) => {
-    if (defaultPort === undefined) throw new InvalidInputError(`address ${JSON.stringify(address)} has no port`, { address });
+    if (defaultPort === undefined)
+      throw new InvalidInputError(`address ${JSON.stringify(address)} has no port`, { address });
     return { host, port: defaultPort };
   };
   const bracketed = /^\[([^\]]*)\](?::(\d+))?$/.exec(address);
-  if (bracketed) return bracketed[2] === undefined ? withDefault(bracketed[1]!) : { host: bracketed[1]!, port: Number(bracketed[2]) };
+  if (bracketed)
+    return bracketed[2] === undefined
+      ? withDefault(bracketed[1]!)
+      : { host: bracketed[1]!, port: Number(bracketed[2]) };
   const colon = address.lastIndexOf(":");
   // One colon before digits: host:port; more colons without brackets: an IPv6 address alone.
   if (colon >= 0 && address.indexOf(":") === colon && /^\d+$/.test(address.slice(colon + 1))) {

@@ -39,5 +39,8 @@ export interface KernelCalls {
 
 /** Where the addon is, found without loading it (it loads on first use); throws what both places answered. */
 export function locateKernelCalls(): () => KernelCalls {
-  return locateAddon<KernelCalls>([`./native/kernel-calls-${process.arch}.node`, `../cmd/native/kernel-calls-${process.arch}.node`], "the kernel-calls addon is not available");
+  return locateAddon<KernelCalls>(
+    [`./native/kernel-calls-${process.arch}.node`, `../cmd/native/kernel-calls-${process.arch}.node`],
+    "the kernel-calls addon is not available",
+  );
 }

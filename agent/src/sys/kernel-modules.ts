@@ -11,7 +11,10 @@ export interface KernelModules {
 
 /** The running kernel's modules, through modprobe (which resolves modules.dep and aliases). */
 export function kernelModulesByModprobe(modprobe = "/usr/sbin/modprobe"): KernelModules {
-  return { load: async (name, parameters) => void (await runTool(modprobe, ["--", name, ...parameters], { timeoutMs: 60_000 })) };
+  return {
+    load: async (name, parameters) =>
+      void (await runTool(modprobe, ["--", name, ...parameters], { timeoutMs: 60_000 })),
+  };
 }
 
 /**

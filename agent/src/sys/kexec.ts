@@ -23,7 +23,8 @@ export function kernelKexecLoader(koffi: () => Koffi = loadKoffi): KexecLoader {
   return {
     async load(kernel, initrd, cmdline) {
       const nr = sysKexecFileLoad[process.arch];
-      if (nr === undefined) throw new KexecLoadError(`kexec_file_load has no known number on ${process.arch}`, { arch: process.arch });
+      if (nr === undefined)
+        throw new KexecLoadError(`kexec_file_load has no known number on ${process.arch}`, { arch: process.arch });
       const files: fs.FileHandle[] = [];
       try {
         const open = async (file: string) => {
@@ -44,7 +45,21 @@ export function kernelKexecLoader(koffi: () => Koffi = loadKoffi): KexecLoader {
           throw new KexecLoadError("the FFI library (koffi) is not available", {}, { cause: err });
         }
         const syscall = k.load("libc.so.6").func("long syscall(long number, ...)");
-        const rc = Number(syscall(nr, "int", kfd, "int", ifd, "unsigned long", Buffer.byteLength(cmdline) + 1, "const char *", cmdline, "unsigned long", initrd ? 0 : KEXEC_FILE_NO_INITRAMFS));
+        const rc = Number(
+          syscall(
+            nr,
+            "int",
+            kfd,
+            "int",
+            ifd,
+            "unsigned long",
+            Buffer.byteLength(cmdline) + 1,
+            "const char *",
+            cmdline,
+            "unsigned long",
+            initrd ? 0 : KEXEC_FILE_NO_INITRAMFS,
+          ),
+        );
         if (rc !== 0) {
           const errno = k.errno();
           // Debian's arm64 kernel has kexec_load only, which needs a userspace loader we do not carry.

@@ -52,9 +52,11 @@ export function parseKmsgRecord(raw: Buffer): KmsgRecord {
   const semi = raw.indexOf(0x3b);
   if (semi < 0) throw new InvalidInputError("kernel message should contain a prefix");
   const fields = raw.subarray(0, semi).toString("latin1").split(",");
-  if (fields.length < 3) throw new InvalidInputError(`message metdata should have at least 3 parts, got ${fields.length}`);
+  if (fields.length < 3)
+    throw new InvalidInputError(`message metdata should have at least 3 parts, got ${fields.length}`);
   const int = (s: string, what: string) => {
-    if (!/^[+-]?\d+$/.test(s)) throw new InvalidInputError(`${what}: strconv.ParseInt: parsing ${JSON.stringify(s)}: invalid syntax`);
+    if (!/^[+-]?\d+$/.test(s))
+      throw new InvalidInputError(`${what}: strconv.ParseInt: parsing ${JSON.stringify(s)}: invalid syntax`);
     return Number(s);
   };
   const pri = int(fields[0]!, "error parsing priority");
@@ -68,7 +70,20 @@ export function parseKmsgRecord(raw: Buffer): KmsgRecord {
 }
 
 // Talos's (go-kmsg's) names by index: local0 follows authpriv at 11 (not syslog's 16), so the same records read the same.
-export const kmsgFacilities = ["kern", "user", "mail", "daemon", "auth", "syslog", "lpr", "news", "uucp", "cron", "authpriv", ...Array.from({ length: 8 }, (_, i) => `local${i}`)];
+export const kmsgFacilities = [
+  "kern",
+  "user",
+  "mail",
+  "daemon",
+  "auth",
+  "syslog",
+  "lpr",
+  "news",
+  "uucp",
+  "cron",
+  "authpriv",
+  ...Array.from({ length: 8 }, (_, i) => `local${i}`),
+];
 export const kmsgPriorities = ["emerg", "alert", "crit", "err", "warning", "notice", "info", "debug"];
 
 /** A record, or the reason one could not be parsed (sent on as an error entry, not ending the stream). */

@@ -17,7 +17,10 @@ export interface Koffi {
  * under emulation, which boot does not wait for); throws what both places answered.
  */
 export function locateKoffi(): () => Koffi {
-  return locateAddon<Koffi>([`./native/koffi-${process.arch}.node`, "koffi"], "the FFI library (koffi) is not available");
+  return locateAddon<Koffi>(
+    [`./native/koffi-${process.arch}.node`, "koffi"],
+    "the FFI library (koffi) is not available",
+  );
 }
 
 export function loadKoffi(): Koffi {

@@ -31,7 +31,12 @@ export function parseMountinfo(text: string): MountEntry[] {
     if (!left || !right) continue;
     const l = left.split(" ");
     const r = right.split(" ");
-    out.push({ target: unescapeOctal(l[4] ?? ""), options: l[5] ?? "", fstype: r[0] ?? "", source: unescapeOctal(r[1] ?? "") });
+    out.push({
+      target: unescapeOctal(l[4] ?? ""),
+      options: l[5] ?? "",
+      fstype: r[0] ?? "",
+      source: unescapeOctal(r[1] ?? ""),
+    });
   }
   return out;
 }

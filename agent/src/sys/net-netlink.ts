@@ -115,10 +115,30 @@ function cstring(b: Buffer | undefined): string {
 
 // IFLA_BOND_* (linux/if_link.h) of each option, with its width in bytes on the wire.
 const BOND_ATTRS: Record<keyof BondOptions, [type: number, width: 1 | 2 | 4]> = {
-  mode: [1, 1], miimon: [3, 4], updelay: [4, 4], downdelay: [5, 4], useCarrier: [6, 1], arpInterval: [7, 4], arpValidate: [9, 4],
-  arpAllTargets: [10, 4], primary: [11, 4], primaryReselect: [12, 1], failOverMac: [13, 1], xmitHashPolicy: [14, 1], resendIgmp: [15, 4],
-  numPeerNotif: [16, 1], allSlavesActive: [17, 1], minLinks: [18, 4], lpInterval: [19, 4], packetsPerSlave: [20, 4], lacpRate: [21, 1],
-  adSelect: [22, 1], adActorSysPrio: [24, 2], adUserPortKey: [25, 2], tlbDynamicLb: [27, 1], peerNotifyDelay: [28, 4],
+  mode: [1, 1],
+  miimon: [3, 4],
+  updelay: [4, 4],
+  downdelay: [5, 4],
+  useCarrier: [6, 1],
+  arpInterval: [7, 4],
+  arpValidate: [9, 4],
+  arpAllTargets: [10, 4],
+  primary: [11, 4],
+  primaryReselect: [12, 1],
+  failOverMac: [13, 1],
+  xmitHashPolicy: [14, 1],
+  resendIgmp: [15, 4],
+  numPeerNotif: [16, 1],
+  allSlavesActive: [17, 1],
+  minLinks: [18, 4],
+  lpInterval: [19, 4],
+  packetsPerSlave: [20, 4],
+  lacpRate: [21, 1],
+  adSelect: [22, 1],
+  adActorSysPrio: [24, 2],
+  adUserPortKey: [25, 2],
+  tlbDynamicLb: [27, 1],
+  peerNotifyDelay: [28, 4],
 };
 const bondKeyOf = new Map(Object.entries(BOND_ATTRS).map(([k, [type]]) => [type, k as keyof BondOptions] as const));
 
@@ -143,9 +163,29 @@ export function bondInfoData(o: BondOptions, primaryIndex: number): Buffer {
 /** A bond's IFLA_INFO_DATA as the kernel reports it; options it leaves out are 0, its primary (an index) becomes a name. */
 export function decodeBondInfoData(data: Buffer, nameOf: (index: number) => string | undefined): BondOptions {
   const o: BondOptions = {
-    mode: 0, xmitHashPolicy: 0, lacpRate: 0, arpValidate: 0, arpAllTargets: 0, primaryReselect: 0, failOverMac: 0, adSelect: 0, miimon: 0,
-    updelay: 0, downdelay: 0, arpInterval: 0, resendIgmp: 0, minLinks: 0, lpInterval: 0, packetsPerSlave: 0, numPeerNotif: 0,
-    tlbDynamicLb: 0, allSlavesActive: 0, useCarrier: false, adActorSysPrio: 0, adUserPortKey: 0, peerNotifyDelay: 0,
+    mode: 0,
+    xmitHashPolicy: 0,
+    lacpRate: 0,
+    arpValidate: 0,
+    arpAllTargets: 0,
+    primaryReselect: 0,
+    failOverMac: 0,
+    adSelect: 0,
+    miimon: 0,
+    updelay: 0,
+    downdelay: 0,
+    arpInterval: 0,
+    resendIgmp: 0,
+    minLinks: 0,
+    lpInterval: 0,
+    packetsPerSlave: 0,
+    numPeerNotif: 0,
+    tlbDynamicLb: 0,
+    allSlavesActive: 0,
+    useCarrier: false,
+    adActorSysPrio: 0,
+    adUserPortKey: 0,
+    peerNotifyDelay: 0,
   };
   for (const [type, payload] of parseAttrs(data)) {
     const key = bondKeyOf.get(type);
@@ -165,7 +205,10 @@ export function decodeBondInfoData(data: Buffer, nameOf: (index: number) => stri
 /** A bridge's IFLA_INFO_DATA as the kernel reports it (STP on in kernel or user space: stp_state 1 or 2). */
 export function decodeBridgeInfoData(data: Buffer): Required<BridgeOptions> {
   const a = parseAttrs(data);
-  return { stp: (a.get(BR_STP_STATE)?.readUInt32LE(0) ?? 0) !== 0, vlanFiltering: (a.get(BR_VLAN_FILTERING)?.readUInt8(0) ?? 0) !== 0 };
+  return {
+    stp: (a.get(BR_STP_STATE)?.readUInt32LE(0) ?? 0) !== 0,
+    vlanFiltering: (a.get(BR_VLAN_FILTERING)?.readUInt8(0) ?? 0) !== 0,
+  };
 }
 
 function u32be(v: number): Buffer {
@@ -175,13 +218,19 @@ function u32be(v: number): Buffer {
 }
 
 /** IFLA_LINKINFO for a new link of the request's kind. */
-export function linkInfo(req: LinkCreateRequest | LinkSettingsRequest, indexOf: (name: string) => number | undefined): Buffer {
+export function linkInfo(
+  req: LinkCreateRequest | LinkSettingsRequest,
+  indexOf: (name: string) => number | undefined,
+): Buffer {
   const kind = nlattr(INFO_KIND, str(req.kind));
   switch (req.kind) {
     case "dummy":
       return kind;
     case "vlan": {
-      const data = Buffer.concat([nlattr(VLAN_ID, u16(req.vlanId)), nlattr(VLAN_PROTOCOL, be16(req.protocol ?? 0x8100))]);
+      const data = Buffer.concat([
+        nlattr(VLAN_ID, u16(req.vlanId)),
+        nlattr(VLAN_PROTOCOL, be16(req.protocol ?? 0x8100)),
+      ]);
       return Buffer.concat([kind, nlattr(INFO_DATA, data)]);
     }
     case "bond": {
@@ -191,7 +240,8 @@ export function linkInfo(req: LinkCreateRequest | LinkSettingsRequest, indexOf: 
     case "bridge": {
       const data: Buffer[] = [];
       if (req.bridge.stp !== undefined) data.push(nlattr(BR_STP_STATE, u32(req.bridge.stp ? 1 : 0)));
-      if (req.bridge.vlanFiltering !== undefined) data.push(nlattr(BR_VLAN_FILTERING, u8(req.bridge.vlanFiltering ? 1 : 0)));
+      if (req.bridge.vlanFiltering !== undefined)
+        data.push(nlattr(BR_VLAN_FILTERING, u8(req.bridge.vlanFiltering ? 1 : 0)));
       return data.length === 0 ? kind : Buffer.concat([kind, nlattr(INFO_DATA, Buffer.concat(data))]);
     }
   }
@@ -281,7 +331,9 @@ export class NetlinkNetKernel implements NetKernel {
   }
 
   async listLinks(): Promise<KernelLink[]> {
-    const msgs = await this.call("list links", () => this.socket.getLinks(undefined, undefined, { timeout: this.timeoutMs }));
+    const msgs = await this.call("list links", () =>
+      this.socket.getLinks(undefined, undefined, { timeout: this.timeoutMs }),
+    );
     const names = new Map(msgs.map((m) => [m.data.index ?? 0, m.attrs.ifname ?? ""] as const));
     return msgs.map((m) => {
       const a = m.attrs;
@@ -316,7 +368,9 @@ export class NetlinkNetKernel implements NetKernel {
 
   async listAddresses(): Promise<KernelAddress[]> {
     const links = await this.linkNames();
-    const msgs = await this.call("list addresses", () => this.socket.getAddresses(undefined, undefined, { timeout: this.timeoutMs }));
+    const msgs = await this.call("list addresses", () =>
+      this.socket.getAddresses(undefined, undefined, { timeout: this.timeoutMs }),
+    );
     const out: KernelAddress[] = [];
     for (const m of msgs) {
       const family: IpFamily | undefined = m.data.family === AF_INET ? 4 : m.data.family === AF_INET6 ? 6 : undefined;
@@ -343,7 +397,9 @@ export class NetlinkNetKernel implements NetKernel {
 
   async listRoutes(): Promise<KernelRoute[]> {
     const links = await this.linkNames();
-    const msgs = await this.call("list routes", () => this.socket.getRoutes(undefined, undefined, { timeout: this.timeoutMs }));
+    const msgs = await this.call("list routes", () =>
+      this.socket.getRoutes(undefined, undefined, { timeout: this.timeoutMs }),
+    );
     const out: KernelRoute[] = [];
     for (const m of msgs) {
       const family: IpFamily | undefined = m.data.family === AF_INET ? 4 : m.data.family === AF_INET6 ? 6 : undefined;
@@ -363,7 +419,11 @@ export class NetlinkNetKernel implements NetKernel {
         priority: a.priority ?? 0,
         scope: enumValue(rt.RouteScope as unknown as Record<string, string | number>, m.data.scope, 0),
         type: enumValue(rt.RouteType as unknown as Record<string, string | number>, m.data.type, RTN_UNICAST),
-        protocol: enumValue(rt.RouteProtocol as unknown as Record<string, string | number>, m.data.protocol, RTPROT_BOOT),
+        protocol: enumValue(
+          rt.RouteProtocol as unknown as Record<string, string | number>,
+          m.data.protocol,
+          RTPROT_BOOT,
+        ),
         flags: rt.formatRouteFlags(m.data.flags ?? {}),
         mtu: a.metrics?.mtu && a.metrics.mtu.length >= 4 ? a.metrics.mtu.readUInt32LE(0) : 0,
       });
@@ -374,25 +434,41 @@ export class NetlinkNetKernel implements NetKernel {
   async setLinkUp(name: string, up: boolean): Promise<void> {
     const index = await this.indexOf(name);
     await this.call(`set link ${name} ${up ? "up" : "down"}`, () =>
-      this.socket.setLink({ index, change: { up: true }, flags: up ? { up: true } : {} }, {}, { timeout: this.timeoutMs }),
+      this.socket.setLink(
+        { index, change: { up: true }, flags: up ? { up: true } : {} },
+        {},
+        { timeout: this.timeoutMs },
+      ),
     );
   }
 
   async setLinkMtu(name: string, mtu: number): Promise<void> {
     const index = await this.indexOf(name);
-    await this.call(`set link ${name} mtu ${mtu}`, () => this.socket.setLink({ index }, { mtu }, { timeout: this.timeoutMs }));
+    await this.call(`set link ${name} mtu ${mtu}`, () =>
+      this.socket.setLink({ index }, { mtu }, { timeout: this.timeoutMs }),
+    );
   }
 
   async createLink(req: LinkCreateRequest): Promise<void> {
     const byName = new Map([...(await this.linkNames())].map(([i, n]) => [n, i] as const));
-    const attrs: Parameters<RtNetlinkSocket["newLink"]>[1] = { ifname: req.name, linkinfo: linkInfo(req, (n) => byName.get(n)) };
+    const attrs: Parameters<RtNetlinkSocket["newLink"]>[1] = {
+      ifname: req.name,
+      linkinfo: linkInfo(req, (n) => byName.get(n)),
+    };
     if (req.kind === "vlan") {
       const parent = byName.get(req.parentName);
-      if (parent === undefined) throw new SystemError(`create vlan ${req.name}: parent link ${req.parentName} not found`, { link: req.name, parent: req.parentName });
+      if (parent === undefined)
+        throw new SystemError(`create vlan ${req.name}: parent link ${req.parentName} not found`, {
+          link: req.name,
+          parent: req.parentName,
+        });
       attrs.link = u32(parent);
     }
     await this.call(`create ${req.kind} link ${req.name}`, () =>
-      this.socket.newLink({ family: AF_UNSPEC }, attrs, { flags: FlagsNew.CREATE | FlagsNew.EXCL, timeout: this.timeoutMs }),
+      this.socket.newLink({ family: AF_UNSPEC }, attrs, {
+        flags: FlagsNew.CREATE | FlagsNew.EXCL,
+        timeout: this.timeoutMs,
+      }),
     );
   }
 
@@ -401,9 +477,14 @@ export class NetlinkNetKernel implements NetKernel {
   async setLinkSettings(req: LinkSettingsRequest): Promise<void> {
     const byName = new Map([...(await this.linkNames())].map(([i, n]) => [n, i] as const));
     const index = byName.get(req.name);
-    if (index === undefined) throw new LinkNotFound(`change ${req.kind} ${req.name}: link not found`, { link: req.name });
+    if (index === undefined)
+      throw new LinkNotFound(`change ${req.kind} ${req.name}: link not found`, { link: req.name });
     await this.call(`change ${req.kind} link ${req.name}`, () =>
-      this.socket.newLink({ family: AF_UNSPEC, index }, { linkinfo: linkInfo(req, (n) => byName.get(n)) }, { timeout: this.timeoutMs }),
+      this.socket.newLink(
+        { family: AF_UNSPEC, index },
+        { linkinfo: linkInfo(req, (n) => byName.get(n)) },
+        { timeout: this.timeoutMs },
+      ),
     );
   }
 
@@ -424,10 +505,13 @@ export class NetlinkNetKernel implements NetKernel {
     let masterIndex = 0;
     if (master !== undefined) {
       const m = indexes.get(master);
-      if (m === undefined) throw new SystemError(`set master of ${name}: master ${master} not found`, { link: name, master });
+      if (m === undefined)
+        throw new SystemError(`set master of ${name}: master ${master} not found`, { link: name, master });
       masterIndex = m;
     }
-    await this.call(`set link ${name} master ${master ?? "none"}`, () => this.socket.setLink({ index }, { master: masterIndex }, { timeout: this.timeoutMs }));
+    await this.call(`set link ${name} master ${master ?? "none"}`, () =>
+      this.socket.setLink({ index }, { master: masterIndex }, { timeout: this.timeoutMs }),
+    );
   }
 
   async addAddress(req: AddressRequest): Promise<void> {
@@ -437,15 +521,28 @@ export class NetlinkNetKernel implements NetKernel {
     const attrs: rt.AddressAttrs = { local, address: local, flags: rt.parseAddressFlags(req.flags ?? 0) };
     if (family === AF_INET && req.broadcast !== undefined) {
       attrs.broadcast =
-        req.broadcast === "+" ? u32be((ipv4ToInt(req.address) | ~ipv4PrefixMask(req.prefixLen)) >>> 0) : ipBytes(req.broadcast);
+        req.broadcast === "+"
+          ? u32be((ipv4ToInt(req.address) | ~ipv4PrefixMask(req.prefixLen)) >>> 0)
+          : ipBytes(req.broadcast);
     }
     if (req.validLifetime !== undefined || req.preferredLifetime !== undefined) {
       const forever = 0xffffffff;
-      attrs.cacheInfo = { ifaValid: req.validLifetime ?? forever, ifaPrefered: req.preferredLifetime ?? req.validLifetime ?? forever, cstamp: 0, tstamp: 0 };
+      attrs.cacheInfo = {
+        ifaValid: req.validLifetime ?? forever,
+        ifaPrefered: req.preferredLifetime ?? req.validLifetime ?? forever,
+        cstamp: 0,
+        tstamp: 0,
+      };
     }
     await this.call(`add address ${req.address}/${req.prefixLen} to ${req.linkName}`, () =>
       this.socket.newAddress(
-        { family, prefixlen: req.prefixLen, index, scope: req.scope ?? 0, flags: rt.parseAddressFlags((req.flags ?? 0) & 0xff) },
+        {
+          family,
+          prefixlen: req.prefixLen,
+          index,
+          scope: req.scope ?? 0,
+          flags: rt.parseAddressFlags((req.flags ?? 0) & 0xff),
+        },
         attrs,
         { flags: FlagsNew.CREATE | FlagsNew.REPLACE, timeout: this.timeoutMs },
       ),
@@ -459,7 +556,11 @@ export class NetlinkNetKernel implements NetKernel {
     const local = ipBytes(req.address);
     try {
       await this.call(`remove address ${req.address}/${req.prefixLen} from ${req.linkName}`, () =>
-        this.socket.delAddress({ family, prefixlen: req.prefixLen, index }, { local, address: local }, { timeout: this.timeoutMs }),
+        this.socket.delAddress(
+          { family, prefixlen: req.prefixLen, index },
+          { local, address: local },
+          { timeout: this.timeoutMs },
+        ),
       );
     } catch (err) {
       if (!isAbsent(err)) throw err;
@@ -508,7 +609,9 @@ export class NetlinkNetKernel implements NetKernel {
     }
     const [data, attrs] = await this.routeMessage(req);
     try {
-      await this.call(`add route ${describeRoute(req)}`, () => this.socket.newRoute(data, attrs, { flags: FlagsNew.CREATE, timeout: this.timeoutMs }));
+      await this.call(`add route ${describeRoute(req)}`, () =>
+        this.socket.newRoute(data, attrs, { flags: FlagsNew.CREATE, timeout: this.timeoutMs }),
+      );
     } catch (err) {
       if (!isExists(err)) throw err;
     }
@@ -523,7 +626,9 @@ export class NetlinkNetKernel implements NetKernel {
       throw err;
     }
     try {
-      await this.call(`remove route ${describeRoute(req)}`, () => this.socket.delRoute(msg[0], msg[1], { timeout: this.timeoutMs }));
+      await this.call(`remove route ${describeRoute(req)}`, () =>
+        this.socket.delRoute(msg[0], msg[1], { timeout: this.timeoutMs }),
+      );
     } catch (err) {
       if (!isAbsent(err)) throw err;
     }
@@ -620,14 +725,19 @@ export class NetlinkNetKernel implements NetKernel {
     if (req.mtu !== undefined && req.mtu > 0) attrs.metrics = { mtu: u32(req.mtu) };
     if (req.outLinkName) {
       const oif = (await this.linkIndexes()).get(req.outLinkName);
-      if (oif === undefined) throw new LinkNotFound(`route ${describeRoute(req)}: link ${req.outLinkName} not found`, { link: req.outLinkName });
+      if (oif === undefined)
+        throw new LinkNotFound(`route ${describeRoute(req)}: link ${req.outLinkName} not found`, {
+          link: req.outLinkName,
+        });
       attrs.oif = oif;
     }
     return [data, attrs];
   }
 
   private async linkNames(): Promise<Map<number, string>> {
-    const msgs = await this.call("list links", () => this.socket.getLinks(undefined, undefined, { timeout: this.timeoutMs }));
+    const msgs = await this.call("list links", () =>
+      this.socket.getLinks(undefined, undefined, { timeout: this.timeoutMs }),
+    );
     return new Map(msgs.map((m) => [m.data.index ?? 0, m.attrs.ifname ?? ""] as const));
   }
 
@@ -661,4 +771,3 @@ function describeRoute(req: RouteRequest): string {
   const dst = req.dstLen === 0 ? "default" : `${req.dst}/${req.dstLen}`;
   return `${dst}${req.gateway ? ` via ${req.gateway}` : ""}${req.outLinkName ? ` dev ${req.outLinkName}` : ""}`;
 }
-

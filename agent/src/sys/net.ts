@@ -96,7 +96,15 @@ export interface AddressRequest {
 }
 
 /** BOND_MODE_* (linux/if_bonding.h). */
-export const BOND_MODE = { balanceRr: 0, activeBackup: 1, balanceXor: 2, broadcast: 3, lacp: 4, balanceTlb: 5, balanceAlb: 6 } as const;
+export const BOND_MODE = {
+  balanceRr: 0,
+  activeBackup: 1,
+  balanceXor: 2,
+  broadcast: 3,
+  lacp: 4,
+  balanceTlb: 5,
+  balanceAlb: 6,
+} as const;
 
 /**
  * Every option of a bond, as Talos's BondMasterSpec holds them (zero where unset); the
@@ -142,11 +150,30 @@ export function bondOptionsSent(o: BondOptions): Array<keyof BondOptions> {
   const arpMonitor = !lacp && !tlbOrAlb;
   const mii = o.miimon !== 0;
   const keys: Array<[keyof BondOptions, boolean]> = [
-    ["mode", true], ["xmitHashPolicy", true], ["lacpRate", lacp], ["arpValidate", arpMonitor], ["arpAllTargets", true],
-    ["primary", o.mode === BOND_MODE.activeBackup || tlbOrAlb], ["primaryReselect", true], ["failOverMac", true], ["adSelect", true],
-    ["miimon", true], ["updelay", mii], ["downdelay", mii], ["arpInterval", arpMonitor], ["resendIgmp", true], ["minLinks", true],
-    ["lpInterval", true], ["packetsPerSlave", o.mode === BOND_MODE.balanceRr], ["numPeerNotif", true], ["tlbDynamicLb", tlbOrAlb],
-    ["allSlavesActive", true], ["useCarrier", true], ["adActorSysPrio", lacp], ["adUserPortKey", lacp], ["peerNotifyDelay", mii],
+    ["mode", true],
+    ["xmitHashPolicy", true],
+    ["lacpRate", lacp],
+    ["arpValidate", arpMonitor],
+    ["arpAllTargets", true],
+    ["primary", o.mode === BOND_MODE.activeBackup || tlbOrAlb],
+    ["primaryReselect", true],
+    ["failOverMac", true],
+    ["adSelect", true],
+    ["miimon", true],
+    ["updelay", mii],
+    ["downdelay", mii],
+    ["arpInterval", arpMonitor],
+    ["resendIgmp", true],
+    ["minLinks", true],
+    ["lpInterval", true],
+    ["packetsPerSlave", o.mode === BOND_MODE.balanceRr],
+    ["numPeerNotif", true],
+    ["tlbDynamicLb", tlbOrAlb],
+    ["allSlavesActive", true],
+    ["useCarrier", true],
+    ["adActorSysPrio", lacp],
+    ["adUserPortKey", lacp],
+    ["peerNotifyDelay", mii],
   ];
   return keys.filter(([, sent]) => sent).map(([k]) => k);
 }
@@ -159,7 +186,13 @@ export interface BridgeOptions {
 /** A logical link to create: the kinds Talos's config can declare. */
 export type LinkCreateRequest =
   | { kind: "dummy"; name: string }
-  | { kind: "vlan"; name: string; parentName: string; vlanId: number; /** 0x8100 (802.1Q, default) or 0x88a8 (802.1ad). */ protocol?: number }
+  | {
+      kind: "vlan";
+      name: string;
+      parentName: string;
+      vlanId: number /** 0x8100 (802.1Q, default) or 0x88a8 (802.1ad). */;
+      protocol?: number;
+    }
   | { kind: "bond"; name: string; bond: BondOptions }
   | { kind: "bridge"; name: string; bridge: BridgeOptions };
 

@@ -113,9 +113,16 @@ export class FrameDecoder {
 
 /** The reader program: beside the bundle's chunks in the image, beside the entry script (dist/agent/src/cmd) in dist. */
 export function locateCaptureReader(): string {
-  const candidates = ["./packet-capture", "../cmd/packet-capture"].map((p) => fileURLToPath(new URL(p, import.meta.url)));
+  const candidates = ["./packet-capture", "../cmd/packet-capture"].map((p) =>
+    fileURLToPath(new URL(p, import.meta.url)),
+  );
   const found = candidates.find((p) => existsSync(p));
-  if (!found) throw new PacketCaptureSetupError("reader", "ENOENT", `the packet capture reader is not installed (looked at ${candidates.join(", ")})`);
+  if (!found)
+    throw new PacketCaptureSetupError(
+      "reader",
+      "ENOENT",
+      `the packet capture reader is not installed (looked at ${candidates.join(", ")})`,
+    );
   return found;
 }
 
@@ -127,7 +134,9 @@ export function kernelPacketCaptureSource(reader: () => string = locateCaptureRe
       try {
         calls ??= locateKernelCalls()();
       } catch (err) {
-        throw new PacketCaptureSetupError("socket", "ENOSYS", "packet capture needs the kernel-calls addon", { cause: err });
+        throw new PacketCaptureSetupError("socket", "ENOSYS", "packet capture needs the kernel-calls addon", {
+          cause: err,
+        });
       }
       const program = reader();
       const fd = openCaptureSocket(calls, req);
@@ -149,8 +158,14 @@ function openCaptureSocket(calls: KernelCalls, req: CaptureRequest): number {
     closeSync(fd);
     throw setupError(step, ret, what);
   };
-  if (req.filter.length > 0) check("filter", calls.attachFilter(fd, sockFilterProgram(req.filter)), "error setting BPF filter");
-  if (req.promiscuous) check("promiscuous", calls.packetMembership(fd, req.ifindex, PACKET_MR_PROMISC), "error setting promiscuous mode true");
+  if (req.filter.length > 0)
+    check("filter", calls.attachFilter(fd, sockFilterProgram(req.filter)), "error setting BPF filter");
+  if (req.promiscuous)
+    check(
+      "promiscuous",
+      calls.packetMembership(fd, req.ifindex, PACKET_MR_PROMISC),
+      "error setting promiscuous mode true",
+    );
   check("bind", calls.packetBind(fd, req.ifindex, ETH_P_ALL), `error binding the packet socket to link ${req.ifindex}`);
   return fd;
 }
@@ -178,12 +193,21 @@ function startReader(program: string, fd: number, snapLength: number): PacketCap
         for await (const chunk of stdout as AsyncIterable<Buffer>) yield* decoder.push(chunk);
       } catch (err) {
         // close() destroys the pipe under a pending read: that is the end of the capture, not a failure.
-        if (!closing) throw new PacketCaptureReadError("reading the packet capture reader's output failed", { program }, { cause: err });
+        if (!closing)
+          throw new PacketCaptureReadError(
+            "reading the packet capture reader's output failed",
+            { program },
+            { cause: err },
+          );
       }
       const end = await ended;
-      if (end instanceof Error) throw new PacketCaptureReadError("starting the packet capture reader failed", { program }, { cause: end });
+      if (end instanceof Error)
+        throw new PacketCaptureReadError("starting the packet capture reader failed", { program }, { cause: end });
       if (!closing && end.code !== 0) {
-        throw new PacketCaptureReadError(`the packet capture reader failed: ${stderr.trim() || `exit ${end.code ?? end.signal}`}`, { program, code: end.code, signal: end.signal });
+        throw new PacketCaptureReadError(
+          `the packet capture reader failed: ${stderr.trim() || `exit ${end.code ?? end.signal}`}`,
+          { program, code: end.code, signal: end.signal },
+        );
       }
     },
     async close() {

@@ -24,7 +24,10 @@ export function sendLinkBroadcast(ifindex: number, ethertype: number, payload: B
   const sent = calls.packetBroadcast(ifindex, ethertype, payload);
   if (sent !== payload.length) {
     const errno = sent < 0 ? -sent : 0;
-    throw new PacketSocketError(`sending a broadcast (ethertype 0x${ethertype.toString(16)}) on link ${ifindex} failed: ${sent < 0 ? `errno ${errno}` : `${sent} of ${payload.length} bytes sent`}`, { errno, ifindex });
+    throw new PacketSocketError(
+      `sending a broadcast (ethertype 0x${ethertype.toString(16)}) on link ${ifindex} failed: ${sent < 0 ? `errno ${errno}` : `${sent} of ${payload.length} bytes sent`}`,
+      { errno, ifindex },
+    );
   }
 }
 

@@ -14,18 +14,54 @@ const toUint = (s: string | undefined): number => {
 
 // /proc/meminfo keys → machine.MemInfo fields; values stay in kB (HugePages_* are counts).
 const meminfoKeys: Record<string, string> = {
-  MemTotal: "memtotal", MemFree: "memfree", MemAvailable: "memavailable", Buffers: "buffers", Cached: "cached",
-  SwapCached: "swapcached", Active: "active", Inactive: "inactive", "Active(anon)": "activeanon",
-  "Inactive(anon)": "inactiveanon", "Active(file)": "activefile", "Inactive(file)": "inactivefile",
-  Unevictable: "unevictable", Mlocked: "mlocked", SwapTotal: "swaptotal", SwapFree: "swapfree", Dirty: "dirty",
-  Writeback: "writeback", AnonPages: "anonpages", Mapped: "mapped", Shmem: "shmem", Slab: "slab",
-  SReclaimable: "sreclaimable", SUnreclaim: "sunreclaim", KernelStack: "kernelstack", PageTables: "pagetables",
-  NFS_Unstable: "nfsunstable", Bounce: "bounce", WritebackTmp: "writebacktmp", CommitLimit: "commitlimit",
-  Committed_AS: "committedas", VmallocTotal: "vmalloctotal", VmallocUsed: "vmallocused", VmallocChunk: "vmallocchunk",
-  HardwareCorrupted: "hardwarecorrupted", AnonHugePages: "anonhugepages", ShmemHugePages: "shmemhugepages",
-  ShmemPmdMapped: "shmempmdmapped", CmaTotal: "cmatotal", CmaFree: "cmafree", HugePages_Total: "hugepagestotal",
-  HugePages_Free: "hugepagesfree", HugePages_Rsvd: "hugepagesrsvd", HugePages_Surp: "hugepagessurp",
-  Hugepagesize: "hugepagesize", DirectMap4k: "directmap4k", DirectMap2M: "directmap2m", DirectMap1G: "directmap1g",
+  MemTotal: "memtotal",
+  MemFree: "memfree",
+  MemAvailable: "memavailable",
+  Buffers: "buffers",
+  Cached: "cached",
+  SwapCached: "swapcached",
+  Active: "active",
+  Inactive: "inactive",
+  "Active(anon)": "activeanon",
+  "Inactive(anon)": "inactiveanon",
+  "Active(file)": "activefile",
+  "Inactive(file)": "inactivefile",
+  Unevictable: "unevictable",
+  Mlocked: "mlocked",
+  SwapTotal: "swaptotal",
+  SwapFree: "swapfree",
+  Dirty: "dirty",
+  Writeback: "writeback",
+  AnonPages: "anonpages",
+  Mapped: "mapped",
+  Shmem: "shmem",
+  Slab: "slab",
+  SReclaimable: "sreclaimable",
+  SUnreclaim: "sunreclaim",
+  KernelStack: "kernelstack",
+  PageTables: "pagetables",
+  NFS_Unstable: "nfsunstable",
+  Bounce: "bounce",
+  WritebackTmp: "writebacktmp",
+  CommitLimit: "commitlimit",
+  Committed_AS: "committedas",
+  VmallocTotal: "vmalloctotal",
+  VmallocUsed: "vmallocused",
+  VmallocChunk: "vmallocchunk",
+  HardwareCorrupted: "hardwarecorrupted",
+  AnonHugePages: "anonhugepages",
+  ShmemHugePages: "shmemhugepages",
+  ShmemPmdMapped: "shmempmdmapped",
+  CmaTotal: "cmatotal",
+  CmaFree: "cmafree",
+  HugePages_Total: "hugepagestotal",
+  HugePages_Free: "hugepagesfree",
+  HugePages_Rsvd: "hugepagesrsvd",
+  HugePages_Surp: "hugepagessurp",
+  Hugepagesize: "hugepagesize",
+  DirectMap4k: "directmap4k",
+  DirectMap2M: "directmap2m",
+  DirectMap1G: "directmap1g",
 };
 
 /** machine.MemInfo from /proc/meminfo: every field the proto has, 0 where the kernel does not report it. */
@@ -70,10 +106,32 @@ export interface CpuInfo {
 
 function emptyCpu(processor: number): CpuInfo {
   return {
-    processor, vendor_id: "", cpu_family: "", model: "", model_name: "", stepping: "", microcode: "", cpu_mhz: 0,
-    cache_size: "", physical_id: "", siblings: 0, core_id: "", cpu_cores: 0, apic_id: "", initial_apic_id: "", fpu: "",
-    fpu_exception: "", cpu_id_level: 0, wp: "", flags: [], bugs: [], bogo_mips: 0, cl_flush_size: 0, cache_alignment: 0,
-    address_sizes: "", power_management: "",
+    processor,
+    vendor_id: "",
+    cpu_family: "",
+    model: "",
+    model_name: "",
+    stepping: "",
+    microcode: "",
+    cpu_mhz: 0,
+    cache_size: "",
+    physical_id: "",
+    siblings: 0,
+    core_id: "",
+    cpu_cores: 0,
+    apic_id: "",
+    initial_apic_id: "",
+    fpu: "",
+    fpu_exception: "",
+    cpu_id_level: 0,
+    wp: "",
+    flags: [],
+    bugs: [],
+    bogo_mips: 0,
+    cl_flush_size: 0,
+    cache_alignment: 0,
+    address_sizes: "",
+    power_management: "",
   };
 }
 
@@ -81,35 +139,35 @@ const words = (v: string) => v.split(/\s+/).filter(Boolean);
 
 // x86 keys, and arm64's ("CPU implementer", "Features", "BogoMIPS") for the same fields.
 const cpuSetters: Record<string, (c: CpuInfo, v: string) => void> = {
-  "vendor_id": (c, v) => (c.vendor_id = v),
+  vendor_id: (c, v) => (c.vendor_id = v),
   "CPU implementer": (c, v) => (c.vendor_id = v),
   "cpu family": (c, v) => (c.cpu_family = v),
   "CPU architecture": (c, v) => (c.cpu_family = v),
-  "model": (c, v) => (c.model = v),
+  model: (c, v) => (c.model = v),
   "CPU part": (c, v) => (c.model = v),
   "model name": (c, v) => (c.model_name = v),
-  "stepping": (c, v) => (c.stepping = v),
+  stepping: (c, v) => (c.stepping = v),
   "CPU revision": (c, v) => (c.stepping = v),
-  "microcode": (c, v) => (c.microcode = v),
+  microcode: (c, v) => (c.microcode = v),
   "cpu MHz": (c, v) => (c.cpu_mhz = Number(v) || 0),
   "cache size": (c, v) => (c.cache_size = v),
   "physical id": (c, v) => (c.physical_id = v),
-  "siblings": (c, v) => (c.siblings = toUint(v)),
+  siblings: (c, v) => (c.siblings = toUint(v)),
   "core id": (c, v) => (c.core_id = v),
   "cpu cores": (c, v) => (c.cpu_cores = toUint(v)),
-  "apicid": (c, v) => (c.apic_id = v),
+  apicid: (c, v) => (c.apic_id = v),
   "initial apicid": (c, v) => (c.initial_apic_id = v),
-  "fpu": (c, v) => (c.fpu = v),
-  "fpu_exception": (c, v) => (c.fpu_exception = v),
+  fpu: (c, v) => (c.fpu = v),
+  fpu_exception: (c, v) => (c.fpu_exception = v),
   "cpuid level": (c, v) => (c.cpu_id_level = toUint(v)),
-  "wp": (c, v) => (c.wp = v),
-  "flags": (c, v) => (c.flags = words(v)),
-  "Features": (c, v) => (c.flags = words(v)),
-  "bugs": (c, v) => (c.bugs = words(v)),
-  "bogomips": (c, v) => (c.bogo_mips = Number(v) || 0),
-  "BogoMIPS": (c, v) => (c.bogo_mips = Number(v) || 0),
+  wp: (c, v) => (c.wp = v),
+  flags: (c, v) => (c.flags = words(v)),
+  Features: (c, v) => (c.flags = words(v)),
+  bugs: (c, v) => (c.bugs = words(v)),
+  bogomips: (c, v) => (c.bogo_mips = Number(v) || 0),
+  BogoMIPS: (c, v) => (c.bogo_mips = Number(v) || 0),
   "clflush size": (c, v) => (c.cl_flush_size = toUint(v)),
-  "cache_alignment": (c, v) => (c.cache_alignment = toUint(v)),
+  cache_alignment: (c, v) => (c.cache_alignment = toUint(v)),
   "address sizes": (c, v) => (c.address_sizes = v),
   "power management": (c, v) => (c.power_management = v),
 };
@@ -151,7 +209,18 @@ export interface CpuStat {
   guest_nice: number;
 }
 
-const softIrqNames = ["hi", "timer", "net_tx", "net_rx", "block", "block_io_poll", "tasklet", "sched", "hrtimer", "rcu"] as const;
+const softIrqNames = [
+  "hi",
+  "timer",
+  "net_tx",
+  "net_rx",
+  "block",
+  "block_io_poll",
+  "tasklet",
+  "sched",
+  "hrtimer",
+  "rcu",
+] as const;
 export type SoftIrqStat = Record<(typeof softIrqNames)[number], number>;
 
 export interface SystemStat {
@@ -170,10 +239,20 @@ export interface SystemStat {
 
 /** CPU times in seconds (ticks / USER_HZ), as Talos reports them. */
 function cpuStat(fields: string[]): CpuStat {
-  const [user, nice, system, idle, iowait, irq, softIrq, steal, guest, guestNice] = fields.map((f) => toUint(f) / userHz);
+  const [user, nice, system, idle, iowait, irq, softIrq, steal, guest, guestNice] = fields.map(
+    (f) => toUint(f) / userHz,
+  );
   return {
-    user: user ?? 0, nice: nice ?? 0, system: system ?? 0, idle: idle ?? 0, iowait: iowait ?? 0, irq: irq ?? 0,
-    soft_irq: softIrq ?? 0, steal: steal ?? 0, guest: guest ?? 0, guest_nice: guestNice ?? 0,
+    user: user ?? 0,
+    nice: nice ?? 0,
+    system: system ?? 0,
+    idle: idle ?? 0,
+    iowait: iowait ?? 0,
+    irq: irq ?? 0,
+    soft_irq: softIrq ?? 0,
+    steal: steal ?? 0,
+    guest: guest ?? 0,
+    guest_nice: guestNice ?? 0,
   };
 }
 
@@ -181,8 +260,17 @@ function cpuStat(fields: string[]): CpuStat {
 export function parseStat(text: string): SystemStat {
   const zeroIrq = Object.fromEntries(softIrqNames.map((n) => [n, 0])) as SoftIrqStat;
   const out: SystemStat = {
-    boot_time: 0, cpu_total: cpuStat([]), cpu: [], irq_total: 0, irq: [], context_switches: 0, process_created: 0,
-    process_running: 0, process_blocked: 0, soft_irq_total: 0, soft_irq: zeroIrq,
+    boot_time: 0,
+    cpu_total: cpuStat([]),
+    cpu: [],
+    irq_total: 0,
+    irq: [],
+    context_switches: 0,
+    process_created: 0,
+    process_running: 0,
+    process_blocked: 0,
+    soft_irq_total: 0,
+    soft_irq: zeroIrq,
   };
   for (const line of text.split("\n")) {
     const [key, ...f] = line.trim().split(/\s+/);
@@ -208,8 +296,22 @@ export function parseStat(text: string): SystemStat {
 }
 
 const netDevFields = [
-  "rx_bytes", "rx_packets", "rx_errors", "rx_dropped", "rx_fifo", "rx_frame", "rx_compressed", "rx_multicast",
-  "tx_bytes", "tx_packets", "tx_errors", "tx_dropped", "tx_fifo", "tx_collisions", "tx_carrier", "tx_compressed",
+  "rx_bytes",
+  "rx_packets",
+  "rx_errors",
+  "rx_dropped",
+  "rx_fifo",
+  "rx_frame",
+  "rx_compressed",
+  "rx_multicast",
+  "tx_bytes",
+  "tx_packets",
+  "tx_errors",
+  "tx_dropped",
+  "tx_fifo",
+  "tx_collisions",
+  "tx_carrier",
+  "tx_compressed",
 ] as const;
 export type NetDev = { name: string } & Record<(typeof netDevFields)[number], number>;
 
@@ -219,20 +321,40 @@ export function parseNetDev(text: string): { devices: NetDev[]; total: NetDev } 
   for (const line of text.split("\n").slice(2)) {
     const colon = line.indexOf(":");
     if (colon < 0) continue;
-    const values = line.slice(colon + 1).trim().split(/\s+/);
+    const values = line
+      .slice(colon + 1)
+      .trim()
+      .split(/\s+/);
     const dev = { name: line.slice(0, colon).trim() } as NetDev;
     netDevFields.forEach((f, i) => (dev[f] = toUint(values[i])));
     devices.push(dev);
   }
-  const total = { name: devices.map((d) => d.name).sort().join(", ") } as NetDev;
+  const total = {
+    name: devices
+      .map((d) => d.name)
+      .sort()
+      .join(", "),
+  } as NetDev;
   for (const f of netDevFields) total[f] = devices.reduce((sum, d) => sum + d[f], 0);
   return { devices, total };
 }
 
 const diskStatFields = [
-  "read_completed", "read_merged", "read_sectors", "read_time_ms", "write_completed", "write_merged", "write_sectors",
-  "write_time_ms", "io_in_progress", "io_time_ms", "io_time_weighted_ms", "discard_completed", "discard_merged",
-  "discard_sectors", "discard_time_ms",
+  "read_completed",
+  "read_merged",
+  "read_sectors",
+  "read_time_ms",
+  "write_completed",
+  "write_merged",
+  "write_sectors",
+  "write_time_ms",
+  "io_in_progress",
+  "io_time_ms",
+  "io_time_weighted_ms",
+  "discard_completed",
+  "discard_merged",
+  "discard_sectors",
+  "discard_time_ms",
 ] as const;
 export type DiskStat = { name: string } & Record<(typeof diskStatFields)[number], number>;
 
@@ -265,7 +387,10 @@ export interface PidStat {
 export function parsePidStat(text: string): PidStat | undefined {
   const close = text.lastIndexOf(")");
   if (close < 0) return undefined;
-  const f = text.slice(close + 2).trim().split(/\s+/);
+  const f = text
+    .slice(close + 2)
+    .trim()
+    .split(/\s+/);
   if (f.length < 22) return undefined;
   return {
     state: f[0]!,
@@ -304,7 +429,6 @@ function socketAddress(hex: string): string {
   if (bytes.length === 4) return [...bytes].join(".");
   return ipv6Text(bytes);
 }
-
 
 const hexNum = (s: string | undefined) => (s ? parseInt(s, 16) || 0 : 0);
 

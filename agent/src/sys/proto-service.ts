@@ -3,7 +3,11 @@ import type * as grpc from "@grpc/grpc-js";
 import type protobuf from "protobufjs";
 
 /** Every method of `svc` under `/<fullName>/<method>`, decoded with `conversion`. */
-export function serviceDefinitionOf(svc: protobuf.Service, fullName: string, conversion: protobuf.IConversionOptions): grpc.ServiceDefinition {
+export function serviceDefinitionOf(
+  svc: protobuf.Service,
+  fullName: string,
+  conversion: protobuf.IConversionOptions,
+): grpc.ServiceDefinition {
   const def: Record<string, grpc.MethodDefinition<object, object>> = {};
   for (const m of svc.methodsArray) {
     m.resolve();

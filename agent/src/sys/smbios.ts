@@ -50,7 +50,17 @@ export interface Smbios {
   memoryDevices: SmbiosMemoryDevice[];
 }
 
-const wakeUpTypes = ["Reserved", "Other", "Unknown", "APM Timer", "Modem Ring", "LAN Remote", "Power Switch", "PCI PME#", "AC Power Restored"];
+const wakeUpTypes = [
+  "Reserved",
+  "Other",
+  "Unknown",
+  "APM Timer",
+  "Modem Ring",
+  "LAN Remote",
+  "Power Switch",
+  "PCI PME#",
+  "AC Power Restored",
+];
 
 const END_OF_TABLE = 127;
 

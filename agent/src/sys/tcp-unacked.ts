@@ -21,7 +21,13 @@ export async function tcpUnackedBytes(conn: TcpConnection, procNet = "/proc/net"
   const [local, remote] = [plain(conn.localAddress), plain(conn.remoteAddress)];
   for (const file of ["tcp", "tcp6"]) {
     const text = await readFile(path.join(procNet, file), "utf8").catch(() => "");
-    const entry = parseSocketTable(text).find((e) => e.localPort === conn.localPort && e.remotePort === conn.remotePort && e.localIp === local && e.remoteIp === remote);
+    const entry = parseSocketTable(text).find(
+      (e) =>
+        e.localPort === conn.localPort &&
+        e.remotePort === conn.remotePort &&
+        e.localIp === local &&
+        e.remoteIp === remote,
+    );
     if (entry) return entry.txQueue;
   }
   return undefined;

@@ -39,7 +39,10 @@ export class KernelVirtualTerminals implements VirtualTerminals {
   activate(tty: number, kernelTty: number): void {
     this.withTty(kernelTty, "r+", (fd) => {
       const ret = this.calls.ttyLinux(fd, Buffer.from([TIOCL_SETKMSGREDIRECT, kernelTty]));
-      if (ret < 0) throw new VirtualTerminalError(`redirecting kernel messages to tty${kernelTty} failed: errno ${-ret}`, { tty: kernelTty });
+      if (ret < 0)
+        throw new VirtualTerminalError(`redirecting kernel messages to tty${kernelTty} failed: errno ${-ret}`, {
+          tty: kernelTty,
+        });
     });
     // Any terminal's descriptor can switch; tty0 is the one always present.
     this.withTty(0, "r+", (fd) => {

@@ -23,17 +23,27 @@ export const callTrustd: TrustdAttempt = async (endpoint, req, signal) => {
   const creds = grpc.credentials.createSsl(Buffer.from(req.caPem), null, null, {
     checkServerIdentity: (_name: string, cert: PeerCertificate) => checkServerIdentity(host, cert),
   });
-  const Security = grpc.makeGenericClientConstructor(serviceDefinition("securityapi.SecurityService"), "SecurityService");
+  const Security = grpc.makeGenericClientConstructor(
+    serviceDefinition("securityapi.SecurityService"),
+    "SecurityService",
+  );
   const client = new Security(endpoint, creds, options);
   try {
     return await new Promise<{ ca: string; crt: string }>((resolve, reject) => {
       const md = new grpc.Metadata();
       if (req.token) md.set(tokenKey, req.token);
       // The generic constructor's methods are untyped; this is the unary Certificate call.
-      const call = (client as unknown as Record<string, (r: object, md: grpc.Metadata, cb: (e: grpc.ServiceError | null, r?: { ca?: Buffer; crt?: Buffer }) => void) => grpc.ClientUnaryCall>)["Certificate"]!(
-        { csr: Buffer.from(req.csrPem) },
-        md,
-        (err, res) => (err ? reject(err) : resolve({ ca: res?.ca?.toString("utf8") ?? "", crt: res?.crt?.toString("utf8") ?? "" })),
+      const call = (
+        client as unknown as Record<
+          string,
+          (
+            r: object,
+            md: grpc.Metadata,
+            cb: (e: grpc.ServiceError | null, r?: { ca?: Buffer; crt?: Buffer }) => void,
+          ) => grpc.ClientUnaryCall
+        >
+      )["Certificate"]!({ csr: Buffer.from(req.csrPem) }, md, (err, res) =>
+        err ? reject(err) : resolve({ ca: res?.ca?.toString("utf8") ?? "", crt: res?.crt?.toString("utf8") ?? "" }),
       );
       if (signal.aborted) call.cancel();
       else signal.addEventListener("abort", () => call.cancel(), { once: true });

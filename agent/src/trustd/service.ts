@@ -15,7 +15,11 @@ export function tokenGuard(root: RootSource, log: Logger): CallGuard {
   return (path: string, call: SurfaceCall) => {
     const presented = call.metadata.get(tokenKey).map(String);
     if (tokenMatches(root()?.token ?? "", presented)) return;
-    log.warn("refused a call without the machine token", { path, peer: call.getPeer(), token: presented.length ? "wrong" : "missing" });
+    log.warn("refused a call without the machine token", {
+      path,
+      peer: call.getPeer(),
+      token: presented.length ? "wrong" : "missing",
+    });
     throw new TokenRejectedError({ peer: call.getPeer() });
   };
 }
@@ -23,7 +27,10 @@ export function tokenGuard(root: RootSource, log: Logger): CallGuard {
 /** `securityapi.SecurityService`: Certificate signs a worker's CSR with the OS CA. */
 export function securityServiceImpl(root: RootSource, log: Logger): ServiceImpl {
   return {
-    async Certificate(call: grpc.ServerUnaryCall<{ csr?: Buffer }, unknown>, callback: grpc.sendUnaryData<unknown>): Promise<void> {
+    async Certificate(
+      call: grpc.ServerUnaryCall<{ csr?: Buffer }, unknown>,
+      callback: grpc.sendUnaryData<unknown>,
+    ): Promise<void> {
       const spec = root();
       if (!spec) throw new NotFoundError("the OS root secrets are not published yet");
       // Signing loads @peculiar/x509: on a control plane's first CSR, not on every machined start.

@@ -19,7 +19,10 @@ export interface SignedIdentity {
  * defaults): Organization dropped, SANs copied, serverAuth only, 24 h.
  * A CSR that does not decode or parse is an InvalidInputError with Talos's wording.
  */
-export async function signWorkerCSR(root: Pick<OSRootSpec, "issuingCA" | "acceptedCAs">, csrPem: Buffer): Promise<SignedIdentity> {
+export async function signWorkerCSR(
+  root: Pick<OSRootSpec, "issuingCA" | "acceptedCAs">,
+  csrPem: Buffer,
+): Promise<SignedIdentity> {
   try {
     decodePem(csrPem, [PemLabel.certificateRequest]);
   } catch (err) {

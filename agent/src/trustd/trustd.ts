@@ -40,9 +40,13 @@ export async function runTrustd(opts: TrustdOptions): Promise<void> {
   let listener: { server: grpc.Server; creds: LiveServerCredentials } | undefined;
   let binding: Promise<void> = Promise.resolve();
 
-  opts.state.watch<OSRootSpec>({ namespace: SECRETS_NAMESPACE, type: OSRootSecretsType, id: OSRootSecretsId }, { signal: opts.signal }, (ev) => {
-    root = ev.type === "destroyed" ? undefined : ev.resource.spec;
-  });
+  opts.state.watch<OSRootSpec>(
+    { namespace: SECRETS_NAMESPACE, type: OSRootSecretsType, id: OSRootSecretsId },
+    { signal: opts.signal },
+    (ev) => {
+      root = ev.type === "destroyed" ? undefined : ev.resource.spec;
+    },
+  );
 
   const serve = async (server: PemCertAndKey) => {
     // Server-only TLS (no client certificate), as Talos's trustd: callers prove themselves with the token.
@@ -55,7 +59,12 @@ export async function runTrustd(opts: TrustdOptions): Promise<void> {
     if (opts.signal.aborted) return;
     const creds = liveServerCredentials(mode);
     const grpcServer = new grpc.Server();
-    addService(grpcServer, "securityapi.SecurityService", securityServiceImpl(() => root, log), tokenGuard(() => root, log));
+    addService(
+      grpcServer,
+      "securityapi.SecurityService",
+      securityServiceImpl(() => root, log),
+      tokenGuard(() => root, log),
+    );
     await bindServer(grpcServer, opts.listen, creds.credentials);
     listener = { server: grpcServer, creds };
     log.info("trustd listening", { listen: opts.listen });
@@ -66,23 +75,31 @@ export async function runTrustd(opts: TrustdOptions): Promise<void> {
   let latest: PemCertAndKey | undefined;
   const schedule = () => {
     clearTimeout(retry);
-    binding = binding.then(() => (latest ? serve(latest) : undefined)).catch((err: unknown) => {
-      log.error("serving trustd failed, retrying in 1 s", { listen: opts.listen, error: describeError(err) });
-      if (!opts.signal.aborted) retry = setTimeout(schedule, 1000);
-    });
+    binding = binding
+      .then(() => (latest ? serve(latest) : undefined))
+      .catch((err: unknown) => {
+        log.error("serving trustd failed, retrying in 1 s", { listen: opts.listen, error: describeError(err) });
+        if (!opts.signal.aborted) retry = setTimeout(schedule, 1000);
+      });
   };
   opts.signal.addEventListener("abort", () => clearTimeout(retry), { once: true });
 
-  opts.state.watch<TrustdCertsSpec>({ namespace: SECRETS_NAMESPACE, type: TrustdCertificatesType, id: TrustdCertificatesId }, { signal: opts.signal }, (ev) => {
-    // A destroyed certificate keeps the last one serving, as Talos's provider ignores destroy events.
-    if (ev.type === "destroyed") return;
-    const server = ev.resource.spec.server;
-    if (!server.crt || !server.key) return;
-    latest = server;
-    schedule();
-  });
+  opts.state.watch<TrustdCertsSpec>(
+    { namespace: SECRETS_NAMESPACE, type: TrustdCertificatesType, id: TrustdCertificatesId },
+    { signal: opts.signal },
+    (ev) => {
+      // A destroyed certificate keeps the last one serving, as Talos's provider ignores destroy events.
+      if (ev.type === "destroyed") return;
+      const server = ev.resource.spec.server;
+      if (!server.crt || !server.key) return;
+      latest = server;
+      schedule();
+    },
+  );
 
-  await new Promise<void>((resolve) => (opts.signal.aborted ? resolve() : opts.signal.addEventListener("abort", () => resolve(), { once: true })));
+  await new Promise<void>((resolve) =>
+    opts.signal.aborted ? resolve() : opts.signal.addEventListener("abort", () => resolve(), { once: true }),
+  );
   await binding;
   if (listener) await closeListener(listener.server);
 }

@@ -29,7 +29,11 @@ export interface ConfiguredSandboxOptions {
 
 export async function startConfiguredSandbox(o: ConfiguredSandboxOptions): Promise<ConfiguredSandbox> {
   const port = await freePort();
-  const generated = await generateConfigs({ clusterName: o.clusterName, endpoint: "https://127.0.0.1:6443", installDisk: "" });
+  const generated = await generateConfigs({
+    clusterName: o.clusterName,
+    endpoint: "https://127.0.0.1:6443",
+    installDisk: "",
+  });
   const config = o.config ? o.config(generated) : generated.controlplane;
   const sandbox = startSandbox(o.stateDir, port, o.args ?? []);
   const insecure = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "insecure" } });
@@ -39,7 +43,10 @@ export async function startConfiguredSandbox(o: ConfiguredSandboxOptions): Promi
   } finally {
     insecure.close();
   }
-  const admin = new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "mtls", ...parseTalosconfig(generated.talosconfig) } });
+  const admin = new NodeClient({
+    endpoint: `127.0.0.1:${port}`,
+    credentials: { kind: "mtls", ...parseTalosconfig(generated.talosconfig) },
+  });
   await eventually(() => admin.version());
   return { sandbox, port, generated, config, admin };
 }

@@ -15,9 +15,22 @@ import { bootstrapEtcd } from "../../../agent/src/machined/rpc/etcd-bootstrap.js
 import { etcdServiceImpl, type EtcdApiContext } from "../../../agent/src/machined/rpc/etcd.js";
 import { generateSelfSignedCA } from "../../../agent/src/pki/index.js";
 import type { MachineTypeName } from "../../../agent/src/resources/catalog/config.js";
-import { ETCD_NAMESPACE, EtcdPKIStatusId, EtcdPKIStatusType, EtcdSpecId, EtcdSpecType, type EtcdRootSpec, type EtcdSpecSpec } from "../../../agent/src/resources/catalog/etcd.js";
+import {
+  ETCD_NAMESPACE,
+  EtcdPKIStatusId,
+  EtcdPKIStatusType,
+  EtcdSpecId,
+  EtcdSpecType,
+  type EtcdRootSpec,
+  type EtcdSpecSpec,
+} from "../../../agent/src/resources/catalog/etcd.js";
 import { registerCatalog } from "../../../agent/src/resources/catalog/index.js";
-import { NETWORK_NAMESPACE, networkDefinitions, NetworkStatusId, NetworkStatusType } from "../../../agent/src/resources/catalog/network.js";
+import {
+  NETWORK_NAMESPACE,
+  networkDefinitions,
+  NetworkStatusId,
+  NetworkStatusType,
+} from "../../../agent/src/resources/catalog/network.js";
 import { RUNTIME_NAMESPACE, ServiceType, TimeStatusType } from "../../../agent/src/resources/catalog/runtime.js";
 import { ControllerRuntime } from "../../../agent/src/resources/controller-runtime.js";
 import { ResourceState } from "../../../agent/src/resources/state.js";
@@ -31,7 +44,6 @@ import { hostEtcdutl, type EtcdutlFactory } from "../../../agent/src/sys/etcd/re
 import { pathsAt } from "../../../agent/src/sys/paths.js";
 import { freePort } from "./sandbox.js";
 import { goProgram } from "./go-programs.js";
-
 
 /** etcd and etcdutl v3.5.13 from their Go modules (cached after the first build). */
 export function etcdBinaries(): { etcd: string; etcdutl: string } {
@@ -85,7 +97,11 @@ export async function etcdNode(opts: EtcdNodeOptions): Promise<EtcdNode> {
   await chmod(root, 0o755);
   const paths = etcdPaths(pathsAt(root));
   const ports = { client: await freePort(), peer: await freePort() };
-  const certs = await issueEtcdCerts(opts.root.etcdCA, { addresses: ["127.0.0.1"], hostname: opts.name, dnsNames: [opts.name] });
+  const certs = await issueEtcdCerts(opts.root.etcdCA, {
+    addresses: ["127.0.0.1"],
+    hostname: opts.name,
+    dnsNames: [opts.name],
+  });
   await writeEtcdPki(paths.pkiDir, opts.root, certs);
   await mkdir(path.join(root, "var", "lib"), { recursive: true, mode: 0o755 });
   for (const dir of [path.join(root, "system"), path.join(root, "system", "secrets")]) await chmod(dir, 0o755);
@@ -93,16 +109,36 @@ export async function etcdNode(opts: EtcdNodeOptions): Promise<EtcdNode> {
   const state = new ResourceState();
   registerCatalog(state, networkDefinitions);
   const owner = "test.Node";
-  state.modify(RUNTIME_NAMESPACE, TimeStatusType, "node", owner, () => ({ synced: true, epoch: 1, syncDisabled: false }));
-  state.modify(NETWORK_NAMESPACE, NetworkStatusType, NetworkStatusId, owner, () => ({ addressReady: true, connectivityReady: true, hostnameReady: true, etcFilesReady: true }));
-  const spec: EtcdSpecSpec = { name: opts.name, advertisedAddresses: ["127.0.0.1"], listenPeerAddresses: ["127.0.0.1"], listenClientAddresses: ["127.0.0.1"], image: "gcr.io/etcd-development/etcd:v3.5.13", extraArgs: {} };
+  state.modify(RUNTIME_NAMESPACE, TimeStatusType, "node", owner, () => ({
+    synced: true,
+    epoch: 1,
+    syncDisabled: false,
+  }));
+  state.modify(NETWORK_NAMESPACE, NetworkStatusType, NetworkStatusId, owner, () => ({
+    addressReady: true,
+    connectivityReady: true,
+    hostnameReady: true,
+    etcFilesReady: true,
+  }));
+  const spec: EtcdSpecSpec = {
+    name: opts.name,
+    advertisedAddresses: ["127.0.0.1"],
+    listenPeerAddresses: ["127.0.0.1"],
+    listenClientAddresses: ["127.0.0.1"],
+    image: "gcr.io/etcd-development/etcd:v3.5.13",
+    extraArgs: {},
+  };
   state.modify(ETCD_NAMESPACE, EtcdSpecType, EtcdSpecId, owner, () => spec);
   state.modify(ETCD_NAMESPACE, EtcdPKIStatusType, EtcdPKIStatusId, owner, () => ({ ready: true, version: "1" }));
 
   const supervisor = new Supervisor({ healthIntervalMs: 300, restartIntervalMs: 1000 });
   // machined mirrors the supervisor into Service resources (controllers/runtime/service.ts).
   supervisor.onChange((s) => {
-    state.modify(RUNTIME_NAMESPACE, ServiceType, s.id, owner, () => ({ running: s.state === "Running", healthy: s.health.healthy, unknown: s.health.unknown }));
+    state.modify(RUNTIME_NAMESPACE, ServiceType, s.id, owner, () => ({
+      running: s.state === "Running",
+      healthy: s.health.healthy,
+      unknown: s.health.unknown,
+    }));
   });
   const tls = () => adminTls(paths.pkiDir);
   const local = `127.0.0.1:${ports.client}`;
@@ -121,26 +157,52 @@ export async function etcdNode(opts: EtcdNodeOptions): Promise<EtcdNode> {
   runtime.start(ac.signal);
 
   const machineType = () => opts.machineType ?? "controlplane";
-  const cluster: EtcdCluster = { endpoints: async () => opts.peers?.() ?? [local], tls, addresses: () => ["127.0.0.1"] };
+  const cluster: EtcdCluster = {
+    endpoints: async () => opts.peers?.() ?? [local],
+    tls,
+    addresses: () => ["127.0.0.1"],
+  };
   const service = (extra: { bootstrap?: boolean; recover?: { skipHashCheck: boolean } } = {}) =>
     etcdService({
-      state, paths, machineType, cluster, ports, dependsOn: [],
-      runner: hostProcessRunner(opts.binaries.etcd), etcdutl: opts.etcdutl?.(paths) ?? hostEtcdutl(opts.binaries.etcdutl),
+      state,
+      paths,
+      machineType,
+      cluster,
+      ports,
+      dependsOn: [],
+      runner: hostProcessRunner(opts.binaries.etcd),
+      etcdutl: opts.etcdutl?.(paths) ?? hostEtcdutl(opts.binaries.etcdutl),
       timing: { retryMs: 300, nagMs: 60_000, timeoutMs: 120_000, promoteRetryMs: 500, promoteTimeoutMs: 120_000 },
       ...extra,
     });
   const api: EtcdApiContext = {
-    machineType, state, paths, clientPort: ports.client,
+    machineType,
+    state,
+    paths,
+    clientPort: ports.client,
     controlPlaneEndpoints: async () => opts.peers?.() ?? [local],
     stopEtcd: () => supervisor.stop("etcd"),
-    bootstrapEtcd: (req) => bootstrapEtcd(supervisor, (r) => service({ bootstrap: true, ...(r.recover ? { recover: { skipHashCheck: r.skipHashCheck } } : {}) }), paths.dataDir, req),
+    bootstrapEtcd: (req) =>
+      bootstrapEtcd(
+        supervisor,
+        (r) => service({ bootstrap: true, ...(r.recover ? { recover: { skipHashCheck: r.skipHashCheck } } : {}) }),
+        paths.dataDir,
+        req,
+      ),
     leaveRetry: { intervalMs: 500, totalMs: 30_000 },
   };
   const server = new grpc.Server();
   addService(server, "machine.MachineService", etcdServiceImpl(api), () => undefined);
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(err) : resolve(p),
+    ),
+  );
   const Client = grpc.makeGenericClientConstructor(rawServiceDefinition("machine.MachineService"), "MachineService");
-  const stub = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as Record<string, (...a: unknown[]) => unknown>;
+  const stub = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as Record<
+    string,
+    (...a: unknown[]) => unknown
+  >;
   const types = (method: string): [string, string] => {
     const known: Record<string, [string, string]> = {
       Bootstrap: ["machine.BootstrapRequest", "machine.BootstrapResponse"],
@@ -167,18 +229,27 @@ export async function etcdNode(opts: EtcdNodeOptions): Promise<EtcdNode> {
   };
 
   const node: EtcdNode = {
-    name: opts.name, root, paths, ports, state, supervisor,
+    name: opts.name,
+    root,
+    paths,
+    ports,
+    state,
+    supervisor,
     startWaiting: () => supervisor.start(service()),
     call: (method, req = {}) => {
       const [reqType, resType] = types(method);
       return new Promise((resolve, reject) => {
-        stub[method]!.call(stub, enc(reqType, req), (err: grpc.ServiceError | null, res: Buffer) => (err ? reject(err) : resolve(dec(resType, res))));
+        stub[method]!.call(stub, enc(reqType, req), (err: grpc.ServiceError | null, res: Buffer) =>
+          err ? reject(err) : resolve(dec(resType, res)),
+        );
       });
     },
     upload: (method, chunks) => {
       const [reqType, resType] = types(method);
       return new Promise((resolve, reject) => {
-        const call = stub[method]!.call(stub, (err: grpc.ServiceError | null, res: Buffer) => (err ? reject(err) : resolve(dec(resType, res)))) as grpc.ClientWritableStream<Buffer>;
+        const call = stub[method]!.call(stub, (err: grpc.ServiceError | null, res: Buffer) =>
+          err ? reject(err) : resolve(dec(resType, res)),
+        ) as grpc.ClientWritableStream<Buffer>;
         for (const c of chunks) call.write(enc(reqType, { bytes: c }));
         call.end();
       });

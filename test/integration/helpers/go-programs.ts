@@ -8,6 +8,10 @@ const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../.
 
 /** The path of `name` built for amd64 (the script prints it last). */
 export function goProgram(name: string): string {
-  const out = execFileSync("bash", [path.join(repo, "scripts/go-component.sh"), name, "amd64"], { cwd: repo, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+  const out = execFileSync("bash", [path.join(repo, "scripts/go-component.sh"), name, "amd64"], {
+    cwd: repo,
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   return out.trim().split("\n").at(-1)!;
 }

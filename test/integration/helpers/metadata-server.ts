@@ -28,7 +28,10 @@ export interface Scenario {
   fault?: { status?: number; body?: string; hang?: boolean };
 }
 
-export const fixturesRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../../test/fixtures/platforms");
+export const fixturesRoot = path.resolve(
+  path.dirname(fileURLToPath(import.meta.url)),
+  "../../../../test/fixtures/platforms",
+);
 
 /** A request as the service sees it (header names in lower case; the URL's host is the one asked). */
 export interface Request {
@@ -47,7 +50,11 @@ export interface Answer {
 type Handler = (req: Request, s: Scenario) => Answer;
 
 const text = (body: string, status = 200): Answer => ({ status, body, headers: { "content-type": "text/plain" } });
-const json = (value: unknown, status = 200): Answer => ({ status, body: JSON.stringify(value), headers: { "content-type": "application/json" } });
+const json = (value: unknown, status = 200): Answer => ({
+  status,
+  body: JSON.stringify(value),
+  headers: { "content-type": "application/json" },
+});
 const notFound = (): Answer => text("Not Found", 404);
 const fixture = (platform: string, file: string) => readFileSync(path.join(fixturesRoot, platform, file), "utf8");
 
@@ -80,13 +87,15 @@ const gcp: Handler = (req, s) => {
   const flavored = (a: Answer): Answer => ({ ...a, headers: { ...a.headers, "metadata-flavor": "Google" } });
   if (req.headers["metadata-flavor"] !== "Google") return text("Missing Metadata-Flavor:Google header.", 403);
   const rest = req.url.pathname.replace(/^\/computeMetadata\/v1\//, "");
-  if (rest === "instance/attributes/user-data") return flavored(s.userData === undefined ? notFound() : text(s.userData));
+  if (rest === "instance/attributes/user-data")
+    return flavored(s.userData === undefined ? notFound() : text(s.userData));
   let node: unknown = JSON.parse(fixture("gcp", "metadata.json"));
   for (const segment of rest.split("/").filter((x) => x !== "")) {
     node = typeof node === "object" && node !== null ? (node as Record<string, unknown>)[camel(segment)] : undefined;
   }
   if (node === undefined || node === null) return flavored(notFound());
-  if (typeof node === "object") return flavored(req.url.searchParams.get("recursive") === "true" ? json(node) : text(Object.keys(node).join("\n")));
+  if (typeof node === "object")
+    return flavored(req.url.searchParams.get("recursive") === "true" ? json(node) : text(Object.keys(node).join("\n")));
   return flavored(text(String(node)));
 };
 
@@ -106,7 +115,9 @@ const openstack: Handler = (req, s) => {
 const digitalOcean: Handler = (req, s) => {
   const p = req.url.pathname;
   if (p === "/metadata/v1/user-data") return s.userData === undefined ? notFound() : text(s.userData);
-  const doc = JSON.parse(fixture("digital-ocean", "v1.json")) as { interfaces: { public: { ipv4: { ip_address: string } }[] } };
+  const doc = JSON.parse(fixture("digital-ocean", "v1.json")) as {
+    interfaces: { public: { ipv4: { ip_address: string } }[] };
+  };
   if (p === "/metadata/v1.json") return json(doc);
   if (p === "/metadata/v1/interfaces/public/0/ipv4/address") return text(doc.interfaces.public[0]!.ipv4.ip_address);
   return notFound();
@@ -117,9 +128,16 @@ const digitalOcean: Handler = (req, s) => {
 const hcloud: Handler = (req, s) => {
   const p = req.url.pathname;
   if (p === "/hetzner/v1/userdata") return s.userData === undefined ? notFound() : text(s.userData);
-  if (p === "/hetzner/v1/metadata/network-config") return { status: 200, body: fixture("hcloud", "network-config.yaml"), headers: { "content-type": "application/yaml" } };
+  if (p === "/hetzner/v1/metadata/network-config")
+    return {
+      status: 200,
+      body: fixture("hcloud", "network-config.yaml"),
+      headers: { "content-type": "application/yaml" },
+    };
   if (p === "/hetzner/v1/metadata") return text(fixture("hcloud", "metadata.yaml"));
-  const value = (parseYaml(fixture("hcloud", "metadata.yaml")) as Record<string, unknown>)[p.replace(/^\/hetzner\/v1\/metadata\//, "")];
+  const value = (parseYaml(fixture("hcloud", "metadata.yaml")) as Record<string, unknown>)[
+    p.replace(/^\/hetzner\/v1\/metadata\//, "")
+  ];
   return value === undefined ? notFound() : text(String(value));
 };
 
@@ -140,14 +158,28 @@ const azure: Handler = (req, s) => {
   if (req.url.hostname === "168.63.129.16") {
     if (req.headers["x-ms-version"] !== "2015-04-05") return text("missing x-ms-version", 400);
     const comp = req.url.searchParams.get("comp");
-    if (req.url.pathname === "/machine/" && comp === "goalstate" && req.method === "GET") return { status: 200, body: fixture("azure", "goalstate.xml"), headers: { "content-type": "text/xml; charset=utf-8" } };
+    if (req.url.pathname === "/machine/" && comp === "goalstate" && req.method === "GET")
+      return {
+        status: 200,
+        body: fixture("azure", "goalstate.xml"),
+        headers: { "content-type": "text/xml; charset=utf-8" },
+      };
     if (req.url.pathname === "/machine/" && comp === "health" && req.method === "POST") return text("");
     return notFound();
   }
-  if (req.headers["metadata"] !== "true") return json({ error: "Bad request. Required metadata header not specified" }, 400);
+  if (req.headers["metadata"] !== "true")
+    return json({ error: "Bad request. Required metadata header not specified" }, 400);
   const version = req.url.searchParams.get("api-version") ?? "";
-  if (!(s.apiVersions ?? azureVersions).includes(version)) return json({ error: "Bad request. api-version is invalid", "newest-versions": s.apiVersions ?? azureVersions }, 400);
-  const file = { "/metadata/instance/compute": "compute.json", "/metadata/instance/network/interface": "interfaces.json", "/metadata/loadbalancer": "loadbalancer.json" }[req.url.pathname];
+  if (!(s.apiVersions ?? azureVersions).includes(version))
+    return json(
+      { error: "Bad request. api-version is invalid", "newest-versions": s.apiVersions ?? azureVersions },
+      400,
+    );
+  const file = {
+    "/metadata/instance/compute": "compute.json",
+    "/metadata/instance/network/interface": "interfaces.json",
+    "/metadata/loadbalancer": "loadbalancer.json",
+  }[req.url.pathname];
   return file ? json(JSON.parse(fixture("azure", file))) : notFound();
 };
 
@@ -156,7 +188,8 @@ const azure: Handler = (req, s) => {
 const oracle: Handler = (req, s) => {
   if (req.headers["authorization"] !== "Bearer Oracle") return text("Unauthorized", 401);
   const p = req.url.pathname;
-  if (p === "/opc/v2/instance/metadata/user_data") return s.userData === undefined ? notFound() : text(Buffer.from(s.userData).toString("base64"));
+  if (p === "/opc/v2/instance/metadata/user_data")
+    return s.userData === undefined ? notFound() : text(Buffer.from(s.userData).toString("base64"));
   if (p === "/opc/v2/instance/") {
     const instance = JSON.parse(fixture("oracle", "instance.json")) as { metadata: Record<string, string> };
     if (s.userData !== undefined) instance.metadata["user_data"] = Buffer.from(s.userData).toString("base64");
@@ -166,7 +199,16 @@ const oracle: Handler = (req, s) => {
   return notFound();
 };
 
-const handlers: Record<string, Handler> = { aws, gcp, openstack, "digital-ocean": digitalOcean, hcloud, vultr, azure, oracle };
+const handlers: Record<string, Handler> = {
+  aws,
+  gcp,
+  openstack,
+  "digital-ocean": digitalOcean,
+  hcloud,
+  vultr,
+  azure,
+  oracle,
+};
 
 /** The service's answer to one request; "hang" for none at all. */
 export function answer(s: Scenario, req: Request): Answer | "hang" {
@@ -178,7 +220,12 @@ export function answer(s: Scenario, req: Request): Answer | "hang" {
   const handler = handlers[s.platform];
   const a = handler ? handler(req, s) : text(`no platform ${s.platform}`, 500);
   // A fault body alone replaces every JSON or YAML document served (malformed metadata).
-  if (s.fault?.body !== undefined && a.status === 200 && ["application/json", "application/yaml"].includes(a.headers?.["content-type"] ?? "")) return { ...a, body: s.fault.body };
+  if (
+    s.fault?.body !== undefined &&
+    a.status === 200 &&
+    ["application/json", "application/yaml"].includes(a.headers?.["content-type"] ?? "")
+  )
+    return { ...a, body: s.fault.body };
   return a;
 }
 
@@ -189,9 +236,24 @@ export function metadataHandler(scenarioFile: string, onRequest: (line: string) 
     req.setEncoding("utf8");
     req.on("data", (chunk: string) => (body += chunk));
     req.on("end", () => {
-      const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(",") : v]));
-      const request: Request = { method: req.method ?? "GET", url: new URL(req.url ?? "/", `http://${req.headers.host ?? "169.254.169.254"}`), headers, body };
-      onRequest(JSON.stringify({ method: request.method, host: request.url.hostname, url: req.url, headers, ...(body ? { body } : {}) }));
+      const headers = Object.fromEntries(
+        Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(",") : v]),
+      );
+      const request: Request = {
+        method: req.method ?? "GET",
+        url: new URL(req.url ?? "/", `http://${req.headers.host ?? "169.254.169.254"}`),
+        headers,
+        body,
+      };
+      onRequest(
+        JSON.stringify({
+          method: request.method,
+          host: request.url.hostname,
+          url: req.url,
+          headers,
+          ...(body ? { body } : {}),
+        }),
+      );
       const a = answer(JSON.parse(readFileSync(scenarioFile, "utf8")) as Scenario, request);
       if (a === "hang") return;
       res.writeHead(a.status, a.headers ?? {});
@@ -203,13 +265,16 @@ export function metadataHandler(scenarioFile: string, onRequest: (line: string) 
 function main(argv: string[]): void {
   const listens = argv.flatMap((a, i) => (a === "--listen" && argv[i + 1] ? [argv[i + 1]!] : []));
   const i = argv.indexOf("--scenario");
-  if (listens.length === 0 || i < 0 || !argv[i + 1]) throw new Error("usage: metadata-server --listen HOST:PORT [--listen ...] --scenario FILE");
+  if (listens.length === 0 || i < 0 || !argv[i + 1])
+    throw new Error("usage: metadata-server --listen HOST:PORT [--listen ...] --scenario FILE");
   const handler = metadataHandler(argv[i + 1]!, (line) => process.stdout.write(`${line}\n`));
   const servers = listens.map((listen) => {
     const colon = listen.lastIndexOf(":");
     return http.createServer(handler).listen(Number(listen.slice(colon + 1)), listen.slice(0, colon));
   });
-  void Promise.all(servers.map((srv) => new Promise((resolve) => srv.once("listening", resolve)))).then(() => process.stdout.write("listening\n"));
+  void Promise.all(servers.map((srv) => new Promise((resolve) => srv.once("listening", resolve)))).then(() =>
+    process.stdout.write("listening\n"),
+  );
   process.on("SIGTERM", () => {
     for (const srv of servers) srv.close();
     process.exit(0);

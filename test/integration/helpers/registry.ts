@@ -53,13 +53,77 @@ export async function startRegistry(dir: string, opts: RegistryOptions = {}): Pr
   fs.mkdirSync(dir, { recursive: true });
   const f = (n: string) => path.join(dir, n);
   // A CA, the registry's server certificate for 127.0.0.1, and the token signer's self-signed certificate.
-  openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", f("ca.key"), "-out", f("ca.crt"), "-subj", "/CN=basalt test CA", "-days", "2"]);
-  openssl(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", f("server.key"), "-out", f("server.csr"), "-subj", "/CN=127.0.0.1"]);
+  openssl([
+    "req",
+    "-x509",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:P-256",
+    "-nodes",
+    "-keyout",
+    f("ca.key"),
+    "-out",
+    f("ca.crt"),
+    "-subj",
+    "/CN=basalt test CA",
+    "-days",
+    "2",
+  ]);
+  openssl([
+    "req",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:P-256",
+    "-nodes",
+    "-keyout",
+    f("server.key"),
+    "-out",
+    f("server.csr"),
+    "-subj",
+    "/CN=127.0.0.1",
+  ]);
   fs.writeFileSync(f("san.ext"), "subjectAltName=IP:127.0.0.1\n");
-  openssl(["x509", "-req", "-in", f("server.csr"), "-CA", f("ca.crt"), "-CAkey", f("ca.key"), "-CAcreateserial", "-out", f("server.crt"), "-days", "2", "-extfile", f("san.ext")]);
-  openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", f("token.key"), "-out", f("token.crt"), "-subj", "/CN=basalt token signer", "-days", "2"]);
+  openssl([
+    "x509",
+    "-req",
+    "-in",
+    f("server.csr"),
+    "-CA",
+    f("ca.crt"),
+    "-CAkey",
+    f("ca.key"),
+    "-CAcreateserial",
+    "-out",
+    f("server.crt"),
+    "-days",
+    "2",
+    "-extfile",
+    f("san.ext"),
+  ]);
+  openssl([
+    "req",
+    "-x509",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:P-256",
+    "-nodes",
+    "-keyout",
+    f("token.key"),
+    "-out",
+    f("token.crt"),
+    "-subj",
+    "/CN=basalt token signer",
+    "-days",
+    "2",
+  ]);
   const tokenKey = createPrivateKey(fs.readFileSync(f("token.key")));
-  const tokenCertDer = Buffer.from(fs.readFileSync(f("token.crt"), "utf8").replace(/-----[^-]+-----|\s/g, ""), "base64");
+  const tokenCertDer = Buffer.from(
+    fs.readFileSync(f("token.crt"), "utf8").replace(/-----[^-]+-----|\s/g, ""),
+    "base64",
+  );
 
   const username = "basalt";
   const password = "s3cret";
@@ -78,10 +142,21 @@ export async function startRegistry(dir: string, opts: RegistryOptions = {}): Pr
     const [type, name, actions] = scope.split(":");
     const now = Math.floor(Date.now() / 1000);
     const header = { alg: "ES256", typ: "JWT", x5c: [tokenCertDer.toString("base64")] };
-    const claims = { iss: issuer, sub: username, aud: service, iat: now - 10, nbf: now - 10, exp: now + 600, jti: `${now}-${tokenRequests.length}`, access: type ? [{ type, name, actions: (actions ?? "").split(",") }] : [] };
+    const claims = {
+      iss: issuer,
+      sub: username,
+      aud: service,
+      iat: now - 10,
+      nbf: now - 10,
+      exp: now + 600,
+      jti: `${now}-${tokenRequests.length}`,
+      access: type ? [{ type, name, actions: (actions ?? "").split(",") }] : [],
+    };
     const input = `${b64url(JSON.stringify(header))}.${b64url(JSON.stringify(claims))}`;
     const signature = sign("sha256", Buffer.from(input), { key: tokenKey, dsaEncoding: "ieee-p1363" });
-    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ token: `${input}.${b64url(signature)}` }));
+    res
+      .writeHead(200, { "content-type": "application/json" })
+      .end(JSON.stringify({ token: `${input}.${b64url(signature)}` }));
   });
   await new Promise<void>((resolve) => tokenServer.listen(0, "127.0.0.1", resolve));
   const tokenPort = (tokenServer.address() as net.AddressInfo).port;
@@ -103,7 +178,9 @@ export async function startRegistry(dir: string, opts: RegistryOptions = {}): Pr
       "",
     ].join("\n"),
   );
-  const child: ChildProcess = spawn(registryBinary, ["serve", f("config.yml")], { stdio: ["ignore", "ignore", "pipe"] });
+  const child: ChildProcess = spawn(registryBinary, ["serve", f("config.yml")], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
   let stderr = "";
   child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
   const ca = fs.readFileSync(f("ca.crt"), "utf8");
@@ -116,7 +193,10 @@ export async function startRegistry(dir: string, opts: RegistryOptions = {}): Pr
   for (let i = 0; ; i++) {
     const status = await new Promise<number>((resolve) => {
       const done = (res: http.IncomingMessage) => (res.resume(), resolve(res.statusCode ?? 0));
-      (opts.plain ? http.get({ host: "127.0.0.1", port, path: "/v2/" }, done) : https.get({ host: "127.0.0.1", port, path: "/v2/", ca }, done)).on("error", () => resolve(0));
+      (opts.plain
+        ? http.get({ host: "127.0.0.1", port, path: "/v2/" }, done)
+        : https.get({ host: "127.0.0.1", port, path: "/v2/", ca }, done)
+      ).on("error", () => resolve(0));
     });
     if (status === (opts.plain ? 200 : 401)) break;
     if (child.exitCode !== null || i > 300) {

@@ -65,13 +65,22 @@ export interface SandboxLaunch {
 }
 
 /** Starts `basalt sandbox` on `127.0.0.1:<port>` with its state under `stateDir`. */
-export function startSandbox(stateDir: string, port: number, extraArgs: string[] = [], launch: SandboxLaunch = {}): SandboxProcess {
+export function startSandbox(
+  stateDir: string,
+  port: number,
+  extraArgs: string[] = [],
+  launch: SandboxLaunch = {},
+): SandboxProcess {
   let out = "";
   const nodeArgs = launch.nodeArgs ?? [sandboxJs];
-  const child = spawn(process.execPath, [...nodeArgs, "--state-dir", stateDir, "--apid-listen", `127.0.0.1:${port}`, ...extraArgs], {
-    stdio: ["ignore", "pipe", "pipe"],
-    env: launch.env ?? { ...process.env, BASALT_LOG_LEVEL: "info" },
-  });
+  const child = spawn(
+    process.execPath,
+    [...nodeArgs, "--state-dir", stateDir, "--apid-listen", `127.0.0.1:${port}`, ...extraArgs],
+    {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: launch.env ?? { ...process.env, BASALT_LOG_LEVEL: "info" },
+    },
+  );
   child.stdout!.on("data", (b: Buffer) => (out += b.toString()));
   child.stderr!.on("data", (b: Buffer) => (out += b.toString()));
   // If the test process goes away first (a crash, a cancelled run), do not leave the sandbox behind.

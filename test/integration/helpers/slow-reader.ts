@@ -8,10 +8,19 @@ export interface Pace {
   ms?: number;
 }
 
-export function readSlowly<Res>(client: NodeClient, service: NodeClient["machine"], method: string, request: object, pace: Pace, deadlineMs = 60_000): Promise<Res[]> {
+export function readSlowly<Res>(
+  client: NodeClient,
+  service: NodeClient["machine"],
+  method: string,
+  request: object,
+  pace: Pace,
+  deadlineMs = 60_000,
+): Promise<Res[]> {
   return new Promise((resolve, reject) => {
     const out: Res[] = [];
-    const stream: grpc.ClientReadableStream<Res> = service[method](request, client.metadata(), { deadline: Date.now() + deadlineMs });
+    const stream: grpc.ClientReadableStream<Res> = service[method](request, client.metadata(), {
+      deadline: Date.now() + deadlineMs,
+    });
     stream.on("data", (m: Res) => {
       out.push(m);
       if (pace.every > 0 && out.length % pace.every === 0) {

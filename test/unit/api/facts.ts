@@ -11,8 +11,21 @@ import protobuf from "protobufjs";
 export type Facts = Map<string, string>;
 
 const SCALARS = new Set([
-  "double", "float", "int32", "int64", "uint32", "uint64", "sint32", "sint64",
-  "fixed32", "fixed64", "sfixed32", "sfixed64", "bool", "string", "bytes",
+  "double",
+  "float",
+  "int32",
+  "int64",
+  "uint32",
+  "uint64",
+  "sint32",
+  "sint64",
+  "fixed32",
+  "fixed64",
+  "sfixed32",
+  "sfixed64",
+  "bool",
+  "string",
+  "bytes",
 ]);
 // Scalars that proto3 packs when repeated (all but string and bytes).
 const PACKABLE = new Set([...SCALARS].filter((t) => t !== "string" && t !== "bytes"));
@@ -74,7 +87,13 @@ interface DEnum {
 }
 interface DService {
   name: string;
-  method?: { name: string; inputType: string; outputType: string; clientStreaming?: boolean; serverStreaming?: boolean }[];
+  method?: {
+    name: string;
+    inputType: string;
+    outputType: string;
+    clientStreaming?: boolean;
+    serverStreaming?: boolean;
+  }[];
 }
 export interface DFile {
   name: string;
@@ -130,7 +149,8 @@ function addDescriptorMessage(facts: Facts, m: DMessage, scope: string, proto3: 
   const name = `${scope}.${m.name}`;
   if (m.options?.mapEntry) return; // represented by the map field that uses it
   facts.set(`message ${name}`, "message");
-  for (const f of m.field ?? []) facts.set(`field ${name}.${f.name}`, renderField(descriptorFieldShape(f, m, name, proto3)));
+  for (const f of m.field ?? [])
+    facts.set(`field ${name}.${f.name}`, renderField(descriptorFieldShape(f, m, name, proto3)));
   for (const e of m.enumType ?? []) addDescriptorEnum(facts, e, name);
   for (const n of m.nestedType ?? []) addDescriptorMessage(facts, n, name, proto3);
 }
@@ -150,7 +170,10 @@ export function descriptorFacts(files: DFile[], include: (fileName: string) => b
       const sname = `${scope}.${s.name}`;
       facts.set(`service ${sname}`, "service");
       for (const me of s.method ?? []) {
-        facts.set(`method ${sname}.${me.name}`, renderMethod(me.inputType, me.outputType, !!me.clientStreaming, !!me.serverStreaming));
+        facts.set(
+          `method ${sname}.${me.name}`,
+          renderMethod(me.inputType, me.outputType, !!me.clientStreaming, !!me.serverStreaming),
+        );
       }
     }
   }
@@ -172,7 +195,10 @@ function tableRows(lines: string[], start: number): { rows: string[][]; end: num
   const rows: string[][] = [];
   let i = start;
   for (; i < lines.length && lines[i]!.trim().startsWith("|"); i++) {
-    const cells = lines[i]!.trim().replace(/^\||\|$/g, "").split("|").map(stripCell);
+    const cells = lines[i]!.trim()
+      .replace(/^\||\|$/g, "")
+      .split("|")
+      .map(stripCell);
     if (cells.every((c) => /^-+$/.test(c))) continue;
     rows.push(cells);
   }
@@ -217,7 +243,8 @@ export function cosiMarkdownFacts(text: string): Facts {
         for (const [m, req, res, streaming] of rows.slice(1)) {
           if (!m || !req || !res || !streaming) throw new Error(`cosi-state.md §1: bad method row ${m}`);
           const serverStream = /^server stream/.test(streaming);
-          if (!serverStream && streaming !== "unary") throw new Error(`cosi-state.md §1: unknown streaming "${streaming}"`);
+          if (!serverStream && streaming !== "unary")
+            throw new Error(`cosi-state.md §1: unknown streaming "${streaming}"`);
           facts.set(`method .${service}.${m}`, renderMethod(`.${spkg}.${req}`, `.${spkg}.${res}`, false, serverStream));
         }
         i = end - 1;
@@ -245,7 +272,8 @@ export function cosiMarkdownFacts(text: string): Facts {
     const inline = /^\*\*([\w.]+)\*\*: (.+?)\.?$/.exec(line);
     if (inline) {
       facts.set(`message .${pkg}.${inline[1]}`, "message");
-      for (const spec of inline[2]!.split(";")) pending.push({ pkg, message: inline[1]!, spec: spec.replace(/`/g, "") });
+      for (const spec of inline[2]!.split(";"))
+        pending.push({ pkg, message: inline[1]!, spec: spec.replace(/`/g, "") });
       continue;
     }
     const titled = /^\*\*([\w.]+)\*\*\s*$/.exec(line);
@@ -254,7 +282,8 @@ export function cosiMarkdownFacts(text: string): Facts {
       let j = i + 1;
       while (j < lines.length && !lines[j]!.trim().startsWith("|")) j++;
       const { rows, end } = tableRows(lines, j);
-      for (const [num, field, type] of rows.slice(1)) pending.push({ pkg, message: titled[1]!, spec: `${num} ${field} ${type}` });
+      for (const [num, field, type] of rows.slice(1))
+        pending.push({ pkg, message: titled[1]!, spec: `${num} ${field} ${type}` });
       i = end - 1;
       continue;
     }
@@ -297,7 +326,12 @@ function markdownFieldShape(number: number, rawType: string, pkg: string, enums:
   const map = /^map<\s*(\w+)\s*,\s*([\w.]+)\s*>$/.exec(t);
   if (map) {
     const value = markdownTypeRef(map[2]!, pkg, enums);
-    const shape: FieldShape = { number, label: "repeated", type: "map", map: { key: scalarType(map[1]!), value: value.type } };
+    const shape: FieldShape = {
+      number,
+      label: "repeated",
+      type: "map",
+      map: { key: scalarType(map[1]!), value: value.type },
+    };
     if (value.typeName) shape.map!.valueTypeName = value.typeName;
     return shape;
   }
@@ -323,7 +357,12 @@ function loadedFieldShape(f: protobuf.Field): FieldShape {
   };
   if (f instanceof protobuf.MapField) {
     const value = typeOf(f.type, f.resolvedType);
-    const shape: FieldShape = { number: f.id, label: "repeated", type: "map", map: { key: scalarType(f.keyType), value: value.type } };
+    const shape: FieldShape = {
+      number: f.id,
+      label: "repeated",
+      type: "map",
+      map: { key: scalarType(f.keyType), value: value.type },
+    };
     if (value.typeName) shape.map!.valueTypeName = value.typeName;
     return shape;
   }
@@ -352,7 +391,12 @@ function addLoaded(facts: Facts, ns: protobuf.NamespaceBase, skip: (fullName: st
         m.resolve();
         facts.set(
           `method ${obj.fullName}.${m.name}`,
-          renderMethod(m.resolvedRequestType!.fullName, m.resolvedResponseType!.fullName, !!m.requestStream, !!m.responseStream),
+          renderMethod(
+            m.resolvedRequestType!.fullName,
+            m.resolvedResponseType!.fullName,
+            !!m.requestStream,
+            !!m.responseStream,
+          ),
         );
       }
     }

@@ -62,18 +62,27 @@ test("allMethods lists 51 MachineService methods and the other services by full 
 });
 
 test("allMethods agrees with rpc-index.tsv: every RPC, its types and streaming flags", () => {
-  const [header, ...rows] = fs.readFileSync(rpcIndexPath, "utf8").trim().split("\n").map((l) => l.split("\t"));
+  const [header, ...rows] = fs
+    .readFileSync(rpcIndexPath, "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => l.split("\t"));
   const col = (name: string) => {
     const i = header!.indexOf(name);
     assert.notEqual(i, -1, `rpc-index.tsv has no column ${name}`);
     return i;
   };
-  const [cM, cReq, cRes, cCs, cSs] = ["method", "request", "response", "client_streaming", "server_streaming"].map(col) as number[];
+  const [cM, cReq, cRes, cCs, cSs] = ["method", "request", "response", "client_streaming", "server_streaming"].map(
+    col,
+  ) as number[];
   const expected = rows
     .map((r) => `${r[cM!]} ${r[cReq!]} -> ${r[cRes!]} client_streaming=${r[cCs!]} server_streaming=${r[cSs!]}`)
     .sort();
   const ours = allMethods()
-    .map((m) => `${m.service}.${m.name} ${m.requestType} -> ${m.responseType} client_streaming=${m.requestStream} server_streaming=${m.responseStream}`)
+    .map(
+      (m) =>
+        `${m.service}.${m.name} ${m.requestType} -> ${m.responseType} client_streaming=${m.requestStream} server_streaming=${m.responseStream}`,
+    )
     .sort();
   assert.deepEqual(ours, expected);
   assert.equal(expected.filter((l) => l.startsWith("machine.MachineService.")).length, 51);
@@ -114,7 +123,10 @@ test("machine.VersionResponse round-trips as a plain object with snake_case keys
 });
 
 test("decode gives enums and 64-bit integers as numbers, bytes as Buffer", () => {
-  const mem = decode("machine.MemoryResponse", encode("machine.MemoryResponse", { messages: [{ meminfo: { memtotal: 2 ** 40 + 1 } }] }));
+  const mem = decode(
+    "machine.MemoryResponse",
+    encode("machine.MemoryResponse", { messages: [{ meminfo: { memtotal: 2 ** 40 + 1 } }] }),
+  );
   const meminfo = (mem.messages as { meminfo: { memtotal: unknown; memfree: unknown } }[])[0]!.meminfo;
   assert.equal(meminfo.memtotal, 2 ** 40 + 1);
   assert.equal(meminfo.memfree, 0);
@@ -137,7 +149,10 @@ test("proto3 optional fields keep presence: WatchRequest.id set to '' is sent, a
 });
 
 test("a Date is accepted where a google.protobuf.Timestamp goes", () => {
-  const md = decode("cosi.resource.Metadata", encode("cosi.resource.Metadata", { created: new Date(1_700_000_000_123) }));
+  const md = decode(
+    "cosi.resource.Metadata",
+    encode("cosi.resource.Metadata", { created: new Date(1_700_000_000_123) }),
+  );
   assert.deepEqual(md.created, { seconds: 1_700_000_000, nanos: 123_000_000 });
 });
 
@@ -208,16 +223,23 @@ test("raw server and typed client talk over a real gRPC channel (unary and serve
       call.end();
     },
   });
-  await new Promise<void>((resolve, reject) => server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+  await new Promise<void>((resolve, reject) =>
+    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())),
+  );
   t.after(() => server.forceShutdown());
   const Client = grpc.makeGenericClientConstructor(serviceDefinition("machine.MachineService"), "MachineService");
   const client = new Client(address, grpc.credentials.createInsecure());
   t.after(() => client.close());
   // Generic clients are indexed by method name; their types are not known statically.
-  const call = client as unknown as Record<string, (...args: unknown[]) => grpc.ClientReadableStream<Record<string, unknown>>>;
+  const call = client as unknown as Record<
+    string,
+    (...args: unknown[]) => grpc.ClientReadableStream<Record<string, unknown>>
+  >;
 
   const version = await new Promise<Record<string, unknown>>((resolve, reject) =>
-    call.Version!({}, (err: grpc.ServiceError | null, res: Record<string, unknown>) => (err ? reject(err) : resolve(res))),
+    call.Version!({}, (err: grpc.ServiceError | null, res: Record<string, unknown>) =>
+      err ? reject(err) : resolve(res),
+    ),
   );
   assert.equal((version.messages as { version: { tag: string } }[])[0]!.version.tag, "v1.7.6");
 
@@ -256,7 +278,10 @@ test("BASALT_PROTO_DIR overrides the search, and a wrong one is reported plainly
   const loader = path.join(repoRoot, "dist", "agent", "src", "api", "index.js");
   const script = `import(${JSON.stringify(loader)}).then((api) => { try { api.apiRoot(); console.log("loaded"); } catch (e) { console.log(e.name + ": " + e.message); } });`;
   const run = (dir: string) =>
-    execFileSync(process.execPath, ["-e", script], { env: { ...process.env, BASALT_PROTO_DIR: dir }, encoding: "utf8" }).trim();
+    execFileSync(process.execPath, ["-e", script], {
+      env: { ...process.env, BASALT_PROTO_DIR: dir },
+      encoding: "utf8",
+    }).trim();
   assert.equal(run(protoDir), "loaded");
   const empty = fs.mkdtempSync(path.join(os.tmpdir(), "basalt-noapi-"));
   try {
@@ -281,7 +306,12 @@ test("services come from the method table; a package's files are parsed when one
     try { api.encode("talos.resource.definitions.network.NodeAddressSpec", {}); out.network = "parsed"; } catch (e) { out.network = e.name; }
     console.log(JSON.stringify(out));
   });`;
-  const out = JSON.parse(execFileSync(process.execPath, ["--input-type=module", "-e", script], { env: { ...process.env, BASALT_PROTO_DIR: dir }, encoding: "utf8" }));
+  const out = JSON.parse(
+    execFileSync(process.execPath, ["--input-type=module", "-e", script], {
+      env: { ...process.env, BASALT_PROTO_DIR: dir },
+      encoding: "utf8",
+    }),
+  );
   assert.deepEqual(out, {
     services: SERVICES.map((s) => allMethods().filter((m) => m.service === s).length),
     methods: allMethods().length,

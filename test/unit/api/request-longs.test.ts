@@ -12,20 +12,34 @@ const requestOf = (method: string, type: string, value: object) => {
 
 test("a uint64 past 2^53 arrives as its exact decimal string", () => {
   for (const id of ["18446744073709551615", "12345678901234567891", "9007199254740993"]) {
-    assert.deepEqual(requestOf("EtcdRemoveMemberByID", "machine.EtcdRemoveMemberByIDRequest", { member_id: id }), { member_id: id });
+    assert.deepEqual(requestOf("EtcdRemoveMemberByID", "machine.EtcdRemoveMemberByIDRequest", { member_id: id }), {
+      member_id: id,
+    });
   }
 });
 
 test("a 64-bit integer a number holds exactly stays a number", () => {
-  assert.deepEqual(requestOf("EtcdRemoveMemberByID", "machine.EtcdRemoveMemberByIDRequest", { member_id: "9007199254740991" }), { member_id: 9007199254740991 });
+  assert.deepEqual(
+    requestOf("EtcdRemoveMemberByID", "machine.EtcdRemoveMemberByIDRequest", { member_id: "9007199254740991" }),
+    { member_id: 9007199254740991 },
+  );
   assert.deepEqual(requestOf("EtcdRemoveMemberByID", "machine.EtcdRemoveMemberByIDRequest", {}), { member_id: 0 });
 });
 
 test("64-bit integers in nested messages follow the same rule", () => {
-  const req = requestOf("GenerateClientConfiguration", "machine.GenerateClientConfigurationRequest", { roles: ["os:reader"], crt_ttl: { seconds: 3600, nanos: 5 } });
+  const req = requestOf("GenerateClientConfiguration", "machine.GenerateClientConfigurationRequest", {
+    roles: ["os:reader"],
+    crt_ttl: { seconds: 3600, nanos: 5 },
+  });
   assert.deepEqual(req, { roles: ["os:reader"], crt_ttl: { seconds: 3600, nanos: 5 } });
 });
 
 test("replies and decode() keep the convention of 64-bit integers as numbers", () => {
-  assert.deepEqual(decode("machine.EtcdRemoveMemberByIDRequest", encode("machine.EtcdRemoveMemberByIDRequest", { member_id: "12345678901234567891" })), { member_id: 12345678901234567000 });
+  assert.deepEqual(
+    decode(
+      "machine.EtcdRemoveMemberByIDRequest",
+      encode("machine.EtcdRemoveMemberByIDRequest", { member_id: "12345678901234567891" }),
+    ),
+    { member_id: 12345678901234567000 },
+  );
 });

@@ -32,7 +32,8 @@ const ours = () => loadedFacts(apiRoot(), protoDir);
 // In Talos v1.7.6's api/resource/definitions/network/network.proto (talosctl v1.7.6 is built with it),
 // but missing from the api.descriptors file published at that tag, which predates it.
 const newerThanDescriptors = [".talos.resource.definitions.network.HostDNSConfigSpec"];
-const describedElsewhere = (key: string) => newerThanDescriptors.some((m) => key.endsWith(` ${m}`) || key.includes(` ${m}.`));
+const describedElsewhere = (key: string) =>
+  newerThanDescriptors.some((m) => key.endsWith(` ${m}`) || key.includes(` ${m}.`));
 
 test("agent/api matches api.descriptors: packages, services, methods, messages, fields, enums", () => {
   const files = readDescriptorSet(fs.readFileSync(descriptorPath));
@@ -59,7 +60,8 @@ test("api.descriptors holds no extensions other than the google.protobuf.*Option
   for (const file of files) {
     if (file.name.startsWith("google/protobuf/")) continue;
     for (const ext of file.extension ?? []) {
-      if (!/^\.google\.protobuf\.\w+Options$/.test(ext.extendee ?? "")) unexpected.push(`${file.name}: ${ext.name} extends ${ext.extendee}`);
+      if (!/^\.google\.protobuf\.\w+Options$/.test(ext.extendee ?? ""))
+        unexpected.push(`${file.name}: ${ext.name} extends ${ext.extendee}`);
     }
   }
   assert.deepEqual(unexpected, []);

@@ -35,14 +35,24 @@ after(() => {
   backend.close();
 });
 
-test("a peer that stops answering pings while a call is open ends the session: the call fails with UNAVAILABLE", { timeout: 30_000 }, async () => {
+test("a peer that stops answering pings while a call is open ends the session: the call fails with UNAVAILABLE", {
+  timeout: 30_000,
+}, async () => {
   await new Promise<void>((resolve) => backend.listen(0, "127.0.0.1", resolve));
   await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve));
   const port = (relay.address() as net.AddressInfo).port;
-  const session = new BackendSession("peer", () => net.connect(port, "127.0.0.1"), { keepalive: { timeMs: 20, timeoutMs: 200 } });
+  const session = new BackendSession("peer", () => net.connect(port, "127.0.0.1"), {
+    keepalive: { timeMs: 20, timeoutMs: 200 },
+  });
   try {
     await session.ready(10_000);
-    const source = openFrameStream(session, "/machine.MachineService/Dmesg", new grpc.Metadata(), Buffer.alloc(0), Infinity);
+    const source = openFrameStream(
+      session,
+      "/machine.MachineService/Dmesg",
+      new grpc.Metadata(),
+      Buffer.alloc(0),
+      Infinity,
+    );
     const over = new Promise<grpc.StatusObject>((resolve) => source.whenOver(resolve));
     // Pings are answered while the relay passes them: the call stays open until the peer goes silent.
     await new Promise((r) => setTimeout(r, 100));
@@ -55,13 +65,24 @@ test("a peer that stops answering pings while a call is open ends the session: t
   }
 });
 
-test("a peer that accepts and never answers fails the session once its connect bound passed: waiting and calls alike", { timeout: 30_000 }, async () => {
+test("a peer that accepts and never answers fails the session once its connect bound passed: waiting and calls alike", {
+  timeout: 30_000,
+}, async () => {
   await new Promise<void>((resolve) => mute.listen(0, "127.0.0.1", resolve));
   const port = (mute.address() as net.AddressInfo).port;
   // TCP connects; the TLS handshake never completes.
-  const session = new BackendSession("mute", () => tls.connect({ port, host: "127.0.0.1", ALPNProtocols: ["h2"] }), { authority: `https://127.0.0.1:${port}`, connectTimeoutMs: 100 });
+  const session = new BackendSession("mute", () => tls.connect({ port, host: "127.0.0.1", ALPNProtocols: ["h2"] }), {
+    authority: `https://127.0.0.1:${port}`,
+    connectTimeoutMs: 100,
+  });
   try {
-    const source = openFrameStream(session, "/machine.MachineService/Dmesg", new grpc.Metadata(), Buffer.alloc(0), Infinity);
+    const source = openFrameStream(
+      session,
+      "/machine.MachineService/Dmesg",
+      new grpc.Metadata(),
+      Buffer.alloc(0),
+      Infinity,
+    );
     const over = new Promise<grpc.StatusObject>((resolve) => source.whenOver(resolve));
     await assert.rejects(session.ready(60_000), /no connection to mute established within 100 ms/);
     const st = await over;
@@ -75,7 +96,9 @@ test("a peer that accepts and never answers fails the session once its connect b
 test("a peer that answers with an HTTP status and no gRPC status: the call ends with the status grpc-js's client makes of it", async () => {
   const answering = http2.createServer();
   const statuses = [404, 503, 418];
-  answering.on("stream", (stream, headers) => stream.respond({ ":status": Number(String(headers[":path"]).slice(1)) }, { endStream: true }));
+  answering.on("stream", (stream, headers) =>
+    stream.respond({ ":status": Number(String(headers[":path"]).slice(1)) }, { endStream: true }),
+  );
   await new Promise<void>((resolve) => answering.listen(0, "127.0.0.1", resolve));
   const port = (answering.address() as net.AddressInfo).port;
   const session = new BackendSession("web", () => net.connect(port, "127.0.0.1"));

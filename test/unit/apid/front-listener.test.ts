@@ -32,7 +32,10 @@ let front: ApiFront;
 /** The listener's options; one test lengthens the per-node deadline in place (the listener reads it per call). */
 let frontOptions: FrontOptions;
 // As machined serves: messages up to 32 MiB.
-const machined = new grpc.Server({ "grpc.max_receive_message_length": 32 * 1024 * 1024, "grpc.max_send_message_length": 32 * 1024 * 1024 });
+const machined = new grpc.Server({
+  "grpc.max_receive_message_length": 32 * 1024 * 1024,
+  "grpc.max_send_message_length": 32 * 1024 * 1024,
+});
 const proxy = new grpc.Server();
 // Another node's apid: Version answers with what it got; Hostname never answers.
 const remoteApid = new grpc.Server();
@@ -112,7 +115,14 @@ before(async () => {
     identity,
     "serverStream",
   );
-  proxy.register(version, (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb(null, Buffer.from(`proxy nodes=${call.metadata.get("nodes").join(",")}`)), identity, identity, "unary");
+  proxy.register(
+    version,
+    (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) =>
+      cb(null, Buffer.from(`proxy nodes=${call.metadata.get("nodes").join(",")}`)),
+    identity,
+    identity,
+    "unary",
+  );
   proxy.register(
     read,
     (call: grpc.ServerWritableStream<Buffer, Buffer>) => {
@@ -133,7 +143,14 @@ before(async () => {
     identity,
     "unary",
   );
-  remoteApid.register(rollback, (_call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb({ code: grpc.status.NOT_FOUND, details: "remote: nothing" }), identity, identity, "unary");
+  remoteApid.register(
+    rollback,
+    (_call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) =>
+      cb({ code: grpc.status.NOT_FOUND, details: "remote: nothing" }),
+    identity,
+    identity,
+    "unary",
+  );
   remoteApid.register(
     hostname,
     (call: grpc.ServerUnaryCall<Buffer, Buffer>) => {
@@ -144,10 +161,23 @@ before(async () => {
     identity,
     "unary",
   );
-  for (const [server, socket] of [[machined, machinedSocket], [proxy, proxySocket], [remoteApid, remoteSocket]] as const) {
-    await new Promise<void>((resolve, reject) => server.bindAsync(`unix:${socket}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+  for (const [server, socket] of [
+    [machined, machinedSocket],
+    [proxy, proxySocket],
+    [remoteApid, remoteSocket],
+  ] as const) {
+    await new Promise<void>((resolve, reject) =>
+      server.bindAsync(`unix:${socket}`, grpc.ServerCredentials.createInsecure(), (err) =>
+        err ? reject(err) : resolve(),
+      ),
+    );
   }
-  const cert = await issueCertificate(ca, { commonName: "node", ipAddresses: ["127.0.0.1"], extKeyUsage: ["serverAuth"], lifetimeMs: 3600_000 });
+  const cert = await issueCertificate(ca, {
+    commonName: "node",
+    ipAddresses: ["127.0.0.1"],
+    extKeyUsage: ["serverAuth"],
+    lifetimeMs: 3600_000,
+  });
   const session = (socket: string) => {
     const s = new BackendSession(path.basename(socket), () => net.connect(socket));
     sessions.push(s);
@@ -203,7 +233,12 @@ interface Outcome {
   status?: grpc.StatusObject;
 }
 
-function unary(method: string, request: Buffer, md = new grpc.Metadata(), options: grpc.CallOptions = {}): Promise<Outcome> {
+function unary(
+  method: string,
+  request: Buffer,
+  md = new grpc.Metadata(),
+  options: grpc.CallOptions = {},
+): Promise<Outcome> {
   const c = client();
   return new Promise((resolve) => {
     const out: Outcome = {};
@@ -277,9 +312,13 @@ test("a caller that cancels cancels machined's call", async () => {
 test("streams and compressed requests naming nodes go to the proxy; proxyfrom makes a unary call machined's", async () => {
   const nodes = new grpc.Metadata();
   nodes.set("nodes", "10.5.0.2");
-  const gzip = new grpc.Client(`127.0.0.1:${front.port()}`, grpc.credentials.createSsl(Buffer.from(ca.certPem)), { "grpc.default_compression_algorithm": 2 });
+  const gzip = new grpc.Client(`127.0.0.1:${front.port()}`, grpc.credentials.createSsl(Buffer.from(ca.certPem)), {
+    "grpc.default_compression_algorithm": 2,
+  });
   const compressed = await new Promise<Buffer | undefined>((resolve, reject) =>
-    gzip.makeUnaryRequest(version, identity, identity, Buffer.alloc(64, 1), nodes, (err, reply) => (err ? reject(err) : resolve(reply))),
+    gzip.makeUnaryRequest(version, identity, identity, Buffer.alloc(64, 1), nodes, (err, reply) =>
+      err ? reject(err) : resolve(reply),
+    ),
   );
   gzip.close();
   assert.equal(compressed?.toString(), "proxy nodes=10.5.0.2");
@@ -307,7 +346,12 @@ test("nodes naming this node alone: machined answers, its reply tagged as the pr
   assert.equal(lastRequestMetadata?.get("nodes").length, 0);
   const failed = await unary(rollback, Buffer.alloc(0), self);
   assert.equal(failed.err, undefined);
-  assert.deepEqual(failed.reply, failedNodeReply(failedNode("self.node", { code: grpc.status.FAILED_PRECONDITION, details: "rollback: no previous slot ✗ 100%" })));
+  assert.deepEqual(
+    failed.reply,
+    failedNodeReply(
+      failedNode("self.node", { code: grpc.status.FAILED_PRECONDITION, details: "rollback: no previous slot ✗ 100%" }),
+    ),
+  );
   // A reply that cannot be tagged fails the call instead of apid.
   const untaggable = await unary(version, Buffer.from("not a reply"), self);
   assert.equal(untaggable.err?.code, grpc.status.INTERNAL);
@@ -332,7 +376,13 @@ test("nodes naming this node and another: the request read once and sent to both
   const request = oneMessage("hi");
   const r = await unary(version, request, md);
   assert.equal(r.err, undefined);
-  assert.deepEqual(r.reply, Buffer.concat([tagUnaryReply(oneMessage(`remote got ${request.length} bytes`), "10.5.0.2"), tagUnaryReply(request, "self.node")]));
+  assert.deepEqual(
+    r.reply,
+    Buffer.concat([
+      tagUnaryReply(oneMessage(`remote got ${request.length} bytes`), "10.5.0.2"),
+      tagUnaryReply(request, "self.node"),
+    ]),
+  );
   // machined: no routing keys left, the listener's roles; the other node: the roles, proxyfrom the authority the caller addressed.
   assert.deepEqual(lastRequestMetadata?.get("nodes"), []);
   assert.deepEqual(lastRequestMetadata?.get("talos-role"), ["os:reader"]);
@@ -351,8 +401,16 @@ test("a node that fails or cannot be reached is an error entry worded as Talos's
   assert.deepEqual(
     failed.reply,
     Buffer.concat([
-      failedNodeReply({ hostname: "self.node", error: "rpc error: code = FailedPrecondition desc = rollback: no previous slot ✗ 100%", status: { code: grpc.status.FAILED_PRECONDITION, message: "rollback: no previous slot ✗ 100%" } }),
-      failedNodeReply({ hostname: "10.5.0.2", error: "rpc error: code = NotFound desc = remote: nothing", status: { code: grpc.status.NOT_FOUND, message: "remote: nothing" } }),
+      failedNodeReply({
+        hostname: "self.node",
+        error: "rpc error: code = FailedPrecondition desc = rollback: no previous slot ✗ 100%",
+        status: { code: grpc.status.FAILED_PRECONDITION, message: "rollback: no previous slot ✗ 100%" },
+      }),
+      failedNodeReply({
+        hostname: "10.5.0.2",
+        error: "rpc error: code = NotFound desc = remote: nothing",
+        status: { code: grpc.status.NOT_FOUND, message: "remote: nothing" },
+      }),
     ]),
   );
   const down = new grpc.Metadata();
@@ -371,16 +429,25 @@ test("apid logs one line per call with the status it answered, as Talos's apid d
     assert.equal((await unary(version, oneMessage("x"))).err, undefined);
     assert.equal((await unary(rollback, Buffer.alloc(5))).err?.code, grpc.status.FAILED_PRECONDITION);
     // Logged when the stream closes, which may follow the caller's reply by a turn.
-    while (lines.filter((l) => l.includes('"component":"apid"') && l.includes("MachineService")).length < 2) await new Promise((r) => setTimeout(r, 10));
+    while (lines.filter((l) => l.includes('"component":"apid"') && l.includes("MachineService")).length < 2)
+      await new Promise((r) => setTimeout(r, 10));
   } finally {
     setLogSink(previous);
   }
-  const calls = lines.map((l) => JSON.parse(l) as Record<string, string>).filter((r) => r["component"] === "apid" && r["method"]);
-  assert.deepEqual(calls.map((r) => [r["method"], r["code"], r["kind"]]), [
-    [version, "OK", "stream"],
-    [rollback, "FailedPrecondition", "stream"],
-  ]);
-  assert.match(calls[1]!["msg"]!, /^FailedPrecondition \[\/machine\.MachineService\/Rollback\] \S+ stream rpc error: code = FailedPrecondition desc = rollback: no previous slot ✗ 100% \(:authority=/);
+  const calls = lines
+    .map((l) => JSON.parse(l) as Record<string, string>)
+    .filter((r) => r["component"] === "apid" && r["method"]);
+  assert.deepEqual(
+    calls.map((r) => [r["method"], r["code"], r["kind"]]),
+    [
+      [version, "OK", "stream"],
+      [rollback, "FailedPrecondition", "stream"],
+    ],
+  );
+  assert.match(
+    calls[1]!["msg"]!,
+    /^FailedPrecondition \[\/machine\.MachineService\/Rollback\] \S+ stream rpc error: code = FailedPrecondition desc = rollback: no previous slot ✗ 100% \(:authority=/,
+  );
 });
 
 test("each node of a fan-out gets the caller's deadline and no shorter one of apid's", async () => {
@@ -395,7 +462,8 @@ test("each node of a fan-out gets the caller's deadline and no shorter one of ap
   call.cancel();
   c.close();
   // grpc-timeout travels in whole milliseconds from when each hop sent it: within a second of the caller's.
-  for (const [who, seen] of hostnameDeadlines) assert.ok(Math.abs(seen - deadline) < 1000, `${who} saw ${seen - deadline} ms off the caller's deadline`);
+  for (const [who, seen] of hostnameDeadlines)
+    assert.ok(Math.abs(seen - deadline) < 1000, `${who} saw ${seen - deadline} ms off the caller's deadline`);
 });
 
 test("a caller that cancels a fan-out cancels every node's call", { timeout: 10_000 }, async () => {
@@ -405,7 +473,8 @@ test("a caller that cancels a fan-out cancels every node's call", { timeout: 10_
   const c = client();
   const call = c.makeUnaryRequest(hostname, identity, identity, Buffer.alloc(5), md, () => {});
   // Cancelled once both nodes hold the call.
-  while (cancelledAtMachined === before[0] || cancelledAtRemote === before[1]) await new Promise((r) => setTimeout(r, 20));
+  while (cancelledAtMachined === before[0] || cancelledAtRemote === before[1])
+    await new Promise((r) => setTimeout(r, 20));
   const outcome = new Promise<grpc.StatusObject>((resolve) => call.on("status", resolve));
   call.cancel();
   assert.equal((await outcome).code, grpc.status.CANCELLED);
@@ -416,7 +485,10 @@ test("a caller that cancels a fan-out cancels every node's call", { timeout: 10_
 test("node naming another node: forwarded untagged, its failure the call's status", async () => {
   const md = new grpc.Metadata();
   md.set("node", "10.5.0.2");
-  assert.deepEqual((await unary(version, oneMessage("abc"), md)).reply, oneMessage(`remote got ${oneMessage("abc").length} bytes`));
+  assert.deepEqual(
+    (await unary(version, oneMessage("abc"), md)).reply,
+    oneMessage(`remote got ${oneMessage("abc").length} bytes`),
+  );
   assert.deepEqual(remoteSeen?.get("node"), []);
   const failed = await unary(rollback, Buffer.alloc(5), md);
   assert.equal(failed.err?.code, grpc.status.NOT_FOUND);
@@ -447,9 +519,19 @@ test("machined unreachable: UNAVAILABLE, and served again once it is back", asyn
   const down = await unary(version, Buffer.from("x"));
   assert.equal(down.err?.code, grpc.status.UNAVAILABLE);
   const again = new grpc.Server();
-  again.register(version, (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb(null, call.request), identity, identity, "unary");
+  again.register(
+    version,
+    (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb(null, call.request),
+    identity,
+    identity,
+    "unary",
+  );
   fs.rmSync(machinedSocket, { force: true });
-  await new Promise<void>((resolve, reject) => again.bindAsync(`unix:${machinedSocket}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+  await new Promise<void>((resolve, reject) =>
+    again.bindAsync(`unix:${machinedSocket}`, grpc.ServerCredentials.createInsecure(), (err) =>
+      err ? reject(err) : resolve(),
+    ),
+  );
   try {
     assert.deepEqual((await unary(version, Buffer.from("back"))).reply, Buffer.from("back"));
   } finally {

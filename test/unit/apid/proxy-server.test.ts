@@ -15,7 +15,12 @@ import { RemoteBackends, type ForwardingIdentity } from "../../../agent/src/apid
 import { type Backends, type Caller } from "../../../agent/src/apid/director.js";
 import { buildProxyServer } from "../../../agent/src/apid/proxy-server.js";
 import { BackendClosedError, BackendSession } from "../../../agent/src/apid/backend-session.js";
-import { generateSelfSignedCA, issueCertificate, tlsKeyPem, type CertificateAuthority } from "../../../agent/src/pki/index.js";
+import {
+  generateSelfSignedCA,
+  issueCertificate,
+  tlsKeyPem,
+  type CertificateAuthority,
+} from "../../../agent/src/pki/index.js";
 
 const identity = (b: Buffer) => b;
 const dir = mkdtempSync(path.join(os.tmpdir(), "basalt-proxy-"));
@@ -36,19 +41,33 @@ const muted = new Set<net.Socket>();
 const mute = net.createServer((s) => void muted.add(s));
 
 async function forwardingIdentity(commonName: string): Promise<ForwardingIdentity> {
-  const cert = await issueCertificate(ca, { commonName, organizations: ["os:impersonator"], extKeyUsage: ["clientAuth"], lifetimeMs: 3600_000 });
+  const cert = await issueCertificate(ca, {
+    commonName,
+    organizations: ["os:impersonator"],
+    extKeyUsage: ["clientAuth"],
+    lifetimeMs: 3600_000,
+  });
   return { crt: cert.certPem, key: cert.keyPem, acceptedCAs: [ca.certPem] };
 }
 
 /** A fake backend: Version answers with who it is and the roles/proxyfrom it got; Dmesg streams 3 chunks 30 ms apart. */
-async function fakeBackend(who: string, address: string, opts: { silent?: boolean; creds?: grpc.ServerCredentials } = {}): Promise<string> {
+async function fakeBackend(
+  who: string,
+  address: string,
+  opts: { silent?: boolean; creds?: grpc.ServerCredentials } = {},
+): Promise<string> {
   const server = new grpc.Server();
   servers.push(server);
   server.register(
     "/machine.MachineService/Version",
     (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
       const d = call.getDeadline();
-      seen.push({ who, md: call.metadata, peer: String(call.getAuthContext().sslPeerCertificate?.subject.CN ?? ""), deadline: d instanceof Date ? d.getTime() : d });
+      seen.push({
+        who,
+        md: call.metadata,
+        peer: String(call.getAuthContext().sslPeerCertificate?.subject.CN ?? ""),
+        deadline: d instanceof Date ? d.getTime() : d,
+      });
       if (opts.silent) return; // never answers: only the caller's deadline ends it
       const tag = `${who}|${call.metadata.get("talos-role").join(",")}|${call.metadata.get("proxyfrom").join(",")}`;
       cb(null, encode("machine.VersionResponse", { messages: [{ version: { tag } }] }));
@@ -75,17 +94,34 @@ async function fakeBackend(who: string, address: string, opts: { silent?: boolea
     "serverStream",
   );
   // A burst written at once, then the status: what a fast machined does with a slow caller.
-  const burst = (count: number, fail?: grpc.StatusObject, size = 0) => (call: grpc.ServerWritableStream<Buffer, Buffer>) => {
-    for (let n = 0; n < count; n++) call.write(encode("common.Data", { bytes: Buffer.from(`${who}-${n}`.padEnd(size, ".")) }));
-    if (fail) call.emit("error", fail);
-    else call.end();
-  };
+  const burst =
+    (count: number, fail?: grpc.StatusObject, size = 0) =>
+    (call: grpc.ServerWritableStream<Buffer, Buffer>) => {
+      for (let n = 0; n < count; n++)
+        call.write(encode("common.Data", { bytes: Buffer.from(`${who}-${n}`.padEnd(size, ".")) }));
+      if (fail) call.emit("error", fail);
+      else call.end();
+    };
   server.register("/machine.MachineService/Read", burst(3000), identity, identity, "serverStream");
-  server.register("/machine.MachineService/List", burst(300, { code: grpc.status.NOT_FOUND, details: "gone mid-way", metadata: new grpc.Metadata() }), identity, identity, "serverStream");
+  server.register(
+    "/machine.MachineService/List",
+    burst(300, { code: grpc.status.NOT_FOUND, details: "gone mid-way", metadata: new grpc.Metadata() }),
+    identity,
+    identity,
+    "serverStream",
+  );
   // 2.4 MB, more than HTTP/2's windows hold: apid must hold machined back while the caller is slow.
-  server.register("/machine.MachineService/Copy", burst(300, { code: grpc.status.NOT_FOUND, details: "gone mid-way", metadata: new grpc.Metadata() }, 8192), identity, identity, "serverStream");
+  server.register(
+    "/machine.MachineService/Copy",
+    burst(300, { code: grpc.status.NOT_FOUND, details: "gone mid-way", metadata: new grpc.Metadata() }, 8192),
+    identity,
+    identity,
+    "serverStream",
+  );
   const bound = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(address, opts.creds ?? grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    server.bindAsync(address, opts.creds ?? grpc.ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(err) : resolve(p),
+    ),
   );
   return address.startsWith("unix:") ? address : `127.0.0.1:${bound}`;
 }
@@ -95,8 +131,17 @@ let local: BackendSession;
 before(async () => {
   ca = await generateSelfSignedCA({ organizations: ["talos"] });
   // Other nodes' apid serve mutual TLS with a certificate naming the address they are reached at.
-  const serverCert = await issueCertificate(ca, { commonName: "node", ipAddresses: ["127.0.0.1"], extKeyUsage: ["serverAuth"], lifetimeMs: 3600_000 });
-  const creds = grpc.ServerCredentials.createSsl(Buffer.from(ca.certPem), [{ cert_chain: Buffer.from(serverCert.certPem), private_key: Buffer.from(tlsKeyPem(serverCert.keyPem)) }], true);
+  const serverCert = await issueCertificate(ca, {
+    commonName: "node",
+    ipAddresses: ["127.0.0.1"],
+    extKeyUsage: ["serverAuth"],
+    lifetimeMs: 3600_000,
+  });
+  const creds = grpc.ServerCredentials.createSsl(
+    Buffer.from(ca.certPem),
+    [{ cert_chain: Buffer.from(serverCert.certPem), private_key: Buffer.from(tlsKeyPem(serverCert.keyPem)) }],
+    true,
+  );
   remotes.setIdentity(await forwardingIdentity("apid-1"));
   await fakeBackend("local", `unix:${socket}`);
   local = new BackendSession("machined", () => net.connect(socket));
@@ -115,7 +160,11 @@ before(async () => {
     remote: (t) => (canForward ? remotes.session(addresses.get(t.replace(/:\d+$/, "")) ?? t) : undefined),
   };
   proxy = buildProxyServer({
-    methods: allMethods().map((m) => ({ path: m.path, requestStream: m.requestStream, responseStream: m.responseStream })),
+    methods: allMethods().map((m) => ({
+      path: m.path,
+      requestStream: m.requestStream,
+      responseStream: m.responseStream,
+    })),
     backends,
     authenticate: () => caller,
     // It would take a target with a port too: the director must not ask it about one.
@@ -125,7 +174,9 @@ before(async () => {
   });
   servers.push(proxy);
   port = await new Promise((resolve, reject) =>
-    proxy.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    proxy.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(err) : resolve(p),
+    ),
   );
 });
 
@@ -139,7 +190,10 @@ after(() => {
 });
 
 interface VersionReply {
-  messages: { metadata: { hostname: string; error: string; status: { code: number } | null } | null; version: { tag: string } | null }[];
+  messages: {
+    metadata: { hostname: string; error: string; status: { code: number } | null } | null;
+    version: { tag: string } | null;
+  }[];
 }
 
 function metadataOf(md: Record<string, string[]>): grpc.Metadata {
@@ -148,7 +202,11 @@ function metadataOf(md: Record<string, string[]>): grpc.Metadata {
   return meta;
 }
 
-function version(md: Record<string, string[]> = {}, method = "/machine.MachineService/Version", deadline: grpc.Deadline = Infinity): Promise<VersionReply> {
+function version(
+  md: Record<string, string[]> = {},
+  method = "/machine.MachineService/Version",
+  deadline: grpc.Deadline = Infinity,
+): Promise<VersionReply> {
   const c = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
   return new Promise((resolve, reject) =>
     c.makeUnaryRequest(method, identity, identity, Buffer.alloc(0), metadataOf(md), { deadline }, (err, res) => {
@@ -159,11 +217,19 @@ function version(md: Record<string, string[]> = {}, method = "/machine.MachineSe
   );
 }
 
-function dmesg(md: Record<string, string[]>): Promise<{ metadata: { hostname: string; error: string } | null; bytes: Buffer }[]> {
+function dmesg(
+  md: Record<string, string[]>,
+): Promise<{ metadata: { hostname: string; error: string } | null; bytes: Buffer }[]> {
   const c = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
   return new Promise((resolve, reject) => {
     const out: { metadata: { hostname: string; error: string } | null; bytes: Buffer }[] = [];
-    const s = c.makeServerStreamRequest("/machine.MachineService/Dmesg", identity, identity, Buffer.alloc(0), metadataOf(md));
+    const s = c.makeServerStreamRequest(
+      "/machine.MachineService/Dmesg",
+      identity,
+      identity,
+      Buffer.alloc(0),
+      metadataOf(md),
+    );
     s.on("data", (b: Buffer) => out.push(decode("common.Data", b) as never));
     s.on("error", (e) => (c.close(), reject(e)));
     s.on("end", () => (c.close(), resolve(out)));
@@ -199,15 +265,24 @@ test("node naming this node (by name or IP) is served locally; another node one-
 test("nodes fans out: one message per target tagged with the target string, this node included", async () => {
   caller = { roles: ["os:admin"] };
   const r = await version({ nodes: ["127.0.0.1,10.0.0.2", "10.0.0.3"] });
-  assert.deepEqual(r.messages.map((m) => m.metadata!.hostname), ["127.0.0.1", "10.0.0.2", "10.0.0.3"]);
-  assert.deepEqual(r.messages.map((m) => m.version!.tag.split("|")[0]), ["local", "node2", "node3"]);
+  assert.deepEqual(
+    r.messages.map((m) => m.metadata!.hostname),
+    ["127.0.0.1", "10.0.0.2", "10.0.0.3"],
+  );
+  assert.deepEqual(
+    r.messages.map((m) => m.version!.tag.split("|")[0]),
+    ["local", "node2", "node3"],
+  );
   assert.ok(r.messages.every((m) => m.version!.tag.split("|")[1] === "os:admin"));
 });
 
 test("a failed node is an error entry beside the others' answers", async () => {
   caller = { roles: ["os:admin"] };
   const r = await version({ nodes: ["10.0.0.2", "10.0.0.4", "10.0.0.3"] });
-  assert.deepEqual(r.messages.map((m) => m.metadata!.hostname), ["10.0.0.2", "10.0.0.4", "10.0.0.3"]);
+  assert.deepEqual(
+    r.messages.map((m) => m.metadata!.hostname),
+    ["10.0.0.2", "10.0.0.4", "10.0.0.3"],
+  );
   assert.equal(r.messages[0]!.version!.tag.split("|")[0], "node2");
   assert.equal(r.messages[2]!.version!.tag.split("|")[0], "node3");
   assert.equal(r.messages[1]!.metadata!.status!.code, grpc.status.UNAVAILABLE);
@@ -217,10 +292,17 @@ test("a failed node is an error entry beside the others' answers", async () => {
 test("a silent node holds a fan-out until the caller's own deadline, which every leg carries", async () => {
   caller = { roles: ["os:admin"] };
   const deadline = Date.now() + 1500;
-  await assert.rejects(version({ nodes: ["10.0.0.2", "10.0.0.9"] }, undefined, deadline), (err: grpc.ServiceError) => err.code === grpc.status.DEADLINE_EXCEEDED);
+  await assert.rejects(
+    version({ nodes: ["10.0.0.2", "10.0.0.9"] }, undefined, deadline),
+    (err: grpc.ServiceError) => err.code === grpc.status.DEADLINE_EXCEEDED,
+  );
   const legs = seen.slice(-2);
   assert.deepEqual(legs.map((l) => l.who).sort(), ["node2", "silent"]);
-  for (const s of legs) assert.ok(Math.abs(s.deadline! - deadline) < 1000, `${s.who} saw ${s.deadline! - deadline} ms off the caller's deadline`);
+  for (const s of legs)
+    assert.ok(
+      Math.abs(s.deadline! - deadline) < 1000,
+      `${s.who} saw ${s.deadline! - deadline} ms off the caller's deadline`,
+    );
 });
 
 test("streamed replies of a fan-out are interleaved and tagged; a failed node is one error message", async () => {
@@ -228,27 +310,48 @@ test("streamed replies of a fan-out are interleaved and tagged; a failed node is
   const msgs = await dmesg({ nodes: ["10.0.0.2", "10.0.0.3", "10.0.0.4"] });
   const data = msgs.filter((m) => !m.metadata?.error);
   assert.equal(data.length, 6);
-  for (const m of data) assert.equal(m.bytes.toString().startsWith("node2") ? "10.0.0.2" : "10.0.0.3", m.metadata!.hostname);
+  for (const m of data)
+    assert.equal(m.bytes.toString().startsWith("node2") ? "10.0.0.2" : "10.0.0.3", m.metadata!.hostname);
   const order = data.map((m) => m.metadata!.hostname);
   // Interleaved as they arrive, not one node's stream after the other's.
   assert.notDeepEqual(order, [...order].sort());
   const failed = msgs.filter((m) => m.metadata?.error);
-  assert.deepEqual(failed.map((m) => m.metadata!.hostname), ["10.0.0.4"]);
+  assert.deepEqual(
+    failed.map((m) => m.metadata!.hostname),
+    ["10.0.0.4"],
+  );
 });
 
 test("a target naming a port is refused as Talos's apid refuses it (Internal, before any leg), where it can forward", async () => {
   caller = { roles: ["os:admin"] };
-  const cases: Record<string, string[]>[] = [{ nodes: ["10.0.0.2", "10.0.0.3:50000"] }, { node: ["10.0.0.3:50000"] }, { nodes: ["[fd00::3]:50000"] }, { node: ["127.0.0.1:50000"] }];
+  const cases: Record<string, string[]>[] = [
+    { nodes: ["10.0.0.2", "10.0.0.3:50000"] },
+    { node: ["10.0.0.3:50000"] },
+    { nodes: ["[fd00::3]:50000"] },
+    { node: ["127.0.0.1:50000"] },
+  ];
   for (const md of cases) {
     const target = (md["nodes"] ?? md["node"])!.at(-1)!;
-    await assert.rejects(version(md), (e: grpc.ServiceError) => e.code === grpc.status.INTERNAL && e.details === `invalid target "${target}"`, JSON.stringify(md));
+    await assert.rejects(
+      version(md),
+      (e: grpc.ServiceError) => e.code === grpc.status.INTERNAL && e.details === `invalid target "${target}"`,
+      JSON.stringify(md),
+    );
   }
   // Without forwarding Talos compares a target with this node's names as it is: with a port it is another node.
   canForward = false;
   try {
-    const elsewhere: Record<string, string[]>[] = [{ nodes: ["10.0.0.3:50000"] }, { nodes: ["127.0.0.1:50000"] }, { node: ["127.0.0.1:50000"] }];
+    const elsewhere: Record<string, string[]>[] = [
+      { nodes: ["10.0.0.3:50000"] },
+      { nodes: ["127.0.0.1:50000"] },
+      { node: ["127.0.0.1:50000"] },
+    ];
     for (const md of elsewhere) {
-      await assert.rejects(version(md), (e: grpc.ServiceError) => e.code === grpc.status.PERMISSION_DENIED && e.details === "no request forwarding", JSON.stringify(md));
+      await assert.rejects(
+        version(md),
+        (e: grpc.ServiceError) => e.code === grpc.status.PERMISSION_DENIED && e.details === "no request forwarding",
+        JSON.stringify(md),
+      );
     }
   } finally {
     canForward = true;
@@ -261,8 +364,14 @@ test("without a client certificate: only this node may be named; forwarding is r
     caller = { roles: ["os:admin"] };
     const r = await version({ nodes: ["self"] });
     assert.equal(r.messages[0]!.metadata, null, "a sole self target is served as if no target was named");
-    await assert.rejects(version({ nodes: ["10.0.0.2"] }), (e: grpc.ServiceError) => e.code === grpc.status.PERMISSION_DENIED && e.details === "no request forwarding");
-    await assert.rejects(version({ node: ["10.0.0.2"] }), (e: grpc.ServiceError) => e.code === grpc.status.PERMISSION_DENIED && e.details === "no request forwarding");
+    await assert.rejects(
+      version({ nodes: ["10.0.0.2"] }),
+      (e: grpc.ServiceError) => e.code === grpc.status.PERMISSION_DENIED && e.details === "no request forwarding",
+    );
+    await assert.rejects(
+      version({ node: ["10.0.0.2"] }),
+      (e: grpc.ServiceError) => e.code === grpc.status.PERMISSION_DENIED && e.details === "no request forwarding",
+    );
   } finally {
     canForward = true;
   }
@@ -273,24 +382,37 @@ test("without a client certificate: only this node may be named; forwarding is r
  * and the final status. Not through grpc-js's client: once an error status has come it drops the messages it
  * has not handed to a paused reader yet (grpc/grpc-node#2764), which would hide what apid passed on.
  */
-function slowStream(method: string, md: Record<string, string[]> = {}): Promise<{ bytes: string[]; status: { code: number; details: string } }> {
+function slowStream(
+  method: string,
+  md: Record<string, string[]> = {},
+): Promise<{ bytes: string[]; status: { code: number; details: string } }> {
   // The proxy is plaintext here: apid's listener (TLS) relays streams to it as frames.
   const session = http2.connect(`http://127.0.0.1:${port}`);
   return new Promise((resolve, reject) => {
     const bytes: string[] = [];
-    const s = session.request({ ...metadataOf(md).toHttp2Headers(), ":method": "POST", ":path": method, "content-type": "application/grpc", te: "trailers" });
+    const s = session.request({
+      ...metadataOf(md).toHttp2Headers(),
+      ":method": "POST",
+      ":path": method,
+      "content-type": "application/grpc",
+      te: "trailers",
+    });
     s.end(Buffer.alloc(5));
     let pending: Buffer = Buffer.alloc(0);
     let status: { code: number; details: string } | undefined;
     const take = (h: http2.IncomingHttpHeaders) => {
-      if (h["grpc-status"] !== undefined) status = { code: Number(h["grpc-status"]), details: decodeURIComponent(String(h["grpc-message"] ?? "")) };
+      if (h["grpc-status"] !== undefined)
+        status = { code: Number(h["grpc-status"]), details: decodeURIComponent(String(h["grpc-message"] ?? "")) };
     };
     s.on("response", take);
     s.on("trailers", take);
     s.on("data", (chunk: Buffer) => {
       pending = Buffer.concat([pending, chunk]);
       while (pending.length >= 5 && pending.length >= 5 + pending.readUInt32BE(1)) {
-        const m = decode("common.Data", pending.subarray(5, 5 + pending.readUInt32BE(1))) as { bytes: Buffer; metadata: { hostname: string; error: string; status: { code: number } | null } | null };
+        const m = decode("common.Data", pending.subarray(5, 5 + pending.readUInt32BE(1))) as {
+          bytes: Buffer;
+          metadata: { hostname: string; error: string; status: { code: number } | null } | null;
+        };
         pending = pending.subarray(5 + pending.readUInt32BE(1));
         // A failed node's entry: its hostname, status code and error text.
         if (m.metadata?.error) bytes.push(`${m.metadata.hostname}!${m.metadata.status?.code}!${m.metadata.error}`);
@@ -323,21 +445,37 @@ test("a burst of messages reaches a slow caller whole, in order, then the backen
   assert.deepEqual(failing.bytes, local.slice(0, 300), "every message sent before the failure");
   const large = await slowStream("/machine.MachineService/Copy");
   assert.deepEqual([large.status.code, large.status.details], [grpc.status.NOT_FOUND, "gone mid-way"]);
-  assert.deepEqual(large.bytes, local.slice(0, 300).map((b) => b.padEnd(8193, ".")), "every large message sent before the failure");
+  assert.deepEqual(
+    large.bytes,
+    local.slice(0, 300).map((b) => b.padEnd(8193, ".")),
+    "every large message sent before the failure",
+  );
 
   const fanned = await slowStream("/machine.MachineService/Read", { nodes: ["self", "10.0.0.2"] });
   assert.equal(fanned.status.code, grpc.status.OK);
-  for (const [tag, who] of [["self", "local"], ["10.0.0.2", "node2"]]) {
-    assert.deepEqual(fanned.bytes.filter((b) => b.startsWith(`${tag}:`)), Array.from({ length: 3000 }, (_, n) => `${tag}:${who}-${n}`), tag);
+  for (const [tag, who] of [
+    ["self", "local"],
+    ["10.0.0.2", "node2"],
+  ]) {
+    assert.deepEqual(
+      fanned.bytes.filter((b) => b.startsWith(`${tag}:`)),
+      Array.from({ length: 3000 }, (_, n) => `${tag}:${who}-${n}`),
+      tag,
+    );
   }
   assert.equal(fanned.bytes.length, 6000);
 });
 
 test("routing errors as Talos answers them", async () => {
-  await assert.rejects(version({ node: ["a", "b"] }), (e: grpc.ServiceError) => e.code === grpc.status.INVALID_ARGUMENT && e.details === "node metadata must be single-valued");
+  await assert.rejects(
+    version({ node: ["a", "b"] }),
+    (e: grpc.ServiceError) =>
+      e.code === grpc.status.INVALID_ARGUMENT && e.details === "node metadata must be single-valued",
+  );
   await assert.rejects(
     version({ nodes: ["self"] }, "/cosi.resource.State/Get"),
-    (e: grpc.ServiceError) => e.code === grpc.status.INVALID_ARGUMENT && e.details === "one-2-many proxying is not supported for COSI methods",
+    (e: grpc.ServiceError) =>
+      e.code === grpc.status.INVALID_ARGUMENT && e.details === "one-2-many proxying is not supported for COSI methods",
   );
 });
 
@@ -347,7 +485,8 @@ test("proxyfrom makes the call local whatever node/nodes say", async () => {
   assert.equal(r.messages[0]!.version!.tag, "local|os:reader|", "proxyfrom is consumed, not passed to machined");
 });
 
-const burstOf = (who: string, tag: string, count: number, size = 0) => Array.from({ length: count }, (_, n) => `${tag}:${`${who}-${n}`.padEnd(size, ".")}`);
+const burstOf = (who: string, tag: string, count: number, size = 0) =>
+  Array.from({ length: count }, (_, n) => `${tag}:${`${who}-${n}`.padEnd(size, ".")}`);
 
 test("a burst that ends in an error reaches a slow caller whole from another node's apid over mutual TLS (one-to-one and fanned out)", async () => {
   caller = { roles: ["os:reader"] };
@@ -358,15 +497,34 @@ test("a burst that ends in an error reaches a slow caller whole from another nod
   const large = await slowStream("/machine.MachineService/Copy", { node: ["10.0.0.2"] });
   assert.deepEqual([large.status.code, large.status.details], [grpc.status.NOT_FOUND, "gone mid-way"]);
   assert.equal(large.bytes.length, 300, "large messages");
-  assert.deepEqual(large.bytes, burstOf("node2", "", 300, 8192), "2.4 MB: every large message node2 sent before the failure");
+  assert.deepEqual(
+    large.bytes,
+    burstOf("node2", "", 300, 8192),
+    "2.4 MB: every large message node2 sent before the failure",
+  );
 
   const fanned = await slowStream("/machine.MachineService/Copy", { nodes: ["10.0.0.2", "self", "10.0.0.3"] });
   assert.equal(fanned.status.code, grpc.status.OK, "a failing node is an entry, not the call's status");
-  for (const [tag, who] of [["10.0.0.2", "node2"], ["self", "local"], ["10.0.0.3", "node3"]] as const) {
+  for (const [tag, who] of [
+    ["10.0.0.2", "node2"],
+    ["self", "local"],
+    ["10.0.0.3", "node3"],
+  ] as const) {
     const share = fanned.bytes.filter((b) => b.startsWith(`${tag}:`) || b.startsWith(`${tag}!`));
     assert.equal(share.length, 301, `${tag}: 300 messages and the error entry`);
-    assert.equal(share.at(-1), `${tag}!${grpc.status.NOT_FOUND}!rpc error: code = NotFound desc = gone mid-way`, `${tag}: the error entry last`);
-    assert.deepEqual(share, [...burstOf(who, tag, 300, 8192), `${tag}!${grpc.status.NOT_FOUND}!rpc error: code = NotFound desc = gone mid-way`], tag);
+    assert.equal(
+      share.at(-1),
+      `${tag}!${grpc.status.NOT_FOUND}!rpc error: code = NotFound desc = gone mid-way`,
+      `${tag}: the error entry last`,
+    );
+    assert.deepEqual(
+      share,
+      [
+        ...burstOf(who, tag, 300, 8192),
+        `${tag}!${grpc.status.NOT_FOUND}!rpc error: code = NotFound desc = gone mid-way`,
+      ],
+      tag,
+    );
   }
   assert.equal(fanned.bytes.length, 903);
 });
@@ -374,13 +532,27 @@ test("a burst that ends in an error reaches a slow caller whole from another nod
 test("a dead node in a streamed fan-out fails its own leg with UNAVAILABLE; the others' output arrives whole", async () => {
   caller = { roles: ["os:reader"] };
   // 10.0.0.5 accepts TCP and never answers TLS (the per-target wait ends it); nothing listens at 10.0.0.4.
-  const r = await slowStream("/machine.MachineService/Read", { nodes: ["10.0.0.2", "10.0.0.5", "10.0.0.4", "10.0.0.3"] });
+  const r = await slowStream("/machine.MachineService/Read", {
+    nodes: ["10.0.0.2", "10.0.0.5", "10.0.0.4", "10.0.0.3"],
+  });
   assert.equal(r.status.code, grpc.status.OK);
-  assert.deepEqual(r.bytes.filter((b) => b.startsWith("10.0.0.2:")), burstOf("node2", "10.0.0.2", 3000));
-  assert.deepEqual(r.bytes.filter((b) => b.startsWith("10.0.0.3:")), burstOf("node3", "10.0.0.3", 3000));
+  assert.deepEqual(
+    r.bytes.filter((b) => b.startsWith("10.0.0.2:")),
+    burstOf("node2", "10.0.0.2", 3000),
+  );
+  assert.deepEqual(
+    r.bytes.filter((b) => b.startsWith("10.0.0.3:")),
+    burstOf("node3", "10.0.0.3", 3000),
+  );
   const failed = r.bytes.filter((b) => b.includes("!"));
-  assert.deepEqual(failed.map((b) => b.split("!").slice(0, 2)).sort(), [["10.0.0.4", String(grpc.status.UNAVAILABLE)], ["10.0.0.5", String(grpc.status.UNAVAILABLE)]]);
-  assert.ok(failed.every((b) => b.includes("rpc error: code = Unavailable desc = connection to ")), failed.join("\n"));
+  assert.deepEqual(failed.map((b) => b.split("!").slice(0, 2)).sort(), [
+    ["10.0.0.4", String(grpc.status.UNAVAILABLE)],
+    ["10.0.0.5", String(grpc.status.UNAVAILABLE)],
+  ]);
+  assert.ok(
+    failed.every((b) => b.includes("rpc error: code = Unavailable desc = connection to ")),
+    failed.join("\n"),
+  );
   assert.equal(r.bytes.length, 6002);
 });
 

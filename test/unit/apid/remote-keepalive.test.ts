@@ -8,9 +8,18 @@ import assert from "node:assert/strict";
 import http2, { type ServerHttp2Session } from "node:http2";
 import type { AddressInfo } from "node:net";
 import { after, before, test } from "node:test";
-import { RemoteBackends, remoteSessionOptions, type RemoteSessionOptions } from "../../../agent/src/apid/remote-backends.js";
+import {
+  RemoteBackends,
+  remoteSessionOptions,
+  type RemoteSessionOptions,
+} from "../../../agent/src/apid/remote-backends.js";
 import { openFrameStream } from "../../../agent/src/apid/frame-stream.js";
-import { generateSelfSignedCA, issueCertificate, tlsKeyPem, type CertificateAuthority } from "../../../agent/src/pki/index.js";
+import {
+  generateSelfSignedCA,
+  issueCertificate,
+  tlsKeyPem,
+  type CertificateAuthority,
+} from "../../../agent/src/pki/index.js";
 
 const scale = 1 / 1000;
 // grpc-go's keepalive.EnforcementPolicy defaults: MinTime 5 minutes, no pings without calls; a fourth ping
@@ -63,8 +72,20 @@ function enforce(session: ServerHttp2Session, state: SessionState): void {
 
 before(async () => {
   ca = await generateSelfSignedCA({ organizations: ["talos"] });
-  const cert = await issueCertificate(ca, { commonName: "node", ipAddresses: ["127.0.0.1"], extKeyUsage: ["serverAuth"], lifetimeMs: 3600_000 });
-  server = http2.createSecureServer({ cert: cert.certPem, key: tlsKeyPem(cert.keyPem), ca: ca.certPem, requestCert: true, rejectUnauthorized: true, ALPNProtocols: ["h2"] });
+  const cert = await issueCertificate(ca, {
+    commonName: "node",
+    ipAddresses: ["127.0.0.1"],
+    extKeyUsage: ["serverAuth"],
+    lifetimeMs: 3600_000,
+  });
+  server = http2.createSecureServer({
+    cert: cert.certPem,
+    key: tlsKeyPem(cert.keyPem),
+    ca: ca.certPem,
+    requestCert: true,
+    rejectUnauthorized: true,
+    ALPNProtocols: ["h2"],
+  });
   const states = new WeakMap<ServerHttp2Session, SessionState>();
   server.on("session", (session: ServerHttp2Session) => {
     const state: SessionState = { open: 0, wrote: false, lastPingAt: -Infinity, strikes: 0 };
@@ -97,18 +118,33 @@ after(() => server.close());
 
 /** `options` with its ping interval scaled; the ping's answer keeps its full time (answers are prompt here, but the host may be loaded). */
 function scaled(options: RemoteSessionOptions): RemoteSessionOptions {
-  return options.keepalive ? { ...options, keepalive: { ...options.keepalive, timeMs: options.keepalive.timeMs * scale } } : options;
+  return options.keepalive
+    ? { ...options, keepalive: { ...options.keepalive, timeMs: options.keepalive.timeMs * scale } }
+    : options;
 }
 
 /** A quiet stream from the fake through a session made with `options`: its messages and status. */
-async function quietStream(options: RemoteSessionOptions): Promise<{ messages: string[]; status: grpc.StatusObject; enforcement: Enforcement }> {
+async function quietStream(
+  options: RemoteSessionOptions,
+): Promise<{ messages: string[]; status: grpc.StatusObject; enforcement: Enforcement }> {
   seen.pings = 0;
   seen.goaways = [];
   const remotes = new RemoteBackends(options);
-  const cert = await issueCertificate(ca, { commonName: "apid", organizations: ["os:impersonator"], extKeyUsage: ["clientAuth"], lifetimeMs: 3600_000 });
+  const cert = await issueCertificate(ca, {
+    commonName: "apid",
+    organizations: ["os:impersonator"],
+    extKeyUsage: ["clientAuth"],
+    lifetimeMs: 3600_000,
+  });
   remotes.setIdentity({ crt: cert.certPem, key: cert.keyPem, acceptedCAs: [ca.certPem] });
   try {
-    const source = openFrameStream(remotes.session(`127.0.0.1:${port}`)!, "/machine.MachineService/Logs", new grpc.Metadata(), Buffer.alloc(0), Infinity);
+    const source = openFrameStream(
+      remotes.session(`127.0.0.1:${port}`)!,
+      "/machine.MachineService/Logs",
+      new grpc.Metadata(),
+      Buffer.alloc(0),
+      Infinity,
+    );
     const messages: string[] = [];
     source.onMessage((m) => messages.push(m.toString()));
     const status = await new Promise<grpc.StatusObject>((resolve) => source.whenOver(resolve));
@@ -126,7 +162,9 @@ test("a quiet stream to a node enforcing Talos apid's keepalive policy outlives 
 });
 
 test("the fake enforces: pings every 30 s lose the quiet stream to GOAWAY too_many_pings", async () => {
-  const { messages, status, enforcement } = await quietStream(scaled({ ...remoteSessionOptions, keepalive: { timeMs: 30_000, timeoutMs: 10_000 } }));
+  const { messages, status, enforcement } = await quietStream(
+    scaled({ ...remoteSessionOptions, keepalive: { timeMs: 30_000, timeoutMs: 10_000 } }),
+  );
   assert.deepEqual(enforcement.goaways, ["too_many_pings"]);
   assert.ok(enforcement.pings > maxPingStrikes);
   assert.equal(status.code, grpc.status.UNAVAILABLE, status.details);

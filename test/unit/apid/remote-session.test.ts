@@ -19,15 +19,19 @@ test("a remote session's SETTINGS and connection window are Talos's apid's", asy
       stream.end();
       // The connection window arrives as a WINDOW_UPDATE on stream 0 once the client connected; without one, what is
       // there after 5 s is the answer.
-      const report = () => resolve({ stream: session.remoteSettings.initialWindowSize, connection: session.state.remoteWindowSize! });
+      const report = () =>
+        resolve({ stream: session.remoteSettings.initialWindowSize, connection: session.state.remoteWindowSize! });
       const deadline = Date.now() + 5000;
-      const check = () => (session.state.remoteWindowSize! > 65535 || Date.now() > deadline ? report() : setTimeout(check, 10));
+      const check = () =>
+        session.state.remoteWindowSize! > 65535 || Date.now() > deadline ? report() : setTimeout(check, 10);
       check();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const port = (server.address() as net.AddressInfo).port;
-  const session = new BackendSession("peer", () => net.connect(port, "127.0.0.1"), { windows: remoteSessionOptions.windows! });
+  const session = new BackendSession("peer", () => net.connect(port, "127.0.0.1"), {
+    windows: remoteSessionOptions.windows!,
+  });
   t.after(() => session.close());
   const req = session.request({ ":method": "POST", ":path": "/machine.MachineService/Version" });
   req.resume();

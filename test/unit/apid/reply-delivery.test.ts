@@ -52,7 +52,11 @@ before(async () => {
     "unary",
   );
   deliveries.register(machined);
-  await new Promise<number>((resolve, reject) => machined.bindAsync(`unix:${socket}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+  await new Promise<number>((resolve, reject) =>
+    machined.bindAsync(`unix:${socket}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(err) : resolve(p),
+    ),
+  );
   local = new grpc.Client(`unix:${socket}`, grpc.credentials.createInsecure());
   machinedSession = new BackendSession("machined", () => net.connect(socket));
   proxy = buildProxyServer({
@@ -62,7 +66,11 @@ before(async () => {
     isSelf: () => true,
     machinedTarget: `unix:${socket}`,
   });
-  port = await new Promise<number>((resolve, reject) => proxy.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+  port = await new Promise<number>((resolve, reject) =>
+    proxy.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(err) : resolve(p),
+    ),
+  );
 });
 
 after(() => {
@@ -79,7 +87,9 @@ test("an apply through apid holds the network until its reply has left apid, and
   md.set(replyDeliveryKey, "forged-by-the-caller");
   const arrived = new Promise<void>((resolve) => (received = resolve));
   const reply = new Promise<Buffer>((resolve, reject) =>
-    caller.makeUnaryRequest(APPLY, identity, identity, Buffer.from("config"), md, {}, (err, res) => (err ? reject(err) : resolve(res!))),
+    caller.makeUnaryRequest(APPLY, identity, identity, Buffer.from("config"), md, {}, (err, res) =>
+      err ? reject(err) : resolve(res!),
+    ),
   );
   await arrived;
   const released = hold.released().then(() => events.push("network released"));
@@ -88,7 +98,13 @@ test("an apply through apid holds the network until its reply has left apid, and
   assert.match(tokens[0]!, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
   // Held while machined has not answered (a round trip through both servers changes nothing).
   await new Promise<Buffer>((resolve, reject) =>
-    local.makeUnaryRequest("/basalt.internal.ReplyDelivery/Delivered", identity, identity, Buffer.from("some-other-token"), (err, res) => (err ? reject(err) : resolve(res!))),
+    local.makeUnaryRequest(
+      "/basalt.internal.ReplyDelivery/Delivered",
+      identity,
+      identity,
+      Buffer.from("some-other-token"),
+      (err, res) => (err ? reject(err) : resolve(res!)),
+    ),
   );
   assert.deepEqual(events, []);
   answer!();

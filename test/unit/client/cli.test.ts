@@ -4,7 +4,11 @@ import { InvalidInputError, NotFoundError } from "../../../agent/src/errors.js";
 import { parseCallFlags, resolveType } from "../../../agent/src/client/cli.js";
 
 test("talosctl global flags and command flags", () => {
-  const f = parseCallFlags(["-n", "10.0.0.1,10.0.0.2", "--insecure", "get", "addresses", "-o=yaml", "--dry-run"], ["-o"], ["--dry-run"]);
+  const f = parseCallFlags(
+    ["-n", "10.0.0.1,10.0.0.2", "--insecure", "get", "addresses", "-o=yaml", "--dry-run"],
+    ["-o"],
+    ["--dry-run"],
+  );
   assert.deepEqual(f.nodes, ["10.0.0.1", "10.0.0.2"]);
   assert.equal(f.insecure, true);
   assert.deepEqual(f.positional, ["get", "addresses"]);
@@ -15,7 +19,22 @@ test("talosctl global flags and command flags", () => {
 });
 
 test("global flags: short and long spellings, lists over repeats, a command cannot shadow them", () => {
-  const f = parseCallFlags(["-e", "a, b", "--endpoints=c", "--nodes", "n1", "-i=false", "--talosconfig=tc", "--context", "ctx", "-m", "staged"], ["-m", "-n"]);
+  const f = parseCallFlags(
+    [
+      "-e",
+      "a, b",
+      "--endpoints=c",
+      "--nodes",
+      "n1",
+      "-i=false",
+      "--talosconfig=tc",
+      "--context",
+      "ctx",
+      "-m",
+      "staged",
+    ],
+    ["-m", "-n"],
+  );
   assert.deepEqual(f.endpoints, ["a", "b", "c"]);
   assert.deepEqual(f.nodes, ["n1"]);
   assert.equal(f.insecure, false);
@@ -27,8 +46,20 @@ test("global flags: short and long spellings, lists over repeats, a command cann
 
 test("resource words resolve by id or alias, case-insensitively", () => {
   const defs = [
-    { id: "addressstatuses.net.talos.dev", type: "AddressStatuses.net.talos.dev", displayType: "AddressStatus", defaultNamespace: "network", allAliases: ["addressstatuses", "address", "addresses", "as"] },
-    { id: "addressspecs.net.talos.dev", type: "AddressSpecs.net.talos.dev", displayType: "AddressSpec", defaultNamespace: "network", allAliases: ["addressspecs", "as"] },
+    {
+      id: "addressstatuses.net.talos.dev",
+      type: "AddressStatuses.net.talos.dev",
+      displayType: "AddressStatus",
+      defaultNamespace: "network",
+      allAliases: ["addressstatuses", "address", "addresses", "as"],
+    },
+    {
+      id: "addressspecs.net.talos.dev",
+      type: "AddressSpecs.net.talos.dev",
+      displayType: "AddressSpec",
+      defaultNamespace: "network",
+      allAliases: ["addressspecs", "as"],
+    },
   ];
   assert.equal(resolveType(defs, "Addresses").type, "AddressStatuses.net.talos.dev");
   assert.equal(resolveType(defs, "addressspecs.net.talos.dev").type, "AddressSpecs.net.talos.dev");

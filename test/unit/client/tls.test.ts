@@ -27,19 +27,38 @@ after(() => {
 
 /** A node answering Version over TLS with a server certificate from `issuer` for `ips`. */
 async function serveVersion(issuer: CertificateAuthority, ips: string[]): Promise<number> {
-  const cert = await issueCertificate(issuer, { commonName: "node", ipAddresses: ips, extKeyUsage: ["serverAuth"], lifetimeMs: 3600_000 });
+  const cert = await issueCertificate(issuer, {
+    commonName: "node",
+    ipAddresses: ips,
+    extKeyUsage: ["serverAuth"],
+    lifetimeMs: 3600_000,
+  });
   const server = new grpc.Server();
   servers.push(server);
   server.addService(serviceDefinition("machine.MachineService"), {
-    Version: (_call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => cb(null, { messages: [{ version: { tag: "v1.7.0" } }] }),
+    Version: (_call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) =>
+      cb(null, { messages: [{ version: { tag: "v1.7.0" } }] }),
   });
-  const creds = grpc.ServerCredentials.createSsl(null, [{ cert_chain: Buffer.from(cert.certPem), private_key: Buffer.from(tlsKeyPem(cert.keyPem)) }], false);
-  return new Promise((resolve, reject) => server.bindAsync("127.0.0.1:0", creds, (err, port) => (err ? reject(err) : resolve(port))));
+  const creds = grpc.ServerCredentials.createSsl(
+    null,
+    [{ cert_chain: Buffer.from(cert.certPem), private_key: Buffer.from(tlsKeyPem(cert.keyPem)) }],
+    false,
+  );
+  return new Promise((resolve, reject) =>
+    server.bindAsync("127.0.0.1:0", creds, (err, port) => (err ? reject(err) : resolve(port))),
+  );
 }
 
 async function clientFor(port: number): Promise<NodeClient> {
-  const leaf = await issueCertificate(ca, { organizations: ["os:admin"], extKeyUsage: ["clientAuth"], lifetimeMs: 3600_000 });
-  return new NodeClient({ endpoint: `127.0.0.1:${port}`, credentials: { kind: "mtls", ca: ca.certPem, crt: leaf.certPem, key: leaf.keyPem } });
+  const leaf = await issueCertificate(ca, {
+    organizations: ["os:admin"],
+    extKeyUsage: ["clientAuth"],
+    lifetimeMs: 3600_000,
+  });
+  return new NodeClient({
+    endpoint: `127.0.0.1:${port}`,
+    credentials: { kind: "mtls", ca: ca.certPem, crt: leaf.certPem, key: leaf.keyPem },
+  });
 }
 
 async function versionOf(port: number): Promise<Record<string, unknown>> {
@@ -56,7 +75,10 @@ test("an IP endpoint whose certificate names that IP is reached without Node's I
   const res = await versionOf(port);
   assert.equal((res["messages"] as { version: { tag: string } }[])[0]?.version.tag, "v1.7.0");
   await new Promise((resolve) => setImmediate(resolve)); // warnings are emitted on a later tick
-  assert.deepEqual(warnings.filter((w) => /DEP0123|ServerName to an IP/.test(`${(w as { code?: string }).code} ${w.message}`)), []);
+  assert.deepEqual(
+    warnings.filter((w) => /DEP0123|ServerName to an IP/.test(`${(w as { code?: string }).code} ${w.message}`)),
+    [],
+  );
 });
 
 test("a server certificate from another CA is refused", async () => {
@@ -66,5 +88,9 @@ test("a server certificate from another CA is refused", async () => {
 
 test("a server certificate from the right CA that does not name the endpoint's IP is refused", async () => {
   const port = await serveVersion(ca, ["10.5.0.2"]);
-  await assert.rejects(versionOf(port), (err: grpc.ServiceError) => err.code === grpc.status.UNAVAILABLE && /IP: 127\.0\.0\.1 is not in the cert's list|altnames/i.test(err.details));
+  await assert.rejects(
+    versionOf(port),
+    (err: grpc.ServiceError) =>
+      err.code === grpc.status.UNAVAILABLE && /IP: 127\.0\.0\.1 is not in the cert's list|altnames/i.test(err.details),
+  );
 });

@@ -20,10 +20,18 @@ test("a baked compile cache is linked into the directory Node names for this pro
   cpSync(path.join(dir, "bake", tagDir!), path.join(dir, "baked"), { recursive: true });
   assert.equal(readdirSync(path.join(dir, "baked")).length, 1);
   const boot = () =>
-    spawnSync(process.execPath, ["--input-type=module", "-e", `const { seedCompileCache } = await import(${JSON.stringify(seeder)}); console.log(seedCompileCache(new URL(${JSON.stringify(pathToFileURL(path.join(dir, "baked")).href + "/")}))); await import(${JSON.stringify(pathToFileURL(mod).href)});`], {
-      env: { ...process.env, NODE_COMPILE_CACHE: path.join(dir, "run"), NODE_DEBUG_NATIVE: "COMPILE_CACHE" },
-      encoding: "utf8",
-    });
+    spawnSync(
+      process.execPath,
+      [
+        "--input-type=module",
+        "-e",
+        `const { seedCompileCache } = await import(${JSON.stringify(seeder)}); console.log(seedCompileCache(new URL(${JSON.stringify(pathToFileURL(path.join(dir, "baked")).href + "/")}))); await import(${JSON.stringify(pathToFileURL(mod).href)});`,
+      ],
+      {
+        env: { ...process.env, NODE_COMPILE_CACHE: path.join(dir, "run"), NODE_DEBUG_NATIVE: "COMPILE_CACHE" },
+        encoding: "utf8",
+      },
+    );
   const first = boot();
   assert.equal(first.status, 0, first.stderr);
   assert.equal(first.stdout.trim(), "1");
@@ -34,9 +42,28 @@ test("a baked compile cache is linked into the directory Node names for this pro
 });
 
 test("without NODE_COMPILE_CACHE, or without a baked cache, nothing is linked", () => {
-  const none = spawnSync(process.execPath, ["--input-type=module", "-e", `const { seedCompileCache } = await import(${JSON.stringify(seeder)}); console.log(seedCompileCache(new URL("file:///nonexistent/")));`], { encoding: "utf8", env: { ...process.env, NODE_COMPILE_CACHE: "" } });
+  const none = spawnSync(
+    process.execPath,
+    [
+      "--input-type=module",
+      "-e",
+      `const { seedCompileCache } = await import(${JSON.stringify(seeder)}); console.log(seedCompileCache(new URL("file:///nonexistent/")));`,
+    ],
+    { encoding: "utf8", env: { ...process.env, NODE_COMPILE_CACHE: "" } },
+  );
   assert.equal(none.stdout.trim(), "0", none.stderr);
-  const noBake = spawnSync(process.execPath, ["--input-type=module", "-e", `const { seedCompileCache } = await import(${JSON.stringify(seeder)}); console.log(seedCompileCache(new URL("file:///nonexistent/")));`], { encoding: "utf8", env: { ...process.env, NODE_COMPILE_CACHE: path.join(os.tmpdir(), `basalt-cc-${process.pid}`) } });
+  const noBake = spawnSync(
+    process.execPath,
+    [
+      "--input-type=module",
+      "-e",
+      `const { seedCompileCache } = await import(${JSON.stringify(seeder)}); console.log(seedCompileCache(new URL("file:///nonexistent/")));`,
+    ],
+    {
+      encoding: "utf8",
+      env: { ...process.env, NODE_COMPILE_CACHE: path.join(os.tmpdir(), `basalt-cc-${process.pid}`) },
+    },
+  );
   assert.equal(noBake.stdout.trim(), "0", noBake.stderr);
   rmSync(path.join(os.tmpdir(), `basalt-cc-${process.pid}`), { recursive: true, force: true });
 });

@@ -8,13 +8,28 @@ const io = { out: () => undefined, log: () => undefined, cwd: () => "/nonexisten
 
 describe("ctl k8s-images arguments", () => {
   it("build needs --inputs and --output, and knows only amd64 and arm64", async () => {
-    await assert.rejects(k8sImagesBuild(["--output", "x.tar"], io), (err) => err instanceof InvalidInputError && /--inputs DIR and --output FILE/.test(err.message));
-    await assert.rejects(k8sImagesBuild(["--inputs", "in", "--output", "x.tar", "--arch", "amd64,riscv64"], io), (err) => err instanceof InvalidInputError && /--arch amd64,riscv64/.test(err.message));
-    await assert.rejects(k8sImagesBuild(["--inputs", "in", "--output", "x.tar", "--only", "etcd,kube-dns"], io), (err) => err instanceof InvalidInputError && /unknown image kube-dns/.test(err.message));
+    await assert.rejects(
+      k8sImagesBuild(["--output", "x.tar"], io),
+      (err) => err instanceof InvalidInputError && /--inputs DIR and --output FILE/.test(err.message),
+    );
+    await assert.rejects(
+      k8sImagesBuild(["--inputs", "in", "--output", "x.tar", "--arch", "amd64,riscv64"], io),
+      (err) => err instanceof InvalidInputError && /--arch amd64,riscv64/.test(err.message),
+    );
+    await assert.rejects(
+      k8sImagesBuild(["--inputs", "in", "--output", "x.tar", "--only", "etcd,kube-dns"], io),
+      (err) => err instanceof InvalidInputError && /unknown image kube-dns/.test(err.message),
+    );
   });
 
   it("push takes a registry host, not a repository: each image keeps its own path", async () => {
-    await assert.rejects(k8sImagesPush(["images.tar"], io), (err) => err instanceof InvalidInputError && /ARCHIVE and HOST:PORT/.test(err.message));
-    await assert.rejects(k8sImagesPush(["images.tar", "127.0.0.1:5000/mirror", "--insecure"], io), (err) => err instanceof InvalidInputError && /must be a registry host/.test(err.message));
+    await assert.rejects(
+      k8sImagesPush(["images.tar"], io),
+      (err) => err instanceof InvalidInputError && /ARCHIVE and HOST:PORT/.test(err.message),
+    );
+    await assert.rejects(
+      k8sImagesPush(["images.tar", "127.0.0.1:5000/mirror", "--insecure"], io),
+      (err) => err instanceof InvalidInputError && /must be a registry host/.test(err.message),
+    );
   });
 });

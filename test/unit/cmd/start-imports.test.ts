@@ -18,7 +18,9 @@ const { createRequire } = await import("node:module");
 const loaded = Object.keys(createRequire(import.meta.url).cache);
 process.stdout.write(JSON.stringify(loaded));`;
   const out = execFileSync(process.execPath, ["--input-type=module", "-e", body], { encoding: "utf8" });
-  return (JSON.parse(out) as string[]).map((file) => /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(file)?.[1] ?? "").filter(Boolean);
+  return (JSON.parse(out) as string[])
+    .map((file) => /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(file)?.[1] ?? "")
+    .filter(Boolean);
 }
 
 const x509Stack = /^(@peculiar\/|asn1js$|tsyringe$|reflect-metadata$|pvtsutils$|pvutils$)/;
@@ -37,6 +39,8 @@ spkiFingerprint(server.crt);`);
 });
 
 test("the probe does see the X.509 stack once config generation is used (ctl, GenerateConfiguration)", () => {
-  const loaded = loadedPackagesAfter(`await import(${JSON.stringify(path.resolve(cmdDir, "../config/generate/index.js"))});`);
+  const loaded = loadedPackagesAfter(
+    `await import(${JSON.stringify(path.resolve(cmdDir, "../config/generate/index.js"))});`,
+  );
   assert.ok(loaded.includes("@peculiar/x509"));
 });

@@ -15,7 +15,13 @@ import {
   secretsBundleFromConfig,
   type GeneratedConfigs,
 } from "../../../agent/src/config/generate/index.js";
-import { decodePemBlocks, issueCertificate, loadCertificateAndKey, parsePrivateKeyPem, tlsKeyPem } from "../../../agent/src/pki/index.js";
+import {
+  decodePemBlocks,
+  issueCertificate,
+  loadCertificateAndKey,
+  parsePrivateKeyPem,
+  tlsKeyPem,
+} from "../../../agent/src/pki/index.js";
 import { readFixture } from "../pki/fixtures.js";
 
 const stability = "types/v1alpha1/stability/v1.7";
@@ -35,7 +41,13 @@ function keyPaths(value: unknown, prefix = ""): string[] {
 }
 
 // The fixtures were generated with Kubernetes 1.28.0 and without install disk/image options.
-const fixtureOptions = { clusterName: "base", endpoint: "https://base:6443", kubernetesVersion: "1.28.0", installDisk: "", installImage: "" };
+const fixtureOptions = {
+  clusterName: "base",
+  endpoint: "https://base:6443",
+  kubernetesVersion: "1.28.0",
+  installDisk: "",
+  installImage: "",
+};
 
 test("with the fixture's secrets and options, our documents equal the v1.7 base fixtures", () => {
   const secrets = secretsBundleFromConfig(readFixture(`${stability}/base-controlplane.yaml`));
@@ -82,7 +94,10 @@ test("default gen config: fixture key set plus install disk/image, v1.7 defaults
   const cp = parse(out.controlplane) as Obj;
   const worker = parse(out.worker) as Obj;
   const extra = [".machine.install.disk", ".machine.install.image"];
-  assert.deepEqual(keyPaths(cp), [...keyPaths(fixtureDoc("base-controlplane.yaml")), ...extra].sort(byFixtureOrder(keyPaths(cp))));
+  assert.deepEqual(
+    keyPaths(cp),
+    [...keyPaths(fixtureDoc("base-controlplane.yaml")), ...extra].sort(byFixtureOrder(keyPaths(cp))),
+  );
   assert.deepEqual(new Set(keyPaths(worker)), new Set([...keyPaths(fixtureDoc("base-worker.yaml")), ...extra]));
 
   const m = cp.machine as Obj;
@@ -93,7 +108,11 @@ test("default gen config: fixture key set plus install disk/image, v1.7 defaults
   assert.deepEqual((c.apiServer as Obj).certSANs, ["10.5.0.2"]);
   assert.deepEqual(c.controlPlane, { endpoint: "https://10.5.0.2:6443" });
   assert.equal(c.clusterName, "demo");
-  assert.deepEqual(c.network, { dnsDomain: "cluster.local", podSubnets: ["10.244.0.0/16"], serviceSubnets: ["10.96.0.0/12"] });
+  assert.deepEqual(c.network, {
+    dnsDomain: "cluster.local",
+    podSubnets: ["10.244.0.0/16"],
+    serviceSubnets: ["10.96.0.0/12"],
+  });
   assert.deepEqual(m.features, {
     rbac: true,
     stableHostname: true,
@@ -119,7 +138,14 @@ test("worker config carries CA certificates only, no keys", async () => {
   assert.equal((worker.cluster.ca as Obj).key, "");
   assert.equal((worker.machine.ca as Obj).crt, (cp.machine.ca as Obj).crt);
   assert.equal((worker.cluster.ca as Obj).crt, (cp.cluster.ca as Obj).crt);
-  for (const key of ["aggregatorCA", "serviceAccount", "etcd", "apiServer", "secretboxEncryptionSecret", "clusterName"]) {
+  for (const key of [
+    "aggregatorCA",
+    "serviceAccount",
+    "etcd",
+    "apiServer",
+    "secretboxEncryptionSecret",
+    "clusterName",
+  ]) {
     assert.equal(key in worker.cluster, false, key);
   }
   assert.equal(worker.machine.type, "worker");
@@ -161,12 +187,24 @@ test("talosconfig credentials complete an mTLS handshake with a server cert from
   const pem = (v: string) => Buffer.from(v, "base64").toString("utf8");
   // What apid does on a control-plane node: issue its server cert from machine.ca.
   const osCA = await loadCertificateAndKey(pem(cp.machine.ca.crt), pem(cp.machine.ca.key));
-  const server = await issueCertificate(osCA, { commonName: "cp-1", ipAddresses: ["127.0.0.1"], extKeyUsage: ["serverAuth"], lifetimeMs: 24 * 3600_000 });
-  const ctx = (parse(out.talosconfig) as { contexts: Record<string, { ca: string; crt: string; key: string }> }).contexts.demo!;
+  const server = await issueCertificate(osCA, {
+    commonName: "cp-1",
+    ipAddresses: ["127.0.0.1"],
+    extKeyUsage: ["serverAuth"],
+    lifetimeMs: 24 * 3600_000,
+  });
+  const ctx = (parse(out.talosconfig) as { contexts: Record<string, { ca: string; crt: string; key: string }> })
+    .contexts.demo!;
 
   const roles: unknown[] = [];
   const srv = tls.createServer(
-    { cert: server.certPem, key: tlsKeyPem(server.keyPem), ca: osCA.certPem, requestCert: true, rejectUnauthorized: true },
+    {
+      cert: server.certPem,
+      key: tlsKeyPem(server.keyPem),
+      ca: osCA.certPem,
+      requestCert: true,
+      rejectUnauthorized: true,
+    },
     (socket) => {
       roles.push(socket.getPeerCertificate().subject?.O);
       socket.end("ok");
@@ -194,7 +232,11 @@ test("additional SANs go to machine.certSANs and after the endpoint host in apiS
   const out = await defaults();
   const doc = machineConfigDocument(
     "controlplane",
-    { clusterName: "demo", endpoint: "https://[fd00::2]:6443", additionalSANs: ["10.5.0.9", "api.example.org", "10.5.0.9"] },
+    {
+      clusterName: "demo",
+      endpoint: "https://[fd00::2]:6443",
+      additionalSANs: ["10.5.0.9", "api.example.org", "10.5.0.9"],
+    },
     out.secrets,
   ) as { machine: Obj; cluster: { apiServer: Obj } };
   assert.deepEqual(doc.machine.certSANs, ["10.5.0.9", "api.example.org"]);
@@ -210,15 +252,26 @@ test("endpoint must be an https:// URL with a port", async () => {
     });
   }
   await assert.rejects(generateConfigs({ clusterName: "", endpoint: "https://a:6443" }), InvalidInputError);
-  await assert.rejects(generateConfigs({ clusterName: "x", endpoint: "https://a:6443", kubernetesVersion: "latest" }), InvalidInputError);
+  await assert.rejects(
+    generateConfigs({ clusterName: "x", endpoint: "https://a:6443", kubernetesVersion: "latest" }),
+    InvalidInputError,
+  );
   // Port 443 spelled out is accepted even though URL normalizes it away.
-  const doc = machineConfigDocument("worker", { clusterName: "x", endpoint: "https://a:443" }, (await defaults()).secrets) as { cluster: { controlPlane: Obj } };
+  const doc = machineConfigDocument(
+    "worker",
+    { clusterName: "x", endpoint: "https://a:443" },
+    (await defaults()).secrets,
+  ) as { cluster: { controlPlane: Obj } };
   assert.equal(doc.cluster.controlPlane.endpoint, "https://a:443");
 });
 
 test("given secrets are reused (--with-secrets)", async () => {
   const first = await defaults();
-  const again = await generateConfigs({ clusterName: "demo", endpoint: "https://10.5.0.2:6443", secrets: first.secrets });
+  const again = await generateConfigs({
+    clusterName: "demo",
+    endpoint: "https://10.5.0.2:6443",
+    secrets: first.secrets,
+  });
   assert.equal(again.controlplane, first.controlplane);
   assert.equal(again.worker, first.worker);
   assert.notEqual(again.talosconfig, first.talosconfig, "a new client certificate each time");
@@ -246,7 +299,17 @@ test("GenerateConfiguration request -> one document and a talosconfig, node's se
         install_config: { install_disk: "/dev/vda", install_image: "" },
         network_config: {
           hostname: "worker-7",
-          interfaces: [{ interface: "eth0", cidr: "10.5.0.7/24", mtu: 0, dhcp: false, ignore: false, dhcp_options: null, routes: [{ network: "0.0.0.0/0", gateway: "10.5.0.1", metric: 0 }] }],
+          interfaces: [
+            {
+              interface: "eth0",
+              cidr: "10.5.0.7/24",
+              mtu: 0,
+              dhcp: false,
+              ignore: false,
+              dhcp_options: null,
+              routes: [{ network: "0.0.0.0/0", gateway: "10.5.0.1", metric: 0 }],
+            },
+          ],
         },
         kubernetes_version: "v1.29.1",
       },
@@ -260,7 +323,9 @@ test("GenerateConfiguration request -> one document and a talosconfig, node's se
   assert.equal(doc.machine.type, "worker");
   assert.deepEqual(doc.machine.network, {
     hostname: "worker-7",
-    interfaces: [{ interface: "eth0", addresses: ["10.5.0.7/24"], routes: [{ network: "0.0.0.0/0", gateway: "10.5.0.1" }] }],
+    interfaces: [
+      { interface: "eth0", addresses: ["10.5.0.7/24"], routes: [{ network: "0.0.0.0/0", gateway: "10.5.0.1" }] },
+    ],
   });
   assert.deepEqual(doc.machine.install, { disk: "/dev/vda", image: defaultInstallImage, wipe: false });
   assert.equal((doc.machine.kubelet as Obj).image, "ghcr.io/siderolabs/kubelet:v1.29.1");
@@ -271,6 +336,15 @@ test("GenerateConfiguration request -> one document and a talosconfig, node's se
   const crt = new X509Certificate(Buffer.from(tc.contexts.demo!.crt, "base64"));
   assert.equal(crt.validFromDate.getTime(), 1_800_000_000_000);
 
-  await assert.rejects(generateMachineConfig({ machine_config: { type: 0 }, cluster_config: { name: "x", control_plane: { endpoint: "https://a:6443" } } }, { secrets }), InvalidInputError);
-  await assert.rejects(generateMachineConfig({ config_version: "v2", machine_config: { type: 3 } }, { secrets }), InvalidInputError);
+  await assert.rejects(
+    generateMachineConfig(
+      { machine_config: { type: 0 }, cluster_config: { name: "x", control_plane: { endpoint: "https://a:6443" } } },
+      { secrets },
+    ),
+    InvalidInputError,
+  );
+  await assert.rejects(
+    generateMachineConfig({ config_version: "v2", machine_config: { type: 3 } }, { secrets }),
+    InvalidInputError,
+  );
 });

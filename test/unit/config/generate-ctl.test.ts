@@ -29,11 +29,30 @@ async function scratch(t: { after(fn: () => Promise<void>): void }): Promise<Scr
 test("gen config with --with-secrets writes the three files (0600) and refuses to overwrite without --force", async (t) => {
   const { dir, io, lines } = await scratch(t);
   await writeFile(path.join(dir, "secrets.yaml"), readFixture("generate/secrets/secrets.yaml"));
-  const args = ["gen", "config", "demo", "https://10.5.0.2:6443", "--with-secrets", "secrets.yaml", "--output-dir", "out", "--install-disk", "/dev/vda", "--additional-sans", "api.example.org,10.5.0.100"];
+  const args = [
+    "gen",
+    "config",
+    "demo",
+    "https://10.5.0.2:6443",
+    "--with-secrets",
+    "secrets.yaml",
+    "--output-dir",
+    "out",
+    "--install-disk",
+    "/dev/vda",
+    "--additional-sans",
+    "api.example.org,10.5.0.100",
+  ];
   await main(args, io);
-  assert.deepEqual(lines, ["controlplane.yaml", "worker.yaml", "talosconfig"].map((f) => `created ${path.join(dir, "out", f)}`));
+  assert.deepEqual(
+    lines,
+    ["controlplane.yaml", "worker.yaml", "talosconfig"].map((f) => `created ${path.join(dir, "out", f)}`),
+  );
 
-  const cp = parse(await readFile(path.join(dir, "out", "controlplane.yaml"), "utf8")) as { machine: Record<string, unknown>; cluster: Record<string, unknown> };
+  const cp = parse(await readFile(path.join(dir, "out", "controlplane.yaml"), "utf8")) as {
+    machine: Record<string, unknown>;
+    cluster: Record<string, unknown>;
+  };
   assert.equal(cp.machine.token, "oamejv.9tk1nhuwnlc2nghf", "token from the given bundle");
   assert.equal((cp.machine.install as Record<string, unknown>).disk, "/dev/vda");
   assert.deepEqual(cp.machine.certSANs, ["api.example.org", "10.5.0.100"]);
@@ -42,7 +61,10 @@ test("gen config with --with-secrets writes the three files (0600) and refuses t
   assert.equal((await stat(path.join(dir, "out", "worker.yaml"))).mode & 0o777, 0o600);
 
   const before = await readFile(path.join(dir, "out", "controlplane.yaml"), "utf8");
-  await assert.rejects(main(args, io), (err: unknown) => err instanceof InvalidInputError && /already exists, use --force/.test(err.message));
+  await assert.rejects(
+    main(args, io),
+    (err: unknown) => err instanceof InvalidInputError && /already exists, use --force/.test(err.message),
+  );
   assert.equal(await readFile(path.join(dir, "out", "controlplane.yaml"), "utf8"), before, "untouched");
   await main([...args, "--force"], io);
   assert.notEqual(await readFile(path.join(dir, "out", "talosconfig"), "utf8"), "", "rewritten");
@@ -68,14 +90,27 @@ test("gen config applies --config-patch (all), -control-plane and -worker patche
   await writeFile(path.join(dir, "cp.yaml"), "cluster:\n  allowSchedulingOnControlPlanes: true\n");
   await main(
     [
-      "gen", "config", "demo", "https://10.5.0.2:6443", "--with-secrets", "secrets.yaml", "--output-dir", "out",
-      "--config-patch", '{"machine": {"sysctls": {"a.b": "1", "c.d": "2"}}}',
-      "--config-patch-control-plane", "@cp.yaml",
+      "gen",
+      "config",
+      "demo",
+      "https://10.5.0.2:6443",
+      "--with-secrets",
+      "secrets.yaml",
+      "--output-dir",
+      "out",
+      "--config-patch",
+      '{"machine": {"sysctls": {"a.b": "1", "c.d": "2"}}}',
+      "--config-patch-control-plane",
+      "@cp.yaml",
       "--config-patch-worker=" + '[{"op": "add", "path": "/machine/network/hostname", "value": "w1"}]',
     ],
     io,
   );
-  const read = async (f: string) => parse(await readFile(path.join(dir, "out", f), "utf8")) as { machine: Record<string, unknown>; cluster: Record<string, unknown> };
+  const read = async (f: string) =>
+    parse(await readFile(path.join(dir, "out", f), "utf8")) as {
+      machine: Record<string, unknown>;
+      cluster: Record<string, unknown>;
+    };
   const cp = await read("controlplane.yaml");
   const worker = await read("worker.yaml");
   assert.deepEqual(cp.machine.sysctls, { "a.b": "1", "c.d": "2" });
@@ -86,7 +121,21 @@ test("gen config applies --config-patch (all), -control-plane and -worker patche
   assert.equal((cp.machine.network as Record<string, unknown>).hostname, undefined);
   // A patch with an unknown key fails and writes nothing.
   await assert.rejects(
-    main(["gen", "config", "demo", "https://10.5.0.2:6443", "--with-secrets", "secrets.yaml", "--output-dir", "out2", "--config-patch", "machine: {bogus: 1}"], io),
+    main(
+      [
+        "gen",
+        "config",
+        "demo",
+        "https://10.5.0.2:6443",
+        "--with-secrets",
+        "secrets.yaml",
+        "--output-dir",
+        "out2",
+        "--config-patch",
+        "machine: {bogus: 1}",
+      ],
+      io,
+    ),
   );
   await assert.rejects(stat(path.join(dir, "out2", "controlplane.yaml")), { code: "ENOENT" });
 });
@@ -120,7 +169,10 @@ test("gen config --output-types: one type to a file or stdout, several to a dire
   await writeFile(path.join(dir, "secrets.yaml"), readFixture("generate/secrets/secrets.yaml"));
   const base = ["gen", "config", "demo", "https://10.5.0.2:6443", "--with-secrets", "secrets.yaml"];
   await main([...base, "--output-types", "talosconfig", "-o", "my-talosconfig"], io);
-  assert.equal((parse(await readFile(path.join(dir, "my-talosconfig"), "utf8")) as { context: string }).context, "demo");
+  assert.equal(
+    (parse(await readFile(path.join(dir, "my-talosconfig"), "utf8")) as { context: string }).context,
+    "demo",
+  );
 
   await main([...base, "-t", "worker", "-o", "-"], io);
   assert.equal(stdout.length, 1);

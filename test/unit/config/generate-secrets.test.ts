@@ -56,13 +56,19 @@ test("tokens, ids and secrets have gen secrets' formats", async () => {
   }
 });
 
-function checkCA(pair: { crt: string; key: string }, expect: { subject: string; keyLabel: string; keyType: string; sig: string }) {
+function checkCA(
+  pair: { crt: string; key: string },
+  expect: { subject: string; keyLabel: string; keyType: string; sig: string },
+) {
   const cert = new X509Certificate(pair.crt);
   assert.equal(cert.subject, expect.subject);
   assert.equal(cert.ca, true);
   assert.deepEqual(cert.keyUsage, [serverAuth, clientAuth]);
   const parsed = new x509.X509Certificate(pair.crt);
-  assert.equal(parsed.getExtension(x509.KeyUsagesExtension)?.usages, x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.digitalSignature);
+  assert.equal(
+    parsed.getExtension(x509.KeyUsagesExtension)?.usages,
+    x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.digitalSignature,
+  );
   assert.equal(parsed.getExtension(x509.BasicConstraintsExtension)?.ca, true);
   assert.equal((parsed.signatureAlgorithm as unknown as { name: string }).name, expect.sig);
   assert.equal(cert.validFromDate.toISOString(), now.toISOString());
@@ -77,7 +83,12 @@ test("CAs and keys are as reference §6 says", async () => {
   checkCA(b.certs.os, { subject: "O=talos", keyLabel: "ED25519 PRIVATE KEY", keyType: "ed25519", sig: "Ed25519" });
   checkCA(b.certs.k8s, { subject: "O=kubernetes", keyLabel: "EC PRIVATE KEY", keyType: "ec", sig: "ECDSA" });
   checkCA(b.certs.etcd, { subject: "O=etcd", keyLabel: "EC PRIVATE KEY", keyType: "ec", sig: "ECDSA" });
-  checkCA(b.certs.k8sAggregator, { subject: "CN=front-proxy", keyLabel: "EC PRIVATE KEY", keyType: "ec", sig: "ECDSA" });
+  checkCA(b.certs.k8sAggregator, {
+    subject: "CN=front-proxy",
+    keyLabel: "EC PRIVATE KEY",
+    keyType: "ec",
+    sig: "ECDSA",
+  });
   const sa = parsePrivateKeyPem(b.certs.k8sServiceAccount.key);
   assert.equal(decodePemBlocks(b.certs.k8sServiceAccount.key)[0]?.label, "RSA PRIVATE KEY");
   assert.equal(sa.algorithm, "rsa");

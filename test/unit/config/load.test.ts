@@ -71,7 +71,9 @@ for (const [file, kind] of otherKindFixtures) {
 }
 
 test("typed views of other documents", () => {
-  const rule = loadConfig(fixture("types/network/ruleconfig.yaml")).byKind<import("../../../agent/src/config/index.js").NetworkRuleConfig>("NetworkRuleConfig")[0];
+  const rule = loadConfig(fixture("types/network/ruleconfig.yaml")).byKind<
+    import("../../../agent/src/config/index.js").NetworkRuleConfig
+  >("NetworkRuleConfig")[0];
   assert.deepEqual(rule.portSelector.ports, [53, "8000-9000"]);
   assert.equal(rule.ingress[0].except, "192.168.0.3/32");
   const link = loadConfig(fixture("types/siderolink/document.yaml")).byKind("SideroLinkConfig", undefined);
@@ -81,7 +83,10 @@ test("typed views of other documents", () => {
 test("multi-document config: v1alpha1 plus SideroLinkConfig", () => {
   const text = fixture("configpatcher/multidoc/config.yaml");
   const b = loadConfig(text);
-  assert.deepEqual(b.documents.map((d) => d.kind), ["v1alpha1", "SideroLinkConfig"]);
+  assert.deepEqual(
+    b.documents.map((d) => d.kind),
+    ["v1alpha1", "SideroLinkConfig"],
+  );
   assert.equal(b.completeForBoot, true);
   assert.equal(b.toYaml(), text);
 });
@@ -98,14 +103,16 @@ test("machine type: join and empty read as worker with a warning", () => {
   assert.equal(join.machineType, "worker");
   assert.equal(join.warnings.length, 1);
   assert.equal(join.warnings[0], '.machine.type: use "worker" instead of "join" for machine type');
-  const empty = loadConfig("version: v1alpha1\nmachine:\n  type: \"\"\n");
+  const empty = loadConfig('version: v1alpha1\nmachine:\n  type: ""\n');
   assert.equal(empty.machineType, "worker");
   assert.equal(empty.warnings.length, 1);
   assert.equal(loadConfig("version: v1alpha1\nmachine:\n  type: init\n").machineType, "init");
 });
 
 test("bad machine type fails to parse", () => {
-  assert.deepEqual(problemsOf("version: v1alpha1\nmachine:\n  type: master\n"), ['.machine.type: unknown machine type "master"']);
+  assert.deepEqual(problemsOf("version: v1alpha1\nmachine:\n  type: master\n"), [
+    '.machine.type: unknown machine type "master"',
+  ]);
 });
 
 test("YAML syntax errors carry line and column", () => {
@@ -115,8 +122,12 @@ test("YAML syntax errors carry line and column", () => {
 });
 
 test("unknown keys are rejected with their paths and lines", () => {
-  const problems = problemsOf("version: v1alpha1\nmachine:\n  type: worker\n  foo: 1\n  install:\n    disk: /dev/sda\n    bogus: true\nextra: 2\n");
-  assert.deepEqual(problems, ["unknown keys found during decoding: .machine.foo (line 4), .machine.install.bogus (line 7), .extra (line 8)"]);
+  const problems = problemsOf(
+    "version: v1alpha1\nmachine:\n  type: worker\n  foo: 1\n  install:\n    disk: /dev/sda\n    bogus: true\nextra: 2\n",
+  );
+  assert.deepEqual(problems, [
+    "unknown keys found during decoding: .machine.foo (line 4), .machine.install.bogus (line 7), .extra (line 8)",
+  ]);
 });
 
 test("unknown keys in other documents are prefixed with the kind", () => {
@@ -163,7 +174,8 @@ test("all problems of all documents are reported at once", () => {
 test("duplicate documents are rejected", () => {
   const doc = "apiVersion: v1alpha1\nkind: SideroLinkConfig\napiUrl: https://a\n";
   assert.deepEqual(problemsOf(doc + "---\n" + doc), ["duplicate SideroLinkConfig document"]);
-  const rule = (n: string) => `apiVersion: v1alpha1\nkind: NetworkRuleConfig\nname: ${n}\nportSelector:\n  ports: [22]\n  protocol: tcp\ningress: []\n`;
+  const rule = (n: string) =>
+    `apiVersion: v1alpha1\nkind: NetworkRuleConfig\nname: ${n}\nportSelector:\n  ports: [22]\n  protocol: tcp\ningress: []\n`;
   assert.equal(loadConfig(rule("a") + "---\n" + rule("b")).documents.length, 2);
   assert.deepEqual(problemsOf(rule("a") + "---\n" + rule("a")), ['duplicate NetworkRuleConfig document named "a"']);
 });
@@ -174,13 +186,16 @@ test("empty config is an error, empty trailing documents are ignored", () => {
 });
 
 test("yes/no booleans and octal file permissions decode like go-yaml", () => {
-  const cfg = loadConfig("version: v1alpha1\ndebug: yes\nmachine:\n  files:\n    - content: x\n      permissions: 0644\n      path: /var/x\n      op: create\n").v1alpha1()!;
+  const cfg = loadConfig(
+    "version: v1alpha1\ndebug: yes\nmachine:\n  files:\n    - content: x\n      permissions: 0644\n      path: /var/x\n      op: create\n",
+  ).v1alpha1()!;
   assert.equal(cfg.debug, true);
   assert.equal(cfg.machine?.files?.[0].permissions, 0o644);
 });
 
 test("inline manifest contents lose leading blank lines in the typed view, not in the stored text", () => {
-  const text = "version: v1alpha1\ncluster:\n  inlineManifests:\n    - name: a\n      contents: |\n\n        ---\n        kind: X\n";
+  const text =
+    "version: v1alpha1\ncluster:\n  inlineManifests:\n    - name: a\n      contents: |\n\n        ---\n        kind: X\n";
   const b = loadConfig(text);
   assert.equal(b.v1alpha1()?.cluster?.inlineManifests?.[0].contents, "---\nkind: X\n");
   assert.equal(b.toYaml(), text);
@@ -223,12 +238,42 @@ test("gzip-compressed config bytes are detected", async () => {
 });
 
 test("quoted booleans are strings, not bools", () => {
-  assert.deepEqual(problemsOf('version: v1alpha1\ndebug: "yes"\n'), ['.debug: cannot unmarshal !!str "yes" into bool (line 2)']);
+  assert.deepEqual(problemsOf('version: v1alpha1\ndebug: "yes"\n'), [
+    '.debug: cannot unmarshal !!str "yes" into bool (line 2)',
+  ]);
 });
 
 test("canonical encoding: tricky strings survive a round trip", () => {
-  const values = ["", "true", "1.0", "null", "0644", "- x", "a: b", "#c", " lead", "trail ", "multi\nline\n", "no newline\nend", "two\n\n", "\nleading", "tab\tin", "quote\"s", "colon:x", "~", "@x", "*x", "&x", "!x", "%x", "{x}", "[x]", "é ü"];
-  const text = "version: v1alpha1\nmachine:\n  sysctls:\n" + values.map((v, i) => `    k${i}: ${JSON.stringify(v)}\n`).join("");
+  const values = [
+    "",
+    "true",
+    "1.0",
+    "null",
+    "0644",
+    "- x",
+    "a: b",
+    "#c",
+    " lead",
+    "trail ",
+    "multi\nline\n",
+    "no newline\nend",
+    "two\n\n",
+    "\nleading",
+    "tab\tin",
+    'quote"s',
+    "colon:x",
+    "~",
+    "@x",
+    "*x",
+    "&x",
+    "!x",
+    "%x",
+    "{x}",
+    "[x]",
+    "é ü",
+  ];
+  const text =
+    "version: v1alpha1\nmachine:\n  sysctls:\n" + values.map((v, i) => `    k${i}: ${JSON.stringify(v)}\n`).join("");
   const b = loadConfig(text);
   const again = loadConfig(b.toCanonicalYaml()).v1alpha1()!;
   assert.deepEqual(again.machine?.sysctls, b.v1alpha1()!.machine?.sysctls);
@@ -242,7 +287,11 @@ test("gzip-compressed configs load; a broken gzip stream is a parse error naming
   const text = "version: v1alpha1\nmachine:\n  type: worker\n";
   assert.equal(loadConfig(gzipSync(text)).v1alpha1()?.machine?.type, "worker");
   const truncated = gzipSync(text).subarray(0, 12);
-  assert.throws(() => loadConfig(truncated), (err: unknown) => err instanceof ConfigParseError && /gzip-compressed but does not decompress/.test((err as Error).message));
+  assert.throws(
+    () => loadConfig(truncated),
+    (err: unknown) =>
+      err instanceof ConfigParseError && /gzip-compressed but does not decompress/.test((err as Error).message),
+  );
 });
 
 test("multiError reads like go-multierror; a parse error's message is its single problem or that list without the closing blank line", () => {

@@ -1,7 +1,13 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ConfigParseError, InvalidInputError } from "../../../agent/src/errors.js";
-import { applyJsonPatch, applyPatches, loadConfig, loadPatch, parseJsonPatch } from "../../../agent/src/config/index.js";
+import {
+  applyJsonPatch,
+  applyPatches,
+  loadConfig,
+  loadPatch,
+  parseJsonPatch,
+} from "../../../agent/src/config/index.js";
 import { fixture, yamlDocs } from "./fixtures.js";
 
 const p = (rel: string) => fixture(`configpatcher/${rel}`);
@@ -52,12 +58,17 @@ test("patch kind detection: a list is a JSON patch (YAML or JSON), a mapping is 
 });
 
 test("JSON patch sees the canonical encoding (fields Talos always writes exist)", () => {
-  const out = applyPatches("version: v1alpha1\nmachine: {}\n", ["- op: replace\n  path: /machine/type\n  value: controlplane\n"]);
+  const out = applyPatches("version: v1alpha1\nmachine: {}\n", [
+    "- op: replace\n  path: /machine/type\n  value: controlplane\n",
+  ]);
   assert.equal(loadConfig(out).machineType, "controlplane");
 });
 
 test("JSON patch results are re-decoded: unknown keys rejected", () => {
-  assert.throws(() => applyPatches("version: v1alpha1\nmachine: {}\n", ["- op: add\n  path: /machine/bogus\n  value: 1\n"]), ConfigParseError);
+  assert.throws(
+    () => applyPatches("version: v1alpha1\nmachine: {}\n", ["- op: add\n  path: /machine/bogus\n  value: 1\n"]),
+    ConfigParseError,
+  );
 });
 
 test("RFC 6902 operations", () => {

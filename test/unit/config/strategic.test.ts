@@ -21,7 +21,9 @@ for (const n of ["001", "002", "003", "004"]) {
 }
 
 test("strategic merge does not just return the right side", () => {
-  const out = yamlDocs(merge(fixture("types/v1alpha1/strategic/003/left.yaml"), fixture("types/v1alpha1/strategic/003/right.yaml")))[0] as {
+  const out = yamlDocs(
+    merge(fixture("types/v1alpha1/strategic/003/left.yaml"), fixture("types/v1alpha1/strategic/003/right.yaml")),
+  )[0] as {
     machine: { network: { interfaces: { interface?: string; dhcp?: boolean; addresses?: string[] }[] } };
   };
   const ifaces = out.machine.network.interfaces;
@@ -38,7 +40,7 @@ test("URL endpoint merges component by component like Go's url.URL", () => {
 
 test("scalars: zero strings do not override, false does", () => {
   const left = "version: v1alpha1\nmachine:\n  network:\n    hostname: a\n  features:\n    rbac: true\n";
-  const out = yamlDocs(merge(left, "machine:\n  network:\n    hostname: \"\"\n  features:\n    rbac: false\n"))[0] as {
+  const out = yamlDocs(merge(left, 'machine:\n  network:\n    hostname: ""\n  features:\n    rbac: false\n'))[0] as {
     machine: { network: { hostname: string }; features: { rbac: boolean } };
   };
   assert.equal(out.machine.network.hostname, "a");
@@ -65,12 +67,19 @@ test("$patch: delete removes keys, list items and documents; missing path is an 
   const right =
     "machine:\n  network:\n    hostname:\n      $patch: delete\n    interfaces:\n      - interface: eth0\n        $patch: delete\n---\napiVersion: v1alpha1\nkind: SideroLinkConfig\n$patch: delete\n";
   const out = loadConfig(merge(left, right));
-  assert.deepEqual(out.documents.map((d) => d.kind), ["v1alpha1"]);
+  assert.deepEqual(
+    out.documents.map((d) => d.kind),
+    ["v1alpha1"],
+  );
   assert.equal(out.v1alpha1()?.machine?.network?.hostname, undefined);
   assert.deepEqual(out.v1alpha1()?.machine?.network?.interfaces, [{ interface: "eth1" }]);
 
   assert.throws(
-    () => merge("version: v1alpha1\nmachine:\n  network: {}\n", "machine:\n  network:\n    hostname:\n      $patch: delete\n"),
+    () =>
+      merge(
+        "version: v1alpha1\nmachine:\n  network: {}\n",
+        "machine:\n  network:\n    hostname:\n      $patch: delete\n",
+      ),
     (err: unknown) =>
       err instanceof InvalidInputError &&
       err.message ===
@@ -79,6 +88,11 @@ test("$patch: delete removes keys, list items and documents; missing path is an 
 });
 
 test("a patch document of a kind the config lacks is appended", () => {
-  const out = loadConfig(merge("version: v1alpha1\n", "apiVersion: v1alpha1\nkind: EventSinkConfig\nendpoint: 10.0.0.1:3333\n"));
-  assert.deepEqual(out.documents.map((d) => d.kind), ["v1alpha1", "EventSinkConfig"]);
+  const out = loadConfig(
+    merge("version: v1alpha1\n", "apiVersion: v1alpha1\nkind: EventSinkConfig\nendpoint: 10.0.0.1:3333\n"),
+  );
+  assert.deepEqual(
+    out.documents.map((d) => d.kind),
+    ["v1alpha1", "EventSinkConfig"],
+  );
 });

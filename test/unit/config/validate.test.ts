@@ -4,7 +4,10 @@ import { applyDefaults, defaults, loadConfig, validateConfig } from "../../../ag
 import { fixture, otherKindFixtures, stabilityConfigs } from "./fixtures.js";
 
 // The node's side of the install disk check (storage's, tested with it): here, only which paths exist.
-const existing = (paths: string[]) => (install: { disk?: string }) => (paths.includes(install.disk ?? "") ? undefined : `specified install disk does not exist: ${JSON.stringify(install.disk)}`);
+const existing = (paths: string[]) => (install: { disk?: string }) =>
+  paths.includes(install.disk ?? "")
+    ? undefined
+    : `specified install disk does not exist: ${JSON.stringify(install.disk)}`;
 
 for (const { name, text } of stabilityConfigs) {
   test(`stability ${name}: validates in container mode and when installed on metal`, () => {
@@ -60,14 +63,19 @@ test("missing machine, cluster, endpoint; persist false; metal without install",
     ".machine: machine instructions are required",
     ".cluster: cluster instructions are required",
   ]);
-  const r2 = validateConfig(loadConfig("version: v1alpha1\nmachine:\n  type: controlplane\ncluster:\n  clusterName: x\n"), { mode: "metal" });
+  const r2 = validateConfig(
+    loadConfig("version: v1alpha1\nmachine:\n  type: controlplane\ncluster:\n  clusterName: x\n"),
+    { mode: "metal" },
+  );
   assert.deepEqual(r2.errors, [
     '.machine.install: install instructions are required in "metal" mode',
     ".machine.ca: issuing CA or some accepted CAs are required (.machine.ca, machine.acceptedCAs)",
     ".cluster.controlPlane.endpoint: cluster controlplane endpoint is required",
   ]);
   const r3 = validateConfig(
-    loadConfig("version: v1alpha1\nmachine:\n  type: worker\n  ca:\n    crt: Y3J0\ncluster:\n  controlPlane:\n    endpoint: not a url\n"),
+    loadConfig(
+      "version: v1alpha1\nmachine:\n  type: worker\n  ca:\n    crt: Y3J0\ncluster:\n  controlPlane:\n    endpoint: not a url\n",
+    ),
     { mode: "cloud" },
   );
   assert.equal(r3.errors.length, 1);
@@ -108,18 +116,21 @@ cluster:
     podSubnets: [10.244.0.0/16]
 `;
   const { errors, warnings } = validateConfig(loadConfig(text), { mode: "container" });
-  assert.deepEqual(errors.sort(), [
-    '.cluster.network.cni.name: cni name should be one of ["flannel", "custom", "none"]',
-    ".cluster.discovery.enabled: .cluster.discovery should be enabled when .machine.network.kubespan is enabled",
-    ".cluster.id: .cluster.id should be set when .machine.network.kubespan is enabled",
-    ".cluster.secret: .cluster.secret should be set when .machine.network.kubespan is enabled",
-    '.machine.network.interfaces[0].routes[0].network: invalid CIDR "10.1.0.0/33"',
-    ".machine.network.interfaces[0].vip: virtual (shared) IP is not allowed on non-controlplane nodes",
-    `.machine.network.interfaces[0]: [networking.os.device] "eth0": interface can't have both .cidr and .addresses set`,
-    '.machine.network.nameservers[1]: invalid IP address "not-an-ip"',
-    '.machine.registries.mirrors["docker.io"].endpoints[0]: invalid URL "mirror.local"',
-    '.machine.time.bootTimeout: invalid duration "soon"',
-  ].sort());
+  assert.deepEqual(
+    errors.sort(),
+    [
+      '.cluster.network.cni.name: cni name should be one of ["flannel", "custom", "none"]',
+      ".cluster.discovery.enabled: .cluster.discovery should be enabled when .machine.network.kubespan is enabled",
+      ".cluster.id: .cluster.id should be set when .machine.network.kubespan is enabled",
+      ".cluster.secret: .cluster.secret should be set when .machine.network.kubespan is enabled",
+      '.machine.network.interfaces[0].routes[0].network: invalid CIDR "10.1.0.0/33"',
+      ".machine.network.interfaces[0].vip: virtual (shared) IP is not allowed on non-controlplane nodes",
+      `.machine.network.interfaces[0]: [networking.os.device] "eth0": interface can't have both .cidr and .addresses set`,
+      '.machine.network.nameservers[1]: invalid IP address "not-an-ip"',
+      '.machine.registries.mirrors["docker.io"].endpoints[0]: invalid URL "mirror.local"',
+      '.machine.time.bootTimeout: invalid duration "soon"',
+    ].sort(),
+  );
   assert.deepEqual(warnings, [
     '.machine.network.interfaces[0].cidr: "eth0": machine.network.interface.cidr is deprecated, please use machine.network.interface.addresses',
   ]);
@@ -148,17 +159,21 @@ cluster:
     endpoint: https://cp:6443
 `;
   const { errors } = validateConfig(loadConfig(text), { mode: "container" });
-  assert.deepEqual(errors.filter((e) => e.includes(".bond")), [
-    ".machine.network.interfaces[0].bond: invalid bond type fastest",
-    ".machine.network.interfaces[0].bond: bond.upDelay should be a multiple of miiMon",
-    ".machine.network.interfaces[0].bond: bond.lacpRate is only available in 802.3ad mode",
-    ".machine.network.interfaces[1].bond: bond.downDelay can't be set if miiMon is zero",
-    ".machine.network.interfaces[1].bond: bond.primary is not available in balance-rr mode",
-  ]);
+  assert.deepEqual(
+    errors.filter((e) => e.includes(".bond")),
+    [
+      ".machine.network.interfaces[0].bond: invalid bond type fastest",
+      ".machine.network.interfaces[0].bond: bond.upDelay should be a multiple of miiMon",
+      ".machine.network.interfaces[0].bond: bond.lacpRate is only available in 802.3ad mode",
+      ".machine.network.interfaces[1].bond: bond.downDelay can't be set if miiMon is zero",
+      ".machine.network.interfaces[1].bond: bond.primary is not available in balance-rr mode",
+    ],
+  );
 });
 
 test("warnings: join machine type and deprecated install extensions", () => {
-  const text = "version: v1alpha1\nmachine:\n  type: join\n  ca:\n    crt: Y3J0\n  install:\n    disk: /dev/sda\n    extensions:\n      - image: ghcr.io/x/y:1\ncluster:\n  controlPlane:\n    endpoint: https://cp:6443\n";
+  const text =
+    "version: v1alpha1\nmachine:\n  type: join\n  ca:\n    crt: Y3J0\n  install:\n    disk: /dev/sda\n    extensions:\n      - image: ghcr.io/x/y:1\ncluster:\n  controlPlane:\n    endpoint: https://cp:6443\n";
   const r = validateConfig(loadConfig(text), { mode: "metal", installDisk: existing(["/dev/sda"]) });
   assert.deepEqual(r.errors, []);
   assert.deepEqual(r.warnings, [
@@ -169,13 +184,16 @@ test("warnings: join machine type and deprecated install extensions", () => {
 
 test("CA requirements by machine type", () => {
   const errorsOf = (machine: string) =>
-    validateConfig(loadConfig(`version: v1alpha1\nmachine:\n${machine}cluster:\n  controlPlane:\n    endpoint: https://cp:6443\n`), {
-      mode: "container",
-    }).errors;
+    validateConfig(
+      loadConfig(`version: v1alpha1\nmachine:\n${machine}cluster:\n  controlPlane:\n    endpoint: https://cp:6443\n`),
+      {
+        mode: "container",
+      },
+    ).errors;
   assert.deepEqual(errorsOf("  type: controlplane\n  ca:\n    crt: Y3J0\n"), [
     ".machine.ca.key: issuing CA key is required for controlplane nodes (.machine.ca.key)",
   ]);
-  assert.deepEqual(errorsOf("  type: worker\n  ca:\n    crt: \"\"\n    key: a2V5\n"), [
+  assert.deepEqual(errorsOf('  type: worker\n  ca:\n    crt: ""\n    key: a2V5\n'), [
     ".machine.ca.key: issuing Talos API CA key is not allowed on non-controlplane nodes (.machine.ca)",
     ".machine.ca.crt: trusted CA certificates are required on non-controlplane nodes (.machine.ca.crt, .machine.acceptedCAs)",
   ]);
@@ -216,9 +234,11 @@ cluster:
     ".cluster.secret: cluster discovery service requires .cluster.secret",
   ]);
   const custom = text.replace("name: flannel\n      urls: [https://example.com/cni.yaml]", "name: custom");
-  assert.ok(validateConfig(loadConfig(custom), { mode: "container" }).warnings.includes(
-    '.cluster.network.cni.urls: "urls" field should not be empty for "custom" CNI',
-  ));
+  assert.ok(
+    validateConfig(loadConfig(custom), { mode: "container" }).warnings.includes(
+      '.cluster.network.cni.urls: "urls" field should not be empty for "custom" CNI',
+    ),
+  );
 });
 
 test("other documents: value checks carry the kind", () => {

@@ -26,7 +26,10 @@ const parseToml = (text: string): unknown => JSON.parse(JSON.stringify(parseToml
 
 const b64 = (s: string) => Buffer.from(s).toString("base64");
 const base = "/etc/cri/conf.d/hosts";
-const text = (layout: ReturnType<typeof generateHosts>) => Object.fromEntries([...layout].map(([dir, files]) => [dir, files.map((f) => [f.name, f.contents.toString(), f.mode.toString(8)])]));
+const text = (layout: ReturnType<typeof generateHosts>) =>
+  Object.fromEntries(
+    [...layout].map(([dir, files]) => [dir, files.map((f) => [f.name, f.contents.toString(), f.mode.toString(8)])]),
+  );
 
 test("mirrors with TLS settings: Talos's layout and hosts.toml texts (TestGenerateHostsWithTLS)", () => {
   const registries: Registries = {
@@ -34,13 +37,23 @@ test("mirrors with TLS settings: Talos's layout and hosts.toml texts (TestGenera
     config: {
       "some.host:123": {
         auth: { username: "root", password: "secret", auth: "auth", identityToken: "token" },
-        tls: { insecureSkipVerify: true, ca: b64("cacert"), clientIdentity: { crt: b64("clientcert"), key: b64("clientkey") } },
+        tls: {
+          insecureSkipVerify: true,
+          ca: b64("cacert"),
+          clientIdentity: { crt: b64("clientcert"), key: b64("clientkey") },
+        },
       },
       "registry-2.docker.io": { tls: { insecureSkipVerify: true } },
     },
   };
   assert.deepEqual(text(generateHosts(registries, base)), {
-    "docker.io": [["hosts.toml", '\n[host]\n\n  [host."https://registry-1.docker.io"]\n    capabilities = ["pull", "resolve"]\n\n  [host."https://registry-2.docker.io"]\n    capabilities = ["pull", "resolve"]\n    skip_verify = true\n', "600"]],
+    "docker.io": [
+      [
+        "hosts.toml",
+        '\n[host]\n\n  [host."https://registry-1.docker.io"]\n    capabilities = ["pull", "resolve"]\n\n  [host."https://registry-2.docker.io"]\n    capabilities = ["pull", "resolve"]\n    skip_verify = true\n',
+        "600",
+      ],
+    ],
     "some.host_123_": [
       ["some.host:123-ca.crt", "cacert", "600"],
       ["some.host:123-client.crt", "clientcert", "600"],
@@ -51,35 +64,67 @@ test("mirrors with TLS settings: Talos's layout and hosts.toml texts (TestGenera
         "600",
       ],
     ],
-    "registry-2.docker.io": [["hosts.toml", '\n[host]\n\n  [host."https://registry-2.docker.io"]\n    skip_verify = true\n', "600"]],
+    "registry-2.docker.io": [
+      ["hosts.toml", '\n[host]\n\n  [host."https://registry-2.docker.io"]\n    skip_verify = true\n', "600"],
+    ],
   });
 });
 
 test("mirrors without TLS, the * mirror as _default, an auth-only registry; a wildcard TLS config is refused (TestGenerateHostsWithoutTLS, ...WildcardWrong)", () => {
   const registries: Registries = {
-    mirrors: { "docker.io": { endpoints: ["https://registry-1.docker.io", "https://registry-2.docker.io"] }, "*": { endpoints: ["https://my-registry"] } },
-    config: { "some.host:123": { auth: { username: "root", password: "secret", auth: "auth", identityToken: "token" } } },
+    mirrors: {
+      "docker.io": { endpoints: ["https://registry-1.docker.io", "https://registry-2.docker.io"] },
+      "*": { endpoints: ["https://my-registry"] },
+    },
+    config: {
+      "some.host:123": { auth: { username: "root", password: "secret", auth: "auth", identityToken: "token" } },
+    },
   };
   assert.deepEqual(text(generateHosts(registries, base)), {
-    "docker.io": [["hosts.toml", '\n[host]\n\n  [host."https://registry-1.docker.io"]\n    capabilities = ["pull", "resolve"]\n\n  [host."https://registry-2.docker.io"]\n    capabilities = ["pull", "resolve"]\n', "600"]],
-    _default: [["hosts.toml", '\n[host]\n\n  [host."https://my-registry"]\n    capabilities = ["pull", "resolve"]\n', "600"]],
+    "docker.io": [
+      [
+        "hosts.toml",
+        '\n[host]\n\n  [host."https://registry-1.docker.io"]\n    capabilities = ["pull", "resolve"]\n\n  [host."https://registry-2.docker.io"]\n    capabilities = ["pull", "resolve"]\n',
+        "600",
+      ],
+    ],
+    _default: [
+      ["hosts.toml", '\n[host]\n\n  [host."https://my-registry"]\n    capabilities = ["pull", "resolve"]\n', "600"],
+    ],
     "some.host_123_": [["hosts.toml", '\n[host]\n\n  [host."https://some.host:123"]\n', "600"]],
   });
-  assert.throws(() => generateHosts({ config: { "*": { tls: { ca: b64("allcert") } } } }, base), /^InvalidInputError: wildcard host TLS configuration is not supported$|wildcard host TLS configuration is not supported/);
+  assert.throws(
+    () => generateHosts({ config: { "*": { tls: { ca: b64("allcert") } } } }, base),
+    /^InvalidInputError: wildcard host TLS configuration is not supported$|wildcard host TLS configuration is not supported/,
+  );
   assert.equal(hostDirectory("127.0.0.1:5000"), "127.0.0.1_5000_");
   assert.equal(generateHosts(undefined, base).size, 0);
 });
 
 test("an overridePath mirror says so in its hosts.toml", () => {
-  const layout = generateHosts({ mirrors: { "ghcr.io": { endpoints: ["http://127.0.0.1:5000/v2/ghcr"], overridePath: true } } }, base);
-  assert.equal(layout.get("ghcr.io")![0]!.contents.toString(), '\n[host]\n\n  [host."http://127.0.0.1:5000/v2/ghcr"]\n    capabilities = ["pull", "resolve"]\n    override_path = true\n');
+  const layout = generateHosts(
+    { mirrors: { "ghcr.io": { endpoints: ["http://127.0.0.1:5000/v2/ghcr"], overridePath: true } } },
+    base,
+  );
+  assert.equal(
+    layout.get("ghcr.io")![0]!.contents.toString(),
+    '\n[host]\n\n  [host."http://127.0.0.1:5000/v2/ghcr"]\n    capabilities = ["pull", "resolve"]\n    override_path = true\n',
+  );
 });
 
 test("cri.toml: runc v2, Talos's effective sandbox image, config_path and each registry's auth (Talos's testdata/cri.toml keys)", () => {
   const p = criPaths(pathsAt("/"));
   assert.equal(p.hosts, "/system/etc/cri/conf.d/hosts");
   assert.equal(
-    criPluginConfig({ config: { "some.host:123": { auth: { username: "root", password: "secret", auth: "auth", identityToken: "token" } }, "other:1": { tls: { insecureSkipVerify: true } } } }, p),
+    criPluginConfig(
+      {
+        config: {
+          "some.host:123": { auth: { username: "root", password: "secret", auth: "auth", identityToken: "token" } },
+          "other:1": { tls: { insecureSkipVerify: true } },
+        },
+      },
+      p,
+    ),
     [
       "version = 2",
       "",
@@ -105,11 +150,24 @@ test("cri.toml: runc v2, Talos's effective sandbox image, config_path and each r
 
 test("the main file: the CRI containerd's paths (no clash with the system containerd's), cri.toml then the operator's parts", () => {
   const p = criPaths(pathsAt("/"));
-  assert.deepEqual([p.socket, p.state, p.root, p.config], ["/run/containerd/containerd.sock", "/run/containerd", "/var/lib/containerd", "/system/etc/cri/containerd.toml"]);
-  const main = criContainerdConfig(p, ["/system/etc/cri/conf.d/zz.toml", "/system/etc/cri/conf.d/cri.toml", "/system/etc/cri/conf.d/20-x.toml"]);
-  assert.match(main, /^imports = \["\/system\/etc\/cri\/conf.d\/cri.toml", "\/system\/etc\/cri\/conf.d\/20-x.toml", "\/system\/etc\/cri\/conf.d\/zz.toml"\]$/m);
+  assert.deepEqual(
+    [p.socket, p.state, p.root, p.config],
+    ["/run/containerd/containerd.sock", "/run/containerd", "/var/lib/containerd", "/system/etc/cri/containerd.toml"],
+  );
+  const main = criContainerdConfig(p, [
+    "/system/etc/cri/conf.d/zz.toml",
+    "/system/etc/cri/conf.d/cri.toml",
+    "/system/etc/cri/conf.d/20-x.toml",
+  ]);
+  assert.match(
+    main,
+    /^imports = \["\/system\/etc\/cri\/conf.d\/cri.toml", "\/system\/etc\/cri\/conf.d\/20-x.toml", "\/system\/etc\/cri\/conf.d\/zz.toml"\]$/m,
+  );
   assert.match(main, /^\[grpc\]\n {2}address = "\/run\/containerd\/containerd.sock"$/m);
-  assert.match(main, /^disabled_plugins = \["io.containerd.nri.v1.nri", "io.containerd.internal.v1.tracing", "io.containerd.snapshotter.v1.blockfile", "io.containerd.tracing.processor.v1.otlp"\]$/m);
+  assert.match(
+    main,
+    /^disabled_plugins = \["io.containerd.nri.v1.nri", "io.containerd.internal.v1.tracing", "io.containerd.snapshotter.v1.blockfile", "io.containerd.tracing.processor.v1.otlp"\]$/m,
+  );
 });
 
 test("syncHosts writes the layout and removes files and directories it does not name; unchanged files are not rewritten", async (t) => {
@@ -117,7 +175,10 @@ test("syncHosts writes the layout and removes files and directories it does not 
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   mkdirSync(path.join(dir, "stale.io"));
   writeFileSync(path.join(dir, "stale.io", "hosts.toml"), "x");
-  const layout = generateHosts({ mirrors: { "docker.io": { endpoints: ["https://m"] } }, config: { "m": { tls: { ca: b64("ca") } } } }, dir);
+  const layout = generateHosts(
+    { mirrors: { "docker.io": { endpoints: ["https://m"] } }, config: { m: { tls: { ca: b64("ca") } } } },
+    dir,
+  );
   await syncHosts(dir, layout);
   // `m` has TLS settings of its own: its directory too, as Talos's.
   assert.deepEqual(readdirSync(dir).sort(), ["docker.io", "m"]);
@@ -131,7 +192,11 @@ test("syncHosts writes the layout and removes files and directories it does not 
 });
 
 function config(registries: string): ConfigBundle {
-  return loadConfig(Buffer.from(`version: v1alpha1\nmachine:\n  type: worker\n${registries}cluster:\n  controlPlane:\n    endpoint: https://127.0.0.1:6443\n`));
+  return loadConfig(
+    Buffer.from(
+      `version: v1alpha1\nmachine:\n  type: worker\n${registries}cluster:\n  controlPlane:\n    endpoint: https://127.0.0.1:6443\n`,
+    ),
+  );
 }
 
 test("the registry controller writes cri.toml and the hosts directories from the active config, and follows its changes", async (t) => {
@@ -141,19 +206,32 @@ test("the registry controller writes cri.toml and the hosts directories from the
   const state = new ResourceState();
   registerCatalog(state);
   const runtime = new ControllerRuntime(state, { initialBackoffMs: 60_000 });
-  const active = new Observed<ConfigBundle | undefined>(config("  registries:\n    mirrors:\n      registry.k8s.io:\n        endpoints: [\"https://127.0.0.1:5000\"]\n    config:\n      127.0.0.1:5000:\n        auth: {username: u, password: p}\n"));
+  const active = new Observed<ConfigBundle | undefined>(
+    config(
+      '  registries:\n    mirrors:\n      registry.k8s.io:\n        endpoints: ["https://127.0.0.1:5000"]\n    config:\n      127.0.0.1:5000:\n        auth: {username: u, password: p}\n',
+    ),
+  );
   runtime.register(new MachineConfigController(active));
   runtime.register(new CriRegistryConfigController(p));
   const ac = new AbortController();
   t.after(() => ac.abort());
   runtime.start(ac.signal);
   await runtime.whenIdle();
-  assert.equal(readFileSync(path.join(p.hosts, "registry.k8s.io", "hosts.toml"), "utf8"), '\n[host]\n\n  [host."https://127.0.0.1:5000"]\n    capabilities = ["pull", "resolve"]\n');
-  const cri = (parseToml(readFileSync(p.criPart, "utf8")) as { plugins: Record<string, { registry: { configs: Record<string, unknown> } }> }).plugins["io.containerd.grpc.v1.cri"]!;
-  assert.deepEqual(cri.registry.configs["127.0.0.1:5000"], { auth: { username: "u", password: "p", auth: "", identitytoken: "" } });
+  assert.equal(
+    readFileSync(path.join(p.hosts, "registry.k8s.io", "hosts.toml"), "utf8"),
+    '\n[host]\n\n  [host."https://127.0.0.1:5000"]\n    capabilities = ["pull", "resolve"]\n',
+  );
+  const cri = (
+    parseToml(readFileSync(p.criPart, "utf8")) as {
+      plugins: Record<string, { registry: { configs: Record<string, unknown> } }>;
+    }
+  ).plugins["io.containerd.grpc.v1.cri"]!;
+  assert.deepEqual(cri.registry.configs["127.0.0.1:5000"], {
+    auth: { username: "u", password: "p", auth: "", identitytoken: "" },
+  });
   assert.equal(statSync(p.criPart).mode & 0o777, 0o600);
 
-  active.set(config("  registries:\n    mirrors:\n      docker.io:\n        endpoints: [\"https://mirror.example\"]\n"));
+  active.set(config('  registries:\n    mirrors:\n      docker.io:\n        endpoints: ["https://mirror.example"]\n'));
   await runtime.whenIdle();
   assert.deepEqual(readdirSync(p.hosts), ["docker.io"]);
   assert.doesNotMatch(readFileSync(p.criPart, "utf8"), /auth/);
@@ -166,7 +244,10 @@ test("the cri service runs only where the config has a cluster, after containerd
     assert.deepEqual(runtime.services(undefined), []);
     assert.deepEqual(runtime.services(loadConfig(Buffer.from("version: v1alpha1\nmachine:\n  type: worker\n"))), []);
     const [cri] = runtime.services(worker);
-    assert.deepEqual([cri?.id, cri?.dependsOn, cri?.cgroup, cri?.oomScoreAdj, cri?.restart], ["cri", ["containerd"], "/podruntime/runtime", -500, "always"]);
+    assert.deepEqual(
+      [cri?.id, cri?.dependsOn, cri?.cgroup, cri?.oomScoreAdj, cri?.restart],
+      ["cri", ["containerd"], "/podruntime/runtime", -500, "always"],
+    );
   } finally {
     runtime.close();
   }

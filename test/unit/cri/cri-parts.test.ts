@@ -22,7 +22,11 @@ import { pathsAt } from "../../../agent/src/sys/paths.js";
 // smol-toml builds tables without a prototype; compared as plain objects.
 const parseToml = (text: string): unknown => JSON.parse(JSON.stringify(parseTomlTables(text)));
 
-const merged = (base: string, ...texts: string[]) => mergeTomlParts(base, texts.map((text, i) => ({ name: `/etc/cri/conf.d/${i + 1}.part`, text })));
+const merged = (base: string, ...texts: string[]) =>
+  mergeTomlParts(
+    base,
+    texts.map((text, i) => ({ name: `/etc/cri/conf.d/${i + 1}.part`, text })),
+  );
 
 test("tables merge key by key; a later part's value replaces an earlier one's", () => {
   const out = merged('[a]\nx = "base"\nkeep = 1\n[a.b]\ny = true\n', '[a]\nx = "part"\n[a.c]\nz = 2\n');
@@ -30,7 +34,10 @@ test("tables merge key by key; a later part's value replaces an earlier one's", 
 });
 
 test("arrays are appended; an empty string, a zero or an empty array leaves the earlier value; false replaces", () => {
-  const out = merged('list = ["a"]\ns = "kept"\nn = 5\nflag = true\nempty = ["b"]\n', 'list = ["c"]\ns = ""\nn = 0\nflag = false\nempty = []\n');
+  const out = merged(
+    'list = ["a"]\ns = "kept"\nn = 5\nflag = true\nempty = ["b"]\n',
+    'list = ["c"]\ns = ""\nn = 0\nflag = false\nempty = []\n',
+  );
   assert.deepEqual(parseToml(out), { list: ["a", "c"], s: "kept", n: 5, flag: false, empty: ["b"] });
 });
 
@@ -43,13 +50,23 @@ test("the merged file names each part in a ## line, in order, before the TOML", 
 test("a key that changes kind, or a part that is not TOML, is a TomlMergeError naming the part", () => {
   assert.throws(
     () => merged("[a]\nx = 1\n", '[a]\nx = "one"\n'),
-    (err: unknown) => err instanceof TomlMergeError && err.message === 'error merging "/etc/cri/conf.d/1.part": merge type mismatch at a.x: number and string',
+    (err: unknown) =>
+      err instanceof TomlMergeError &&
+      err.message === 'error merging "/etc/cri/conf.d/1.part": merge type mismatch at a.x: number and string',
   );
-  assert.throws(() => merged("", "[a\n"), (err: unknown) => err instanceof TomlMergeError && err.message.startsWith('error decoding "/etc/cri/conf.d/1.part": '));
+  assert.throws(
+    () => merged("", "[a\n"),
+    (err: unknown) =>
+      err instanceof TomlMergeError && err.message.startsWith('error decoding "/etc/cri/conf.d/1.part": '),
+  );
 });
 
 function config(files: string): ConfigBundle {
-  return loadConfig(Buffer.from(`version: v1alpha1\nmachine:\n  type: worker\n${files}cluster:\n  controlPlane:\n    endpoint: https://127.0.0.1:6443\n`));
+  return loadConfig(
+    Buffer.from(
+      `version: v1alpha1\nmachine:\n  type: worker\n${files}cluster:\n  controlPlane:\n    endpoint: https://127.0.0.1:6443\n`,
+    ),
+  );
 }
 const customization = (toml: string) =>
   `  files:\n    - op: create\n      path: /etc/cri/conf.d/20-customization.part\n      content: |\n${toml
@@ -64,11 +81,20 @@ test("the controller merges the config's 20-customization.part and other conf.d 
   const p = criPaths(pathsAt(dir));
   mkdirSync(p.confd, { recursive: true });
   // A part an extension ships: merged after the customization (name order).
-  writeFileSync(path.join(p.confd, "30-extension.part"), '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.gvisor]\nruntime_type = "io.containerd.runsc.v1"\n');
+  writeFileSync(
+    path.join(p.confd, "30-extension.part"),
+    '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.gvisor]\nruntime_type = "io.containerd.runsc.v1"\n',
+  );
   const state = new ResourceState();
   registerCatalog(state);
   const runtime = new ControllerRuntime(state, { initialBackoffMs: 60_000 });
-  const active = new Observed<ConfigBundle | undefined>(config(customization('[plugins."io.containerd.grpc.v1.cri"]\nenable_unprivileged_ports = true\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\ndiscard_unpacked_layers = false\n')));
+  const active = new Observed<ConfigBundle | undefined>(
+    config(
+      customization(
+        '[plugins."io.containerd.grpc.v1.cri"]\nenable_unprivileged_ports = true\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\ndiscard_unpacked_layers = false\n',
+      ),
+    ),
+  );
   runtime.register(new MachineConfigController(active));
   runtime.register(new CriRegistryConfigController(p));
   const ac = new AbortController();
@@ -80,7 +106,11 @@ test("the controller merges the config's 20-customization.part and other conf.d 
   assert.equal(statSync(part).mode & 0o777, 0o600);
   const text = readFileSync(p.criPart, "utf8");
   assert.equal(text.split("\n\n")[0], `## ${part}\n## ${path.join(p.confd, "30-extension.part")}`);
-  type Cri = { sandbox_image: string; enable_unprivileged_ports?: boolean; containerd: { runtimes: Record<string, Record<string, unknown>> } };
+  type Cri = {
+    sandbox_image: string;
+    enable_unprivileged_ports?: boolean;
+    containerd: { runtimes: Record<string, Record<string, unknown>> };
+  };
   const cri = (t: string) => (parseToml(t) as { plugins: Record<string, Cri> }).plugins["io.containerd.grpc.v1.cri"]!;
   assert.equal(cri(text).enable_unprivileged_ports, true);
   assert.equal(cri(text).sandbox_image, "registry.k8s.io/pause:3.8");

@@ -9,7 +9,9 @@ test("unary replies of several nodes concatenate into one reply, each tagged wit
     tagUnaryReply(reply, "10.0.0.1"),
     failedNodeReply({ hostname: "10.0.0.2", error: "down", status: { code: 14, message: "down" } }),
   ]);
-  const out = decode("machine.VersionResponse", merged) as { messages: { metadata: { hostname: string; error: string }; version: { tag: string } | null }[] };
+  const out = decode("machine.VersionResponse", merged) as {
+    messages: { metadata: { hostname: string; error: string }; version: { tag: string } | null }[];
+  };
   assert.equal(out.messages.length, 2);
   assert.equal(out.messages[0]!.metadata.hostname, "10.0.0.1");
   assert.equal(out.messages[0]!.version!.tag, "v1.7.6");
@@ -25,7 +27,10 @@ test("a reply that is not exactly one messages element cannot be tagged", () => 
 
 test("streamed messages get the node appended into metadata", () => {
   const data = encode("common.Data", { bytes: Buffer.from("hi") });
-  const out = decode("common.Data", tagStreamMessage(data, "node-a")) as { metadata: { hostname: string }; bytes: Buffer };
+  const out = decode("common.Data", tagStreamMessage(data, "node-a")) as {
+    metadata: { hostname: string };
+    bytes: Buffer;
+  };
   assert.equal(out.metadata.hostname, "node-a");
   assert.equal(out.bytes.toString(), "hi");
 });

@@ -43,7 +43,9 @@ describe("cosi.resource.State server", () => {
     return m;
   };
   const unary = (method: string, req: Obj, role = "os:reader"): Promise<Obj> =>
-    new Promise((resolve, reject) => (client[method] as Unary)(req, md(role), (err, res) => (err ? reject(err) : resolve(res!))));
+    new Promise((resolve, reject) =>
+      (client[method] as Unary)(req, md(role), (err, res) => (err ? reject(err) : resolve(res!))),
+    );
   const collect = (method: string, req: Obj, role = "os:reader"): Promise<Obj[]> =>
     new Promise((resolve, reject) => {
       const out: Obj[] = [];
@@ -82,14 +84,37 @@ describe("cosi.resource.State server", () => {
   before(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "cosi-test-"));
     registerCatalog(state);
-    state.create(newResource("runtime", ServiceType, "machined", { running: true, healthy: true, unknown: false }), { owner: "v1alpha1.ServiceController" });
-    state.create(newResource("runtime", ServiceType, "apid", { running: true, healthy: false, unknown: true }, { labels: { role: "api" } }), { owner: "v1alpha1.ServiceController" });
-    state.create(newResource("config", MachineConfigType, "v1alpha1", { toYaml: () => "version: v1alpha1\n" }), { owner: "config.AcquireController" });
+    state.create(newResource("runtime", ServiceType, "machined", { running: true, healthy: true, unknown: false }), {
+      owner: "v1alpha1.ServiceController",
+    });
+    state.create(
+      newResource(
+        "runtime",
+        ServiceType,
+        "apid",
+        { running: true, healthy: false, unknown: true },
+        { labels: { role: "api" } },
+      ),
+      { owner: "v1alpha1.ServiceController" },
+    );
+    state.create(newResource("config", MachineConfigType, "v1alpha1", { toYaml: () => "version: v1alpha1\n" }), {
+      owner: "config.AcquireController",
+    });
     server = new grpc.Server();
-    addService(server, "cosi.resource.State", cosiStateImpl(state, { rolesOf: (call) => call.metadata.get("talos-role").map(String) }), () => {});
+    addService(
+      server,
+      "cosi.resource.State",
+      cosiStateImpl(state, { rolesOf: (call) => call.metadata.get("talos-role").map(String) }),
+      () => {},
+    );
     const sock = path.join(dir, "cosi.sock");
-    await new Promise<void>((resolve, reject) => server.bindAsync(`unix://${sock}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
-    client = new StateClient(`unix://${sock}`, grpc.credentials.createInsecure()) as unknown as grpc.Client & Record<string, Unary | Stream>;
+    await new Promise<void>((resolve, reject) =>
+      server.bindAsync(`unix://${sock}`, grpc.ServerCredentials.createInsecure(), (err) =>
+        err ? reject(err) : resolve(),
+      ),
+    );
+    client = new StateClient(`unix://${sock}`, grpc.credentials.createInsecure()) as unknown as grpc.Client &
+      Record<string, Unary | Stream>;
   });
 
   after(() => {
@@ -106,11 +131,17 @@ describe("cosi.resource.State server", () => {
     assert.deepEqual(res.metadata.labels, { role: "api" });
     assert.ok(Number((res.metadata.created as { seconds: number }).seconds) > 1_600_000_000);
     assert.equal(res.spec.yaml_spec, "running: true\nhealthy: false\nunknown: true\n");
-    assert.deepEqual(decode("talos.resource.definitions.v1alpha1.ServiceSpec", res.spec.proto_spec), { running: true, healthy: false, unknown: true });
+    assert.deepEqual(decode("talos.resource.definitions.v1alpha1.ServiceSpec", res.spec.proto_spec), {
+      running: true,
+      healthy: false,
+      unknown: true,
+    });
   });
 
   it("Get of a missing id is NotFound; unknown types and namespaces are PermissionDenied", async () => {
-    await assert.rejects(unary("Get", { namespace: "runtime", type: ServiceType, id: "nope" }), { code: grpc.status.NOT_FOUND });
+    await assert.rejects(unary("Get", { namespace: "runtime", type: ServiceType, id: "nope" }), {
+      code: grpc.status.NOT_FOUND,
+    });
     await assert.rejects(unary("Get", { namespace: "runtime", type: "Bogus.talos.dev", id: "x" }), {
       code: grpc.status.PERMISSION_DENIED,
       details: 'resource type "Bogus.talos.dev" is not supported',
@@ -126,10 +157,16 @@ describe("cosi.resource.State server", () => {
       code: grpc.status.PERMISSION_DENIED,
       details: "not authorized",
     });
-    await assert.rejects(collect("List", { namespace: "config", type: MachineConfigType }, "os:operator"), { code: grpc.status.PERMISSION_DENIED });
-    const res = (await unary("Get", { namespace: "config", type: MachineConfigType, id: "v1alpha1" }, "os:admin")).resource as WireRes;
+    await assert.rejects(collect("List", { namespace: "config", type: MachineConfigType }, "os:operator"), {
+      code: grpc.status.PERMISSION_DENIED,
+    });
+    const res = (await unary("Get", { namespace: "config", type: MachineConfigType, id: "v1alpha1" }, "os:admin"))
+      .resource as WireRes;
     assert.equal(res.spec.yaml_spec, "version: v1alpha1\n");
-    assert.equal((decode("resource.config.MachineConfigSpec", res.spec.proto_spec).yaml_marshalled as Buffer).toString(), "version: v1alpha1\n");
+    assert.equal(
+      (decode("resource.config.MachineConfigSpec", res.spec.proto_spec).yaml_marshalled as Buffer).toString(),
+      "version: v1alpha1\n",
+    );
   });
 
   it("writes are refused", async () => {
@@ -156,7 +193,11 @@ describe("cosi.resource.State server", () => {
       byLabel.map((m) => (m.resource as WireRes).metadata.id),
       ["apid"],
     );
-    const byId = await collect("List", { namespace: "runtime", type: ServiceType, options: { id_query: { regexp: "^mach" } } });
+    const byId = await collect("List", {
+      namespace: "runtime",
+      type: ServiceType,
+      options: { id_query: { regexp: "^mach" } },
+    });
     assert.deepEqual(
       byId.map((m) => (m.resource as WireRes).metadata.id),
       ["machined"],
@@ -172,14 +213,26 @@ describe("cosi.resource.State server", () => {
         regexp,
       );
       await assert.rejects(
-        collect("Watch", { namespace: "runtime", type: ServiceType, options: { id_query: { regexp } }, api_version: 1 }),
+        collect("Watch", {
+          namespace: "runtime",
+          type: ServiceType,
+          options: { id_query: { regexp } },
+          api_version: 1,
+        }),
         (err: grpc.ServiceError) => err.code === grpc.status.INVALID_ARGUMENT,
         regexp,
       );
     }
     // Escaped lookalikes and a repeat of 1000 are fine.
-    const ok = await collect("List", { namespace: "runtime", type: ServiceType, options: { id_query: { regexp: "^m\\(?=|^mach{0,1000}" } } });
-    assert.deepEqual(ok.map((m) => (m.resource as WireRes).metadata.id), ["machined"]);
+    const ok = await collect("List", {
+      namespace: "runtime",
+      type: ServiceType,
+      options: { id_query: { regexp: "^m\\(?=|^mach{0,1000}" } },
+    });
+    assert.deepEqual(
+      ok.map((m) => (m.resource as WireRes).metadata.id),
+      ["machined"],
+    );
   });
 
   it("lists resource definitions that decode as ResourceDefinitionSpec, and namespaces", async () => {
@@ -194,7 +247,12 @@ describe("cosi.resource.State server", () => {
   });
 
   it("kind watch: empty readiness response, bootstrap CREATED events, BOOTSTRAPPED, then live events", async () => {
-    const w = openWatch({ namespace: "runtime", type: ServiceType, options: { bootstrap_contents: true }, api_version: 1 });
+    const w = openWatch({
+      namespace: "runtime",
+      type: ServiceType,
+      options: { bootstrap_contents: true },
+      api_version: 1,
+    });
     const [ready, c1, c2, boot] = await w.next(4);
     assert.deepEqual(ready!.event, []);
     const ev = (m: Obj) => (m.event as WireEvent[])[0]!;
@@ -205,8 +263,14 @@ describe("cosi.resource.State server", () => {
     assert.equal(ev(boot!).resource.metadata.version, "undefined");
     assert.equal(ev(boot!).resource.metadata.type, ServiceType);
 
-    state.modify("runtime", ServiceType, "machined", "v1alpha1.ServiceController", () => ({ running: true, healthy: false, unknown: false }));
-    state.create(newResource("runtime", ServiceType, "trustd", { running: false, healthy: false, unknown: true }), { owner: "v1alpha1.ServiceController" });
+    state.modify("runtime", ServiceType, "machined", "v1alpha1.ServiceController", () => ({
+      running: true,
+      healthy: false,
+      unknown: false,
+    }));
+    state.create(newResource("runtime", ServiceType, "trustd", { running: false, healthy: false, unknown: true }), {
+      owner: "v1alpha1.ServiceController",
+    });
     state.destroy("runtime", ServiceType, "trustd", { owner: "v1alpha1.ServiceController" });
     const [u, c, d] = await w.next(3);
     assert.equal(ev(u!).event_type, 1);
@@ -220,7 +284,12 @@ describe("cosi.resource.State server", () => {
   });
 
   it("kind watch: aggregated bootstrap is one response; api_version 0 drops BOOTSTRAPPED", async () => {
-    const agg = openWatch({ namespace: "runtime", type: ServiceType, options: { bootstrap_contents: true, aggregated: true }, api_version: 1 });
+    const agg = openWatch({
+      namespace: "runtime",
+      type: ServiceType,
+      options: { bootstrap_contents: true, aggregated: true },
+      api_version: 1,
+    });
     const [ready, batch] = await agg.next(2);
     assert.deepEqual(ready!.event, []);
     assert.deepEqual(
@@ -230,7 +299,11 @@ describe("cosi.resource.State server", () => {
     agg.cancel();
     const old = openWatch({ namespace: "runtime", type: ServiceType, options: { bootstrap_contents: true } });
     await old.next(3);
-    state.modify("runtime", ServiceType, "apid", "v1alpha1.ServiceController", () => ({ running: false, healthy: false, unknown: true }));
+    state.modify("runtime", ServiceType, "apid", "v1alpha1.ServiceController", () => ({
+      running: false,
+      healthy: false,
+      unknown: true,
+    }));
     const [next] = await old.next(1);
     assert.equal((next!.event as WireEvent[])[0]!.event_type, 1, "no BOOTSTRAPPED event before live ones");
     old.cancel();
@@ -244,7 +317,7 @@ describe("cosi.resource.State server", () => {
       api_version: 1,
     });
     const first = await w.next(3);
-    assert.equal(((first[1]!.event as WireEvent[])[0]!).resource.metadata.id, "apid");
+    assert.equal((first[1]!.event as WireEvent[])[0]!.resource.metadata.id, "apid");
     const cur = state.get("runtime", ServiceType, "apid")!;
     state.update({ ...cur, metadata: { ...cur.metadata, labels: {} } }, { owner: "v1alpha1.ServiceController" });
     const [gone] = await w.next(1);
@@ -270,14 +343,38 @@ describe("cosi.resource.State server", () => {
     assert.equal(e.resource.metadata.id, "missing");
     m.cancel();
 
-    const bad = openWatch({ namespace: "runtime", type: ServiceType, id: "machined", options: { bootstrap_contents: true }, api_version: 1 });
-    await assert.rejects(bad.next(1), { code: grpc.status.UNIMPLEMENTED, details: "bootstrap contents is not implemented for resource watch" });
+    const bad = openWatch({
+      namespace: "runtime",
+      type: ServiceType,
+      id: "machined",
+      options: { bootstrap_contents: true },
+      api_version: 1,
+    });
+    await assert.rejects(bad.next(1), {
+      code: grpc.status.UNIMPLEMENTED,
+      details: "bootstrap contents is not implemented for resource watch",
+    });
   });
 
   it("single watch with tail_events replays past events of that id", async () => {
-    state.create(newResource("runtime", MachineStatusType, "machine", { stage: "booting", status: { ready: false, unmetConditions: [] } }), { owner: "runtime.MachineStatusController" });
-    state.modify("runtime", MachineStatusType, "machine", "runtime.MachineStatusController", () => ({ stage: "running", status: { ready: true, unmetConditions: [] } }));
-    const w = openWatch({ namespace: "runtime", type: MachineStatusType, id: "machine", options: { tail_events: 5 }, api_version: 1 });
+    state.create(
+      newResource("runtime", MachineStatusType, "machine", {
+        stage: "booting",
+        status: { ready: false, unmetConditions: [] },
+      }),
+      { owner: "runtime.MachineStatusController" },
+    );
+    state.modify("runtime", MachineStatusType, "machine", "runtime.MachineStatusController", () => ({
+      stage: "running",
+      status: { ready: true, unmetConditions: [] },
+    }));
+    const w = openWatch({
+      namespace: "runtime",
+      type: MachineStatusType,
+      id: "machine",
+      options: { tail_events: 5 },
+      api_version: 1,
+    });
     const [, created, updated] = await w.next(3);
     const c = (created!.event as WireEvent[])[0]!;
     const u = (updated!.event as WireEvent[])[0]!;
@@ -297,7 +394,12 @@ describe("cosi.resource.State server", () => {
     await settle(0);
     const baseline = state.watcherCount();
     assert.equal(baseline, 0);
-    const w = openWatch({ namespace: "runtime", type: ServiceType, options: { bootstrap_contents: true }, api_version: 1 });
+    const w = openWatch({
+      namespace: "runtime",
+      type: ServiceType,
+      options: { bootstrap_contents: true },
+      api_version: 1,
+    });
     await w.next(1);
     assert.equal(state.watcherCount(), baseline + 1);
     w.cancel();
@@ -306,19 +408,40 @@ describe("cosi.resource.State server", () => {
   });
 
   it("kind watch refuses bootstrap together with tail events", async () => {
-    const w = openWatch({ namespace: "runtime", type: ServiceType, options: { bootstrap_contents: true, tail_events: 3 }, api_version: 1 });
+    const w = openWatch({
+      namespace: "runtime",
+      type: ServiceType,
+      options: { bootstrap_contents: true, tail_events: 3 },
+      api_version: 1,
+    });
     await assert.rejects(w.next(1), { code: grpc.status.INVALID_ARGUMENT });
   });
 
   it("a watch whose client stops reading ends with an ERRORED buffer overrun event", async () => {
     const small = new grpc.Server();
-    addService(small, "cosi.resource.State", cosiStateImpl(state, { rolesOf: () => ["os:admin"], maxPendingResponses: 8 }), () => {});
+    addService(
+      small,
+      "cosi.resource.State",
+      cosiStateImpl(state, { rolesOf: () => ["os:admin"], maxPendingResponses: 8 }),
+      () => {},
+    );
     const sock = path.join(dir, "small.sock");
-    await new Promise<void>((resolve, reject) => small.bindAsync(`unix://${sock}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
-    const c = new StateClient(`unix://${sock}`, grpc.credentials.createInsecure()) as unknown as Record<string, Stream> & grpc.Client;
+    await new Promise<void>((resolve, reject) =>
+      small.bindAsync(`unix://${sock}`, grpc.ServerCredentials.createInsecure(), (err) =>
+        err ? reject(err) : resolve(),
+      ),
+    );
+    const c = new StateClient(`unix://${sock}`, grpc.credentials.createInsecure()) as unknown as Record<
+      string,
+      Stream
+    > &
+      grpc.Client;
     // Cleaned up whatever the assertions say: a live server would keep this test file from exiting.
     try {
-      const s = c.Watch!({ namespace: "runtime", type: "MetaKeys.runtime.talos.dev", api_version: 1 }, new grpc.Metadata());
+      const s = c.Watch!(
+        { namespace: "runtime", type: "MetaKeys.runtime.talos.dev", api_version: 1 },
+        new grpc.Metadata(),
+      );
       const got: Obj[] = [];
       const ended = new Promise<void>((resolve) => {
         s.on("end", resolve);
@@ -329,7 +452,8 @@ describe("cosi.resource.State server", () => {
       s.pause();
       // Far more than the transport's flow-control windows hold, so responses pile up server-side.
       const big = "x".repeat(4096);
-      for (let i = 0; i < 3000; i++) state.modify("runtime", "MetaKeys.runtime.talos.dev", "0x10", "test", () => ({ value: `${i}${big}` }));
+      for (let i = 0; i < 3000; i++)
+        state.modify("runtime", "MetaKeys.runtime.talos.dev", "0x10", "test", () => ({ value: `${i}${big}` }));
       s.resume();
       await ended;
       const last = (got.at(-1)!.event as (WireEvent & { error: string })[])[0]!;
@@ -339,13 +463,16 @@ describe("cosi.resource.State server", () => {
     } finally {
       c.close();
       small.forceShutdown();
-      if (state.get("runtime", "MetaKeys.runtime.talos.dev", "0x10")) state.destroy("runtime", "MetaKeys.runtime.talos.dev", "0x10", { owner: "test" });
+      if (state.get("runtime", "MetaKeys.runtime.talos.dev", "0x10"))
+        state.destroy("runtime", "MetaKeys.runtime.talos.dev", "0x10", { owner: "test" });
     }
   });
 
   it("watch of a sensitive type is refused for a reader", async () => {
-    const w = openWatch({ namespace: "config", type: MachineConfigType, options: { bootstrap_contents: true }, api_version: 1 }, "os:reader");
+    const w = openWatch(
+      { namespace: "config", type: MachineConfigType, options: { bootstrap_contents: true }, api_version: 1 },
+      "os:reader",
+    );
     await assert.rejects(w.next(1), { code: grpc.status.PERMISSION_DENIED, details: "not authorized" });
   });
 });
-

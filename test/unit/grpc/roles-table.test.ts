@@ -16,14 +16,23 @@ const rpcIndexPath = path.join(repoRoot, "test/fixtures/talos-api/rpc-index.tsv"
 
 /** Rows of rpc-index.tsv: method path and the roles it allows (undefined: trustd's token, not a role). */
 function rows(): { path: string; roles: string[] | undefined }[] {
-  const [header, ...lines] = fs.readFileSync(rpcIndexPath, "utf8").trim().split("\n").map((l) => l.split("\t"));
+  const [header, ...lines] = fs
+    .readFileSync(rpcIndexPath, "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => l.split("\t"));
   const col = (name: string) => header!.indexOf(name);
   return lines.map((cells) => {
     const full = cells[col("method")]!;
     const dot = full.lastIndexOf(".");
     const required = cells[col("required_roles")]!;
     // "os:admin,os:reader (sensitive types: os:admin)": the parenthesis is the per-resource check.
-    const roles = required.startsWith("none") ? undefined : required.replace(/\s*\(.*\)$/, "").split(",").map((r) => r.trim());
+    const roles = required.startsWith("none")
+      ? undefined
+      : required
+          .replace(/\s*\(.*\)$/, "")
+          .split(",")
+          .map((r) => r.trim());
     return { path: `/${full.slice(0, dot)}/${full.slice(dot + 1)}`, roles };
   });
 }
@@ -45,7 +54,10 @@ test("every method of rpc-index.tsv allows exactly its roles, in apid's check an
       if (allowed) assert.doesNotThrow(() => rbacGuard(p, [role]), `${p} for ${role}`);
       else {
         let refused: unknown;
-        assert.throws(() => rbacGuard(p, [role]), (e) => ((refused = e), e instanceof PermissionDeniedError));
+        assert.throws(
+          () => rbacGuard(p, [role]),
+          (e) => ((refused = e), e instanceof PermissionDeniedError),
+        );
         const st = toGrpcError(refused);
         assert.deepEqual([st.code, st.details], [grpc.status.PERMISSION_DENIED, "not authorized"], `${p} for ${role}`);
       }

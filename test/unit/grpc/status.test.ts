@@ -1,7 +1,14 @@
 import * as grpc from "@grpc/grpc-js";
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ConfigParseError, ConfigValidationError, InvalidInputError, NotFoundError, PermissionDeniedError, UnimplementedError } from "../../../agent/src/errors.js";
+import {
+  ConfigParseError,
+  ConfigValidationError,
+  InvalidInputError,
+  NotFoundError,
+  PermissionDeniedError,
+  UnimplementedError,
+} from "../../../agent/src/errors.js";
 import { boundedStatusMessage, maxStatusMessageBytes, toGrpcError } from "../../../agent/src/grpc/status.js";
 
 test("our error classes map to the gRPC codes Talos answers with", () => {

@@ -22,6 +22,26 @@ test("withPort and tlsConnectOptions read an address as splitHostPort does, apid
 });
 
 test("a port in an address as Go's SplitHostPort finds one; a bare or bracketed IPv6 address alone has none", () => {
-  for (const a of ["10.0.0.2:50000", "node.example:50000", "[fd00::1]:50000", "[fe80::1%eth0]:1", "node:", ":50000", "[node]:50000"]) assert.equal(addressContainsPort(a), true, a);
-  for (const a of ["10.0.0.2", "node.example", "fd00::1", "[fd00::1]", "[fd00::1]x:5", "a:b:c", "[fd00::zz]:50000", "no]de:50000", "[a[b]:50000"]) assert.equal(addressContainsPort(a), false, a);
+  for (const a of [
+    "10.0.0.2:50000",
+    "node.example:50000",
+    "[fd00::1]:50000",
+    "[fe80::1%eth0]:1",
+    "node:",
+    ":50000",
+    "[node]:50000",
+  ])
+    assert.equal(addressContainsPort(a), true, a);
+  for (const a of [
+    "10.0.0.2",
+    "node.example",
+    "fd00::1",
+    "[fd00::1]",
+    "[fd00::1]x:5",
+    "a:b:c",
+    "[fd00::zz]:50000",
+    "no]de:50000",
+    "[a[b]:50000",
+  ])
+    assert.equal(addressContainsPort(a), false, a);
 });

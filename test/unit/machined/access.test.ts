@@ -7,14 +7,31 @@ import { machinedGuard, maintenanceGuard, rbacGuard } from "../../../agent/src/m
 const unimplemented = (msg: RegExp) => (err: unknown) => err instanceof UnimplementedError && msg.test(err.message);
 
 test("maintenance mode serves exactly the Talos v1.7 set", () => {
-  for (const p of ["/machine.MachineService/ApplyConfiguration", "/storage.StorageService/Disks", "/cosi.resource.State/List", "/cosi.resource.State/Get"]) {
+  for (const p of [
+    "/machine.MachineService/ApplyConfiguration",
+    "/storage.StorageService/Disks",
+    "/cosi.resource.State/List",
+    "/cosi.resource.State/Get",
+  ]) {
     assert.doesNotThrow(() => maintenanceGuard(p, ["os:reader"]), p);
   }
-  assert.throws(() => maintenanceGuard("/machine.MachineService/Version", ["os:reader"]), unimplemented(/^API is not implemented in maintenance mode$/));
+  assert.throws(
+    () => maintenanceGuard("/machine.MachineService/Version", ["os:reader"]),
+    unimplemented(/^API is not implemented in maintenance mode$/),
+  );
   assert.doesNotThrow(() => maintenanceGuard("/machine.MachineService/Version", ["os:admin"]));
-  assert.throws(() => maintenanceGuard("/machine.MachineService/ServiceList", ["os:admin"]), unimplemented(/method ServiceList not implemented/));
-  assert.throws(() => maintenanceGuard("/time.TimeService/Time", ["os:admin"]), unimplemented(/unknown service time.TimeService/));
-  assert.throws(() => maintenanceGuard("/machine.MachineService/GenerateClientConfiguration", ["os:admin"]), UnimplementedError);
+  assert.throws(
+    () => maintenanceGuard("/machine.MachineService/ServiceList", ["os:admin"]),
+    unimplemented(/method ServiceList not implemented/),
+  );
+  assert.throws(
+    () => maintenanceGuard("/time.TimeService/Time", ["os:admin"]),
+    unimplemented(/unknown service time.TimeService/),
+  );
+  assert.throws(
+    () => maintenanceGuard("/machine.MachineService/GenerateClientConfiguration", ["os:admin"]),
+    UnimplementedError,
+  );
 });
 
 test("normal mode checks roles; trustd's service is never served by machined", () => {

@@ -22,7 +22,12 @@ const mounter: Mounter = {
   list: () => [],
 };
 
-function deps(state: ResourceState, platform: "metal" | "nocloud", cmdline: Record<string, string>, networkReady: () => Promise<void> = async () => undefined): AcquireDeps {
+function deps(
+  state: ResourceState,
+  platform: "metal" | "nocloud",
+  cmdline: Record<string, string>,
+  networkReady: () => Promise<void> = async () => undefined,
+): AcquireDeps {
   return {
     platform: { name: platform, mode: "metal" },
     cmdline: new Map(Object.entries(cmdline).map(([k, v]) => [k, [v]])),
@@ -41,7 +46,10 @@ const ticks = async (n: number) => {
   for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
 };
 
-for (const [platform, cmdline] of [["nocloud", {}], ["metal", { "talos.config": "metal-iso" }]] as const) {
+for (const [platform, cmdline] of [
+  ["nocloud", {}],
+  ["metal", { "talos.config": "metal-iso" }],
+] as const) {
   test(`${platform}${platform === "metal" ? " (metal-iso)" : ""}: no volume is looked for until the devices are ready`, async () => {
     const state = new ResourceState();
     registerCatalog(state);
@@ -52,14 +60,22 @@ for (const [platform, cmdline] of [["nocloud", {}], ["metal", { "talos.config": 
     );
     await ticks(50);
     assert.equal(settled, false, "waiting for DevicesStatus");
-    state.modify(RUNTIME_NAMESPACE, DevicesStatusType, DevicesStatusId, "runtime.DevicesStatusController", () => ({ ready: false }));
+    state.modify(RUNTIME_NAMESPACE, DevicesStatusType, DevicesStatusId, "runtime.DevicesStatusController", () => ({
+      ready: false,
+    }));
     await ticks(50);
     assert.equal(settled, false, "not ready yet");
-    state.modify(RUNTIME_NAMESPACE, DevicesStatusType, DevicesStatusId, "runtime.DevicesStatusController", () => ({ ready: true }));
+    state.modify(RUNTIME_NAMESPACE, DevicesStatusType, DevicesStatusId, "runtime.DevicesStatusController", () => ({
+      ready: true,
+    }));
     const r = await acquired;
     // This host has no volume labelled cidata or metal-iso: the look-up ran and found none.
     if (platform === "nocloud") assert.deepEqual(r, { a: { metadata: { platform: "nocloud" } } });
-    else assert.match(String((r as { err: Error }).err?.message), /failed to find metal-iso iso: no volume labelled metal-iso/);
+    else
+      assert.match(
+        String((r as { err: Error }).err?.message),
+        /failed to find metal-iso iso: no volume labelled metal-iso/,
+      );
   });
 }
 
@@ -76,7 +92,10 @@ test("metal talos.config= URL: nothing is fetched until the network is ready", a
   const state = new ResourceState();
   registerCatalog(state);
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/config`;
-  const acquired = acquireFromPlatform(deps(state, "metal", { "talos.config": url }, () => network), true);
+  const acquired = acquireFromPlatform(
+    deps(state, "metal", { "talos.config": url }, () => network),
+    true,
+  );
   await ticks(50);
   await new Promise((r) => setTimeout(r, 50));
   assert.equal(requests, 0, "no request before the network is ready");

@@ -16,7 +16,9 @@ test("networking's ready: the address wait (here 1 ms) begins only when DevicesS
   const waiting = ready!(state, new AbortController().signal).then(() => (done = true));
   await new Promise((r) => setTimeout(r, 50));
   assert.equal(done, false, "fifty times the address limit passed: still waiting for the devices");
-  state.modify(RUNTIME_NAMESPACE, DevicesStatusType, DevicesStatusId, "runtime.DevicesStatusController", () => ({ ready: true }));
+  state.modify(RUNTIME_NAMESPACE, DevicesStatusType, DevicesStatusId, "runtime.DevicesStatusController", () => ({
+    ready: true,
+  }));
   await waiting;
   assert.equal(done, true);
 });

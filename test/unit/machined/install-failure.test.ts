@@ -3,7 +3,11 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
-import { clearInstallFailure, lastInstallFailure, recordInstallFailure } from "../../../agent/src/machined/install-failure.js";
+import {
+  clearInstallFailure,
+  lastInstallFailure,
+  recordInstallFailure,
+} from "../../../agent/src/machined/install-failure.js";
 import { SystemError } from "../../../agent/src/errors.js";
 import { pathsAt } from "../../../agent/src/sys/paths.js";
 

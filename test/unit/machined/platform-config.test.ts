@@ -48,7 +48,9 @@ async function boot(cmdline: Record<string, string>) {
     },
     true,
   );
-  const published = events.backlog({ tailEvents: -1 }).map((e) => ({ type: e.type, error: String(decode(e.type, e.payload)["error"]) }));
+  const published = events
+    .backlog({ tailEvents: -1 })
+    .map((e) => ({ type: e.type, error: String(decode(e.type, e.payload)["error"]) }));
   return { text, metadata, published };
 }
 
@@ -61,7 +63,11 @@ function file(name: string, data: string | Buffer): string {
 test("a gzip-compressed configuration is unpacked, validated and used; PlatformMetadata names metal, the hostname and the SMBIOS uuid", async () => {
   const r = await boot({ "talos.config": file("worker.yaml.gz", gzipSync(worker)), "talos.hostname": "node-7" });
   assert.equal(r.text, worker);
-  assert.deepEqual(r.metadata, { platform: "metal", hostname: "node-7", instanceId: "8a3c5e1f-0000-4000-8000-000000000001" });
+  assert.deepEqual(r.metadata, {
+    platform: "metal",
+    hostname: "node-7",
+    instanceId: "8a3c5e1f-0000-4000-8000-000000000001",
+  });
   assert.deepEqual(r.published, []);
 });
 
@@ -81,15 +87,28 @@ test("a configuration that does not parse is a ConfigLoadErrorEvent; one that do
   assert.equal(bad.published[0]!.type, "machine.ConfigLoadErrorEvent");
   assert.match(bad.published[0]!.error, /^failed to load config via platform metal: failed to parse config: /);
 
-  const invalid = await boot({ "talos.config": file("invalid.yaml", worker.replace("disk: /dev/sda", "disk: /dev/nope").replace("endpoint: https://10.5.0.2:6443", "endpoint: 10.5.0.2")) });
+  const invalid = await boot({
+    "talos.config": file(
+      "invalid.yaml",
+      worker
+        .replace("disk: /dev/sda", "disk: /dev/nope")
+        .replace("endpoint: https://10.5.0.2:6443", "endpoint: 10.5.0.2"),
+    ),
+  });
   assert.equal(invalid.text, undefined);
-  assert.deepEqual(invalid.published.map((e) => e.type), ["machine.ConfigValidationErrorEvent"]);
+  assert.deepEqual(
+    invalid.published.map((e) => e.type),
+    ["machine.ConfigValidationErrorEvent"],
+  );
   assert.equal(
     invalid.published[0]!.error,
     'failed to validate config acquired via platform metal: configuration validation failed: 2 errors occurred:\n\t* .machine.install.disk: specified install disk does not exist: "/dev/nope"\n\t* .cluster.controlPlane.endpoint: invalid controlplane endpoint: parse "10.5.0.2": not an absolute URL with scheme and host\n\n',
   );
 
   const missing = await boot({ "talos.config": `file://${path.join(dir, "absent.yaml")}` });
-  assert.deepEqual(missing.published.map((e) => e.type), ["machine.ConfigLoadErrorEvent"]);
+  assert.deepEqual(
+    missing.published.map((e) => e.type),
+    ["machine.ConfigLoadErrorEvent"],
+  );
   assert.match(missing.published[0]!.error, /^error acquiring via platform metal: reading .*absent\.yaml failed/);
 });

@@ -27,11 +27,14 @@ test("readCmdline parses the file; one that cannot be read is an error naming th
     fs.writeFileSync(file, "quiet talos.platform=metal\n");
     assert.deepEqual(readCmdline(file).get("talos.platform"), ["metal"]);
     const missing = path.join(dir, "missing");
-    assert.throws(() => readCmdline(missing), (err: unknown) =>
-      err instanceof SystemError &&
-      err.message === `could not read the kernel command line ${missing}` &&
-      (err.cause as NodeJS.ErrnoException).code === "ENOENT" &&
-      /ENOENT/.test(describeError(err)));
+    assert.throws(
+      () => readCmdline(missing),
+      (err: unknown) =>
+        err instanceof SystemError &&
+        err.message === `could not read the kernel command line ${missing}` &&
+        (err.cause as NodeJS.ErrnoException).code === "ENOENT" &&
+        /ENOENT/.test(describeError(err)),
+    );
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -43,5 +46,8 @@ test("machined's platform: env PLATFORM alone is enough (the cmdline is not read
   };
   assert.deepEqual(nodePlatform({ PLATFORM: "metal" }, unreadable), { name: "metal", mode: "metal" });
   assert.throws(() => nodePlatform({}, unreadable), /could not read the kernel command line/);
-  assert.deepEqual(nodePlatform({}, () => parseCmdline("talos.platform=nocloud")), { name: "nocloud", mode: "cloud" });
+  assert.deepEqual(
+    nodePlatform({}, () => parseCmdline("talos.platform=nocloud")),
+    { name: "nocloud", mode: "cloud" },
+  );
 });

@@ -9,10 +9,18 @@ function blocking(log: string[], name: string) {
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
   const phases: Phase[] = [
-    { name: "first", tasks: [{ name: `${name}1`, run: async () => {
-      log.push(`${name}1`);
-      await released;
-    } }] },
+    {
+      name: "first",
+      tasks: [
+        {
+          name: `${name}1`,
+          run: async () => {
+            log.push(`${name}1`);
+            await released;
+          },
+        },
+      ],
+    },
     { name: "second", tasks: [{ name: `${name}2`, run: async () => void log.push(`${name}2`) }] },
   ];
   return { phases, release };
@@ -21,12 +29,20 @@ function blocking(log: string[], name: string) {
 test("a reboot takes over a running boot: the boot stops before its next phase, the reboot runs under its actor id", async () => {
   const log: string[] = [];
   const actors: string[] = [];
-  const runner = new SequenceRunner((actor) => (ev) => void (ev.task && ev.action === "start" && actors.push(`${actor}:${ev.task}`)), new AbortController().signal, 0);
+  const runner = new SequenceRunner(
+    (actor) => (ev) => void (ev.task && ev.action === "start" && actors.push(`${actor}:${ev.task}`)),
+    new AbortController().signal,
+    0,
+  );
   const boot = blocking(log, "boot");
   const booting = runner.run("boot", boot.phases);
   await new Promise((r) => setImmediate(r));
   assert.equal(runner.lifecycleRequested, false);
-  runner.request("reboot", () => [{ name: "reboot", tasks: [{ name: "reboot", run: async () => void log.push("reboot") }] }], "actor-1");
+  runner.request(
+    "reboot",
+    () => [{ name: "reboot", tasks: [{ name: "reboot", run: async () => void log.push("reboot") }] }],
+    "actor-1",
+  );
   assert.equal(runner.lifecycleRequested, true);
   // The reboot starts (after its reply grace) while the boot's task still runs.
   await new Promise((r) => setTimeout(r, 10));
@@ -44,7 +60,10 @@ test("a sequence that may not take over is refused with Conflict and nothing run
   const install = blocking(log, "install");
   const installing = runner.run("install", install.phases);
   await new Promise((r) => setImmediate(r));
-  assert.throws(() => runner.request("reset", () => []), (err: unknown) => err instanceof ConflictError && /the install sequence is running/.test(err.message));
+  assert.throws(
+    () => runner.request("reset", () => []),
+    (err: unknown) => err instanceof ConflictError && /the install sequence is running/.test(err.message),
+  );
   assert.equal(runner.lifecycleRequested, false);
   await assert.rejects(runner.run("boot", []), ConflictError);
   install.release();
@@ -72,7 +91,9 @@ test("a lifecycle sequence whose phases cannot be built fails with a log line; t
     throw new Error("no system disk");
   });
   await new Promise((r) => setTimeout(r, 10));
-  runner.request("reboot", () => [{ name: "reboot", tasks: [{ name: "reboot", run: async () => void log.push("reboot") }] }]);
+  runner.request("reboot", () => [
+    { name: "reboot", tasks: [{ name: "reboot", run: async () => void log.push("reboot") }] },
+  ]);
   await new Promise((r) => setTimeout(r, 10));
   assert.deepEqual(log, ["reboot"]);
 });

@@ -14,7 +14,14 @@ test("phases run in order, each step logged with its sequence, phase and task as
   const logs = captureLogs(t);
   const order: string[] = [];
   const task = (name: string) => ({ name, run: async () => void order.push(name) });
-  await runSequence("boot", [{ name: "one", tasks: [task("a"), task("b")] }, { name: "two", tasks: [task("c")] }], new AbortController().signal);
+  await runSequence(
+    "boot",
+    [
+      { name: "one", tasks: [task("a"), task("b")] },
+      { name: "two", tasks: [task("c")] },
+    ],
+    new AbortController().signal,
+  );
   assert.deepEqual(order, ["a", "b", "c"]);
   const done = logs.find((r) => r["msg"] === "task c (1/1): done, " + String(r["durationMs"]) + "ms");
   assert.ok(done, JSON.stringify(logs));
@@ -29,7 +36,17 @@ test("a failing task fails the sequence, later phases do not run, the failure is
   const logs = captureLogs(t);
   const ran: string[] = [];
   const phases = [
-    { name: "one", tasks: [{ name: "broken", run: async () => { throw new Error("disk missing"); } }] },
+    {
+      name: "one",
+      tasks: [
+        {
+          name: "broken",
+          run: async () => {
+            throw new Error("disk missing");
+          },
+        },
+      ],
+    },
     { name: "two", tasks: [{ name: "later", run: async () => void ran.push("later") }] },
   ];
   await assert.rejects(runSequence("install", phases, new AbortController().signal), /disk missing/);
@@ -43,7 +60,18 @@ test("a sequence that is taken over stops before its next phase", async () => {
   const ac = new AbortController();
   const ran: string[] = [];
   const phases = [
-    { name: "one", tasks: [{ name: "first", run: async () => { ran.push("first"); ac.abort(); } }] },
+    {
+      name: "one",
+      tasks: [
+        {
+          name: "first",
+          run: async () => {
+            ran.push("first");
+            ac.abort();
+          },
+        },
+      ],
+    },
     { name: "two", tasks: [{ name: "second", run: async () => void ran.push("second") }] },
   ];
   await assert.rejects(runSequence("boot", phases, ac.signal), /boot sequence was taken over/);

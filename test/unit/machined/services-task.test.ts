@@ -26,5 +26,8 @@ test("startAllServices starts the node's services that do not run yet, without w
   assert.deepEqual(starts, ["apid", "trustd"]);
   assert.equal(supervisor.get("trustd")?.state, "Running");
   await stopAllServices(r);
-  assert.deepEqual(supervisor.list().map((s) => s.state), ["Finished", "Finished"]);
+  assert.deepEqual(
+    supervisor.list().map((s) => s.state),
+    ["Finished", "Finished"],
+  );
 });

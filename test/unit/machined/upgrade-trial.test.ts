@@ -11,7 +11,15 @@ const status = (...unmet: [string, string][]): MachineStatusSpec => ({
 test("an upgraded system passes its trial without time sync or Kubernetes, not without its own services or network", () => {
   assert.equal(readyForTrial(status()), true);
   assert.equal(readyForTrial(status(["time", "time is not synced"])), true);
-  assert.equal(readyForTrial(status(["services", "etcd not running, kubelet not healthy"], ["staticPods", "kube-system/kube-apiserver-cp pending"])), true);
+  assert.equal(
+    readyForTrial(
+      status(
+        ["services", "etcd not running, kubelet not healthy"],
+        ["staticPods", "kube-system/kube-apiserver-cp pending"],
+      ),
+    ),
+    true,
+  );
   assert.equal(readyForTrial(status(["services", "kubelet not running, trustd not running"])), false);
   assert.equal(readyForTrial(status(["services", "apid not healthy"])), false);
   assert.equal(readyForTrial(status(["network", "waiting on: address"])), false);

@@ -15,16 +15,36 @@ const shape = (phases: Phase[]) => phases.map((p) => `${p.name}[${p.tasks.map((t
 const pulled = { kernel: "/var/k", initramfs: "/var/i", digest: "sha256:" + "0".repeat(64) };
 
 test("upgrade writes the new slot, removes the pods (stops them with --preserve), stops and unmounts everything, then boots it; --stage only reboots", () => {
-  assert.deepEqual(shape(upgradeSequence(runtime("metal"), pulled, { image: "r/i:t", preserve: false, force: false, rebootMode: "DEFAULT" })), [
-    "upgrade[upgrade]",
-    "cleanup[removeAllPods]",
-    "dbus[stopDBus]",
-    "stopEverything[stopAllServices,closeServiceLogFiles]",
-    "umount[unmountOverlayFilesystems]",
-    "unmountSystem[unmountEphemeralPartition,unmountStatePartition]",
-    "reboot[reboot]",
-  ]);
-  assert.deepEqual(shape(upgradeSequence(runtime("metal"), pulled, { image: "r/i:t", preserve: true, force: false, rebootMode: "DEFAULT" })).slice(1, 3), ["cleanup[stopAllPods]", "dbus[stopDBus]"]);
+  assert.deepEqual(
+    shape(
+      upgradeSequence(runtime("metal"), pulled, {
+        image: "r/i:t",
+        preserve: false,
+        force: false,
+        rebootMode: "DEFAULT",
+      }),
+    ),
+    [
+      "upgrade[upgrade]",
+      "cleanup[removeAllPods]",
+      "dbus[stopDBus]",
+      "stopEverything[stopAllServices,closeServiceLogFiles]",
+      "umount[unmountOverlayFilesystems]",
+      "unmountSystem[unmountEphemeralPartition,unmountStatePartition]",
+      "reboot[reboot]",
+    ],
+  );
+  assert.deepEqual(
+    shape(
+      upgradeSequence(runtime("metal"), pulled, {
+        image: "r/i:t",
+        preserve: true,
+        force: false,
+        rebootMode: "DEFAULT",
+      }),
+    ).slice(1, 3),
+    ["cleanup[stopAllPods]", "dbus[stopDBus]"],
+  );
   assert.deepEqual(shape(stageUpgradeSequence(runtime("metal"))), [
     "cleanup[stopAllPods]",
     "dbus[stopDBus]",
@@ -67,7 +87,12 @@ cluster:
   );
   assert.deepEqual(registriesOf(config), {
     mirrors: { "docker.io": { endpoints: ["https://mirror.local"] } },
-    config: { "mirror.local": { tls: { ca: "CA PEM", clientCert: "CRT PEM", clientKey: "KEY PEM" }, auth: { username: "u", password: "p" } } },
+    config: {
+      "mirror.local": {
+        tls: { ca: "CA PEM", clientCert: "CRT PEM", clientKey: "KEY PEM" },
+        auth: { username: "u", password: "p" },
+      },
+    },
   });
   assert.deepEqual(registriesOf(undefined), { config: {} });
 });

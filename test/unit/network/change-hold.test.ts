@@ -43,15 +43,28 @@ test("the address spec controller leaves the kernel alone while held, then remov
   const ac = new AbortController();
   t.after(() => ac.abort());
   runtime.start(ac.signal);
-  const spec = (address: string): AddressSpecSpec => ({ address, linkName: "eth0", family: "inet4", scope: "global", flags: "permanent", layer: "configuration" });
-  state.create(newResource("network", "AddressSpecs.net.talos.dev", "eth0/192.0.2.10/24", spec("192.0.2.10/24")), OWNER);
+  const spec = (address: string): AddressSpecSpec => ({
+    address,
+    linkName: "eth0",
+    family: "inet4",
+    scope: "global",
+    flags: "permanent",
+    layer: "configuration",
+  });
+  state.create(
+    newResource("network", "AddressSpecs.net.talos.dev", "eth0/192.0.2.10/24", spec("192.0.2.10/24")),
+    OWNER,
+  );
   await runtime.whenIdle();
   const addrs = () => kernel.addresses.map((a) => `${a.address}/${a.prefixLen}`).sort();
   assert.deepEqual(addrs(), ["192.0.2.10/24"]);
 
   const release = hold.hold(60_000);
   state.destroy("network", "AddressSpecs.net.talos.dev", "eth0/192.0.2.10/24", OWNER);
-  state.create(newResource("network", "AddressSpecs.net.talos.dev", "eth0/192.0.2.11/24", spec("192.0.2.11/24")), OWNER);
+  state.create(
+    newResource("network", "AddressSpecs.net.talos.dev", "eth0/192.0.2.11/24", spec("192.0.2.11/24")),
+    OWNER,
+  );
   // Both controllers have started their rounds and wait; a kernel event changes nothing either.
   await new Promise((r) => setTimeout(r, 20));
   assert.deepEqual(addrs(), ["192.0.2.10/24"]);
@@ -61,5 +74,8 @@ test("the address spec controller leaves the kernel alone while held, then remov
   for (let i = 0; i < 200 && addrs().join() !== "192.0.2.11/24"; i++) await new Promise((r) => setTimeout(r, 5));
   await runtime.whenIdle();
   assert.deepEqual(addrs(), ["192.0.2.11/24"]);
-  assert.deepEqual(kernel.calls.slice(calls).filter((c) => /Address/.test(c)), ["removeAddress eth0 192.0.2.10/24", "addAddress eth0 192.0.2.11/24"]);
+  assert.deepEqual(
+    kernel.calls.slice(calls).filter((c) => /Address/.test(c)),
+    ["removeAddress eth0 192.0.2.10/24", "addAddress eth0 192.0.2.11/24"],
+  );
 });

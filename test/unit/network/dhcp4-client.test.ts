@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { Dhcp4Client, type DhcpTransport, type LeaseEvent, type Timers } from "../../../agent/src/network/dhcp4/client.js";
+import {
+  Dhcp4Client,
+  type DhcpTransport,
+  type LeaseEvent,
+  type Timers,
+} from "../../../agent/src/network/dhcp4/client.js";
 import {
   BOOTREPLY,
   type DhcpMessage,
@@ -57,7 +62,11 @@ class FakeTransport implements DhcpTransport {
   closed = false;
   private handler: ((p: Buffer) => void) | undefined;
   async send(packet: Buffer, dest: { broadcast: true } | { broadcast: false; address: string }): Promise<void> {
-    this.sent.push({ msg: decodeMessage(packet), broadcast: dest.broadcast, ...(dest.broadcast ? {} : { to: dest.address }) });
+    this.sent.push({
+      msg: decodeMessage(packet),
+      broadcast: dest.broadcast,
+      ...(dest.broadcast ? {} : { to: dest.address }),
+    });
   }
   onReceive(h: (p: Buffer) => void): void {
     this.handler = h;
@@ -147,7 +156,12 @@ test("DISCOVER -> OFFER -> REQUEST -> ACK binds a lease with every option", asyn
   assert.deepEqual([...request.msg.options.get(Option.ServerIdentifier)!], [10, 1, 0, 1]);
   assert.equal(s.client.state, "requesting");
 
-  s.transport.deliver(reply(request.msg, MessageType.Ack, [[Option.NTPServers, ipToBuffer("10.1.0.123")], [Option.HostName, Buffer.from("n1")]]));
+  s.transport.deliver(
+    reply(request.msg, MessageType.Ack, [
+      [Option.NTPServers, ipToBuffer("10.1.0.123")],
+      [Option.HostName, Buffer.from("n1")],
+    ]),
+  );
   await flush();
   assert.equal(s.client.state, "bound");
   assert.equal(s.events.length, 1);
@@ -198,7 +212,14 @@ test("unanswered REQUESTs fall back to DISCOVER", async () => {
   await flush();
   await s.timers.advance(4000 + 8000 + 16000 + 32000 + 4000);
   // Jitter may already have produced the next DISCOVER retransmission; the order is what matters.
-  assert.deepEqual(s.transport.types().slice(0, 6), ["Discover", "Request", "Request", "Request", "Request", "Discover"]);
+  assert.deepEqual(s.transport.types().slice(0, 6), [
+    "Discover",
+    "Request",
+    "Request",
+    "Request",
+    "Request",
+    "Discover",
+  ]);
   assert.equal(s.client.state, "selecting");
 });
 
@@ -233,7 +254,10 @@ test("T1 renews by unicast to the server, the ACK extends the lease", async () =
   s.transport.deliver(reply(renew.msg, MessageType.Ack));
   await flush();
   assert.equal(s.client.state, "bound");
-  assert.deepEqual(s.events.map((e) => e.type), ["bound", "renewed"]);
+  assert.deepEqual(
+    s.events.map((e) => e.type),
+    ["bound", "renewed"],
+  );
   // The new lease restarts the clock: no rebinding at the old T2.
   await s.timers.advance(40_000);
   assert.equal(s.client.state, "bound");
@@ -247,7 +271,10 @@ test("without answers the client rebinds at T2 by broadcast and loses the lease 
   assert.equal(s.transport.last().broadcast, true);
   assert.equal(s.transport.last().msg.ciaddr, "10.1.0.50");
   await s.timers.advance(13_000);
-  assert.deepEqual(s.events.map((e) => e.type), ["bound", "expired"]);
+  assert.deepEqual(
+    s.events.map((e) => e.type),
+    ["bound", "expired"],
+  );
   assert.equal(s.client.state, "selecting");
   assert.equal(s.transport.types().at(-1), "Discover");
 });
@@ -260,7 +287,10 @@ test("stop with release sends DHCPRELEASE and reports it", async () => {
   assert.equal(parseOptions(rel.msg.options).messageType, MessageType.Release);
   assert.equal(rel.to, "10.1.0.1");
   assert.equal(rel.msg.ciaddr, "10.1.0.50");
-  assert.deepEqual(s.events.map((e) => e.type), ["bound", "released"]);
+  assert.deepEqual(
+    s.events.map((e) => e.type),
+    ["bound", "released"],
+  );
   assert.equal(s.transport.closed, true);
   await s.timers.advance(200_000);
   assert.equal(s.transport.types().filter((t) => t !== "Release").length, 2, "no timers survive stop");
@@ -308,7 +338,12 @@ test("NAK while renewing drops the lease's timers: T2 and expiry do not fire dur
   s.transport.deliver(reply(s.transport.last().msg, MessageType.Offer));
   await flush();
   // T1 at 50 s, T2 at 51 s: T2 falls inside the 1 s pause after a NAK at 50.5 s.
-  s.transport.deliver(reply(s.transport.last().msg, MessageType.Ack, [[Option.RenewalTime, u32Buffer(50)], [Option.RebindingTime, u32Buffer(51)]]));
+  s.transport.deliver(
+    reply(s.transport.last().msg, MessageType.Ack, [
+      [Option.RenewalTime, u32Buffer(50)],
+      [Option.RebindingTime, u32Buffer(51)],
+    ]),
+  );
   await flush();
   await s.timers.advance(50_000);
   assert.equal(s.client.state, "renewing");
@@ -319,5 +354,8 @@ test("NAK while renewing drops the lease's timers: T2 and expiry do not fire dur
   await s.timers.advance(1000);
   assert.equal(s.client.state, "selecting");
   await s.timers.advance(60_000);
-  assert.deepEqual(s.events.map((e) => e.type), ["bound", "expired"]);
+  assert.deepEqual(
+    s.events.map((e) => e.type),
+    ["bound", "expired"],
+  );
 });

@@ -31,9 +31,26 @@ function ack(): DhcpMessage {
     [Option.RenewalTime, u32Buffer(1800)],
     [Option.RebindingTime, u32Buffer(3150)],
     [Option.InterfaceMTU, u16Buffer(1450)],
-    [Option.ClasslessStaticRoute, encodeClasslessRoutes([{ dst: "10.0.0.0", dstLen: 8, gateway: "192.0.2.9" }, { dst: "0.0.0.0", dstLen: 0, gateway: "192.0.2.1" }])],
+    [
+      Option.ClasslessStaticRoute,
+      encodeClasslessRoutes([
+        { dst: "10.0.0.0", dstLen: 8, gateway: "192.0.2.9" },
+        { dst: "0.0.0.0", dstLen: 0, gateway: "192.0.2.1" },
+      ]),
+    ],
   ]);
-  return { op: BOOTREPLY, xid: 0xdeadbeef, secs: 3, flags: 0x8000, ciaddr: "0.0.0.0", yiaddr: "192.0.2.10", siaddr: "0.0.0.0", giaddr: "0.0.0.0", chaddr: "02:00:00:aa:bb:cc", options };
+  return {
+    op: BOOTREPLY,
+    xid: 0xdeadbeef,
+    secs: 3,
+    flags: 0x8000,
+    ciaddr: "0.0.0.0",
+    yiaddr: "192.0.2.10",
+    siaddr: "0.0.0.0",
+    giaddr: "0.0.0.0",
+    chaddr: "02:00:00:aa:bb:cc",
+    options,
+  };
 }
 
 test("encode/decode round-trips the header and options", () => {
@@ -46,7 +63,10 @@ test("encode/decode round-trips the header and options", () => {
   assert.equal(back.flags, 0x8000);
   assert.equal(back.yiaddr, "192.0.2.10");
   assert.equal(back.chaddr, "02:00:00:aa:bb:cc");
-  assert.deepEqual([...back.options.keys()].sort((a, b) => a - b), [...m.options.keys()].sort((a, b) => a - b));
+  assert.deepEqual(
+    [...back.options.keys()].sort((a, b) => a - b),
+    [...m.options.keys()].sort((a, b) => a - b),
+  );
 });
 
 test("parseOptions decodes every lease field", () => {
@@ -72,7 +92,9 @@ test("parseOptions decodes every lease field", () => {
 test("classless static routes use only the significant destination octets (RFC 3442)", () => {
   const enc = encodeClasslessRoutes([{ dst: "172.16.32.0", dstLen: 20, gateway: "10.0.0.1" }]);
   assert.deepEqual([...enc], [20, 172, 16, 32, 10, 0, 0, 1]);
-  assert.deepEqual(decodeClasslessRoutes(Buffer.from([24, 192, 168, 5, 10, 0, 0, 2])), [{ dst: "192.168.5.0", dstLen: 24, gateway: "10.0.0.2" }]);
+  assert.deepEqual(decodeClasslessRoutes(Buffer.from([24, 192, 168, 5, 10, 0, 0, 2])), [
+    { dst: "192.168.5.0", dstLen: 24, gateway: "10.0.0.2" },
+  ]);
   assert.throws(() => decodeClasslessRoutes(Buffer.from([24, 192, 168])), /truncated/);
   assert.throws(() => decodeClasslessRoutes(Buffer.from([33, 1, 2, 3, 4, 5, 6, 7, 8])), /prefix length 33/);
 });

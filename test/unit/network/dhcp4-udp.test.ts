@@ -26,7 +26,8 @@ test("a failed bind leaves no socket behind (each retry made one more)", async (
   const before = udpHandles();
   // 192.0.2.1 (TEST-NET-1) is no address of this host: bind fails with EADDRNOTAVAIL.
   const port = new DhcpPort({ kernel: new FakeNetKernel(), clientPort: 0, bindAddress: "192.0.2.1" });
-  for (let attempt = 0; attempt < 3; attempt++) await assert.rejects(port.transport("eth0"), /cannot bind DHCP client port/);
+  for (let attempt = 0; attempt < 3; attempt++)
+    await assert.rejects(port.transport("eth0"), /cannot bind DHCP client port/);
   for (let i = 0; i < 100 && udpHandles() !== before; i++) await new Promise((r) => setImmediate(r));
   assert.equal(udpHandles(), before);
 });

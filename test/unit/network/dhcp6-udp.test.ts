@@ -12,7 +12,8 @@ test("a failed bind of the DHCPv6 port leaves no socket behind (each retry made 
   try {
     const before = udpHandles();
     const port = new Dhcp6Port({ clientPort: holder.address().port });
-    for (let attempt = 0; attempt < 3; attempt++) await assert.rejects(port.transport("eth0"), /cannot bind DHCPv6 client port/);
+    for (let attempt = 0; attempt < 3; attempt++)
+      await assert.rejects(port.transport("eth0"), /cannot bind DHCPv6 client port/);
     for (let i = 0; i < 100 && udpHandles() !== before; i++) await new Promise((r) => setImmediate(r));
     assert.equal(udpHandles(), before);
   } finally {

@@ -1,14 +1,27 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { EtcFileController, renderHosts, renderResolvConf, type EtcFileName } from "../../../agent/src/controllers/network/etc-files.js";
+import {
+  EtcFileController,
+  renderHosts,
+  renderResolvConf,
+  type EtcFileName,
+} from "../../../agent/src/controllers/network/etc-files.js";
 import { HostDNSConfigId, HostDNSConfigType } from "../../../agent/src/resources/catalog/hostdns.js";
 import { registerCatalog } from "../../../agent/src/resources/catalog/index.js";
-import { NETWORK_NAMESPACE, networkDefinitions, ResolverStatusId, ResolverStatusType } from "../../../agent/src/resources/catalog/network.js";
+import {
+  NETWORK_NAMESPACE,
+  networkDefinitions,
+  ResolverStatusId,
+  ResolverStatusType,
+} from "../../../agent/src/resources/catalog/network.js";
 import { ControllerRuntime } from "../../../agent/src/resources/controller-runtime.js";
 import { ResourceState } from "../../../agent/src/resources/state.js";
 
 test("resolv.conf: at most three nameservers, the search domain after a blank line", () => {
-  assert.equal(renderResolvConf(["10.0.0.53", "1.1.1.1", "8.8.8.8", "9.9.9.9"], "lab.test"), "nameserver 10.0.0.53\nnameserver 1.1.1.1\nnameserver 8.8.8.8\n\nsearch lab.test\n");
+  assert.equal(
+    renderResolvConf(["10.0.0.53", "1.1.1.1", "8.8.8.8", "9.9.9.9"], "lab.test"),
+    "nameserver 10.0.0.53\nnameserver 1.1.1.1\nnameserver 8.8.8.8\n\nsearch lab.test\n",
+  );
   assert.equal(renderResolvConf(["1.1.1.1"], ""), "nameserver 1.1.1.1\n");
 });
 
@@ -40,7 +53,11 @@ test("EtcFileController: pods get the host DNS service address as their resolver
   state.modify(NETWORK_NAMESPACE, ResolverStatusType, ResolverStatusId, "test", () => ({ dnsServers: ["10.0.2.3"] }));
   await runtime.whenIdle();
   assert.deepEqual([...written.keys()], ["resolv.conf"], "no pod resolv.conf before the host DNS config exists");
-  state.modify(NETWORK_NAMESPACE, HostDNSConfigType, HostDNSConfigId, "test", () => ({ enabled: true, listenAddresses: ["127.0.0.53:53"], serviceHostDNSAddress: "10.96.0.9" }));
+  state.modify(NETWORK_NAMESPACE, HostDNSConfigType, HostDNSConfigId, "test", () => ({
+    enabled: true,
+    listenAddresses: ["127.0.0.53:53"],
+    serviceHostDNSAddress: "10.96.0.9",
+  }));
   await runtime.whenIdle();
   assert.equal(written.get("resolv.conf"), "nameserver 127.0.0.53\n");
   assert.equal(written.get("pod-resolv.conf"), "nameserver 10.96.0.9\n");

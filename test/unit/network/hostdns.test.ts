@@ -1,7 +1,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { loadConfig } from "../../../agent/src/config/load.js";
-import { HostDNSConfigController, serviceHostDnsAddress } from "../../../agent/src/controllers/network/host-dns-config.js";
+import {
+  HostDNSConfigController,
+  serviceHostDnsAddress,
+} from "../../../agent/src/controllers/network/host-dns-config.js";
 import { DnsCache } from "../../../agent/src/network/hostdns/cache.js";
 import { readQuestion, readReply, servfail } from "../../../agent/src/network/hostdns/message.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../../agent/src/resources/catalog/config.js";
@@ -11,7 +14,11 @@ import { NETWORK_NAMESPACE, networkDefinitions } from "../../../agent/src/resour
 import { ControllerRuntime } from "../../../agent/src/resources/controller-runtime.js";
 import { ResourceState } from "../../../agent/src/resources/state.js";
 
-const name = (n: string) => Buffer.concat([...n.split(".").map((l) => Buffer.concat([Buffer.from([l.length]), Buffer.from(l)])), Buffer.from([0])]);
+const name = (n: string) =>
+  Buffer.concat([
+    ...n.split(".").map((l) => Buffer.concat([Buffer.from([l.length]), Buffer.from(l)])),
+    Buffer.from([0]),
+  ]);
 
 function header(id: number, flags: number, counts: [number, number, number, number]): Buffer {
   const h = Buffer.alloc(12);
@@ -32,14 +39,22 @@ function rr(type: number, ttl: number, rdata: Buffer): Buffer {
 }
 
 const question = Buffer.concat([name("Example.ORG"), Buffer.from([0, 1, 0, 1])]);
-const aReply = (ttl: number) => Buffer.concat([header(7, 0x8180, [1, 1, 0, 0]), question, rr(1, ttl, Buffer.from([192, 0, 2, 1]))]);
+const aReply = (ttl: number) =>
+  Buffer.concat([header(7, 0x8180, [1, 1, 0, 0]), question, rr(1, ttl, Buffer.from([192, 0, 2, 1]))]);
 
 test("DNS messages: the question (lower-cased, compression followed), TTL offsets, SOA minimum of a negative answer, SERVFAIL", () => {
   const q = Buffer.concat([header(9, 0x0100, [1, 0, 0, 0]), question]);
   assert.deepEqual(readQuestion(q), { name: "example.org", type: 1, class: 1 });
   const info = readReply(aReply(300));
-  assert.deepEqual({ rcode: info.rcode, answers: info.answerCount, ttls: info.ttls.map((t) => t.ttl) }, { rcode: 0, answers: 1, ttls: [300] });
-  const soa = Buffer.concat([name("ns.example.org"), name("host.example.org"), Buffer.from([0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0, 60])]);
+  assert.deepEqual(
+    { rcode: info.rcode, answers: info.answerCount, ttls: info.ttls.map((t) => t.ttl) },
+    { rcode: 0, answers: 1, ttls: [300] },
+  );
+  const soa = Buffer.concat([
+    name("ns.example.org"),
+    name("host.example.org"),
+    Buffer.from([0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0, 60]),
+  ]);
   const nx = Buffer.concat([header(7, 0x8183, [1, 0, 1, 0]), question, rr(6, 900, soa)]);
   assert.equal(readReply(nx).soaTtl, 60);
   const fail = servfail(q);
@@ -82,11 +97,20 @@ test("HostDNSConfig: off without a config or hostDNS; forwardKubeDNSToHost adds 
   const ac = new AbortController();
   t.after(() => ac.abort());
   runtime.start(ac.signal);
-  const spec = async () => (await runtime.whenIdle(), state.get(NETWORK_NAMESPACE, HostDNSConfigType, HostDNSConfigId)?.spec);
+  const spec = async () => (
+    await runtime.whenIdle(), state.get(NETWORK_NAMESPACE, HostDNSConfigType, HostDNSConfigId)?.spec
+  );
   assert.deepEqual(await spec(), { enabled: false, listenAddresses: ["127.0.0.53:53"] });
-  const config = (features: string) => `version: v1alpha1\nmachine:\n    type: worker\n    features:\n        hostDNS:\n${features}cluster:\n    network:\n        serviceSubnets: [10.112.0.0/12]\n`;
-  state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test", () => loadConfig(Buffer.from(config("            enabled: true\n            forwardKubeDNSToHost: true\n"))));
-  assert.deepEqual(await spec(), { enabled: true, listenAddresses: ["127.0.0.53:53", "10.112.0.9:53"], serviceHostDNSAddress: "10.112.0.9" });
+  const config = (features: string) =>
+    `version: v1alpha1\nmachine:\n    type: worker\n    features:\n        hostDNS:\n${features}cluster:\n    network:\n        serviceSubnets: [10.112.0.0/12]\n`;
+  state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test", () =>
+    loadConfig(Buffer.from(config("            enabled: true\n            forwardKubeDNSToHost: true\n"))),
+  );
+  assert.deepEqual(await spec(), {
+    enabled: true,
+    listenAddresses: ["127.0.0.53:53", "10.112.0.9:53"],
+    serviceHostDNSAddress: "10.112.0.9",
+  });
 });
 
 test("DNS UDP listener: an answer ready after the listener closed is dropped, not thrown (no unhandled rejection)", async (t) => {

@@ -6,10 +6,25 @@ import { InvalidInputError } from "../../../agent/src/errors.js";
 import type { KnownLink } from "../../../agent/src/network/config-specs.js";
 import { nocloudNetworkSpecs, parseNocloudNetwork } from "../../../agent/src/network/nocloud-network.js";
 
-const link = (name: string, mac: string, index: number): KnownLink => ({ name, spec: { index, type: "ether", kind: "", hardwareAddr: mac, permanentAddr: mac } });
-const LINKS = [link("lo", "00:00:00:00:00:00", 1), link("enp1s0", "52:54:00:aa:00:01", 2), link("enp2s0", "52:54:00:aa:00:02", 3), link("enp3s0", "52:54:00:aa:00:03", 4)];
+const link = (name: string, mac: string, index: number): KnownLink => ({
+  name,
+  spec: { index, type: "ether", kind: "", hardwareAddr: mac, permanentAddr: mac },
+});
+const LINKS = [
+  link("lo", "00:00:00:00:00:00", 1),
+  link("enp1s0", "52:54:00:aa:00:01", 2),
+  link("enp2s0", "52:54:00:aa:00:02", 3),
+  link("enp3s0", "52:54:00:aa:00:03", 4),
+];
 
-const addr = (linkName: string, address: string) => ({ address, linkName, family: address.includes(":") ? "inet6" : "inet4", scope: "global", flags: "permanent", layer: "platform" });
+const addr = (linkName: string, address: string) => ({
+  address,
+  linkName,
+  family: address.includes(":") ? "inet6" : "inet4",
+  scope: "global",
+  flags: "permanent",
+  layer: "platform",
+});
 const route = (outLinkName: string, gateway: string, dst = "", table = "main") => ({
   family: gateway.includes(":") ? "inet6" : "inet4",
   dst,
@@ -24,7 +39,16 @@ const route = (outLinkName: string, gateway: string, dst = "", table = "main") =
   protocol: "static",
   layer: "platform",
 });
-const up = (name: string, extra: object = {}) => ({ name, logical: false, up: true, mtu: 0, kind: "", type: "ether", ...extra, layer: "platform" });
+const up = (name: string, extra: object = {}) => ({
+  name,
+  logical: false,
+  up: true,
+  mtu: 0,
+  kind: "",
+  type: "ether",
+  ...extra,
+  layer: "platform",
+});
 
 const V1 = `version: 1
 config:
@@ -147,7 +171,12 @@ test("v2 (under network:): ethernets in name order matched by MAC, bond members,
       },
     ],
     addresses: [addr("enp1s0", "10.20.0.5/24"), addr("enp1s0", "fd20::5/64"), addr("bond0", "172.16.8.10/29")],
-    routes: [route("enp1s0", "10.20.0.1"), route("enp1s0", "fd20::1"), route("bond0", "172.16.8.9", "172.16.0.0/16"), route("bond0", "172.16.8.9", "", "RoutingTable(100)")],
+    routes: [
+      route("enp1s0", "10.20.0.1"),
+      route("enp1s0", "fd20::1"),
+      route("bond0", "172.16.8.9", "172.16.0.0/16"),
+      route("bond0", "172.16.8.9", "", "RoutingTable(100)"),
+    ],
     operators: [
       { operator: "dhcp6", linkName: "enp3s0", requireUp: true, dhcp6: { routeMetric: 1024 }, layer: "platform" },
       { operator: "dhcp4", linkName: "enp1s0", requireUp: true, dhcp4: { routeMetric: 1024 }, layer: "platform" },
@@ -159,12 +188,28 @@ test("v2 (under network:): ethernets in name order matched by MAC, bond members,
 test("no network-config is none; bad values are refused with the value named", () => {
   assert.equal(parseNocloudNetwork(undefined), undefined);
   assert.equal(parseNocloudNetwork("  \n"), undefined);
-  assert.deepEqual(nocloudNetworkSpecs(parseNocloudNetwork("version: 2\n")!, LINKS), { links: [], addresses: [], routes: [], operators: [], dnsServers: [] });
-  const refused = (text: string, message: string) => assert.throws(() => parseNocloudNetwork(text), (e) => e instanceof InvalidInputError && e.message === message);
+  assert.deepEqual(nocloudNetworkSpecs(parseNocloudNetwork("version: 2\n")!, LINKS), {
+    links: [],
+    addresses: [],
+    routes: [],
+    operators: [],
+    dnsServers: [],
+  });
+  const refused = (text: string, message: string) =>
+    assert.throws(
+      () => parseNocloudNetwork(text),
+      (e) => e instanceof InvalidInputError && e.message === message,
+    );
   refused("version: 3\n", "network-config metadata version=3 is not supported");
   refused("- a\n", "network-config is not a YAML mapping");
-  refused("version: 1\nconfig: [{type: nameserver, address: [dns.example]}]\n", 'network-config: not an IP address: "dns.example"');
-  refused("version: 1\nconfig: [{type: physical, name: eth0, subnets: [{type: static, address: 10.0.0.2, netmask: 255.0.255.0}]}]\n", 'network-config: not a netmask: "255.0.255.0"');
+  refused(
+    "version: 1\nconfig: [{type: nameserver, address: [dns.example]}]\n",
+    'network-config: not an IP address: "dns.example"',
+  );
+  refused(
+    "version: 1\nconfig: [{type: physical, name: eth0, subnets: [{type: static, address: 10.0.0.2, netmask: 255.0.255.0}]}]\n",
+    'network-config: not a netmask: "255.0.255.0"',
+  );
   refused("version: 2\nethernets: {eth0: {addresses: [10.0.0.2]}}\n", 'network-config: not an IP prefix: "10.0.0.2"');
   refused("version: 2\nethernets: {eth0: {mtu: big}}\n", 'network-config: mtu is not a number: "big"');
   refused("version: 2\nethernets: {eth0: {routes: [{to: 10.1.0.0/16}]}}\n", 'network-config: not an IP address: ""');

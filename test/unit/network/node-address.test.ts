@@ -32,11 +32,22 @@ test("prefixContains: bits, byte boundaries and families", () => {
 });
 
 test("mergeAccumulative keeps what is recorded and inserts new IPs in order, one prefix per IP", () => {
-  assert.deepEqual(mergeAccumulative(["10.0.0.2/8", "fd00::1/64"], ["10.0.0.2/24", "10.0.0.1/8", "192.168.1.1/24"]), ["10.0.0.1/8", "10.0.0.2/8", "192.168.1.1/24", "fd00::1/64"]);
+  assert.deepEqual(mergeAccumulative(["10.0.0.2/8", "fd00::1/64"], ["10.0.0.2/24", "10.0.0.1/8", "192.168.1.1/24"]), [
+    "10.0.0.1/8",
+    "10.0.0.2/8",
+    "192.168.1.1/24",
+    "fd00::1/64",
+  ]);
 });
 
 const TALOS_ADDRESSES = {
-  eth0: ["10.0.0.1/8", "25.3.7.9/32", "2001:470:6d:30e:4a62:b3ba:180b:b5b8/64", "127.0.0.1/8", "fdae:41e4:649b:9303:7886:731d:1ce9:4d4/128"],
+  eth0: [
+    "10.0.0.1/8",
+    "25.3.7.9/32",
+    "2001:470:6d:30e:4a62:b3ba:180b:b5b8/64",
+    "127.0.0.1/8",
+    "fdae:41e4:649b:9303:7886:731d:1ce9:4d4/128",
+  ],
   eth1: ["10.0.0.2/8", "192.168.3.7/24"],
 };
 const V6 = "2001:470:6d:30e:4a62:b3ba:180b:b5b8/64";
@@ -53,15 +64,42 @@ test("NodeAddress default/current/routed/accumulative and their -no-k8s/-only-k8
   runtime.start(ac.signal);
 
   // eth0 up with carrier, eth1 without.
-  for (const [name, index, linkState] of [["eth0", 1, true], ["eth1", 2, false]] as const) {
-    state.modify(NETWORK_NAMESPACE, LinkStatusType, name, "network.LinkStatusController", () => ({ index, type: "ether", kind: "", operationalState: "up", linkState }) as never);
+  for (const [name, index, linkState] of [
+    ["eth0", 1, true],
+    ["eth1", 2, false],
+  ] as const) {
+    state.modify(
+      NETWORK_NAMESPACE,
+      LinkStatusType,
+      name,
+      "network.LinkStatusController",
+      () => ({ index, type: "ether", kind: "", operationalState: "up", linkState }) as never,
+    );
     for (const address of TALOS_ADDRESSES[name]) {
-      state.modify(NETWORK_NAMESPACE, AddressStatusType, `${name}/${address}`, ADDRESS_STATUS_CONTROLLER, () => ({ address, linkIndex: index, linkName: name, family: address.includes(":") ? "inet6" : "inet4", scope: "global", flags: "permanent" }) as never);
+      state.modify(
+        NETWORK_NAMESPACE,
+        AddressStatusType,
+        `${name}/${address}`,
+        ADDRESS_STATUS_CONTROLLER,
+        () =>
+          ({
+            address,
+            linkIndex: index,
+            linkName: name,
+            family: address.includes(":") ? "inet6" : "inet4",
+            scope: "global",
+            flags: "permanent",
+          }) as never,
+      );
     }
   }
   const nodeAddresses = async () => {
     await runtime.whenIdle();
-    return Object.fromEntries(state.list<{ addresses: string[] }>(NETWORK_NAMESPACE, NodeAddressType).map((r) => [r.metadata.id, r.spec.addresses]));
+    return Object.fromEntries(
+      state
+        .list<{ addresses: string[] }>(NETWORK_NAMESPACE, NodeAddressType)
+        .map((r) => [r.metadata.id, r.spec.addresses]),
+    );
   };
   const unfiltered = {
     default: ["10.0.0.1/8"],
@@ -74,7 +112,9 @@ test("NodeAddress default/current/routed/accumulative and their -no-k8s/-only-k8
   assert.equal(state.list(NETWORK_NAMESPACE, NodeAddressFilterType).length, 0);
 
   const apply = (cluster: string) =>
-    state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test", () => loadConfig(Buffer.from(`version: v1alpha1\nmachine:\n    type: worker\n${cluster}`)));
+    state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test", () =>
+      loadConfig(Buffer.from(`version: v1alpha1\nmachine:\n    type: worker\n${cluster}`)),
+    );
   apply("cluster:\n    network:\n        podSubnets: [10.0.0.0/8]\n        serviceSubnets: [192.168.0.0/16]\n");
   assert.deepEqual(await nodeAddresses(), {
     ...unfiltered,
@@ -85,7 +125,8 @@ test("NodeAddress default/current/routed/accumulative and their -no-k8s/-only-k8
     "routed-only-k8s": ["10.0.0.1/8"],
     "accumulative-only-k8s": ["10.0.0.1/8", "10.0.0.2/8", "192.168.3.7/24"],
   });
-  const filters = () => Object.fromEntries(state.list(NETWORK_NAMESPACE, NodeAddressFilterType).map((r) => [r.metadata.id, r.spec]));
+  const filters = () =>
+    Object.fromEntries(state.list(NETWORK_NAMESPACE, NodeAddressFilterType).map((r) => [r.metadata.id, r.spec]));
   assert.deepEqual(filters(), {
     "no-k8s": { includeSubnets: [], excludeSubnets: ["10.0.0.0/8", "192.168.0.0/16"] },
     "only-k8s": { includeSubnets: ["10.0.0.0/8", "192.168.0.0/16"], excludeSubnets: [] },

@@ -17,7 +17,14 @@ import { MediaType } from "../../../agent/src/oci/manifest.js";
 
 const good = Buffer.from("the real layer");
 const evil = Buffer.from("another layer!");
-const manifest = Buffer.from(JSON.stringify({ schemaVersion: 2, mediaType: MediaType.ociManifest, config: { mediaType: MediaType.ociConfig, digest: sha256Digest(good), size: good.length }, layers: [] }));
+const manifest = Buffer.from(
+  JSON.stringify({
+    schemaVersion: 2,
+    mediaType: MediaType.ociManifest,
+    config: { mediaType: MediaType.ociConfig, digest: sha256Digest(good), size: good.length },
+    layers: [],
+  }),
+);
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "basalt-oci-client-"));
 const seenAuth: (string | undefined)[] = [];
 let server: http.Server;
@@ -38,15 +45,29 @@ describe("OCI repository client", () => {
         return;
       }
       const url = req.url ?? "";
-      if (url === `/v2/r/blobs/${sha256Digest(good)}`) res.end(evil); // the wrong bytes under the good digest
-      else if (url === "/v2/r/blobs/redirected") res.writeHead(307, { location: `http://localhost:${storagePort}/blob` }).end();
-      else if (url === "/v2/r/manifests/good") res.writeHead(200, { "content-type": MediaType.ociManifest, "docker-content-digest": sha256Digest(manifest) }).end(manifest);
-      else if (url === "/v2/r/manifests/lying") res.writeHead(200, { "content-type": MediaType.ociManifest, "docker-content-digest": sha256Digest(evil) }).end(manifest);
+      if (url === `/v2/r/blobs/${sha256Digest(good)}`)
+        res.end(evil); // the wrong bytes under the good digest
+      else if (url === "/v2/r/blobs/redirected")
+        res.writeHead(307, { location: `http://localhost:${storagePort}/blob` }).end();
+      else if (url === "/v2/r/manifests/good")
+        res
+          .writeHead(200, { "content-type": MediaType.ociManifest, "docker-content-digest": sha256Digest(manifest) })
+          .end(manifest);
+      else if (url === "/v2/r/manifests/lying")
+        res
+          .writeHead(200, { "content-type": MediaType.ociManifest, "docker-content-digest": sha256Digest(evil) })
+          .end(manifest);
       else res.writeHead(404).end('{"errors":[{"code":"MANIFEST_UNKNOWN"}]}');
     });
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     const host = `127.0.0.1:${(server.address() as AddressInfo).port}`;
-    const [endpoint] = registryEndpoints({ mirrors: { [host]: { endpoints: [`http://${host}`] } }, config: { [host]: { auth: { username: "u", password: "p" } } } }, host);
+    const [endpoint] = registryEndpoints(
+      {
+        mirrors: { [host]: { endpoints: [`http://${host}`] } },
+        config: { [host]: { auth: { username: "u", password: "p" } } },
+      },
+      host,
+    );
     client = new RepositoryClient(endpoint!, "r");
   });
   after(() => {
@@ -57,7 +78,10 @@ describe("OCI repository client", () => {
 
   it("refuses a blob whose bytes do not match its digest and leaves no file", async () => {
     const dest = path.join(dir, "layer");
-    await assert.rejects(client.blobToFile({ mediaType: MediaType.ociLayer, digest: sha256Digest(good), size: good.length }, dest), DigestMismatchError);
+    await assert.rejects(
+      client.blobToFile({ mediaType: MediaType.ociLayer, digest: sha256Digest(good), size: good.length }, dest),
+      DigestMismatchError,
+    );
     assert.deepEqual(fs.readdirSync(dir), []);
   });
 
@@ -68,7 +92,11 @@ describe("OCI repository client", () => {
   });
 
   it("follows a redirect to blob storage without sending the registry's credentials there", async () => {
-    const res = await httpRequest({ method: "GET", url: new URL(`${client.endpoint.base.href}/r/blobs/redirected`), headers: { authorization: `Basic ${Buffer.from("u:p").toString("base64")}` } });
+    const res = await httpRequest({
+      method: "GET",
+      url: new URL(`${client.endpoint.base.href}/r/blobs/redirected`),
+      headers: { authorization: `Basic ${Buffer.from("u:p").toString("base64")}` },
+    });
     res.resume();
     assert.equal(res.statusCode, 200);
     assert.deepEqual(seenAuth, [undefined]);

@@ -67,7 +67,11 @@ test("serials are random and differ between certificates", async () => {
 
 test("client certificate: O=os:admin, no CN, clientAuth only, 1 year, signed by the CA", async () => {
   const ca = await generateSelfSignedCA({ organizations: ["talos"] });
-  const leaf = await issueCertificate(ca, { organizations: ["os:admin"], extKeyUsage: ["clientAuth"], lifetimeMs: clientCertLifetimeMs });
+  const leaf = await issueCertificate(ca, {
+    organizations: ["os:admin"],
+    extKeyUsage: ["clientAuth"],
+    lifetimeMs: clientCertLifetimeMs,
+  });
   const cert = new X509Certificate(leaf.certPem);
   assert.equal(cert.subject, "O=os:admin");
   assert.equal(cert.ca, false);
@@ -94,7 +98,10 @@ test("several roles land in O; SANs split into DNS and IP", async () => {
   assert.deepEqual(parsed.subjectName.getField("O"), ["os:reader", "os:operator"]);
   assert.deepEqual(parsed.subjectName.getField("CN"), ["node-1"]);
   const cert = new X509Certificate(leaf.certPem);
-  assert.equal(cert.subjectAltName, "DNS:node-1, DNS:node-1.example.org, IP Address:10.5.0.2, IP Address:FD00:0:0:0:0:0:0:1");
+  assert.equal(
+    cert.subjectAltName,
+    "DNS:node-1, DNS:node-1.example.org, IP Address:10.5.0.2, IP Address:FD00:0:0:0:0:0:0:1",
+  );
   assert.deepEqual(cert.keyUsage, [serverAuth]);
 });
 

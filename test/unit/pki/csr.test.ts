@@ -6,7 +6,11 @@ import { InvalidInputError } from "../../../agent/src/errors.js";
 import { createCSR, decodePemBlocks, encodePem, generateSelfSignedCA, signCSR } from "../../../agent/src/pki/index.js";
 
 test("CSR carries subject and SANs under the CERTIFICATE REQUEST label", async () => {
-  const { csrPem, keyPem } = await createCSR({ commonName: "worker-1", dnsNames: ["worker-1"], ipAddresses: ["10.5.0.3"] });
+  const { csrPem, keyPem } = await createCSR({
+    commonName: "worker-1",
+    dnsNames: ["worker-1"],
+    ipAddresses: ["10.5.0.3"],
+  });
   assert.equal(decodePemBlocks(csrPem)[0]?.label, "CERTIFICATE REQUEST");
   assert.match(keyPem, /^-----BEGIN ED25519 PRIVATE KEY-----/);
   const csr = new x509.Pkcs10CertificateRequest(csrPem);
@@ -33,7 +37,10 @@ test("signCSR follows trustd's rules: O dropped, SANs copied, serverAuth only, 2
     new x509.X509Certificate(certPem).getExtension(x509.KeyUsagesExtension)?.usages,
     x509.KeyUsageFlags.digitalSignature,
   );
-  assert.equal(cert.subjectAltName, "DNS:worker-1, DNS:worker-1.local, IP Address:10.5.0.3, IP Address:FD00:0:0:0:0:0:0:3");
+  assert.equal(
+    cert.subjectAltName,
+    "DNS:worker-1, DNS:worker-1.local, IP Address:10.5.0.3, IP Address:FD00:0:0:0:0:0:0:3",
+  );
   assert.equal(cert.validFromDate.toISOString(), now.toISOString());
   assert.equal(cert.validToDate.getTime() - now.getTime(), 24 * 3600 * 1000);
   assert.ok(cert.verify(new X509Certificate(ca.certPem).publicKey));
@@ -67,7 +74,11 @@ test("malformed, mislabelled and tampered CSRs are InvalidInputError", async () 
 test("signCSR with keepOrganization and clientAuth (offline admin signing) keeps the roles", async () => {
   const ca = await generateSelfSignedCA({ organizations: ["talos"] });
   const { csrPem } = await createCSR({ organizations: ["os:reader"], ipAddresses: ["127.0.0.1"] });
-  const { certPem } = await signCSR(ca, csrPem, { keepOrganization: true, extKeyUsage: ["clientAuth"], lifetimeMs: 3600_000 });
+  const { certPem } = await signCSR(ca, csrPem, {
+    keepOrganization: true,
+    extKeyUsage: ["clientAuth"],
+    lifetimeMs: 3600_000,
+  });
   const cert = new X509Certificate(certPem);
   assert.equal(cert.subject, "O=os:reader");
   assert.deepEqual(cert.keyUsage, ["1.3.6.1.5.5.7.3.2"]);

@@ -6,7 +6,11 @@ import { fixtureSecrets, fromBase64 } from "./fixtures.js";
 
 test("spkiFingerprint is base64(SHA-256(SubjectPublicKeyInfo))", async () => {
   const ca = await generateSelfSignedCA({ organizations: ["talos"] });
-  const leaf = await issueCertificate(ca, { commonName: "maintenance-service.talos.dev", extKeyUsage: ["serverAuth"], lifetimeMs: 1000 });
+  const leaf = await issueCertificate(ca, {
+    commonName: "maintenance-service.talos.dev",
+    extKeyUsage: ["serverAuth"],
+    lifetimeMs: 1000,
+  });
   const spki = new X509Certificate(leaf.certPem).publicKey.export({ format: "der", type: "spki" });
   const expected = createHash("sha256").update(spki).digest("base64");
   assert.equal(spkiFingerprint(leaf.certPem), expected);

@@ -21,7 +21,9 @@ export interface FixtureSecrets {
   cluster: { id: string; secret: string };
   secrets: { bootstraptoken: string; secretboxencryptionsecret: string };
   trustdinfo: { token: string };
-  certs: Record<"etcd" | "k8s" | "k8saggregator" | "os", { crt: string; key: string }> & { k8sserviceaccount: { key: string } };
+  certs: Record<"etcd" | "k8s" | "k8saggregator" | "os", { crt: string; key: string }> & {
+    k8sserviceaccount: { key: string };
+  };
 }
 
 export function fixtureSecrets(): FixtureSecrets {

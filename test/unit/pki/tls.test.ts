@@ -23,7 +23,11 @@ async function material(): Promise<{ ca: CertificateAuthority; server: Certifica
     extKeyUsage: ["serverAuth"],
     lifetimeMs: serverCertLifetimeMs,
   });
-  const client = await issueCertificate(ca, { organizations: ["os:admin"], extKeyUsage: ["clientAuth"], lifetimeMs: clientCertLifetimeMs });
+  const client = await issueCertificate(ca, {
+    organizations: ["os:admin"],
+    extKeyUsage: ["clientAuth"],
+    lifetimeMs: clientCertLifetimeMs,
+  });
   return { ca, server, client };
 }
 
@@ -38,7 +42,13 @@ test("mutual TLS on loopback with Ed25519 server and client certificates (O=os:a
   const { ca, server, client } = await material();
   const peerOrgs: unknown[] = [];
   const srv = tls.createServer(
-    { cert: server.certPem, key: tlsKeyPem(server.keyPem), ca: ca.certPem, requestCert: true, rejectUnauthorized: true },
+    {
+      cert: server.certPem,
+      key: tlsKeyPem(server.keyPem),
+      ca: ca.certPem,
+      requestCert: true,
+      rejectUnauthorized: true,
+    },
     (socket) => {
       peerOrgs.push(socket.getPeerCertificate().subject?.O);
       socket.end("hello");
@@ -49,7 +59,13 @@ test("mutual TLS on loopback with Ed25519 server and client certificates (O=os:a
   t.after(() => srv.close());
   const { port } = srv.address() as AddressInfo;
 
-  const socket = tls.connect({ host: "127.0.0.1", port, ca: ca.certPem, cert: client.certPem, key: tlsKeyPem(client.keyPem) });
+  const socket = tls.connect({
+    host: "127.0.0.1",
+    port,
+    ca: ca.certPem,
+    cert: client.certPem,
+    key: tlsKeyPem(client.keyPem),
+  });
   const chunks: Buffer[] = [];
   socket.on("data", (c: Buffer) => chunks.push(c));
   await once(socket, "end");
@@ -64,19 +80,34 @@ test("a client certificate from another CA is refused", async (t) => {
   const { ca, server } = await material();
   const other = await material();
   const srv = tls.createServer(
-    { cert: server.certPem, key: tlsKeyPem(server.keyPem), ca: ca.certPem, requestCert: true, rejectUnauthorized: true },
+    {
+      cert: server.certPem,
+      key: tlsKeyPem(server.keyPem),
+      ca: ca.certPem,
+      requestCert: true,
+      rejectUnauthorized: true,
+    },
     (socket) => socket.end("should not happen"),
   );
   srv.listen(0, "127.0.0.1");
   await once(srv, "listening");
   t.after(() => srv.close());
   const { port } = srv.address() as AddressInfo;
-  const socket = tls.connect({ host: "127.0.0.1", port, ca: ca.certPem, cert: other.client.certPem, key: tlsKeyPem(other.client.keyPem) });
+  const socket = tls.connect({
+    host: "127.0.0.1",
+    port,
+    ca: ca.certPem,
+    cert: other.client.certPem,
+    key: tlsKeyPem(other.client.keyPem),
+  });
   const received: Buffer[] = [];
   socket.on("data", (c: Buffer) => received.push(c));
   // TLS 1.3: the client may finish its handshake before the server rejects its certificate;
   // either way no application data arrives and the connection fails.
-  const [outcome] = await Promise.race([once(socket, "error").then(() => ["error"]), once(socket, "close").then(() => ["close"])]);
+  const [outcome] = await Promise.race([
+    once(socket, "error").then(() => ["error"]),
+    once(socket, "close").then(() => ["close"]),
+  ]);
   assert.ok(outcome === "error" || outcome === "close");
   assert.equal(Buffer.concat(received).toString(), "");
   socket.destroy();
@@ -114,11 +145,17 @@ test("grpc-js createSsl accepts the generated material (mTLS unary call)", async
   t.after(() => srv.forceShutdown());
 
   const Client = grpc.makeGenericClientConstructor(service, "Echo");
-  const clientCreds = grpc.credentials.createSsl(Buffer.from(ca.certPem), Buffer.from(tlsKeyPem(client.keyPem)), Buffer.from(client.certPem));
+  const clientCreds = grpc.credentials.createSsl(
+    Buffer.from(ca.certPem),
+    Buffer.from(tlsKeyPem(client.keyPem)),
+    Buffer.from(client.certPem),
+  );
   const stub = new Client(`127.0.0.1:${port}`, clientCreds) as unknown as grpc.Client & {
     Ping(req: Buffer, cb: (err: grpc.ServiceError | null, res?: Buffer) => void): void;
   };
   t.after(() => stub.close());
-  const reply = await new Promise<Buffer>((resolve, reject) => stub.Ping(Buffer.from("ping"), (err, res) => (err ? reject(err) : resolve(res!))));
+  const reply = await new Promise<Buffer>((resolve, reject) =>
+    stub.Ping(Buffer.from("ping"), (err, res) => (err ? reject(err) : resolve(res!))),
+  );
   assert.equal(reply.toString(), "ping:os:admin");
 });

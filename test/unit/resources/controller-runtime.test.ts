@@ -132,7 +132,9 @@ describe("ControllerRuntime", () => {
     logs.restore();
     ac.abort();
     assert.equal(state.get<Num>(NS, OUT, "ok")?.spec.n, 3);
-    const failures = logs.lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((r) => r.msg === "controller failed");
+    const failures = logs.lines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((r) => r.msg === "controller failed");
     assert.equal(failures.length, 2);
     assert.equal(failures[0]!.component, "controller-runtime");
     assert.equal(failures[0]!.controller, "test.Flaky");
@@ -183,7 +185,12 @@ describe("ControllerRuntime", () => {
   it("lists dependencies", () => {
     const rt = new ControllerRuntime(new ResourceState());
     rt.register(doubler());
-    rt.register({ name: "test.Single", inputs: [{ namespace: NS, type: OUT, id: "a", kind: "weak" }], outputs: [{ type: "Triples.test.dev" }], reconcile: async () => {} });
+    rt.register({
+      name: "test.Single",
+      inputs: [{ namespace: NS, type: OUT, id: "a", kind: "weak" }],
+      outputs: [{ type: "Triples.test.dev" }],
+      reconcile: async () => {},
+    });
     assert.deepEqual(rt.dependencies(), [
       { controllerName: "test.DoublerController", edgeType: "inputStrong", namespace: NS, type: IN },
       { controllerName: "test.DoublerController", edgeType: "outputExclusive", namespace: "", type: OUT },

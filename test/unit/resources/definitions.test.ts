@@ -60,17 +60,28 @@ describe("resource definitions", () => {
   });
 
   it("rejects malformed type strings", () => {
-    assert.throws(() => defineResource({ type: "lowercase.talos.dev", defaultNamespace: "x", protoSpecType: "x", toProto: () => ({}) }));
-    assert.throws(() => defineResource({ type: "NoSuffix", defaultNamespace: "x", protoSpecType: "x", toProto: () => ({}) }));
+    assert.throws(() =>
+      defineResource({ type: "lowercase.talos.dev", defaultNamespace: "x", protoSpecType: "x", toProto: () => ({}) }),
+    );
+    assert.throws(() =>
+      defineResource({ type: "NoSuffix", defaultNamespace: "x", protoSpecType: "x", toProto: () => ({}) }),
+    );
   });
 
   it("registers namespaces and definitions as resources in meta", () => {
     const state = new ResourceState();
     registerCatalog(state, [
-      { type: "LinkStatuses.net.talos.dev", defaultNamespace: "network", aliases: ["link", "links"], protoSpecType: "talos.resource.definitions.network.LinkStatusSpec", toProto: () => ({}) },
+      {
+        type: "LinkStatuses.net.talos.dev",
+        defaultNamespace: "network",
+        aliases: ["link", "links"],
+        protoSpecType: "talos.resource.definitions.network.LinkStatusSpec",
+        toProto: () => ({}),
+      },
     ]);
     const nsIds = state.list("meta", NAMESPACE_TYPE).map((r) => r.metadata.id);
-    for (const ns of ["meta", "config", "runtime", "secrets", "network", "cluster", "k8s", "etcd", "controlplane"]) assert.ok(nsIds.includes(ns), ns);
+    for (const ns of ["meta", "config", "runtime", "secrets", "network", "cluster", "k8s", "etcd", "controlplane"])
+      assert.ok(nsIds.includes(ns), ns);
     const rd = state.get<ResourceDefinitionSpec>("meta", RESOURCE_DEFINITION_TYPE, "machineconfigs.config.talos.dev");
     assert.equal(rd?.spec.type, "MachineConfigs.config.talos.dev");
     assert.equal(rd?.spec.defaultNamespace, "config");
@@ -121,18 +132,38 @@ describe("resource definitions", () => {
     const text = "version: v1alpha1\nmachine: {}\n";
     const cfg = { toYaml: () => text };
     assert.equal(yamlSpec(machineConfigDefinition, cfg), text);
-    assert.equal(decode("resource.config.MachineConfigSpec", encodeSpec(machineConfigDefinition, cfg)).yaml_marshalled!.toString(), text);
+    assert.equal(
+      decode("resource.config.MachineConfigSpec", encodeSpec(machineConfigDefinition, cfg)).yaml_marshalled!.toString(),
+      text,
+    );
     assert.equal(yamlSpec(machineTypeDefinition, "controlplane"), "controlplane\n");
-    assert.equal(decode("resource.config.MachineTypeSpec", encodeSpec(machineTypeDefinition, "controlplane")).machine_type, 2);
+    assert.equal(
+      decode("resource.config.MachineTypeSpec", encodeSpec(machineTypeDefinition, "controlplane")).machine_type,
+      2,
+    );
 
-    const ms: MachineStatusSpec = { stage: "shutting down", status: { ready: false, unmetConditions: [{ name: "time", reason: "not synced" }] } };
+    const ms: MachineStatusSpec = {
+      stage: "shutting down",
+      status: { ready: false, unmetConditions: [{ name: "time", reason: "not synced" }] },
+    };
     const msg = decode("talos.resource.definitions.runtime.MachineStatusSpec", encodeSpec(machineStatusDefinition, ms));
     assert.equal(msg.stage, 6);
-    assert.deepEqual((msg.status as { unmet_conditions: unknown }).unmet_conditions, [{ name: "time", reason: "not synced" }]);
-    assert.equal(yamlSpec(machineStatusDefinition, ms), "stage: shutting down\nstatus:\n    ready: false\n    unmetConditions:\n        - name: time\n          reason: not synced\n");
+    assert.deepEqual((msg.status as { unmet_conditions: unknown }).unmet_conditions, [
+      { name: "time", reason: "not synced" },
+    ]);
+    assert.equal(
+      yamlSpec(machineStatusDefinition, ms),
+      "stage: shutting down\nstatus:\n    ready: false\n    unmetConditions:\n        - name: time\n          reason: not synced\n",
+    );
 
     const os = osRootDefinition;
-    const spec = { issuingCA: { crt: "CRT", key: "KEY" }, acceptedCAs: [{ crt: "CRT" }], certSANIPs: ["10.5.0.2"], certSANDNSNames: ["node"], token: "abc.def" };
+    const spec = {
+      issuingCA: { crt: "CRT", key: "KEY" },
+      acceptedCAs: [{ crt: "CRT" }],
+      certSANIPs: ["10.5.0.2"],
+      certSANDNSNames: ["node"],
+      token: "abc.def",
+    };
     const dec = decode("talos.resource.definitions.secrets.OSRootSpec", encodeSpec(os, spec));
     assert.deepEqual((dec.cert_sani_ps as { ip: Buffer }[])[0]!.ip, Buffer.from([10, 5, 0, 2]));
     assert.equal((dec.issuing_ca as { key: Buffer }).key.toString(), "KEY");
@@ -146,7 +177,11 @@ describe("resource definitions", () => {
       assert.ok(nsNames.includes(def.defaultNamespace), def.type);
       assert.equal(def.id, def.type.toLowerCase());
     }
-    for (const t of ["OSRootSecrets.secrets.talos.dev", "ApiCertificates.secrets.talos.dev", "CertSANs.secrets.talos.dev"]) {
+    for (const t of [
+      "OSRootSecrets.secrets.talos.dev",
+      "ApiCertificates.secrets.talos.dev",
+      "CertSANs.secrets.talos.dev",
+    ]) {
       assert.equal(catalogDefinitions.find((d) => d.type === t)?.sensitive, true, t);
     }
   });
@@ -154,7 +189,14 @@ describe("resource definitions", () => {
   it("encodes nested and enum fields through custom and generic mappers", () => {
     const member = decode(
       "talos.resource.definitions.cluster.MemberSpec",
-      encodeSpec(memberDefinition, { nodeId: "n1", addresses: ["10.5.0.2"], hostname: "cp1", machineType: "controlplane", operatingSystem: "Basalt", controlPlane: { apiServerPort: 6443 } }),
+      encodeSpec(memberDefinition, {
+        nodeId: "n1",
+        addresses: ["10.5.0.2"],
+        hostname: "cp1",
+        machineType: "controlplane",
+        operatingSystem: "Basalt",
+        controlPlane: { apiServerPort: 6443 },
+      }),
     );
     assert.equal(member.machine_type, 2);
     assert.equal((member.control_plane as { api_server_port: number }).api_server_port, 6443);
@@ -162,15 +204,26 @@ describe("resource definitions", () => {
       "talos.resource.definitions.extensions.Layer",
       encodeSpec(extensionStatusDefinition, {
         image: "000.sqsh",
-        metadata: { name: "gvisor", version: "1.0", author: "a", description: "d", compatibility: { talos: { version: ">= v1.7.0" } } },
+        metadata: {
+          name: "gvisor",
+          version: "1.0",
+          author: "a",
+          description: "d",
+          compatibility: { talos: { version: ">= v1.7.0" } },
+        },
       }),
     );
-    assert.equal((ext.metadata as { compatibility: { talos: { version: string } } }).compatibility.talos.version, ">= v1.7.0");
+    assert.equal(
+      (ext.metadata as { compatibility: { talos: { version: string } } }).compatibility.talos.version,
+      ">= v1.7.0",
+    );
   });
 
   it("quotes YAML strings as yaml.v3 does", () => {
-    assert.equal(marshalGoYaml({ a: "{@}", b: "123", c: "", d: "yes", e: "10.0.0.2/24", f: "00:11:22:33:44:55", g: "x\ny\n" }),
-      'a: \'{@}\'\nb: "123"\nc: ""\nd: "yes"\ne: 10.0.0.2/24\nf: "00:11:22:33:44:55"\ng: |\n    x\n    y\n');
+    assert.equal(
+      marshalGoYaml({ a: "{@}", b: "123", c: "", d: "yes", e: "10.0.0.2/24", f: "00:11:22:33:44:55", g: "x\ny\n" }),
+      'a: \'{@}\'\nb: "123"\nc: ""\nd: "yes"\ne: 10.0.0.2/24\nf: "00:11:22:33:44:55"\ng: |\n    x\n    y\n',
+    );
   });
 
   it("parses IPs and prefixes into NetIP bytes", () => {

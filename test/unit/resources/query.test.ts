@@ -48,7 +48,13 @@ describe("label and id queries", () => {
     assert.equal(refused("((("), 'invalid id query regexp "(((": error parsing regexp: missing closing ): `(((`');
     assert.equal(refused("a)"), 'invalid id query regexp "a)": error parsing regexp: unexpected ): `a)`');
     assert.equal(refused("x[ab"), 'invalid id query regexp "x[ab": error parsing regexp: missing closing ]: `[ab`');
-    assert.equal(refused("*a"), 'invalid id query regexp "*a": error parsing regexp: missing argument to repetition operator: `*`');
-    assert.equal(refused("ab\\"), 'invalid id query regexp "ab\\\\": error parsing regexp: trailing backslash at end of expression: ``');
+    assert.equal(
+      refused("*a"),
+      'invalid id query regexp "*a": error parsing regexp: missing argument to repetition operator: `*`',
+    );
+    assert.equal(
+      refused("ab\\"),
+      'invalid id query regexp "ab\\\\": error parsing regexp: trailing backslash at end of expression: ``',
+    );
   });
 });

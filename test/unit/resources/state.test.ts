@@ -170,7 +170,9 @@ describe("ResourceState", () => {
     s.watch<Spec>({ namespace: NS, type: T }, { signal: ac.signal }, (e) => {
       if (e.type === "created" && e.resource.metadata.id === "a") s.create(thing("reaction", "x"), { owner: "" });
     });
-    s.watch<Spec>({ namespace: NS, type: T }, { signal: ac.signal }, (e) => seenByB.push(`${e.type}:${e.resource.metadata.id}`));
+    s.watch<Spec>({ namespace: NS, type: T }, { signal: ac.signal }, (e) =>
+      seenByB.push(`${e.type}:${e.resource.metadata.id}`),
+    );
     s.create(thing("a", "x"), { owner: "" });
     assert.deepEqual(seenByB, ["created:a", "created:reaction"]);
     ac.abort();

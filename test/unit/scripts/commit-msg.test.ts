@@ -40,7 +40,12 @@ test("commit-msg: a scoped imperative header, a blank line and a body pass; so d
 });
 
 test("commit-msg: git's comment lines and the verbose diff are not part of the message", () => {
-  const message = "sys: one host:port splitter" + body + "# Please enter the commit message\n# ------------------------ >8 ------------------------\ndiff --git a/x b/x\n" + "+".repeat(200) + "\n";
+  const message =
+    "sys: one host:port splitter" +
+    body +
+    "# Please enter the commit message\n# ------------------------ >8 ------------------------\ndiff --git a/x b/x\n" +
+    "+".repeat(200) +
+    "\n";
   assert.equal(check(message).status, 0);
 });
 
@@ -71,7 +76,22 @@ test("commit-msg: each broken rule is named", () => {
 
 test("commit-msg: the hook refuses a commit with a bad message and keeps one with a good message; --since names the bad ones", () => {
   const dir = mkdtempSync(path.join(tmpdir(), "commit-msg-repo-"));
-  const git = (...args: string[]) => execFileSync("git", ["-C", dir, "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", `core.hooksPath=${path.dirname(hook)}`, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  const git = (...args: string[]) =>
+    execFileSync(
+      "git",
+      [
+        "-C",
+        dir,
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@example.com",
+        "-c",
+        `core.hooksPath=${path.dirname(hook)}`,
+        ...args,
+      ],
+      { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] },
+    );
   try {
     execFileSync("git", ["init", "-q", dir]);
     // The hook runs the checker of the repository it is in.
@@ -80,11 +100,25 @@ test("commit-msg: the hook refuses a commit with a bad message and keeps one wit
     git("add", "-A");
     git("commit", "-q", "-m", "scripts: add the message checker", "-m", "So every commit reads as history.");
     const base = git("rev-parse", "HEAD").trim();
-    assert.throws(() => git("commit", "-q", "--allow-empty", "-m", "fixed things"), /the header is not `scope: subject`/);
+    assert.throws(
+      () => git("commit", "-q", "--allow-empty", "-m", "fixed things"),
+      /the header is not `scope: subject`/,
+    );
     assert.equal(git("rev-parse", "HEAD").trim(), base);
-    git("commit", "-q", "--allow-empty", "-m", "scripts: keep an empty commit", "-m", "To prove the hook lets it through.");
+    git(
+      "commit",
+      "-q",
+      "--allow-empty",
+      "-m",
+      "scripts: keep an empty commit",
+      "-m",
+      "To prove the hook lets it through.",
+    );
     git("commit", "-q", "--allow-empty", "--no-verify", "-m", "scripts: Updates things");
-    const r = spawnSync(process.execPath, [path.join(dir, "scripts", "commit-msg.mjs"), "--since", base], { cwd: dir, encoding: "utf8" });
+    const r = spawnSync(process.execPath, [path.join(dir, "scripts", "commit-msg.mjs"), "--since", base], {
+      cwd: dir,
+      encoding: "utf8",
+    });
     assert.equal(r.status, 1);
     assert.match(r.stdout, /2 commits after [0-9a-f]{12} checked, 1 with problems/);
     assert.match(r.stderr, /scripts: Updates things\n {2}- the subject starts with "updates"/);

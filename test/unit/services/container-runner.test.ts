@@ -29,7 +29,16 @@ test("a task whose wait fails while containerd is gone still reports its exit; t
   const runner = new ContainerRunner({
     id: "ext-hello",
     client: () => client,
-    process: async () => ({ args: ["/hello"], env: [], rootfs: dir, readonlyRootfs: true, mounts: [], cgroupsPath: "/system/extensions/hello", hostFiles: {}, heldCapabilities: new Set() }),
+    process: async () => ({
+      args: ["/hello"],
+      env: [],
+      rootfs: dir,
+      readonlyRootfs: true,
+      mounts: [],
+      cgroupsPath: "/system/extensions/hello",
+      hostFiles: {},
+      heldCapabilities: new Set(),
+    }),
     logFile: path.join(dir, "log", "ext-hello.log"),
   });
   const exit = new Promise<Error | undefined>((resolve) => void runner.start(resolve).then(() => loseContainerd()));

@@ -4,8 +4,17 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { test } from "node:test";
 import { registerCatalog } from "../../../agent/src/resources/catalog/index.js";
-import { networkDefinitions, NETWORK_NAMESPACE, NetworkStatusId, NetworkStatusType } from "../../../agent/src/resources/catalog/network.js";
-import { SECRETS_NAMESPACE, ApiCertificatesType, ApiCertificatesId } from "../../../agent/src/resources/catalog/secrets.js";
+import {
+  networkDefinitions,
+  NETWORK_NAMESPACE,
+  NetworkStatusId,
+  NetworkStatusType,
+} from "../../../agent/src/resources/catalog/network.js";
+import {
+  SECRETS_NAMESPACE,
+  ApiCertificatesType,
+  ApiCertificatesId,
+} from "../../../agent/src/resources/catalog/secrets.js";
 import { ResourceState } from "../../../agent/src/resources/state.js";
 import { allOf, networkReady, pathExists, resourceExists, timeSynced } from "../../../agent/src/services/conditions.js";
 import type { Condition, ServiceRunner } from "../../../agent/src/services/service.js";
@@ -22,7 +31,13 @@ function gate(): Condition & { open(): void } {
   return {
     description: "the gate",
     open,
-    wait: (signal) => Promise.race([opened, new Promise<never>((_, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true }))]),
+    wait: (signal) =>
+      Promise.race([
+        opened,
+        new Promise<never>((_, reject) =>
+          signal.addEventListener("abort", () => reject(signal.reason), { once: true }),
+        ),
+      ]),
   };
 }
 
@@ -32,7 +47,13 @@ test("a service waits (state Waiting, Talos's wording) until its dependencies ru
   const sup = new Supervisor({ healthIntervalMs: 60_000 });
   const log: string[] = [];
   const g = gate();
-  const apid = sup.start({ id: "apid", dependsOn: ["containerd"], conditions: [g], runner: runner(log, "apid"), restart: "never" });
+  const apid = sup.start({
+    id: "apid",
+    dependsOn: ["containerd"],
+    conditions: [g],
+    runner: runner(log, "apid"),
+    restart: "never",
+  });
   await tick();
   assert.equal(sup.get("apid")?.state, "Waiting");
   assert.equal(sup.get("apid")?.events.at(-1)?.msg, 'Waiting for service "containerd" to be "up", the gate');
@@ -43,10 +64,14 @@ test("a service waits (state Waiting, Talos's wording) until its dependencies ru
   await apid;
   assert.equal(sup.get("apid")?.state, "Running");
   assert.deepEqual(log, ["start containerd", "start apid"]);
-  assert.deepEqual(sup.get("apid")?.events.filter((e) => e.state === "Waiting").map((e) => e.msg), [
-    'Waiting for service "containerd" to be "up", the gate',
-    "Waiting for the gate",
-  ], "once containerd is up, the event names what is still awaited (as Talos)");
+  assert.deepEqual(
+    sup
+      .get("apid")
+      ?.events.filter((e) => e.state === "Waiting")
+      .map((e) => e.msg),
+    ['Waiting for service "containerd" to be "up", the gate', "Waiting for the gate"],
+    "once containerd is up, the event names what is still awaited (as Talos)",
+  );
 });
 
 test("a dependency is up once Running and healthy (Talos's StateEventUp), or once Finished", async (t) => {
@@ -58,9 +83,18 @@ test("a dependency is up once Running and healthy (Talos's StateEventUp), or onc
     if (!serving) throw new Error("not serving");
   };
   await sup.start({ id: "containerd", runner: { ...runner(log, "containerd"), health }, restart: "never" });
-  const ext = sup.start({ id: "ext-hello", dependsOn: ["containerd"], runner: runner(log, "ext-hello"), restart: "never" });
+  const ext = sup.start({
+    id: "ext-hello",
+    dependsOn: ["containerd"],
+    runner: runner(log, "ext-hello"),
+    restart: "never",
+  });
   await tick();
-  assert.deepEqual([sup.get("containerd")?.state, sup.get("ext-hello")?.state], ["Running", "Waiting"], "Running but unhealthy is not up");
+  assert.deepEqual(
+    [sup.get("containerd")?.state, sup.get("ext-hello")?.state],
+    ["Running", "Waiting"],
+    "Running but unhealthy is not up",
+  );
   serving = true;
   t.mock.timers.tick(1000);
   await ext;
@@ -76,11 +110,27 @@ test("stopAll stops dependents before what they depend on; pre runs before the s
   const sup = new Supervisor({ healthIntervalMs: 60_000 });
   const log: string[] = [];
   await sup.start({ id: "containerd", runner: runner(log, "containerd"), restart: "never" });
-  await sup.start({ id: "apid", dependsOn: ["containerd"], runner: runner(log, "apid"), restart: "never", pre: async () => void log.push("pre apid"), post: async () => void log.push("post apid") });
+  await sup.start({
+    id: "apid",
+    dependsOn: ["containerd"],
+    runner: runner(log, "apid"),
+    restart: "never",
+    pre: async () => void log.push("pre apid"),
+    post: async () => void log.push("post apid"),
+  });
   await sup.start({ id: "udevd", runner: runner(log, "udevd"), restart: "never" });
   // Latest first (udevd), except that containerd waits for apid, which depends on it.
   await sup.stopAll();
-  assert.deepEqual(log, ["start containerd", "pre apid", "start apid", "start udevd", "stop udevd", "stop apid", "post apid", "stop containerd"]);
+  assert.deepEqual(log, [
+    "start containerd",
+    "pre apid",
+    "start apid",
+    "start udevd",
+    "stop udevd",
+    "stop apid",
+    "post apid",
+    "stop containerd",
+  ]);
 });
 
 test("a service stopped while it waits never starts: Failed with Talos's canceled condition", async () => {
@@ -90,11 +140,14 @@ test("a service stopped while it waits never starts: Failed with Talos's cancele
   await tick();
   await sup.stop("apid");
   await starting;
-  assert.deepEqual(sup.get("apid")?.events.map((e) => [e.state, e.msg]), [
-    ["Starting", "Starting service"],
-    ["Waiting", "Waiting for the gate"],
-    ["Failed", "Condition failed: context canceled"],
-  ]);
+  assert.deepEqual(
+    sup.get("apid")?.events.map((e) => [e.state, e.msg]),
+    [
+      ["Starting", "Starting service"],
+      ["Waiting", "Waiting for the gate"],
+      ["Failed", "Condition failed: context canceled"],
+    ],
+  );
   assert.deepEqual(log, []);
 });
 
@@ -105,14 +158,36 @@ test("a condition that fails ends the service Failed with Talos's text, whatever
     const log: string[] = [];
     const other = gate();
     let otherAborted = false;
-    const failing: Condition = { description: "file \"/x\" to exist", wait: async () => { throw new Error("stat /x: permission denied"); } };
-    const watched: Condition = { description: other.description, wait: (signal) => { signal.addEventListener("abort", () => (otherAborted = true)); return other.wait(signal); } };
-    await sup.start({ id: "svc", conditions: [watched, failing], runner: runner(log, "svc"), restart, pre: async () => void log.push("pre"), post: async () => void log.push("post") });
-    assert.deepEqual(sup.get("svc")?.events.map((e) => [e.state, e.msg]), [
-      ["Starting", "Starting service"],
-      ["Waiting", 'Waiting for the gate, file "/x" to exist'],
-      ["Failed", "Condition failed: stat /x: permission denied"],
-    ], restart);
+    const failing: Condition = {
+      description: 'file "/x" to exist',
+      wait: async () => {
+        throw new Error("stat /x: permission denied");
+      },
+    };
+    const watched: Condition = {
+      description: other.description,
+      wait: (signal) => {
+        signal.addEventListener("abort", () => (otherAborted = true));
+        return other.wait(signal);
+      },
+    };
+    await sup.start({
+      id: "svc",
+      conditions: [watched, failing],
+      runner: runner(log, "svc"),
+      restart,
+      pre: async () => void log.push("pre"),
+      post: async () => void log.push("post"),
+    });
+    assert.deepEqual(
+      sup.get("svc")?.events.map((e) => [e.state, e.msg]),
+      [
+        ["Starting", "Starting service"],
+        ["Waiting", 'Waiting for the gate, file "/x" to exist'],
+        ["Failed", "Condition failed: stat /x: permission denied"],
+      ],
+      restart,
+    );
     assert.equal(otherAborted, true, "the wait that had not ended is ended");
     t.mock.timers.tick(120_000);
     await tick();
@@ -127,7 +202,10 @@ test("conditions: resourceExists (with a predicate), networkReady, timeSynced, p
   t.after(() => ac.abort());
   const held = (c: Condition) => {
     let done = false;
-    c.wait(ac.signal).then(() => (done = true), () => undefined);
+    c.wait(ac.signal).then(
+      () => (done = true),
+      () => undefined,
+    );
     return () => done;
   };
   const cert = held(resourceExists(state, SECRETS_NAMESPACE, ApiCertificatesType, ApiCertificatesId));
@@ -136,11 +214,25 @@ test("conditions: resourceExists (with a predicate), networkReady, timeSynced, p
   await tick();
   assert.deepEqual([cert(), net(), time()], [false, false, false]);
   state.modify(SECRETS_NAMESPACE, ApiCertificatesType, ApiCertificatesId, "test", () => ({}) as never);
-  state.modify(NETWORK_NAMESPACE, NetworkStatusType, NetworkStatusId, "test", () => ({ addressReady: true, connectivityReady: false, hostnameReady: false, etcFilesReady: false }));
+  state.modify(NETWORK_NAMESPACE, NetworkStatusType, NetworkStatusId, "test", () => ({
+    addressReady: true,
+    connectivityReady: false,
+    hostnameReady: false,
+    etcFilesReady: false,
+  }));
   await tick();
   assert.deepEqual([cert(), net(), time()], [true, false, false]);
-  state.modify(NETWORK_NAMESPACE, NetworkStatusType, NetworkStatusId, "test", () => ({ addressReady: true, connectivityReady: false, hostnameReady: true, etcFilesReady: false }));
-  state.modify("runtime", "TimeStatuses.v1alpha1.talos.dev", "node", "test", () => ({ synced: true, epoch: 0, syncDisabled: false }));
+  state.modify(NETWORK_NAMESPACE, NetworkStatusType, NetworkStatusId, "test", () => ({
+    addressReady: true,
+    connectivityReady: false,
+    hostnameReady: true,
+    etcFilesReady: false,
+  }));
+  state.modify("runtime", "TimeStatuses.v1alpha1.talos.dev", "node", "test", () => ({
+    synced: true,
+    epoch: 0,
+    syncDisabled: false,
+  }));
   await tick();
   assert.deepEqual([cert(), net(), time()], [true, true, true]);
 

@@ -19,23 +19,49 @@ const base = { spec, dataDir: paths.dataDir, pkiDir: paths.pkiDir };
 test("etcd's flags are Talos's, sorted, for each way a start forms the cluster", () => {
   assert.deepEqual(etcdArgs({ ...base, mode: { kind: "new" } }), fixture("controlplane-bootstrap.args"));
   assert.deepEqual(etcdArgs({ ...base, mode: { kind: "existing" } }), fixture("controlplane-existing.args"));
-  assert.deepEqual(etcdArgs({ ...base, mode: { kind: "join", initialCluster: "cp-0=https://10.5.0.1:2380,cp-1=https://10.5.0.2:2380" } }), fixture("controlplane-join.args"));
+  assert.deepEqual(
+    etcdArgs({
+      ...base,
+      mode: { kind: "join", initialCluster: "cp-0=https://10.5.0.1:2380,cp-1=https://10.5.0.2:2380" },
+    }),
+    fixture("controlplane-join.args"),
+  );
   assert.deepEqual(etcdArgs({ ...base, mode: { kind: "existing" }, init: true }), fixture("init-existing.args"));
 });
 
 test("extraArgs may set the cluster-forming flags but not the fixed ones", () => {
-  const withExtra = (extraArgs: Record<string, string>) => etcdArgs({ ...base, spec: { ...spec, extraArgs }, mode: { kind: "new" } });
-  const args = withExtra({ "initial-cluster": "a=https://1.2.3.4:2380", "advertise-client-urls": "https://1.2.3.4:2379" });
+  const withExtra = (extraArgs: Record<string, string>) =>
+    etcdArgs({ ...base, spec: { ...spec, extraArgs }, mode: { kind: "new" } });
+  const args = withExtra({
+    "initial-cluster": "a=https://1.2.3.4:2380",
+    "advertise-client-urls": "https://1.2.3.4:2379",
+  });
   assert.ok(args.includes("--initial-cluster=a=https://1.2.3.4:2380"));
   assert.ok(args.includes("--advertise-client-urls=https://1.2.3.4:2379"));
   assert.equal(args.filter((a) => a.startsWith("--initial-cluster=")).length, 1);
-  for (const key of ["data-dir", "name", "listen-client-urls", "cert-file", "peer-trusted-ca-file", "experimental-initial-corrupt-check"]) {
-    assert.throws(() => withExtra({ [key]: "x" }), (err: unknown) => err instanceof EtcdExtraArgError && err.message === `extra arg "${key}" is not allowed`);
+  for (const key of [
+    "data-dir",
+    "name",
+    "listen-client-urls",
+    "cert-file",
+    "peer-trusted-ca-file",
+    "experimental-initial-corrupt-check",
+  ]) {
+    assert.throws(
+      () => withExtra({ [key]: "x" }),
+      (err: unknown) => err instanceof EtcdExtraArgError && err.message === `extra arg "${key}" is not allowed`,
+    );
   }
 });
 
 test("IPv6 addresses are bracketed in etcd's URLs", () => {
-  const v6: EtcdSpecSpec = { ...spec, extraArgs: {}, advertisedAddresses: ["fd00::2"], listenPeerAddresses: ["::"], listenClientAddresses: ["::"] };
+  const v6: EtcdSpecSpec = {
+    ...spec,
+    extraArgs: {},
+    advertisedAddresses: ["fd00::2"],
+    listenPeerAddresses: ["::"],
+    listenClientAddresses: ["::"],
+  };
   const args = etcdArgs({ ...base, spec: v6, mode: { kind: "new" } });
   assert.ok(args.includes("--initial-cluster=cp-1=https://[fd00::2]:2380"));
   assert.ok(args.includes("--listen-client-urls=https://[::]:2379"));
@@ -61,7 +87,10 @@ test("etcdProcess: the image, Talos's mounts, user 60, host network and env", ()
 test("etcd from its image: Talos's process over the image, no capabilities, host files", () => {
   const proc = etcdProcess(spec, { mode: { kind: "existing" }, paths });
   const held = new Set(["CAP_SYS_ADMIN"]);
-  const p = etcdImageProcess(proc, { hostFiles: { hosts: "/etc/hosts", resolvConf: "/system/resolved/resolv.conf" }, heldCapabilities: held });
+  const p = etcdImageProcess(proc, {
+    hostFiles: { hosts: "/etc/hosts", resolvConf: "/system/resolved/resolv.conf" },
+    heldCapabilities: held,
+  });
   assert.deepEqual(p, {
     args: proc.args,
     env: proc.env,

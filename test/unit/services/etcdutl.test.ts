@@ -13,7 +13,16 @@ import { ContainerRunner } from "../../../agent/src/services/containerd/runner.j
 import { etcdutlImageProcess } from "../../../agent/src/services/definitions/etcdutl-image.js";
 import type { ContainerdClient } from "../../../agent/src/sys/containerd/client.js";
 import { etcdPaths } from "../../../agent/src/sys/etcd/paths.js";
-import { EtcdRestoreError, hostEtcdutl, restoreSnapshot, snapshotRestoreArgs, snapshotStatus, snapshotStatusArgs, type Etcdutl, type EtcdutlResult } from "../../../agent/src/sys/etcd/restore.js";
+import {
+  EtcdRestoreError,
+  hostEtcdutl,
+  restoreSnapshot,
+  snapshotRestoreArgs,
+  snapshotStatus,
+  snapshotStatusArgs,
+  type Etcdutl,
+  type EtcdutlResult,
+} from "../../../agent/src/sys/etcd/restore.js";
 import { nodePaths } from "../../../agent/src/sys/paths.js";
 
 const paths = etcdPaths(nodePaths);
@@ -33,9 +42,17 @@ function fakeEtcdutl(result: EtcdutlResult): { etcdutl: Etcdutl; calls: string[]
 }
 
 test("etcdutl's arguments: status as JSON, restore into the data directory as a new one-member cluster", () => {
-  assert.deepEqual(snapshotStatusArgs("/var/lib/etcd.snapshot"), ["snapshot", "status", "/var/lib/etcd.snapshot", "-w", "json"]);
+  assert.deepEqual(snapshotStatusArgs("/var/lib/etcd.snapshot"), [
+    "snapshot",
+    "status",
+    "/var/lib/etcd.snapshot",
+    "-w",
+    "json",
+  ]);
   assert.deepEqual(snapshotRestoreArgs(restore), [
-    "snapshot", "restore", "/var/lib/etcd.snapshot",
+    "snapshot",
+    "restore",
+    "/var/lib/etcd.snapshot",
     "--name=cp-1",
     "--data-dir=/var/lib/etcd",
     "--initial-cluster=cp-1=https://10.5.0.2:2380,https://[fd00::2]:2380",
@@ -46,21 +63,53 @@ test("etcdutl's arguments: status as JSON, restore into the data directory as a 
 
 test("a status is etcdutl's JSON; a failed run is named with etcdutl's error, as Talos words the library's", async () => {
   // A log line of etcdutl's around it is no status.
-  const ok = fakeEtcdutl({ exitCode: 0, output: '{"level":"info","msg":"x"}\n{"hash":3735928559,"revision":12,"totalKey":9,"totalSize":20480}\n{"level":"warn"}\n' });
-  assert.deepEqual(await snapshotStatus(ok.etcdutl, "/var/lib/etcd.snapshot"), { hash: 3735928559, revision: 12, totalKey: 9, totalSize: 20480 });
+  const ok = fakeEtcdutl({
+    exitCode: 0,
+    output:
+      '{"level":"info","msg":"x"}\n{"hash":3735928559,"revision":12,"totalKey":9,"totalSize":20480}\n{"level":"warn"}\n',
+  });
+  assert.deepEqual(await snapshotStatus(ok.etcdutl, "/var/lib/etcd.snapshot"), {
+    hash: 3735928559,
+    revision: 12,
+    totalKey: 9,
+    totalSize: 20480,
+  });
   assert.deepEqual(ok.calls, [["snapshot", "status", "/var/lib/etcd.snapshot", "-w", "json"]]);
 
   const bad = fakeEtcdutl({ exitCode: 1, output: '{"level":"info"}\nError: snapshot file integrity check failed\n' });
-  await assert.rejects(snapshotStatus(bad.etcdutl, "/s"), (err: unknown) => err instanceof EtcdRestoreError && err.message === "error verifying snapshot: snapshot file integrity check failed" && err.fields.exitCode === 1);
-  await assert.rejects(restoreSnapshot(bad.etcdutl, restore), (err: unknown) => err instanceof EtcdRestoreError && err.message === "error recovering from the snapshot: snapshot file integrity check failed");
+  await assert.rejects(
+    snapshotStatus(bad.etcdutl, "/s"),
+    (err: unknown) =>
+      err instanceof EtcdRestoreError &&
+      err.message === "error verifying snapshot: snapshot file integrity check failed" &&
+      err.fields.exitCode === 1,
+  );
+  await assert.rejects(
+    restoreSnapshot(bad.etcdutl, restore),
+    (err: unknown) =>
+      err instanceof EtcdRestoreError &&
+      err.message === "error recovering from the snapshot: snapshot file integrity check failed",
+  );
   const silent = fakeEtcdutl({ exitCode: 2, output: "" });
-  await assert.rejects(restoreSnapshot(silent.etcdutl, restore), /^EtcdRestoreError: error recovering from the snapshot: exit code 2$/);
+  await assert.rejects(
+    restoreSnapshot(silent.etcdutl, restore),
+    /^EtcdRestoreError: error recovering from the snapshot: exit code 2$/,
+  );
 
   for (const output of ["hash 1", '{"hash":1}', "{not json"]) {
-    await assert.rejects(snapshotStatus(fakeEtcdutl({ exitCode: 0, output }).etcdutl, "/s"), /^EtcdRestoreError: error verifying snapshot: etcdutl printed no status with hash, revision, totalKey and totalSize$/);
+    await assert.rejects(
+      snapshotStatus(fakeEtcdutl({ exitCode: 0, output }).etcdutl, "/s"),
+      /^EtcdRestoreError: error verifying snapshot: etcdutl printed no status with hash, revision, totalKey and totalSize$/,
+    );
   }
   const unrunnable: Etcdutl = async () => Promise.reject(new Error("no image"));
-  await assert.rejects(restoreSnapshot(unrunnable, restore), (err: unknown) => err instanceof EtcdRestoreError && err.message === "error recovering from the snapshot" && (err.cause as Error).message === "no image");
+  await assert.rejects(
+    restoreSnapshot(unrunnable, restore),
+    (err: unknown) =>
+      err instanceof EtcdRestoreError &&
+      err.message === "error recovering from the snapshot" &&
+      (err.cause as Error).message === "no image",
+  );
 });
 
 test("the host etcdutl: its exit code and its stdout then stderr; a missing program rejects", async (t) => {
@@ -70,13 +119,20 @@ test("the host etcdutl: its exit code and its stdout then stderr; a missing prog
   writeFileSync(program, '#!/bin/sh\necho "args: $*"\necho "Error: $2" >&2\nexit 3\n');
   chmodSync(program, 0o755);
   const etcdutl = hostEtcdutl(program)("ignored/etcd:v3.5.13");
-  assert.deepEqual(await etcdutl(["snapshot", "status"]), { exitCode: 3, output: "args: snapshot status\nError: status\n" });
+  assert.deepEqual(await etcdutl(["snapshot", "status"]), {
+    exitCode: 3,
+    output: "args: snapshot status\nError: status\n",
+  });
   await assert.rejects(hostEtcdutl(path.join(dir, "missing"))("x")(["version"]), /ENOENT/);
 });
 
 test("etcdutl from etcd's image: /usr/local/bin/etcdutl as root with CAP_DAC_OVERRIDE only, the data directory and the snapshot mounted", () => {
   const held = new Set(["CAP_SYS_ADMIN", "CAP_DAC_OVERRIDE"]);
-  const p = etcdutlImageProcess(snapshotStatusArgs(paths.recoverySnapshot), { paths, heldCapabilities: held, cgroupsPath: "/system/etcd" });
+  const p = etcdutlImageProcess(snapshotStatusArgs(paths.recoverySnapshot), {
+    paths,
+    heldCapabilities: held,
+    cgroupsPath: "/system/etcd",
+  });
   assert.deepEqual(p, {
     args: ["/usr/local/bin/etcdutl", "snapshot", "status", "/var/lib/etcd.snapshot", "-w", "json"],
     env: [],
@@ -85,16 +141,28 @@ test("etcdutl from etcd's image: /usr/local/bin/etcdutl as root with CAP_DAC_OVE
     readonlyRootfs: true,
     mounts: [
       { destination: "/var/lib/etcd", type: "bind", source: "/var/lib/etcd", options: ["rbind", "rw"] },
-      { destination: "/var/lib/etcd.snapshot", type: "bind", source: "/var/lib/etcd.snapshot", options: ["rbind", "ro"] },
+      {
+        destination: "/var/lib/etcd.snapshot",
+        type: "bind",
+        source: "/var/lib/etcd.snapshot",
+        options: ["rbind", "ro"],
+      },
     ],
     hostFiles: {},
     heldCapabilities: held,
     cgroupsPath: "/system/etcd",
   });
   assert.equal("cgroupsPath" in etcdutlImageProcess([], { paths, heldCapabilities: held }), false);
-  const spec = ociSpec({ ...p, rootfs: "rootfs", cgroupsPath: "/system/etcd" }) as { process: { user: unknown; capabilities: Record<string, string[]> }; root: unknown };
+  const spec = ociSpec({ ...p, rootfs: "rootfs", cgroupsPath: "/system/etcd" }) as {
+    process: { user: unknown; capabilities: Record<string, string[]> };
+    root: unknown;
+  };
   assert.deepEqual(spec.process.user, { uid: 0, gid: 0 });
-  assert.deepEqual(spec.process.capabilities, { bounding: ["CAP_DAC_OVERRIDE"], effective: ["CAP_DAC_OVERRIDE"], permitted: ["CAP_DAC_OVERRIDE"] });
+  assert.deepEqual(spec.process.capabilities, {
+    bounding: ["CAP_DAC_OVERRIDE"],
+    effective: ["CAP_DAC_OVERRIDE"],
+    permitted: ["CAP_DAC_OVERRIDE"],
+  });
   assert.deepEqual(spec.root, { path: "rootfs", readonly: true });
 });
 
@@ -133,7 +201,16 @@ function oneShotRunner(client: ContainerdClient, dir: string): { runner: Contain
   const runner = new ContainerRunner({
     id: "etcdutl",
     client: () => client,
-    process: async () => ({ args: ["/etcdutl"], env: [], rootfs: dir, readonlyRootfs: true, mounts: [], cgroupsPath: "", hostFiles: {}, heldCapabilities: new Set() }),
+    process: async () => ({
+      args: ["/etcdutl"],
+      env: [],
+      rootfs: dir,
+      readonlyRootfs: true,
+      mounts: [],
+      cgroupsPath: "",
+      hostFiles: {},
+      heldCapabilities: new Set(),
+    }),
     logFile: file,
   });
   return { runner, file };
@@ -146,7 +223,12 @@ test("a one-shot task: its exit code and its output, read after the task is dele
   const { runner, file } = oneShotRunner(client, dir);
   const result = await runToEnd(runner, "etcdutl", file);
   assert.deepEqual([result.exitCode, result.output.toString()], [3, '{"level":"info"}\nError: bad\n']);
-  assert.deepEqual(calls, ["createContainer", `createTask file://${file} file://${file}`, "deleteTask", "deleteContainer"]);
+  assert.deepEqual(calls, [
+    "createContainer",
+    `createTask file://${file} file://${file}`,
+    "deleteTask",
+    "deleteContainer",
+  ]);
   assert.equal(existsSync(file), false);
 
   const clean = fakeContainerd({ out: "ok\n", exit: 0 });
@@ -164,7 +246,13 @@ test("an aborted one-shot task is stopped (SIGTERM) and cleaned up, and the run 
   const run = runToEnd(runner, "etcdutl", file, abort.signal);
   await running;
   abort.abort(new Error("etcd stopped"));
-  await assert.rejects(run, (err: unknown) => err instanceof TaskAbortedError && err.message === 'task "etcdutl" was stopped before it ended' && (err.cause as Error).message === "etcd stopped");
+  await assert.rejects(
+    run,
+    (err: unknown) =>
+      err instanceof TaskAbortedError &&
+      err.message === 'task "etcdutl" was stopped before it ended' &&
+      (err.cause as Error).message === "etcd stopped",
+  );
   assert.deepEqual(calls.slice(2), ["kill 15", "deleteTask", "deleteContainer"]);
   assert.equal(existsSync(file), false);
   await assert.rejects(runToEnd(runner, "etcdutl", file, abort.signal), TaskAbortedError);

@@ -14,40 +14,89 @@ import { chainIds } from "../../../agent/src/services/images/store.js";
 import { tarEntries } from "../../../agent/src/services/images/tar.js";
 
 test("parseReference normalizes as docker does", () => {
-  assert.deepEqual(parseReference("alpine"), { domain: "docker.io", path: "library/alpine", tag: "latest", name: "docker.io/library/alpine:latest" });
+  assert.deepEqual(parseReference("alpine"), {
+    domain: "docker.io",
+    path: "library/alpine",
+    tag: "latest",
+    name: "docker.io/library/alpine:latest",
+  });
   assert.equal(parseReference("alpine:3.19").name, "docker.io/library/alpine:3.19");
   assert.equal(parseReference("siderolabs/kubelet:v1.30.0").name, "docker.io/siderolabs/kubelet:v1.30.0");
   assert.equal(parseReference("ghcr.io/siderolabs/installer:v1.7.6").name, "ghcr.io/siderolabs/installer:v1.7.6");
-  assert.deepEqual(parseReference("localhost:5000/a/b"), { domain: "localhost:5000", path: "a/b", tag: "latest", name: "localhost:5000/a/b:latest" });
+  assert.deepEqual(parseReference("localhost:5000/a/b"), {
+    domain: "localhost:5000",
+    path: "a/b",
+    tag: "latest",
+    name: "localhost:5000/a/b:latest",
+  });
   const digest = `sha256:${"a".repeat(64)}`;
-  assert.deepEqual(parseReference(`registry.k8s.io/pause@${digest}`), { domain: "registry.k8s.io", path: "pause", digest, name: `registry.k8s.io/pause@${digest}` });
-  for (const bad of ["", "Bad//Ref", "a:b:c", "x@sha256:short"]) assert.throws(() => parseReference(bad), /invalid image reference/);
+  assert.deepEqual(parseReference(`registry.k8s.io/pause@${digest}`), {
+    domain: "registry.k8s.io",
+    path: "pause",
+    digest,
+    name: `registry.k8s.io/pause@${digest}`,
+  });
+  for (const bad of ["", "Bad//Ref", "a:b:c", "x@sha256:short"])
+    assert.throws(() => parseReference(bad), /invalid image reference/);
 });
 
 test("registryEndpoints: the registry itself over HTTPS, else its mirrors (or *), /v2 appended unless overridePath", () => {
-  assert.deepEqual(registryEndpoints(undefined, "docker.io").map((e) => e.base.href), ["https://registry-1.docker.io/v2"]);
-  assert.deepEqual(registryEndpoints(undefined, "ghcr.io").map((e) => e.base.href), ["https://ghcr.io/v2"]);
+  assert.deepEqual(
+    registryEndpoints(undefined, "docker.io").map((e) => e.base.href),
+    ["https://registry-1.docker.io/v2"],
+  );
+  assert.deepEqual(
+    registryEndpoints(undefined, "ghcr.io").map((e) => e.base.href),
+    ["https://ghcr.io/v2"],
+  );
   const reg = {
     mirrors: {
       "docker.io": { endpoints: ["http://10.0.0.1:5000", "https://mirror.example/cache/"] },
       "*": { endpoints: ["https://all.example/prefix"], overridePath: true },
     },
-    config: { "mirror.example": { tls: { insecureSkipVerify: true, ca: Buffer.from("CA").toString("base64") }, auth: { username: "u", password: "p" } } },
+    config: {
+      "mirror.example": {
+        tls: { insecureSkipVerify: true, ca: Buffer.from("CA").toString("base64") },
+        auth: { username: "u", password: "p" },
+      },
+    },
   };
   const eps = registryEndpoints(reg, "docker.io");
-  assert.deepEqual(eps.map((e) => e.base.href), ["http://10.0.0.1:5000/v2", "https://mirror.example/cache/v2"]);
+  assert.deepEqual(
+    eps.map((e) => e.base.href),
+    ["http://10.0.0.1:5000/v2", "https://mirror.example/cache/v2"],
+  );
   assert.deepEqual(eps[1]!.tls, { rejectUnauthorized: false, ca: Buffer.from("CA") });
   assert.deepEqual(eps[1]!.credentials, { username: "u", password: "p" });
   assert.equal(eps[0]!.credentials, undefined);
-  assert.deepEqual(registryEndpoints(reg, "quay.io").map((e) => e.base.href), ["https://all.example/prefix"]);
-  assert.throws(() => registryEndpoints({ mirrors: { "x.io": { endpoints: ["http://plain:5000"] } }, config: { "plain:5000": { tls: { insecureSkipVerify: true } } } }, "x.io"), /TLS config specified for non-HTTPS registry: "plain:5000"/);
+  assert.deepEqual(
+    registryEndpoints(reg, "quay.io").map((e) => e.base.href),
+    ["https://all.example/prefix"],
+  );
+  assert.throws(
+    () =>
+      registryEndpoints(
+        {
+          mirrors: { "x.io": { endpoints: ["http://plain:5000"] } },
+          config: { "plain:5000": { tls: { insecureSkipVerify: true } } },
+        },
+        "x.io",
+      ),
+    /TLS config specified for non-HTTPS registry: "plain:5000"/,
+  );
 });
 
 test("authCredentials: username/password, identity token, base64 auth (Talos's PrepareAuth)", () => {
   assert.deepEqual(authCredentials({ username: "a", password: "b" }, "h"), { username: "a", password: "b" });
   assert.deepEqual(authCredentials({ identityToken: "tok" }, "h"), { username: "", password: "tok" });
-  assert.deepEqual(authCredentials({ auth: Buffer.from("user:pa:ss").toString("base64") }, "h"), { username: "user", password: "pa:ss" });
-  assert.throws(() => authCredentials({ auth: Buffer.from("nocolon").toString("base64") }, "h"), /invalid decoded auth for "h"/);
+  assert.deepEqual(authCredentials({ auth: Buffer.from("user:pa:ss").toString("base64") }, "h"), {
+    username: "user",
+    password: "pa:ss",
+  });
+  assert.throws(
+    () => authCredentials({ auth: Buffer.from("nocolon").toString("base64") }, "h"),
+    /invalid decoded auth for "h"/,
+  );
 });
 
 test("chainIds: the first layer's diff id, then sha256 of `parent child`", () => {

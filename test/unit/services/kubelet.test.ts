@@ -6,19 +6,55 @@ import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
 import { parse } from "yaml";
-import { kubeletFiles, kubeletHealth, kubeletImageProcess, kubeletMounts, kubeletProcess, kubeletService, writeKubeletFiles, type KubeletProcess } from "../../../agent/src/services/definitions/kubelet.js";
-import { K8S_NAMESPACE, KubeletId, KubeletSecretsType, KubeletSpecType, type KubeletSecretsSpec, type KubeletSpecSpec } from "../../../agent/src/resources/catalog/k8s-kubelet.js";
+import {
+  kubeletFiles,
+  kubeletHealth,
+  kubeletImageProcess,
+  kubeletMounts,
+  kubeletProcess,
+  kubeletService,
+  writeKubeletFiles,
+  type KubeletProcess,
+} from "../../../agent/src/services/definitions/kubelet.js";
+import {
+  K8S_NAMESPACE,
+  KubeletId,
+  KubeletSecretsType,
+  KubeletSpecType,
+  type KubeletSecretsSpec,
+  type KubeletSpecSpec,
+} from "../../../agent/src/resources/catalog/k8s-kubelet.js";
 import { ResourceState } from "../../../agent/src/resources/state.js";
 import type { ServiceRunner } from "../../../agent/src/services/service.js";
 
 const spec: KubeletSpecSpec = {
   image: "ghcr.io/siderolabs/kubelet:v1.30.3",
   args: ["--config=/etc/kubernetes/kubelet.yaml", "--node-ip=10.5.0.3"],
-  extraMounts: [{ destination: "/var/lib/example", type: "bind", source: "/var/lib/example", options: ["bind", "rshared", "rw"], uidMappings: [], gidMappings: [] }],
+  extraMounts: [
+    {
+      destination: "/var/lib/example",
+      type: "bind",
+      source: "/var/lib/example",
+      options: ["bind", "rshared", "rw"],
+      uidMappings: [],
+      gidMappings: [],
+    },
+  ],
   expectedNodename: "worker-1",
-  config: { apiVersion: "kubelet.config.k8s.io/v1beta1", kind: "KubeletConfiguration", clusterDNS: ["10.96.0.10"], port: 10250, logging: { flushFrequency: 0, options: { json: { infoBufferSize: "0" } } } },
+  config: {
+    apiVersion: "kubelet.config.k8s.io/v1beta1",
+    kind: "KubeletConfiguration",
+    clusterDNS: ["10.96.0.10"],
+    port: 10250,
+    logging: { flushFrequency: 0, options: { json: { infoBufferSize: "0" } } },
+  },
 };
-const secrets: KubeletSecretsSpec = { endpoint: "https://127.0.0.1:7445", acceptedCAs: ["-----BEGIN CERTIFICATE-----\nA\n-----END CERTIFICATE-----\n"], bootstrapTokenID: "abcdef", bootstrapTokenSecret: "0123456789abcdef" };
+const secrets: KubeletSecretsSpec = {
+  endpoint: "https://127.0.0.1:7445",
+  acceptedCAs: ["-----BEGIN CERTIFICATE-----\nA\n-----END CERTIFICATE-----\n"],
+  bootstrapTokenID: "abcdef",
+  bootstrapTokenSecret: "0123456789abcdef",
+};
 
 test("kubeletProcess: Talos's image, args, mounts (then extra mounts), cgroup, OOM score, host namespaces, in containerd's system namespace", () => {
   const p = kubeletProcess(spec, ["HTTP_PROXY=http://proxy:3128"]);
@@ -51,7 +87,10 @@ test("kubeletProcess: Talos's image, args, mounts (then extra mounts), cgroup, O
   );
   assert.equal(p.mounts[1]!.type, "sysfs");
   assert.equal(p.mounts.length, kubeletMounts.length + 1);
-  assert.deepEqual([p.cgroup, p.oomScoreAdj, p.hostNetwork, p.hostPid, p.privileged, p.rootfsPropagation, p.user], ["/podruntime/kubelet", -450, true, true, true, "shared", { uid: 0, gid: 0 }]);
+  assert.deepEqual(
+    [p.cgroup, p.oomScoreAdj, p.hostNetwork, p.hostPid, p.privileged, p.rootfsPropagation, p.user],
+    ["/podruntime/kubelet", -450, true, true, true, "shared", { uid: 0, gid: 0 }],
+  );
   assert.deepEqual(p.extraSeccompSyscalls, ["add_key", "request_key"]);
 });
 
@@ -84,11 +123,22 @@ test("kubeletFiles: bootstrap kubeconfig with the endpoint, CAs and token; the C
   assert.deepEqual(parse(kubeconfig.content ?? ""), {
     apiVersion: "v1",
     kind: "Config",
-    clusters: [{ name: "local", cluster: { server: "https://127.0.0.1:7445", "certificate-authority-data": Buffer.from(secrets.acceptedCAs[0]!).toString("base64") } }],
+    clusters: [
+      {
+        name: "local",
+        cluster: {
+          server: "https://127.0.0.1:7445",
+          "certificate-authority-data": Buffer.from(secrets.acceptedCAs[0]!).toString("base64"),
+        },
+      },
+    ],
     users: [{ name: "kubelet", user: { token: "abcdef.0123456789abcdef" } }],
     contexts: [{ context: { cluster: "local", user: "kubelet" } }],
   });
-  assert.deepEqual(files.find((f) => f.path === "/etc/kubernetes/pki/ca.crt"), { path: "/etc/kubernetes/pki/ca.crt", content: secrets.acceptedCAs[0], mode: 0o400 });
+  assert.deepEqual(
+    files.find((f) => f.path === "/etc/kubernetes/pki/ca.crt"),
+    { path: "/etc/kubernetes/pki/ca.crt", content: secrets.acceptedCAs[0], mode: 0o400 },
+  );
   const config = files.find((f) => f.path === "/etc/kubernetes/kubelet.yaml")!;
   assert.equal(
     config.content,
@@ -104,9 +154,23 @@ test("kubeletFiles: bootstrap kubeconfig with the endpoint, CAs and token; the C
     assert.equal(readFileSync(path.join(root, "etc/kubernetes/kubelet.yaml"), "utf8"), config.content);
     assert.equal(existsSync(path.join(root, "etc/kubernetes/kubelet-credentialproviderconfig.yaml")), false);
     // A credential provider config is written beside it, and removed again when it goes.
-    const providers = { apiVersion: "kubelet.config.k8s.io/v1", kind: "CredentialProviderConfig", providers: [{ name: "ecr", matchImages: ["*.ecr.aws"], defaultCacheDuration: "12h", apiVersion: "credentialprovider.kubelet.k8s.io/v1" }] };
+    const providers = {
+      apiVersion: "kubelet.config.k8s.io/v1",
+      kind: "CredentialProviderConfig",
+      providers: [
+        {
+          name: "ecr",
+          matchImages: ["*.ecr.aws"],
+          defaultCacheDuration: "12h",
+          apiVersion: "credentialprovider.kubelet.k8s.io/v1",
+        },
+      ],
+    };
     await writeKubeletFiles(root, kubeletFiles({ ...spec, credentialProviderConfig: providers }, secrets));
-    assert.deepEqual(parse(readFileSync(path.join(root, "etc/kubernetes/kubelet-credentialproviderconfig.yaml"), "utf8")), providers);
+    assert.deepEqual(
+      parse(readFileSync(path.join(root, "etc/kubernetes/kubelet-credentialproviderconfig.yaml"), "utf8")),
+      providers,
+    );
     await writeKubeletFiles(root, files);
     assert.equal(existsSync(path.join(root, "etc/kubernetes/kubelet-credentialproviderconfig.yaml")), false);
   } finally {
@@ -126,23 +190,40 @@ test("kubeletService: after cri, the spec, the secrets, time and network; files 
     stop: async () => undefined,
   });
   const def = kubeletService({ state, root, env: () => ["A=1"], runner });
-  assert.deepEqual([def.id, def.dependsOn, def.cgroup, def.oomScoreAdj, def.restart, def.api], ["kubelet", ["cri"], "/podruntime/kubelet", -450, "always", { start: true, restart: true }]);
-  assert.match(def.conditions![0]!.description, /KubeletSpecs.kubernetes.talos.dev\(kubelet\).*KubeletSecrets.secrets.talos.dev\(kubelet\).*time sync.*network address, hostname, etc-files/);
+  assert.deepEqual(
+    [def.id, def.dependsOn, def.cgroup, def.oomScoreAdj, def.restart, def.api],
+    ["kubelet", ["cri"], "/podruntime/kubelet", -450, "always", { start: true, restart: true }],
+  );
+  assert.match(
+    def.conditions![0]!.description,
+    /KubeletSpecs.kubernetes.talos.dev\(kubelet\).*KubeletSecrets.secrets.talos.dev\(kubelet\).*time sync.*network address, hostname, etc-files/,
+  );
   await assert.rejects(def.pre!(), /KubeletSpec is missing/);
 
   state.modify(K8S_NAMESPACE, KubeletSpecType, KubeletId, "test", () => spec);
   state.modify("secrets", KubeletSecretsType, KubeletId, "test", () => secrets);
   await def.pre!();
-  assert.equal(readFileSync(path.join(root, "etc/kubernetes/bootstrap-kubeconfig"), "utf8").includes("token: abcdef.0123456789abcdef"), true);
+  assert.equal(
+    readFileSync(path.join(root, "etc/kubernetes/bootstrap-kubeconfig"), "utf8").includes(
+      "token: abcdef.0123456789abcdef",
+    ),
+    true,
+  );
   await def.runner.start(() => undefined);
   assert.equal(started.length, 1);
   assert.deepEqual(started[0]!.env, ["A=1"]);
   assert.ok(statSync(path.join(root, "var/lib/example")).isDirectory(), "extra mount source created");
   // Each start builds its run from the spec of that moment (a new image is a new runner).
-  state.modify(K8S_NAMESPACE, KubeletSpecType, KubeletId, "test", () => ({ ...spec, image: "ghcr.io/siderolabs/kubelet:v1.30.4" }));
+  state.modify(K8S_NAMESPACE, KubeletSpecType, KubeletId, "test", () => ({
+    ...spec,
+    image: "ghcr.io/siderolabs/kubelet:v1.30.4",
+  }));
   await def.runner.stop();
   await def.runner.start(() => undefined);
-  assert.deepEqual(started.map((p) => p.image), ["ghcr.io/siderolabs/kubelet:v1.30.3", "ghcr.io/siderolabs/kubelet:v1.30.4"]);
+  assert.deepEqual(
+    started.map((p) => p.image),
+    ["ghcr.io/siderolabs/kubelet:v1.30.3", "ghcr.io/siderolabs/kubelet:v1.30.4"],
+  );
 });
 
 test("kubelet health: 200 from healthz is healthy, anything else is not", async (t) => {

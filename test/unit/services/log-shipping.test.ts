@@ -8,14 +8,22 @@ import { jsonLinesRecord, shipKernelLog } from "../../../agent/src/services/log-
 
 test("a JSON log line keeps its fields; its time, level and msg become Talos's; a text line is the msg", () => {
   const now = new Date("2026-01-02T03:04:05.000Z");
-  assert.deepEqual(jsonLinesRecord("apid", '{"ts":"2026-01-01T00:00:00.500Z","level":"warning","component":"apid","msg":"slow"}\n', { dc: "eu" }, now), {
-    component: "apid",
-    msg: "slow",
-    "talos-service": "apid",
-    "talos-time": "2026-01-01T00:00:00.500Z",
-    "talos-level": "warn",
-    dc: "eu",
-  });
+  assert.deepEqual(
+    jsonLinesRecord(
+      "apid",
+      '{"ts":"2026-01-01T00:00:00.500Z","level":"warning","component":"apid","msg":"slow"}\n',
+      { dc: "eu" },
+      now,
+    ),
+    {
+      component: "apid",
+      msg: "slow",
+      "talos-service": "apid",
+      "talos-time": "2026-01-01T00:00:00.500Z",
+      "talos-level": "warn",
+      dc: "eu",
+    },
+  );
   assert.deepEqual(jsonLinesRecord("machined", "2026/01/02 03:04:05.000000 [basalt] machined: hello\n", {}, now), {
     "talos-service": "machined",
     msg: "2026/01/02 03:04:05.000000 [basalt] machined: hello",
@@ -34,10 +42,17 @@ test("talos.logging.kernel: each kernel record goes out as Talos's record", asyn
   const kmsg = path.join(dir, "kmsg");
   writeFileSync(kmsg, "4,42,1500000,-;disk on fire\n");
   await new Promise<void>((resolve) => server.bind(0, "127.0.0.1", resolve));
-  const received = new Promise<Record<string, unknown>>((resolve) => server.once("message", (m) => resolve(JSON.parse(m.toString()) as Record<string, unknown>)));
+  const received = new Promise<Record<string, unknown>>((resolve) =>
+    server.once("message", (m) => resolve(JSON.parse(m.toString()) as Record<string, unknown>)),
+  );
   const ac = new AbortController();
   t.after(() => ac.abort());
-  const shipping = shipKernelLog(`udp://127.0.0.1:${server.address().port}/`, ac.signal, kmsg, Date.parse("2026-01-01T00:00:00Z"));
+  const shipping = shipKernelLog(
+    `udp://127.0.0.1:${server.address().port}/`,
+    ac.signal,
+    kmsg,
+    Date.parse("2026-01-01T00:00:00Z"),
+  );
   assert.deepEqual(await received, {
     clock: 1500000,
     facility: "kern",

@@ -21,7 +21,10 @@ test("a log keeps whole lines, tails them, and drops the oldest past its bound",
 
 test("an id nothing wrote to is not registered, with Talos's message", () => {
   const logs = new ServiceLogs();
-  assert.throws(() => logs.read("nosuchservice", 10), (e: Error) => e instanceof LogNotRegisteredError && e.message === 'log "nosuchservice" was not registered');
+  assert.throws(
+    () => logs.read("nosuchservice", 10),
+    (e: Error) => e instanceof LogNotRegisteredError && e.message === 'log "nosuchservice" was not registered',
+  );
   logs.writer("b");
   logs.writer("a");
   assert.deepEqual(logs.ids(), ["a", "b"]);

@@ -25,7 +25,13 @@ test("a slow start is waited for: readiness polling has no attempt cap (apid too
 test("the readiness wait ends when its signal aborts (the service exited or is stopped), with the last probe error", async (t) => {
   t.mock.timers.enable({ apis: ["setTimeout"] });
   const ac = new AbortController();
-  const ready = pollUntilReady(async () => { throw new Error("not listening yet"); }, ac.signal, 100);
+  const ready = pollUntilReady(
+    async () => {
+      throw new Error("not listening yet");
+    },
+    ac.signal,
+    100,
+  );
   await new Promise((r) => setImmediate(r));
   ac.abort();
   await assert.rejects(ready, /not listening yet/);

@@ -28,7 +28,11 @@ function fakeRunner() {
 }
 
 const settle = () => new Promise((r) => setImmediate(r));
-const tail = (sup: Supervisor, id: string, n: number) => sup.get(id)!.events.slice(-n).map((e) => [e.state, e.msg]);
+const tail = (sup: Supervisor, id: string, n: number) =>
+  sup
+    .get(id)!
+    .events.slice(-n)
+    .map((e) => [e.state, e.msg]);
 
 async function started(policy: RestartPolicy) {
   const sup = new Supervisor({ healthIntervalMs: 60_000 });
@@ -41,7 +45,9 @@ test("restart=never: a failed run is Failed, a clean exit Finished, and neither 
   t.mock.timers.enable({ apis: ["setTimeout"] });
   const failing = await started("never");
   failing.runner.exit(new Error("exit status 1"));
-  assert.deepEqual(tail(failing.sup, "svc", 1), [["Failed", "Failed running service: error running service: exit status 1"]]);
+  assert.deepEqual(tail(failing.sup, "svc", 1), [
+    ["Failed", "Failed running service: error running service: exit status 1"],
+  ]);
   const clean = await started("never");
   clean.runner.exit();
   assert.deepEqual(tail(clean.sup, "svc", 1), [["Finished", "Service finished successfully"]]);
@@ -54,10 +60,15 @@ test("restart=untilSuccess: a failure restarts (straight to Running, as Talos's 
   t.mock.timers.enable({ apis: ["setTimeout"] });
   const { sup, runner } = await started("untilSuccess");
   runner.exit(new Error("exit status 2"));
-  assert.deepEqual(tail(sup, "svc", 1), [["Waiting", "Error running svc, going to restart until it succeeds: exit status 2"]]);
+  assert.deepEqual(tail(sup, "svc", 1), [
+    ["Waiting", "Error running svc, going to restart until it succeeds: exit status 2"],
+  ]);
   t.mock.timers.tick(5000);
   await settle();
-  assert.deepEqual(tail(sup, "svc", 2), [["Running", "Process started (run 2)"], ["Running", "Health check successful"]]);
+  assert.deepEqual(tail(sup, "svc", 2), [
+    ["Running", "Process started (run 2)"],
+    ["Running", "Health check successful"],
+  ]);
   runner.exit();
   assert.deepEqual(tail(sup, "svc", 1), [["Finished", "Service finished successfully"]]);
   t.mock.timers.tick(120_000);
@@ -91,7 +102,10 @@ test("restart=always: a clean exit restarts too; every restart waits Talos's fix
   assert.deepEqual(logged, Array(10).fill(5000), "the log line names the interval");
   assert.equal(runner.starts, 10);
   await sup.stop("svc");
-  assert.deepEqual(tail(sup, "svc", 2), [["Stopping", "Aborting restart sequence"], ["Finished", "Service finished successfully"]]);
+  assert.deepEqual(tail(sup, "svc", 2), [
+    ["Stopping", "Aborting restart sequence"],
+    ["Finished", "Service finished successfully"],
+  ]);
 });
 
 test("ServiceStart/Stop/Restart follow Talos: unknown ids and operations a service does not allow are refused", async () => {
@@ -100,9 +114,14 @@ test("ServiceStart/Stop/Restart follow Talos: unknown ids and operations a servi
   const closed = fakeRunner();
   await sup.start({ id: "ext", runner: open, restart: "always", api: { start: true, stop: true, restart: true } });
   await sup.start({ id: "apid", runner: closed, restart: "always" });
-  assert.throws(() => sup.apiStart("nope"), (e: Error) => e instanceof ServiceOperationError && e.message === 'service "nope" not defined');
+  assert.throws(
+    () => sup.apiStart("nope"),
+    (e: Error) => e instanceof ServiceOperationError && e.message === 'service "nope" not defined',
+  );
   await assert.rejects(sup.apiStop("apid"), { message: 'service "apid" doesn\'t support stop operation via API' });
-  await assert.rejects(sup.apiRestart("apid"), { message: 'service "apid" doesn\'t support restart operation via API' });
+  await assert.rejects(sup.apiRestart("apid"), {
+    message: 'service "apid" doesn\'t support restart operation via API',
+  });
   sup.apiStart("apid"); // running already: nothing to do, no error (as Talos)
 
   await sup.apiStop("ext");
@@ -115,7 +134,13 @@ test("ServiceStart/Stop/Restart follow Talos: unknown ids and operations a servi
   await settle();
   assert.equal(sup.get("ext")!.state, "Running");
   assert.deepEqual([open.starts, open.stops], [3, 2]);
-  assert.deepEqual(sup.get("ext")!.events.filter((e) => e.state === "Starting" || e.state === "Finished").map((e) => e.state), ["Starting", "Finished", "Starting", "Finished", "Starting"]);
+  assert.deepEqual(
+    sup
+      .get("ext")!
+      .events.filter((e) => e.state === "Starting" || e.state === "Finished")
+      .map((e) => e.state),
+    ["Starting", "Finished", "Starting", "Finished", "Starting"],
+  );
   await sup.stopAll();
 });
 
@@ -132,7 +157,10 @@ test("listeners get every event in order, state changes and health changes alike
     ["machined", "Running", "Service started as goroutine"],
     ["machined", "Running", "Health check successful"],
   ]);
-  assert.deepEqual(sup.get("machined")!.events.map((e) => [e.state, e.msg]), seen.map(([, s, m]) => [s, m]));
+  assert.deepEqual(
+    sup.get("machined")!.events.map((e) => [e.state, e.msg]),
+    seen.map(([, s, m]) => [s, m]),
+  );
   await sup.stopAll();
 });
 
@@ -140,16 +168,29 @@ test("a process's output lands in its service's log, kept across a restart; the 
   const placed: [number, string, number | undefined][] = [];
   const cgroups: Cgroups = { setup: () => undefined, place: (pid, group, oom) => void placed.push([pid, group, oom]) };
   const logs = new ServiceLogs();
-  const sup = new Supervisor({ healthIntervalMs: 60_000, restartIntervalMs: 5000, slowStartNoticeMs: 30_000, logs, cgroups });
+  const sup = new Supervisor({
+    healthIntervalMs: 60_000,
+    restartIntervalMs: 5000,
+    slowStartNoticeMs: 30_000,
+    logs,
+    cgroups,
+  });
   t.after(() => sup.stopAll());
   const exited: string[] = [];
   sup.onChange((s, e) => {
     if (e.state === "Finished" || e.state === "Failed") exited.push(e.msg);
   });
-  const runner = new ProcessRunner({ id: "printer", command: "/bin/sh", args: ["-c", "echo one; echo two >&2; printf three"] });
+  const runner = new ProcessRunner({
+    id: "printer",
+    command: "/bin/sh",
+    args: ["-c", "echo one; echo two >&2; printf three"],
+  });
   await sup.start({ id: "printer", runner, restart: "never", cgroup: "/podruntime/runtime", oomScoreAdj: -999 });
   const running = sup.get("printer")!.events.find((e) => e.state === "Running")!.msg;
-  assert.match(running, /^Process Process\(\["\/bin\/sh" "-c" "echo one; echo two >&2; printf three"\]\) started with PID (\d+)$/);
+  assert.match(
+    running,
+    /^Process Process\(\["\/bin\/sh" "-c" "echo one; echo two >&2; printf three"\]\) started with PID (\d+)$/,
+  );
   const pid = Number(/PID (\d+)/.exec(running)![1]);
   assert.deepEqual(placed, [[pid, "/podruntime/runtime", -999]]);
   while (exited.length === 0) await new Promise((r) => setTimeout(r, 10));
@@ -170,10 +211,16 @@ test("a process's output lands in its service's log, kept across a restart; the 
 test("a process's 'error' events after start (a failed kill, a pipe read error) are logged, never thrown", async (t) => {
   const runner = new ProcessRunner({ id: "sleeper", command: "/bin/sleep", args: ["30"] });
   const logs = new ServiceLogs();
-  await runner.start(() => undefined, { openOutput: () => logs.writer("sleeper"), placeProcess: () => undefined, cgroup: "/system/sleeper", oomScoreAdj: undefined });
+  await runner.start(() => undefined, {
+    openOutput: () => logs.writer("sleeper"),
+    placeProcess: () => undefined,
+    cgroup: "/system/sleeper",
+    oomScoreAdj: undefined,
+  });
   t.after(() => runner.stop());
   // The child is private; the test reaches it to emit what Node emits on those failures.
   const child = (runner as unknown as { child: import("node:child_process").ChildProcess }).child;
-  for (const emitter of [child, child, child.stdout!, child.stderr!]) emitter.emit("error", Object.assign(new Error("EPERM"), { code: "EPERM" }));
+  for (const emitter of [child, child, child.stdout!, child.stderr!])
+    emitter.emit("error", Object.assign(new Error("EPERM"), { code: "EPERM" }));
   assert.equal(child.exitCode, null, "still running");
 });

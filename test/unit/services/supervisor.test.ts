@@ -19,7 +19,10 @@ function fakeRunner(opts: { failStart?: boolean; unhealthy?: string } = {}) {
       exit?.(new Error("crashed"));
     },
   };
-  if (opts.unhealthy !== undefined) runner.health = async () => { throw new Error(opts.unhealthy); };
+  if (opts.unhealthy !== undefined)
+    runner.health = async () => {
+      throw new Error(opts.unhealthy);
+    };
   return runner;
 }
 
@@ -32,15 +35,18 @@ test("a started service is Running and healthy; stop finishes it", async () => {
   await sup.stop("apid");
   assert.equal(sup.get("apid")?.state, "Finished");
   assert.equal(runner.stops, 1);
-  assert.deepEqual(sup.get("apid")?.events.map((e) => [e.state, e.msg]), [
-    ["Starting", "Starting service"],
-    ["Preparing", "Running pre state"],
-    ["Preparing", "Creating service runner"],
-    ["Running", "Service started"],
-    ["Running", "Health check successful"],
-    ["Stopping", "Stopping service"],
-    ["Finished", "Service finished successfully"],
-  ]);
+  assert.deepEqual(
+    sup.get("apid")?.events.map((e) => [e.state, e.msg]),
+    [
+      ["Starting", "Starting service"],
+      ["Preparing", "Running pre state"],
+      ["Preparing", "Creating service runner"],
+      ["Running", "Service started"],
+      ["Running", "Health check successful"],
+      ["Stopping", "Stopping service"],
+      ["Finished", "Service finished successfully"],
+    ],
+  );
 });
 
 test("a crash with restart=always goes Waiting with Talos's message; health failures are reported", async () => {
@@ -54,7 +60,11 @@ test("a crash with restart=always goes Waiting with Talos's message; health fail
   assert.equal(sup.get("svc")?.health.lastMessage, "not listening");
   assert.equal(sup.get("svc")!.events.at(-1)!.msg, "Health check failed: not listening");
   runner.crash();
-  assert.deepEqual(sup.get("svc")!.events.at(-1), { ...sup.get("svc")!.events.at(-1)!, state: "Waiting", msg: "Error running svc, going to restart forever: crashed" });
+  assert.deepEqual(sup.get("svc")!.events.at(-1), {
+    ...sup.get("svc")!.events.at(-1)!,
+    state: "Waiting",
+    msg: "Error running svc, going to restart forever: crashed",
+  });
   await sup.stopAll();
   assert.deepEqual(seen.slice(-3), ["Waiting:false", "Stopping:false", "Finished:false"]);
 });
@@ -63,7 +73,13 @@ test("registerSelf lists machined as Running; list is sorted by id", async () =>
   const sup = new Supervisor({ healthIntervalMs: 60_000 });
   sup.registerSelf("machined");
   await sup.start({ id: "apid", runner: fakeRunner(), restart: "never" });
-  assert.deepEqual(sup.list().map((s) => [s.id, s.state]), [["apid", "Running"], ["machined", "Running"]]);
+  assert.deepEqual(
+    sup.list().map((s) => [s.id, s.state]),
+    [
+      ["apid", "Running"],
+      ["machined", "Running"],
+    ],
+  );
   await sup.stopAll();
 });
 
@@ -112,9 +128,21 @@ test("an in-process service runs until stopped; its failure is reported and rest
   fail!(new Error("listener died"));
   await new Promise((r) => setImmediate(r));
   assert.equal(sup.get("apid")!.events.at(-1)!.state, "Waiting");
-  assert.equal(sup.get("apid")!.events.at(-1)!.msg, 'Error running Goroutine("apid"), going to restart forever: apid failed: listener died');
+  assert.equal(
+    sup.get("apid")!.events.at(-1)!.msg,
+    'Error running Goroutine("apid"), going to restart forever: apid failed: listener died',
+  );
   await sup.stopAll();
-  const stopping = new InProcessRunner({ id: "x", run: (signal) => new Promise<void>((resolve) => signal.addEventListener("abort", () => { aborted = true; resolve(); })) });
+  const stopping = new InProcessRunner({
+    id: "x",
+    run: (signal) =>
+      new Promise<void>((resolve) =>
+        signal.addEventListener("abort", () => {
+          aborted = true;
+          resolve();
+        }),
+      ),
+  });
   await stopping.start(() => undefined);
   await stopping.stop();
   assert.equal(aborted, true);
@@ -141,7 +169,10 @@ test("a service stopped while it is still starting does not turn Running and is 
   started!();
   await starting;
   assert.equal(sup.get("slow")?.state, "Finished");
-  assert.deepEqual(sup.get("slow")!.events.map((e) => e.state), ["Starting", "Preparing", "Preparing", "Stopping", "Finished"]);
+  assert.deepEqual(
+    sup.get("slow")!.events.map((e) => e.state),
+    ["Starting", "Preparing", "Preparing", "Stopping", "Finished"],
+  );
   assert.equal(stops, 2, "the runner that finished starting after stop() is stopped again");
   assert.equal(probes, 0, "no health polling for a stopped service");
 });
@@ -174,9 +205,13 @@ test("every failure, restart and stop is logged with the service, the reason and
     await sup.start({ id: "bad", runner: bad, restart: "always" });
     await sup.stopAll();
   });
-  const pick = (msg: string) => logs.filter((l) => l["msg"] === msg).map((l) => [l["service"], l["reason"], typeof l["elapsedMs"]]);
+  const pick = (msg: string) =>
+    logs.filter((l) => l["msg"] === msg).map((l) => [l["service"], l["reason"], typeof l["elapsedMs"]]);
   assert.deepEqual(pick("service exited"), [["apid", "crashed", "number"]]);
-  assert.deepEqual(pick("restarting service"), [["apid", "Error running apid, going to restart forever: crashed", "number"], ["bad", "Error running bad, going to restart forever: cannot start", "number"]]);
+  assert.deepEqual(pick("restarting service"), [
+    ["apid", "Error running apid, going to restart forever: crashed", "number"],
+    ["bad", "Error running bad, going to restart forever: cannot start", "number"],
+  ]);
   assert.deepEqual(pick("service failed to start"), [["bad", "cannot start", "number"]]);
   assert.deepEqual(pick("stopping service"), [["apid", "configuration changed", "number"]]);
 });
@@ -193,7 +228,14 @@ test("a slow start is not a failure: the service stays Preparing (noted in the l
       runs++;
       return new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve()));
     },
-    ready: (signal) => pollUntilReady(async () => { if (!listening) throw new Error("apid is not listening"); }, signal, 100),
+    ready: (signal) =>
+      pollUntilReady(
+        async () => {
+          if (!listening) throw new Error("apid is not listening");
+        },
+        signal,
+        100,
+      ),
   });
   const sup = new Supervisor({ healthIntervalMs: 60_000, restartIntervalMs: 5000, slowStartNoticeMs: 30_000 });
   let starting: Promise<void> | undefined;
@@ -211,9 +253,15 @@ test("a slow start is not a failure: the service stays Preparing (noted in the l
   });
   assert.equal(sup.get("apid")?.state, "Running");
   assert.equal(runs, 1, "started once, never restarted");
-  assert.deepEqual(sup.get("apid")!.events.map((e) => e.state), ["Starting", "Preparing", "Preparing", "Running", "Running"]);
+  assert.deepEqual(
+    sup.get("apid")!.events.map((e) => e.state),
+    ["Starting", "Preparing", "Preparing", "Running", "Running"],
+  );
   assert.ok(logs.some((l) => l["msg"] === "service is still starting" && l["service"] === "apid"));
-  assert.deepEqual(logs.filter((l) => /restart|failed|exited/i.test(String(l["msg"]))), []);
+  assert.deepEqual(
+    logs.filter((l) => /restart|failed|exited/i.test(String(l["msg"]))),
+    [],
+  );
   await sup.stopAll();
 });
 
@@ -224,13 +272,23 @@ test("an in-process service stopped while still starting ends its readiness wait
   const runner = new InProcessRunner({
     id: "apid",
     run: (signal) => new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve())),
-    ready: (signal) => pollUntilReady(async () => { throw new Error("apid is not listening"); }, signal, 10),
+    ready: (signal) =>
+      pollUntilReady(
+        async () => {
+          throw new Error("apid is not listening");
+        },
+        signal,
+        10,
+      ),
   });
   const starting = sup.start({ id: "apid", runner, restart: "always" });
   await new Promise((r) => setTimeout(r, 30));
   await sup.stop("apid");
   await starting;
-  assert.deepEqual(sup.get("apid")!.events.map((e) => e.state), ["Starting", "Preparing", "Preparing", "Stopping", "Finished"]);
+  assert.deepEqual(
+    sup.get("apid")!.events.map((e) => e.state),
+    ["Starting", "Preparing", "Preparing", "Stopping", "Finished"],
+  );
 });
 
 test("restart=untilSuccess restarts after a failed exit, not after a successful one", async () => {
@@ -251,7 +309,13 @@ test("restart=untilSuccess restarts after a failed exit, not after a successful 
   await sup.stop("ext-once");
   await sup.start({ id: "ext-once", runner, restart: "untilSuccess" });
   exit!(undefined);
-  assert.deepEqual(sup.get("ext-once")!.events.map((e) => e.state).slice(-1), ["Finished"]);
+  assert.deepEqual(
+    sup
+      .get("ext-once")!
+      .events.map((e) => e.state)
+      .slice(-1),
+    ["Finished"],
+  );
   await sup.stopAll();
 });
 
@@ -280,12 +344,23 @@ test("a failed pre stage is Failed with Talos's message whatever the restart pol
   let starts = 0;
   let posts = 0;
   const runner: ServiceRunner = { start: async () => void starts++, stop: async () => undefined };
-  await sup.start({ id: "svc", runner, restart: "always", pre: async () => { throw new Error("mkdir /var/x: read-only file system"); }, post: async () => void posts++ });
-  assert.deepEqual(sup.get("svc")!.events.map((e) => [e.state, e.msg]), [
-    ["Starting", "Starting service"],
-    ["Preparing", "Running pre state"],
-    ["Failed", "Failed to run pre stage: mkdir /var/x: read-only file system"],
-  ]);
+  await sup.start({
+    id: "svc",
+    runner,
+    restart: "always",
+    pre: async () => {
+      throw new Error("mkdir /var/x: read-only file system");
+    },
+    post: async () => void posts++,
+  });
+  assert.deepEqual(
+    sup.get("svc")!.events.map((e) => [e.state, e.msg]),
+    [
+      ["Starting", "Starting service"],
+      ["Preparing", "Running pre state"],
+      ["Failed", "Failed to run pre stage: mkdir /var/x: read-only file system"],
+    ],
+  );
   t.mock.timers.tick(120_000);
   await new Promise((r) => setImmediate(r));
   assert.deepEqual([starts, posts, sup.get("svc")!.state], [0, 0, "Failed"]);
@@ -304,10 +379,13 @@ test("a health probe slower than the interval is not started again beside itself
       calls++;
       inFlight++;
       most = Math.max(most, inFlight);
-      return new Promise<void>((resolve) => (finish = () => {
-        inFlight--;
-        resolve();
-      }));
+      return new Promise<void>(
+        (resolve) =>
+          (finish = () => {
+            inFlight--;
+            resolve();
+          }),
+      );
     },
   };
   await sup.start({ id: "slow-probe", runner, restart: "never" });
@@ -329,7 +407,9 @@ test("an in-process service has a log from its start, as every listed service do
   await sup.start({ id: "dashboard", runner, restart: "never" });
   assert.deepEqual(sup.logs.ids(), ["dashboard"]);
   assert.deepEqual(sup.logs.read("dashboard", -1).lines, []);
-  const failed = new Promise<void>((resolve) => sup.onChange(() => sup.get("dashboard")?.state === "Failed" && resolve()));
+  const failed = new Promise<void>((resolve) =>
+    sup.onChange(() => sup.get("dashboard")?.state === "Failed" && resolve()),
+  );
   fail!(new Error("terminal gone"));
   await failed;
   assert.deepEqual(sup.logs.read("dashboard", -1).lines.map(String), ["dashboard failed: terminal gone\n"]);

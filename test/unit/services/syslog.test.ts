@@ -9,8 +9,14 @@ const cases: [string, string | undefined][] = [
     `<4>Feb 16 17:54:19 time="2024-02-16T17:54:19.857755073Z" level=warning msg="Could not add /dev/mshv to the devices cgroup`,
     `{"content":"time=\\"2024-02-16T17:54:19.857755073Z\\" level=warning msg=\\"Could not add /dev/mshv to the devices cgroup","facility":0,"hostname":"localhost","priority":4,"severity":4,"tag":"unknown","timestamp":"2024-02-16T17:54:19Z"}`,
   ],
-  [`<6>Mar  3 12:55:18 syslogd_test[834097]: Hello, syslogd!`, `{"content":"Hello, syslogd!","facility":0,"hostname":"localhost","priority":6,"severity":6,"tag":"syslogd_test","timestamp":"2024-03-03T12:55:18Z"}`],
-  [`<6>Mar  3 12:55:18 Hello, syslogd!`, `{"content":"Hello, syslogd!","facility":0,"hostname":"localhost","priority":6,"severity":6,"tag":"unknown","timestamp":"2024-03-03T12:55:18Z"}`],
+  [
+    `<6>Mar  3 12:55:18 syslogd_test[834097]: Hello, syslogd!`,
+    `{"content":"Hello, syslogd!","facility":0,"hostname":"localhost","priority":6,"severity":6,"tag":"syslogd_test","timestamp":"2024-03-03T12:55:18Z"}`,
+  ],
+  [
+    `<6>Mar  3 12:55:18 Hello, syslogd!`,
+    `{"content":"Hello, syslogd!","facility":0,"hostname":"localhost","priority":6,"severity":6,"tag":"unknown","timestamp":"2024-03-03T12:55:18Z"}`,
+  ],
   [
     `<4>Feb 16 17:54:19 kata[2569]: time="2024-02-16T17:54:19.857755073Z" level=warning msg="Could not add /dev/mshv to the devices cgroup`,
     `{"content":"time=\\"2024-02-16T17:54:19.857755073Z\\" level=warning msg=\\"Could not add /dev/mshv to the devices cgroup","facility":0,"hostname":"localhost","priority":4,"severity":4,"tag":"kata","timestamp":"2024-02-16T17:54:19Z"}`,

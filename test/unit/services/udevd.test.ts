@@ -9,7 +9,10 @@ test("machine.udev.rules are written one per line, rewritten only on change, rem
   const dir = mkdtempSync(path.join(os.tmpdir(), "basalt-udev-"));
   try {
     const file = path.join(dir, "rules.d", "99-basalt.rules");
-    const rules = ['SUBSYSTEM=="drm", KERNEL=="renderD*", GROUP="44", MODE="0660"', 'ACTION=="add", SUBSYSTEM=="net", NAME="lan0"'];
+    const rules = [
+      'SUBSYSTEM=="drm", KERNEL=="renderD*", GROUP="44", MODE="0660"',
+      'ACTION=="add", SUBSYSTEM=="net", NAME="lan0"',
+    ];
     assert.equal(await writeUdevRules(file, rules), true);
     assert.equal(readFileSync(file, "utf8"), rules.join("\n") + "\n");
     assert.equal(await writeUdevRules(file, rules), false, "unchanged: no reload");
@@ -40,10 +43,16 @@ test("udevd's first health probe triggers every subsystem and device in one udev
     assert.equal(existsSync(calls), false);
     writeFileSync(controlSocket, "");
     await health();
-    assert.deepEqual(readFileSync(calls, "utf8").split("\n").filter(Boolean), ["trigger --type=all --action=add", "settle --timeout=50"]);
+    assert.deepEqual(readFileSync(calls, "utf8").split("\n").filter(Boolean), [
+      "trigger --type=all --action=add",
+      "settle --timeout=50",
+    ]);
     rmSync(calls);
     await health();
-    assert.deepEqual(readFileSync(calls, "utf8").split("\n").filter(Boolean), ["control --reload", "settle --timeout=50"]);
+    assert.deepEqual(readFileSync(calls, "utf8").split("\n").filter(Boolean), [
+      "control --reload",
+      "settle --timeout=50",
+    ]);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

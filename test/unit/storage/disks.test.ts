@@ -34,7 +34,10 @@ const sysfs = fakeBlockSysfs(
 
 test("lists real disks with their sysfs attributes and skips what Talos's disk list skips: optical drives, SCSI generic nodes, virtual or empty devices", () => {
   const disks = listDisks(sysfs, { systemDisk: "sda" });
-  assert.deepEqual(disks.map((d) => d.device_name), ["/dev/mmcblk0", "/dev/nvme0n1", "/dev/sda"]);
+  assert.deepEqual(
+    disks.map((d) => d.device_name),
+    ["/dev/mmcblk0", "/dev/nvme0n1", "/dev/sda"],
+  );
   const sda = disks.find((d) => d.device_name === "/dev/sda")!;
   assert.equal(sda.size, 2097152 * 512);
   assert.equal(sda.model, "QEMU HARDDISK");

@@ -21,7 +21,20 @@ function sparse(name: string, bytes: number): string {
 }
 
 interface SfdiskJson {
-  partitiontable: { label: string; id: string; sectorsize: number; partitions: { node: string; start: number; size: number; type: string; uuid: string; name: string; attrs?: string }[] };
+  partitiontable: {
+    label: string;
+    id: string;
+    sectorsize: number;
+    partitions: {
+      node: string;
+      start: number;
+      size: number;
+      type: string;
+      uuid: string;
+      name: string;
+      attrs?: string;
+    }[];
+  };
 }
 
 describe("GPT writer", () => {
@@ -41,28 +54,40 @@ describe("GPT writer", () => {
     const pt = json.partitiontable;
     assert.equal(pt.label, "gpt");
     assert.equal(pt.id, table.diskGuid);
-    assert.deepEqual(pt.partitions.map((p) => p.name), ["EFI", "BIOS", "BOOT", "META", "STATE", "EPHEMERAL"]);
-    assert.deepEqual(pt.partitions.map((p) => p.type), [
-      "C12A7328-F81F-11D2-BA4B-00A0C93EC93B",
-      "21686148-6449-6E6F-744E-656564454649",
-      "0FC63DAF-8483-4772-8E79-3D69D8477DE4",
-      "0FC63DAF-8483-4772-8E79-3D69D8477DE4",
-      "0FC63DAF-8483-4772-8E79-3D69D8477DE4",
-      "0FC63DAF-8483-4772-8E79-3D69D8477DE4",
-    ]);
-    assert.deepEqual(pt.partitions.slice(0, 5).map((p) => (p.size * 512) / MiB), [100, 1, 1000, 1, 100]);
+    assert.deepEqual(
+      pt.partitions.map((p) => p.name),
+      ["EFI", "BIOS", "BOOT", "META", "STATE", "EPHEMERAL"],
+    );
+    assert.deepEqual(
+      pt.partitions.map((p) => p.type),
+      [
+        "C12A7328-F81F-11D2-BA4B-00A0C93EC93B",
+        "21686148-6449-6E6F-744E-656564454649",
+        "0FC63DAF-8483-4772-8E79-3D69D8477DE4",
+        "0FC63DAF-8483-4772-8E79-3D69D8477DE4",
+        "0FC63DAF-8483-4772-8E79-3D69D8477DE4",
+        "0FC63DAF-8483-4772-8E79-3D69D8477DE4",
+      ],
+    );
+    assert.deepEqual(
+      pt.partitions.slice(0, 5).map((p) => (p.size * 512) / MiB),
+      [100, 1, 1000, 1, 100],
+    );
     assert.equal(pt.partitions[1]!.attrs, "LegacyBIOSBootable");
     assert.equal(pt.partitions[0]!.attrs, undefined);
     for (const p of pt.partitions) assert.equal((p.start * 512) % MiB, 0, `${p.name} starts on a MiB boundary`);
     const last = pt.partitions[5]!;
-    assert.equal(last.start + last.size - 1, 10 * GiB / 512 - 34, "EPHEMERAL takes the rest, up to the backup table");
+    assert.equal(last.start + last.size - 1, (10 * GiB) / 512 - 34, "EPHEMERAL takes the rest, up to the backup table");
     // sfdisk --verify checks both headers, both entry arrays and the protective MBR.
     const verify = execFileSync("sfdisk", ["--verify", file], { encoding: "utf8" });
     assert.match(verify, /No errors detected/);
     const dumped = execFileSync("sfdisk", ["--dump", file], { encoding: "utf8" });
     assert.match(dumped, /^label: gpt$/m);
     assert.match(dumped, new RegExp(`^label-id: ${table.diskGuid}$`, "m"));
-    assert.match(dumped, /type=21686148-6449-6E6F-744E-656564454649, uuid=[0-9A-F-]{36}, name="BIOS", attrs="LegacyBIOSBootable"$/m);
+    assert.match(
+      dumped,
+      /type=21686148-6449-6E6F-744E-656564454649, uuid=[0-9A-F-]{36}, name="BIOS", attrs="LegacyBIOSBootable"$/m,
+    );
     assert.match(dumped, /^first-lba: 34$/m);
     const probed = execFileSync("blkid", ["-p", "-o", "export", file], { encoding: "utf8" });
     assert.match(probed, /^PTTYPE=gpt$/m);

@@ -31,11 +31,16 @@ test("EPHEMERAL grows to the end of a bigger disk: backup GPT moved, MBR boot co
   assert.deepEqual(await growLastPartition(dev, "EPHEMERAL"), { number: 6, grown: false, lastLba: sectors - 34n });
   assert.equal(await growLastPartition(dev, "STATE"), undefined, "only the last partition grows");
   const back = await readGpt(dev);
-  assert.deepEqual(back?.partitions.map((p) => [p.name, p.firstLba, p.lastLba]), table.partitions.map((p) => [p.name, p.firstLba, p.name === "EPHEMERAL" ? sectors - 34n : p.lastLba]));
+  assert.deepEqual(
+    back?.partitions.map((p) => [p.name, p.firstLba, p.lastLba]),
+    table.partitions.map((p) => [p.name, p.firstLba, p.name === "EPHEMERAL" ? sectors - 34n : p.lastLba]),
+  );
   assert.deepEqual(await dev.read(0, 440), Buffer.alloc(440, 0xab));
   await dev.close();
   // util-linux agrees: a valid table with both headers where they belong.
-  const dump = JSON.parse(execFileSync("sfdisk", ["--json", file], { encoding: "utf8" })) as { partitiontable: { lastlba: number; partitions: { size: number }[] } };
+  const dump = JSON.parse(execFileSync("sfdisk", ["--json", file], { encoding: "utf8" })) as {
+    partitiontable: { lastlba: number; partitions: { size: number }[] };
+  };
   assert.equal(dump.partitiontable.lastlba, Number(sectors - 34n));
   assert.equal(execFileSync("sfdisk", ["--verify", file], { encoding: "utf8" }).includes("No errors detected"), true);
 });

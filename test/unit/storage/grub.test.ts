@@ -21,13 +21,29 @@ describe("grub.cfg", () => {
   });
 
   it("boots the current label by default, falls back to the other, and offers the reset entry", () => {
-    const cfg = renderGrubConfig({ current: "B", fallback: "A", version: "v0.2.0", cmdline: "talos.platform=metal console=ttyS0", serialTerminal: true });
+    const cfg = renderGrubConfig({
+      current: "B",
+      fallback: "A",
+      version: "v0.2.0",
+      cmdline: "talos.platform=metal console=ttyS0",
+      serialTerminal: true,
+    });
     assert.match(cfg, /^set default="B - Basalt v0.2.0"\nset fallback="A - Basalt v0.2.0"\nset timeout=3\n/);
     assert.match(cfg, /terminal_input console serial\nterminal_output console serial\n/);
     const titles = [...cfg.matchAll(/menuentry "([^"]+)"/g)].map((m) => m[1]);
-    assert.deepEqual(titles, ["A - Basalt v0.2.0", "B - Basalt v0.2.0", "Reset Basalt installation and return to maintenance mode"]);
-    assert.match(cfg, /menuentry "B - Basalt v0.2.0" \{\n[^}]*linux \/B\/vmlinuz talos.platform=metal console=ttyS0\n  initrd \/B\/initramfs.xz\n\}/);
-    assert.match(cfg, /menuentry "Reset[^{]*\{[^}]*linux \/B\/vmlinuz talos.platform=metal console=ttyS0 talos.experimental.wipe=system:EPHEMERAL,STATE\n  initrd \/B\/initramfs.xz/);
+    assert.deepEqual(titles, [
+      "A - Basalt v0.2.0",
+      "B - Basalt v0.2.0",
+      "Reset Basalt installation and return to maintenance mode",
+    ]);
+    assert.match(
+      cfg,
+      /menuentry "B - Basalt v0.2.0" \{\n[^}]*linux \/B\/vmlinuz talos.platform=metal console=ttyS0\n  initrd \/B\/initramfs.xz\n\}/,
+    );
+    assert.match(
+      cfg,
+      /menuentry "Reset[^{]*\{[^}]*linux \/B\/vmlinuz talos.platform=metal console=ttyS0 talos.experimental.wipe=system:EPHEMERAL,STATE\n  initrd \/B\/initramfs.xz/,
+    );
   });
 
   it("has no fallback on a first install", () => {
@@ -37,7 +53,12 @@ describe("grub.cfg", () => {
   });
 
   it("leaves the serial port out where the firmware's console already is one (arm64)", () => {
-    const cfg = renderGrubConfig({ current: "A", version: "v0.1.0", cmdline: "console=ttyAMA0", serialTerminal: false });
+    const cfg = renderGrubConfig({
+      current: "A",
+      version: "v0.1.0",
+      cmdline: "console=ttyAMA0",
+      serialTerminal: false,
+    });
     assert.doesNotMatch(cfg, /serial/);
     assert.match(cfg, /insmod all_video\nterminal_input console\nterminal_output console\n/);
   });
@@ -48,7 +69,16 @@ describe("grub.cfg", () => {
 
   it("is valid GRUB script", { skip: hasTool("grub-script-check") ? false : "grub-script-check not installed" }, () => {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "basalt-grub-")), "grub.cfg");
-    fs.writeFileSync(file, renderGrubConfig({ current: "A", fallback: "B", version: "v1", cmdline: "talos.config=http://x/?a=1&b=$2 console=ttyS0", serialTerminal: true }));
+    fs.writeFileSync(
+      file,
+      renderGrubConfig({
+        current: "A",
+        fallback: "B",
+        version: "v1",
+        cmdline: "talos.config=http://x/?a=1&b=$2 console=ttyS0",
+        serialTerminal: true,
+      }),
+    );
     execFileSync("grub-script-check", [file]);
     fs.rmSync(path.dirname(file), { recursive: true });
   });

@@ -4,7 +4,16 @@ import os from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
 import { openBlockTarget, type BlockTarget } from "../../../agent/src/sys/blockdev.js";
-import { decodeMetaBlock, encodeLegacyAdv, encodeMetaBlock, metaBlockSize, MetaStore, MetaTag, readMeta, writeMeta } from "../../../agent/src/storage/meta.js";
+import {
+  decodeMetaBlock,
+  encodeLegacyAdv,
+  encodeMetaBlock,
+  metaBlockSize,
+  MetaStore,
+  MetaTag,
+  readMeta,
+  writeMeta,
+} from "../../../agent/src/storage/meta.js";
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "basalt-meta-"));
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -18,7 +27,10 @@ async function partition(name: string) {
 
 describe("META", () => {
   it("round-trips values through the on-disk block (magics, big-endian records, SHA-256)", () => {
-    const values = new Map([[MetaTag.metalNetworkPlatformConfig, Buffer.from("addresses: []")], [MetaTag.userReserved1, Buffer.from("x")]]);
+    const values = new Map([
+      [MetaTag.metalNetworkPlatformConfig, Buffer.from("addresses: []")],
+      [MetaTag.userReserved1, Buffer.from("x")],
+    ]);
     const block = encodeMetaBlock(values);
     assert.equal(block.length, metaBlockSize);
     assert.equal(block.readUInt32BE(0), 0x5a4b3c2d);
@@ -62,7 +74,11 @@ describe("META", () => {
     await dev.write(0, Buffer.alloc(2 * metaBlockSize, 0xab));
     const store = await MetaStore.open(dev);
     assert.equal(store.keys().size, 0);
-    assert.deepEqual(store.problems, ["META copy 1 is corrupt or blank", "META copy 2 is corrupt or blank"], "reported, not thrown");
+    assert.deepEqual(
+      store.problems,
+      ["META copy 1 is corrupt or blank", "META copy 2 is corrupt or blank"],
+      "reported, not thrown",
+    );
     assert.deepEqual((await readMeta(dev)).problems, [], "rebuilt as an empty, valid store");
     const legacy = await dev.read(dev.sizeBytes - 1024, 1024);
     assert.equal(legacy.readUInt32LE(0), 0x5a2d2fa5, "legacy ADV written at the partition's last KiB");
@@ -74,7 +90,9 @@ describe("META", () => {
     const ops: string[] = [];
     const data = Buffer.alloc(1024 * 1024);
     const fake: BlockTarget = {
-      path: "fake", sizeBytes: data.length, sectorSize: 512,
+      path: "fake",
+      sizeBytes: data.length,
+      sectorSize: 512,
       read: async (o, l) => Buffer.from(data.subarray(o, o + l)),
       write: async (o, d) => {
         ops.push(`write ${o}`);

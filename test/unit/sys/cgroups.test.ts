@@ -23,10 +23,21 @@ test("setup lays out Talos's groups with their memory protection and moves init 
     assert.equal(read("init", "cgroup.procs"), "4242");
     const MiB = 1024 * 1024;
     assert.deepEqual(
-      [["init"], ["system"], ["podruntime", "runtime"], ["podruntime", "kubelet"], ["system", "dashboard"]].map((g) => [g.join("/"), Number(read(...g, "memory.min")), Number(read(...g, "memory.low"))]),
-      [["init", 96 * MiB, 192 * MiB], ["system", 96 * MiB, 192 * MiB], ["podruntime/runtime", 128 * MiB, 256 * MiB], ["podruntime/kubelet", 64 * MiB, 128 * MiB], ["system/dashboard", 85 * MiB, 100 * MiB]],
+      [["init"], ["system"], ["podruntime", "runtime"], ["podruntime", "kubelet"], ["system", "dashboard"]].map((g) => [
+        g.join("/"),
+        Number(read(...g, "memory.min")),
+        Number(read(...g, "memory.low")),
+      ]),
+      [
+        ["init", 96 * MiB, 192 * MiB],
+        ["system", 96 * MiB, 192 * MiB],
+        ["podruntime/runtime", 128 * MiB, 256 * MiB],
+        ["podruntime/kubelet", 64 * MiB, 128 * MiB],
+        ["system/dashboard", 85 * MiB, 100 * MiB],
+      ],
     );
-    for (const g of ["kubepods", "system/runtime", "system/udevd"]) assert.ok(statSync(path.join(root, g)).isDirectory(), g);
+    for (const g of ["kubepods", "system/runtime", "system/udevd"])
+      assert.ok(statSync(path.join(root, g)).isDirectory(), g);
     mkdirSync(path.join(proc, "77"));
     cg.place(77, "/system/apid", -998);
     assert.equal(read("system", "apid", "cgroup.procs"), "77");

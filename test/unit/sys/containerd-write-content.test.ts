@@ -15,7 +15,8 @@ async function failingContentServer(socket: string): Promise<{ server: grpc.Serv
   let seen = 0;
   const server = new grpc.Server();
   server.addService(containerdService("containerd.services.content.v1.Content"), {
-    Info: (_call: grpc.ServerUnaryCall<object, object>, cb: grpc.sendUnaryData<object>) => cb({ code: grpc.status.NOT_FOUND, details: "not found" }),
+    Info: (_call: grpc.ServerUnaryCall<object, object>, cb: grpc.sendUnaryData<object>) =>
+      cb({ code: grpc.status.NOT_FOUND, details: "not found" }),
     Write: (call: grpc.ServerDuplexStream<object, object>) => {
       call.once("data", () => {
         seen++;
@@ -25,11 +26,17 @@ async function failingContentServer(socket: string): Promise<{ server: grpc.Serv
       });
     },
   });
-  await new Promise<void>((resolve, reject) => server.bindAsync(`unix:${socket}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+  await new Promise<void>((resolve, reject) =>
+    server.bindAsync(`unix:${socket}`, grpc.ServerCredentials.createInsecure(), (err) =>
+      err ? reject(err) : resolve(),
+    ),
+  );
   return { server, writesSeen: () => seen };
 }
 
-test("writeContent ends with containerd's error when the call fails while a write waits for drain (it used to wait forever)", { timeout: 60_000 }, async (t) => {
+test("writeContent ends with containerd's error when the call fails while a write waits for drain (it used to wait forever)", {
+  timeout: 60_000,
+}, async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "basalt-write-content-"));
   const socket = path.join(dir, "containerd.sock");
   const { server, writesSeen } = await failingContentServer(socket);
@@ -42,6 +49,9 @@ test("writeContent ends with containerd's error when the call fails while a writ
   });
   // 64 MiB in 1 MiB messages: far more than the HTTP/2 window and the stream's buffer hold.
   const blob = Buffer.alloc(64 << 20, 7);
-  await assert.rejects(client.writeContent("sha256:" + "0".repeat(64), blob.length, [blob]), /containerd Content\.Write: disk full/);
+  await assert.rejects(
+    client.writeContent("sha256:" + "0".repeat(64), blob.length, [blob]),
+    /containerd Content\.Write: disk full/,
+  );
   assert.equal(writesSeen(), 1);
 });

@@ -19,12 +19,16 @@ test("splitHostPort: a host alone gets the default port; without one it is refus
   assert.deepEqual(splitHostPort("fd00::1", 50000), { host: "fd00::1", port: 50000 });
   // A port named wins over the default.
   assert.deepEqual(splitHostPort("10.0.0.2:51000", 50000), { host: "10.0.0.2", port: 51000 });
-  assert.throws(() => splitHostPort("10.0.0.2"), (e: unknown) => e instanceof InvalidInputError && e.message === 'address "10.0.0.2" has no port');
+  assert.throws(
+    () => splitHostPort("10.0.0.2"),
+    (e: unknown) => e instanceof InvalidInputError && e.message === 'address "10.0.0.2" has no port',
+  );
   assert.throws(() => splitHostPort("fd00::1"), InvalidInputError);
 });
 
 test("joinHostPort writes what splitHostPort reads, IPv6 in brackets", () => {
   assert.equal(joinHostPort("fd00::1", 6443), "[fd00::1]:6443");
   assert.equal(joinHostPort("10.0.0.1", 6443), "10.0.0.1:6443");
-  for (const host of ["10.0.0.1", "fd00::1", "node.example"]) assert.deepEqual(splitHostPort(joinHostPort(host, 6443)), { host, port: 6443 });
+  for (const host of ["10.0.0.1", "fd00::1", "node.example"])
+    assert.deepEqual(splitHostPort(joinHostPort(host, 6443)), { host, port: 6443 });
 });

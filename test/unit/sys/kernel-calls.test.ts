@@ -27,10 +27,16 @@ test("the terminal ioctls reach the kernel: a new pty's size fills struct winsiz
   } finally {
     closeSync(file);
   }
-  assert.throws(() => calls.ttyWinsize(0, Buffer.alloc(4)), TypeError, "a buffer shorter than struct winsize is refused");
+  assert.throws(
+    () => calls.ttyWinsize(0, Buffer.alloc(4)),
+    TypeError,
+    "a buffer shorter than struct winsize is refused",
+  );
 });
 
-test("packetBroadcast sends through a real packet socket: all bytes on loopback, ENXIO for a link that does not exist", { skip: process.getuid?.() === 0 ? false : "needs CAP_NET_RAW (root)" }, () => {
+test("packetBroadcast sends through a real packet socket: all bytes on loopback, ENXIO for a link that does not exist", {
+  skip: process.getuid?.() === 0 ? false : "needs CAP_NET_RAW (root)",
+}, () => {
   const calls = locateKernelCalls()();
   const payload = Buffer.from("a frame's content after the Ethernet header");
   assert.equal(calls.packetBroadcast(1, 0x88b5, payload), payload.length);
@@ -45,7 +51,11 @@ test("sendFds refuses what it cannot send and answers -errno from sendmsg", () =
     const oneFd = Buffer.from(Int32Array.of(file).buffer);
     assert.equal(calls.sendFds(file, Buffer.from("x"), oneFd), -ENOTSOCK);
     assert.equal(calls.sendFds(file, Buffer.from("x"), Buffer.alloc(0)), -ENOTSOCK, "no fds is a plain send");
-    assert.throws(() => calls.sendFds(file, Buffer.alloc(0), oneFd), TypeError, "fds need at least one byte to travel with");
+    assert.throws(
+      () => calls.sendFds(file, Buffer.alloc(0), oneFd),
+      TypeError,
+      "fds need at least one byte to travel with",
+    );
     assert.throws(() => calls.sendFds(file, Buffer.from("x"), Buffer.alloc(6)), TypeError, "fds are whole ints");
     assert.throws(() => calls.sendFds(file, Buffer.from("x"), Buffer.alloc(17 * 4)), TypeError, "at most 16 fds");
   } finally {

@@ -49,7 +49,10 @@ describe("kexec_file_load from machined", () => {
     assert.equal(len, "BOOT_IMAGE=/B/vmlinuz console=ttyS0".length + 1);
     assert.equal(cmdline, "BOOT_IMAGE=/B/vmlinuz console=ttyS0");
     assert.equal(flags, 0);
-    assert.deepEqual(calls[0]!.filter((_, i) => i % 2 === 1), ["int", "int", "unsigned long", "const char *", "unsigned long"]);
+    assert.deepEqual(
+      calls[0]!.filter((_, i) => i % 2 === 1),
+      ["int", "int", "unsigned long", "const char *", "unsigned long"],
+    );
   });
 
   it("without an initramfs: fd -1 and KEXEC_FILE_NO_INITRAMFS", async () => {
@@ -61,7 +64,10 @@ describe("kexec_file_load from machined", () => {
 
   it("a kernel without kexec_file_load (ENOSYS, Debian's arm64) is a KexecLoadError that says so", async () => {
     const { koffi } = fakeKoffi(-1, 38);
-    await assert.rejects(kernelKexecLoader(koffi).load(kernel, initrd, "x"), (err: unknown) => err instanceof KexecLoadError && /this kernel has no kexec_file_load/.test(err.message));
+    await assert.rejects(
+      kernelKexecLoader(koffi).load(kernel, initrd, "x"),
+      (err: unknown) => err instanceof KexecLoadError && /this kernel has no kexec_file_load/.test(err.message),
+    );
   });
 
   it("a missing file is a KexecLoadError before any syscall", async () => {
@@ -71,7 +77,12 @@ describe("kexec_file_load from machined", () => {
   });
 
   it("no FFI library is a KexecLoadError (the caller reboots through the firmware)", async () => {
-    await assert.rejects(kernelKexecLoader(() => { throw new Error("no addon"); }).load(kernel, initrd, "x"), /koffi\) is not available/);
+    await assert.rejects(
+      kernelKexecLoader(() => {
+        throw new Error("no addon");
+      }).load(kernel, initrd, "x"),
+      /koffi\) is not available/,
+    );
   });
 
   it("init is asked for a bare kexec only after machined loaded the kernel", async () => {

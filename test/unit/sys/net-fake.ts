@@ -60,7 +60,14 @@ export class FakeNetKernel implements NetKernel {
 
   constructor(opts: { loopback?: boolean } = {}) {
     if (opts.loopback !== false) {
-      this.addLink({ name: "lo", type: ARPHRD_LOOPBACK, hardwareAddr: "00:00:00:00:00:00", mtu: 65536, carrier: true, up: true });
+      this.addLink({
+        name: "lo",
+        type: ARPHRD_LOOPBACK,
+        hardwareAddr: "00:00:00:00:00:00",
+        mtu: 65536,
+        carrier: true,
+        up: true,
+      });
     }
   }
 
@@ -141,7 +148,8 @@ export class FakeNetKernel implements NetKernel {
 
   async createLink(req: LinkCreateRequest): Promise<void> {
     this.calls.push(`createLink ${req.kind} ${req.name}`);
-    if (this.links.some((l) => l.name === req.name)) throw new AlreadyExistsError(`link ${req.name} exists`, { link: req.name });
+    if (this.links.some((l) => l.name === req.name))
+      throw new AlreadyExistsError(`link ${req.name} exists`, { link: req.name });
     const link = this.addLink({ name: req.name, kind: req.kind });
     if (req.kind === "vlan") {
       link.linkIndex = this.link(req.parentName).index;
@@ -149,21 +157,32 @@ export class FakeNetKernel implements NetKernel {
       link.vlanProtocol = req.protocol ?? 0x8100;
     }
     if (req.kind === "bond") link.bond = structuredClone(req.bond);
-    if (req.kind === "bridge") link.bridge = { stp: req.bridge.stp ?? false, vlanFiltering: req.bridge.vlanFiltering ?? false };
+    if (req.kind === "bridge")
+      link.bridge = { stp: req.bridge.stp ?? false, vlanFiltering: req.bridge.vlanFiltering ?? false };
   }
 
   /** Like the kernel's changelink, which refuses these bond options on a bond that is up (EBUSY) or has members (ENOTEMPTY). */
   async setLinkSettings(req: LinkSettingsRequest): Promise<void> {
     this.calls.push(`setLinkSettings ${req.kind} ${req.name}`);
     const link = this.link(req.name);
-    if (link.kind !== req.kind) throw new InvalidInputError(`link ${req.name} is a ${link.kind || "device"}, not a ${req.kind}`, { link: req.name });
+    if (link.kind !== req.kind)
+      throw new InvalidInputError(`link ${req.name} is a ${link.kind || "device"}, not a ${req.kind}`, {
+        link: req.name,
+      });
     if (req.kind === "bridge") {
-      link.bridge = { stp: req.bridge.stp ?? link.bridge?.stp ?? false, vlanFiltering: req.bridge.vlanFiltering ?? link.bridge?.vlanFiltering ?? false };
+      link.bridge = {
+        stp: req.bridge.stp ?? link.bridge?.stp ?? false,
+        vlanFiltering: req.bridge.vlanFiltering ?? link.bridge?.vlanFiltering ?? false,
+      };
     } else {
-      const busy = (["mode", "lacpRate", "adSelect", "failOverMac", "tlbDynamicLb", "adActorSysPrio", "adUserPortKey"] as const).filter((k) => link.bond?.[k] !== req.bond[k]);
+      const busy = (
+        ["mode", "lacpRate", "adSelect", "failOverMac", "tlbDynamicLb", "adActorSysPrio", "adUserPortKey"] as const
+      ).filter((k) => link.bond?.[k] !== req.bond[k]);
       const members = this.links.some((l) => l.masterIndex === link.index);
       if (busy.length > 0 && ((link.flags & IFF_UP) !== 0 || members)) {
-        throw new ConflictError(`bond ${req.name}: ${busy.join(", ")} cannot change while it is up or has members`, { link: req.name });
+        throw new ConflictError(`bond ${req.name}: ${busy.join(", ")} cannot change while it is up or has members`, {
+          link: req.name,
+        });
       }
       link.bond = structuredClone(req.bond);
     }
@@ -194,7 +213,9 @@ export class FakeNetKernel implements NetKernel {
     this.calls.push(`addAddress ${req.linkName} ${req.address}/${req.prefixLen}`);
     const link = this.link(req.linkName);
     const family = req.address.includes(":") ? 6 : 4;
-    this.addresses = this.addresses.filter((a) => !(a.linkIndex === link.index && a.address === req.address && a.prefixLen === req.prefixLen));
+    this.addresses = this.addresses.filter(
+      (a) => !(a.linkIndex === link.index && a.address === req.address && a.prefixLen === req.prefixLen),
+    );
     this.addresses.push({
       linkIndex: link.index,
       linkName: link.name,
@@ -207,7 +228,17 @@ export class FakeNetKernel implements NetKernel {
       flags: req.validLifetime === undefined ? IFA_F_PERMANENT : 0,
     });
     if (family === 4) {
-      this.routes.push(this.kernelRoute(link, ipv4Network(req.address, req.prefixLen), req.prefixLen, req.address, TABLE_MAIN, SCOPE_LINK, RTN_UNICAST));
+      this.routes.push(
+        this.kernelRoute(
+          link,
+          ipv4Network(req.address, req.prefixLen),
+          req.prefixLen,
+          req.address,
+          TABLE_MAIN,
+          SCOPE_LINK,
+          RTN_UNICAST,
+        ),
+      );
       this.routes.push(this.kernelRoute(link, req.address, 32, req.address, TABLE_LOCAL, SCOPE_HOST, RTN_LOCAL));
     }
     this.emit("address", "route");
@@ -225,14 +256,20 @@ export class FakeNetKernel implements NetKernel {
     this.calls.push(`removeAddress ${req.linkName} ${req.address}/${req.prefixLen}`);
     const link = this.links.find((l) => l.name === req.linkName);
     if (!link) return;
-    this.addresses = this.addresses.filter((a) => !(a.linkIndex === link.index && a.address === req.address && a.prefixLen === req.prefixLen));
+    this.addresses = this.addresses.filter(
+      (a) => !(a.linkIndex === link.index && a.address === req.address && a.prefixLen === req.prefixLen),
+    );
     // Like the kernel: routes that use the address as source go with it.
-    this.routes = this.routes.filter((r) => !(r.outLinkIndex === link.index && r.protocol === RTPROT_KERNEL && r.src === req.address));
+    this.routes = this.routes.filter(
+      (r) => !(r.outLinkIndex === link.index && r.protocol === RTPROT_KERNEL && r.src === req.address),
+    );
     this.emit("address", "route");
   }
 
   async addRoute(req: RouteRequest): Promise<void> {
-    this.calls.push(`addRoute ${req.dst || "default"}/${req.dstLen}${req.gateway ? ` via ${req.gateway}` : ""}${req.outLinkName ? ` dev ${req.outLinkName}` : ""}`);
+    this.calls.push(
+      `addRoute ${req.dst || "default"}/${req.dstLen}${req.gateway ? ` via ${req.gateway}` : ""}${req.outLinkName ? ` dev ${req.outLinkName}` : ""}`,
+    );
     const link = req.outLinkName ? this.link(req.outLinkName) : undefined;
     const route: KernelRoute = {
       family: req.family,
@@ -257,9 +294,20 @@ export class FakeNetKernel implements NetKernel {
 
   async removeRoute(req: RouteRequest): Promise<void> {
     this.calls.push(`removeRoute ${req.dst || "default"}/${req.dstLen}`);
-    const probe = { family: req.family, table: req.table ?? TABLE_MAIN, dst: req.dst, dstLen: req.dstLen, priority: req.priority ?? 0 };
+    const probe = {
+      family: req.family,
+      table: req.table ?? TABLE_MAIN,
+      dst: req.dst,
+      dstLen: req.dstLen,
+      priority: req.priority ?? 0,
+    };
     this.routes = this.routes.filter(
-      (r) => !(sameRoute(r, probe) && (req.gateway === undefined || r.gateway === req.gateway) && (req.outLinkName === undefined || r.outLinkName === req.outLinkName)),
+      (r) =>
+        !(
+          sameRoute(r, probe) &&
+          (req.gateway === undefined || r.gateway === req.gateway) &&
+          (req.outLinkName === undefined || r.outLinkName === req.outLinkName)
+        ),
     );
     this.emit("route");
   }
@@ -287,10 +335,30 @@ export class FakeNetKernel implements NetKernel {
     link.flags = base | IFF_UP | (link.carrier ? IFF_LOWER_UP : 0) | (loop || link.carrier ? IFF_RUNNING : 0);
   }
 
-  private kernelRoute(link: KernelLink, dst: string, dstLen: number, src: string, table: number, scope: number, type: number): KernelRoute {
+  private kernelRoute(
+    link: KernelLink,
+    dst: string,
+    dstLen: number,
+    src: string,
+    table: number,
+    scope: number,
+    type: number,
+  ): KernelRoute {
     return {
-      family: 4, table, dst, dstLen, src, gateway: "", outLinkIndex: link.index, outLinkName: link.name,
-      priority: 0, scope, type, protocol: RTPROT_KERNEL, flags: 0, mtu: 0,
+      family: 4,
+      table,
+      dst,
+      dstLen,
+      src,
+      gateway: "",
+      outLinkIndex: link.index,
+      outLinkName: link.name,
+      priority: 0,
+      scope,
+      type,
+      protocol: RTPROT_KERNEL,
+      flags: 0,
+      mtu: 0,
     };
   }
 
@@ -303,8 +371,17 @@ export class FakeNetKernel implements NetKernel {
   }
 }
 
-function sameRoute(a: Pick<KernelRoute, "family" | "table" | "dst" | "dstLen" | "priority">, b: Pick<KernelRoute, "family" | "table" | "dst" | "dstLen" | "priority">): boolean {
-  return a.family === b.family && a.table === b.table && a.dst === b.dst && a.dstLen === b.dstLen && a.priority === b.priority;
+function sameRoute(
+  a: Pick<KernelRoute, "family" | "table" | "dst" | "dstLen" | "priority">,
+  b: Pick<KernelRoute, "family" | "table" | "dst" | "dstLen" | "priority">,
+): boolean {
+  return (
+    a.family === b.family &&
+    a.table === b.table &&
+    a.dst === b.dst &&
+    a.dstLen === b.dstLen &&
+    a.priority === b.priority
+  );
 }
 
 /** Routes of different links or gateways coexist (like the rtnetlink backend, which creates beside them). */

@@ -14,8 +14,14 @@ test("a receive error on the request socket is logged, and the socket keeps answ
   t.after(() => setLogSink(previous));
   // The adapter's socket is private; the test reaches the package's raw socket, where the native error lands.
   const raw = (kernel as unknown as { socket: { socket: { socket: NodeJS.EventEmitter } } }).socket.socket.socket;
-  raw.emit("error", Object.assign(new Error("Error when receiving Netlink message: No buffer space available"), { code: "ENOBUFS" }));
-  assert.equal(lines.filter((l) => l.includes("rtnetlink request socket") && l.includes("No buffer space available")).length, 1);
+  raw.emit(
+    "error",
+    Object.assign(new Error("Error when receiving Netlink message: No buffer space available"), { code: "ENOBUFS" }),
+  );
+  assert.equal(
+    lines.filter((l) => l.includes("rtnetlink request socket") && l.includes("No buffer space available")).length,
+    1,
+  );
   const links = await kernel.listLinks();
   assert.equal(links.filter((l) => l.name === "lo").length, 1);
 });

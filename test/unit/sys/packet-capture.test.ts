@@ -20,7 +20,11 @@ function frame(ts: bigint, length: number, data: Buffer): Buffer {
 }
 
 test("frame decoder: frames split across chunks at any byte come out whole and in order", () => {
-  const stream = Buffer.concat([frame(5n, 100, Buffer.from("abcdef")), frame(6n, 3, Buffer.from("xyz")), frame(7n, 0, Buffer.alloc(0))]);
+  const stream = Buffer.concat([
+    frame(5n, 100, Buffer.from("abcdef")),
+    frame(6n, 3, Buffer.from("xyz")),
+    frame(7n, 0, Buffer.alloc(0)),
+  ]);
   for (let cut = 0; cut <= stream.length; cut++) {
     const d = new FrameDecoder();
     const out = [...d.push(stream.subarray(0, cut)), ...d.push(stream.subarray(cut))];

@@ -29,7 +29,10 @@ test("the kernel clock reads CLOCK_REALTIME (never adjusted here) and reports a 
 test("RTC_SET_TIME's struct rtc_time: UTC fields, month from 0, years since 1900, weekday and day of year", () => {
   const buf = rtcTimeFor(Date.UTC(2026, 10, 24, 14, 50, 7, 900));
   assert.equal(buf.length, 36);
-  assert.deepEqual(Array.from({ length: 9 }, (_, i) => buf.readInt32LE(i * 4)), [7, 50, 14, 24, 10, 126, 2, 327, 0]);
+  assert.deepEqual(
+    Array.from({ length: 9 }, (_, i) => buf.readInt32LE(i * 4)),
+    [7, 50, 14, 24, 10, 126, 2, 327, 0],
+  );
   const leapDay = rtcTimeFor(Date.UTC(2028, 1, 29, 0, 0, 0));
   assert.deepEqual([leapDay.readInt32LE(12), leapDay.readInt32LE(16), leapDay.readInt32LE(28)], [29, 1, 59]);
 });
@@ -52,7 +55,10 @@ test("the clock addon itself on this host: clock_gettime(CLOCK_REALTIME) fills a
   const state = addon.adjtimex(tx);
   assert.ok(Number.isInteger(state) && state >= 0 && state <= 5, `state ${state}`);
   assert.equal(tx.readBigInt64LE(64), 32_768_000n);
-  assert.ok(Math.abs(Number(tx.readBigInt64LE(72)) - Date.now() / 1000) <= 1, `time ${tx.readBigInt64LE(72)} within a second of now`);
+  assert.ok(
+    Math.abs(Number(tx.readBigInt64LE(72)) - Date.now() / 1000) <= 1,
+    `time ${tx.readBigInt64LE(72)} within a second of now`,
+  );
   assert.equal(tx.readBigInt64LE(88), 10_000n);
   assert.equal(tx.readUInt32LE(0), 0, "modes stays 0");
   assert.equal(kernelStateOf(state, tx).status & ~0xffff, 0, "status holds only STA_ bits");

@@ -1,10 +1,23 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { decodeReply, encodeRequest, measure, NtpReplyMismatchError, NtpResponseError, readTimestamp, writeTimestamp } from "../../../agent/src/network/ntp/packet.js";
+import {
+  decodeReply,
+  encodeRequest,
+  measure,
+  NtpReplyMismatchError,
+  NtpResponseError,
+  readTimestamp,
+  writeTimestamp,
+} from "../../../agent/src/network/ntp/packet.js";
 import { SpikeDetector } from "../../../agent/src/network/ntp/spike.js";
 
 /** A server reply to `request`: received at t2, sent at t3 (Unix ms), stratum 2 unless given. */
-function reply(request: Buffer, t2: number, t3: number, o: { stratum?: number; leap?: number; refId?: string; mode?: number } = {}): Buffer {
+function reply(
+  request: Buffer,
+  t2: number,
+  t3: number,
+  o: { stratum?: number; leap?: number; refId?: string; mode?: number } = {},
+): Buffer {
   const buf = Buffer.alloc(48);
   buf[0] = ((o.leap ?? 0) << 6) | (4 << 3) | (o.mode ?? 4);
   buf[1] = o.stratum ?? 2;
@@ -48,9 +61,18 @@ test("replies that must not be followed are refused with the reason; ones answer
   const t1 = 1_700_000_000_000;
   const req = encodeRequest(t1);
   const check = (buf: Buffer) => measure(decodeReply(buf), req, t1, t1 + 10);
-  assert.throws(() => check(reply(req, t1, t1, { stratum: 0, refId: "RATE" })), (e: Error) => e instanceof NtpResponseError && e.message === "kiss of death received: RATE");
-  assert.throws(() => check(reply(req, t1, t1, { stratum: 16 })), (e: Error) => e instanceof NtpResponseError && /invalid stratum 16/.test(e.message));
-  assert.throws(() => check(reply(req, t1, t1, { leap: 3 })), (e: Error) => e instanceof NtpResponseError && /not synchronized/.test(e.message));
+  assert.throws(
+    () => check(reply(req, t1, t1, { stratum: 0, refId: "RATE" })),
+    (e: Error) => e instanceof NtpResponseError && e.message === "kiss of death received: RATE",
+  );
+  assert.throws(
+    () => check(reply(req, t1, t1, { stratum: 16 })),
+    (e: Error) => e instanceof NtpResponseError && /invalid stratum 16/.test(e.message),
+  );
+  assert.throws(
+    () => check(reply(req, t1, t1, { leap: 3 })),
+    (e: Error) => e instanceof NtpResponseError && /not synchronized/.test(e.message),
+  );
   assert.throws(() => check(reply(req, t1, t1, { mode: 5 })), NtpReplyMismatchError);
   assert.throws(() => check(reply(encodeRequest(t1 + 1), t1, t1)), NtpReplyMismatchError);
   assert.throws(() => decodeReply(Buffer.alloc(47)), NtpReplyMismatchError);

@@ -4,8 +4,17 @@ import { TimeSyncController } from "../../../agent/src/controllers/time/sync.js"
 import { loadConfig } from "../../../agent/src/config/load.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../../agent/src/resources/catalog/config.js";
 import { registerCatalog } from "../../../agent/src/resources/catalog/index.js";
-import { NETWORK_NAMESPACE, networkDefinitions, TimeServerStatusId, TimeServerStatusType } from "../../../agent/src/resources/catalog/network.js";
-import { RUNTIME_NAMESPACE, TimeStatusType, type TimeStatusSpec } from "../../../agent/src/resources/catalog/runtime.js";
+import {
+  NETWORK_NAMESPACE,
+  networkDefinitions,
+  TimeServerStatusId,
+  TimeServerStatusType,
+} from "../../../agent/src/resources/catalog/network.js";
+import {
+  RUNTIME_NAMESPACE,
+  TimeStatusType,
+  type TimeStatusSpec,
+} from "../../../agent/src/resources/catalog/runtime.js";
 import { ControllerRuntime } from "../../../agent/src/resources/controller-runtime.js";
 import { ResourceState } from "../../../agent/src/resources/state.js";
 import { FakeClock } from "../../../agent/src/sys/clock-fake.js";
@@ -19,10 +28,13 @@ function harness(t: { after(fn: () => void): void }, controller: TimeSyncControl
   t.after(() => ac.abort());
   runtime.start(ac.signal);
   const status = () => state.get<TimeStatusSpec>(RUNTIME_NAMESPACE, TimeStatusType, "node")?.spec;
-  const servers = (timeServers: string[]) => state.modify(NETWORK_NAMESPACE, TimeServerStatusType, TimeServerStatusId, "test", () => ({ timeServers }));
+  const servers = (timeServers: string[]) =>
+    state.modify(NETWORK_NAMESPACE, TimeServerStatusType, TimeServerStatusId, "test", () => ({ timeServers }));
   const config = (time: string) => {
     const text = `version: v1alpha1\nmachine:\n    type: worker\n    time:\n${time}cluster: {}\n`;
-    state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test", () => loadConfig(Buffer.from(text)));
+    state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test", () =>
+      loadConfig(Buffer.from(text)),
+    );
   };
   const until = async (pred: (s: TimeStatusSpec | undefined) => boolean) => {
     while (!pred(status())) {
@@ -58,7 +70,10 @@ test("a step of more than 15 minutes is a new epoch", async (t) => {
 });
 
 test("no server answers: unsynced; .machine.time.bootTimeout past since boot counts as synced", async (t) => {
-  const h = harness(t, new TimeSyncController({ clock: new FakeClock(), syncer: silent, bootTimeMs: Date.now() - 10_000 }));
+  const h = harness(
+    t,
+    new TimeSyncController({ clock: new FakeClock(), syncer: silent, bootTimeMs: Date.now() - 10_000 }),
+  );
   h.servers(["192.0.2.1"]);
   await h.runtime.whenIdle();
   assert.deepEqual(h.status(), { synced: false, epoch: 0, syncDisabled: false });

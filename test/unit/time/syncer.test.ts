@@ -23,7 +23,12 @@ test("syncer: steps beyond 400 ms, slews below (time constant from the next poll
   let epochs = 0;
   const ac = new AbortController();
   const syncer = new NtpSyncer({
-    clock, servers: ["192.0.2.1"], query, minPollMs: 32, maxPollMs: 2048, retryPollMs: 1,
+    clock,
+    servers: ["192.0.2.1"],
+    query,
+    minPollMs: 32,
+    maxPollMs: 2048,
+    retryPollMs: 1,
     onSynced: () => synced++,
     onEpochChange: () => epochs++,
   });
@@ -43,7 +48,8 @@ test("syncer: steps beyond 400 ms, slews below (time constant from the next poll
   // The two steps, and only they, were written to the RTC, each with the clock as it stood after the step.
   assert.equal(clock.rtcWrites.length, 2);
   const hostAfter = performance.timeOrigin + performance.now();
-  const within = (written: number, offsetMs: number) => written >= hostBefore + offsetMs && written <= hostAfter + offsetMs;
+  const within = (written: number, offsetMs: number) =>
+    written >= hostBefore + offsetMs && written <= hostAfter + offsetMs;
   assert.ok(within(clock.rtcWrites[0]!, 5000), "the clock 5 s ahead");
   assert.ok(within(clock.rtcWrites[1]!, 5000 - 20 * 60_000), "then 20 min behind that");
   assert.equal(syncer.currentServer, "192.0.2.1");
@@ -55,7 +61,11 @@ test("syncer: a failing server is skipped for the next; names resolve to every a
   const { asked, query } = answers({ "192.0.2.2": [700], "198.51.100.7": [900] });
   const ac = new AbortController();
   const syncer = new NtpSyncer({
-    clock, servers: ["ntp.example.org"], query, minPollMs: 60_000, retryPollMs: 60_000,
+    clock,
+    servers: ["ntp.example.org"],
+    query,
+    minPollMs: 60_000,
+    retryPollMs: 60_000,
     resolve: async (name) => (name === "ntp.example.org" ? ["192.0.2.1", "192.0.2.2"] : []),
     onSynced: () => undefined,
     onEpochChange: () => undefined,
@@ -69,14 +79,23 @@ test("syncer: a failing server is skipped for the next; names resolve to every a
   ac.abort();
   await run;
   assert.deepEqual(asked, ["192.0.2.1", "192.0.2.2", "198.51.100.7"]);
-  assert.deepEqual(clock.adjustments.map((a) => a.offsetMs), [700, 900]);
+  assert.deepEqual(
+    clock.adjustments.map((a) => a.offsetMs),
+    [700, 900],
+  );
   assert.equal(syncer.currentServer, "198.51.100.7");
 });
 
 test("syncer: a PTP device (/dev/...) is read as a clock and followed", async () => {
   const clock = new FakeClock(0, new Map([["/dev/ptp0", 2000]]));
   const ac = new AbortController();
-  const syncer = new NtpSyncer({ clock, servers: ["/dev/ptp1", "/dev/ptp0"], minPollMs: 60_000, onSynced: () => ac.abort(), onEpochChange: () => undefined });
+  const syncer = new NtpSyncer({
+    clock,
+    servers: ["/dev/ptp1", "/dev/ptp0"],
+    minPollMs: 60_000,
+    onSynced: () => ac.abort(),
+    onEpochChange: () => undefined,
+  });
   await syncer.run(ac.signal);
   assert.equal(clock.adjustments.length, 1);
   assert.equal(clock.adjustments[0]!.kind, "step");

@@ -24,7 +24,13 @@ test("the token must equal the machine token exactly; only the first value count
 function fakeCall(tokens: string[]) {
   const metadata = new grpc.Metadata();
   for (const t of tokens) metadata.add("token", t);
-  return { metadata, getPeer: () => "10.0.0.9:4000", getAuthContext: () => ({}), getPath: () => "/securityapi.SecurityService/Certificate", cancelled: false };
+  return {
+    metadata,
+    getPeer: () => "10.0.0.9:4000",
+    getAuthContext: () => ({}),
+    getPath: () => "/securityapi.SecurityService/Certificate",
+    cancelled: false,
+  };
 }
 
 test("a wrong or missing token is refused as Talos answers it (Unknown, 'Unauthenticated') and logged", () => {
@@ -57,5 +63,8 @@ test("a wrong or missing token is refused as Talos answers it (Unknown, 'Unauthe
 
 test("before the OS root secrets are known nobody is let in", () => {
   const guard = tokenGuard(() => undefined, logger("trustd-test"));
-  assert.throws(() => guard("/securityapi.SecurityService/Certificate", fakeCall([machineToken]) as never), TokenRejectedError);
+  assert.throws(
+    () => guard("/securityapi.SecurityService/Certificate", fakeCall([machineToken]) as never),
+    TokenRejectedError,
+  );
 });

@@ -4,7 +4,13 @@ import net from "node:net";
 import { test } from "node:test";
 import { createCSR, generateSelfSignedCA, hourMs, issueCertificate } from "../../../agent/src/pki/index.js";
 import { registerCatalog } from "../../../agent/src/resources/catalog/index.js";
-import { OSRootSecretsId, OSRootSecretsType, SECRETS_NAMESPACE, TrustdCertificatesId, TrustdCertificatesType } from "../../../agent/src/resources/catalog/secrets.js";
+import {
+  OSRootSecretsId,
+  OSRootSecretsType,
+  SECRETS_NAMESPACE,
+  TrustdCertificatesId,
+  TrustdCertificatesType,
+} from "../../../agent/src/resources/catalog/secrets.js";
 import { ResourceState } from "../../../agent/src/resources/state.js";
 import { tcpProbe } from "../../../agent/src/services/readiness.js";
 import { trustdService } from "../../../agent/src/services/definitions/trustd.js";
@@ -21,13 +27,27 @@ async function freePort(): Promise<number> {
 
 test("trustd in machined's process: serves from machined's store; a stop closes its listener, a start opens it again", async (t) => {
   const ca = await generateSelfSignedCA({ organizations: ["talos"] });
-  const server = await issueCertificate(ca, { commonName: "trustd", ipAddresses: ["127.0.0.1"], extKeyUsage: ["serverAuth"], lifetimeMs: 24 * hourMs });
+  const server = await issueCertificate(ca, {
+    commonName: "trustd",
+    ipAddresses: ["127.0.0.1"],
+    extKeyUsage: ["serverAuth"],
+    lifetimeMs: 24 * hourMs,
+  });
   const token = "abcdef.0123456789abcdef";
   const state = new ResourceState();
   registerCatalog(state);
   const owner = "secrets.test";
-  state.modify(SECRETS_NAMESPACE, OSRootSecretsType, OSRootSecretsId, owner, () => ({ issuingCA: { crt: ca.certPem, key: ca.keyPem }, acceptedCAs: [{ crt: ca.certPem }], certSANIPs: [], certSANDNSNames: [], token }));
-  state.modify(SECRETS_NAMESPACE, TrustdCertificatesType, TrustdCertificatesId, owner, () => ({ server: { crt: server.certPem, key: server.keyPem }, acceptedCAs: [{ crt: ca.certPem }] }));
+  state.modify(SECRETS_NAMESPACE, OSRootSecretsType, OSRootSecretsId, owner, () => ({
+    issuingCA: { crt: ca.certPem, key: ca.keyPem },
+    acceptedCAs: [{ crt: ca.certPem }],
+    certSANIPs: [],
+    certSANDNSNames: [],
+    token,
+  }));
+  state.modify(SECRETS_NAMESPACE, TrustdCertificatesType, TrustdCertificatesId, owner, () => ({
+    server: { crt: server.certPem, key: server.keyPem },
+    acceptedCAs: [{ crt: ca.certPem }],
+  }));
 
   const listen = `127.0.0.1:${await freePort()}`;
   const { runner } = trustdService({ listen, run: (signal) => runTrustd({ listen, state, signal }) });
@@ -44,7 +64,11 @@ test("trustd in machined's process: serves from machined's store; a stop closes 
   assert.equal((await sign()).issuer, new X509Certificate(ca.certPem).subject);
 
   await runner.stop();
-  await assert.rejects(tcpProbe(listen, "trustd"), (err: Error) => (err.cause as NodeJS.ErrnoException | undefined)?.code === "ECONNREFUSED", "nothing listens once stopped");
+  await assert.rejects(
+    tcpProbe(listen, "trustd"),
+    (err: Error) => (err.cause as NodeJS.ErrnoException | undefined)?.code === "ECONNREFUSED",
+    "nothing listens once stopped",
+  );
 
   await runner.start((err) => exits.push(err));
   await tcpProbe(listen, "trustd");

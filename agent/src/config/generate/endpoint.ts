@@ -26,7 +26,8 @@ export function parseClusterEndpoint(endpoint: string): ClusterEndpoint {
   if (!explicitPort) {
     throw new InvalidInputError(`invalid cluster endpoint ${JSON.stringify(endpoint)}: port is missing; ${hint}`);
   }
-  if (url.hostname === "") throw new InvalidInputError(`invalid cluster endpoint ${JSON.stringify(endpoint)}: host is missing`);
+  if (url.hostname === "")
+    throw new InvalidInputError(`invalid cluster endpoint ${JSON.stringify(endpoint)}: host is missing`);
   const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
   return { url: text, host, port: Number(explicitPort) };
 }

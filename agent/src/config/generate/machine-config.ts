@@ -70,7 +70,6 @@ export interface MachineOptions {
 
 type Obj = Record<string, unknown>;
 
-
 function caEntry(pair: PemPair, withKey: boolean): Obj {
   return { crt: pemToBase64(pair.crt), key: withKey ? pemToBase64(pair.key) : "" };
 }
@@ -132,8 +131,12 @@ function auditPolicy(): Obj {
 
 /** Checks the inputs every document needs; throws InvalidInputError with a clear message. */
 export function checkClusterOptions(options: ClusterOptions): { endpoint: ClusterEndpoint; kubernetesVersion: string } {
-  if (!options.clusterName || options.clusterName.trim() === "") throw new InvalidInputError("cluster name is required");
-  return { endpoint: parseClusterEndpoint(options.endpoint), kubernetesVersion: normalizeKubernetesVersion(options.kubernetesVersion) };
+  if (!options.clusterName || options.clusterName.trim() === "")
+    throw new InvalidInputError("cluster name is required");
+  return {
+    endpoint: parseClusterEndpoint(options.endpoint),
+    kubernetesVersion: normalizeKubernetesVersion(options.kubernetesVersion),
+  };
 }
 
 /** The v1alpha1 document for one machine type, as a plain object in `gen config` key order. */
@@ -150,7 +153,10 @@ export function machineConfigDocument(
 
   const kubelet: Obj = { image: images.kubelet };
   if (options.kubeletExtraMounts && options.kubeletExtraMounts.length > 0) {
-    kubelet.extraMounts = options.kubeletExtraMounts.map((m) => ({ ...m, ...(m.options ? { options: [...m.options] } : {}) }));
+    kubelet.extraMounts = options.kubeletExtraMounts.map((m) => ({
+      ...m,
+      ...(m.options ? { options: [...m.options] } : {}),
+    }));
   }
   kubelet.defaultRuntimeSeccompProfileEnabled = true;
   kubelet.disableManifestsDirectory = true;
@@ -177,7 +183,9 @@ export function machineConfigDocument(
   if (options.sysctls && Object.keys(options.sysctls).length > 0) machineSection.sysctls = { ...options.sysctls };
   if (options.registryMirrors && Object.keys(options.registryMirrors).length > 0) {
     machineSection.registries = {
-      mirrors: Object.fromEntries(Object.entries(options.registryMirrors).map(([host, m]) => [host, { endpoints: [...m.endpoints] }])),
+      mirrors: Object.fromEntries(
+        Object.entries(options.registryMirrors).map(([host, m]) => [host, { endpoints: [...m.endpoints] }]),
+      ),
     };
   }
   machineSection.features = {
@@ -191,7 +199,10 @@ export function machineConfigDocument(
 
   const clusterNetwork: Obj = {};
   if (options.cni) {
-    clusterNetwork.cni = { name: options.cni.name, ...(options.cni.urls && options.cni.urls.length > 0 ? { urls: [...options.cni.urls] } : {}) };
+    clusterNetwork.cni = {
+      name: options.cni.name,
+      ...(options.cni.urls && options.cni.urls.length > 0 ? { urls: [...options.cni.urls] } : {}),
+    };
   }
   clusterNetwork.dnsDomain = options.dnsDomain || defaultDnsDomain;
   clusterNetwork.podSubnets = [...(options.podSubnets ?? defaultPodSubnets)];
@@ -211,7 +222,9 @@ export function machineConfigDocument(
       clusterName: options.clusterName,
       network: clusterNetwork,
       token: secrets.secrets.bootstrapToken,
-      ...(secrets.secrets.aescbcEncryptionSecret ? { aescbcEncryptionSecret: secrets.secrets.aescbcEncryptionSecret } : {}),
+      ...(secrets.secrets.aescbcEncryptionSecret
+        ? { aescbcEncryptionSecret: secrets.secrets.aescbcEncryptionSecret }
+        : {}),
       secretboxEncryptionSecret: secrets.secrets.secretboxEncryptionSecret,
       ca: caEntry(secrets.certs.k8s, true),
       aggregatorCA: caEntry(secrets.certs.k8sAggregator, true),
@@ -256,6 +269,11 @@ export function machineConfigToYaml(document: Obj): string {
   return stringify(document, { indent: 4, lineWidth: 0, aliasDuplicateObjects: false });
 }
 
-export function machineConfigYaml(type: MachineType, options: ClusterOptions, secrets: SecretsBundle, machine: MachineOptions = {}): string {
+export function machineConfigYaml(
+  type: MachineType,
+  options: ClusterOptions,
+  secrets: SecretsBundle,
+  machine: MachineOptions = {},
+): string {
   return machineConfigToYaml(machineConfigDocument(type, options, secrets, machine));
 }

@@ -3,7 +3,13 @@
 // one machine config document and a talosconfig, reusing the node's secrets when
 // it has them.
 import { InvalidInputError } from "../../errors.js";
-import { checkClusterOptions, machineConfigYaml, type ClusterOptions, type MachineOptions, type MachineType } from "./machine-config.js";
+import {
+  checkClusterOptions,
+  machineConfigYaml,
+  type ClusterOptions,
+  type MachineOptions,
+  type MachineType,
+} from "./machine-config.js";
 import { generateSecretsBundle, type SecretsBundle } from "./secrets.js";
 import { generateTalosconfig } from "./talosconfig.js";
 import { MachineTypeEnum } from "./machine-type-enum.js";
@@ -113,6 +119,9 @@ export async function generateMachineConfig(
   checkClusterOptions(clusterOptions);
   const secrets = options.secrets ?? (await generateSecretsBundle(now));
   const document = machineConfigYaml(type, clusterOptions, secrets, machineOptions);
-  const talosconfig = await generateTalosconfig(secrets, { contextName: clusterOptions.clusterName, ...(now ? { now } : {}) });
+  const talosconfig = await generateTalosconfig(secrets, {
+    contextName: clusterOptions.clusterName,
+    ...(now ? { now } : {}),
+  });
   return { data: [document], talosconfig, type };
 }

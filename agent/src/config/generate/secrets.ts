@@ -104,7 +104,8 @@ class FieldReader {
     let cur: unknown = this.root;
     for (const key of path.split(".")) cur = isObj(cur) ? cur[key] : undefined;
     if (typeof cur === "string" && cur !== "") return cur;
-    if (!(optional && (cur === undefined || cur === null || cur === ""))) this.problems.push(`${path}: missing or not a string`);
+    if (!(optional && (cur === undefined || cur === null || cur === "")))
+      this.problems.push(`${path}: missing or not a string`);
     return "";
   }
 
@@ -170,7 +171,11 @@ interface BundleLayout {
  * Reads a bundle laid out as `layout` says, collecting a problem per missing field.
  * The secretbox secret may be absent when an aescbc one is there (older configs).
  */
-function readBundle(r: FieldReader, layout: BundleLayout, secretboxOptional: (aescbc: string) => boolean): SecretsBundle {
+function readBundle(
+  r: FieldReader,
+  layout: BundleLayout,
+  secretboxOptional: (aescbc: string) => boolean,
+): SecretsBundle {
   const pair = (path: string): PemPair => ({ crt: r.pem(`${path}.crt`), key: r.pem(`${path}.key`) });
   const aescbc = r.string(layout.aescbcEncryptionSecret, true);
   return {

@@ -38,7 +38,12 @@ export async function issueClientCredentials(
   return { caPem: secrets.certs.os.crt, certPem: client.certPem, keyPem: client.keyPem };
 }
 
-export function talosconfigYaml(contextName: string, credentials: ClientCredentials, endpoints: string[] = [], nodes: string[] = []): string {
+export function talosconfigYaml(
+  contextName: string,
+  credentials: ClientCredentials,
+  endpoints: string[] = [],
+  nodes: string[] = [],
+): string {
   const context: Record<string, unknown> = { endpoints: [...endpoints] };
   if (nodes.length > 0) context.nodes = [...nodes];
   context.ca = pemToBase64(credentials.caPem);

@@ -16,12 +16,16 @@ const ops = new Set(["add", "remove", "replace", "move", "copy", "test"]);
 export function parseJsonPatch(raw: unknown): JsonPatchOp[] {
   if (!Array.isArray(raw)) throw new InvalidInputError("JSON patch must be a list of operations");
   return raw.map((item, i) => {
-    if (typeof item !== "object" || item === null) throw new InvalidInputError(`JSON patch operation ${i}: not an object`);
+    if (typeof item !== "object" || item === null)
+      throw new InvalidInputError(`JSON patch operation ${i}: not an object`);
     const o = item as Record<string, unknown>;
-    if (typeof o.op !== "string" || !ops.has(o.op)) throw new InvalidInputError(`JSON patch operation ${i}: unexpected kind of operation ${JSON.stringify(o.op)}`);
+    if (typeof o.op !== "string" || !ops.has(o.op))
+      throw new InvalidInputError(`JSON patch operation ${i}: unexpected kind of operation ${JSON.stringify(o.op)}`);
     if (typeof o.path !== "string") throw new InvalidInputError(`JSON patch operation ${i}: missing "path"`);
-    if ((o.op === "move" || o.op === "copy") && typeof o.from !== "string") throw new InvalidInputError(`JSON patch operation ${i}: missing "from"`);
-    if ((o.op === "add" || o.op === "replace" || o.op === "test") && !("value" in o)) throw new InvalidInputError(`JSON patch operation ${i}: missing "value"`);
+    if ((o.op === "move" || o.op === "copy") && typeof o.from !== "string")
+      throw new InvalidInputError(`JSON patch operation ${i}: missing "from"`);
+    if ((o.op === "add" || o.op === "replace" || o.op === "test") && !("value" in o))
+      throw new InvalidInputError(`JSON patch operation ${i}: missing "value"`);
     return o as unknown as JsonPatchOp;
   });
 }
@@ -29,7 +33,10 @@ export function parseJsonPatch(raw: unknown): JsonPatchOp[] {
 function tokens(pointer: string): string[] {
   if (pointer === "") return [];
   if (!pointer.startsWith("/")) throw new InvalidInputError(`invalid JSON pointer ${JSON.stringify(pointer)}`);
-  return pointer.slice(1).split("/").map((t) => t.replace(/~1/g, "/").replace(/~0/g, "~"));
+  return pointer
+    .slice(1)
+    .split("/")
+    .map((t) => t.replace(/~1/g, "/").replace(/~0/g, "~"));
 }
 
 type Container = Record<string, unknown> | unknown[];
@@ -41,15 +48,18 @@ function isContainer(v: unknown): v is Container {
 /** Parent container and last token of a pointer; throws when a step is missing. */
 function locate(doc: unknown, pointer: string, op: string): { parent: Container; key: string } {
   const toks = tokens(pointer);
-  if (toks.length === 0) throw new InvalidInputError(`${op} operation does not apply: the whole document cannot be targeted`);
+  if (toks.length === 0)
+    throw new InvalidInputError(`${op} operation does not apply: the whole document cannot be targeted`);
   let cur: unknown = doc;
   for (const t of toks.slice(0, -1)) {
     if (Array.isArray(cur)) cur = cur[arrayIndex(t, cur.length - 1, op, pointer)];
     else if (isContainer(cur)) cur = (cur as Record<string, unknown>)[t];
     else cur = undefined;
-    if (!isContainer(cur)) throw new InvalidInputError(`${op} operation does not apply: doc is missing path: "${pointer}"`);
+    if (!isContainer(cur))
+      throw new InvalidInputError(`${op} operation does not apply: doc is missing path: "${pointer}"`);
   }
-  if (!isContainer(cur)) throw new InvalidInputError(`${op} operation does not apply: doc is missing path: "${pointer}"`);
+  if (!isContainer(cur))
+    throw new InvalidInputError(`${op} operation does not apply: doc is missing path: "${pointer}"`);
   return { parent: cur, key: toks[toks.length - 1] };
 }
 
@@ -98,15 +108,18 @@ export function applyJsonPatch(doc: unknown, patch: readonly JsonPatchOp[]): unk
         break;
       case "replace": {
         const { parent, key } = locate(out, o.path, "replace");
-        if (Array.isArray(parent)) parent[arrayIndex(key, parent.length - 1, "replace", o.path)] = structuredClone(o.value);
+        if (Array.isArray(parent))
+          parent[arrayIndex(key, parent.length - 1, "replace", o.path)] = structuredClone(o.value);
         else {
-          if (!(key in parent)) throw new InvalidInputError(`replace operation does not apply: doc is missing key: "${o.path}"`);
+          if (!(key in parent))
+            throw new InvalidInputError(`replace operation does not apply: doc is missing key: "${o.path}"`);
           parent[key] = structuredClone(o.value);
         }
         break;
       }
       case "move": {
-        if (o.path.startsWith(o.from! + "/")) throw new InvalidInputError(`move operation does not apply: "${o.from}" is a prefix of "${o.path}"`);
+        if (o.path.startsWith(o.from! + "/"))
+          throw new InvalidInputError(`move operation does not apply: "${o.from}" is a prefix of "${o.path}"`);
         const v = remove(out, o.from!, "move");
         add(out, o.path, v, "move");
         break;

@@ -91,7 +91,13 @@ function mergeMap(left: unknown, right: unknown, of: Schema, ctx: Ctx, path: str
   return out;
 }
 
-function mergeList(left: unknown, right: unknown, schema: Extract<Schema, { t: "list" }>, ctx: Ctx, path: string): unknown {
+function mergeList(
+  left: unknown,
+  right: unknown,
+  schema: Extract<Schema, { t: "list" }>,
+  ctx: Ctx,
+  path: string,
+): unknown {
   if (!Array.isArray(right)) return right;
   const base = Array.isArray(left) ? clone(left) : undefined;
   if (schema.merge === "replace") return right.length > 0 ? clone(right) : (base ?? []);
@@ -167,10 +173,14 @@ export function mergeUrl(left: string, right: string): string {
 const documentId = (d: ConfigDocument): string =>
   d.kind === V1ALPHA1 ? "/v1alpha1" : `${d.apiVersion}/${d.kind}${d.name ? "/" + d.name : ""}`;
 
-const sameDocument = (a: ConfigDocument, b: ConfigDocument): boolean => a.kind === b.kind && (a.name ?? "") === (b.name ?? "");
+const sameDocument = (a: ConfigDocument, b: ConfigDocument): boolean =>
+  a.kind === b.kind && (a.name ?? "") === (b.name ?? "");
 
 /** Applies one strategic-merge patch (its documents) to a list of documents. */
-export function strategicMerge(documents: readonly ConfigDocument[], patch: readonly ConfigDocument[]): ConfigDocument[] {
+export function strategicMerge(
+  documents: readonly ConfigDocument[],
+  patch: readonly ConfigDocument[],
+): ConfigDocument[] {
   const out = documents.map((d) => ({ ...d, value: clone(d.value) }));
   for (const p of patch) {
     const idx = out.findIndex((d) => sameDocument(d, p));

@@ -30,4 +30,8 @@ export const documentSchemas: Record<string, Schema> = {
 };
 
 /** Kinds whose documents are told apart by `name` (several may coexist). */
-export const namedKinds: ReadonlySet<string> = new Set(["ExtensionServiceConfig", "NetworkRuleConfig", "KmsgLogConfig"]);
+export const namedKinds: ReadonlySet<string> = new Set([
+  "ExtensionServiceConfig",
+  "NetworkRuleConfig",
+  "KmsgLogConfig",
+]);

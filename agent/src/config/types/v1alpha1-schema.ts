@@ -3,7 +3,21 @@
 // strategic-merge rules (interfaces by name/selector, vlans by id, admission plugins
 // by name, pod/service subnets replaced).
 
-import { always, any, bool, enumOf, int, list, map, obj, replaced, str, keyedBy, type ListMerge, type Schema } from "./schema.js";
+import {
+  always,
+  any,
+  bool,
+  enumOf,
+  int,
+  list,
+  map,
+  obj,
+  replaced,
+  str,
+  keyedBy,
+  type ListMerge,
+  type Schema,
+} from "./schema.js";
 
 // Talos writes both halves even when one is empty (`key: ""` on workers).
 const pemCertAndKey = obj({ crt: always(str()), key: always(str()) });
@@ -19,7 +33,14 @@ const deviceKey: ListMerge = {
     if (typeof d.interface === "string" && d.interface !== "") return `if:${d.interface}`;
     if (d.deviceSelector && typeof d.deviceSelector === "object") {
       const sel = d.deviceSelector as Record<string, unknown>;
-      return "sel:" + JSON.stringify(Object.keys(sel).sort().map((k) => [k, sel[k]]));
+      return (
+        "sel:" +
+        JSON.stringify(
+          Object.keys(sel)
+            .sort()
+            .map((k) => [k, sel[k]]),
+        )
+      );
     }
     return undefined;
   },

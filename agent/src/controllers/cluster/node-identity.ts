@@ -29,7 +29,8 @@ export interface NodeIdentityOptions {
 /** /etc/machine-id of an identity: the hex of the first 16 bytes its id encodes. */
 export function machineId(nodeId: string): string {
   const raw = base62Decode(nodeId);
-  if (raw.length < 16) throw new InvalidInputError(`node identity ${JSON.stringify(nodeId)} is shorter than 16 bytes`, { nodeId });
+  if (raw.length < 16)
+    throw new InvalidInputError(`node identity ${JSON.stringify(nodeId)} is shorter than 16 bytes`, { nodeId });
   return raw.subarray(0, 16).toString("hex");
 }
 

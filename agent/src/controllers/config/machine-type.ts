@@ -1,6 +1,13 @@
 import type { ConfigBundle } from "../../config/bundle.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
-import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType, MachineTypeId, MachineTypeType, type MachineTypeName } from "../../resources/catalog/config.js";
+import {
+  CONFIG_NAMESPACE,
+  MachineConfigIds,
+  MachineConfigType,
+  MachineTypeId,
+  MachineTypeType,
+  type MachineTypeName,
+} from "../../resources/catalog/config.js";
 
 /** MachineType from the active configuration ("join" and "" read as worker, as Talos reads them). */
 export class MachineTypeController implements Controller {

@@ -3,7 +3,12 @@ import path from "node:path";
 import type { ConfigBundle } from "../../config/bundle.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../resources/catalog/config.js";
-import { criCustomizationFile, criPluginConfig, type CriPaths, type CriPluginOptions } from "../../services/cri/config.js";
+import {
+  criCustomizationFile,
+  criPluginConfig,
+  type CriPaths,
+  type CriPluginOptions,
+} from "../../services/cri/config.js";
 import { mergeTomlParts } from "../../services/cri/toml-merge.js";
 import { generateHosts, syncHosts } from "../../services/cri/hosts.js";
 
@@ -17,7 +22,9 @@ import { generateHosts, syncHosts } from "../../services/cri/hosts.js";
  */
 export class CriRegistryConfigController implements Controller {
   readonly name = "files.CRIRegistryConfigController";
-  readonly inputs = [{ namespace: CONFIG_NAMESPACE, type: MachineConfigType, id: MachineConfigIds.active, kind: "weak" as const }];
+  readonly inputs = [
+    { namespace: CONFIG_NAMESPACE, type: MachineConfigType, id: MachineConfigIds.active, kind: "weak" as const },
+  ];
   readonly outputs = [];
 
   constructor(
@@ -26,12 +33,17 @@ export class CriRegistryConfigController implements Controller {
   ) {}
 
   async reconcile(ctx: ControllerContext): Promise<void> {
-    const machine = ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.v1alpha1()?.machine;
+    const machine = ctx
+      .get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)
+      ?.spec.v1alpha1()?.machine;
     const registries = machine?.registries;
     const hosts = generateHosts(registries, this.paths.hosts);
     await fs.mkdir(path.dirname(this.paths.criPart), { recursive: true, mode: 0o700 });
     await syncCustomization(this.paths, machine?.files?.find((f) => f.path === criCustomizationFile)?.content);
-    const part = mergeTomlParts(criPluginConfig(registries, this.paths, this.options), await readParts(this.paths.confd));
+    const part = mergeTomlParts(
+      criPluginConfig(registries, this.paths, this.options),
+      await readParts(this.paths.confd),
+    );
     const current = await fs.readFile(this.paths.criPart, "utf8").catch(() => undefined);
     // Written whole then renamed: containerd (re)starting never reads half a file.
     if (current !== part) {
@@ -45,7 +57,9 @@ export class CriRegistryConfigController implements Controller {
 /** conf.d/*.part in name order (Talos globs and sorts them). */
 async function readParts(confd: string): Promise<{ name: string; text: string }[]> {
   const names = (await fs.readdir(confd).catch(() => [] as string[])).filter((n) => n.endsWith(".part")).sort();
-  return Promise.all(names.map(async (n) => ({ name: path.join(confd, n), text: await fs.readFile(path.join(confd, n), "utf8") })));
+  return Promise.all(
+    names.map(async (n) => ({ name: path.join(confd, n), text: await fs.readFile(path.join(confd, n), "utf8") })),
+  );
 }
 
 /** conf.d/20-customization.part holds the config's customization (mode 0600), and nothing without one. */

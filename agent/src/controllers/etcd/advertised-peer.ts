@@ -3,7 +3,14 @@
 // in etcd with MemberUpdate when they differ, as Talos does when `advertisedSubnets` or the
 // node's addresses change. It publishes no resource.
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
-import { ETCD_NAMESPACE, EtcdPKIStatusId, EtcdPKIStatusType, EtcdSpecId, EtcdSpecType, type EtcdSpecSpec } from "../../resources/catalog/etcd.js";
+import {
+  ETCD_NAMESPACE,
+  EtcdPKIStatusId,
+  EtcdPKIStatusType,
+  EtcdSpecId,
+  EtcdSpecType,
+  type EtcdSpecSpec,
+} from "../../resources/catalog/etcd.js";
 import { RUNTIME_NAMESPACE, ServiceType, type ServiceSpec } from "../../resources/catalog/runtime.js";
 import { BasaltError } from "../../errors.js";
 import { adminTls, EtcdClient } from "../../sys/etcd/client.js";
@@ -28,7 +35,10 @@ export class LocalMemberNotFoundError extends BasaltError {}
  * LocalPeerAccess over a client of `endpoint` (Talos's NewLocalClient): the local member is the
  * one whose ID is the member list's header member ID.
  */
-export function localPeerAccess(tls: () => ReturnType<typeof adminTls>, endpoint = `localhost:${etcdClientPort}`): LocalPeerAccess {
+export function localPeerAccess(
+  tls: () => ReturnType<typeof adminTls>,
+  endpoint = `localhost:${etcdClientPort}`,
+): LocalPeerAccess {
   const withClient = async <T>(fn: (c: EtcdClient) => Promise<T>): Promise<T> => {
     const client = new EtcdClient(endpoint, await tls(), { callTimeoutMs: 30_000 });
     try {
@@ -42,7 +52,10 @@ export function localPeerAccess(tls: () => ReturnType<typeof adminTls>, endpoint
       withClient(async (c) => {
         const { header, members } = await c.memberList();
         const local = members.find((m) => m.id === header.memberId);
-        if (!local) throw new LocalMemberNotFoundError("local member not found in member list", { memberId: header.memberId.toString() });
+        if (!local)
+          throw new LocalMemberNotFoundError("local member not found in member list", {
+            memberId: header.memberId.toString(),
+          });
         return { id: local.id, peerURLs: local.peerURLs };
       }),
     update: (id, peerURLs) => withClient(async (c) => void (await c.memberUpdate(id, peerURLs))),
@@ -74,7 +87,11 @@ export class AdvertisedPeerController implements Controller {
     const wanted = spec.advertisedAddresses.map((a) => `https://${joinHostPort(a, this.peerPort)}`);
     const local = await this.peers.get();
     if (wanted.length === local.peerURLs.length && wanted.every((u, i) => u === local.peerURLs[i])) return;
-    ctx.log.debug("updating etcd peer URLs", { current_peer_urls: local.peerURLs, new_peer_urls: wanted, member_id: local.id.toString() });
+    ctx.log.debug("updating etcd peer URLs", {
+      current_peer_urls: local.peerURLs,
+      new_peer_urls: wanted,
+      member_id: local.id.toString(),
+    });
     await this.peers.update(local.id, wanted);
     ctx.log.info("updated etcd peer URLs", { new_peer_urls: wanted, member_id: local.id.toString() });
   }

@@ -36,7 +36,9 @@ export class EtcdConfigController implements Controller {
   readonly outputs = [{ type: EtcdConfigType }];
 
   async reconcile(ctx: ControllerContext): Promise<void> {
-    const doc = ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec?.v1alpha1WithDefaults();
+    const doc = ctx
+      .get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)
+      ?.spec?.v1alpha1WithDefaults();
     if (!doc?.machine || !doc.cluster || !isControlPlane(doc.machine.type as Parameters<typeof isControlPlane>[0])) {
       ctx.destroyOthers(ETCD_NAMESPACE, EtcdConfigType, new Set());
       return;

@@ -1,7 +1,13 @@
 // EtcdMember `local`: this node's etcd member ID (%016x) while the etcd service runs healthy,
 // read from the local member (an AlarmList header, as Talos reads it); gone otherwise.
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
-import { ETCD_NAMESPACE, EtcdLocalMemberId, EtcdMemberType, formatMemberId, type EtcdMemberSpec } from "../../resources/catalog/etcd.js";
+import {
+  ETCD_NAMESPACE,
+  EtcdLocalMemberId,
+  EtcdMemberType,
+  formatMemberId,
+  type EtcdMemberSpec,
+} from "../../resources/catalog/etcd.js";
 import { RUNTIME_NAMESPACE, ServiceType, type ServiceSpec } from "../../resources/catalog/runtime.js";
 
 const etcdServiceId = "etcd";

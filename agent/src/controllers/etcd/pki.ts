@@ -25,7 +25,12 @@ export interface EtcdPkiOwner {
 }
 
 /** Writes the PKI into `dir` and hands the directory and its files to `owner` (Talos: 60:60). */
-export async function writeEtcdPki(dir: string, root: EtcdRootSpec, certs: EtcdCertsSpec, owner: EtcdPkiOwner = { uid: etcdUserId, gid: etcdUserId }): Promise<void> {
+export async function writeEtcdPki(
+  dir: string,
+  root: EtcdRootSpec,
+  certs: EtcdCertsSpec,
+  owner: EtcdPkiOwner = { uid: etcdUserId, gid: etcdUserId },
+): Promise<void> {
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const files: [string, string][] = [
     [f.caCert, root.etcdCA.crt],

@@ -2,7 +2,15 @@
 // image and extra args, from EtcdConfig and the node's addresses, as Talos's etcd.SpecController.
 import { prefixContains } from "../../network/ip-prefix.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
-import { ETCD_NAMESPACE, EtcdConfigId, EtcdConfigType, EtcdSpecId, EtcdSpecType, type EtcdConfigSpec, type EtcdSpecSpec } from "../../resources/catalog/etcd.js";
+import {
+  ETCD_NAMESPACE,
+  EtcdConfigId,
+  EtcdConfigType,
+  EtcdSpecId,
+  EtcdSpecType,
+  type EtcdConfigSpec,
+  type EtcdSpecSpec,
+} from "../../resources/catalog/etcd.js";
 import {
   filteredNodeAddressId,
   HostnameStatusId,
@@ -50,7 +58,11 @@ export interface EtcdAddresses {
  * listens on the wildcard (`::` once the node has an IPv6 address); with them, peers on the
  * routed addresses they hold and clients on loopback too. Undefined while there is nothing to use.
  */
-export function etcdAddresses(config: EtcdConfigSpec, routed: readonly string[], current: readonly string[]): EtcdAddresses | undefined {
+export function etcdAddresses(
+  config: EtcdConfigSpec,
+  routed: readonly string[],
+  current: readonly string[],
+): EtcdAddresses | undefined {
   if (routed.length === 0) return undefined;
   const validAdvertise = config.advertiseValidSubnets.length > 0 ? config.advertiseValidSubnets : ["0.0.0.0/0", "::/0"];
   const advertiseCIDRs = [...validAdvertise, ...config.advertiseExcludeSubnets.map((c) => `!${c}`)];
@@ -58,7 +70,10 @@ export function etcdAddresses(config: EtcdConfigSpec, routed: readonly string[],
   const v6 = routed.some(isV6);
   const wildcard = v6 ? "::" : "0.0.0.0";
   const loopback = v6 ? "::1" : "127.0.0.1";
-  const advertised = config.advertiseValidSubnets.length === 0 ? filterIPs(routed, advertiseCIDRs).slice(0, 1) : filterIPs(current, advertiseCIDRs);
+  const advertised =
+    config.advertiseValidSubnets.length === 0
+      ? filterIPs(routed, advertiseCIDRs).slice(0, 1)
+      : filterIPs(current, advertiseCIDRs);
   const listenPeer = listenCIDRs.length > 0 ? filterIPs(routed, listenCIDRs) : [wildcard];
   const listenClient = listenCIDRs.length > 0 ? [loopback, ...listenPeer] : [wildcard];
   if (advertised.length === 0 || listenPeer.length === 0) return undefined;

@@ -89,10 +89,14 @@ export class SystemInfoController implements Controller {
       ctx.modify<SystemInformationSpec>(HARDWARE_NAMESPACE, SystemInformationType, SystemInformationId, () => spec);
     }
     for (const p of table.processors) {
-      ctx.modify<ProcessorSpec>(HARDWARE_NAMESPACE, ProcessorType, p.socketDesignation.replaceAll(" ", "-"), () => processorSpec(p));
+      ctx.modify<ProcessorSpec>(HARDWARE_NAMESPACE, ProcessorType, p.socketDesignation.replaceAll(" ", "-"), () =>
+        processorSpec(p),
+      );
     }
     for (const m of table.memoryDevices) {
-      ctx.modify<MemoryModuleSpec>(HARDWARE_NAMESPACE, MemoryModuleType, m.deviceLocator.replaceAll(" ", "-"), () => memoryModuleSpec(m));
+      ctx.modify<MemoryModuleSpec>(HARDWARE_NAMESPACE, MemoryModuleType, m.deviceLocator.replaceAll(" ", "-"), () =>
+        memoryModuleSpec(m),
+      );
     }
   }
 }

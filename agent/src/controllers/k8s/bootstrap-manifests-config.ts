@@ -18,9 +18,16 @@ import { bootstrapManifestsInput } from "./manifest-input.js";
 
 const NETWORK_NAMESPACE = "network";
 
-export function bootstrapManifestsConfig(cfg: ControlPlaneConfig, hostDNS: HostDNSConfigSpec | undefined): BootstrapManifestsConfigSpec {
+export function bootstrapManifestsConfig(
+  cfg: ControlPlaneConfig,
+  hostDNS: HostDNSConfigSpec | undefined,
+): BootstrapManifestsConfigSpec {
   // A control plane config has its cluster section, so there is always an input.
-  const { bootstrapTokenId: _id, bootstrapTokenSecret: _secret, ...spec } = bootstrapManifestsInput(cfg, hostDNS?.serviceHostDNSAddress ?? "")!;
+  const {
+    bootstrapTokenId: _id,
+    bootstrapTokenSecret: _secret,
+    ...spec
+  } = bootstrapManifestsInput(cfg, hostDNS?.serviceHostDNSAddress ?? "")!;
   return spec;
 }
 
@@ -33,12 +40,23 @@ export class ControlPlaneBootstrapManifestsController implements Controller {
   readonly outputs = [{ type: BootstrapManifestsConfigType }];
 
   async reconcile(ctx: ControllerContext): Promise<void> {
-    const cfg = controlPlaneConfig(ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec);
+    const cfg = controlPlaneConfig(
+      ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec,
+    );
     if (cfg) {
       const hostDNS = ctx.get<HostDNSConfigSpec>(NETWORK_NAMESPACE, HostDNSConfigType, HostDNSConfigId)?.spec;
       const spec = bootstrapManifestsConfig(cfg, hostDNS);
-      ctx.modify<BootstrapManifestsConfigSpec>(CONTROLPLANE_NAMESPACE, BootstrapManifestsConfigType, BootstrapManifestsConfigId, () => spec);
+      ctx.modify<BootstrapManifestsConfigSpec>(
+        CONTROLPLANE_NAMESPACE,
+        BootstrapManifestsConfigType,
+        BootstrapManifestsConfigId,
+        () => spec,
+      );
     }
-    ctx.destroyOthers(CONTROLPLANE_NAMESPACE, BootstrapManifestsConfigType, new Set(cfg ? [BootstrapManifestsConfigId] : []));
+    ctx.destroyOthers(
+      CONTROLPLANE_NAMESPACE,
+      BootstrapManifestsConfigType,
+      new Set(cfg ? [BootstrapManifestsConfigId] : []),
+    );
   }
 }

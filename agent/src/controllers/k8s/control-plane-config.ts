@@ -50,7 +50,9 @@ export function controlPlaneConfig(bundle: ConfigBundle | undefined): ControlPla
 
 /** One output resource computed from the machine config of a control plane node. */
 class ConfigTransformController<S> implements Controller {
-  readonly inputs = [{ namespace: CONFIG_NAMESPACE, type: MachineConfigType, id: MachineConfigIds.active, kind: "weak" as const }];
+  readonly inputs = [
+    { namespace: CONFIG_NAMESPACE, type: MachineConfigType, id: MachineConfigIds.active, kind: "weak" as const },
+  ];
   readonly outputs: { type: string }[];
 
   constructor(
@@ -63,7 +65,9 @@ class ConfigTransformController<S> implements Controller {
   }
 
   async reconcile(ctx: ControllerContext): Promise<void> {
-    const cfg = controlPlaneConfig(ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec);
+    const cfg = controlPlaneConfig(
+      ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec,
+    );
     if (cfg) {
       const spec = this.transform(cfg);
       ctx.modify<S>(CONTROLPLANE_NAMESPACE, this.type, this.id, () => spec);
@@ -72,7 +76,8 @@ class ConfigTransformController<S> implements Controller {
   }
 }
 
-const image = (component: ControlPlaneComponent | undefined, repository: string) => component?.image || `${repository}:${KUBERNETES_VERSION}`;
+const image = (component: ControlPlaneComponent | undefined, repository: string) =>
+  component?.image || `${repository}:${KUBERNETES_VERSION}`;
 
 /** `.extraVolumes`: the volume is named after its mount path. */
 function extraVolumes(component: ControlPlaneComponent | undefined): ExtraVolume[] {
@@ -94,7 +99,9 @@ function quantity(values: Unstructured | undefined, key: string): string {
 
 function resources(component: ControlPlaneComponent | undefined): PodResources {
   const r = component?.resources;
-  const out: PodResources = { requests: { cpu: quantity(r?.requests, "cpu"), memory: quantity(r?.requests, "memory") } };
+  const out: PodResources = {
+    requests: { cpu: quantity(r?.requests, "cpu"), memory: quantity(r?.requests, "memory") },
+  };
   const cpu = quantity(r?.limits, "cpu");
   const memory = quantity(r?.limits, "memory");
   if (cpu !== "" || memory !== "") {
@@ -105,7 +112,8 @@ function resources(component: ControlPlaneComponent | undefined): PodResources {
   return out;
 }
 
-export const podCIDRs = (cfg: ControlPlaneConfig) => (cfg.cluster.network?.podSubnets?.length ? cfg.cluster.network.podSubnets : [DEFAULT_POD_CIDR]);
+export const podCIDRs = (cfg: ControlPlaneConfig) =>
+  cfg.cluster.network?.podSubnets?.length ? cfg.cluster.network.podSubnets : [DEFAULT_POD_CIDR];
 export const serviceCIDRs = (cfg: ControlPlaneConfig) =>
   cfg.cluster.network?.serviceSubnets?.length ? cfg.cluster.network.serviceSubnets : [DEFAULT_SERVICE_CIDR];
 const cloudProvider = (cfg: ControlPlaneConfig) => (cfg.cluster.externalCloudProvider?.enabled ? "external" : "");
@@ -173,9 +181,29 @@ export function extraManifestsConfig(cfg: ControlPlaneConfig): ExtraManifestsCon
 
 export function controlPlaneConfigControllers(): Controller[] {
   return [
-    new ConfigTransformController("k8s.ControlPlaneAPIServerController", APIServerConfigType, APIServerId, apiServerConfig),
-    new ConfigTransformController("k8s.ControlPlaneControllerManagerController", ControllerManagerConfigType, ControllerManagerId, controllerManagerConfig),
-    new ConfigTransformController("k8s.ControlPlaneSchedulerController", SchedulerConfigType, SchedulerId, schedulerConfig),
-    new ConfigTransformController("k8s.ControlPlaneExtraManifestsController", ExtraManifestsConfigType, ExtraManifestsConfigId, extraManifestsConfig),
+    new ConfigTransformController(
+      "k8s.ControlPlaneAPIServerController",
+      APIServerConfigType,
+      APIServerId,
+      apiServerConfig,
+    ),
+    new ConfigTransformController(
+      "k8s.ControlPlaneControllerManagerController",
+      ControllerManagerConfigType,
+      ControllerManagerId,
+      controllerManagerConfig,
+    ),
+    new ConfigTransformController(
+      "k8s.ControlPlaneSchedulerController",
+      SchedulerConfigType,
+      SchedulerId,
+      schedulerConfig,
+    ),
+    new ConfigTransformController(
+      "k8s.ControlPlaneExtraManifestsController",
+      ExtraManifestsConfigType,
+      ExtraManifestsConfigId,
+      extraManifestsConfig,
+    ),
   ];
 }

@@ -59,8 +59,10 @@ export interface PodVersions {
   config: string;
 }
 
-const denied = (...keys: string[]): Record<string, MergePolicy> => Object.fromEntries(keys.map((k) => [k, "denied" as const]));
-const additive = (...keys: string[]): Record<string, MergePolicy> => Object.fromEntries(keys.map((k) => [k, "additive" as const]));
+const denied = (...keys: string[]): Record<string, MergePolicy> =>
+  Object.fromEntries(keys.map((k) => [k, "denied" as const]));
+const additive = (...keys: string[]): Record<string, MergePolicy> =>
+  Object.fromEntries(keys.map((k) => [k, "additive" as const]));
 
 /** kube-apiserver's flags: Talos's defaults, extraArgs merged under its rules, sorted. */
 export function apiServerArgs(cfg: APIServerConfigSpec): string[] {
@@ -199,7 +201,11 @@ export function controllerManagerArgs(cfg: ControllerManagerConfigSpec): string[
 
 export function controllerManagerPod(cfg: ControllerManagerConfigSpec, versions: PodVersions): Unstructured {
   // Flags first, as Talos checks them before the resources.
-  const command = ["/usr/local/bin/kube-controller-manager", "--use-service-account-credentials", ...controllerManagerArgs(cfg)];
+  const command = [
+    "/usr/local/bin/kube-controller-manager",
+    "--use-service-account-credentials",
+    ...controllerManagerArgs(cfg),
+  ];
   const resources = podResources(cfg.resources, "50m", "256Mi");
   return pod({
     id: ControllerManagerId,
@@ -298,13 +304,20 @@ interface PodParts {
 
 function pod(p: PodParts): Unstructured {
   // readOnly: false is left out of the JSON.
-  const mount = (name: string, mountPath: string, readOnly: boolean) => (readOnly ? { name, readOnly, mountPath } : { name, mountPath });
-  const mounts = [...p.mounts.map((m) => mount(m.name, m.path, m.readOnly)), ...p.extraVolumes.map((v) => mount(v.name, v.mountPath, v.readOnly))];
+  const mount = (name: string, mountPath: string, readOnly: boolean) =>
+    readOnly ? { name, readOnly, mountPath } : { name, mountPath };
+  const mounts = [
+    ...p.mounts.map((m) => mount(m.name, m.path, m.readOnly)),
+    ...p.extraVolumes.map((v) => mount(v.name, v.mountPath, v.readOnly)),
+  ];
   const volumes = [
     ...p.mounts.map((m) => ({ name: m.name, hostPath: { path: m.path } })),
     ...p.extraVolumes.map((v) => ({ name: v.name, hostPath: { path: v.hostPath } })),
   ];
-  const healthz = p.healthzPort === undefined ? undefined : { path: "/healthz", port: p.healthzPort, host: "localhost", scheme: "HTTPS" };
+  const healthz =
+    p.healthzPort === undefined
+      ? undefined
+      : { path: "/healthz", port: p.healthzPort, host: "localhost", scheme: "HTTPS" };
   const container: Unstructured = {
     name: p.id,
     image: p.image,

@@ -54,7 +54,11 @@ export class ControlPlaneStaticPodController implements Controller {
 
     const base = { secrets: secrets.spec.version, configFiles: configFiles.spec.version };
     const rendered = new Set<string>();
-    const render = <S>(type: string, id: string, build: (spec: S, versions: PodVersions) => Unstructured | undefined) => {
+    const render = <S>(
+      type: string,
+      id: string,
+      build: (spec: S, versions: PodVersions) => Unstructured | undefined,
+    ) => {
       const config = ctx.get<S>(CONTROLPLANE_NAMESPACE, type, id);
       const pod = config && build(config.spec, { ...base, config: String(config.metadata.version) });
       if (!pod) return;
@@ -62,8 +66,12 @@ export class ControlPlaneStaticPodController implements Controller {
       rendered.add(id);
     };
     render<APIServerConfigSpec>(APIServerConfigType, APIServerId, apiServerPod);
-    render<ControllerManagerConfigSpec>(ControllerManagerConfigType, ControllerManagerId, (s, v) => (s.enabled ? controllerManagerPod(s, v) : undefined));
-    render<SchedulerConfigSpec>(SchedulerConfigType, SchedulerId, (s, v) => (s.enabled ? schedulerPod(s, v) : undefined));
+    render<ControllerManagerConfigSpec>(ControllerManagerConfigType, ControllerManagerId, (s, v) =>
+      s.enabled ? controllerManagerPod(s, v) : undefined,
+    );
+    render<SchedulerConfigSpec>(SchedulerConfigType, SchedulerId, (s, v) =>
+      s.enabled ? schedulerPod(s, v) : undefined,
+    );
     ctx.destroyOthers(K8S_NAMESPACE, StaticPodType, rendered);
   }
 }

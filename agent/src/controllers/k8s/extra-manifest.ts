@@ -4,9 +4,20 @@
 // Talos names them. Downloads wait for the network to be ready, as Talos's do.
 
 import { BasaltError, describeError } from "../../errors.js";
-import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType, MachineTypeId, MachineTypeType } from "../../resources/catalog/config.js";
+import {
+  CONFIG_NAMESPACE,
+  MachineConfigIds,
+  MachineConfigType,
+  MachineTypeId,
+  MachineTypeType,
+} from "../../resources/catalog/config.js";
 import { CONTROLPLANE_NAMESPACE, ManifestType, type ManifestSpec } from "../../resources/catalog/k8s-manifests.js";
-import { NETWORK_NAMESPACE, NetworkStatusId, NetworkStatusType, type NetworkStatusSpec } from "../../resources/catalog/network.js";
+import {
+  NETWORK_NAMESPACE,
+  NetworkStatusId,
+  NetworkStatusType,
+  type NetworkStatusSpec,
+} from "../../resources/catalog/network.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
 import { controlPlaneConfig } from "./manifest.js";
 import { extraManifests, type ExtraManifest } from "./manifest-input.js";
@@ -52,7 +63,8 @@ export class ExtraManifestController implements Controller {
       }
     }
     // As Talos: nothing is removed while some manifest failed; the runtime retries.
-    if (failures.length > 0) throw new ExtraManifestError(`error processing extra manifests: ${failures.join("; ")}`, { failures });
+    if (failures.length > 0)
+      throw new ExtraManifestError(`error processing extra manifests: ${failures.join("; ")}`, { failures });
     ctx.destroyOthers(CONTROLPLANE_NAMESPACE, ManifestType, keep);
   }
 

@@ -69,7 +69,10 @@ export class KubeClient {
           method,
           agent: this.agent,
           timeout: REQUEST_TIMEOUT_MS,
-          headers: { Accept: "application/json", ...(payload ? { "Content-Type": "application/json", "Content-Length": payload.length } : {}) },
+          headers: {
+            Accept: "application/json",
+            ...(payload ? { "Content-Type": "application/json", "Content-Length": payload.length } : {}),
+          },
           ...(signal ? { signal } : {}),
         },
         (res) => {
@@ -80,13 +83,19 @@ export class KubeClient {
         },
       );
       req.on("timeout", () => req.destroy(new Error(`no answer within ${REQUEST_TIMEOUT_MS} ms`)));
-      req.on("error", (err) => reject(new KubeUnreachableError(`${method} ${url.href}: ${err.message}`, { url: url.href }, { cause: err })));
+      req.on("error", (err) =>
+        reject(new KubeUnreachableError(`${method} ${url.href}: ${err.message}`, { url: url.href }, { cause: err })),
+      );
       req.end(payload);
     });
     const parsed = text === "" ? undefined : safeJson(text);
     if (status < 200 || status >= 300) {
       const st = (parsed ?? {}) as { reason?: string; message?: string };
-      throw new KubeApiError(status, st.reason ?? "", `${method} ${url.pathname}: ${status} ${st.message ?? text.trim()}`);
+      throw new KubeApiError(
+        status,
+        st.reason ?? "",
+        `${method} ${url.pathname}: ${status} ${st.message ?? text.trim()}`,
+      );
     }
     return parsed as T;
   }
@@ -101,7 +110,8 @@ export class KubeClient {
       this.discovered.set(groupVersion, resources);
       return resources;
     } catch (err) {
-      if (err instanceof KubeApiError && err.status === 404) throw new KubeNoMatchError(`no matches for group/version ${groupVersion}`, { groupVersion }, { cause: err });
+      if (err instanceof KubeApiError && err.status === 404)
+        throw new KubeNoMatchError(`no matches for group/version ${groupVersion}`, { groupVersion }, { cause: err });
       throw err;
     }
   }
@@ -121,7 +131,9 @@ export class KubeClient {
   /** The collection path of a mapping (namespace ignored for cluster-scoped kinds). */
   static collectionPath(m: ResourceMapping, namespace?: string): string {
     const base = m.groupVersion.includes("/") ? `/apis/${m.groupVersion}` : `/api/${m.groupVersion}`;
-    return m.namespaced && namespace ? `${base}/namespaces/${encodeURIComponent(namespace)}/${m.resource}` : `${base}/${m.resource}`;
+    return m.namespaced && namespace
+      ? `${base}/namespaces/${encodeURIComponent(namespace)}/${m.resource}`
+      : `${base}/${m.resource}`;
   }
 
   /** GET of a list, e.g. `/api/v1/nodes`, with an optional label selector. */

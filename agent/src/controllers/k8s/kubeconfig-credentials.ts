@@ -20,7 +20,10 @@ export function credentialsFromKubeconfig(text: string, forceEndpoint = ""): Kub
   const context = cfg.contexts?.find((c) => c.name === cfg["current-context"])?.context;
   const cluster = cfg.clusters?.find((c) => c.name === context?.cluster)?.cluster;
   const user = cfg.users?.find((u) => u.name === context?.user)?.user;
-  if (!cluster?.server || !user) throw new InvalidInputError(`kubeconfig: no cluster or user for context ${JSON.stringify(cfg["current-context"] ?? "")}`);
+  if (!cluster?.server || !user)
+    throw new InvalidInputError(
+      `kubeconfig: no cluster or user for context ${JSON.stringify(cfg["current-context"] ?? "")}`,
+    );
   return {
     server: forceEndpoint ? forcedServer(forceEndpoint) : cluster.server,
     ca: fromBase64(cluster["certificate-authority-data"]),

@@ -25,7 +25,8 @@ export function serviceCIDRs(doc: V1Alpha1Config): string[] {
   return subnets.length ? subnets : [...defaults.serviceSubnets];
 }
 
-const idMappings = (m: ExtraMount["uidMappings"]) => (m ?? []).map((x) => ({ containerID: x.containerID ?? 0, hostID: x.hostID ?? 0, size: x.size ?? 0 }));
+const idMappings = (m: ExtraMount["uidMappings"]) =>
+  (m ?? []).map((x) => ({ containerID: x.containerID ?? 0, hostID: x.hostID ?? 0, size: x.size ?? 0 }));
 
 export function extraMounts(mounts: ExtraMount[] | undefined): Mount[] {
   return (mounts ?? []).map((m) => ({
@@ -41,7 +42,9 @@ export function extraMounts(mounts: ExtraMount[] | undefined): Mount[] {
 /** KubeletConfig's spec for a v1alpha1 document that has both `machine` and `cluster`. */
 export function kubeletConfigSpec(doc: V1Alpha1Config, staticPodListURL: string): KubeletConfigSpec {
   const kubelet = doc.machine?.kubelet ?? {};
-  const clusterDNS = kubelet.clusterDNS?.length ? kubelet.clusterDNS : serviceCIDRs(doc).map((cidr) => nthAddress(cidr, 10));
+  const clusterDNS = kubelet.clusterDNS?.length
+    ? kubelet.clusterDNS
+    : serviceCIDRs(doc).map((cidr) => nthAddress(cidr, 10));
   return {
     image: kubelet.image || defaults.kubeletImage,
     clusterDNS,
@@ -73,7 +76,11 @@ export class KubeletConfigController implements Controller {
       ctx.destroyOthers(K8S_NAMESPACE, KubeletConfigType, new Set());
       return;
     }
-    const staticPods = ctx.get<StaticPodServerStatusSpec>(K8S_NAMESPACE, StaticPodServerStatusType, StaticPodServerStatusId)?.spec;
+    const staticPods = ctx.get<StaticPodServerStatusSpec>(
+      K8S_NAMESPACE,
+      StaticPodServerStatusType,
+      StaticPodServerStatusId,
+    )?.spec;
     if (!staticPods) return;
     const spec = kubeletConfigSpec(doc, staticPods.url);
     ctx.modify<KubeletConfigSpec>(K8S_NAMESPACE, KubeletConfigType, KubeletId, () => spec);

@@ -38,43 +38,155 @@ export const kubeletConstants = {
 
 /** Fields extraConfig may not set (Talos's kubelet.ProtectedConfigurationFields). */
 export const protectedConfigurationFields = [
-  "apiVersion", "authentication", "authorization", "cgroupRoot", "kind", "kubeletCgroups", "port", "protectKernelDefaults",
-  "resolvConf", "rotateCertificates", "systemCgroups", "staticPodPath", "seccompDefault",
+  "apiVersion",
+  "authentication",
+  "authorization",
+  "cgroupRoot",
+  "kind",
+  "kubeletCgroups",
+  "port",
+  "protectKernelDefaults",
+  "resolvConf",
+  "rotateCertificates",
+  "systemCgroups",
+  "staticPodPath",
+  "seccompDefault",
 ] as const;
 
 // How each KubeletConfiguration field converts (its Go type and json tag in k8s.io/kubelet v0.30.3):
 // scalars with omitempty vanish when zero, pointers stay when set, metav1.Duration always renders.
 type FieldKind =
-  | "string" | "stringAlways" | "bool" | "int" | "duration"
-  | "stringPtr" | "boolPtr" | "numberPtr" | "durationPtr" | "objectPtr"
-  | "map" | "list" | "struct";
+  | "string"
+  | "stringAlways"
+  | "bool"
+  | "int"
+  | "duration"
+  | "stringPtr"
+  | "boolPtr"
+  | "numberPtr"
+  | "durationPtr"
+  | "objectPtr"
+  | "map"
+  | "list"
+  | "struct";
 
 const fields: Readonly<Record<string, FieldKind>> = {
-  enableServer: "boolPtr", staticPodPath: "string", podLogsDir: "string", syncFrequency: "duration", fileCheckFrequency: "duration",
-  httpCheckFrequency: "duration", staticPodURL: "string", staticPodURLHeader: "map", address: "string", port: "int", readOnlyPort: "int",
-  tlsCertFile: "string", tlsPrivateKeyFile: "string", tlsCipherSuites: "list", tlsMinVersion: "string", rotateCertificates: "bool",
-  serverTLSBootstrap: "bool", authentication: "struct", authorization: "struct", registryPullQPS: "numberPtr", registryBurst: "int",
-  eventRecordQPS: "numberPtr", eventBurst: "int", enableDebuggingHandlers: "boolPtr", enableContentionProfiling: "bool", healthzPort: "numberPtr",
-  healthzBindAddress: "string", oomScoreAdj: "numberPtr", clusterDomain: "string", clusterDNS: "list", streamingConnectionIdleTimeout: "duration",
-  nodeStatusUpdateFrequency: "duration", nodeStatusReportFrequency: "duration", nodeLeaseDurationSeconds: "int", imageMinimumGCAge: "duration",
-  imageMaximumGCAge: "duration", imageGCHighThresholdPercent: "numberPtr", imageGCLowThresholdPercent: "numberPtr", volumeStatsAggPeriod: "duration",
-  kubeletCgroups: "string", systemCgroups: "string", cgroupRoot: "string", cgroupsPerQOS: "boolPtr", cgroupDriver: "string", cpuManagerPolicy: "string",
-  cpuManagerPolicyOptions: "map", cpuManagerReconcilePeriod: "duration", memoryManagerPolicy: "string", topologyManagerPolicy: "string",
-  topologyManagerScope: "string", topologyManagerPolicyOptions: "map", qosReserved: "map", runtimeRequestTimeout: "duration", hairpinMode: "string",
-  maxPods: "int", podCIDR: "string", podPidsLimit: "numberPtr", resolvConf: "stringPtr", runOnce: "bool", cpuCFSQuota: "boolPtr",
-  cpuCFSQuotaPeriod: "durationPtr", nodeStatusMaxImages: "numberPtr", maxOpenFiles: "int", contentType: "string", kubeAPIQPS: "numberPtr",
-  kubeAPIBurst: "int", serializeImagePulls: "boolPtr", maxParallelImagePulls: "numberPtr", evictionHard: "map", evictionSoft: "map",
-  evictionSoftGracePeriod: "map", evictionPressureTransitionPeriod: "duration", evictionMaxPodGracePeriod: "int", evictionMinimumReclaim: "map",
-  podsPerCore: "int", enableControllerAttachDetach: "boolPtr", protectKernelDefaults: "bool", makeIPTablesUtilChains: "boolPtr",
-  iptablesMasqueradeBit: "numberPtr", iptablesDropBit: "numberPtr", featureGates: "map", failSwapOn: "boolPtr", memorySwap: "struct",
-  containerLogMaxSize: "string", containerLogMaxFiles: "numberPtr", containerLogMaxWorkers: "numberPtr", containerLogMonitorInterval: "durationPtr",
-  configMapAndSecretChangeDetectionStrategy: "string", systemReserved: "map", kubeReserved: "map", reservedSystemCPUs: "string",
-  showHiddenMetricsForVersion: "string", systemReservedCgroup: "string", kubeReservedCgroup: "string", enforceNodeAllocatable: "list",
-  allowedUnsafeSysctls: "list", volumePluginDir: "string", providerID: "string", kernelMemcgNotification: "bool", logging: "struct",
-  enableSystemLogHandler: "boolPtr", enableSystemLogQuery: "boolPtr", shutdownGracePeriod: "duration", shutdownGracePeriodCriticalPods: "duration",
-  shutdownGracePeriodByPodPriority: "list", reservedMemory: "list", enableProfilingHandler: "boolPtr", enableDebugFlagsHandler: "boolPtr",
-  seccompDefault: "boolPtr", memoryThrottlingFactor: "numberPtr", registerWithTaints: "list", registerNode: "boolPtr", tracing: "objectPtr",
-  localStorageCapacityIsolation: "boolPtr", containerRuntimeEndpoint: "stringAlways", imageServiceEndpoint: "string",
+  enableServer: "boolPtr",
+  staticPodPath: "string",
+  podLogsDir: "string",
+  syncFrequency: "duration",
+  fileCheckFrequency: "duration",
+  httpCheckFrequency: "duration",
+  staticPodURL: "string",
+  staticPodURLHeader: "map",
+  address: "string",
+  port: "int",
+  readOnlyPort: "int",
+  tlsCertFile: "string",
+  tlsPrivateKeyFile: "string",
+  tlsCipherSuites: "list",
+  tlsMinVersion: "string",
+  rotateCertificates: "bool",
+  serverTLSBootstrap: "bool",
+  authentication: "struct",
+  authorization: "struct",
+  registryPullQPS: "numberPtr",
+  registryBurst: "int",
+  eventRecordQPS: "numberPtr",
+  eventBurst: "int",
+  enableDebuggingHandlers: "boolPtr",
+  enableContentionProfiling: "bool",
+  healthzPort: "numberPtr",
+  healthzBindAddress: "string",
+  oomScoreAdj: "numberPtr",
+  clusterDomain: "string",
+  clusterDNS: "list",
+  streamingConnectionIdleTimeout: "duration",
+  nodeStatusUpdateFrequency: "duration",
+  nodeStatusReportFrequency: "duration",
+  nodeLeaseDurationSeconds: "int",
+  imageMinimumGCAge: "duration",
+  imageMaximumGCAge: "duration",
+  imageGCHighThresholdPercent: "numberPtr",
+  imageGCLowThresholdPercent: "numberPtr",
+  volumeStatsAggPeriod: "duration",
+  kubeletCgroups: "string",
+  systemCgroups: "string",
+  cgroupRoot: "string",
+  cgroupsPerQOS: "boolPtr",
+  cgroupDriver: "string",
+  cpuManagerPolicy: "string",
+  cpuManagerPolicyOptions: "map",
+  cpuManagerReconcilePeriod: "duration",
+  memoryManagerPolicy: "string",
+  topologyManagerPolicy: "string",
+  topologyManagerScope: "string",
+  topologyManagerPolicyOptions: "map",
+  qosReserved: "map",
+  runtimeRequestTimeout: "duration",
+  hairpinMode: "string",
+  maxPods: "int",
+  podCIDR: "string",
+  podPidsLimit: "numberPtr",
+  resolvConf: "stringPtr",
+  runOnce: "bool",
+  cpuCFSQuota: "boolPtr",
+  cpuCFSQuotaPeriod: "durationPtr",
+  nodeStatusMaxImages: "numberPtr",
+  maxOpenFiles: "int",
+  contentType: "string",
+  kubeAPIQPS: "numberPtr",
+  kubeAPIBurst: "int",
+  serializeImagePulls: "boolPtr",
+  maxParallelImagePulls: "numberPtr",
+  evictionHard: "map",
+  evictionSoft: "map",
+  evictionSoftGracePeriod: "map",
+  evictionPressureTransitionPeriod: "duration",
+  evictionMaxPodGracePeriod: "int",
+  evictionMinimumReclaim: "map",
+  podsPerCore: "int",
+  enableControllerAttachDetach: "boolPtr",
+  protectKernelDefaults: "bool",
+  makeIPTablesUtilChains: "boolPtr",
+  iptablesMasqueradeBit: "numberPtr",
+  iptablesDropBit: "numberPtr",
+  featureGates: "map",
+  failSwapOn: "boolPtr",
+  memorySwap: "struct",
+  containerLogMaxSize: "string",
+  containerLogMaxFiles: "numberPtr",
+  containerLogMaxWorkers: "numberPtr",
+  containerLogMonitorInterval: "durationPtr",
+  configMapAndSecretChangeDetectionStrategy: "string",
+  systemReserved: "map",
+  kubeReserved: "map",
+  reservedSystemCPUs: "string",
+  showHiddenMetricsForVersion: "string",
+  systemReservedCgroup: "string",
+  kubeReservedCgroup: "string",
+  enforceNodeAllocatable: "list",
+  allowedUnsafeSysctls: "list",
+  volumePluginDir: "string",
+  providerID: "string",
+  kernelMemcgNotification: "bool",
+  logging: "struct",
+  enableSystemLogHandler: "boolPtr",
+  enableSystemLogQuery: "boolPtr",
+  shutdownGracePeriod: "duration",
+  shutdownGracePeriodCriticalPods: "duration",
+  shutdownGracePeriodByPodPriority: "list",
+  reservedMemory: "list",
+  enableProfilingHandler: "boolPtr",
+  enableDebugFlagsHandler: "boolPtr",
+  seccompDefault: "boolPtr",
+  memoryThrottlingFactor: "numberPtr",
+  registerWithTaints: "list",
+  registerNode: "boolPtr",
+  tracing: "objectPtr",
+  localStorageCapacityIsolation: "boolPtr",
+  containerRuntimeEndpoint: "stringAlways",
+  imageServiceEndpoint: "string",
 };
 
 const isObject = (v: unknown): v is Unstructured => v !== null && typeof v === "object" && !Array.isArray(v);
@@ -82,16 +194,23 @@ const isObject = (v: unknown): v is Unstructured => v !== null && typeof v === "
 /** metav1.Duration: parsed by Go's time.ParseDuration, written back by Duration.String(). */
 function normalizeDuration(field: string, v: unknown): string {
   const ms = typeof v === "string" ? durationMs(v) : undefined;
-  if (ms === undefined) throw new KubeletExtraConfigError(`extraConfig field "${field}": invalid duration ${JSON.stringify(v)}`, { field });
+  if (ms === undefined)
+    throw new KubeletExtraConfigError(`extraConfig field "${field}": invalid duration ${JSON.stringify(v)}`, { field });
   return goDuration(ms);
 }
 
 function checkType(field: string, v: unknown, ok: boolean, want: string): void {
-  if (!ok) throw new KubeletExtraConfigError(`extraConfig field "${field}": expected ${want}, got ${JSON.stringify(v)}`, { field });
+  if (!ok)
+    throw new KubeletExtraConfigError(`extraConfig field "${field}": expected ${want}, got ${JSON.stringify(v)}`, {
+      field,
+    });
 }
 
 function checkObject(field: string, v: unknown): Unstructured {
-  if (!isObject(v)) throw new KubeletExtraConfigError(`extraConfig field "${field}": expected an object, got ${JSON.stringify(v)}`, { field });
+  if (!isObject(v))
+    throw new KubeletExtraConfigError(`extraConfig field "${field}": expected an object, got ${JSON.stringify(v)}`, {
+      field,
+    });
   return v;
 }
 
@@ -130,7 +249,13 @@ function normalizeField(field: string, kind: FieldKind, v: unknown): unknown {
 type Shape = { [field: string]: Shape | true };
 const routing: Shape = { splitStream: true, infoBufferSize: true };
 const nested: Readonly<Record<string, Shape>> = {
-  logging: { format: true, flushFrequency: true, verbosity: true, vmodule: true, options: { text: routing, json: routing } },
+  logging: {
+    format: true,
+    flushFrequency: true,
+    verbosity: true,
+    vmodule: true,
+    options: { text: routing, json: routing },
+  },
   memorySwap: { swapBehavior: true },
   tracing: { endpoint: true, samplingRatePerMillion: true },
   shutdownGracePeriodByPodPriority: { priority: true, shutdownGracePeriodSeconds: true },
@@ -153,14 +278,19 @@ function unknownPaths(value: unknown, shape: Shape, at: string): string[] {
 function checkExtraConfig(extra: Unstructured): void {
   const denied = protectedConfigurationFields.filter((f) => f in extra);
   if (denied.length) {
-    throw new KubeletExtraConfigError(denied.map((f) => `field "${f}" can't be overridden`).join("; "), { fields: denied });
+    throw new KubeletExtraConfigError(denied.map((f) => `field "${f}" can't be overridden`).join("; "), {
+      fields: denied,
+    });
   }
   const unknown = Object.entries(extra)
     .flatMap(([f, v]) => (!(f in fields) ? [f] : nested[f] ? unknownPaths(v, nested[f]!, f) : []))
     .sort();
   if (unknown.length) {
     const errors = unknown.map((f) => `unknown field "${f}"`).join(", ");
-    throw new KubeletExtraConfigError(`error unmarshalling extra kubelet configuration: strict decoding error: ${errors}`, { fields: unknown });
+    throw new KubeletExtraConfigError(
+      `error unmarshalling extra kubelet configuration: strict decoding error: ${errors}`,
+      { fields: unknown },
+    );
   }
 }
 
@@ -170,13 +300,21 @@ function loggingObject(extra: unknown): Unstructured {
   const options = isObject(given.options) ? given.options : {};
   const routing = (o: unknown): Unstructured => {
     const r = isObject(o) ? o : {};
-    return { ...(r.splitStream === true ? { splitStream: true } : {}), infoBufferSize: typeof r.infoBufferSize === "string" ? r.infoBufferSize : "0" };
+    return {
+      ...(r.splitStream === true ? { splitStream: true } : {}),
+      infoBufferSize: typeof r.infoBufferSize === "string" ? r.infoBufferSize : "0",
+    };
   };
   // TimeOrMetaDuration keeps the spelling it was given: a number stays nanoseconds, a string a duration.
   const flush = given.flushFrequency;
   return {
     ...(typeof given.format === "string" && given.format !== "" ? { format: given.format } : {}),
-    flushFrequency: typeof flush === "string" ? normalizeDuration("logging.flushFrequency", flush) : typeof flush === "number" ? flush : 0,
+    flushFrequency:
+      typeof flush === "string"
+        ? normalizeDuration("logging.flushFrequency", flush)
+        : typeof flush === "number"
+          ? flush
+          : 0,
     verbosity: typeof given.verbosity === "number" ? given.verbosity : 0,
     ...(Array.isArray(given.vmodule) && given.vmodule.length ? { vmodule: given.vmodule } : {}),
     options: { text: routing(options.text), json: routing(options.json) },
@@ -193,7 +331,12 @@ function fromExtraConfig(extra: Unstructured): Unstructured {
     const v = normalizeField(field, kind, extra[field]);
     if (v !== undefined) out[field] = v;
   }
-  out.memorySwap = isObject(extra.memorySwap) && typeof extra.memorySwap.swapBehavior === "string" && extra.memorySwap.swapBehavior !== "" ? { swapBehavior: extra.memorySwap.swapBehavior } : {};
+  out.memorySwap =
+    isObject(extra.memorySwap) &&
+    typeof extra.memorySwap.swapBehavior === "string" &&
+    extra.memorySwap.swapBehavior !== ""
+      ? { swapBehavior: extra.memorySwap.swapBehavior }
+      : {};
   out.logging = loggingObject(extra.logging);
   return out;
 }
@@ -243,7 +386,8 @@ export function renderKubeletConfiguration(cfg: KubeletConfigSpec, opts: { conta
   if (cfg.defaultRuntimeSeccompEnabled) c.seccompDefault = true;
   if (cfg.enableFSQuotaMonitoring) {
     const gates = isObject(c.featureGates) ? c.featureGates : {};
-    if (!("LocalStorageCapacityIsolationFSQuotaMonitoring" in gates)) c.featureGates = { ...gates, LocalStorageCapacityIsolationFSQuotaMonitoring: true };
+    if (!("LocalStorageCapacityIsolationFSQuotaMonitoring" in gates))
+      c.featureGates = { ...gates, LocalStorageCapacityIsolationFSQuotaMonitoring: true };
   }
 
   c.address ??= "0.0.0.0";
@@ -254,8 +398,10 @@ export function renderKubeletConfiguration(cfg: KubeletConfigSpec, opts: { conta
   c.failSwapOn ??= false;
   c.systemReserved ??= { ...k.systemReserved };
   if (isObject(c.logging) && c.logging.format === undefined) c.logging = { format: "json", ...c.logging };
-  if (!("shutdownGracePeriod" in extra) && c.shutdownGracePeriod === "0s") c.shutdownGracePeriod = k.shutdownGracePeriod;
-  if (!("shutdownGracePeriodCriticalPods" in extra) && c.shutdownGracePeriodCriticalPods === "0s") c.shutdownGracePeriodCriticalPods = k.shutdownGracePeriodCriticalPods;
+  if (!("shutdownGracePeriod" in extra) && c.shutdownGracePeriod === "0s")
+    c.shutdownGracePeriod = k.shutdownGracePeriod;
+  if (!("shutdownGracePeriodCriticalPods" in extra) && c.shutdownGracePeriodCriticalPods === "0s")
+    c.shutdownGracePeriodCriticalPods = k.shutdownGracePeriodCriticalPods;
   if (c.streamingConnectionIdleTimeout === "0s") c.streamingConnectionIdleTimeout = "5m0s";
   c.tlsMinVersion ??= "VersionTLS13";
   c.resolvConf = k.podResolvConf;

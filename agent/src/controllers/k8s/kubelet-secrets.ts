@@ -29,9 +29,13 @@ export function kubeletSecretsSpec(doc: V1Alpha1Config): KubeletSecretsSpec {
   const controlPlane = machine.type === "init" || machine.type === "controlplane";
   let endpoint: string;
   if (prism?.enabled === true) endpoint = `https://127.0.0.1:${prism.port || defaults.kubePrismPort}`;
-  else if (controlPlane) endpoint = `https://localhost:${cluster.controlPlane?.localAPIServerPort || defaults.localAPIServerPort}`;
+  else if (controlPlane)
+    endpoint = `https://localhost:${cluster.controlPlane?.localAPIServerPort || defaults.localAPIServerPort}`;
   else endpoint = cluster.controlPlane?.endpoint ?? "";
-  const acceptedCAs = [...(cluster.ca ? [pemFromBase64(cluster.ca.crt)] : []), ...(cluster.acceptedCAs ?? []).map((c) => pemFromBase64(c.crt))];
+  const acceptedCAs = [
+    ...(cluster.ca ? [pemFromBase64(cluster.ca.crt)] : []),
+    ...(cluster.acceptedCAs ?? []).map((c) => pemFromBase64(c.crt)),
+  ];
   if (acceptedCAs.length === 0) throw new MissingKubernetesCAError("missing accepted Kubernetes CAs");
   const token = tokenParts(cluster.token);
   return { endpoint, acceptedCAs, bootstrapTokenID: token.id, bootstrapTokenSecret: token.secret };
@@ -39,7 +43,9 @@ export function kubeletSecretsSpec(doc: V1Alpha1Config): KubeletSecretsSpec {
 
 export class KubeletSecretsController implements Controller {
   readonly name = "secrets.KubeletController";
-  readonly inputs = [{ namespace: CONFIG_NAMESPACE, type: MachineConfigType, id: MachineConfigIds.active, kind: "weak" as const }];
+  readonly inputs = [
+    { namespace: CONFIG_NAMESPACE, type: MachineConfigType, id: MachineConfigIds.active, kind: "weak" as const },
+  ];
   readonly outputs = [{ type: KubeletSecretsType }];
 
   async reconcile(ctx: ControllerContext): Promise<void> {

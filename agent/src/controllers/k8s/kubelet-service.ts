@@ -12,7 +12,14 @@ import path from "node:path";
 import { parse, stringify } from "yaml";
 import { decodePemBlocks } from "../../pki/pem.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
-import { K8S_NAMESPACE, KubeletId, KubeletSecretsType, KubeletSpecType, type KubeletSecretsSpec, type KubeletSpecSpec } from "../../resources/catalog/k8s-kubelet.js";
+import {
+  K8S_NAMESPACE,
+  KubeletId,
+  KubeletSecretsType,
+  KubeletSpecType,
+  type KubeletSecretsSpec,
+  type KubeletSpecSpec,
+} from "../../resources/catalog/k8s-kubelet.js";
 import { IdentityType } from "../../resources/catalog/cluster.js";
 import { MountStatusType, RUNTIME_NAMESPACE } from "../../resources/catalog/runtime.js";
 import { CLUSTER_NAMESPACE, LocalIdentityId } from "../cluster/node-identity.js";
@@ -39,11 +46,17 @@ export interface KubeletServiceControllerOptions {
   container: boolean;
 }
 
-const exists = (p: string) => fs.access(p).then(() => true, () => false);
+const exists = (p: string) =>
+  fs.access(p).then(
+    () => true,
+    () => false,
+  );
 
 /** The kubelet's client certificate (the first that is not a CA), if it has one. */
 async function clientCertificate(file: string): Promise<X509Certificate | undefined> {
-  const text = await fs.readFile(file, "utf8").catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? undefined : Promise.reject(err)));
+  const text = await fs
+    .readFile(file, "utf8")
+    .catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? undefined : Promise.reject(err)));
   if (text === undefined) return undefined;
   for (const block of decodePemBlocks(text)) {
     if (block.label !== "CERTIFICATE") continue;
@@ -54,7 +67,11 @@ async function clientCertificate(file: string): Promise<X509Certificate | undefi
 }
 
 /** Whether the client certificate names this node (when Talos names it) and is signed by an accepted CA. */
-export function clientCertificateValid(cert: X509Certificate, expectedNodename: string, acceptedCAs: readonly string[]): boolean {
+export function clientCertificateValid(
+  cert: X509Certificate,
+  expectedNodename: string,
+  acceptedCAs: readonly string[],
+): boolean {
   if (expectedNodename && !cert.subject.split("\n").includes(`CN=system:node:${expectedNodename}`)) return false;
   return acceptedCAs.some((pem) => {
     const ca = new X509Certificate(pem);
@@ -95,11 +112,17 @@ export class KubeletServiceController implements Controller {
     this.startedWith = inputs;
   }
 
-  private async refreshClientCertificate(ctx: ControllerContext, expectedNodename: string, acceptedCAs: readonly string[]): Promise<void> {
+  private async refreshClientCertificate(
+    ctx: ControllerContext,
+    expectedNodename: string,
+    acceptedCAs: readonly string[],
+  ): Promise<void> {
     const pki = path.join(this.opts.root, k.pkiDir);
     const cert = await clientCertificate(path.join(pki, "kubelet-client-current.pem"));
     if (!cert || clientCertificateValid(cert, expectedNodename, acceptedCAs)) return;
-    ctx.log.info("kubelet client certificate does not match the node name or the accepted CAs, removing", { subject: cert.subject });
+    ctx.log.info("kubelet client certificate does not match the node name or the accepted CAs, removing", {
+      subject: cert.subject,
+    });
     await fs.rm(pki, { recursive: true, force: true });
     await fs.rm(path.join(this.opts.root, k.kubeconfig), { force: true });
   }
@@ -118,11 +141,15 @@ export class KubeletServiceController implements Controller {
     const context = config.contexts?.find((c) => c.name === config["current-context"]);
     const cluster = config.clusters?.find((c) => c.name === context?.context?.cluster);
     if (!cluster?.cluster) {
-      ctx.log.error("kubelet kubeconfig has no current context or cluster; left as it is", { context: config["current-context"] });
+      ctx.log.error("kubelet kubeconfig has no current context or cluster; left as it is", {
+        context: config["current-context"],
+      });
       return;
     }
     cluster.cluster.server = secrets.endpoint;
-    cluster.cluster["certificate-authority-data"] = Buffer.from(secrets.acceptedCAs.join(""), "utf8").toString("base64");
+    cluster.cluster["certificate-authority-data"] = Buffer.from(secrets.acceptedCAs.join(""), "utf8").toString(
+      "base64",
+    );
     await fs.writeFile(file, stringify(config), { mode: 0o600 });
   }
 }

@@ -16,14 +16,25 @@ import {
   type KubeletSpecSpec,
   type NodeIPSpec,
 } from "../../resources/catalog/k8s-kubelet.js";
-import { kubeletConstants as k, renderKubeletConfiguration, supportsConfigContainerRuntimeEndpoint } from "./kubelet-configuration.js";
+import {
+  kubeletConstants as k,
+  renderKubeletConfiguration,
+  supportsConfigContainerRuntimeEndpoint,
+} from "./kubelet-configuration.js";
 import { NodenameId } from "./nodename.js";
 
 /** An extraArgs flag Talos sets itself and refuses to take from the user. */
 export class KubeletArgDeniedError extends BasaltError {}
 
 /** Flags extraArgs may not set (Talos's merge policies: MergeDenied). */
-export const deniedKubeletArgs = ["bootstrap-kubeconfig", "kubeconfig", "container-runtime", "container-runtime-endpoint", "config", "cert-dir"] as const;
+export const deniedKubeletArgs = [
+  "bootstrap-kubeconfig",
+  "kubeconfig",
+  "container-runtime",
+  "container-runtime-endpoint",
+  "config",
+  "cert-dir",
+] as const;
 
 export interface KubeletArgsInput {
   config: KubeletConfigSpec;
@@ -85,7 +96,11 @@ export class KubeletSpecController implements Controller {
     const nodeIPs = ctx.get<NodeIPSpec>(K8S_NAMESPACE, NodeIPType, KubeletId)?.spec.addresses;
     if (!("node-ip" in config.extraArgs) && !nodeIPs) return;
 
-    const { args, expectedNodename } = kubeletArgs({ config, nodename: nodename.nodename, ...(nodeIPs ? { nodeIPs } : {}) });
+    const { args, expectedNodename } = kubeletArgs({
+      config,
+      nodename: nodename.nodename,
+      ...(nodeIPs ? { nodeIPs } : {}),
+    });
     const spec: KubeletSpecSpec = {
       image: config.image,
       args,

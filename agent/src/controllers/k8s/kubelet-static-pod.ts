@@ -13,7 +13,11 @@ import type { PemCertAndKey } from "../../resources/codec.js";
 import { NodenameType, type NodenameSpec } from "../../resources/catalog/cluster.js";
 import { RUNTIME_NAMESPACE, ServiceType, type ServiceSpec } from "../../resources/catalog/runtime.js";
 import { SECRETS_NAMESPACE } from "../../resources/catalog/secrets.js";
-import { K8S_NAMESPACE, StaticPodStatusType, type StaticPodStatusSpec } from "../../resources/catalog/k8s-controlplane.js";
+import {
+  K8S_NAMESPACE,
+  StaticPodStatusType,
+  type StaticPodStatusSpec,
+} from "../../resources/catalog/k8s-controlplane.js";
 import {
   KubernetesDynamicCertsId,
   KubernetesDynamicCertsType,
@@ -50,8 +54,18 @@ export class KubeletStaticPodController implements Controller {
   readonly inputs = [
     { namespace: K8S_NAMESPACE, type: NodenameType, id: "nodename", kind: "weak" as const },
     { namespace: RUNTIME_NAMESPACE, type: ServiceType, id: "kubelet", kind: "weak" as const },
-    { namespace: SECRETS_NAMESPACE, type: KubernetesDynamicCertsType, id: KubernetesDynamicCertsId, kind: "weak" as const },
-    { namespace: SECRETS_NAMESPACE, type: KubernetesRootSecretsType, id: KubernetesRootSecretsId, kind: "weak" as const },
+    {
+      namespace: SECRETS_NAMESPACE,
+      type: KubernetesDynamicCertsType,
+      id: KubernetesDynamicCertsId,
+      kind: "weak" as const,
+    },
+    {
+      namespace: SECRETS_NAMESPACE,
+      type: KubernetesRootSecretsType,
+      id: KubernetesRootSecretsId,
+      kind: "weak" as const,
+    },
   ];
   readonly outputs = [{ type: StaticPodStatusType }];
 
@@ -71,9 +85,13 @@ export class KubeletStaticPodController implements Controller {
       return;
     }
     // Without the control plane's secrets there is no way to ask the kubelet (a worker): statuses stay as they are.
-    const issuingCA = ctx.get<KubernetesRootSpec>(SECRETS_NAMESPACE, KubernetesRootSecretsType, KubernetesRootSecretsId)?.spec.issuingCA;
-    const client = ctx.get<KubernetesDynamicCertsSpec>(SECRETS_NAMESPACE, KubernetesDynamicCertsType, KubernetesDynamicCertsId)?.spec
-      .apiServerKubeletClient;
+    const issuingCA = ctx.get<KubernetesRootSpec>(SECRETS_NAMESPACE, KubernetesRootSecretsType, KubernetesRootSecretsId)
+      ?.spec.issuingCA;
+    const client = ctx.get<KubernetesDynamicCertsSpec>(
+      SECRETS_NAMESPACE,
+      KubernetesDynamicCertsType,
+      KubernetesDynamicCertsId,
+    )?.spec.apiServerKubeletClient;
     const nodename = ctx.get<NodenameSpec>(K8S_NAMESPACE, NodenameType, "nodename")?.spec.nodename;
     if (!issuingCA || !client || !nodename) return;
 
@@ -101,25 +119,32 @@ export class KubeletStaticPodController implements Controller {
 
   private fetchPods(client: PemCertAndKey, ca: string[], nodename: string, signal: AbortSignal): Promise<KubeletPod[]> {
     const url = new URL("/pods/", this.kubeletURL);
-    const fail = (message: string, cause?: unknown) => new KubeletPodsError(`error fetching pod status: ${message}`, { url: url.href }, { cause });
+    const fail = (message: string, cause?: unknown) =>
+      new KubeletPodsError(`error fetching pod status: ${message}`, { url: url.href }, { cause });
     return new Promise((resolve, reject) => {
       // The kubelet's certificate names the node; SNI carries no IP, so an IP node name is only checked against the certificate.
-      const identity = net.isIP(nodename) ? { checkServerIdentity: (_host: string, cert: tls.PeerCertificate) => tls.checkServerIdentity(nodename, cert) } : { servername: nodename };
-      const req = https.get(url, { cert: client.crt, key: client.key, ca, ...identity, timeout: 30_000, signal }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (c: Buffer) => chunks.push(c));
-        res.on("error", (err) => reject(fail(err.message, err)));
-        res.on("end", () => {
-          const body = Buffer.concat(chunks).toString("utf8");
-          if (res.statusCode !== 200) return reject(fail(`the kubelet answered ${res.statusCode}: ${body.trim()}`));
-          try {
-            // The kubelet's /pods/ answers a v1 PodList; only the fields of KubeletPod are read.
-            resolve(((JSON.parse(body) as { items?: KubeletPod[] }).items ?? []));
-          } catch (err) {
-            reject(fail("the kubelet's answer is not JSON", err));
-          }
-        });
-      });
+      const identity = net.isIP(nodename)
+        ? { checkServerIdentity: (_host: string, cert: tls.PeerCertificate) => tls.checkServerIdentity(nodename, cert) }
+        : { servername: nodename };
+      const req = https.get(
+        url,
+        { cert: client.crt, key: client.key, ca, ...identity, timeout: 30_000, signal },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (c: Buffer) => chunks.push(c));
+          res.on("error", (err) => reject(fail(err.message, err)));
+          res.on("end", () => {
+            const body = Buffer.concat(chunks).toString("utf8");
+            if (res.statusCode !== 200) return reject(fail(`the kubelet answered ${res.statusCode}: ${body.trim()}`));
+            try {
+              // The kubelet's /pods/ answers a v1 PodList; only the fields of KubeletPod are read.
+              resolve((JSON.parse(body) as { items?: KubeletPod[] }).items ?? []);
+            } catch (err) {
+              reject(fail("the kubelet's answer is not JSON", err));
+            }
+          });
+        },
+      );
       req.on("timeout", () => req.destroy(fail("timed out after 30s")));
       req.on("error", (err) => reject(err instanceof KubeletPodsError ? err : fail(err.message, err)));
     });

@@ -27,15 +27,25 @@ export class KubePrismConfigController implements Controller {
   readonly outputs = [{ type: KubePrismConfigType }];
 
   async reconcile(ctx: ControllerContext): Promise<void> {
-    const machine = ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.v1alpha1()?.machine;
+    const machine = ctx
+      .get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)
+      ?.spec.v1alpha1()?.machine;
     const prism = machine?.features?.kubePrism;
     if (!machine || prism?.enabled !== true) {
       ctx.destroyOthers(K8S_NAMESPACE, KubePrismConfigType, new Set());
       return;
     }
-    const endpoints = ctx.get<KubePrismEndpointsSpec>(K8S_NAMESPACE, KubePrismEndpointsType, KubePrismEndpointsId)?.spec;
+    const endpoints = ctx.get<KubePrismEndpointsSpec>(
+      K8S_NAMESPACE,
+      KubePrismEndpointsType,
+      KubePrismEndpointsId,
+    )?.spec;
     if (!endpoints) return;
-    const spec: KubePrismConfigSpec = { host: KUBEPRISM_HOST, port: prism.port || defaults.kubePrismPort, endpoints: endpoints.endpoints };
+    const spec: KubePrismConfigSpec = {
+      host: KUBEPRISM_HOST,
+      port: prism.port || defaults.kubePrismPort,
+      endpoints: endpoints.endpoints,
+    };
     ctx.modify<KubePrismConfigSpec>(K8S_NAMESPACE, KubePrismConfigType, KubePrismConfigId, () => spec);
   }
 }

@@ -8,7 +8,13 @@ import { defaults } from "../../config/defaults.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
 import { MemberType, type MemberSpec } from "../../resources/catalog/cluster.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../resources/catalog/config.js";
-import { K8S_NAMESPACE, KubePrismEndpointsId, KubePrismEndpointsType, type KubePrismEndpoint, type KubePrismEndpointsSpec } from "../../resources/catalog/k8s-kubelet.js";
+import {
+  K8S_NAMESPACE,
+  KubePrismEndpointsId,
+  KubePrismEndpointsType,
+  type KubePrismEndpoint,
+  type KubePrismEndpointsSpec,
+} from "../../resources/catalog/k8s-kubelet.js";
 
 const CLUSTER_NAMESPACE = "cluster";
 
@@ -28,7 +34,10 @@ export function kubePrismEndpoints(doc: V1Alpha1Config, members: readonly Member
   const cluster = endpointHostPort(doc.cluster?.controlPlane?.endpoint ?? "");
   if (cluster) endpoints.push(cluster);
   if (isControlPlane(doc)) {
-    endpoints.push({ host: "localhost", port: doc.cluster?.controlPlane?.localAPIServerPort || defaults.localAPIServerPort });
+    endpoints.push({
+      host: "localhost",
+      port: doc.cluster?.controlPlane?.localAPIServerPort || defaults.localAPIServerPort,
+    });
   }
   for (const member of members) {
     if (!member.controlPlane) continue;

@@ -28,7 +28,9 @@ export const kubePrismTimings: LoadBalancerOptions & { statusIntervalMs: number 
 
 export class KubePrismController implements Controller {
   readonly name = "k8s.KubePrismController";
-  readonly inputs = [{ namespace: K8S_NAMESPACE, type: KubePrismConfigType, id: KubePrismConfigId, kind: "weak" as const }];
+  readonly inputs = [
+    { namespace: K8S_NAMESPACE, type: KubePrismConfigType, id: KubePrismConfigId, kind: "weak" as const },
+  ];
   readonly outputs = [{ type: KubePrismStatusesType }];
   private balancer: TcpLoadBalancer | undefined;
   private stopOnAbort = false;

@@ -17,7 +17,11 @@ import {
   type ManifestStatusSpec,
 } from "../../resources/catalog/k8s-manifests.js";
 import { RUNTIME_NAMESPACE, ServiceType } from "../../resources/catalog/runtime.js";
-import { KubernetesSecretsId, KubernetesSecretsType, type KubernetesCertsSpec } from "../../resources/catalog/k8s-secrets.js";
+import {
+  KubernetesSecretsId,
+  KubernetesSecretsType,
+  type KubernetesCertsSpec,
+} from "../../resources/catalog/k8s-secrets.js";
 import { SECRETS_NAMESPACE } from "../../resources/catalog/secrets.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
 import type { Logger } from "../../log.js";
@@ -52,7 +56,8 @@ export class ManifestApplyError extends BasaltError {
 }
 
 const isNamespace = (o: KubernetesObject): boolean => o.kind === "Namespace" && o.apiVersion === "v1";
-const isCRD = (o: KubernetesObject): boolean => o.kind === "CustomResourceDefinition" && String(o.apiVersion ?? "").startsWith("apiextensions.k8s.io/");
+const isCRD = (o: KubernetesObject): boolean =>
+  o.kind === "CustomResourceDefinition" && String(o.apiVersion ?? "").startsWith("apiextensions.k8s.io/");
 const nameOf = (o: KubernetesObject): string => String((o.metadata as { name?: unknown } | undefined)?.name ?? "");
 
 /** Namespaces first (by name), then CRDs (by name), everything else in manifest order. */
@@ -72,7 +77,12 @@ function objectName(o: KubernetesObject): string {
 }
 
 /** Creates what is missing; returns the names created. Throws ManifestApplyError after trying every object. */
-export async function applyObjects(client: KubeClient, objects: readonly KubernetesObject[], log: Logger, signal?: AbortSignal): Promise<string[]> {
+export async function applyObjects(
+  client: KubeClient,
+  objects: readonly KubernetesObject[],
+  log: Logger,
+  signal?: AbortSignal,
+): Promise<string[]> {
   const failures: string[] = [];
   const created: string[] = [];
   for (const original of applyOrder(objects)) {
@@ -138,7 +148,9 @@ export class ManifestApplyController implements Controller {
     const etcd = ctx.get<{ healthy: boolean }>(RUNTIME_NAMESPACE, ServiceType, "etcd");
     if (!etcd?.spec.healthy) return;
     const creds = credentialsFromKubeconfig(secrets.localhostAdminKubeconfig);
-    const manifests = ctx.list<ManifestSpec>(CONTROLPLANE_NAMESPACE, ManifestType).sort((a, b) => (a.metadata.id < b.metadata.id ? -1 : a.metadata.id > b.metadata.id ? 1 : 0));
+    const manifests = ctx
+      .list<ManifestSpec>(CONTROLPLANE_NAMESPACE, ManifestType)
+      .sort((a, b) => (a.metadata.id < b.metadata.id ? -1 : a.metadata.id > b.metadata.id ? 1 : 0));
     if (manifests.length > 0) {
       const client = new KubeClient(creds);
       try {
@@ -158,6 +170,8 @@ export class ManifestApplyController implements Controller {
       }
     }
     const applied = manifests.map((m) => m.metadata.id);
-    ctx.modify<ManifestStatusSpec>(CONTROLPLANE_NAMESPACE, ManifestStatusType, ManifestStatusId, () => ({ manifestsApplied: applied }));
+    ctx.modify<ManifestStatusSpec>(CONTROLPLANE_NAMESPACE, ManifestStatusType, ManifestStatusId, () => ({
+      manifestsApplied: applied,
+    }));
   }
 }

@@ -24,8 +24,13 @@ export const FLANNEL_CNI_IMAGE = "ghcr.io/siderolabs/install-cni:v1.7.0-2-g7c627
  * kube-proxy's flags: Talos's defaults merged with `.cluster.proxy.extraArgs`
  * (overriding, except kubeconfig which may not be set), sorted by name.
  */
-export function proxyArgs(podCIDRs: readonly string[], mode: string | undefined, extraArgs: Record<string, string> = {}): string[] {
-  if ("kubeconfig" in extraArgs) throw new InvalidInputError("extra arg kubeconfig is not allowed", { arg: "kubeconfig" });
+export function proxyArgs(
+  podCIDRs: readonly string[],
+  mode: string | undefined,
+  extraArgs: Record<string, string> = {},
+): string[] {
+  if ("kubeconfig" in extraArgs)
+    throw new InvalidInputError("extra arg kubeconfig is not allowed", { arg: "kubeconfig" });
   const args: Record<string, string> = {
     "cluster-cidr": podCIDRs.join(","),
     "hostname-override": "$(NODE_NAME)",
@@ -49,7 +54,10 @@ function bootstrapToken(token: string | undefined): { id: string; secret: string
  * The bootstrap manifests' input for a control plane's config; undefined when the config has
  * no cluster section. `serviceHostDNSAddress` is HostDNSConfig's (set with forwardKubeDNSToHost).
  */
-export function bootstrapManifestsInput(config: V1Alpha1Config, serviceHostDNSAddress = ""): BootstrapManifestsInput | undefined {
+export function bootstrapManifestsInput(
+  config: V1Alpha1Config,
+  serviceHostDNSAddress = "",
+): BootstrapManifestsInput | undefined {
   const cluster = config.cluster;
   if (!cluster) return undefined;
   const network = cluster.network;
@@ -101,7 +109,9 @@ export function extraManifests(config: V1Alpha1Config): ExtraManifest[] {
   // CNI first, cloud provider after the defaults, extra manifests last.
   for (const url of cluster.network?.cni?.urls ?? []) out.push({ name: url, url, priority: "05" });
   for (const url of cluster.externalCloudProvider?.manifests ?? []) out.push({ name: url, url, priority: "30" });
-  for (const url of cluster.extraManifests ?? []) out.push({ name: url, url, priority: "99", headers: cluster.extraManifestHeaders ?? {} });
-  for (const m of cluster.inlineManifests ?? []) out.push({ name: m.name ?? "", priority: "99", inline: m.contents ?? "" });
+  for (const url of cluster.extraManifests ?? [])
+    out.push({ name: url, url, priority: "99", headers: cluster.extraManifestHeaders ?? {} });
+  for (const m of cluster.inlineManifests ?? [])
+    out.push({ name: m.name ?? "", priority: "99", inline: m.contents ?? "" });
   return out;
 }

@@ -18,7 +18,13 @@ const RBAC_V1 = `${RBAC}/v1`;
 
 // Names Talos gives the Talos API service and its service account CRD (machinery constants).
 const TALOS_API_SERVICE = { name: "talos", namespace: "default", port: 50000 };
-const TALOS_SERVICE_ACCOUNT = { group: "talos.dev", version: "v1alpha1", kind: "ServiceAccount", singular: "serviceaccount", shortName: "tsa" };
+const TALOS_SERVICE_ACCOUNT = {
+  group: "talos.dev",
+  version: "v1alpha1",
+  kind: "ServiceAccount",
+  singular: "serviceaccount",
+  shortName: "tsa",
+};
 
 function clusterRoleBinding(name: string, role: string, subjects: object[], metadata: object = {}): KubernetesObject {
   return {
@@ -75,7 +81,14 @@ function kubeconfigInCluster(input: BootstrapManifestsInput): KubernetesObject[]
     "    user: service-account",
     "",
   ].join("\n");
-  return [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "kubeconfig-in-cluster", namespace: KUBE_SYSTEM }, data: { kubeconfig } }];
+  return [
+    {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "kubeconfig-in-cluster", namespace: KUBE_SYSTEM },
+      data: { kubeconfig },
+    },
+  ];
 }
 
 function corefile(domain: string): string {
@@ -123,7 +136,12 @@ function coreDNS(input: BootstrapManifestsInput): KubernetesObject[] {
         { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["list", "watch"] },
       ],
     },
-    { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "coredns", namespace: KUBE_SYSTEM }, data: { Corefile: corefile(input.clusterDomain) } },
+    {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "coredns", namespace: KUBE_SYSTEM },
+      data: { Corefile: corefile(input.clusterDomain) },
+    },
     {
       apiVersion: "apps/v1",
       kind: "Deployment",
@@ -185,7 +203,9 @@ function coreDNS(input: BootstrapManifestsInput): KubernetesObject[] {
               },
             ],
             dnsPolicy: "Default",
-            volumes: [{ name: "config-volume", configMap: { name: "coredns", items: [{ key: "Corefile", path: "Corefile" }] } }],
+            volumes: [
+              { name: "config-volume", configMap: { name: "coredns", items: [{ key: "Corefile", path: "Corefile" }] } },
+            ],
           },
         },
       },
@@ -336,7 +356,11 @@ function flannel(input: BootstrapManifestsInput): KubernetesObject[] {
       roleRef: { apiGroup: RBAC, kind: "ClusterRole", name: "flannel" },
       subjects: [serviceAccountSubject("flannel")],
     },
-    { apiVersion: "v1", kind: "ServiceAccount", metadata: { labels: appLabels, name: "flannel", namespace: KUBE_SYSTEM } },
+    {
+      apiVersion: "v1",
+      kind: "ServiceAccount",
+      metadata: { labels: appLabels, name: "flannel", namespace: KUBE_SYSTEM },
+    },
     {
       apiVersion: "v1",
       kind: "ConfigMap",
@@ -355,7 +379,9 @@ function flannel(input: BootstrapManifestsInput): KubernetesObject[] {
             affinity: {
               nodeAffinity: {
                 requiredDuringSchedulingIgnoredDuringExecution: {
-                  nodeSelectorTerms: [{ matchExpressions: [{ key: "kubernetes.io/os", operator: "In", values: ["linux"] }] }],
+                  nodeSelectorTerms: [
+                    { matchExpressions: [{ key: "kubernetes.io/os", operator: "In", values: ["linux"] }] },
+                  ],
                 },
               },
             },
@@ -410,7 +436,14 @@ function podSecurityPolicy(): KubernetesObject[] {
   const name = "psp:privileged";
   const runAsAny = { rule: "RunAsAny" };
   return [
-    { kind: "ClusterRole", apiVersion: RBAC_V1, metadata: { name }, rules: [{ apiGroups: ["policy"], resources: ["podsecuritypolicies"], verbs: ["use"], resourceNames: ["privileged"] }] },
+    {
+      kind: "ClusterRole",
+      apiVersion: RBAC_V1,
+      metadata: { name },
+      rules: [
+        { apiGroups: ["policy"], resources: ["podsecuritypolicies"], verbs: ["use"], resourceNames: ["privileged"] },
+      ],
+    },
     {
       kind: "ClusterRoleBinding",
       apiVersion: RBAC_V1,
@@ -424,7 +457,10 @@ function podSecurityPolicy(): KubernetesObject[] {
     {
       apiVersion: "policy/v1beta1",
       kind: "PodSecurityPolicy",
-      metadata: { name: "privileged", annotations: { "seccomp.security.alpha.kubernetes.io/allowedProfileNames": "*" } },
+      metadata: {
+        name: "privileged",
+        annotations: { "seccomp.security.alpha.kubernetes.io/allowedProfileNames": "*" },
+      },
       spec: {
         fsGroup: runAsAny,
         privileged: true,
@@ -525,22 +561,47 @@ function hostDNSService(input: BootstrapManifestsInput): KubernetesObject[] {
 export function renderBootstrapManifests(input: BootstrapManifestsInput): RenderedManifest[] {
   const out: RenderedManifest[] = [
     { id: "00-kubelet-bootstrapping-token", objects: bootstrapToken(input) },
-    { id: "01-csr-node-bootstrap", objects: [clusterRoleBinding("system-bootstrap-node-bootstrapper", "system:node-bootstrapper", [group("system:bootstrappers:nodes"), group("system:nodes")])] },
+    {
+      id: "01-csr-node-bootstrap",
+      objects: [
+        clusterRoleBinding("system-bootstrap-node-bootstrapper", "system:node-bootstrapper", [
+          group("system:bootstrappers:nodes"),
+          group("system:nodes"),
+        ]),
+      ],
+    },
     {
       id: "01-csr-approver-role-binding",
-      objects: [clusterRoleBinding("system-bootstrap-approve-node-client-csr", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", [group("system:bootstrappers:nodes")])],
+      objects: [
+        clusterRoleBinding(
+          "system-bootstrap-approve-node-client-csr",
+          "system:certificates.k8s.io:certificatesigningrequests:nodeclient",
+          [group("system:bootstrappers:nodes")],
+        ),
+      ],
     },
     {
       id: "01-csr-renewal-role-binding",
-      objects: [clusterRoleBinding("system-bootstrap-node-renewal", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", [group("system:nodes")])],
+      objects: [
+        clusterRoleBinding(
+          "system-bootstrap-node-renewal",
+          "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
+          [group("system:nodes")],
+        ),
+      ],
     },
     { id: "11-kube-config-in-cluster", objects: kubeconfigInCluster(input) },
   ];
-  if (input.coreDNSEnabled) out.push({ id: "11-core-dns", objects: coreDNS(input) }, { id: "11-core-dns-svc", objects: coreDNSService(input) });
+  if (input.coreDNSEnabled)
+    out.push({ id: "11-core-dns", objects: coreDNS(input) }, { id: "11-core-dns-svc", objects: coreDNSService(input) });
   if (input.flannelEnabled) out.push({ id: "05-flannel", objects: flannel(input) });
   if (input.proxyEnabled) out.push({ id: "10-kube-proxy", objects: kubeProxy(input) });
   if (input.podSecurityPolicyEnabled) out.push({ id: "03-default-pod-security-policy", objects: podSecurityPolicy() });
-  if (input.talosAPIServiceEnabled) out.push({ id: "12-talos-api-service", objects: talosAPIService() }, { id: "13-talos-service-account-crd", objects: talosServiceAccountCRD() });
+  if (input.talosAPIServiceEnabled)
+    out.push(
+      { id: "12-talos-api-service", objects: talosAPIService() },
+      { id: "13-talos-service-account-crd", objects: talosServiceAccountCRD() },
+    );
   if (input.serviceHostDNSAddress) out.push({ id: "15-host-dns-service", objects: hostDNSService(input) });
   return out;
 }

@@ -3,7 +3,14 @@
 // HostDNSConfig; none on other nodes or without a cluster section.
 
 import type { ConfigBundle } from "../../config/bundle.js";
-import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType, MachineTypeId, MachineTypeType, type MachineTypeSpec } from "../../resources/catalog/config.js";
+import {
+  CONFIG_NAMESPACE,
+  MachineConfigIds,
+  MachineConfigType,
+  MachineTypeId,
+  MachineTypeType,
+  type MachineTypeSpec,
+} from "../../resources/catalog/config.js";
 import { HostDNSConfigId, HostDNSConfigType, type HostDNSConfigSpec } from "../../resources/catalog/hostdns.js";
 import { CONTROLPLANE_NAMESPACE, ManifestType, type ManifestSpec } from "../../resources/catalog/k8s-manifests.js";
 import { NETWORK_NAMESPACE } from "../../resources/catalog/network.js";

@@ -8,7 +8,12 @@ import type { V1Alpha1Config } from "../../config/types/v1alpha1.js";
 import { defaults } from "../../config/defaults.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../resources/catalog/config.js";
-import { K8S_NAMESPACE, KubeletId, NodeIPConfigType, type NodeIPConfigSpec } from "../../resources/catalog/k8s-kubelet.js";
+import {
+  K8S_NAMESPACE,
+  KubeletId,
+  NodeIPConfigType,
+  type NodeIPConfigSpec,
+} from "../../resources/catalog/k8s-kubelet.js";
 import { serviceCIDRs } from "./kubelet-config.js";
 
 export function nodeIPConfigSpec(doc: V1Alpha1Config): NodeIPConfigSpec {
@@ -28,7 +33,9 @@ export function nodeIPConfigSpec(doc: V1Alpha1Config): NodeIPConfigSpec {
 
 export class NodeIPConfigController implements Controller {
   readonly name = "k8s.NodeIPConfigController";
-  readonly inputs = [{ namespace: CONFIG_NAMESPACE, type: MachineConfigType, id: MachineConfigIds.active, kind: "weak" as const }];
+  readonly inputs = [
+    { namespace: CONFIG_NAMESPACE, type: MachineConfigType, id: MachineConfigIds.active, kind: "weak" as const },
+  ];
   readonly outputs = [{ type: NodeIPConfigType }];
 
   async reconcile(ctx: ControllerContext): Promise<void> {

@@ -5,8 +5,22 @@
 // and one IPv6 address, the first of each.
 
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
-import { K8S_NAMESPACE, KubeletId, NodeIPConfigType, NodeIPType, type NodeIPConfigSpec, type NodeIPSpec } from "../../resources/catalog/k8s-kubelet.js";
-import { filteredNodeAddressId, NETWORK_NAMESPACE, NodeAddressFilterIds, NodeAddressIds, NodeAddressType, type NodeAddressSpec } from "../../resources/catalog/network.js";
+import {
+  K8S_NAMESPACE,
+  KubeletId,
+  NodeIPConfigType,
+  NodeIPType,
+  type NodeIPConfigSpec,
+  type NodeIPSpec,
+} from "../../resources/catalog/k8s-kubelet.js";
+import {
+  filteredNodeAddressId,
+  NETWORK_NAMESPACE,
+  NodeAddressFilterIds,
+  NodeAddressIds,
+  NodeAddressType,
+  type NodeAddressSpec,
+} from "../../resources/catalog/network.js";
 import { prefixContains } from "../../network/ip-prefix.js";
 
 export const routedNoK8sId = filteredNodeAddressId(NodeAddressIds.routed, NodeAddressFilterIds.noK8s);
@@ -56,12 +70,16 @@ export class NodeIPController implements Controller {
     const ips = routed.addresses.map((p) => p.slice(0, p.lastIndexOf("/") < 0 ? p.length : p.lastIndexOf("/")));
     const found = filterIPs(ips, [...cfg.validSubnets, ...cfg.excludeSubnets.map((s) => `!${s}`)]);
     if (found.length === 0) {
-      ctx.log.warn("no suitable node IP found, please make sure .machine.kubelet.nodeIP filters and pod/service subnets are set up correctly");
+      ctx.log.warn(
+        "no suitable node IP found, please make sure .machine.kubelet.nodeIP filters and pod/service subnets are set up correctly",
+      );
       return;
     }
     const { picked, skipped } = onePerFamily(found);
     for (const address of skipped) {
-      ctx.log.warn("node IP skipped, please use .machine.kubelet.nodeIP to provide explicit subnet for the node IP", { address });
+      ctx.log.warn("node IP skipped, please use .machine.kubelet.nodeIP to provide explicit subnet for the node IP", {
+        address,
+      });
     }
     ctx.modify<NodeIPSpec>(K8S_NAMESPACE, NodeIPType, KubeletId, () => ({ addresses: picked }));
   }

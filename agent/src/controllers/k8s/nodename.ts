@@ -8,7 +8,12 @@ import type { Controller, ControllerContext } from "../../resources/controller-r
 import { NodenameType, type NodenameSpec } from "../../resources/catalog/cluster.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../resources/catalog/config.js";
 import { K8S_NAMESPACE } from "../../resources/catalog/k8s-kubelet.js";
-import { HostnameStatusId, HostnameStatusType, NETWORK_NAMESPACE, type HostnameStatusSpec } from "../../resources/catalog/network.js";
+import {
+  HostnameStatusId,
+  HostnameStatusType,
+  NETWORK_NAMESPACE,
+  type HostnameStatusSpec,
+} from "../../resources/catalog/network.js";
 
 export const NodenameId = "nodename";
 
@@ -21,7 +26,10 @@ export function nodenameFromHostname(hostname: string): string {
     else if (ch === "_") out += "-";
   }
   out = out.replace(/^[-.]+|[-.]+$/g, "");
-  if (!out) throw new InvalidInputError(`could not convert hostname "${hostname}" to a valid Kubernetes Node name`, { hostname });
+  if (!out)
+    throw new InvalidInputError(`could not convert hostname "${hostname}" to a valid Kubernetes Node name`, {
+      hostname,
+    });
   return out;
 }
 
@@ -34,7 +42,9 @@ export class NodenameController implements Controller {
   readonly outputs = [{ type: NodenameType }];
 
   async reconcile(ctx: ControllerContext): Promise<void> {
-    const machine = ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.v1alpha1()?.machine;
+    const machine = ctx
+      .get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)
+      ?.spec.v1alpha1()?.machine;
     const status = ctx.get<HostnameStatusSpec>(NETWORK_NAMESPACE, HostnameStatusType, HostnameStatusId);
     if (!machine || !status) return;
     const kubelet = machine.kubelet ?? {};

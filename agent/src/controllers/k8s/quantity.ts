@@ -24,7 +24,11 @@ const MIN_SCALE = -9;
 
 export function parseQuantity(text: string): Quantity {
   const m = QUANTITY_RE.exec(text.trim() === text ? text : "");
-  if (!m || (m[2] === "" && (m[3] ?? "") === "")) throw new QuantityError(`quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`, { quantity: text });
+  if (!m || (m[2] === "" && (m[3] ?? "") === ""))
+    throw new QuantityError(
+      `quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
+      { quantity: text },
+    );
   const [, sign, whole, fraction = "", suffix] = m;
   let digits = BigInt(whole + fraction || "0");
   let scale = -fraction.length;

@@ -9,11 +9,15 @@ import { K8S_NAMESPACE, StaticPodType, type StaticPodSpec } from "../../resource
 
 export class StaticPodConfigController implements Controller {
   readonly name = "k8s.StaticPodConfigController";
-  readonly inputs = [{ namespace: CONFIG_NAMESPACE, type: MachineConfigType, id: MachineConfigIds.active, kind: "weak" as const }];
+  readonly inputs = [
+    { namespace: CONFIG_NAMESPACE, type: MachineConfigType, id: MachineConfigIds.active, kind: "weak" as const },
+  ];
   readonly outputs = [{ type: StaticPodType, kind: "shared" as const }];
 
   async reconcile(ctx: ControllerContext): Promise<void> {
-    const pods = ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.v1alpha1()?.machine?.pods ?? [];
+    const pods =
+      ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.v1alpha1()?.machine
+        ?.pods ?? [];
     const ids = new Set<string>();
     for (const pod of pods) {
       // A pod of the config is unstructured: metadata is checked field by field below.

@@ -41,12 +41,16 @@ export class StaticPodServerController implements Controller {
     this.podList = this.buildPodList(ctx);
     if (!this.server) {
       const url = await this.listen(ctx.signal);
-      ctx.modify<StaticPodServerStatusSpec>(K8S_NAMESPACE, StaticPodServerStatusType, StaticPodServerStatusId, () => ({ url }));
+      ctx.modify<StaticPodServerStatusSpec>(K8S_NAMESPACE, StaticPodServerStatusType, StaticPodServerStatusId, () => ({
+        url,
+      }));
     }
   }
 
   private buildPodList(ctx: ControllerContext): string {
-    const pods = ctx.list<StaticPodSpec>(K8S_NAMESPACE, StaticPodType).sort((a, b) => (a.metadata.id < b.metadata.id ? -1 : 1));
+    const pods = ctx
+      .list<StaticPodSpec>(K8S_NAMESPACE, StaticPodType)
+      .sort((a, b) => (a.metadata.id < b.metadata.id ? -1 : 1));
     const seen = new Set<string>();
     for (const { metadata } of pods) {
       seen.add(metadata.id);
@@ -54,7 +58,12 @@ export class StaticPodServerController implements Controller {
       if (old === metadata.version) continue;
       this.versions.set(metadata.id, metadata.version);
       if (old === undefined) ctx.log.info("rendered new static pod", { id: metadata.id });
-      else ctx.log.info("rendered updated static pod", { id: metadata.id, old_version: String(old), new_version: String(metadata.version) });
+      else
+        ctx.log.info("rendered updated static pod", {
+          id: metadata.id,
+          old_version: String(old),
+          new_version: String(metadata.version),
+        });
     }
     for (const id of this.versions.keys()) {
       if (seen.has(id)) continue;
@@ -76,7 +85,11 @@ export class StaticPodServerController implements Controller {
       res.end(this.podList);
     });
     await new Promise<void>((resolve, reject) => {
-      server.once("error", (err) => reject(new StaticPodServerError("failed to create listener for serving static pod manifests", {}, { cause: err })));
+      server.once("error", (err) =>
+        reject(
+          new StaticPodServerError("failed to create listener for serving static pod manifests", {}, { cause: err }),
+        ),
+      );
       server.listen(0, "127.0.0.1", resolve);
     });
     signal.addEventListener("abort", () => server.close(), { once: true });

@@ -31,8 +31,10 @@ export class AddressEventController implements Controller {
   constructor(private readonly publish: (event: AddressEvent) => void) {}
 
   async reconcile(ctx: ControllerContext): Promise<void> {
-    const current = ctx.get<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, NodeAddressIds.current)?.spec.addresses ?? [];
-    const hostname = ctx.get<HostnameStatusSpec>(NETWORK_NAMESPACE, HostnameStatusType, HostnameStatusId)?.spec.hostname ?? "";
+    const current =
+      ctx.get<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, NodeAddressIds.current)?.spec.addresses ?? [];
+    const hostname =
+      ctx.get<HostnameStatusSpec>(NETWORK_NAMESPACE, HostnameStatusType, HostnameStatusId)?.spec.hostname ?? "";
     this.publish({ hostname, addresses: current.map((p) => p.slice(0, p.lastIndexOf("/"))) });
     ctx.requeueAfter(REPEAT_MS);
   }

@@ -6,7 +6,12 @@
 // each time it is added, as Talos does.
 
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
-import { AddressSpecType, type AddressSpecSpec, NETWORK_NAMESPACE, netValues } from "../../resources/catalog/network.js";
+import {
+  AddressSpecType,
+  type AddressSpecSpec,
+  NETWORK_NAMESPACE,
+  netValues,
+} from "../../resources/catalog/network.js";
 import type { AddressRequest, NetKernel } from "../../sys/net.js";
 import { describeError } from "../../errors.js";
 import { KernelTrigger } from "./kernel-watch.js";
@@ -14,7 +19,12 @@ import type { NetworkChangeHold } from "./change-hold.js";
 
 export function addressRequest(s: AddressSpecSpec): AddressRequest {
   const [address, len] = s.address.split("/") as [string, string];
-  const req: AddressRequest = { linkName: s.linkName, address, prefixLen: Number(len), scope: netValues.scope(s.scope) };
+  const req: AddressRequest = {
+    linkName: s.linkName,
+    address,
+    prefixLen: Number(len),
+    scope: netValues.scope(s.scope),
+  };
   // IFA_F_PERMANENT is the kernel's own marking of an address without lifetimes; the rest are requests.
   const flags = netValues.addressFlags(s.flags) & ~0x80;
   if (flags) req.flags = flags;
@@ -22,7 +32,8 @@ export function addressRequest(s: AddressSpecSpec): AddressRequest {
   return req;
 }
 
-const key = (a: { linkName: string; address: string; prefixLen: number }) => `${a.linkName}/${a.address}/${a.prefixLen}`;
+const key = (a: { linkName: string; address: string; prefixLen: number }) =>
+  `${a.linkName}/${a.address}/${a.prefixLen}`;
 
 export class AddressSpecController implements Controller {
   readonly name = "network.AddressSpecController";
@@ -66,7 +77,11 @@ export class AddressSpecController implements Controller {
         await this.kernel.addAddress(req);
         if (announced.has(k)) {
           await this.kernel.announceAddress(req.linkName, req.address).catch((err: unknown) =>
-            ctx.log.warn("failure sending gratuitous ARP", { link: req.linkName, address: req.address, error: describeError(err) }),
+            ctx.log.warn("failure sending gratuitous ARP", {
+              link: req.linkName,
+              address: req.address,
+              error: describeError(err),
+            }),
           );
         }
       }

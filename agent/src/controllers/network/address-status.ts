@@ -2,7 +2,13 @@
 // (id = <link>/<address>/<prefix length>).
 
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
-import { AddressStatusType, type AddressStatusSpec, NETWORK_NAMESPACE, addressId, netNames } from "../../resources/catalog/network.js";
+import {
+  AddressStatusType,
+  type AddressStatusSpec,
+  NETWORK_NAMESPACE,
+  addressId,
+  netNames,
+} from "../../resources/catalog/network.js";
 import type { KernelAddress, NetKernel } from "../../sys/net.js";
 import { KernelTrigger } from "./kernel-watch.js";
 

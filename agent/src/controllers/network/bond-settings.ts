@@ -5,7 +5,11 @@
 import { type BondOptions, bondOptionsSent } from "../../sys/net.js";
 
 /** The options (by name) the kernel holds differently from `want`; members: the names of the links enslaved to the bond. */
-export function bondOptionsDiffering(want: BondOptions, have: BondOptions, members: readonly string[]): Array<keyof BondOptions> {
+export function bondOptionsDiffering(
+  want: BondOptions,
+  have: BondOptions,
+  members: readonly string[],
+): Array<keyof BondOptions> {
   return bondOptionsSent(want).filter((key) => {
     if (key === "primary") {
       // The kernel names its primary only once that member is enslaved.

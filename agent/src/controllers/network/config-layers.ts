@@ -33,14 +33,25 @@ const configInputs = [
 
 /** The layers as the current config and links give them. */
 export function currentLayers(ctx: ControllerContext, cmdline: CmdlineNetworking): LayeredSpecs {
-  const network = ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.v1alpha1()?.machine?.network;
-  const links: KnownLink[] = ctx.list<LinkStatusSpec>(NETWORK_NAMESPACE, LinkStatusType).map((r) => ({ name: r.metadata.id, spec: r.spec }));
+  const network = ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.v1alpha1()
+    ?.machine?.network;
+  const links: KnownLink[] = ctx
+    .list<LinkStatusSpec>(NETWORK_NAMESPACE, LinkStatusType)
+    .map((r) => ({ name: r.metadata.id, spec: r.spec }));
   return layeredSpecs(network, links, cmdline);
 }
 
-export const addressSpecKey = (s: Pick<AddressSpecSpec, "linkName" | "address">): string => addressId(s.linkName, s.address);
+export const addressSpecKey = (s: Pick<AddressSpecSpec, "linkName" | "address">): string =>
+  addressId(s.linkName, s.address);
 export const routeSpecKey = (s: RouteSpecSpec): string =>
-  routeId({ table: s.table, family: s.family, dst: s.dst, gateway: s.gateway, priority: s.priority ?? 0, outLinkName: s.outLinkName ?? "" });
+  routeId({
+    table: s.table,
+    family: s.family,
+    dst: s.dst,
+    gateway: s.gateway,
+    priority: s.priority ?? 0,
+    outLinkName: s.outLinkName ?? "",
+  });
 
 function publish<S>(ctx: ControllerContext, type: string, specs: [string, S][]): void {
   const keep = new Set<string>();
@@ -58,7 +69,11 @@ export class AddressConfigController implements Controller {
   constructor(private readonly cmdline: CmdlineNetworking) {}
 
   async reconcile(ctx: ControllerContext): Promise<void> {
-    publish(ctx, AddressSpecType, currentLayers(ctx, this.cmdline).addresses.map((a) => [`${a.layer}/${addressSpecKey(a)}`, a]));
+    publish(
+      ctx,
+      AddressSpecType,
+      currentLayers(ctx, this.cmdline).addresses.map((a) => [`${a.layer}/${addressSpecKey(a)}`, a]),
+    );
   }
 }
 
@@ -69,7 +84,11 @@ export class RouteConfigController implements Controller {
   constructor(private readonly cmdline: CmdlineNetworking) {}
 
   async reconcile(ctx: ControllerContext): Promise<void> {
-    publish(ctx, RouteSpecType, currentLayers(ctx, this.cmdline).routes.map((r) => [`${r.layer}/${routeSpecKey(r)}`, r]));
+    publish(
+      ctx,
+      RouteSpecType,
+      currentLayers(ctx, this.cmdline).routes.map((r) => [`${r.layer}/${routeSpecKey(r)}`, r]),
+    );
   }
 }
 
@@ -92,23 +111,43 @@ export class LinkConfigController implements Controller {
 
 export class OperatorConfigController implements Controller {
   readonly name = "network.OperatorConfigController";
-  readonly inputs = [...configInputs, { namespace: NETWORK_CONFIG_NAMESPACE, type: LinkSpecType, kind: "weak" as const }];
+  readonly inputs = [
+    ...configInputs,
+    { namespace: NETWORK_CONFIG_NAMESPACE, type: LinkSpecType, kind: "weak" as const },
+  ];
   readonly outputs = [{ type: OperatorSpecType, kind: "shared" as const }];
   constructor(private readonly cmdline: CmdlineNetworking) {}
 
   async reconcile(ctx: ControllerContext): Promise<void> {
     // A link the platform configures (nocloud's network-config) gets no default DHCPv4, as in Talos.
-    const platformLinks = new Set(ctx.list<LinkSpecSpec>(NETWORK_CONFIG_NAMESPACE, LinkSpecType).filter((r) => r.spec.layer === "platform").map((r) => r.spec.name));
+    const platformLinks = new Set(
+      ctx
+        .list<LinkSpecSpec>(NETWORK_CONFIG_NAMESPACE, LinkSpecType)
+        .filter((r) => r.spec.layer === "platform")
+        .map((r) => r.spec.name),
+    );
     const layers = currentLayers(ctx, this.cmdline);
     const dhcp4 = layers.dhcp4
       .filter((d) => d.layer !== "default" || !platformLinks.has(d.linkName))
       .map((d): [string, OperatorSpecSpec] => [
         `${d.layer}/dhcp4/${d.linkName}`,
-        { operator: "dhcp4", linkName: d.linkName, requireUp: true, dhcp4: { routeMetric: d.routeMetric }, layer: d.layer },
+        {
+          operator: "dhcp4",
+          linkName: d.linkName,
+          requireUp: true,
+          dhcp4: { routeMetric: d.routeMetric },
+          layer: d.layer,
+        },
       ]);
     const dhcp6 = layers.dhcp6.map((d): [string, OperatorSpecSpec] => [
       `${d.layer}/dhcp6/${d.linkName}`,
-      { operator: "dhcp6", linkName: d.linkName, requireUp: true, dhcp6: { ...(d.duid ? { DUID: d.duid } : {}), routeMetric: d.routeMetric }, layer: d.layer },
+      {
+        operator: "dhcp6",
+        linkName: d.linkName,
+        requireUp: true,
+        dhcp6: { ...(d.duid ? { DUID: d.duid } : {}), routeMetric: d.routeMetric },
+        layer: d.layer,
+      },
     ]);
     publish(ctx, OperatorSpecType, [...dhcp4, ...dhcp6]);
   }
@@ -129,7 +168,13 @@ export class OperatorVipConfigController implements Controller {
   async reconcile(ctx: ControllerContext): Promise<void> {
     const specs = currentLayers(ctx, this.cmdline).vips.map((v): [string, OperatorSpecSpec] => [
       `configuration/vip/${v.linkName}`,
-      { operator: "vip", linkName: v.linkName, requireUp: true, vip: { ip: v.ip, gratuitousARP: true }, layer: "configuration" },
+      {
+        operator: "vip",
+        linkName: v.linkName,
+        requireUp: true,
+        vip: { ip: v.ip, gratuitousARP: true },
+        layer: "configuration",
+      },
     ]);
     publish(ctx, OperatorSpecType, specs);
   }

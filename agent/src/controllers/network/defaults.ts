@@ -48,34 +48,59 @@ export class HostnameConfigController implements Controller {
     const keep = new Set<string>();
     if (this.cmdline) {
       const c = this.cmdline;
-      ctx.modify<HostnameSpecSpec>(NETWORK_CONFIG_NAMESPACE, HostnameSpecType, "cmdline/hostname", () => ({ hostname: c.hostname, domainname: c.domainname, layer: "cmdline" }));
+      ctx.modify<HostnameSpecSpec>(NETWORK_CONFIG_NAMESPACE, HostnameSpecType, "cmdline/hostname", () => ({
+        hostname: c.hostname,
+        domainname: c.domainname,
+        layer: "cmdline",
+      }));
       keep.add("cmdline/hostname");
     }
-    const configured = ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.v1alpha1()?.machine?.network?.hostname;
+    const configured = ctx
+      .get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)
+      ?.spec.v1alpha1()?.machine?.network?.hostname;
     if (configured) {
       // machine.network.hostname may carry the domain: "node1.example.org".
       const dot = configured.indexOf(".");
       const [hostname, domainname] = dot > 0 ? [configured.slice(0, dot), configured.slice(dot + 1)] : [configured, ""];
-      ctx.modify<HostnameSpecSpec>(NETWORK_CONFIG_NAMESPACE, HostnameSpecType, "configuration/hostname", () => ({ hostname, domainname, layer: "configuration" }));
+      ctx.modify<HostnameSpecSpec>(NETWORK_CONFIG_NAMESPACE, HostnameSpecType, "configuration/hostname", () => ({
+        hostname,
+        domainname,
+        layer: "configuration",
+      }));
       keep.add("configuration/hostname");
     }
     if (def && def.spec.addresses.length === 1) {
       const hostname = defaultHostname(def.spec.addresses[0]!);
-      ctx.modify<HostnameSpecSpec>(NETWORK_CONFIG_NAMESPACE, HostnameSpecType, "default/hostname", () => ({ hostname, domainname: "", layer: "default" }));
+      ctx.modify<HostnameSpecSpec>(NETWORK_CONFIG_NAMESPACE, HostnameSpecType, "default/hostname", () => ({
+        hostname,
+        domainname: "",
+        layer: "default",
+      }));
       keep.add("default/hostname");
     }
     ctx.destroyOthers(NETWORK_CONFIG_NAMESPACE, HostnameSpecType, keep);
   }
 }
 
-const machineInput = { namespace: CONFIG_NAMESPACE, type: MachineConfigType, id: MachineConfigIds.active, kind: "weak" as const };
+const machineInput = {
+  namespace: CONFIG_NAMESPACE,
+  type: MachineConfigType,
+  id: MachineConfigIds.active,
+  kind: "weak" as const,
+};
 
 function machineConfig(ctx: ControllerContext) {
   return ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.v1alpha1()?.machine;
 }
 
 /** Publishes one spec per layer that has servers, and removes the rest. */
-function publishLayers<S>(ctx: ControllerContext, type: string, what: string, layers: [ConfigLayer, string[]][], make: (servers: string[], layer: ConfigLayer) => S): void {
+function publishLayers<S>(
+  ctx: ControllerContext,
+  type: string,
+  what: string,
+  layers: [ConfigLayer, string[]][],
+  make: (servers: string[], layer: ConfigLayer) => S,
+): void {
   const keep = new Set<string>();
   for (const [layer, servers] of layers) {
     if (servers.length === 0) continue;
@@ -96,7 +121,17 @@ export class ResolverConfigController implements Controller {
 
   async reconcile(ctx: ControllerContext): Promise<void> {
     const configured = machineConfig(ctx)?.network?.nameservers ?? [];
-    publishLayers<ResolverSpecSpec>(ctx, ResolverSpecType, "resolvers", [["default", DEFAULT_RESOLVERS], ["cmdline", [...this.cmdlineServers]], ["configuration", configured]], (dnsServers, layer) => ({ dnsServers, layer }));
+    publishLayers<ResolverSpecSpec>(
+      ctx,
+      ResolverSpecType,
+      "resolvers",
+      [
+        ["default", DEFAULT_RESOLVERS],
+        ["cmdline", [...this.cmdlineServers]],
+        ["configuration", configured],
+      ],
+      (dnsServers, layer) => ({ dnsServers, layer }),
+    );
   }
 }
 
@@ -110,6 +145,16 @@ export class TimeServerConfigController implements Controller {
 
   async reconcile(ctx: ControllerContext): Promise<void> {
     const configured = machineConfig(ctx)?.time?.servers ?? [];
-    publishLayers<TimeServerSpecSpec>(ctx, TimeServerSpecType, "timeservers", [["default", DEFAULT_TIME_SERVERS], ["cmdline", [...this.cmdlineServers]], ["configuration", configured]], (timeServers, layer) => ({ timeServers, layer }));
+    publishLayers<TimeServerSpecSpec>(
+      ctx,
+      TimeServerSpecType,
+      "timeservers",
+      [
+        ["default", DEFAULT_TIME_SERVERS],
+        ["cmdline", [...this.cmdlineServers]],
+        ["configuration", configured],
+      ],
+      (timeServers, layer) => ({ timeServers, layer }),
+    );
   }
 }

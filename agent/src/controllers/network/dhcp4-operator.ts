@@ -100,7 +100,8 @@ export class Dhcp4OperatorController implements Controller {
       const name = link.metadata.id;
       const metric = wanted.get(name);
       // network.LinkSpecController brings the link up; DHCP waits for it to be operationally up.
-      if (metric === undefined || (link.spec.operationalState !== "up" && link.spec.operationalState !== "unknown")) continue;
+      if (metric === undefined || (link.spec.operationalState !== "up" && link.spec.operationalState !== "unknown"))
+        continue;
       up.add(name);
       const running = this.running.get(name);
       if (running && running.routeMetric !== metric) await this.stopClient(name, false);
@@ -146,11 +147,18 @@ export class Dhcp4OperatorController implements Controller {
   }
 
   private async stopAll(): Promise<void> {
-    await Promise.all([...this.running.keys()].map((l) => this.stopClient(l, true).catch((err) => log.warn("DHCP stop failed", { error: describeError(err), link: l }))));
+    await Promise.all(
+      [...this.running.keys()].map((l) =>
+        this.stopClient(l, true).catch((err) => log.warn("DHCP stop failed", { error: describeError(err), link: l })),
+      ),
+    );
   }
 
   private async onLease(linkName: string, entry: Running, e: LeaseEvent): Promise<void> {
-    entry.output = e.type === "bound" || e.type === "renewed" ? leaseToOutput(linkName, e.lease, { routeMetric: entry.routeMetric }) : undefined;
+    entry.output =
+      e.type === "bound" || e.type === "renewed"
+        ? leaseToOutput(linkName, e.lease, { routeMetric: entry.routeMetric })
+        : undefined;
     if (this.ctx && !this.ctx.signal.aborted) this.ctx.requeueAfter(0);
   }
 

@@ -94,7 +94,9 @@ export class Dhcp6OperatorController implements Controller {
     const linkLocalReady = new Set(
       ctx
         .list<AddressStatusSpec>(NETWORK_NAMESPACE, AddressStatusType)
-        .filter((a) => a.spec.family === "inet6" && a.spec.scope === "link" && !a.spec.flags.split(",").includes("tentative"))
+        .filter(
+          (a) => a.spec.family === "inet6" && a.spec.scope === "link" && !a.spec.flags.split(",").includes("tentative"),
+        )
         .map((a) => a.spec.linkName),
     );
     const wanted = new Set<string>();
@@ -105,7 +107,8 @@ export class Dhcp6OperatorController implements Controller {
       if (link.spec.operationalState !== "up" && link.spec.operationalState !== "unknown") continue;
       wanted.add(name);
       // A new client waits for its source address (Talos's waitIPv6LinkReady); a running one keeps running.
-      if (!this.running.has(name) && linkLocalReady.has(name)) await this.startClient(name, link.spec.hardwareAddr, duid);
+      if (!this.running.has(name) && linkLocalReady.has(name))
+        await this.startClient(name, link.spec.hardwareAddr, duid);
     }
     for (const name of [...this.running.keys()]) {
       if (!wanted.has(name)) await this.stopClient(name, false);
@@ -145,7 +148,11 @@ export class Dhcp6OperatorController implements Controller {
   }
 
   private async stopAll(): Promise<void> {
-    await Promise.all([...this.running.keys()].map((l) => this.stopClient(l, true).catch((err) => log.warn("DHCPv6 stop failed", { error: describeError(err), link: l }))));
+    await Promise.all(
+      [...this.running.keys()].map((l) =>
+        this.stopClient(l, true).catch((err) => log.warn("DHCPv6 stop failed", { error: describeError(err), link: l })),
+      ),
+    );
   }
 
   private async onLease(linkName: string, entry: Running, e: Lease6Event): Promise<void> {

@@ -8,8 +8,19 @@ import { describeError } from "../../errors.js";
 import { logger } from "../../log.js";
 import { HostDnsResolver, listenTcp, listenUdp, type DnsListener } from "../../network/hostdns/server.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
-import { DNSResolveCacheType, type DNSResolveCacheSpec, HostDNSConfigId, HostDNSConfigType, type HostDNSConfigSpec } from "../../resources/catalog/hostdns.js";
-import { NETWORK_NAMESPACE, ResolverStatusId, ResolverStatusType, type ResolverStatusSpec } from "../../resources/catalog/network.js";
+import {
+  DNSResolveCacheType,
+  type DNSResolveCacheSpec,
+  HostDNSConfigId,
+  HostDNSConfigType,
+  type HostDNSConfigSpec,
+} from "../../resources/catalog/hostdns.js";
+import {
+  NETWORK_NAMESPACE,
+  ResolverStatusId,
+  ResolverStatusType,
+  type ResolverStatusSpec,
+} from "../../resources/catalog/network.js";
 
 const log = logger("network-dns-resolve-cache");
 const BIND_RETRY_MS = 5000;
@@ -46,7 +57,9 @@ export class DNSResolveCacheController implements Controller {
     const listen = cfg.listenAddresses ?? [];
     // Our own listeners are never upstreams (a resolv.conf naming the cache would loop).
     const own = new Set(listen.map((a) => a.replace(/^\[?([^\]]+?)\]?:53$/, "$1")));
-    const upstreams = (ctx.get<ResolverStatusSpec>(NETWORK_NAMESPACE, ResolverStatusType, ResolverStatusId)?.spec.dnsServers ?? []).filter((s) => !own.has(s));
+    const upstreams = (
+      ctx.get<ResolverStatusSpec>(NETWORK_NAMESPACE, ResolverStatusType, ResolverStatusId)?.spec.dnsServers ?? []
+    ).filter((s) => !own.has(s));
     if (this.resolver.setUpstreams(upstreams)) log.info("updated dns server nameservers", { addrs: upstreams });
 
     const wanted = new Set(listen.flatMap((a) => [`udp-${a}`, `tcp-${a}`]));
@@ -57,11 +70,15 @@ export class DNSResolveCacheController implements Controller {
       if (!this.listeners.has(id)) {
         const address = id.slice(4);
         try {
-          this.listeners.set(id, await (id.startsWith("udp-") ? listenUdp(address, this.resolver) : listenTcp(address, this.resolver)));
+          this.listeners.set(
+            id,
+            await (id.startsWith("udp-") ? listenUdp(address, this.resolver) : listenTcp(address, this.resolver)),
+          );
           log.info("dns server listening", { listener: id });
           this.reported.delete(id);
         } catch (err) {
-          if (!this.reported.has(id)) log.warn("dns server not started, retrying every 5 s", { listener: id, error: describeError(err) });
+          if (!this.reported.has(id))
+            log.warn("dns server not started, retrying every 5 s", { listener: id, error: describeError(err) });
           this.reported.add(id);
           failed = true;
           continue;
@@ -78,7 +95,9 @@ export class DNSResolveCacheController implements Controller {
     for (const id of ids) {
       const l = this.listeners.get(id);
       this.listeners.delete(id);
-      await l?.close().catch((err: unknown) => log.warn("dns server close failed", { listener: id, error: describeError(err) }));
+      await l
+        ?.close()
+        .catch((err: unknown) => log.warn("dns server close failed", { listener: id, error: describeError(err) }));
     }
   }
 }

@@ -33,7 +33,12 @@ function columns(rows: [string, string][]): string {
   return rows.map(([a, b]) => `${a.padEnd(width)}${b}\n`).join("");
 }
 
-export function renderHosts(address: string, hostname: string, domainname: string, extra: readonly { ip?: string; aliases?: string[] }[]): string {
+export function renderHosts(
+  address: string,
+  hostname: string,
+  domainname: string,
+  extra: readonly { ip?: string; aliases?: string[] }[],
+): string {
   const fqdn = domainname ? `${hostname}.${domainname}` : hostname;
   return columns([
     ["127.0.0.1", "localhost"],
@@ -64,17 +69,36 @@ export class EtcFileController implements Controller {
   constructor(private readonly write: EtcFileWriter) {}
 
   async reconcile(ctx: ControllerContext): Promise<void> {
-    const network = ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.v1alpha1()?.machine?.network;
+    const network = ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.v1alpha1()
+      ?.machine?.network;
     const host = ctx.get<HostnameStatusSpec>(NETWORK_NAMESPACE, HostnameStatusType, HostnameStatusId)?.spec;
     const resolvers = ctx.get<ResolverStatusSpec>(NETWORK_NAMESPACE, ResolverStatusType, ResolverStatusId)?.spec;
-    const address = ctx.get<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, NodeAddressIds.default)?.spec.addresses[0];
+    const address = ctx.get<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, NodeAddressIds.default)?.spec
+      .addresses[0];
     const search = network?.disableSearchDomain ? "" : (host?.domainname ?? "");
-    if (resolvers) await this.put("resolv.conf", renderResolvConf(hostDnsNameserver(ctx) ?? resolvers.dnsServers, search));
+    if (resolvers)
+      await this.put("resolv.conf", renderResolvConf(hostDnsNameserver(ctx) ?? resolvers.dnsServers, search));
     // Pods resolve through the host DNS cache's service address when it has one, else the node's resolvers.
     const hostDns = ctx.get<HostDNSConfigSpec>(NETWORK_NAMESPACE, HostDNSConfigType, HostDNSConfigId)?.spec;
-    if (resolvers && hostDns) await this.put("pod-resolv.conf", renderResolvConf(hostDns.serviceHostDNSAddress ? [hostDns.serviceHostDNSAddress] : resolvers.dnsServers, search));
+    if (resolvers && hostDns)
+      await this.put(
+        "pod-resolv.conf",
+        renderResolvConf(
+          hostDns.serviceHostDNSAddress ? [hostDns.serviceHostDNSAddress] : resolvers.dnsServers,
+          search,
+        ),
+      );
     // Talos writes hosts once the node has a name and a default address.
-    if (host && address) await this.put("hosts", renderHosts(address.slice(0, address.lastIndexOf("/")), host.hostname, host.domainname, network?.extraHostEntries ?? []));
+    if (host && address)
+      await this.put(
+        "hosts",
+        renderHosts(
+          address.slice(0, address.lastIndexOf("/")),
+          host.hostname,
+          host.domainname,
+          network?.extraHostEntries ?? [],
+        ),
+      );
   }
 
   private async put(name: EtcFileName, text: string): Promise<void> {

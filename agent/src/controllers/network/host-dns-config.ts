@@ -40,10 +40,11 @@ function expandV6(addr: string): number[] {
   return tail === undefined ? h : [...h, ...new Array<number>(8 - h.length - t.length).fill(0), ...t];
 }
 
-
 export class HostDNSConfigController implements Controller {
   readonly name = "network.HostDNSConfigController";
-  readonly inputs = [{ namespace: CONFIG_NAMESPACE, type: MachineConfigType, id: MachineConfigIds.active, kind: "weak" as const }];
+  readonly inputs = [
+    { namespace: CONFIG_NAMESPACE, type: MachineConfigType, id: MachineConfigIds.active, kind: "weak" as const },
+  ];
   readonly outputs = [{ type: HostDNSConfigType }];
 
   /** listen: where the cache listens (a sandbox moves it off 127.0.0.53:53). */

@@ -15,7 +15,13 @@ import { HostnameConfigController, ResolverConfigController, TimeServerConfigCon
 import { AddressSpecController } from "./address-spec.js";
 import type { NetworkChangeHold } from "./change-hold.js";
 import { EtcFileController } from "./etc-files.js";
-import { AddressConfigController, LinkConfigController, OperatorConfigController, OperatorVipConfigController, RouteConfigController } from "./config-layers.js";
+import {
+  AddressConfigController,
+  LinkConfigController,
+  OperatorConfigController,
+  OperatorVipConfigController,
+  RouteConfigController,
+} from "./config-layers.js";
 import { Dhcp4OperatorController, type Dhcp4OperatorOptions } from "./dhcp4-operator.js";
 import { type LinkDetailsReader, LinkStatusController } from "./link-status.js";
 import { LinkSpecController } from "./link-spec.js";
@@ -52,14 +58,17 @@ export interface NetworkControllersOptions {
 
 export function networkControllers(opts: NetworkControllersOptions): Controller[] {
   const cmdline = parseCmdlineNetworking(opts.cmdline ?? "");
-  if (cmdline.unsupported.length > 0) logger("network").warn("kernel arguments not supported yet", { args: cmdline.unsupported });
+  if (cmdline.unsupported.length > 0)
+    logger("network").warn("kernel arguments not supported yet", { args: cmdline.unsupported });
   const controllers: Controller[] = [
     new LinkStatusController(opts.kernel, opts.linkDetails ?? defaultLinkDetails(opts.paths)),
     new AddressStatusController(opts.kernel),
     new RouteStatusController(opts.kernel),
     new NodeAddressController(),
     new NodeAddressFilterController(),
-    new HostnameConfigController(cmdline.hostname ? { hostname: cmdline.hostname, domainname: cmdline.domainname ?? "" } : undefined),
+    new HostnameConfigController(
+      cmdline.hostname ? { hostname: cmdline.hostname, domainname: cmdline.domainname ?? "" } : undefined,
+    ),
     new ResolverConfigController(cmdline.dnsServers),
     new TimeServerConfigController(cmdline.timeServers),
     new HostnameStatusController(
@@ -78,7 +87,9 @@ export function networkControllers(opts: NetworkControllersOptions): Controller[
   if (opts.writeResolvConf !== false) {
     const podResolvConf = path.join(opts.paths.system, "resolved", "resolv.conf");
     controllers.push(
-      new EtcFileController((name, text) => writeFileInPlace(name === "pod-resolv.conf" ? podResolvConf : path.join(opts.paths.etc, name), text, 0o644)),
+      new EtcFileController((name, text) =>
+        writeFileInPlace(name === "pod-resolv.conf" ? podResolvConf : path.join(opts.paths.etc, name), text, 0o644),
+      ),
     );
   }
   if (opts.dhcp !== false) {

@@ -7,9 +7,23 @@
 // the devices are ready: the kernel refuses to rename a link that is up.
 
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
-import { type BondMasterSpec, LinkSpecType, type LinkSpecSpec, NETWORK_NAMESPACE, VLAN_PROTOCOLS, bondNumbers } from "../../resources/catalog/network.js";
+import {
+  type BondMasterSpec,
+  LinkSpecType,
+  type LinkSpecSpec,
+  NETWORK_NAMESPACE,
+  VLAN_PROTOCOLS,
+  bondNumbers,
+} from "../../resources/catalog/network.js";
 import { describeError } from "../../errors.js";
-import { type BondOptions, IFF_UP, type KernelLink, type LinkCreateRequest, type LinkSettingsRequest, type NetKernel } from "../../sys/net.js";
+import {
+  type BondOptions,
+  IFF_UP,
+  type KernelLink,
+  type LinkCreateRequest,
+  type LinkSettingsRequest,
+  type NetKernel,
+} from "../../sys/net.js";
 import { bondOptionsDiffering } from "./bond-settings.js";
 import { KernelTrigger } from "./kernel-watch.js";
 import type { NetworkChangeHold } from "./change-hold.js";
@@ -22,7 +36,15 @@ export function bondOptions(b: BondMasterSpec, primaryName: string | undefined):
 }
 
 // A bond spec without options (no source of ours makes one) gets what Talos fills in: the kernel refuses lp_interval 0.
-const defaultBond = withBondDefaults({ mode: "balance-rr", xmitHashPolicy: "layer2", lacpRate: "slow", arpValidate: "none", arpAllTargets: "any", primaryReselect: "always", failOverMac: "none" });
+const defaultBond = withBondDefaults({
+  mode: "balance-rr",
+  xmitHashPolicy: "layer2",
+  lacpRate: "slow",
+  arpValidate: "none",
+  arpAllTargets: "any",
+  primaryReselect: "always",
+  failOverMac: "none",
+});
 
 export function createRequest(s: LinkSpecSpec, byIndex: Map<number, string>): LinkCreateRequest | undefined {
   switch (s.kind) {
@@ -30,9 +52,22 @@ export function createRequest(s: LinkSpecSpec, byIndex: Map<number, string>): Li
       return { kind: "dummy", name: s.name };
     case "vlan":
       if (!s.parentName || !s.vlan) return undefined;
-      return { kind: "vlan", name: s.name, parentName: s.parentName, vlanId: s.vlan.vlanID, protocol: VLAN_PROTOCOLS[s.vlan.vlanProtocol] ?? 0x8100 };
+      return {
+        kind: "vlan",
+        name: s.name,
+        parentName: s.parentName,
+        vlanId: s.vlan.vlanID,
+        protocol: VLAN_PROTOCOLS[s.vlan.vlanProtocol] ?? 0x8100,
+      };
     case "bond":
-      return { kind: "bond", name: s.name, bond: bondOptions(s.bondMaster ?? defaultBond, s.bondMaster?.primary ? byIndex.get(s.bondMaster.primary) : undefined) };
+      return {
+        kind: "bond",
+        name: s.name,
+        bond: bondOptions(
+          s.bondMaster ?? defaultBond,
+          s.bondMaster?.primary ? byIndex.get(s.bondMaster.primary) : undefined,
+        ),
+      };
     case "bridge":
       return { kind: "bridge", name: s.name, bridge: { stp: s.bridgeMaster?.stp?.enabled ?? false } };
     default:
@@ -43,7 +78,11 @@ export function createRequest(s: LinkSpecSpec, byIndex: Map<number, string>): Li
 /** Whether an existing logical link must be re-created to match its spec (a kind or a VLAN cannot change in place). */
 function mismatched(s: LinkSpecSpec, l: KernelLink): boolean {
   if (l.kind !== s.kind) return true;
-  return s.kind === "vlan" && s.vlan !== undefined && (l.vlanId !== s.vlan.vlanID || l.vlanProtocol !== (VLAN_PROTOCOLS[s.vlan.vlanProtocol] ?? 0x8100));
+  return (
+    s.kind === "vlan" &&
+    s.vlan !== undefined &&
+    (l.vlanId !== s.vlan.vlanID || l.vlanProtocol !== (VLAN_PROTOCOLS[s.vlan.vlanProtocol] ?? 0x8100))
+  );
 }
 
 /** What differs between a bond's or bridge's settings in the kernel and its request (names of options); empty when none. */
@@ -79,7 +118,9 @@ export class LinkSpecController implements Controller {
     if (!devicesReady(ctx)) return;
     this.trigger.arm(ctx);
     await this.hold?.released();
-    const specs = new Map(ctx.list<LinkSpecSpec>(NETWORK_NAMESPACE, LinkSpecType).map((r) => [r.spec.name, r.spec] as const));
+    const specs = new Map(
+      ctx.list<LinkSpecSpec>(NETWORK_NAMESPACE, LinkSpecType).map((r) => [r.spec.name, r.spec] as const),
+    );
     let links = await this.kernel.listLinks();
     const find = (name: string) => links.find((l) => l.name === name);
 
@@ -125,7 +166,8 @@ export class LinkSpecController implements Controller {
       const currentMaster = l.masterIndex ? links.find((k) => k.index === l!.masterIndex)?.name : undefined;
       if (master !== currentMaster && (master === undefined || find(master))) {
         // A bond takes only members that are down.
-        if (master && find(master)?.kind === "bond" && (l.flags & IFF_UP) !== 0) await this.kernel.setLinkUp(s.name, false);
+        if (master && find(master)?.kind === "bond" && (l.flags & IFF_UP) !== 0)
+          await this.kernel.setLinkUp(s.name, false);
         await this.kernel.setLinkMaster(s.name, master);
         links = await this.kernel.listLinks();
         l = find(s.name)!;
@@ -144,7 +186,12 @@ export class LinkSpecController implements Controller {
    * freed (the kernel takes a bond's mode and several options only then); the members rejoin
    * and the link comes back up later in the same round. Returns the links as they are after.
    */
-  private async syncSettings(ctx: ControllerContext, req: LinkSettingsRequest, l: KernelLink, links: KernelLink[]): Promise<KernelLink[]> {
+  private async syncSettings(
+    ctx: ControllerContext,
+    req: LinkSettingsRequest,
+    l: KernelLink,
+    links: KernelLink[],
+  ): Promise<KernelLink[]> {
     const differing = settingsDiffering(req, l, links);
     if (differing.length === 0) {
       this.settingsSent.delete(req.name);
@@ -155,7 +202,8 @@ export class LinkSpecController implements Controller {
     this.settingsSent.set(req.name, key);
     ctx.log.info("updating link settings", { link: req.name, kind: req.kind, options: differing });
     if ((l.flags & IFF_UP) !== 0) await this.kernel.setLinkUp(req.name, false);
-    for (const member of links.filter((k) => k.masterIndex === l.index)) await this.kernel.setLinkMaster(member.name, undefined);
+    for (const member of links.filter((k) => k.masterIndex === l.index))
+      await this.kernel.setLinkMaster(member.name, undefined);
     try {
       await this.kernel.setLinkSettings(req);
     } catch (err) {

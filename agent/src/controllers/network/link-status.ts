@@ -3,7 +3,14 @@
 // device selectors) may start from a name that is about to change.
 
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
-import { LinkStatusType, type LinkStatusSpec, NETWORK_NAMESPACE, VLAN_PROTOCOLS, bondMasterSpec, netNames } from "../../resources/catalog/network.js";
+import {
+  LinkStatusType,
+  type LinkStatusSpec,
+  NETWORK_NAMESPACE,
+  VLAN_PROTOCOLS,
+  bondMasterSpec,
+  netNames,
+} from "../../resources/catalog/network.js";
 import type { KernelLink, NetKernel } from "../../sys/net.js";
 import { KernelTrigger } from "./kernel-watch.js";
 import { devicesReady, devicesStatusInput } from "../runtime/devices-status.js";
@@ -25,7 +32,11 @@ export interface LinkDetails {
 export type LinkDetailsReader = (link: KernelLink) => Promise<LinkDetails>;
 
 /** links: every kernel link, to name a bond's primary member by its index. */
-export function linkStatusSpec(link: KernelLink, details: LinkDetails = {}, links: readonly KernelLink[] = []): LinkStatusSpec {
+export function linkStatusSpec(
+  link: KernelLink,
+  details: LinkDetails = {},
+  links: readonly KernelLink[] = [],
+): LinkStatusSpec {
   const spec: LinkStatusSpec = {
     index: link.index,
     type: netNames.linkType(link.type),
@@ -48,7 +59,8 @@ export function linkStatusSpec(link: KernelLink, details: LinkDetails = {}, link
   if (link.kind === "vlan" && vlanProtocol) spec.vlan = { vlanID: link.vlanId, vlanProtocol };
   // Go's omitempty leaves out a zero struct: a bridge without STP shows no bridgeMaster.
   if (link.bridge?.stp) spec.bridgeMaster = { stp: { enabled: true } };
-  if (link.bond) spec.bondMaster = bondMasterSpec(link.bond, links.find((l) => l.name === link.bond!.primary)?.index ?? 0);
+  if (link.bond)
+    spec.bondMaster = bondMasterSpec(link.bond, links.find((l) => l.name === link.bond!.primary)?.index ?? 0);
   // Keep Talos's key order: optional keys are inserted where its struct has them.
   const ordered: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(spec)) {

@@ -21,9 +21,16 @@ import {
 } from "../../resources/catalog/network.js";
 import { addressSpecKey, routeSpecKey } from "./config-layers.js";
 
-function mergeByLayer<S extends { layer: ConfigLayer }>(ctx: ControllerContext, type: string, key: (s: S) => string, combine: (lower: S, higher: S) => S): void {
+function mergeByLayer<S extends { layer: ConfigLayer }>(
+  ctx: ControllerContext,
+  type: string,
+  key: (s: S) => string,
+  combine: (lower: S, higher: S) => S,
+): void {
   const merged = new Map<string, S>();
-  const specs = ctx.list<S>(NETWORK_CONFIG_NAMESPACE, type).sort((a, b) => layerRank(a.spec.layer) - layerRank(b.spec.layer) || a.metadata.id.localeCompare(b.metadata.id));
+  const specs = ctx
+    .list<S>(NETWORK_CONFIG_NAMESPACE, type)
+    .sort((a, b) => layerRank(a.spec.layer) - layerRank(b.spec.layer) || a.metadata.id.localeCompare(b.metadata.id));
   for (const r of specs) {
     const k = key(r.spec);
     const prev = merged.get(k);
@@ -63,7 +70,15 @@ export function mergeLinkSpecs(lower: LinkSpecSpec, higher: LinkSpecSpec): LinkS
     out.kind = higher.kind;
     out.type = higher.type;
   }
-  for (const k of ["parentName", "masterName", "slaveIndex", "bridgeSlave", "vlan", "bondMaster", "bridgeMaster"] as const) {
+  for (const k of [
+    "parentName",
+    "masterName",
+    "slaveIndex",
+    "bridgeSlave",
+    "vlan",
+    "bondMaster",
+    "bridgeMaster",
+  ] as const) {
     // Copying one key from a spec to a spec of the same type; TS cannot relate higher[k] to out[k] for a union k.
     if (higher[k] !== undefined) (out as unknown as Record<string, unknown>)[k] = higher[k];
   }
@@ -86,6 +101,11 @@ export class OperatorMergeController implements Controller {
   readonly outputs = [{ type: OperatorSpecType, kind: "shared" as const }];
 
   async reconcile(ctx: ControllerContext): Promise<void> {
-    mergeByLayer<OperatorSpecSpec>(ctx, OperatorSpecType, (s) => `${s.operator}/${s.linkName}`, (_, higher) => higher);
+    mergeByLayer<OperatorSpecSpec>(
+      ctx,
+      OperatorSpecType,
+      (s) => `${s.operator}/${s.linkName}`,
+      (_, higher) => higher,
+    );
   }
 }

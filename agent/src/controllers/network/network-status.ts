@@ -30,7 +30,8 @@ export class NetworkStatusController implements Controller {
   readonly outputs = [{ type: NetworkStatusType }];
 
   async reconcile(ctx: ControllerContext): Promise<void> {
-    const current = ctx.get<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, NodeAddressIds.current)?.spec.addresses ?? [];
+    const current =
+      ctx.get<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, NodeAddressIds.current)?.spec.addresses ?? [];
     const routes = ctx.list<RouteStatusSpec>(NETWORK_NAMESPACE, RouteStatusType);
     const spec: NetworkStatusSpec = {
       addressReady: current.length > 0,

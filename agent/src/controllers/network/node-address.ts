@@ -80,7 +80,10 @@ export interface NodeAddressSets {
   accumulative: string[];
 }
 
-export function computeNodeAddresses(links: Resource<LinkStatusSpec>[], addresses: Resource<AddressStatusSpec>[]): NodeAddressSets {
+export function computeNodeAddresses(
+  links: Resource<LinkStatusSpec>[],
+  addresses: Resource<AddressStatusSpec>[],
+): NodeAddressSets {
   const up = new Set<number>();
   for (const l of links) {
     const s = l.spec;
@@ -95,7 +98,11 @@ export function computeNodeAddresses(links: Resource<LinkStatusSpec>[], addresse
     const s = r.spec;
     if (!usable(s)) continue;
     if (r.metadata.owner === addressStatusOwner) {
-      if (!def || s.linkName < def.link || (s.linkName === def.link && compareIp(ipOf(s.address), ipOf(def.prefix)) < 0)) {
+      if (
+        !def ||
+        s.linkName < def.link ||
+        (s.linkName === def.link && compareIp(ipOf(s.address), ipOf(def.prefix)) < 0)
+      ) {
         def = { prefix: s.address, link: s.linkName };
       }
     }
@@ -137,17 +144,31 @@ export class NodeAddressController implements Controller {
       });
     }
     const publish = (suffix: (kind: string) => string, narrow: (prefixes: string[]) => string[]) => {
-      const ids = { current: suffix(NodeAddressIds.current), routed: suffix(NodeAddressIds.routed), accumulative: suffix(NodeAddressIds.accumulative) };
-      ctx.modify<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, ids.current, () => ({ addresses: narrow(sets.current) }));
-      ctx.modify<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, ids.routed, () => ({ addresses: narrow(sets.routed) }));
+      const ids = {
+        current: suffix(NodeAddressIds.current),
+        routed: suffix(NodeAddressIds.routed),
+        accumulative: suffix(NodeAddressIds.accumulative),
+      };
+      ctx.modify<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, ids.current, () => ({
+        addresses: narrow(sets.current),
+      }));
+      ctx.modify<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, ids.routed, () => ({
+        addresses: narrow(sets.routed),
+      }));
       ctx.modify<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, ids.accumulative, (cur) => ({
         addresses: mergeAccumulative(cur?.addresses ?? [], narrow(sets.accumulative)),
       }));
       for (const id of Object.values(ids)) keep.add(id);
     };
-    publish((kind) => kind, (prefixes) => prefixes);
+    publish(
+      (kind) => kind,
+      (prefixes) => prefixes,
+    );
     for (const filter of ctx.list<NodeAddressFilterSpec>(NETWORK_NAMESPACE, NodeAddressFilterType)) {
-      publish((kind) => filteredNodeAddressId(kind, filter.metadata.id), (prefixes) => filterAddresses(prefixes, filter.spec));
+      publish(
+        (kind) => filteredNodeAddressId(kind, filter.metadata.id),
+        (prefixes) => filterAddresses(prefixes, filter.spec),
+      );
     }
     ctx.destroyOthers(NETWORK_NAMESPACE, NodeAddressType, keep);
   }

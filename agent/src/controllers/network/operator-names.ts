@@ -24,21 +24,36 @@ export interface KeptNames {
 export const keptNames = (): KeptNames => ({ resolvers: new Set(), timeservers: new Set(), hostname: new Set() });
 
 /** Publishes the lease's names under `prefix` (e.g. "dhcp4/eth0") and records their ids in `keep`. */
-export function publishOperatorNames(ctx: ControllerContext, prefix: string, out: OperatorOutput, keep: KeptNames): void {
+export function publishOperatorNames(
+  ctx: ControllerContext,
+  prefix: string,
+  out: OperatorOutput,
+  keep: KeptNames,
+): void {
   if (out.dnsServers.length > 0) {
     const id = `${prefix}/resolvers`;
-    ctx.modify<ResolverSpecSpec>(NETWORK_CONFIG_NAMESPACE, ResolverSpecType, id, () => ({ dnsServers: out.dnsServers, layer: "operator" }));
+    ctx.modify<ResolverSpecSpec>(NETWORK_CONFIG_NAMESPACE, ResolverSpecType, id, () => ({
+      dnsServers: out.dnsServers,
+      layer: "operator",
+    }));
     keep.resolvers.add(id);
   }
   if (out.timeServers.length > 0) {
     const id = `${prefix}/timeservers`;
-    ctx.modify<TimeServerSpecSpec>(NETWORK_CONFIG_NAMESPACE, TimeServerSpecType, id, () => ({ timeServers: out.timeServers, layer: "operator" }));
+    ctx.modify<TimeServerSpecSpec>(NETWORK_CONFIG_NAMESPACE, TimeServerSpecType, id, () => ({
+      timeServers: out.timeServers,
+      layer: "operator",
+    }));
     keep.timeservers.add(id);
   }
   if (out.hostname) {
     const id = `${prefix}/hostname`;
     const h = out.hostname;
-    ctx.modify<HostnameSpecSpec>(NETWORK_CONFIG_NAMESPACE, HostnameSpecType, id, () => ({ hostname: h.hostname, domainname: h.domainname, layer: "operator" }));
+    ctx.modify<HostnameSpecSpec>(NETWORK_CONFIG_NAMESPACE, HostnameSpecType, id, () => ({
+      hostname: h.hostname,
+      domainname: h.domainname,
+      layer: "operator",
+    }));
     keep.hostname.add(id);
   }
 }

@@ -30,8 +30,15 @@ export function routeRequest(s: RouteSpecSpec): RouteRequest {
   return req;
 }
 
-const key = (r: { family: number; table?: number; dst: string; dstLen: number; gateway?: string; priority?: number; outLinkName?: string }) =>
-  `${r.table ?? 254}/${r.family}/${r.dst}/${r.dstLen}/${r.gateway ?? ""}/${r.priority ?? 0}/${r.outLinkName ?? ""}`;
+const key = (r: {
+  family: number;
+  table?: number;
+  dst: string;
+  dstLen: number;
+  gateway?: string;
+  priority?: number;
+  outLinkName?: string;
+}) => `${r.table ?? 254}/${r.family}/${r.dst}/${r.dstLen}/${r.gateway ?? ""}/${r.priority ?? 0}/${r.outLinkName ?? ""}`;
 const kernelKey = (r: KernelRoute) => key({ ...r, gateway: r.gateway });
 
 export class RouteSpecController implements Controller {

@@ -2,7 +2,13 @@
 // (id as Talos builds it, see routeId).
 
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
-import { NETWORK_NAMESPACE, RouteStatusType, type RouteStatusSpec, netNames, routeId } from "../../resources/catalog/network.js";
+import {
+  NETWORK_NAMESPACE,
+  RouteStatusType,
+  type RouteStatusSpec,
+  netNames,
+  routeId,
+} from "../../resources/catalog/network.js";
 import type { KernelRoute, NetKernel } from "../../sys/net.js";
 import { KernelTrigger } from "./kernel-watch.js";
 

@@ -32,7 +32,9 @@ import type { Resource } from "../../resources/resource.js";
 export function topLayer<S extends { layer: ConfigLayer }>(specs: Resource<S>[]): Resource<S>[] {
   if (specs.length === 0) return [];
   const top = Math.max(...specs.map((r) => layerRank(r.spec.layer)));
-  return specs.filter((r) => layerRank(r.spec.layer) === top).sort((a, b) => a.metadata.id.localeCompare(b.metadata.id));
+  return specs
+    .filter((r) => layerRank(r.spec.layer) === top)
+    .sort((a, b) => a.metadata.id.localeCompare(b.metadata.id));
 }
 
 const unique = (xs: string[]) => [...new Set(xs)];
@@ -81,6 +83,8 @@ export class TimeServerStatusController implements Controller {
   async reconcile(ctx: ControllerContext): Promise<void> {
     const top = topLayer(ctx.list<TimeServerSpecSpec>(NETWORK_CONFIG_NAMESPACE, TimeServerSpecType));
     const timeServers = unique(top.flatMap((r) => r.spec.timeServers));
-    ctx.modify<TimeServerStatusSpec>(NETWORK_NAMESPACE, TimeServerStatusType, TimeServerStatusId, () => ({ timeServers }));
+    ctx.modify<TimeServerStatusSpec>(NETWORK_NAMESPACE, TimeServerStatusType, TimeServerStatusId, () => ({
+      timeServers,
+    }));
   }
 }

@@ -4,7 +4,14 @@
 // Where machined runs without udevd (the sandbox, Talos's container mode) it is ready at once.
 
 import type { Controller, ControllerContext, ControllerInput } from "../../resources/controller-runtime.js";
-import { DevicesStatusId, DevicesStatusType, type DevicesStatusSpec, RUNTIME_NAMESPACE, ServiceType, type ServiceSpec } from "../../resources/catalog/runtime.js";
+import {
+  DevicesStatusId,
+  DevicesStatusType,
+  type DevicesStatusSpec,
+  RUNTIME_NAMESPACE,
+  ServiceType,
+  type ServiceSpec,
+} from "../../resources/catalog/runtime.js";
 
 export class DevicesStatusController implements Controller {
   readonly name = "runtime.DevicesStatusController";
@@ -25,7 +32,12 @@ export class DevicesStatusController implements Controller {
 }
 
 /** The input a controller held until the devices are ready declares (Talos's WaitForDevicesReady). */
-export const devicesStatusInput: ControllerInput = { namespace: RUNTIME_NAMESPACE, type: DevicesStatusType, id: DevicesStatusId, kind: "weak" };
+export const devicesStatusInput: ControllerInput = {
+  namespace: RUNTIME_NAMESPACE,
+  type: DevicesStatusType,
+  id: DevicesStatusId,
+  kind: "weak",
+};
 
 /** Whether udev has named and settled the devices: links may be renamed until then, so none may be brought up. */
 export function devicesReady(ctx: Pick<ControllerContext, "get">): boolean {

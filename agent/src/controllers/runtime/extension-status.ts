@@ -43,7 +43,8 @@ export class ExtensionStatusController implements Controller {
   async reconcile(ctx: ControllerContext): Promise<void> {
     const text = await this.read();
     const layers = text === undefined ? new Map<string, ExtensionStatusSpec>() : parseExtensionsYaml(text);
-    for (const [id, spec] of layers) ctx.modify<ExtensionStatusSpec>(RUNTIME_NAMESPACE, ExtensionStatusType, id, () => spec);
+    for (const [id, spec] of layers)
+      ctx.modify<ExtensionStatusSpec>(RUNTIME_NAMESPACE, ExtensionStatusType, id, () => spec);
     ctx.destroyOthers(RUNTIME_NAMESPACE, ExtensionStatusType, new Set(layers.keys()));
   }
 }

@@ -11,7 +11,9 @@ export class KernelModuleConfigController implements Controller {
   readonly outputs = [{ type: KernelModuleSpecType, kind: "shared" as const }];
 
   async reconcile(ctx: ControllerContext): Promise<void> {
-    const machine = ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.v1alpha1()?.machine;
+    const machine = ctx
+      .get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)
+      ?.spec.v1alpha1()?.machine;
     const wanted = new Set<string>();
     for (const module of machine?.kernel?.modules ?? []) {
       if (!module.name) continue;

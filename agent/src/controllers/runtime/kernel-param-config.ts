@@ -11,11 +11,17 @@ export class KernelParamConfigController implements Controller {
   readonly outputs = [{ type: KernelParamSpecType, kind: "shared" as const }];
 
   async reconcile(ctx: ControllerContext): Promise<void> {
-    const machine = ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.v1alpha1()?.machine;
+    const machine = ctx
+      .get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)
+      ?.spec.v1alpha1()?.machine;
     const wanted = new Map<string, string>();
     for (const [key, value] of Object.entries(machine?.sysctls ?? {})) wanted.set(`proc.sys.${key}`, value);
     for (const [key, value] of Object.entries(machine?.sysfs ?? {})) wanted.set(`sys.${key}`, value);
-    for (const [id, value] of wanted) ctx.modify<KernelParamSpecSpec>(RUNTIME_NAMESPACE, KernelParamSpecType, id, () => ({ value, ignoreErrors: false }));
+    for (const [id, value] of wanted)
+      ctx.modify<KernelParamSpecSpec>(RUNTIME_NAMESPACE, KernelParamSpecType, id, () => ({
+        value,
+        ignoreErrors: false,
+      }));
     ctx.destroyOthers(RUNTIME_NAMESPACE, KernelParamSpecType, new Set(wanted.keys()));
   }
 }

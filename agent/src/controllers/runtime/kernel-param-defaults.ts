@@ -25,8 +25,13 @@ const kernelConfigParams: readonly Param[] = [["proc.sys.kernel.panic_on_oops", 
 /** Talos v1.7's defaults, in its order; `container`: the sandbox, which like Talos in a container leaves the bridge and KSPP settings alone. */
 export function defaultKernelParams(opts: { container: boolean; ipv6: boolean }): Param[] {
   const out: Param[] = [["proc.sys.net.ipv4.ip_forward", "1"]];
-  if (!opts.container) out.push(["proc.sys.net.bridge.bridge-nf-call-iptables", "1"], ["proc.sys.net.bridge.bridge-nf-call-ip6tables", "1"]);
-  if (opts.ipv6) out.push(["proc.sys.net.ipv6.conf.default.forwarding", "1"], ["proc.sys.net.ipv6.conf.default.accept_ra", "2"]);
+  if (!opts.container)
+    out.push(
+      ["proc.sys.net.bridge.bridge-nf-call-iptables", "1"],
+      ["proc.sys.net.bridge.bridge-nf-call-ip6tables", "1"],
+    );
+  if (opts.ipv6)
+    out.push(["proc.sys.net.ipv6.conf.default.forwarding", "1"], ["proc.sys.net.ipv6.conf.default.accept_ra", "2"]);
   out.push(
     ["proc.sys.net.ipv4.tcp_keepalive_time", "600"],
     ["proc.sys.net.ipv4.tcp_keepalive_intvl", "60"],
@@ -62,7 +67,10 @@ export class KernelParamDefaultsController implements Controller {
       (err: NodeJS.ErrnoException) => err.code !== "ENOENT",
     );
     for (const [key, value] of defaultKernelParams({ container: this.container, ipv6 })) {
-      ctx.modify<KernelParamSpecSpec>(RUNTIME_NAMESPACE, KernelParamDefaultSpecType, key, () => ({ value, ignoreErrors: true }));
+      ctx.modify<KernelParamSpecSpec>(RUNTIME_NAMESPACE, KernelParamDefaultSpecType, key, () => ({
+        value,
+        ignoreErrors: true,
+      }));
     }
   }
 }

@@ -1,7 +1,15 @@
 import { SystemError } from "../../errors.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
-import { KernelParamDefaultSpecType, KernelParamSpecType, type KernelParamSpecSpec } from "../../resources/catalog/kernel-params.js";
-import { KernelParamStatusType, RUNTIME_NAMESPACE, type KernelParamStatusSpec } from "../../resources/catalog/runtime.js";
+import {
+  KernelParamDefaultSpecType,
+  KernelParamSpecType,
+  type KernelParamSpecSpec,
+} from "../../resources/catalog/kernel-params.js";
+import {
+  KernelParamStatusType,
+  RUNTIME_NAMESPACE,
+  type KernelParamStatusSpec,
+} from "../../resources/catalog/runtime.js";
 import type { KernelParams } from "../../sys/kernel-params.js";
 
 const isMissing = (err: unknown) => (err as NodeJS.ErrnoException)?.code === "ENOENT";
@@ -39,7 +47,11 @@ export class KernelParamSpecController implements Controller {
         touched.add(key);
       } catch (err) {
         if (isMissing(err) && item.spec.ignoreErrors) {
-          ctx.modify<KernelParamStatusSpec>(RUNTIME_NAMESPACE, KernelParamStatusType, key, (cur) => ({ current: cur?.current ?? "", default: cur?.default ?? "", unsupported: true }));
+          ctx.modify<KernelParamStatusSpec>(RUNTIME_NAMESPACE, KernelParamStatusType, key, (cur) => ({
+            current: cur?.current ?? "",
+            default: cur?.default ?? "",
+            unsupported: true,
+          }));
           touched.add(key);
         } else {
           failures.push(`${key}: ${(err as Error).message}`);
@@ -68,7 +80,11 @@ export class KernelParamSpecController implements Controller {
     await this.params.write(key, value);
     this.applied.set(key, value);
     const previous = (this.before.get(key) ?? "").trim();
-    ctx.modify<KernelParamStatusSpec>(RUNTIME_NAMESPACE, KernelParamStatusType, key, () => ({ current: value, default: previous, unsupported: false }));
+    ctx.modify<KernelParamStatusSpec>(RUNTIME_NAMESPACE, KernelParamStatusType, key, () => ({
+      current: value,
+      default: previous,
+      unsupported: false,
+    }));
   }
 
   private async reset(ctx: ControllerContext, key: string): Promise<void> {

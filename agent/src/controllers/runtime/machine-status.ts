@@ -1,6 +1,16 @@
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
-import { CONFIG_NAMESPACE, MachineTypeId, MachineTypeType, type MachineTypeName } from "../../resources/catalog/config.js";
-import { NETWORK_NAMESPACE, NetworkStatusId, NetworkStatusType, type NetworkStatusSpec } from "../../resources/catalog/network.js";
+import {
+  CONFIG_NAMESPACE,
+  MachineTypeId,
+  MachineTypeType,
+  type MachineTypeName,
+} from "../../resources/catalog/config.js";
+import {
+  NETWORK_NAMESPACE,
+  NetworkStatusId,
+  NetworkStatusType,
+  type NetworkStatusSpec,
+} from "../../resources/catalog/network.js";
 import {
   MachineStatusId,
   MachineStatusType,
@@ -12,7 +22,11 @@ import {
   type ServiceSpec,
   type TimeStatusSpec,
 } from "../../resources/catalog/runtime.js";
-import { K8S_NAMESPACE, StaticPodStatusType, type StaticPodStatusSpec } from "../../resources/catalog/k8s-controlplane.js";
+import {
+  K8S_NAMESPACE,
+  StaticPodStatusType,
+  type StaticPodStatusSpec,
+} from "../../resources/catalog/k8s-controlplane.js";
 import type { Source } from "./source.js";
 
 type Condition = MachineStatusSpec["status"]["unmetConditions"][number];

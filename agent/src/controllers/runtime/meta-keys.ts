@@ -16,7 +16,8 @@ export class MetaKeysController implements Controller {
 
   async reconcile(ctx: ControllerContext): Promise<void> {
     const keys = this.keys.get();
-    for (const [tag, value] of keys) ctx.modify<MetaKeySpec>(RUNTIME_NAMESPACE, MetaKeyType, metaKeyId(tag), () => ({ value }));
+    for (const [tag, value] of keys)
+      ctx.modify<MetaKeySpec>(RUNTIME_NAMESPACE, MetaKeyType, metaKeyId(tag), () => ({ value }));
     ctx.destroyOthers(RUNTIME_NAMESPACE, MetaKeyType, new Set([...keys.keys()].map(metaKeyId)));
   }
 }

@@ -18,7 +18,12 @@ export class MountStatusController implements Controller {
   async reconcile(ctx: ControllerContext): Promise<void> {
     const volumes = this.volumes.get();
     for (const v of volumes.values()) {
-      ctx.modify<MountStatusSpec>(RUNTIME_NAMESPACE, MountStatusType, v.name, () => ({ source: v.source, target: v.target, filesystemType: v.fstype, encrypted: false }));
+      ctx.modify<MountStatusSpec>(RUNTIME_NAMESPACE, MountStatusType, v.name, () => ({
+        source: v.source,
+        target: v.target,
+        filesystemType: v.fstype,
+        encrypted: false,
+      }));
     }
     ctx.destroyOthers(RUNTIME_NAMESPACE, MountStatusType, new Set(volumes.keys()));
   }

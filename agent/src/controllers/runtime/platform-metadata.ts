@@ -1,5 +1,10 @@
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
-import { PlatformMetadataId, PlatformMetadataType, RUNTIME_NAMESPACE, type PlatformMetadataSpec } from "../../resources/catalog/runtime.js";
+import {
+  PlatformMetadataId,
+  PlatformMetadataType,
+  RUNTIME_NAMESPACE,
+  type PlatformMetadataSpec,
+} from "../../resources/catalog/runtime.js";
 import type { Source } from "./source.js";
 
 /** PlatformMetadata (runtime/platformmetadata): what the platform told machined about this machine. */

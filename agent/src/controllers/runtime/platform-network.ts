@@ -49,7 +49,14 @@ export const EXTERNAL_LINK = "external";
 
 function externalAddress(ip: string): AddressStatusSpec {
   const v6 = isIP(ip) === 6;
-  return { address: `${ip}/${v6 ? 128 : 32}`, linkIndex: 0, linkName: EXTERNAL_LINK, family: v6 ? "inet6" : "inet4", scope: "global", flags: "" };
+  return {
+    address: `${ip}/${v6 ? 128 : 32}`,
+    linkIndex: 0,
+    linkName: EXTERNAL_LINK,
+    family: v6 ? "inet6" : "inet4",
+    scope: "global",
+    flags: "",
+  };
 }
 
 /** Talos's platform-network.yaml on STATE. */
@@ -67,7 +74,16 @@ export class PlatformConfigController implements Controller {
     { namespace: NETWORK_NAMESPACE, type: LinkStatusType, kind: "weak" as const },
     { namespace: RUNTIME_NAMESPACE, type: MountStatusType, kind: "weak" as const },
   ];
-  readonly outputs = [AddressSpecType, LinkSpecType, RouteSpecType, OperatorSpecType, HostnameSpecType, ResolverSpecType, TimeServerSpecType, AddressStatusType].map((type) => ({
+  readonly outputs = [
+    AddressSpecType,
+    LinkSpecType,
+    RouteSpecType,
+    OperatorSpecType,
+    HostnameSpecType,
+    ResolverSpecType,
+    TimeServerSpecType,
+    AddressStatusType,
+  ].map((type) => ({
     type,
     kind: "shared" as const,
   }));
@@ -87,10 +103,13 @@ export class PlatformConfigController implements Controller {
 
   async reconcile(ctx: ControllerContext): Promise<void> {
     const live = this.network.get();
-    if (this.cache && (this.cache.alwaysMounted || ctx.get(RUNTIME_NAMESPACE, MountStatusType, "STATE"))) await this.syncCache(ctx, this.cache, live);
+    if (this.cache && (this.cache.alwaysMounted || ctx.get(RUNTIME_NAMESPACE, MountStatusType, "STATE")))
+      await this.syncCache(ctx, this.cache, live);
     // The live network always wins; the copy is the last resort.
     const given = live ?? this.cached;
-    const links: KnownLink[] = ctx.list<LinkStatusSpec>(NETWORK_NAMESPACE, LinkStatusType).map((r) => ({ name: r.metadata.id, spec: r.spec }));
+    const links: KnownLink[] = ctx
+      .list<LinkStatusSpec>(NETWORK_NAMESPACE, LinkStatusType)
+      .map((r) => ({ name: r.metadata.id, spec: r.spec }));
     const nocloud = given?.nocloud ? nocloudNetworkSpecs(given.nocloud, links) : undefined;
     const cloud = given?.config ? withLinksByMac(given.config, links) : undefined;
     const publish = <S>(type: string, entries: [string, S][]) => {
@@ -102,13 +121,26 @@ export class PlatformConfigController implements Controller {
       ctx.destroyOthers(NETWORK_CONFIG_NAMESPACE, type, keep);
     };
     const addresses = [...(nocloud?.addresses ?? []), ...(cloud?.addresses ?? [])];
-    publish(AddressSpecType, addresses.map((a) => [addressId(a.linkName, a.address), a]));
+    publish(
+      AddressSpecType,
+      addresses.map((a) => [addressId(a.linkName, a.address), a]),
+    );
     // network-config may name a link twice (v1 entries): one spec per link, later fields win.
     const linkSpecs = new Map<string, LinkSpecSpec>();
-    for (const l of [...(nocloud?.links ?? []), ...(cloud?.links ?? [])]) linkSpecs.set(l.name, { ...linkSpecs.get(l.name), ...l });
+    for (const l of [...(nocloud?.links ?? []), ...(cloud?.links ?? [])])
+      linkSpecs.set(l.name, { ...linkSpecs.get(l.name), ...l });
     publish(LinkSpecType, [...linkSpecs]);
-    publish(RouteSpecType, [...(nocloud?.routes ?? []), ...(cloud?.routes ?? [])].map((r) => [routeId({ ...r, priority: r.priority ?? 0 }), r]));
-    publish(OperatorSpecType, [...(nocloud?.operators ?? []), ...(cloud?.operators ?? [])].map((o) => [`${o.operator}/${o.linkName}`, o]));
+    publish(
+      RouteSpecType,
+      [...(nocloud?.routes ?? []), ...(cloud?.routes ?? [])].map((r) => [
+        routeId({ ...r, priority: r.priority ?? 0 }),
+        r,
+      ]),
+    );
+    publish(
+      OperatorSpecType,
+      [...(nocloud?.operators ?? []), ...(cloud?.operators ?? [])].map((o) => [`${o.operator}/${o.linkName}`, o]),
+    );
     const hostname = given?.hostname ? { ...given.hostname, layer: "platform" as const } : cloud?.hostnames[0];
     publish(HostnameSpecType, hostname ? [["hostname", hostname]] : []);
     const dnsServers = nocloud?.dnsServers.length ? nocloud.dnsServers : (cloud?.resolvers[0]?.dnsServers ?? []);
@@ -125,7 +157,11 @@ export class PlatformConfigController implements Controller {
     ctx.destroyOthers(NETWORK_NAMESPACE, AddressStatusType, keepExternal);
   }
 
-  private async syncCache(ctx: ControllerContext, cache: PlatformNetworkCache, live: PlatformNetwork | undefined): Promise<void> {
+  private async syncCache(
+    ctx: ControllerContext,
+    cache: PlatformNetworkCache,
+    live: PlatformNetwork | undefined,
+  ): Promise<void> {
     if (!this.cacheRead) {
       this.cacheRead = true;
       try {

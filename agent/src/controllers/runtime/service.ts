@@ -24,7 +24,11 @@ export class ServiceController implements Controller {
   async reconcile(ctx: ControllerContext): Promise<void> {
     const statuses = this.services.list();
     for (const s of statuses) {
-      const spec: ServiceSpec = { running: s.state === "Running", healthy: s.health.healthy, unknown: s.health.unknown };
+      const spec: ServiceSpec = {
+        running: s.state === "Running",
+        healthy: s.health.healthy,
+        unknown: s.health.unknown,
+      };
       ctx.modify<ServiceSpec>(RUNTIME_NAMESPACE, ServiceType, s.id, () => spec);
     }
     ctx.destroyOthers(RUNTIME_NAMESPACE, ServiceType, new Set(statuses.map((s) => s.id)));

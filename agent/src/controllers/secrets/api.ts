@@ -2,7 +2,14 @@ import type { ConfigBundle } from "../../config/bundle.js";
 import { describeError } from "../../errors.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
 import { MemberType, type MemberSpec } from "../../resources/catalog/cluster.js";
-import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType, MachineTypeId, MachineTypeType, type MachineTypeName } from "../../resources/catalog/config.js";
+import {
+  CONFIG_NAMESPACE,
+  MachineConfigIds,
+  MachineConfigType,
+  MachineTypeId,
+  MachineTypeType,
+  type MachineTypeName,
+} from "../../resources/catalog/config.js";
 import {
   ApiCertificatesId,
   ApiCertificatesType,
@@ -44,7 +51,9 @@ export function trustdEndpoints(cfg: ConfigBundle | undefined, members: readonly
       // validation refuses such a config; members may still name the control plane
     }
   }
-  for (const m of members) if (isControlPlane(m.machineType)) for (const a of m.addresses) out.push(hostPort(a.replace(/\/\d+$/, ""), trustdPort));
+  for (const m of members)
+    if (isControlPlane(m.machineType))
+      for (const a of m.addresses) out.push(hostPort(a.replace(/\/\d+$/, ""), trustdPort));
   return [...new Set(out)];
 }
 
@@ -71,7 +80,10 @@ export class APIController implements Controller {
   private issued: { key: string; at: number } | undefined;
   private lastWaitingLog: { text: string; at: number } | undefined;
 
-  constructor(private readonly trustd: Omit<RequestDeps, "onFailure">, private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly trustd: Omit<RequestDeps, "onFailure">,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   async reconcile(ctx: ControllerContext): Promise<void> {
     const type = ctx.get<MachineTypeName>(CONFIG_NAMESPACE, MachineTypeType, MachineTypeId)?.spec;
@@ -89,36 +101,54 @@ export class APIController implements Controller {
       ctx.requeueAfter(this.issued.at + renewMs - this.now());
       return;
     }
-    const spec = isControlPlane(type) ? await this.issueLocally(ctx, root, sans) : await this.requestFromTrustd(ctx, root, sans);
+    const spec = isControlPlane(type)
+      ? await this.issueLocally(ctx, root, sans)
+      : await this.requestFromTrustd(ctx, root, sans);
     if (!spec) return;
     ctx.modify<APICertsSpec>(SECRETS_NAMESPACE, ApiCertificatesType, ApiCertificatesId, () => spec);
     this.issued = { key, at: this.now() };
     ctx.requeueAfter(renewMs);
   }
 
-  private async issueLocally(ctx: ControllerContext, root: OSRootSpec, sans: CertSANSpec): Promise<APICertsSpec | undefined> {
+  private async issueLocally(
+    ctx: ControllerContext,
+    root: OSRootSpec,
+    sans: CertSANSpec,
+  ): Promise<APICertsSpec | undefined> {
     if (!root.issuingCA) {
       ctx.log.error("no API certificate: this control-plane node's machine.ca has no key");
       return undefined;
     }
-    const [server, client] = await Promise.all([issueServerCert(root.issuingCA, sans), issueImpersonatorClientCert(root.issuingCA, sans.fqdn)]);
+    const [server, client] = await Promise.all([
+      issueServerCert(root.issuingCA, sans),
+      issueImpersonatorClientCert(root.issuingCA, sans.fqdn),
+    ]);
     return { server, client, acceptedCAs: root.acceptedCAs };
   }
 
   private async requestFromTrustd(ctx: ControllerContext, root: OSRootSpec, sans: CertSANSpec): Promise<APICertsSpec> {
     const cfg = ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec;
-    const endpoints = trustdEndpoints(cfg, ctx.list<MemberSpec>(clusterNamespace, MemberType).map((m) => m.spec));
+    const endpoints = trustdEndpoints(
+      cfg,
+      ctx.list<MemberSpec>(clusterNamespace, MemberType).map((m) => m.spec),
+    );
     const { csrPem, keyPem } = await createServerCSR(sans);
     const caPem = root.acceptedCAs.map((c) => c.crt).join("\n");
     const onFailure = (endpoint: string, err: unknown) => this.sayWaiting(ctx, endpoints, endpoint, err);
-    const signed = await requestCertificate(endpoints, { token: root.token, caPem, csrPem }, ctx.signal, { ...this.trustd, onFailure }).catch((err: unknown) => {
+    const signed = await requestCertificate(endpoints, { token: root.token, caPem, csrPem }, ctx.signal, {
+      ...this.trustd,
+      onFailure,
+    }).catch((err: unknown) => {
       if (endpoints.length === 0) this.sayWaiting(ctx, endpoints, "", err);
       throw err;
     });
     // A worker only: @peculiar/x509 loads here, not on every machined start.
     const { parseCertificatePem } = await import("../../pki/index.js");
     const cert = parseCertificatePem(signed.crt);
-    ctx.log.info("API certificate received from trustd", { endpoint: signed.endpoint, notAfter: cert.notAfter.toISOString() });
+    ctx.log.info("API certificate received from trustd", {
+      endpoint: signed.endpoint,
+      notAfter: cert.notAfter.toISOString(),
+    });
     this.lastWaitingLog = undefined;
     return { server: { crt: signed.crt, key: keyPem }, acceptedCAs: [{ crt: signed.ca }] };
   }

@@ -1,6 +1,21 @@
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
-import { HostnameStatusType, NETWORK_NAMESPACE, NodeAddressIds, NodeAddressType, type HostnameStatusSpec, type NodeAddressSpec } from "../../resources/catalog/network.js";
-import { CertSANIds, CertSANType, OSRootSecretsId, OSRootSecretsType, SECRETS_NAMESPACE, type CertSANSpec, type OSRootSpec } from "../../resources/catalog/secrets.js";
+import {
+  HostnameStatusType,
+  NETWORK_NAMESPACE,
+  NodeAddressIds,
+  NodeAddressType,
+  type HostnameStatusSpec,
+  type NodeAddressSpec,
+} from "../../resources/catalog/network.js";
+import {
+  CertSANIds,
+  CertSANType,
+  OSRootSecretsId,
+  OSRootSecretsType,
+  SECRETS_NAMESPACE,
+  type CertSANSpec,
+  type OSRootSpec,
+} from "../../resources/catalog/secrets.js";
 import { unique } from "./issue.js";
 
 /** Where the node is reached when the network controllers publish nothing (the sandbox observes the host). */
@@ -9,10 +24,21 @@ export type NodeIdentityFallback = () => { addresses: string[]; hostname: string
 const stripPrefix = (cidr: string) => cidr.replace(/\/\d+$/, "");
 
 /** The node's addresses, hostname and FQDN from the network resources, else from the fallback. */
-export function nodeIdentity(ctx: ControllerContext, fallback: NodeIdentityFallback): { addresses: string[]; hostname: string; fqdn: string } {
-  const current = ctx.get<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, NodeAddressIds.current)?.spec.addresses.map(stripPrefix) ?? [];
+export function nodeIdentity(
+  ctx: ControllerContext,
+  fallback: NodeIdentityFallback,
+): { addresses: string[]; hostname: string; fqdn: string } {
+  const current =
+    ctx
+      .get<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, NodeAddressIds.current)
+      ?.spec.addresses.map(stripPrefix) ?? [];
   const status = ctx.list<HostnameStatusSpec>(NETWORK_NAMESPACE, HostnameStatusType)[0]?.spec;
-  const named = status?.hostname ? { hostname: status.hostname, fqdn: status.domainname ? `${status.hostname}.${status.domainname}` : status.hostname } : undefined;
+  const named = status?.hostname
+    ? {
+        hostname: status.hostname,
+        fqdn: status.domainname ? `${status.hostname}.${status.domainname}` : status.hostname,
+      }
+    : undefined;
   if (named && current.length) return { addresses: current, ...named };
   const fb = fallback();
   return { addresses: current.length ? current : fb.addresses, ...(named ?? { hostname: fb.hostname, fqdn: fb.fqdn }) };

@@ -8,7 +8,14 @@ import { pemFromBase64 } from "../../pki/pem.js";
 import type { PemCertAndKey } from "../../resources/codec.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../resources/catalog/config.js";
-import { EtcdRootSecretsId, EtcdRootSecretsType, EtcdSecretsId, EtcdSecretsType, type EtcdCertsSpec, type EtcdRootSpec } from "../../resources/catalog/etcd.js";
+import {
+  EtcdRootSecretsId,
+  EtcdRootSecretsType,
+  EtcdSecretsId,
+  EtcdSecretsType,
+  type EtcdCertsSpec,
+  type EtcdRootSpec,
+} from "../../resources/catalog/etcd.js";
 import {
   filteredNodeAddressId,
   HostnameStatusId,
@@ -29,8 +36,11 @@ import { isControlPlane } from "./api.js";
 
 /** Whether the active config makes this node a control plane with a cluster section (Talos's rootMapFunc). */
 function controlPlaneConfig(ctx: ControllerContext) {
-  const doc = ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec?.v1alpha1WithDefaults();
-  if (!doc?.machine || !doc.cluster || !isControlPlane(doc.machine.type as Parameters<typeof isControlPlane>[0])) return undefined;
+  const doc = ctx
+    .get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)
+    ?.spec?.v1alpha1WithDefaults();
+  if (!doc?.machine || !doc.cluster || !isControlPlane(doc.machine.type as Parameters<typeof isControlPlane>[0]))
+    return undefined;
   return doc;
 }
 
@@ -62,7 +72,10 @@ export interface EtcdCertSubject {
 }
 
 type Usage = { extKeyUsage: ("serverAuth" | "clientAuth")[]; keyUsage: ("digitalSignature" | "keyEncipherment")[] };
-const serverAndClient: Usage = { extKeyUsage: ["serverAuth", "clientAuth"], keyUsage: ["digitalSignature", "keyEncipherment"] };
+const serverAndClient: Usage = {
+  extKeyUsage: ["serverAuth", "clientAuth"],
+  keyUsage: ["digitalSignature", "keyEncipherment"],
+};
 const clientOnly: Usage = { extKeyUsage: ["clientAuth"], keyUsage: ["digitalSignature", "keyEncipherment"] };
 
 interface Leaf extends Usage {
@@ -75,7 +88,11 @@ interface Leaf extends Usage {
 async function issue(ca: PemCertAndKey, leaf: Leaf): Promise<PemCertAndKey> {
   const { issueCertificate, loadCertificateAndKey } = await import("../../pki/index.js");
   const authority = await loadCertificateAndKey(ca.crt, ca.key);
-  const cert = await issueCertificate(authority, { ...leaf, lifetimeMs: caLifetimeMs, algorithm: authority.key.algorithm });
+  const cert = await issueCertificate(authority, {
+    ...leaf,
+    lifetimeMs: caLifetimeMs,
+    algorithm: authority.key.algorithm,
+  });
   return { crt: cert.certPem, key: cert.keyPem };
 }
 
@@ -87,7 +104,12 @@ async function issue(ca: PemCertAndKey, leaf: Leaf): Promise<PemCertAndKey> {
 export async function issueEtcdCerts(ca: PemCertAndKey, s: EtcdCertSubject): Promise<EtcdCertsSpec> {
   const loopback = ["127.0.0.1", ...(s.addresses.some((a) => a.includes(":")) ? ["::1"] : [])];
   const [etcd, etcdPeer, etcdAdmin, etcdAPIServer] = await Promise.all([
-    issue(ca, { commonName: s.hostname, dnsNames: [...s.dnsNames, "localhost"], ipAddresses: [...s.addresses, ...loopback], ...serverAndClient }),
+    issue(ca, {
+      commonName: s.hostname,
+      dnsNames: [...s.dnsNames, "localhost"],
+      ipAddresses: [...s.addresses, ...loopback],
+      ...serverAndClient,
+    }),
     issue(ca, { commonName: s.hostname, dnsNames: s.dnsNames, ipAddresses: s.addresses, ...serverAndClient }),
     issue(ca, { commonName: "talos", dnsNames: [], ipAddresses: [], ...clientOnly }),
     issue(ca, { commonName: "kube-apiserver", dnsNames: [], ipAddresses: [], ...clientOnly }),
@@ -126,7 +148,10 @@ export class EtcdController implements Controller {
     const subject: EtcdCertSubject = {
       addresses: addrs.addresses.map((p) => p.replace(/\/\d+$/, "")),
       hostname: host.hostname,
-      dnsNames: host.hostname === "" ? [] : [host.hostname, ...(host.domainname ? [`${host.hostname}.${host.domainname}`] : [])],
+      dnsNames:
+        host.hostname === ""
+          ? []
+          : [host.hostname, ...(host.domainname ? [`${host.hostname}.${host.domainname}`] : [])],
     };
     const key = JSON.stringify({ ca: root.etcdCA.crt, subject });
     if (key === this.issuedFor && ctx.get(SECRETS_NAMESPACE, EtcdSecretsType, EtcdSecretsId)) return;

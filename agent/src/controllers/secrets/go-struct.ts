@@ -35,7 +35,8 @@ const isMap = (v: unknown): v is Record<string, unknown> => typeof v === "object
 
 /** Whether encoding/json's omitempty leaves the field out (structs, and so durations and raw extensions, never are). */
 function omitted(schema: Schema, v: unknown): boolean {
-  if (v === undefined || v === null) return schema.t !== "struct" && schema.t !== "duration" && schema.t !== "objectMeta" && schema.t !== "raw";
+  if (v === undefined || v === null)
+    return schema.t !== "struct" && schema.t !== "duration" && schema.t !== "objectMeta" && schema.t !== "raw";
   switch (schema.t) {
     case "string":
     case "number":
@@ -89,7 +90,8 @@ export function encodeGo(schema: Schema, v: unknown, opts: EncodeOptions, at = "
       const given = absent ? {} : v;
       if (opts.strict) {
         const known = new Set(schema.fields.map(([name]) => name));
-        for (const key of Object.keys(given)) if (!known.has(key)) throw new InvalidInputError(`${at ? `${at}.` : ""}${key}: unknown field`);
+        for (const key of Object.keys(given))
+          if (!known.has(key)) throw new InvalidInputError(`${at ? `${at}.` : ""}${key}: unknown field`);
       }
       const out: Record<string, unknown> = {};
       for (const [name, type, omitEmpty] of schema.fields) {

@@ -9,7 +9,10 @@ import { KubernetesCertSANsController } from "./kubernetes-cert-sans.js";
 import { RenderSecretsStaticPodController } from "./kubernetes-render.js";
 import { RenderConfigsStaticPodController } from "./kubernetes-config-files.js";
 import { RootKubernetesController } from "./kubernetes-root.js";
-import { ControlPlaneAdmissionControlController, ControlPlaneAuditPolicyController } from "./kubernetes-control-plane-configs.js";
+import {
+  ControlPlaneAdmissionControlController,
+  ControlPlaneAuditPolicyController,
+} from "./kubernetes-control-plane-configs.js";
 import type { TrustdAttempt } from "./trustd-request.js";
 
 export interface SecretsOptions {
@@ -39,6 +42,8 @@ export function secretsControllers(opts: SecretsOptions): Controller[] {
     new KubernetesDynamicCertsController(),
     new ControlPlaneAdmissionControlController(),
     new ControlPlaneAuditPolicyController(),
-    ...(opts.systemDir ? [new RenderSecretsStaticPodController(opts.systemDir), new RenderConfigsStaticPodController(opts.systemDir)] : []),
+    ...(opts.systemDir
+      ? [new RenderSecretsStaticPodController(opts.systemDir), new RenderConfigsStaticPodController(opts.systemDir)]
+      : []),
   ];
 }

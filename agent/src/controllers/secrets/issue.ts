@@ -1,7 +1,12 @@
 // Certificates machined's secrets controllers issue. Every one from an Ed25519 CA (the maintenance CA, Talos's OS CA)
 // is built by pki/ed25519-certificates.ts with node:crypto alone; @peculiar/x509 (pki/index.ts) is imported only
 // for what needs it (a CSR, a CA of another algorithm), so it is never loaded on the way to the maintenance API.
-import { generateEd25519CA, issueEd25519Certificate, type Ed25519ExtKeyUsage, type Ed25519KeyUsage } from "../../pki/ed25519-certificates.js";
+import {
+  generateEd25519CA,
+  issueEd25519Certificate,
+  type Ed25519ExtKeyUsage,
+  type Ed25519KeyUsage,
+} from "../../pki/ed25519-certificates.js";
 import { caLifetimeMs, serverCertLifetimeMs } from "../../pki/lifetimes.js";
 import { parsePrivateKeyPem } from "../../pki/keys.js";
 import type { PemCertAndKey as PemPair } from "../../resources/codec.js";
@@ -19,13 +24,28 @@ export async function generateMaintenanceRoot(): Promise<PemPair> {
  * A server certificate for `sans` from `ca` (reference §3): CN = FQDN, the SANs
  * given, serverAuth, 24 h; trustd's also carries keyEncipherment, as Talos issues it.
  */
-export async function issueServerCert(ca: PemPair, sans: CertSANSpec, keyUsage: Ed25519KeyUsage[] = ["digitalSignature"]): Promise<PemPair> {
-  return issueLeaf(ca, { commonName: sans.fqdn, ipAddresses: sans.ips, dnsNames: sans.dnsNames, extKeyUsage: ["serverAuth"], keyUsage });
+export async function issueServerCert(
+  ca: PemPair,
+  sans: CertSANSpec,
+  keyUsage: Ed25519KeyUsage[] = ["digitalSignature"],
+): Promise<PemPair> {
+  return issueLeaf(ca, {
+    commonName: sans.fqdn,
+    ipAddresses: sans.ips,
+    dnsNames: sans.dnsNames,
+    extKeyUsage: ["serverAuth"],
+    keyUsage,
+  });
 }
 
 /** apid's client certificate for forwarding (control plane): CN = FQDN, O = os:impersonator, clientAuth, 24 h. */
 export async function issueImpersonatorClientCert(ca: PemPair, fqdn: string): Promise<PemPair> {
-  return issueLeaf(ca, { commonName: fqdn, organizations: [impersonatorRole], extKeyUsage: ["clientAuth"], keyUsage: ["digitalSignature"] });
+  return issueLeaf(ca, {
+    commonName: fqdn,
+    organizations: [impersonatorRole],
+    extKeyUsage: ["clientAuth"],
+    keyUsage: ["digitalSignature"],
+  });
 }
 
 interface LeafOptions {
@@ -40,11 +60,17 @@ interface LeafOptions {
 /** A 24 h leaf with a fresh Ed25519 key: built natively from an Ed25519 CA, through @peculiar/x509 from any other. */
 async function issueLeaf(ca: PemPair, options: LeafOptions): Promise<PemPair> {
   if (parsePrivateKeyPem(ca.key).algorithm === "ed25519") {
-    const cert = await issueEd25519Certificate({ certPem: ca.crt, keyPem: ca.key }, { ...options, lifetimeMs: serverCertLifetimeMs });
+    const cert = await issueEd25519Certificate(
+      { certPem: ca.crt, keyPem: ca.key },
+      { ...options, lifetimeMs: serverCertLifetimeMs },
+    );
     return { crt: cert.certPem, key: cert.keyPem };
   }
   const { issueCertificate, loadCertificateAndKey } = await import("../../pki/index.js");
-  const cert = await issueCertificate(await loadCertificateAndKey(ca.crt, ca.key), { ...options, lifetimeMs: serverCertLifetimeMs });
+  const cert = await issueCertificate(await loadCertificateAndKey(ca.crt, ca.key), {
+    ...options,
+    lifetimeMs: serverCertLifetimeMs,
+  });
   return { crt: cert.certPem, key: cert.keyPem };
 }
 

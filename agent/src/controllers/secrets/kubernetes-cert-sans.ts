@@ -1,8 +1,21 @@
 import { isIP } from "node:net";
 import { ipBytes } from "../../resources/codec.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
-import { KubernetesCertSANsId, KubernetesRootSecretsId, KubernetesRootSecretsType, type KubernetesRootSpec } from "../../resources/catalog/k8s-secrets.js";
-import { filteredNodeAddressId, HostnameStatusType, NETWORK_NAMESPACE, NodeAddressIds, NodeAddressType, type HostnameStatusSpec, type NodeAddressSpec } from "../../resources/catalog/network.js";
+import {
+  KubernetesCertSANsId,
+  KubernetesRootSecretsId,
+  KubernetesRootSecretsType,
+  type KubernetesRootSpec,
+} from "../../resources/catalog/k8s-secrets.js";
+import {
+  filteredNodeAddressId,
+  HostnameStatusType,
+  NETWORK_NAMESPACE,
+  NodeAddressIds,
+  NodeAddressType,
+  type HostnameStatusSpec,
+  type NodeAddressSpec,
+} from "../../resources/catalog/network.js";
 import { CertSANType, SECRETS_NAMESPACE, type CertSANSpec } from "../../resources/catalog/secrets.js";
 import type { NodeIdentityFallback } from "./cert-sans.js";
 
@@ -47,11 +60,20 @@ export class CertSANBuilder {
 }
 
 /** What the kube-apiserver's serving certificate names (CertSANs `k8s`). */
-export function kubernetesCertSANs(root: KubernetesRootSpec, node: { hostname: string; fqdn: string; addresses: string[] }): CertSANSpec {
+export function kubernetesCertSANs(
+  root: KubernetesRootSpec,
+  node: { hostname: string; fqdn: string; addresses: string[] },
+): CertSANSpec {
   const endpointHost = new URL(root.endpoint).hostname.replace(/^\[|\]$/g, "");
   return new CertSANBuilder()
     .add(endpointHost, ...root.certSANs)
-    .addDNSNames("kubernetes", "kubernetes.default", "kubernetes.default.svc", `kubernetes.default.svc.${root.dnsDomain}`, "localhost")
+    .addDNSNames(
+      "kubernetes",
+      "kubernetes.default",
+      "kubernetes.default.svc",
+      `kubernetes.default.svc.${root.dnsDomain}`,
+      "localhost",
+    )
     .add(node.hostname, node.fqdn)
     .addIPs(...root.apiServerIPs, ...node.addresses, "127.0.0.1")
     .build();
@@ -66,7 +88,12 @@ export function kubernetesCertSANs(root: KubernetesRootSpec, node: { hostname: s
 export class KubernetesCertSANsController implements Controller {
   readonly name = "secrets.KubernetesCertSANsController";
   readonly inputs = [
-    { namespace: SECRETS_NAMESPACE, type: KubernetesRootSecretsType, id: KubernetesRootSecretsId, kind: "weak" as const },
+    {
+      namespace: SECRETS_NAMESPACE,
+      type: KubernetesRootSecretsType,
+      id: KubernetesRootSecretsId,
+      kind: "weak" as const,
+    },
     { namespace: NETWORK_NAMESPACE, type: NodeAddressType, id: nodeAddressesId, kind: "weak" as const },
     { namespace: NETWORK_NAMESPACE, type: HostnameStatusType, kind: "weak" as const },
   ];
@@ -75,7 +102,11 @@ export class KubernetesCertSANsController implements Controller {
   constructor(private readonly fallback: NodeIdentityFallback) {}
 
   async reconcile(ctx: ControllerContext): Promise<void> {
-    const root = ctx.get<KubernetesRootSpec>(SECRETS_NAMESPACE, KubernetesRootSecretsType, KubernetesRootSecretsId)?.spec;
+    const root = ctx.get<KubernetesRootSpec>(
+      SECRETS_NAMESPACE,
+      KubernetesRootSecretsType,
+      KubernetesRootSecretsId,
+    )?.spec;
     if (!root) {
       ctx.destroyOthers(SECRETS_NAMESPACE, CertSANType, new Set());
       return;
@@ -86,10 +117,20 @@ export class KubernetesCertSANsController implements Controller {
 
   /** The network resources when they are published; the fallback where nothing publishes them (the sandbox). */
   private node(ctx: ControllerContext): { hostname: string; fqdn: string; addresses: string[] } {
-    const addresses = ctx.get<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, nodeAddressesId)?.spec.addresses.map((a) => a.replace(/\/\d+$/, ""));
+    const addresses = ctx
+      .get<NodeAddressSpec>(NETWORK_NAMESPACE, NodeAddressType, nodeAddressesId)
+      ?.spec.addresses.map((a) => a.replace(/\/\d+$/, ""));
     const status = ctx.list<HostnameStatusSpec>(NETWORK_NAMESPACE, HostnameStatusType)[0]?.spec;
     const fb = addresses && status ? undefined : this.fallback();
-    const named = status ? { hostname: status.hostname, fqdn: status.domainname ? `${status.hostname}.${status.domainname}` : status.hostname } : undefined;
-    return { addresses: addresses ?? fb?.addresses ?? [], ...(named ?? { hostname: fb?.hostname ?? "", fqdn: fb?.fqdn ?? "" }) };
+    const named = status
+      ? {
+          hostname: status.hostname,
+          fqdn: status.domainname ? `${status.hostname}.${status.domainname}` : status.hostname,
+        }
+      : undefined;
+    return {
+      addresses: addresses ?? fb?.addresses ?? [],
+      ...(named ?? { hostname: fb?.hostname ?? "", fqdn: fb?.fqdn ?? "" }),
+    };
   }
 }

@@ -15,7 +15,20 @@ import {
   type RenderStatusSpec,
   type UnstructuredConfigSpec,
 } from "../../resources/catalog/k8s-secrets.js";
-import { bool, duration, encodeGo, kubeYaml, num, ptr, raw, slice, str, struct, type Field, type Schema } from "./go-struct.js";
+import {
+  bool,
+  duration,
+  encodeGo,
+  kubeYaml,
+  num,
+  ptr,
+  raw,
+  slice,
+  str,
+  struct,
+  type Field,
+  type Schema,
+} from "./go-struct.js";
 import { controlPlaneSecretsDirs, writeComponentFiles, type ComponentFiles } from "./kubernetes-render.js";
 
 // The scheduler's configuration resource (with its image and flags, part of the static pods), by its Talos
@@ -24,8 +37,16 @@ export const SchedulerConfigType = "SchedulerConfigs.kubernetes.talos.dev";
 export const SchedulerConfigId = "kube-scheduler";
 
 export const controlPlaneConfigDirs = {
-  apiServer: { dir: "config/kubernetes/kube-apiserver", uid: controlPlaneSecretsDirs.apiServer.uid, gid: controlPlaneSecretsDirs.apiServer.gid },
-  scheduler: { dir: "config/kubernetes/kube-scheduler", uid: controlPlaneSecretsDirs.scheduler.uid, gid: controlPlaneSecretsDirs.scheduler.gid },
+  apiServer: {
+    dir: "config/kubernetes/kube-apiserver",
+    uid: controlPlaneSecretsDirs.apiServer.uid,
+    gid: controlPlaneSecretsDirs.apiServer.gid,
+  },
+  scheduler: {
+    dir: "config/kubernetes/kube-scheduler",
+    uid: controlPlaneSecretsDirs.scheduler.uid,
+    gid: controlPlaneSecretsDirs.scheduler.gid,
+  },
 } as const;
 
 /** Where the scheduler's configuration points it for its kubeconfig (below the node's /system). */
@@ -37,7 +58,11 @@ const typeMeta: Field[] = [
 ];
 
 // audit.k8s.io/v1 Policy.
-const groupResources = struct(["group", str, true], ["resources", slice(str), true], ["resourceNames", slice(str), true]);
+const groupResources = struct(
+  ["group", str, true],
+  ["resources", slice(str), true],
+  ["resourceNames", slice(str), true],
+);
 const policyRule = struct(
   ["level", str],
   ["users", slice(str), true],
@@ -49,12 +74,32 @@ const policyRule = struct(
   ["omitStages", slice(str), true],
   ["omitManagedFields", ptr(bool), true],
 );
-const auditPolicy = struct(...typeMeta, ["metadata", { t: "objectMeta" }, true], ["rules", slice(policyRule)], ["omitStages", slice(str), true], ["omitManagedFields", bool, true]);
+const auditPolicy = struct(
+  ...typeMeta,
+  ["metadata", { t: "objectMeta" }, true],
+  ["rules", slice(policyRule)],
+  ["omitStages", slice(str), true],
+  ["omitManagedFields", bool, true],
+);
 
 // kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration.
 const plugin = struct(["name", str], ["weight", ptr(num), true]);
 const pluginSet = struct(["enabled", slice(plugin), true], ["disabled", slice(plugin), true]);
-const extensionPoints = ["preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore", "score", "reserve", "permit", "preBind", "bind", "postBind", "multiPoint"];
+const extensionPoints = [
+  "preEnqueue",
+  "queueSort",
+  "preFilter",
+  "filter",
+  "postFilter",
+  "preScore",
+  "score",
+  "reserve",
+  "permit",
+  "preBind",
+  "bind",
+  "postBind",
+  "multiPoint",
+];
 const plugins = struct(...extensionPoints.map((name): Field => [name, pluginSet, true]));
 const profile = struct(
   ["schedulerName", ptr(str), true],
@@ -70,7 +115,17 @@ const extender = struct(
   ["weight", num, true],
   ["bindVerb", str, true],
   ["enableHTTPS", bool, true],
-  ["tlsConfig", ptr(struct(...["insecure", "serverName", "certFile", "keyFile", "caFile", "certData", "keyData", "caData"].map((n): Field => [n, n === "insecure" ? bool : str, true]))), true],
+  [
+    "tlsConfig",
+    ptr(
+      struct(
+        ...["insecure", "serverName", "certFile", "keyFile", "caFile", "certData", "keyData", "caData"].map(
+          (n): Field => [n, n === "insecure" ? bool : str, true],
+        ),
+      ),
+    ),
+    true,
+  ],
   ["httpTimeout", duration, true],
   ["nodeCacheCapable", bool, true],
   ["managedResources", slice(struct(["name", str], ["ignoredByScheduler", bool, true])), true],
@@ -79,8 +134,22 @@ const extender = struct(
 const schedulerConfiguration: Schema = struct(
   ...typeMeta,
   ["parallelism", ptr(num), true],
-  ["leaderElection", struct(["leaderElect", ptr(bool)], ["leaseDuration", duration], ["renewDeadline", duration], ["retryPeriod", duration], ["resourceLock", str], ["resourceName", str], ["resourceNamespace", str])],
-  ["clientConnection", struct(["kubeconfig", str], ["acceptContentTypes", str], ["contentType", str], ["qps", num], ["burst", num])],
+  [
+    "leaderElection",
+    struct(
+      ["leaderElect", ptr(bool)],
+      ["leaseDuration", duration],
+      ["renewDeadline", duration],
+      ["retryPeriod", duration],
+      ["resourceLock", str],
+      ["resourceName", str],
+      ["resourceNamespace", str],
+    ),
+  ],
+  [
+    "clientConnection",
+    struct(["kubeconfig", str], ["acceptContentTypes", str], ["contentType", str], ["qps", num], ["burst", num]),
+  ],
   ["enableProfiling", ptr(bool), true],
   ["enableContentionProfiling", ptr(bool), true],
   ["percentageOfNodesToScore", ptr(num), true],
@@ -108,12 +177,19 @@ export function auditPolicyYaml(spec: UnstructuredConfigSpec): string {
 /** The scheduler configuration (unknown fields dropped), its type and kubeconfig set as Talos sets them. */
 export function schedulerConfigYaml(spec: UnstructuredConfigSpec): string {
   // A struct schema always encodes to a map, and clientConnection (a struct field without omitempty) is always in it.
-  const encoded = encodeGo(schedulerConfiguration, spec.config ?? {}, { strict: false }) as Record<string, Record<string, unknown>>;
+  const encoded = encodeGo(schedulerConfiguration, spec.config ?? {}, { strict: false }) as Record<
+    string,
+    Record<string, unknown>
+  >;
   encoded["clientConnection"]!["kubeconfig"] = schedulerKubeconfigPath;
   return kubeYaml({ ...encoded, apiVersion: "kubescheduler.config.k8s.io/v1", kind: "KubeSchedulerConfiguration" });
 }
 
-export function controlPlaneConfigFiles(admission: AdmissionControlConfigSpec, audit: UnstructuredConfigSpec, scheduler: UnstructuredConfigSpec): ComponentFiles[] {
+export function controlPlaneConfigFiles(
+  admission: AdmissionControlConfigSpec,
+  audit: UnstructuredConfigSpec,
+  scheduler: UnstructuredConfigSpec,
+): ComponentFiles[] {
   return [
     {
       ...controlPlaneConfigDirs.apiServer,
@@ -122,7 +198,10 @@ export function controlPlaneConfigFiles(admission: AdmissionControlConfigSpec, a
         { name: "auditpolicy.yaml", contents: auditPolicyYaml(audit) },
       ],
     },
-    { ...controlPlaneConfigDirs.scheduler, files: [{ name: "scheduler-config.yaml", contents: schedulerConfigYaml(scheduler) }] },
+    {
+      ...controlPlaneConfigDirs.scheduler,
+      files: [{ name: "scheduler-config.yaml", contents: schedulerConfigYaml(scheduler) }],
+    },
   ];
 }
 
@@ -143,13 +222,20 @@ export class RenderConfigsStaticPodController implements Controller {
   constructor(private readonly systemDir: string) {}
 
   async reconcile(ctx: ControllerContext): Promise<void> {
-    const admission = ctx.get<AdmissionControlConfigSpec>(CONTROLPLANE_NAMESPACE, AdmissionControlConfigType, AdmissionControlConfigId);
+    const admission = ctx.get<AdmissionControlConfigSpec>(
+      CONTROLPLANE_NAMESPACE,
+      AdmissionControlConfigType,
+      AdmissionControlConfigId,
+    );
     const audit = ctx.get<UnstructuredConfigSpec>(CONTROLPLANE_NAMESPACE, AuditPolicyConfigType, AuditPolicyConfigId);
     const scheduler = ctx.get<UnstructuredConfigSpec>(CONTROLPLANE_NAMESPACE, SchedulerConfigType, SchedulerConfigId);
     if (!admission || !audit || !scheduler) return;
     await writeComponentFiles(this.systemDir, controlPlaneConfigFiles(admission.spec, audit.spec, scheduler.spec));
     // Talos concatenates the three versions.
     const version = `${admission.metadata.version}${audit.metadata.version}${scheduler.metadata.version}`;
-    ctx.modify<RenderStatusSpec>(CONTROLPLANE_NAMESPACE, ConfigStatusType, StaticPodConfigStatusId, () => ({ ready: true, version }));
+    ctx.modify<RenderStatusSpec>(CONTROLPLANE_NAMESPACE, ConfigStatusType, StaticPodConfigStatusId, () => ({
+      ready: true,
+      version,
+    }));
   }
 }

@@ -13,7 +13,11 @@ import {
 import { isControlPlane } from "./api.js";
 
 /** kube-apiserver's audit policy when cluster.apiServer.auditPolicy is empty: every request at Metadata. */
-export const defaultAuditPolicy: Record<string, unknown> = { apiVersion: "audit.k8s.io/v1", kind: "Policy", rules: [{ level: "Metadata" }] };
+export const defaultAuditPolicy: Record<string, unknown> = {
+  apiVersion: "audit.k8s.io/v1",
+  kind: "Policy",
+  rules: [{ level: "Metadata" }],
+};
 
 const configInput = { namespace: CONFIG_NAMESPACE, type: MachineConfigType, id: MachineConfigIds.active };
 
@@ -37,8 +41,16 @@ export class ControlPlaneAdmissionControlController implements Controller {
       ctx.destroyOthers(CONTROLPLANE_NAMESPACE, AdmissionControlConfigType, new Set());
       return;
     }
-    const config = (apiServer.admissionControl ?? []).map((p) => ({ name: p.name ?? "", configuration: p.configuration ?? null }));
-    ctx.modify<AdmissionControlConfigSpec>(CONTROLPLANE_NAMESPACE, AdmissionControlConfigType, AdmissionControlConfigId, () => ({ config }));
+    const config = (apiServer.admissionControl ?? []).map((p) => ({
+      name: p.name ?? "",
+      configuration: p.configuration ?? null,
+    }));
+    ctx.modify<AdmissionControlConfigSpec>(
+      CONTROLPLANE_NAMESPACE,
+      AdmissionControlConfigType,
+      AdmissionControlConfigId,
+      () => ({ config }),
+    );
   }
 }
 
@@ -54,7 +66,12 @@ export class ControlPlaneAuditPolicyController implements Controller {
       ctx.destroyOthers(CONTROLPLANE_NAMESPACE, AuditPolicyConfigType, new Set());
       return;
     }
-    const policy = apiServer.auditPolicy && Object.keys(apiServer.auditPolicy).length > 0 ? apiServer.auditPolicy : defaultAuditPolicy;
-    ctx.modify<UnstructuredConfigSpec>(CONTROLPLANE_NAMESPACE, AuditPolicyConfigType, AuditPolicyConfigId, () => ({ config: policy }));
+    const policy =
+      apiServer.auditPolicy && Object.keys(apiServer.auditPolicy).length > 0
+        ? apiServer.auditPolicy
+        : defaultAuditPolicy;
+    ctx.modify<UnstructuredConfigSpec>(CONTROLPLANE_NAMESPACE, AuditPolicyConfigType, AuditPolicyConfigId, () => ({
+      config: policy,
+    }));
   }
 }

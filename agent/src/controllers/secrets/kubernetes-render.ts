@@ -59,9 +59,15 @@ export interface ComponentFiles {
  * kube-apiserver's encryption configuration: secretbox (key2) and AES-CBC (key1) when set,
  * then identity; the blank lines are where Talos's template leaves them.
  */
-export function encryptionConfig(root: Pick<KubernetesRootSpec, "secretboxEncryptionSecret" | "aesCBCEncryptionSecret">): string {
-  const secretbox = root.secretboxEncryptionSecret ? `\n  - secretbox:\n      keys:\n      - name: key2\n        secret: ${root.secretboxEncryptionSecret}\n  ` : "";
-  const aescbc = root.aesCBCEncryptionSecret ? `\n  - aescbc:\n      keys:\n      - name: key1\n        secret: ${root.aesCBCEncryptionSecret}\n  ` : "";
+export function encryptionConfig(
+  root: Pick<KubernetesRootSpec, "secretboxEncryptionSecret" | "aesCBCEncryptionSecret">,
+): string {
+  const secretbox = root.secretboxEncryptionSecret
+    ? `\n  - secretbox:\n      keys:\n      - name: key2\n        secret: ${root.secretboxEncryptionSecret}\n  `
+    : "";
+  const aescbc = root.aesCBCEncryptionSecret
+    ? `\n  - aescbc:\n      keys:\n      - name: key1\n        secret: ${root.aesCBCEncryptionSecret}\n  `
+    : "";
   return `apiVersion: v1\nkind: EncryptionConfig\nresources:\n- resources:\n  - secrets\n  providers:\n  ${secretbox}\n  ${aescbc}\n  - identity: {}\n`;
 }
 
@@ -91,7 +97,10 @@ export function controlPlaneSecretFiles(inputs: SecretsInputs): ComponentFiles[]
         { name: "ca.crt", contents: root.acceptedCAs.map((c) => c.crt).join("") },
         ...pair("apiserver.crt", "apiserver.key", certs.apiServer),
         ...pair("apiserver-kubelet-client.crt", "apiserver-kubelet-client.key", certs.apiServerKubeletClient),
-        ...pair("service-account.pub", "service-account.key", { crt: talosPublicKeyPem(serviceAccount), key: root.serviceAccount }),
+        ...pair("service-account.pub", "service-account.key", {
+          crt: talosPublicKeyPem(serviceAccount),
+          key: root.serviceAccount,
+        }),
         { name: "aggregator-ca.crt", contents: root.aggregatorCA.crt },
         ...pair("front-proxy-client.crt", "front-proxy-client.key", certs.frontProxy),
         { name: "encryptionconfig.yaml", contents: encryptionConfig(root) },
@@ -99,9 +108,16 @@ export function controlPlaneSecretFiles(inputs: SecretsInputs): ComponentFiles[]
     },
     {
       ...controlPlaneSecretsDirs.controllerManager,
-      files: [...pair("ca.crt", "ca.key", issuingCA), { name: "service-account.key", contents: root.serviceAccount }, { name: "kubeconfig", contents: kubeconfigs.controllerManagerKubeconfig }],
+      files: [
+        ...pair("ca.crt", "ca.key", issuingCA),
+        { name: "service-account.key", contents: root.serviceAccount },
+        { name: "kubeconfig", contents: kubeconfigs.controllerManagerKubeconfig },
+      ],
     },
-    { ...controlPlaneSecretsDirs.scheduler, files: [{ name: "kubeconfig", contents: kubeconfigs.schedulerKubeconfig }] },
+    {
+      ...controlPlaneSecretsDirs.scheduler,
+      files: [{ name: "kubeconfig", contents: kubeconfigs.schedulerKubeconfig }],
+    },
   ];
 }
 
@@ -117,7 +133,11 @@ export async function writeComponentFiles(systemDir: string, components: readonl
         await fs.chmod(target, 0o400);
         await fs.chown(target, component.uid, component.gid);
       } catch (err) {
-        throw new SystemError(`error writing ${file.name} for ${path.basename(component.dir)}`, { path: target }, { cause: err });
+        throw new SystemError(
+          `error writing ${file.name} for ${path.basename(component.dir)}`,
+          { path: target },
+          { cause: err },
+        );
       }
     }
   }
@@ -132,10 +152,20 @@ export class RenderSecretsStaticPodController implements Controller {
   readonly name = "k8s.RenderSecretsStaticPodController";
   readonly inputs = [
     { namespace: SECRETS_NAMESPACE, type: KubernetesSecretsType, id: KubernetesSecretsId, kind: "weak" as const },
-    { namespace: SECRETS_NAMESPACE, type: KubernetesDynamicCertsType, id: KubernetesDynamicCertsId, kind: "weak" as const },
+    {
+      namespace: SECRETS_NAMESPACE,
+      type: KubernetesDynamicCertsType,
+      id: KubernetesDynamicCertsId,
+      kind: "weak" as const,
+    },
     { namespace: SECRETS_NAMESPACE, type: EtcdSecretsType, id: etcdSecretsId, kind: "weak" as const },
     { namespace: SECRETS_NAMESPACE, type: EtcdRootSecretsType, id: etcdSecretsId, kind: "weak" as const },
-    { namespace: SECRETS_NAMESPACE, type: KubernetesRootSecretsType, id: KubernetesRootSecretsId, kind: "weak" as const },
+    {
+      namespace: SECRETS_NAMESPACE,
+      type: KubernetesRootSecretsType,
+      id: KubernetesRootSecretsId,
+      kind: "weak" as const,
+    },
   ];
   readonly outputs = [{ type: SecretsStatusType }];
 
@@ -143,13 +173,27 @@ export class RenderSecretsStaticPodController implements Controller {
 
   async reconcile(ctx: ControllerContext): Promise<void> {
     const kubeconfigs = ctx.get<KubernetesCertsSpec>(SECRETS_NAMESPACE, KubernetesSecretsType, KubernetesSecretsId);
-    const certs = ctx.get<KubernetesDynamicCertsSpec>(SECRETS_NAMESPACE, KubernetesDynamicCertsType, KubernetesDynamicCertsId)?.spec;
+    const certs = ctx.get<KubernetesDynamicCertsSpec>(
+      SECRETS_NAMESPACE,
+      KubernetesDynamicCertsType,
+      KubernetesDynamicCertsId,
+    )?.spec;
     const etcd = ctx.get<EtcdSecrets>(SECRETS_NAMESPACE, EtcdSecretsType, etcdSecretsId)?.spec;
     const etcdRoot = ctx.get<EtcdRootSecrets>(SECRETS_NAMESPACE, EtcdRootSecretsType, etcdSecretsId)?.spec;
-    const root = ctx.get<KubernetesRootSpec>(SECRETS_NAMESPACE, KubernetesRootSecretsType, KubernetesRootSecretsId)?.spec;
+    const root = ctx.get<KubernetesRootSpec>(
+      SECRETS_NAMESPACE,
+      KubernetesRootSecretsType,
+      KubernetesRootSecretsId,
+    )?.spec;
     if (!kubeconfigs || !certs || !etcd || !etcdRoot || !root) return;
-    await writeComponentFiles(this.systemDir, controlPlaneSecretFiles({ root, kubeconfigs: kubeconfigs.spec, certs, etcdRoot, etcd }));
+    await writeComponentFiles(
+      this.systemDir,
+      controlPlaneSecretFiles({ root, kubeconfigs: kubeconfigs.spec, certs, etcdRoot, etcd }),
+    );
     const version = String(kubeconfigs.metadata.version);
-    ctx.modify<RenderStatusSpec>(CONTROLPLANE_NAMESPACE, SecretsStatusType, StaticPodSecretsStatusId, () => ({ ready: true, version }));
+    ctx.modify<RenderStatusSpec>(CONTROLPLANE_NAMESPACE, SecretsStatusType, StaticPodSecretsStatusId, () => ({
+      ready: true,
+      version,
+    }));
   }
 }

@@ -4,7 +4,11 @@ import { InvalidInputError } from "../../errors.js";
 import { pemFromBase64 } from "../../pki/pem.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../resources/catalog/config.js";
-import { KubernetesRootSecretsId, KubernetesRootSecretsType, type KubernetesRootSpec } from "../../resources/catalog/k8s-secrets.js";
+import {
+  KubernetesRootSecretsId,
+  KubernetesRootSecretsType,
+  type KubernetesRootSpec,
+} from "../../resources/catalog/k8s-secrets.js";
 import { SECRETS_NAMESPACE } from "../../resources/catalog/secrets.js";
 import { isControlPlane } from "./api.js";
 import { nthAddress } from "../k8s/service-cidrs.js";
@@ -24,10 +28,14 @@ export function kubernetesRootFromConfig(doc: V1Alpha1Config): KubernetesRootSpe
   const aggregatorCA = { crt: pemFromBase64(cluster.aggregatorCA?.crt), key: pemFromBase64(cluster.aggregatorCA?.key) };
   if (!aggregatorCA.crt) throw new InvalidInputError("missing cluster.aggregatorCA secret");
   const ca = { crt: pemFromBase64(cluster.ca?.crt), key: pemFromBase64(cluster.ca?.key) };
-  const acceptedCAs = [...(cluster.acceptedCAs ?? []).map((c) => pemFromBase64(c.crt)), ca.crt].filter((crt) => crt !== "").map((crt) => ({ crt }));
+  const acceptedCAs = [...(cluster.acceptedCAs ?? []).map((c) => pemFromBase64(c.crt)), ca.crt]
+    .filter((crt) => crt !== "")
+    .map((crt) => ({ crt }));
   if (acceptedCAs.length === 0) throw new InvalidInputError("missing cluster.CA secret");
   const [tokenID = "", tokenSecret = ""] = (cluster.token ?? "").split(".");
-  const serviceSubnets = cluster.network?.serviceSubnets?.length ? cluster.network.serviceSubnets : defaultServiceSubnets;
+  const serviceSubnets = cluster.network?.serviceSubnets?.length
+    ? cluster.network.serviceSubnets
+    : defaultServiceSubnets;
   return {
     name: cluster.clusterName ?? "",
     endpoint: cluster.controlPlane?.endpoint ?? "",

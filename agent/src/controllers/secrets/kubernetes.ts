@@ -19,10 +19,16 @@ import { CertSANType, SECRETS_NAMESPACE, type CertSANSpec } from "../../resource
 export const kubernetesRenewMs = kubernetesCertLifetimeMs / 2;
 
 const timeStatusInput = { namespace: RUNTIME_NAMESPACE, type: TimeStatusType, id: "node", kind: "weak" as const };
-const rootInput = { namespace: SECRETS_NAMESPACE, type: KubernetesRootSecretsType, id: KubernetesRootSecretsId, kind: "weak" as const };
+const rootInput = {
+  namespace: SECRETS_NAMESPACE,
+  type: KubernetesRootSecretsType,
+  id: KubernetesRootSecretsId,
+  kind: "weak" as const,
+};
 
 /** Certificates depend on the clock: nothing is issued before the time is synchronized. */
-const timeSynced = (ctx: ControllerContext) => ctx.get<TimeStatusSpec>(RUNTIME_NAMESPACE, TimeStatusType, "node")?.spec.synced === true;
+const timeSynced = (ctx: ControllerContext) =>
+  ctx.get<TimeStatusSpec>(RUNTIME_NAMESPACE, TimeStatusType, "node")?.spec.synced === true;
 
 // Node timers hold at most 2^31-1 ms: a longer wait wakes daily and finds the certificates still fresh.
 const longestWaitMs = 24 * 3600_000;
@@ -65,7 +71,11 @@ export class KubernetesController implements Controller {
   }
 
   async reconcile(ctx: ControllerContext): Promise<void> {
-    const root = ctx.get<KubernetesRootSpec>(SECRETS_NAMESPACE, KubernetesRootSecretsType, KubernetesRootSecretsId)?.spec;
+    const root = ctx.get<KubernetesRootSpec>(
+      SECRETS_NAMESPACE,
+      KubernetesRootSecretsType,
+      KubernetesRootSecretsId,
+    )?.spec;
     if (!root) {
       this.renewal.forget();
       ctx.destroyOthers(SECRETS_NAMESPACE, KubernetesSecretsType, new Set());
@@ -93,7 +103,11 @@ export class KubernetesController implements Controller {
  */
 export class KubernetesDynamicCertsController implements Controller {
   readonly name = "secrets.KubernetesDynamicCertsController";
-  readonly inputs = [rootInput, timeStatusInput, { namespace: SECRETS_NAMESPACE, type: CertSANType, id: KubernetesCertSANsId, kind: "weak" as const }];
+  readonly inputs = [
+    rootInput,
+    timeStatusInput,
+    { namespace: SECRETS_NAMESPACE, type: CertSANType, id: KubernetesCertSANsId, kind: "weak" as const },
+  ];
   readonly outputs = [{ type: KubernetesDynamicCertsType }];
   private readonly renewal: RenewalClock;
 
@@ -102,7 +116,11 @@ export class KubernetesDynamicCertsController implements Controller {
   }
 
   async reconcile(ctx: ControllerContext): Promise<void> {
-    const root = ctx.get<KubernetesRootSpec>(SECRETS_NAMESPACE, KubernetesRootSecretsType, KubernetesRootSecretsId)?.spec;
+    const root = ctx.get<KubernetesRootSpec>(
+      SECRETS_NAMESPACE,
+      KubernetesRootSecretsType,
+      KubernetesRootSecretsId,
+    )?.spec;
     if (!root) {
       this.renewal.forget();
       ctx.destroyOthers(SECRETS_NAMESPACE, KubernetesDynamicCertsType, new Set());
@@ -115,10 +133,19 @@ export class KubernetesDynamicCertsController implements Controller {
       return;
     }
     const key = JSON.stringify({ issuingCA: root.issuingCA, aggregatorCA: root.aggregatorCA, sans });
-    if (ctx.get(SECRETS_NAMESPACE, KubernetesDynamicCertsType, KubernetesDynamicCertsId) && this.renewal.fresh(ctx, key)) return;
+    if (
+      ctx.get(SECRETS_NAMESPACE, KubernetesDynamicCertsType, KubernetesDynamicCertsId) &&
+      this.renewal.fresh(ctx, key)
+    )
+      return;
     const { issueDynamicCerts } = await import("./kubernetes-issue.js");
     const spec = await issueDynamicCerts(root.issuingCA, root.aggregatorCA, sans);
-    ctx.modify<KubernetesDynamicCertsSpec>(SECRETS_NAMESPACE, KubernetesDynamicCertsType, KubernetesDynamicCertsId, () => spec);
+    ctx.modify<KubernetesDynamicCertsSpec>(
+      SECRETS_NAMESPACE,
+      KubernetesDynamicCertsType,
+      KubernetesDynamicCertsId,
+      () => spec,
+    );
     this.renewal.record(ctx, key);
   }
 }

@@ -1,6 +1,16 @@
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
-import { HostnameStatusType, NETWORK_NAMESPACE, NodeAddressIds, NodeAddressType } from "../../resources/catalog/network.js";
-import { MachineStatusId, MachineStatusType, RUNTIME_NAMESPACE, type MachineStatusSpec } from "../../resources/catalog/runtime.js";
+import {
+  HostnameStatusType,
+  NETWORK_NAMESPACE,
+  NodeAddressIds,
+  NodeAddressType,
+} from "../../resources/catalog/network.js";
+import {
+  MachineStatusId,
+  MachineStatusType,
+  RUNTIME_NAMESPACE,
+  type MachineStatusSpec,
+} from "../../resources/catalog/runtime.js";
 import {
   CertSANIds,
   CertSANType,
@@ -19,7 +29,12 @@ import { generateMaintenanceRoot, issueServerCert, unique } from "./issue.js";
 
 const maintenanceCommonName = "maintenance-service.talos.dev";
 
-const machineStatusInput = { namespace: RUNTIME_NAMESPACE, type: MachineStatusType, id: MachineStatusId, kind: "weak" as const };
+const machineStatusInput = {
+  namespace: RUNTIME_NAMESPACE,
+  type: MachineStatusType,
+  id: MachineStatusId,
+  kind: "weak" as const,
+};
 
 /**
  * The maintenance material exists only while the node waits for (or installs) its
@@ -44,7 +59,9 @@ export class MaintenanceRootController implements Controller {
     }
     if (ctx.get(SECRETS_NAMESPACE, MaintenanceRootSecretsType, MaintenanceRootSecretsId)) return;
     const ca = await generateMaintenanceRoot();
-    ctx.modify<MaintenanceRootSpec>(SECRETS_NAMESPACE, MaintenanceRootSecretsType, MaintenanceRootSecretsId, () => ({ ca }));
+    ctx.modify<MaintenanceRootSpec>(SECRETS_NAMESPACE, MaintenanceRootSecretsType, MaintenanceRootSecretsId, () => ({
+      ca,
+    }));
   }
 }
 
@@ -85,13 +102,22 @@ export class MaintenanceCertSANsController implements Controller {
 export class MaintenanceController implements Controller {
   readonly name = "secrets.MaintenanceController";
   readonly inputs = [
-    { namespace: SECRETS_NAMESPACE, type: MaintenanceRootSecretsType, id: MaintenanceRootSecretsId, kind: "weak" as const },
+    {
+      namespace: SECRETS_NAMESPACE,
+      type: MaintenanceRootSecretsType,
+      id: MaintenanceRootSecretsId,
+      kind: "weak" as const,
+    },
     { namespace: SECRETS_NAMESPACE, type: CertSANType, id: CertSANIds.maintenance, kind: "weak" as const },
   ];
   readonly outputs = [{ type: MaintenanceServiceCertificatesType }];
 
   async reconcile(ctx: ControllerContext): Promise<void> {
-    const root = ctx.get<MaintenanceRootSpec>(SECRETS_NAMESPACE, MaintenanceRootSecretsType, MaintenanceRootSecretsId)?.spec;
+    const root = ctx.get<MaintenanceRootSpec>(
+      SECRETS_NAMESPACE,
+      MaintenanceRootSecretsType,
+      MaintenanceRootSecretsId,
+    )?.spec;
     const sans = ctx.get<CertSANSpec>(SECRETS_NAMESPACE, CertSANType, CertSANIds.maintenance)?.spec;
     if (!root || !sans) {
       ctx.destroyOthers(SECRETS_NAMESPACE, MaintenanceServiceCertificatesType, new Set());
@@ -99,10 +125,15 @@ export class MaintenanceController implements Controller {
     }
     const server = await issueServerCert(root.ca, sans);
     // The CA's key stays in MaintenanceRootSecrets; only its certificate is handed on.
-    ctx.modify<MaintenanceServiceCertsSpec>(SECRETS_NAMESPACE, MaintenanceServiceCertificatesType, MaintenanceServiceCertificatesId, () => ({
-      ca: { crt: root.ca.crt, key: "" },
-      server,
-    }));
+    ctx.modify<MaintenanceServiceCertsSpec>(
+      SECRETS_NAMESPACE,
+      MaintenanceServiceCertificatesType,
+      MaintenanceServiceCertificatesId,
+      () => ({
+        ca: { crt: root.ca.crt, key: "" },
+        server,
+      }),
+    );
     ctx.requeueAfter(renewMs);
   }
 }

@@ -3,7 +3,12 @@ import { pemFromBase64 } from "../../pki/pem.js";
 import { splitSANs } from "../../pki/sans.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../resources/catalog/config.js";
-import { OSRootSecretsId, OSRootSecretsType, SECRETS_NAMESPACE, type OSRootSpec } from "../../resources/catalog/secrets.js";
+import {
+  OSRootSecretsId,
+  OSRootSecretsType,
+  SECRETS_NAMESPACE,
+  type OSRootSpec,
+} from "../../resources/catalog/secrets.js";
 
 // The Kubernetes service through which pods reach the node API (features.kubernetesTalosAPIAccess).
 const talosAPIServiceNames = ["talos", "talos.default"];
@@ -31,9 +36,14 @@ export class RootController implements Controller {
     const sans = splitSANs(machine.certSANs ?? []);
     const spec: OSRootSpec = {
       ...(ca.crt && ca.key ? { issuingCA: ca } : {}),
-      acceptedCAs: [...(machine.acceptedCAs ?? []).map((c) => pemFromBase64(c.crt)), ca.crt].filter((crt) => crt !== "").map((crt) => ({ crt })),
+      acceptedCAs: [...(machine.acceptedCAs ?? []).map((c) => pemFromBase64(c.crt)), ca.crt]
+        .filter((crt) => crt !== "")
+        .map((crt) => ({ crt })),
       certSANIPs: sans.ipAddresses,
-      certSANDNSNames: [...sans.dnsNames, ...(machine.features?.kubernetesTalosAPIAccess?.enabled ? talosAPIServiceNames : [])],
+      certSANDNSNames: [
+        ...sans.dnsNames,
+        ...(machine.features?.kubernetesTalosAPIAccess?.enabled ? talosAPIServiceNames : []),
+      ],
       token: machine.token ?? "",
     };
     ctx.modify<OSRootSpec>(SECRETS_NAMESPACE, OSRootSecretsType, OSRootSecretsId, () => spec);

@@ -9,7 +9,11 @@ export interface TrustdRequest {
 }
 
 /** One Certificate call to trustd at `endpoint` (host:port), ended when `signal` aborts. */
-export type TrustdAttempt = (endpoint: string, req: TrustdRequest, signal: AbortSignal) => Promise<{ ca: string; crt: string }>;
+export type TrustdAttempt = (
+  endpoint: string,
+  req: TrustdRequest,
+  signal: AbortSignal,
+) => Promise<{ ca: string; crt: string }>;
 
 export interface RetryPolicy {
   /** Whole request, as Talos's remote generator: 1 min. */
@@ -39,7 +43,12 @@ const realSleep = (ms: number, signal: AbortSignal) => delay(ms, undefined, { si
  * bounded by `attemptMs`, exponential backoff between attempts, until one answers
  * or `totalMs` has passed (then a SystemError carrying the last failure).
  */
-export async function requestCertificate(endpoints: readonly string[], req: TrustdRequest, signal: AbortSignal, deps: RequestDeps): Promise<{ ca: string; crt: string; endpoint: string }> {
+export async function requestCertificate(
+  endpoints: readonly string[],
+  req: TrustdRequest,
+  signal: AbortSignal,
+  deps: RequestDeps,
+): Promise<{ ca: string; crt: string; endpoint: string }> {
   if (endpoints.length === 0) throw new SystemError("no control-plane endpoint to request a certificate from");
   const policy = deps.policy ?? trustdRetry;
   const now = deps.now ?? Date.now;
@@ -67,5 +76,9 @@ export async function requestCertificate(endpoints: readonly string[], req: Trus
     await sleep(Math.min(backoff, left), signal);
     backoff *= 2;
   }
-  throw new SystemError(`no certificate from trustd at ${endpoints.join(", ")}`, { endpoints }, { cause: lastError ?? "aborted" });
+  throw new SystemError(
+    `no certificate from trustd at ${endpoints.join(", ")}`,
+    { endpoints },
+    { cause: lastError ?? "aborted" },
+  );
 }

@@ -1,5 +1,10 @@
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
-import { MachineTypeId, MachineTypeType, CONFIG_NAMESPACE, type MachineTypeName } from "../../resources/catalog/config.js";
+import {
+  MachineTypeId,
+  MachineTypeType,
+  CONFIG_NAMESPACE,
+  type MachineTypeName,
+} from "../../resources/catalog/config.js";
 import {
   CertSANIds,
   CertSANType,
@@ -39,7 +44,10 @@ export class TrustdController implements Controller {
     }
     if (!sans) return;
     const server = await issueServerCert(root.issuingCA, sans, ["digitalSignature", "keyEncipherment"]);
-    ctx.modify<TrustdCertsSpec>(SECRETS_NAMESPACE, TrustdCertificatesType, TrustdCertificatesId, () => ({ server, acceptedCAs: root.acceptedCAs }));
+    ctx.modify<TrustdCertsSpec>(SECRETS_NAMESPACE, TrustdCertificatesType, TrustdCertificatesId, () => ({
+      server,
+      acceptedCAs: root.acceptedCAs,
+    }));
     ctx.requeueAfter(renewMs);
   }
 }

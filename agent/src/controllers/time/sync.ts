@@ -9,7 +9,12 @@ import type { ConfigBundle } from "../../config/bundle.js";
 import { durationMs } from "../../config/checks.js";
 import { NtpSyncer, type NtpSyncerOptions } from "../../network/ntp/syncer.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../resources/catalog/config.js";
-import { NETWORK_NAMESPACE, TimeServerStatusId, TimeServerStatusType, type TimeServerStatusSpec } from "../../resources/catalog/network.js";
+import {
+  NETWORK_NAMESPACE,
+  TimeServerStatusId,
+  TimeServerStatusType,
+  type TimeServerStatusSpec,
+} from "../../resources/catalog/network.js";
 import { RUNTIME_NAMESPACE, TimeStatusType, type TimeStatusSpec } from "../../resources/catalog/runtime.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
 import type { SystemClock } from "../../sys/clock.js";
@@ -65,10 +70,12 @@ export class TimeSyncController implements Controller {
   }
 
   async reconcile(ctx: ControllerContext): Promise<void> {
-    const servers = ctx.get<TimeServerStatusSpec>(NETWORK_NAMESPACE, TimeServerStatusType, TimeServerStatusId)?.spec.timeServers;
+    const servers = ctx.get<TimeServerStatusSpec>(NETWORK_NAMESPACE, TimeServerStatusType, TimeServerStatusId)?.spec
+      .timeServers;
     // The server list is not there yet: wait for it.
     if (!servers) return;
-    const time = ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.v1alpha1()?.machine?.time;
+    const time = ctx.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.v1alpha1()
+      ?.machine?.time;
     const syncDisabled = this.opts.clock === undefined || time?.disabled === true;
     const bootTimeoutMs = time?.bootTimeout ? (durationMs(time.bootTimeout) ?? 0) : 0;
 
@@ -114,7 +121,13 @@ export class TimeSyncController implements Controller {
     });
     // A restarted syncer has to sync again before TimeStatus says so (Talos resets it too).
     this.synced = false;
-    this.running = { syncer, stop, done: syncer.run(stop.signal).catch((err: unknown) => log.error("time sync stopped", { error: describeError(err) })) };
+    this.running = {
+      syncer,
+      stop,
+      done: syncer
+        .run(stop.signal)
+        .catch((err: unknown) => log.error("time sync stopped", { error: describeError(err) })),
+    };
   }
 
   private async stopSyncer(): Promise<void> {

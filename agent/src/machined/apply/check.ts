@@ -28,13 +28,18 @@ export interface ConfigChecker<C extends ParsedConfig> {
  * ConfigParseError ("failed to parse config: ...", Unknown on the wire) or
  * InvalidInputError ("configuration validation failed: ...", InvalidArgument).
  */
-export function checkConfig<C extends ParsedConfig>(checker: ConfigChecker<C>, data: Buffer): { config: C; warnings: string[] } {
+export function checkConfig<C extends ParsedConfig>(
+  checker: ConfigChecker<C>,
+  data: Buffer,
+): { config: C; warnings: string[] } {
   let config: C;
   try {
     config = checker.parse(data);
   } catch (err) {
     // The loader's message already names every problem; no cause chain, so it is not repeated.
-    throw new ConfigParseError(`failed to parse config: ${describeError(err)}`, { problems: (err as { fields?: { problems?: unknown } }).fields?.problems });
+    throw new ConfigParseError(`failed to parse config: ${describeError(err)}`, {
+      problems: (err as { fields?: { problems?: unknown } }).fields?.problems,
+    });
   }
   const { errors, warnings } = checker.validate(config);
   if (errors.length > 0) {
@@ -46,8 +51,11 @@ export function checkConfig<C extends ParsedConfig>(checker: ConfigChecker<C>, d
 /** Maintenance mode accepts only modes that hand the config over (reference §2). */
 export function checkMaintenanceMode(mode: number): void {
   if (mode === ApplyMode.NO_REBOOT || mode === ApplyMode.STAGED) {
-    throw new UnimplementedError(`apply configuration --mode='${applyModeName(mode)}' is not supported in maintenance mode`);
+    throw new UnimplementedError(
+      `apply configuration --mode='${applyModeName(mode)}' is not supported in maintenance mode`,
+    );
   }
 }
 
-export const maintenanceDryRunDetails = "Dry run summary:\nNode is running in maintenance mode and does not have a config yet.";
+export const maintenanceDryRunDetails =
+  "Dry run summary:\nNode is running in maintenance mode and does not have a config yet.";

@@ -16,7 +16,13 @@ import { ReplyDeliveries } from "../reply-delivery.js";
 import { ownsDisks, type MachineRuntime } from "../runtime.js";
 import { SequenceAbortedError } from "../sequencer.js";
 import { saveConfig } from "../tasks/state.js";
-import { checkConfig, checkMaintenanceMode, maintenanceDryRunDetails, type ApplyRequest, type ConfigChecker } from "./check.js";
+import {
+  checkConfig,
+  checkMaintenanceMode,
+  maintenanceDryRunDetails,
+  type ApplyRequest,
+  type ConfigChecker,
+} from "./check.js";
 import { tryTimeoutMs } from "./duration.js";
 import { planApply } from "./plan.js";
 import { TryModeTimer } from "./try-timer.js";
@@ -56,7 +62,9 @@ export class ConfigApplier {
     this.replies = new ReplyDeliveries(opts.networkHold);
     this.tryTimer = new TryModeTimer((previous) => {
       log.info("try mode timed out: reverting to the previous configuration");
-      this.activate(previous.toYaml()).catch((err: unknown) => log.error("reverting the tried configuration failed", { error: describeError(err) }));
+      this.activate(previous.toYaml()).catch((err: unknown) =>
+        log.error("reverting the tried configuration failed", { error: describeError(err) }),
+      );
     }, opts.signal);
   }
 
@@ -75,7 +83,11 @@ export class ConfigApplier {
     return new Promise<string>((resolve, reject) => {
       this.maintenanceConfig.then(resolve, reject);
       if (signal.aborted) reject(new SequenceAbortedError("stopped while waiting for a configuration"));
-      signal.addEventListener("abort", () => reject(new SequenceAbortedError("stopped while waiting for a configuration")), { once: true });
+      signal.addEventListener(
+        "abort",
+        () => reject(new SequenceAbortedError("stopped while waiting for a configuration")),
+        { once: true },
+      );
     });
   }
 
@@ -92,7 +104,14 @@ export class ConfigApplier {
       const restartApid = this.opts.apid.takeFeatures(bundle, this.current !== "normal");
       await this.opts.configure(bundle);
       // Its controller publishes it (an unchanged config is not written again): what follows reads the resource.
-      await published<ConfigBundle>(this.opts.runtime.state, CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, this.opts.signal, (spec) => spec.toYaml() === text);
+      await published<ConfigBundle>(
+        this.opts.runtime.state,
+        CONFIG_NAMESPACE,
+        MachineConfigType,
+        MachineConfigIds.active,
+        this.opts.signal,
+        (spec) => spec.toYaml() === text,
+      );
       if (this.current !== "normal") {
         this.current = "normal";
         this.opts.leftMaintenance();
@@ -107,7 +126,8 @@ export class ConfigApplier {
   async apply(req: ApplyRequest, call: grpc.ServerUnaryCall<ApplyRequest, unknown>): Promise<Record<string, unknown>> {
     const reqMode = req.mode ?? ApplyMode.REBOOT;
     const data = Buffer.from(req.data ?? Buffer.alloc(0));
-    if (this.current === "installing") throw new ConflictError("the node is installing: apply the configuration again once it has rebooted");
+    if (this.current === "installing")
+      throw new ConflictError("the node is installing: apply the configuration again once it has rebooted");
     if (this.current === "maintenance") return this.applyInMaintenance(req, reqMode, data, call);
     const r = this.opts.runtime;
     const { config, warnings } = checkConfig(this.opts.checker, data);
@@ -115,7 +135,13 @@ export class ConfigApplier {
     const timeoutMs = tryTimeoutMs(req.try_mode_timeout);
     // Any apply but another try confirms (or ends) a config being tried.
     if (reqMode !== ApplyMode.TRY) this.tryTimer.cancel();
-    const plan = planApply({ current, next: config, mode: reqMode, dryRun: req.dry_run === true, tryTimeoutMs: timeoutMs });
+    const plan = planApply({
+      current,
+      next: config,
+      mode: reqMode,
+      dryRun: req.dry_run === true,
+      tryTimeoutMs: timeoutMs,
+    });
     if (req.dry_run) return { mode: plan.mode, mode_details: plan.details };
     const text = data.toString("utf8");
     if (plan.action === "try") {
@@ -138,7 +164,12 @@ export class ConfigApplier {
     return { warnings, mode: plan.mode, mode_details: plan.details };
   }
 
-  private applyInMaintenance(req: ApplyRequest, reqMode: number, data: Buffer, call: grpc.ServerUnaryCall<ApplyRequest, unknown>): Promise<Record<string, unknown>> {
+  private applyInMaintenance(
+    req: ApplyRequest,
+    reqMode: number,
+    data: Buffer,
+    call: grpc.ServerUnaryCall<ApplyRequest, unknown>,
+  ): Promise<Record<string, unknown>> {
     checkMaintenanceMode(reqMode);
     const r = this.opts.runtime;
     const run = this.maintenanceLock.then(async () => {

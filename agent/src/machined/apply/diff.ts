@@ -11,14 +11,16 @@ type Op = { kind: " " | "-" | "+"; line: string; oldNo: number; newNo: number };
 function lineOps(a: string[], b: string[]): Op[] {
   const lcs = Array.from({ length: a.length + 1 }, () => new Array<number>(b.length + 1).fill(0));
   for (let i = a.length - 1; i >= 0; i--) {
-    for (let j = b.length - 1; j >= 0; j--) lcs[i]![j] = a[i] === b[j] ? lcs[i + 1]![j + 1]! + 1 : Math.max(lcs[i + 1]![j]!, lcs[i]![j + 1]!);
+    for (let j = b.length - 1; j >= 0; j--)
+      lcs[i]![j] = a[i] === b[j] ? lcs[i + 1]![j + 1]! + 1 : Math.max(lcs[i + 1]![j]!, lcs[i]![j + 1]!);
   }
   const ops: Op[] = [];
   let i = 0;
   let j = 0;
   while (i < a.length || j < b.length) {
     if (i < a.length && j < b.length && a[i] === b[j]) ops.push({ kind: " ", line: a[i]!, oldNo: i++, newNo: j++ });
-    else if (i < a.length && (j >= b.length || lcs[i + 1]![j]! >= lcs[i]![j + 1]!)) ops.push({ kind: "-", line: a[i]!, oldNo: i++, newNo: j });
+    else if (i < a.length && (j >= b.length || lcs[i + 1]![j]! >= lcs[i]![j + 1]!))
+      ops.push({ kind: "-", line: a[i]!, oldNo: i++, newNo: j });
     else ops.push({ kind: "+", line: b[j]!, oldNo: i, newNo: j++ });
   }
   return ops;

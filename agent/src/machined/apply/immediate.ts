@@ -13,8 +13,23 @@ import { configDiff } from "./diff.js";
 const liveTopKeys = ["debug", "cluster"];
 /** machine.* keys that apply live (registries: auth only after a containerd restart, as in Talos). */
 const liveMachineKeys = [
-  "ca", "acceptedCAs", "time", "certSANs", "install", "network", "sysfs", "sysctls", "logging", "controlPlane",
-  "kubelet", "kernel", "registries", "pods", "seccompProfiles", "nodeLabels", "nodeTaints",
+  "ca",
+  "acceptedCAs",
+  "time",
+  "certSANs",
+  "install",
+  "network",
+  "sysfs",
+  "sysctls",
+  "logging",
+  "controlPlane",
+  "kubelet",
+  "kernel",
+  "registries",
+  "pods",
+  "seccompProfiles",
+  "nodeLabels",
+  "nodeTaints",
 ];
 /** machine.features.* keys that apply live. */
 const liveFeatureKeys = ["kubernetesTalosAPIAccess", "kubePrism", "hostDNS"];
@@ -51,7 +66,8 @@ function maskLive(current: Obj, next: Obj): Obj {
 /** Dotted paths where two encoded values differ (list items as `[i]`). */
 function changedPaths(a: unknown, b: unknown, at: string, out: string[]): void {
   if (isObj(a) && isObj(b)) {
-    for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) changedPaths(a[k], b[k], at ? `${at}.${k}` : k, out);
+    for (const k of new Set([...Object.keys(a), ...Object.keys(b)]))
+      changedPaths(a[k], b[k], at ? `${at}.${k}` : k, out);
   } else if (Array.isArray(a) && Array.isArray(b) && a.length === b.length) {
     a.forEach((item, i) => changedPaths(item, b[i], `${at}[${i}]`, out));
   } else if (JSON.stringify(a) !== JSON.stringify(b)) {
@@ -59,7 +75,8 @@ function changedPaths(a: unknown, b: unknown, at: string, out: string[]): void {
   }
 }
 
-const v1alpha1Doc = (bundle: ConfigBundle): ConfigDocument | undefined => bundle.documents.find((d) => d.kind === V1ALPHA1);
+const v1alpha1Doc = (bundle: ConfigBundle): ConfigDocument | undefined =>
+  bundle.documents.find((d) => d.kind === V1ALPHA1);
 
 /** The v1alpha1 document as a node holds it: Go's encoding, where an absent field and its zero value are one. */
 export const encodedV1alpha1 = (doc: ConfigDocument | undefined): unknown => (doc ? encodeDocument(doc) : undefined);
@@ -83,7 +100,10 @@ export function checkImmediate(current: ConfigBundle | undefined, next: ConfigBu
   const fields: string[] = [];
   changedPaths(before, after, "", fields);
   if (fields.length === 0) return { fields, refusal: undefined };
-  return { fields, refusal: `this config change can't be applied in immediate mode\ndiff: ${configDiff(toYamlText(before), toYamlText(after))}` };
+  return {
+    fields,
+    refusal: `this config change can't be applied in immediate mode\ndiff: ${configDiff(toYamlText(before), toYamlText(after))}`,
+  };
 }
 
 /** Paths of the v1alpha1 fields changed from `current` to `next` that need a reboot. */

@@ -54,7 +54,9 @@ export function planApply(input: ApplyPlanInput): ApplyPlan {
     mode,
     rebootFields: fields,
     // A dry run reports the summary alone: no AUTO reason, no try-mode note (as Talos).
-    details: input.dryRun ? `Dry run summary:\n${summary} (skipped in dry-run).\nConfig diff:\n${diff}` : summary + suffix,
+    details: input.dryRun
+      ? `Dry run summary:\n${summary} (skipped in dry-run).\nConfig diff:\n${diff}`
+      : summary + suffix,
     diff,
   });
   switch (input.mode) {
@@ -63,13 +65,22 @@ export function planApply(input: ApplyPlanInput): ApplyPlan {
     case ApplyMode.STAGED:
       return plan("staged", ApplyMode.STAGED, staged);
     case ApplyMode.AUTO:
-      return refusal === undefined ? plan("live", ApplyMode.NO_REBOOT, withoutReboot) : plan("reboot", ApplyMode.REBOOT, withReboot, `: ${refusal}`);
+      return refusal === undefined
+        ? plan("live", ApplyMode.NO_REBOOT, withoutReboot)
+        : plan("reboot", ApplyMode.REBOOT, withReboot, `: ${refusal}`);
     case ApplyMode.NO_REBOOT:
     case ApplyMode.TRY:
       if (refusal !== undefined) throw new RebootRequiredError(refusal, { mode: applyModeName(input.mode), fields });
       if (input.mode === ApplyMode.NO_REBOOT) return plan("live", ApplyMode.NO_REBOOT, withoutReboot);
-      return plan("try", ApplyMode.TRY, withoutReboot, `\nThe config is applied in 'try' mode and will be automatically reverted back in ${goDuration(input.tryTimeoutMs ?? defaultTryTimeoutMs)}`);
+      return plan(
+        "try",
+        ApplyMode.TRY,
+        withoutReboot,
+        `\nThe config is applied in 'try' mode and will be automatically reverted back in ${goDuration(input.tryTimeoutMs ?? defaultTryTimeoutMs)}`,
+      );
     default:
-      throw new InvalidInputError(`incorrect mode '${input.mode}' specified for the apply config call`, { mode: input.mode });
+      throw new InvalidInputError(`incorrect mode '${input.mode}' specified for the apply config call`, {
+        mode: input.mode,
+      });
   }
 }

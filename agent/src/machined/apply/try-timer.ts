@@ -24,11 +24,14 @@ export class TryModeTimer {
     const due = Date.now() + Math.max(0, timeoutMs);
     const wait = () => {
       const left = due - Date.now();
-      this.timer = setTimeout(() => {
-        if (left > maxDelayMs) return wait();
-        this.timer = undefined;
-        this.revert(previous);
-      }, Math.min(left, maxDelayMs));
+      this.timer = setTimeout(
+        () => {
+          if (left > maxDelayMs) return wait();
+          this.timer = undefined;
+          this.revert(previous);
+        },
+        Math.min(left, maxDelayMs),
+      );
       // A pending rollback alone must not keep the process alive.
       this.timer.unref();
     };

@@ -60,17 +60,27 @@ async function waitForDevices(d: AcquireDeps): Promise<void> {
 async function metal(d: AcquireDeps, wantConfig: boolean): Promise<Acquired> {
   const hostname = d.cmdline.get("talos.hostname")?.at(-1);
   const uuid = d.identity().uuid;
-  const metadata: PlatformMetadataSpec = { platform: "metal", ...(hostname ? { hostname } : {}), ...(uuid ? { instanceId: uuid } : {}) };
+  const metadata: PlatformMetadataSpec = {
+    platform: "metal",
+    ...(hostname ? { hostname } : {}),
+    ...(uuid ? { instanceId: uuid } : {}),
+  };
   const option = d.cmdline.get("talos.config")?.at(-1);
   if (!wantConfig || option === undefined || option === "" || option === "none") return { metadata };
   if (option === metalIsoLabel) {
     await waitForDevices(d);
-    const volume = await readLabelledVolume([metalIsoLabel], ["config.yaml"], d.mounter, d.mountDir).catch((err: unknown) => {
-      throw new ConfigSourceError(`failed to read the ${metalIsoLabel} volume`, {}, { cause: err });
-    });
-    if (!volume) throw new ConfigSourceError(`failed to find ${metalIsoLabel} iso: no volume labelled ${metalIsoLabel}`);
+    const volume = await readLabelledVolume([metalIsoLabel], ["config.yaml"], d.mounter, d.mountDir).catch(
+      (err: unknown) => {
+        throw new ConfigSourceError(`failed to read the ${metalIsoLabel} volume`, {}, { cause: err });
+      },
+    );
+    if (!volume)
+      throw new ConfigSourceError(`failed to find ${metalIsoLabel} iso: no volume labelled ${metalIsoLabel}`);
     const data = volume.files.get("config.yaml");
-    if (!data) throw new ConfigSourceError(`read config: the ${metalIsoLabel} volume ${volume.device} has no config.yaml`, { device: volume.device });
+    if (!data)
+      throw new ConfigSourceError(`read config: the ${metalIsoLabel} volume ${volume.device} has no config.yaml`, {
+        device: volume.device,
+      });
     return { metadata, config: { data: gunzipIfCompressed(data), source: `${metalIsoLabel} (${volume.device})` } };
   }
   // A node that is not installed looks for its config without waiting for the network; a download needs it.
@@ -109,10 +119,20 @@ async function nocloud(d: AcquireDeps, wantConfig: boolean): Promise<Acquired> {
   } catch (err) {
     d.log.error("nocloud: network-config ignored", { error: describeError(err) });
   }
-  const network = { ...(metadata.hostname ? { hostname: splitFqdn(metadata.hostname) } : {}), ...(networkConfig ? { nocloud: networkConfig } : {}) };
+  const network = {
+    ...(metadata.hostname ? { hostname: splitFqdn(metadata.hostname) } : {}),
+    ...(networkConfig ? { nocloud: networkConfig } : {}),
+  };
   // An empty user-data is no configuration (Talos: ErrNoConfigSource).
   if (!wantConfig || !userData || userData.length === 0) return { metadata, network };
-  return { metadata, network, config: { data: gunzipIfCompressed(userData), source: `nocloud (${path.join(volume.device, nocloudFiles.userData)})` } };
+  return {
+    metadata,
+    network,
+    config: {
+      data: gunzipIfCompressed(userData),
+      source: `nocloud (${path.join(volume.device, nocloudFiles.userData)})`,
+    },
+  };
 }
 
 /** The platform's metadata, and its configuration when `wantConfig` (a node without a stored one). */

@@ -48,7 +48,8 @@ async function attempt(url: string, signal: AbortSignal): Promise<Buffer> {
       throw new NotFoundError(`reading ${parsed.pathname} failed`, { url }, { cause: err });
     });
   }
-  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new ConfigDownloadError(`unsupported URL scheme ${parsed.protocol}`, { url });
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:")
+    throw new ConfigDownloadError(`unsupported URL scheme ${parsed.protocol}`, { url });
   let res: Response;
   try {
     res = await fetch(url, { signal, redirect: "follow" });
@@ -56,7 +57,9 @@ async function attempt(url: string, signal: AbortSignal): Promise<Buffer> {
     throw new Retryable(describeError(err));
   }
   if (res.status !== 200) {
-    const body = Buffer.from(await res.arrayBuffer().catch(() => new ArrayBuffer(0))).subarray(0, 32).toString("utf8");
+    const body = Buffer.from(await res.arrayBuffer().catch(() => new ArrayBuffer(0)))
+      .subarray(0, 32)
+      .toString("utf8");
     const message = `failed to download config, status code ${res.status}, body ${JSON.stringify(body)}`;
     if (res.status >= 500 || res.status === 408 || res.status === 429) throw new Retryable(message);
     throw new ConfigDownloadError(message, { url, status: res.status });
@@ -88,8 +91,17 @@ export async function downloadConfig(opts: DownloadOptions): Promise<Buffer> {
       const timedOut = signal.aborted;
       if (!(err instanceof Retryable) && !timedOut) throw err;
       const delay = backoff(n);
-      if (Date.now() + delay > deadline) throw new ConfigDownloadError(`failed to download config from ${JSON.stringify(url)}: ${describeError(err)} (gave up after ${n} attempts)`, { url });
-      opts.log.warn("fetching machine config failed; retrying", { url, attempt: n, retryInMs: delay, error: describeError(err) });
+      if (Date.now() + delay > deadline)
+        throw new ConfigDownloadError(
+          `failed to download config from ${JSON.stringify(url)}: ${describeError(err)} (gave up after ${n} attempts)`,
+          { url },
+        );
+      opts.log.warn("fetching machine config failed; retrying", {
+        url,
+        attempt: n,
+        retryInMs: delay,
+        error: describeError(err),
+      });
       await wait(delay, opts.signal);
     }
   }

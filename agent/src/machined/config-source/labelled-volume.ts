@@ -13,7 +13,12 @@ export interface VolumeFiles {
  * Reads files from the first volume carrying one of `labels` (mounted read-only for the
  * read, then unmounted); undefined when no volume has such a label.
  */
-export async function readLabelledVolume(labels: readonly string[], names: readonly string[], mounter: Mounter, mountDir: string): Promise<VolumeFiles | undefined> {
+export async function readLabelledVolume(
+  labels: readonly string[],
+  names: readonly string[],
+  mounter: Mounter,
+  mountDir: string,
+): Promise<VolumeFiles | undefined> {
   let device: string | undefined;
   for (const label of labels) {
     device = await findByLabel(label);

@@ -3,5 +3,7 @@
 /** A platform hostname as Talos's ParseFQDN splits it. */
 export function splitFqdn(fqdn: string): { hostname: string; domainname: string } {
   const dot = fqdn.indexOf(".");
-  return dot < 0 ? { hostname: fqdn, domainname: "" } : { hostname: fqdn.slice(0, dot), domainname: fqdn.slice(dot + 1) };
+  return dot < 0
+    ? { hostname: fqdn, domainname: "" }
+    : { hostname: fqdn.slice(0, dot), domainname: fqdn.slice(dot + 1) };
 }

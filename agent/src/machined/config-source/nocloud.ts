@@ -52,7 +52,11 @@ function parseYaml(text: string): unknown {
  * meta-data's fields; without a hostname there, the hostname and local-hostname of the
  * user-data document (Talos's fallback), and a hostname `h=` from SMBIOS wins over both.
  */
-export function nocloudMetadata(metaData: string | undefined, userData: string | undefined, smbiosHostname?: string): NocloudMetadata {
+export function nocloudMetadata(
+  metaData: string | undefined,
+  userData: string | undefined,
+  smbiosHostname?: string,
+): NocloudMetadata {
   const meta = metaData === undefined ? {} : pick(parseYaml(metaData));
   if (smbiosHostname) meta.hostname = smbiosHostname;
   if (!meta.hostname && !meta.localHostname && userData !== undefined) {

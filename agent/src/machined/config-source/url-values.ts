@@ -2,7 +2,12 @@
 // serial, the first physical link's address, the current hostname, META key 0x0b for code.
 
 import { NotFoundError } from "../../errors.js";
-import { HostnameStatusId, HostnameStatusType, LinkStatusType, type LinkStatusSpec } from "../../resources/catalog/network.js";
+import {
+  HostnameStatusId,
+  HostnameStatusType,
+  LinkStatusType,
+  type LinkStatusSpec,
+} from "../../resources/catalog/network.js";
 import type { ResourceState } from "../../resources/state.js";
 import type { SystemIdentity } from "../../sys/dmi.js";
 import type { UrlValues, UrlVariable } from "./url.js";
@@ -43,7 +48,8 @@ export function urlValues(used: readonly UrlVariable[], src: UrlValueSources): U
         break;
       }
       case "hostname": {
-        const hostname = src.state.get<{ hostname: string }>("network", HostnameStatusType, HostnameStatusId)?.spec.hostname;
+        const hostname = src.state.get<{ hostname: string }>("network", HostnameStatusType, HostnameStatusId)?.spec
+          .hostname;
         if (hostname === undefined) pending.push(v);
         else values.hostname = hostname;
         break;

@@ -13,7 +13,9 @@ function splitUrl(raw: string): { base: string; query: string | undefined; fragm
   const fragment = hash >= 0 ? raw.slice(hash) : "";
   const rest = hash >= 0 ? raw.slice(0, hash) : raw;
   const q = rest.indexOf("?");
-  return q >= 0 ? { base: rest.slice(0, q), query: rest.slice(q + 1), fragment } : { base: rest, query: undefined, fragment };
+  return q >= 0
+    ? { base: rest.slice(0, q), query: rest.slice(q + 1), fragment }
+    : { base: rest, query: undefined, fragment };
 }
 
 const legacyUuid = (params: URLSearchParams) => params.getAll("uuid").length === 1 && params.get("uuid")!.trim() === "";
@@ -22,7 +24,12 @@ const legacyUuid = (params: URLSearchParams) => params.getAll("uuid").length ===
 export function urlVariablesUsed(raw: string): UrlVariable[] {
   const { base, query } = splitUrl(raw);
   const params = new URLSearchParams(query ?? "");
-  return urlVariables.filter((v) => pattern(v).test(base) || [...params.values()].some((value) => pattern(v).test(value)) || (v === "uuid" && legacyUuid(params)));
+  return urlVariables.filter(
+    (v) =>
+      pattern(v).test(base) ||
+      [...params.values()].some((value) => pattern(v).test(value)) ||
+      (v === "uuid" && legacyUuid(params)),
+  );
 }
 
 /**
@@ -37,7 +44,9 @@ export function substituteConfigUrl(raw: string, values: UrlValues): string {
   for (const v of used) path = path.replace(pattern(v), encodeURIComponent(values[v] ?? ""));
   if (query === undefined) return path + fragment;
   const params = new URLSearchParams(query);
-  const inQuery = used.some((v) => [...params.values()].some((value) => pattern(v).test(value)) || (v === "uuid" && legacyUuid(params)));
+  const inQuery = used.some(
+    (v) => [...params.values()].some((value) => pattern(v).test(value)) || (v === "uuid" && legacyUuid(params)),
+  );
   if (!inQuery) return `${path}?${query}${fragment}`;
   const out = new URLSearchParams();
   const uuidLegacy = legacyUuid(params);

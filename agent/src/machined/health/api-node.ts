@@ -9,7 +9,12 @@ import { BasaltError } from "../../errors.js";
 import { roleKey } from "../../grpc/metadata.js";
 import { MAX_MESSAGE_BYTES } from "../../grpc/limits.js";
 import { StaticPodStatusType } from "../../resources/catalog/k8s-controlplane.js";
-import { MachineStatusId, MachineStatusType, MountStatusType, RUNTIME_NAMESPACE } from "../../resources/catalog/runtime.js";
+import {
+  MachineStatusId,
+  MachineStatusType,
+  MountStatusType,
+  RUNTIME_NAMESPACE,
+} from "../../resources/catalog/runtime.js";
 import type { EtcdMemberReport, NodeReader, ServiceReport } from "./checks.js";
 
 /** A node answered a call with an error (apid's per-node `metadata.error`, or a gRPC status). */
@@ -51,7 +56,9 @@ export function apiNodeReader(o: ApiNodeReaderOptions): ApiNodeReader {
     let c = clients.get(service);
     if (!c) {
       const Ctor = grpc.makeGenericClientConstructor(rawServiceDefinition(service), service);
-      c = new Ctor(`unix:${o.socket}`, grpc.credentials.createInsecure(), { "grpc.max_receive_message_length": MAX_MESSAGE_BYTES });
+      c = new Ctor(`unix:${o.socket}`, grpc.credentials.createInsecure(), {
+        "grpc.max_receive_message_length": MAX_MESSAGE_BYTES,
+      });
       clients.set(service, c);
     }
     return c;
@@ -63,7 +70,16 @@ export function apiNodeReader(o: ApiNodeReaderOptions): ApiNodeReader {
     return md;
   };
   /** A unary call; the reply decoded, a gRPC error as NodeCallError naming the node. */
-  const unary = (service: string, method: string, reqType: string, resType: string, req: object, route: "nodes" | "node", node: string, signal: AbortSignal): Promise<Record<string, unknown>> => {
+  const unary = (
+    service: string,
+    method: string,
+    reqType: string,
+    resType: string,
+    req: object,
+    route: "nodes" | "node",
+    node: string,
+    signal: AbortSignal,
+  ): Promise<Record<string, unknown>> => {
     const reqT = lookupMessage(reqType);
     const resT = lookupMessage(resType);
     const c = client(service) as unknown as Record<string, (...args: unknown[]) => grpc.ClientUnaryCall>;
@@ -75,7 +91,14 @@ export function apiNodeReader(o: ApiNodeReaderOptions): ApiNodeReader {
         { deadline: Date.now() + (o.callTimeoutMs ?? 30_000) },
         (err: grpc.ServiceError | null, res: Buffer) => {
           signal.removeEventListener("abort", abort);
-          if (err) reject(new NodeCallError(`${node}: ${err.details || err.message}`, { node, method, code: err.code }, { cause: err }));
+          if (err)
+            reject(
+              new NodeCallError(
+                `${node}: ${err.details || err.message}`,
+                { node, method, code: err.code },
+                { cause: err },
+              ),
+            );
           else resolve(resT.toObject(resT.decode(res), decodeOptions));
         },
       );
@@ -85,7 +108,14 @@ export function apiNodeReader(o: ApiNodeReaderOptions): ApiNodeReader {
   };
 
   /** A MachineService call to one node (`nodes`): that node's message, or its error. */
-  const machine = async (method: string, reqType: string, resType: string, node: string, signal: AbortSignal, req: object = {}): Promise<Reply> => {
+  const machine = async (
+    method: string,
+    reqType: string,
+    resType: string,
+    node: string,
+    signal: AbortSignal,
+    req: object = {},
+  ): Promise<Reply> => {
     const res = await unary("machine.MachineService", method, reqType, resType, req, "nodes", node, signal);
     const message = (res.messages as Reply[] | undefined)?.[0];
     if (!message) throw new NodeCallError(`${node}: no messages returned`, { node, method });
@@ -94,9 +124,24 @@ export function apiNodeReader(o: ApiNodeReaderOptions): ApiNodeReader {
   };
 
   /** A COSI resource's YAML spec on one node (`node`); undefined when it does not exist. */
-  const resourceSpec = async (node: string, namespace: string, type: string, id: string, signal: AbortSignal): Promise<Record<string, unknown> | undefined> => {
+  const resourceSpec = async (
+    node: string,
+    namespace: string,
+    type: string,
+    id: string,
+    signal: AbortSignal,
+  ): Promise<Record<string, unknown> | undefined> => {
     try {
-      const res = await unary("cosi.resource.State", "Get", "cosi.resource.GetRequest", "cosi.resource.GetResponse", { namespace, type, id }, "node", node, signal);
+      const res = await unary(
+        "cosi.resource.State",
+        "Get",
+        "cosi.resource.GetRequest",
+        "cosi.resource.GetResponse",
+        { namespace, type, id },
+        "node",
+        node,
+        signal,
+      );
       return (parseYaml((res.resource as WireResource | null)?.spec?.yaml_spec ?? "") ?? {}) as Record<string, unknown>;
     } catch (err) {
       if (err instanceof NodeCallError && err.fields.code === grpc.status.NOT_FOUND) return undefined;
@@ -108,14 +153,28 @@ export function apiNodeReader(o: ApiNodeReaderOptions): ApiNodeReader {
     async service(node, id, signal): Promise<ServiceReport | undefined> {
       const msg = await machine("ServiceList", "google.protobuf.Empty", "machine.ServiceListResponse", node, signal);
       const s = (msg.services as WireService[]).find((x) => x.id === id);
-      return s && { hostname: msg.metadata?.hostname || node, events: (s.events?.events ?? []).map((e) => ({ state: e.state, msg: e.msg })), healthy: !!s.health?.healthy };
+      return (
+        s && {
+          hostname: msg.metadata?.hostname || node,
+          events: (s.events?.events ?? []).map((e) => ({ state: e.state, msg: e.msg })),
+          healthy: !!s.health?.healthy,
+        }
+      );
     },
     async etcdMembers(node, signal) {
-      const msg = await machine("EtcdMemberList", "machine.EtcdMemberListRequest", "machine.EtcdMemberListResponse", node, signal);
+      const msg = await machine(
+        "EtcdMemberList",
+        "machine.EtcdMemberListRequest",
+        "machine.EtcdMemberListResponse",
+        node,
+        signal,
+      );
       const members = msg.members as { id: string; hostname: string; is_learner: boolean; peer_urls: string[] }[];
       return {
         hostname: msg.metadata?.hostname || node,
-        members: members.map((m): EtcdMemberReport => ({ hostname: m.hostname, id: m.id, isLearner: m.is_learner, peerUrls: m.peer_urls })),
+        members: members.map(
+          (m): EtcdMemberReport => ({ hostname: m.hostname, id: m.id, isLearner: m.is_learner, peerUrls: m.peer_urls }),
+        ),
       };
     },
     async platformMode(node, signal) {
@@ -139,21 +198,35 @@ export function apiNodeReader(o: ApiNodeReaderOptions): ApiNodeReader {
       return String(status?.stage ?? "unknown");
     },
     async staticPodIds(node, signal) {
-      const c = client("cosi.resource.State") as unknown as Record<string, (...args: unknown[]) => grpc.ClientReadableStream<Buffer>>;
+      const c = client("cosi.resource.State") as unknown as Record<
+        string,
+        (...args: unknown[]) => grpc.ClientReadableStream<Buffer>
+      >;
       const reqT = lookupMessage("cosi.resource.ListRequest");
       const resT = lookupMessage("cosi.resource.ListResponse");
-      const stream = c.List!.call(c, Buffer.from(reqT.encode(reqT.fromObject({ namespace: "k8s", type: StaticPodStatusType })).finish()), metadata("node", node), {});
+      const stream = c.List!.call(
+        c,
+        Buffer.from(reqT.encode(reqT.fromObject({ namespace: "k8s", type: StaticPodStatusType })).finish()),
+        metadata("node", node),
+        {},
+      );
       const abort = () => stream.cancel();
       signal.addEventListener("abort", abort, { once: true });
       const ids: string[] = [];
       try {
         for await (const chunk of stream) {
-          const res = resT.toObject(resT.decode(chunk as Buffer), decodeOptions) as { resource?: { metadata?: { id?: string } } | null };
+          const res = resT.toObject(resT.decode(chunk as Buffer), decodeOptions) as {
+            resource?: { metadata?: { id?: string } } | null;
+          };
           if (res.resource?.metadata?.id) ids.push(res.resource.metadata.id);
         }
       } catch (err) {
         const e = err as grpc.ServiceError;
-        throw new NodeCallError(`${node}: ${e.details || e.message}`, { node, method: "List", code: e.code }, { cause: err });
+        throw new NodeCallError(
+          `${node}: ${e.details || e.message}`,
+          { node, method: "List", code: e.code },
+          { cause: err },
+        );
       } finally {
         signal.removeEventListener("abort", abort);
       }

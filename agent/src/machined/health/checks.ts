@@ -90,14 +90,25 @@ const goList = (xs: readonly string[]): string => `[${xs.join(" ")}]`;
 
 const controlPlanes = (c: ClusterInfo): NodeInfo[] => [...c.nodesByType("init"), ...c.nodesByType("controlplane")];
 
-async function serviceHealthy(ctx: CheckContext, service: string, nodes: NodeInfo[], signal: AbortSignal): Promise<void> {
-  const reports = (await Promise.all(nodes.map((n) => ctx.nodes.service(n.internalIP, service, signal)))).filter((r): r is ServiceReport => r !== undefined);
-  if (reports.length !== nodes.length) throw new Error(`expected a response with ${nodes.length} node(s), got ${reports.length}`);
+async function serviceHealthy(
+  ctx: CheckContext,
+  service: string,
+  nodes: NodeInfo[],
+  signal: AbortSignal,
+): Promise<void> {
+  const reports = (await Promise.all(nodes.map((n) => ctx.nodes.service(n.internalIP, service, signal)))).filter(
+    (r): r is ServiceReport => r !== undefined,
+  );
+  if (reports.length !== nodes.length)
+    throw new Error(`expected a response with ${nodes.length} node(s), got ${reports.length}`);
   const errors: string[] = [];
   for (const r of reports.sort((a, b) => (a.hostname < b.hostname ? -1 : a.hostname > b.hostname ? 1 : 0))) {
     const last = r.events.at(-1);
     if (!last) errors.push(`${r.hostname}: no events recorded yet for service ${JSON.stringify(service)}`);
-    else if (last.state !== "Running") errors.push(`${r.hostname}: service ${JSON.stringify(service)} not in expected state "Running": current state [${last.state}] ${last.msg}`);
+    else if (last.state !== "Running")
+      errors.push(
+        `${r.hostname}: service ${JSON.stringify(service)} not in expected state "Running": current state [${last.state}] ${last.msg}`,
+      );
     else if (!r.healthy) errors.push(`${r.hostname}: service is not healthy: ${service}`);
   }
   const err = multiError(errors);
@@ -111,8 +122,12 @@ async function etcdConsistent(ctx: CheckContext, signal: AbortSignal): Promise<v
   const key = (m: EtcdMemberReport): string => `${m.hostname}\0${m.id}\0${m.isLearner}`;
   const known = new Map(lists[0]!.members.map((m) => [key(m), m.hostname]));
   for (const l of lists.slice(1)) {
-    if (l.members.length !== known.size) throw new Error(`${l.hostname}: expected to have ${goList([...known.values()])} members, got ${goList(l.members.map((m) => m.hostname))}`);
-    for (const m of l.members) if (!known.has(key(m))) throw new Error(`${l.hostname}: found unexpected etcd member ${m.hostname}`);
+    if (l.members.length !== known.size)
+      throw new Error(
+        `${l.hostname}: expected to have ${goList([...known.values()])} members, got ${goList(l.members.map((m) => m.hostname))}`,
+      );
+    for (const m of l.members)
+      if (!known.has(key(m))) throw new Error(`${l.hostname}: found unexpected etcd member ${m.hostname}`);
   }
 }
 
@@ -124,7 +139,10 @@ async function etcdOnControlPlanes(ctx: CheckContext, signal: AbortSignal): Prom
   const { members } = await ctx.nodes.etcdMembers(first.internalIP, signal);
   const memberIPs = members.flatMap((m) => m.peerUrls.map((u) => new URL(u).hostname.replace(/^\[|\]$/g, "")));
   const cpIPs = nodes.flatMap((n) => n.ips);
-  if (!memberIPs.every((ip) => cpIPs.includes(ip))) throw new Error(`etcd member ips ${goQuoted(memberIPs)} are not subset of control plane node ips ${goQuoted(cpIPs)}`);
+  if (!memberIPs.every((ip) => cpIPs.includes(ip)))
+    throw new Error(
+      `etcd member ips ${goQuoted(memberIPs)} are not subset of control plane node ips ${goQuoted(cpIPs)}`,
+    );
 }
 
 async function apidReady(ctx: CheckContext, signal: AbortSignal): Promise<void> {
@@ -139,18 +157,25 @@ async function nonContainerNodes(ctx: CheckContext, signal: AbortSignal): Promis
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
-const minimumMemory: Record<NodeType, number> = { init: 2 * GiB - 150 * MiB, controlplane: 2 * GiB - 150 * MiB, worker: GiB - 150 * MiB };
+const minimumMemory: Record<NodeType, number> = {
+  init: 2 * GiB - 150 * MiB,
+  controlplane: 2 * GiB - 150 * MiB,
+  worker: GiB - 150 * MiB,
+};
 
 async function memorySizes(ctx: CheckContext, signal: AbortSignal): Promise<void> {
   const types = new Map<string, NodeType>();
-  for (const t of ["init", "controlplane", "worker"] as const) for (const n of ctx.cluster.nodesByType(t)) types.set(n.internalIP, t);
+  for (const t of ["init", "controlplane", "worker"] as const)
+    for (const n of ctx.cluster.nodesByType(t)) types.set(n.internalIP, t);
   const errors: string[] = [];
   for (const node of await nonContainerNodes(ctx, signal)) {
     const type = types.get(node);
     if (!type) throw new Error(`unexpected node ${JSON.stringify(node)} in response`);
     const total = (await ctx.nodes.memoryTotalKiB(node, signal)) * 1024;
     if (total < minimumMemory[type]) {
-      errors.push(`node ${JSON.stringify(node)} does not meet memory requirements: expected at least ${Math.floor(minimumMemory[type] / MiB)} MiB, actual ${Math.floor(total / MiB)} MiB`);
+      errors.push(
+        `node ${JSON.stringify(node)} does not meet memory requirements: expected at least ${Math.floor(minimumMemory[type] / MiB)} MiB, actual ${Math.floor(total / MiB)} MiB`,
+      );
     }
   }
   const err = multiError(errors);
@@ -182,7 +207,9 @@ async function diskSizes(ctx: CheckContext, signal: AbortSignal): Promise<void> 
     // Talos adds 1400 MiB for what the system itself takes.
     const actual = eph.sizeBytes + 1400 * MiB;
     if (actual < minimum) {
-      errors.push(`ephemeral partition ${JSON.stringify(eph.source)} for node ${JSON.stringify(node)} is too small, expected at least ${humanIBytes(minimum)}, actual ${humanIBytes(actual)}`);
+      errors.push(
+        `ephemeral partition ${JSON.stringify(eph.source)} for node ${JSON.stringify(node)} is too small, expected at least ${humanIBytes(minimum)}, actual ${humanIBytes(actual)}`,
+      );
     }
   }
   const err = multiError(errors);
@@ -213,8 +240,13 @@ interface KubeNode {
 function kubeNode(o: KubernetesObject): KubeNode {
   const meta = (o.metadata ?? {}) as { name?: string; labels?: Record<string, string> };
   const spec = (o.spec ?? {}) as { unschedulable?: boolean };
-  const status = (o.status ?? {}) as { addresses?: { type: string; address: string }[]; conditions?: { type: string; status: string }[] };
-  const ips = (status.addresses ?? []).filter((a) => a.type === "InternalIP" || a.type === "ExternalIP").map((a) => a.address);
+  const status = (o.status ?? {}) as {
+    addresses?: { type: string; address: string }[];
+    conditions?: { type: string; status: string }[];
+  };
+  const ips = (status.addresses ?? [])
+    .filter((a) => a.type === "InternalIP" || a.type === "ExternalIP")
+    .map((a) => a.address);
   const ready = status.conditions?.find((c) => c.type === "Ready");
   return {
     name: meta.name ?? "",
@@ -233,13 +265,20 @@ export function nodesMatch(expected: NodeInfo[], actual: { ips: string[] }[]): v
     if (i < 0) throw new Error(`can't find expected node with IPs ${goQuoted(e.ips)}`);
     left.splice(i, 1);
   }
-  if (left.length > 0) throw new Error(`unexpected nodes with IPs ${goQuoted(left.flatMap((n) => n.ips).sort(compareIPs))}`);
+  if (left.length > 0)
+    throw new Error(`unexpected nodes with IPs ${goQuoted(left.flatMap((n) => n.ips).sort(compareIPs))}`);
 }
 
 function compareIPs(a: string, b: string): number {
   const v6 = (ip: string) => ip.includes(":");
   if (v6(a) !== v6(b)) return v6(a) ? 1 : -1;
-  const num = (ip: string) => (v6(ip) ? ip : ip.split(".").map((x) => x.padStart(3, "0")).join("."));
+  const num = (ip: string) =>
+    v6(ip)
+      ? ip
+      : ip
+          .split(".")
+          .map((x) => x.padStart(3, "0"))
+          .join(".");
   return num(a) < num(b) ? -1 : num(a) > num(b) ? 1 : 0;
 }
 
@@ -251,41 +290,68 @@ async function controlPlaneComponents(ctx: CheckContext, signal: AbortSignal): P
   const kube = await ctx.kube();
   const cps = (await kubeNodes(ctx, signal)).filter((n) => n.controlPlane);
   nodesMatch(controlPlanes(ctx.cluster), cps);
-  const daemonSets = await kube.list("/apis/apps/v1/namespaces/kube-system/daemonsets", "k8s-app in (kube-apiserver,kube-scheduler,kube-controller-manager)", signal);
+  const daemonSets = await kube.list(
+    "/apis/apps/v1/namespaces/kube-system/daemonsets",
+    "k8s-app in (kube-apiserver,kube-scheduler,kube-controller-manager)",
+    signal,
+  );
   for (const ds of daemonSets) {
     const name = (ds.metadata as { name?: string }).name ?? "";
     const st = (ds.status ?? {}) as Record<string, number | undefined>;
     const desired = st.desiredNumberScheduled ?? 0;
-    for (const [field, label] of [["currentNumberScheduled", "current number scheduled"], ["numberAvailable", "number available"], ["numberReady", "number ready"]] as const) {
-      if ((st[field] ?? 0) !== desired) throw new Error(`expected ${label} for ${name} to be ${desired}, got ${st[field] ?? 0}`);
+    for (const [field, label] of [
+      ["currentNumberScheduled", "current number scheduled"],
+      ["numberAvailable", "number available"],
+      ["numberReady", "number ready"],
+    ] as const) {
+      if ((st[field] ?? 0) !== desired)
+        throw new Error(`expected ${label} for ${name} to be ${desired}, got ${st[field] ?? 0}`);
     }
   }
   for (const app of ["kube-apiserver", "kube-scheduler", "kube-controller-manager"]) {
     const pods = (await kube.list("/api/v1/namespaces/kube-system/pods", `k8s-app = ${app}`, signal)).filter(
-      (p) => !(p.metadata as { annotations?: Record<string, string> }).annotations?.["checkpointer.alpha.coreos.com/checkpoint-of"],
+      (p) =>
+        !(p.metadata as { annotations?: Record<string, string> }).annotations?.[
+          "checkpointer.alpha.coreos.com/checkpoint-of"
+        ],
     );
-    if (pods.length !== cps.length) throw new Error(`expected number of pods for ${app} to be ${cps.length}, got ${pods.length}`);
-    const notReady = pods.filter((p) => { const ready = podCondition(p, "Ready"); return ready !== undefined && ready !== "True"; }).map(podName);
+    if (pods.length !== cps.length)
+      throw new Error(`expected number of pods for ${app} to be ${cps.length}, got ${pods.length}`);
+    const notReady = pods
+      .filter((p) => {
+        const ready = podCondition(p, "Ready");
+        return ready !== undefined && ready !== "True";
+      })
+      .map(podName);
     if (notReady.length > 0) throw new Error(`some pods are not ready for ${app}: ${goList(notReady)}`);
   }
 }
 
 const podName = (p: KubernetesObject): string => (p.metadata as { name?: string }).name ?? "";
 function podCondition(p: KubernetesObject, type: string): string | undefined {
-  return ((p.status as { conditions?: { type: string; status: string }[] } | undefined)?.conditions ?? []).find((c) => c.type === type)?.status;
+  return ((p.status as { conditions?: { type: string; status: string }[] } | undefined)?.conditions ?? []).find(
+    (c) => c.type === type,
+  )?.status;
 }
 
 async function staticPods(ctx: CheckContext, signal: AbortSignal): Promise<void> {
   for (const node of controlPlanes(ctx.cluster)) {
     const ids = await ctx.nodes.staticPodIds(node.internalIP, signal);
-    const missing = ["kube-system/kube-apiserver", "kube-system/kube-controller-manager", "kube-system/kube-scheduler"].filter((p) => !ids.some((id) => id.startsWith(p)));
+    const missing = [
+      "kube-system/kube-apiserver",
+      "kube-system/kube-controller-manager",
+      "kube-system/kube-scheduler",
+    ].filter((p) => !ids.some((id) => id.startsWith(p)));
     if (missing.length > 0) throw new Error(`missing static pods on node ${node.internalIP}: ${goList(missing)}`);
   }
 }
 
 async function podsReady(ctx: CheckContext, namespace: string, selector: string, signal: AbortSignal): Promise<void> {
   const pods = await (await ctx.kube()).list(`/api/v1/namespaces/${namespace}/pods`, selector, signal);
-  if (pods.length === 0) throw new Error(`no pods found for namespace ${JSON.stringify(namespace)} and label selector ${JSON.stringify(selector)}`);
+  if (pods.length === 0)
+    throw new Error(
+      `no pods found for namespace ${JSON.stringify(namespace)} and label selector ${JSON.stringify(selector)}`,
+    );
   const ready: string[] = [];
   const notReady: string[] = [];
   for (const p of pods) {
@@ -295,18 +361,31 @@ async function podsReady(ctx: CheckContext, namespace: string, selector: string,
     if ((status.containerStatuses ?? []).every((c) => c.state?.terminated !== undefined)) continue;
     (podCondition(p, "Ready") === "True" ? ready : notReady).push(podName(p));
   }
-  if (ready.length === 0) throw new Error(`no ready pods found for namespace ${JSON.stringify(namespace)} and label selector ${JSON.stringify(selector)}`);
+  if (ready.length === 0)
+    throw new Error(
+      `no ready pods found for namespace ${JSON.stringify(namespace)} and label selector ${JSON.stringify(selector)}`,
+    );
   if (notReady.length > 0) throw new Error(`some pods are not ready: ${goList(notReady)}`);
 }
 
-async function presentThenReady(ctx: CheckContext, collection: string, selector: string, signal: AbortSignal): Promise<void> {
+async function presentThenReady(
+  ctx: CheckContext,
+  collection: string,
+  selector: string,
+  signal: AbortSignal,
+): Promise<void> {
   const present = await (await ctx.kube()).list(`/apis/apps/v1/namespaces/kube-system/${collection}`, selector, signal);
   if (present.length === 0) throw new SkipAssertion();
   await podsReady(ctx, "kube-system", selector, signal);
 }
 
 const MIN = 60_000;
-const check = (description: string, timeoutMs: number, intervalMs: number, assertion: HealthCheck["assertion"]): HealthCheck => ({ description, timeoutMs, intervalMs, assertion });
+const check = (
+  description: string,
+  timeoutMs: number,
+  intervalMs: number,
+  assertion: HealthCheck["assertion"],
+): HealthCheck => ({ description, timeoutMs, intervalMs, assertion });
 
 /** Talos's DefaultClusterChecks, in its order. */
 export function defaultClusterChecks(): HealthCheck[] {
@@ -319,15 +398,21 @@ export function defaultClusterChecks(): HealthCheck[] {
     check("all nodes disk sizes", 5 * MIN, 5000, diskSizes),
     check("kubelet to be healthy", 5 * MIN, 5000, (c, s) => serviceHealthy(c, "kubelet", controlPlanes(c.cluster), s)),
     check("all nodes to finish boot sequence", 5 * MIN, 5000, allBooted),
-    check("all k8s nodes to report", 5 * MIN, 30_000, async (c, s) => nodesMatch(c.cluster.nodes(), await kubeNodes(c, s))),
+    check("all k8s nodes to report", 5 * MIN, 30_000, async (c, s) =>
+      nodesMatch(c.cluster.nodes(), await kubeNodes(c, s)),
+    ),
     check("all k8s nodes to report ready", 10 * MIN, 5000, async (c, s) => {
       const notReady = (await kubeNodes(c, s)).filter((n) => !n.ready).map((n) => n.name);
       if (notReady.length > 0) throw new Error(`some nodes are not ready: ${goList(notReady)}`);
     }),
     check("all control plane static pods to be running", 5 * MIN, 5000, staticPods),
     check("all control plane components to be ready", 5 * MIN, 5000, controlPlaneComponents),
-    check("kube-proxy to report ready", 3 * MIN, 5000, (c, s) => presentThenReady(c, "daemonsets", "k8s-app=kube-proxy", s)),
-    check("coredns to report ready", 3 * MIN, 5000, (c, s) => presentThenReady(c, "replicasets", "k8s-app=kube-dns", s)),
+    check("kube-proxy to report ready", 3 * MIN, 5000, (c, s) =>
+      presentThenReady(c, "daemonsets", "k8s-app=kube-proxy", s),
+    ),
+    check("coredns to report ready", 3 * MIN, 5000, (c, s) =>
+      presentThenReady(c, "replicasets", "k8s-app=kube-dns", s),
+    ),
     check("all k8s nodes to report schedulable", 5 * MIN, 5000, async (c, s) => {
       // Talos stops at the first unschedulable node.
       const first = (await kubeNodes(c, s)).find((n) => n.unschedulable);
@@ -359,7 +444,13 @@ const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
  * calling `report` with "waiting for <description>: <state>" whenever the line changes.
  * `scale` shortens every interval and timeout (tests).
  */
-export async function runChecks(ctx: CheckContext, checks: HealthCheck[], report: (line: string) => void, signal: AbortSignal, scale = 1): Promise<void> {
+export async function runChecks(
+  ctx: CheckContext,
+  checks: HealthCheck[],
+  report: (line: string) => void,
+  signal: AbortSignal,
+  scale = 1,
+): Promise<void> {
   let last = "";
   const update = (line: string): void => {
     const trimmed = `waiting for ${line}`.trim();

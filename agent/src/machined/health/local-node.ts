@@ -4,7 +4,14 @@
 
 import os from "node:os";
 import { BasaltError } from "../../errors.js";
-import { MachineStatusId, MachineStatusType, MountStatusType, RUNTIME_NAMESPACE, type MachineStatusSpec, type MountStatusSpec } from "../../resources/catalog/runtime.js";
+import {
+  MachineStatusId,
+  MachineStatusType,
+  MountStatusType,
+  RUNTIME_NAMESPACE,
+  type MachineStatusSpec,
+  type MountStatusSpec,
+} from "../../resources/catalog/runtime.js";
 import type { ResourceState } from "../../resources/state.js";
 import type { ServiceStatus } from "../../services/service.js";
 import { mountStats } from "../rpc/mounts.js";
@@ -32,13 +39,22 @@ export function hostAddresses(): string[] {
 export function localNodeReader(deps: LocalNodeDeps): NodeReader {
   const addresses = deps.addresses ?? hostAddresses;
   const local = (node: string): void => {
-    if (!addresses().includes(node)) throw new NodeUnreachableError(`node ${node}: not this node, and this node's health check reads only its own`, { node });
+    if (!addresses().includes(node))
+      throw new NodeUnreachableError(`node ${node}: not this node, and this node's health check reads only its own`, {
+        node,
+      });
   };
   return {
     async service(node, id): Promise<ServiceReport | undefined> {
       local(node);
       const s = deps.services().find((x) => x.id === id);
-      return s && { hostname: node, events: s.events.map((e) => ({ state: e.state, msg: e.msg })), healthy: s.health.healthy };
+      return (
+        s && {
+          hostname: node,
+          events: s.events.map((e) => ({ state: e.state, msg: e.msg })),
+          healthy: s.health.healthy,
+        }
+      );
     },
     async etcdMembers(node, signal) {
       local(node);
@@ -62,7 +78,10 @@ export function localNodeReader(deps: LocalNodeDeps): NodeReader {
     },
     async machineStage(node) {
       local(node);
-      return deps.state.get<MachineStatusSpec>(RUNTIME_NAMESPACE, MachineStatusType, MachineStatusId)?.spec.stage ?? "unknown";
+      return (
+        deps.state.get<MachineStatusSpec>(RUNTIME_NAMESPACE, MachineStatusType, MachineStatusId)?.spec.stage ??
+        "unknown"
+      );
     },
     async staticPodIds(node) {
       local(node);

@@ -66,7 +66,9 @@ export class SystemBus {
     const server = net.createServer();
     await new Promise<void>((resolve, reject) => {
       server.once("listening", () => resolve());
-      server.once("error", (err) => reject(new SystemBusError(`listening on ${socketPath} failed`, { socketPath }, { cause: err })));
+      server.once("error", (err) =>
+        reject(new SystemBusError(`listening on ${socketPath} failed`, { socketPath }, { cause: err })),
+      );
       server.listen({ path: socketPath });
     });
     fs.chmodSync(socketPath, 0o600);
@@ -85,7 +87,8 @@ export class SystemBus {
   /** Sends a signal from the service to every client whose match rules take it. */
   emitSignal(signal: Signal & { signature: string }): void {
     const senders = [this.service.name, SERVICE_UNIQUE];
-    for (const c of this.connections) if (c.wants(signal, senders)) c.send({ type: MessageType.signal, serial: 0, sender: SERVICE_UNIQUE, ...signal });
+    for (const c of this.connections)
+      if (c.wants(signal, senders)) c.send({ type: MessageType.signal, serial: 0, sender: SERVICE_UNIQUE, ...signal });
   }
 
   forget(c: BusConnection): void {
@@ -96,16 +99,21 @@ export class SystemBus {
   dispatch(c: BusConnection, call: BusMessage): MethodReply & { sender: string } {
     if (call.destination === BUS_NAME) return { ...this.busMethod(c, call), sender: BUS_NAME };
     if (call.destination !== this.service.name && call.destination !== SERVICE_UNIQUE) {
-      throw new DBusMethodError("org.freedesktop.DBus.Error.ServiceUnknown", `The name ${call.destination ?? "(none)"} was not provided by any .service files`);
+      throw new DBusMethodError(
+        "org.freedesktop.DBus.Error.ServiceUnknown",
+        `The name ${call.destination ?? "(none)"} was not provided by any .service files`,
+      );
     }
     const handler = this.service.objects.get(call.path ?? "");
-    if (!handler) throw new DBusMethodError("org.freedesktop.DBus.Error.UnknownObject", `Unknown object '${call.path ?? ""}'`);
+    if (!handler)
+      throw new DBusMethodError("org.freedesktop.DBus.Error.UnknownObject", `Unknown object '${call.path ?? ""}'`);
     return { ...handler(call), sender: SERVICE_UNIQUE };
   }
 
   private busMethod(c: BusConnection, call: BusMessage): MethodReply {
     const args = call.body ?? [];
-    const owner = (name: unknown) => (name === BUS_NAME ? BUS_NAME : name === this.service.name || name === SERVICE_UNIQUE ? SERVICE_UNIQUE : undefined);
+    const owner = (name: unknown) =>
+      name === BUS_NAME ? BUS_NAME : name === this.service.name || name === SERVICE_UNIQUE ? SERVICE_UNIQUE : undefined;
     switch (call.member) {
       case "Hello":
         return { signature: "s", body: [c.uniqueName] };
@@ -117,7 +125,11 @@ export class SystemBus {
         return {};
       case "GetNameOwner": {
         const found = owner(args[0]);
-        if (!found) throw new DBusMethodError("org.freedesktop.DBus.Error.NameHasNoOwner", `Could not get owner of name '${String(args[0])}': no such name`);
+        if (!found)
+          throw new DBusMethodError(
+            "org.freedesktop.DBus.Error.NameHasNoOwner",
+            `Could not get owner of name '${String(args[0])}': no such name`,
+          );
         return { signature: "s", body: [found] };
       }
       case "NameHasOwner":
@@ -125,7 +137,10 @@ export class SystemBus {
       case "ListNames":
         return { signature: "as", body: [[BUS_NAME, this.service.name, SERVICE_UNIQUE]] };
       default:
-        throw new DBusMethodError("org.freedesktop.DBus.Error.UnknownMethod", `${BUS_NAME} has no method ${call.member ?? ""} here`);
+        throw new DBusMethodError(
+          "org.freedesktop.DBus.Error.UnknownMethod",
+          `${BUS_NAME} has no method ${call.member ?? ""} here`,
+        );
     }
   }
 }
@@ -169,7 +184,11 @@ class BusConnection {
 
   removeMatch(rule: string): void {
     const i = this.matches.indexOf(rule);
-    if (i < 0) throw new DBusMethodError("org.freedesktop.DBus.Error.MatchRuleNotFound", "The given match rule wasn't found and can't be removed");
+    if (i < 0)
+      throw new DBusMethodError(
+        "org.freedesktop.DBus.Error.MatchRuleNotFound",
+        "The given match rule wasn't found and can't be removed",
+      );
     this.matches.splice(i, 1);
   }
 
@@ -190,7 +209,8 @@ class BusConnection {
       throw err;
     }
     this.writer.write(encoded.data, encoded.fds, (err) => {
-      if (err) log.warn("writing to a system bus client failed", { client: this.uniqueName, error: describeError(err) });
+      if (err)
+        log.warn("writing to a system bus client failed", { client: this.uniqueName, error: describeError(err) });
       done?.();
     });
   }
@@ -226,9 +246,21 @@ class BusConnection {
       this.send({ ...reply, type: MessageType.methodReturn, sender, ...(signature ? { signature, body } : {}) }, done);
     } catch (err) {
       // Anything but a D-Bus error is ours (a pipe that could not open): the caller gets Failed, as from logind.
-      if (!(err instanceof DBusMethodError)) log.error("a system bus call failed", { member: call.member, error: describeError(err) });
-      const [errorName, message] = err instanceof DBusMethodError ? [err.errorName, err.message] : ["org.freedesktop.DBus.Error.Failed", describeError(err)];
-      if (wantsReply) this.send({ ...reply, type: MessageType.error, sender: call.destination ?? BUS_NAME, errorName, signature: "s", body: [message] });
+      if (!(err instanceof DBusMethodError))
+        log.error("a system bus call failed", { member: call.member, error: describeError(err) });
+      const [errorName, message] =
+        err instanceof DBusMethodError
+          ? [err.errorName, err.message]
+          : ["org.freedesktop.DBus.Error.Failed", describeError(err)];
+      if (wantsReply)
+        this.send({
+          ...reply,
+          type: MessageType.error,
+          sender: call.destination ?? BUS_NAME,
+          errorName,
+          signature: "s",
+          body: [message],
+        });
     }
   }
 }
@@ -242,14 +274,21 @@ export function matchRule(rule: string, signal: Signal, senders: readonly string
     const [, key = "", value = ""] = m;
     const argN = /^arg(\d+)$/.exec(key);
     const ok =
-      key === "type" ? value === "signal"
-      : key === "sender" ? senders.includes(value)
-      : key === "interface" ? value === signal.interface
-      : key === "member" ? value === signal.member
-      : key === "path" ? value === signal.path
-      : key === "path_namespace" ? signal.path === value || signal.path.startsWith(`${value}/`)
-      : argN ? signal.body[Number(argN[1])] === value
-      : true;
+      key === "type"
+        ? value === "signal"
+        : key === "sender"
+          ? senders.includes(value)
+          : key === "interface"
+            ? value === signal.interface
+            : key === "member"
+              ? value === signal.member
+              : key === "path"
+                ? value === signal.path
+                : key === "path_namespace"
+                  ? signal.path === value || signal.path.startsWith(`${value}/`)
+                  : argN
+                    ? signal.body[Number(argN[1])] === value
+                    : true;
     if (!ok) return false;
   }
   return true;

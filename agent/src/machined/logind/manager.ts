@@ -15,7 +15,6 @@ export { INHIBIT_DELAY_MAX_MS, LOGIND_NAME, LOGIND_PATH, MANAGER_INTERFACE } fro
 const PROPERTIES_INTERFACE = "org.freedesktop.DBus.Properties";
 const INTROSPECTABLE_INTERFACE = "org.freedesktop.DBus.Introspectable";
 
-
 export interface Inhibitor {
   what: string;
   who: string;
@@ -57,7 +56,11 @@ const introspection = `<!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object I
 </node>
 `;
 
-const unknownMethod = (call: BusMessage) => new DBusMethodError("org.freedesktop.DBus.Error.UnknownMethod", `No method ${call.member ?? ""} on interface ${call.interface ?? ""}`);
+const unknownMethod = (call: BusMessage) =>
+  new DBusMethodError(
+    "org.freedesktop.DBus.Error.UnknownMethod",
+    `No method ${call.member ?? ""} on interface ${call.interface ?? ""}`,
+  );
 
 /** The login1 Manager object: hands out inhibitor locks and knows which are still held. */
 export class LogindManager {
@@ -98,7 +101,8 @@ export class LogindManager {
 
   private property(iface: string, name: string): Variant {
     const value = iface === MANAGER_INTERFACE ? this.properties()[name] : undefined;
-    if (!value) throw new DBusMethodError("org.freedesktop.DBus.Error.UnknownProperty", `Unknown property ${iface}.${name}`);
+    if (!value)
+      throw new DBusMethodError("org.freedesktop.DBus.Error.UnknownProperty", `Unknown property ${iface}.${name}`);
     return value;
   }
 
@@ -109,7 +113,10 @@ export class LogindManager {
   private inhibit(args: unknown[]): MethodReply {
     const [what, who, why, mode] = args.map(String);
     if (args.length !== 4 || !what || !who || !why || (mode !== "delay" && mode !== "block")) {
-      throw new DBusMethodError("org.freedesktop.DBus.Error.InvalidArgs", "Inhibit takes what, who, why and mode (delay or block)");
+      throw new DBusMethodError(
+        "org.freedesktop.DBus.Error.InvalidArgs",
+        "Inhibit takes what, who, why and mode (delay or block)",
+      );
     }
     const pipe = openPipe();
     const inhibitor: Inhibitor = { what, who, why, mode };

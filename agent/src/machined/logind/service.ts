@@ -54,7 +54,13 @@ export class Logind {
   async waitShutdown(signal: AbortSignal): Promise<ShutdownWait> {
     const { bus, manager } = this;
     if (!bus || !manager) return "released";
-    bus.emitSignal({ path: LOGIND_PATH, interface: MANAGER_INTERFACE, member: "PrepareForShutdown", signature: "b", body: [true] });
+    bus.emitSignal({
+      path: LOGIND_PATH,
+      interface: MANAGER_INTERFACE,
+      member: "PrepareForShutdown",
+      signature: "b",
+      body: [true],
+    });
     const holders = manager.shutdownDelays().map((i) => i.who);
     if (holders.length === 0) return "released";
     log.info("waiting for the shutdown inhibitor locks", { holders, timeoutMs: this.shutdownTimeoutMs });

@@ -58,7 +58,11 @@ export class MessageReader {
   push(chunk: Buffer): BusMessage[] {
     this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
     const out: BusMessage[] = [];
-    for (let len = messageLength(this.pending); len !== undefined && this.pending.length >= len; len = messageLength(this.pending)) {
+    for (
+      let len = messageLength(this.pending);
+      len !== undefined && this.pending.length >= len;
+      len = messageLength(this.pending)
+    ) {
       out.push(decodeMessage(this.pending.subarray(0, len)));
       this.pending = this.pending.subarray(len);
     }
@@ -67,13 +71,32 @@ export class MessageReader {
 }
 
 // Header field codes (the specification's), by BusMessage's names for them.
-const headerFields = [undefined, "path", "interface", "member", "errorName", "replySerial", "destination", "sender", "signature", "unixFd"] as const;
+const headerFields = [
+  undefined,
+  "path",
+  "interface",
+  "member",
+  "errorName",
+  "replySerial",
+  "destination",
+  "sender",
+  "signature",
+  "unixFd",
+] as const;
 
 function decodeMessage(buf: Buffer): BusMessage {
   try {
     const reader = new DBusBuffer(buf, 0, buf[0]!, null, {});
     // The header's signature fixes these types: yyyyuua(yv), each field a (code, (signature, [value])).
-    const [, type, flags, , , serial, fields] = reader.read("yyyyuua(yv)") as [number, number, number, number, number, number, [number, [unknown, [unknown]]][]];
+    const [, type, flags, , , serial, fields] = reader.read("yyyyuua(yv)") as [
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      [number, [unknown, [unknown]]][],
+    ];
     const msg: Record<string, unknown> = { type, flags, serial };
     for (const [code, [, [value]]] of fields) {
       const name = headerFields[code];

@@ -4,7 +4,12 @@
 // Hostname, instance id/type/lifecycle, public IPv4/IPv6 and placement make the
 // PlatformMetadata and the external addresses; /latest/user-data is the configuration.
 
-import { emptyPlatformNetworkConfig, hostnameSpec, validIps, type PlatformNetworkConfig } from "../../network/platform-config.js";
+import {
+  emptyPlatformNetworkConfig,
+  hostnameSpec,
+  validIps,
+  type PlatformNetworkConfig,
+} from "../../network/platform-config.js";
 import { getOptional, MetadataError, MetadataUnreachableError, type MetadataHttp } from "./metadata-http.js";
 import { nonEmpty, type CloudPlatform, type PlatformIo } from "./platform.js";
 
@@ -35,7 +40,8 @@ async function sessionToken(http: MetadataHttp): Promise<string | undefined> {
   if (reply.status === 200) return reply.body.toString("utf8").trim();
   if (reply.status === 403 || reply.status === 404 || reply.status === 405) return undefined;
   const message = `PUT ${url}: status ${reply.status}`;
-  if (reply.status >= 500 || reply.status === 429) throw new MetadataUnreachableError(message, { url, status: reply.status });
+  if (reply.status >= 500 || reply.status === 429)
+    throw new MetadataUnreachableError(message, { url, status: reply.status });
   throw new MetadataError(message, { url, status: reply.status });
 }
 

@@ -7,10 +7,24 @@
 // gateway) and the load balancer's public frontends.
 
 import { DEFAULT_ROUTE_METRIC } from "../../network/config-specs.js";
-import { dhcp6Operator, emptyPlatformNetworkConfig, hostnameSpec, staticRoute, validIps, type PlatformNetworkConfig } from "../../network/platform-config.js";
+import {
+  dhcp6Operator,
+  emptyPlatformNetworkConfig,
+  hostnameSpec,
+  staticRoute,
+  validIps,
+  type PlatformNetworkConfig,
+} from "../../network/platform-config.js";
 import { describeError } from "../../errors.js";
 import { arr, asArray, asObject, obj, str } from "./json-fields.js";
-import { getOptional, getRequired, MetadataError, MetadataUnreachableError, parseJson, type MetadataHttp } from "./metadata-http.js";
+import {
+  getOptional,
+  getRequired,
+  MetadataError,
+  MetadataUnreachableError,
+  parseJson,
+  type MetadataHttp,
+} from "./metadata-http.js";
 import type { CloudPlatform, PlatformIo } from "./platform.js";
 import { retryWhileUnreachable } from "./retry.js";
 
@@ -18,7 +32,11 @@ export const azureApiVersions = ["2021-12-13", "2019-06-01"] as const;
 export const azureImds = "http://169.254.169.254/metadata/";
 export const wireServer = "http://168.63.129.16";
 const imdsHeaders = { Metadata: "true" };
-const wireHeaders = { "x-ms-agent-name": "WALinuxAgent", "x-ms-version": "2015-04-05", "Content-Type": "text/xml;charset=utf-8" };
+const wireHeaders = {
+  "x-ms-agent-name": "WALinuxAgent",
+  "x-ms-version": "2015-04-05",
+  "Content-Type": "text/xml;charset=utf-8",
+};
 /** The devices a provisioning CD shows up as. */
 export const provisioningCd = /(sr[0-9]|hd[c-z]|cdrom[0-9]|cd[0-9])/;
 // Azure's virtual router for IPv6.
@@ -63,7 +81,11 @@ export async function fetchAzureDocuments(io: PlatformIo): Promise<AzureDocument
     if (err instanceof MetadataError && /malformed JSON/.test(err.message)) throw err;
     io.log.warn("failed to fetch load balancer config from metadata service", { error: describeError(err) });
   }
-  return { compute: parseJson(compute, "instance/compute"), interfaces: parseJson(interfaces, "instance/network/interface"), ...(loadBalancer !== undefined ? { loadBalancer } : {}) };
+  return {
+    compute: parseJson(compute, "instance/compute"),
+    interfaces: parseJson(interfaces, "instance/network/interface"),
+    ...(loadBalancer !== undefined ? { loadBalancer } : {}),
+  };
 }
 
 /** Talos's ParseMetadata and ParseLoadBalancerIP for Azure. */
@@ -74,9 +96,12 @@ export function parseAzure(docs: AzureDocuments): PlatformNetworkConfig {
   const computerName = str(obj(c, "osProfile", "instance/compute"), "computerName", "instance/compute");
   if (computerName) config.hostnames.push(hostnameSpec(computerName));
   const interfaces = asArray(docs.interfaces, what).map((v) => asObject(v, what));
-  const addresses = (iface: Record<string, unknown>, family: "ipv4" | "ipv6") => arr(obj(iface, family, what), "ipAddress", what).map((a) => asObject(a, what));
+  const addresses = (iface: Record<string, unknown>, family: "ipv4" | "ipv6") =>
+    arr(obj(iface, family, what), "ipAddress", what).map((a) => asObject(a, what));
   const publicIPs: string[] = [];
-  for (const iface of interfaces) for (const family of ["ipv4", "ipv6"] as const) for (const a of addresses(iface, family)) publicIPs.push(str(a, "publicIpAddress", what));
+  for (const iface of interfaces)
+    for (const family of ["ipv4", "ipv6"] as const)
+      for (const a of addresses(iface, family)) publicIPs.push(str(a, "publicIpAddress", what));
   for (const [i, iface] of interfaces.entries()) {
     // As Talos: the interface's last IPv6 entry decides.
     const last = addresses(iface, "ipv6").at(-1);
@@ -88,12 +113,18 @@ export function parseAzure(docs: AzureDocuments): PlatformNetworkConfig {
   config.externalIPs = validIps(publicIPs);
   if (docs.loadBalancer !== undefined) {
     const lb = obj(asObject(docs.loadBalancer, "loadbalancer"), "loadbalancer", "loadbalancer");
-    const frontends = arr(lb, "publicIpAddresses", "loadbalancer").map((v) => str(asObject(v, "loadbalancer"), "frontendIpAddress", "loadbalancer"));
+    const frontends = arr(lb, "publicIpAddresses", "loadbalancer").map((v) =>
+      str(asObject(v, "loadbalancer"), "frontendIpAddress", "loadbalancer"),
+    );
     // IPv6 frontends are written in brackets.
-    config.externalIPs.push(...validIps(frontends.map((f) => (f.includes("]") ? f.slice(0, f.indexOf("]")).replace(/^\[/, "") : f))));
+    config.externalIPs.push(
+      ...validIps(frontends.map((f) => (f.includes("]") ? f.slice(0, f.indexOf("]")).replace(/^\[/, "") : f))),
+    );
   }
   const location = str(c, "location", "instance/compute");
-  const zone = str(c, "zone", "instance/compute") ? `${location}-${str(c, "zone", "instance/compute")}` : str(c, "platformFaultDomain", "instance/compute");
+  const zone = str(c, "zone", "instance/compute")
+    ? `${location}-${str(c, "zone", "instance/compute")}`
+    : str(c, "platformFaultDomain", "instance/compute");
   const resourceId = str(c, "resourceId", "instance/compute");
   const vmSize = str(c, "vmSize", "instance/compute");
   config.metadata = {
@@ -112,7 +143,10 @@ export function parseAzure(docs: AzureDocuments): PlatformNetworkConfig {
 /** CustomData of an ovf-env.xml, base64-decoded; undefined when it has none. */
 export function ovfCustomData(xml: string): Buffer | undefined {
   if (!/<(\w+:)?Environment[\s>]/.test(xml)) throw new MetadataError("ovf-env.xml: not an OVF environment document");
-  const section = /<(?:\w+:)?LinuxProvisioningConfigurationSet[\s>][\s\S]*?<\/(?:\w+:)?LinuxProvisioningConfigurationSet>/.exec(xml)?.[0] ?? "";
+  const section =
+    /<(?:\w+:)?LinuxProvisioningConfigurationSet[\s>][\s\S]*?<\/(?:\w+:)?LinuxProvisioningConfigurationSet>/.exec(
+      xml,
+    )?.[0] ?? "";
   const data = /<(?:\w+:)?CustomData>([^<]*)<\/(?:\w+:)?CustomData>/.exec(section)?.[1]?.trim() ?? "";
   if (data === "") return undefined;
   if (!/^[A-Za-z0-9+/\s]*={0,2}\s*$/.test(data)) throw new MetadataError("ovf-env.xml: CustomData is not base64");
@@ -142,12 +176,21 @@ export function healthReport(goalState: string): string {
 export async function reportReady(io: PlatformIo): Promise<void> {
   const http = io.http;
   const goalUrl = `${wireServer}/machine/?comp=goalstate`;
-  const goal = await retryWhileUnreachable(() => getRequired(http, goalUrl, { headers: wireHeaders }), io.retry, io.signal, (attempt, retryInMs, err) =>
-    io.log.warn("the Azure wire server is unreachable; retrying", { attempt, retryInMs, error: describeError(err) }),
+  const goal = await retryWhileUnreachable(
+    () => getRequired(http, goalUrl, { headers: wireHeaders }),
+    io.retry,
+    io.signal,
+    (attempt, retryInMs, err) =>
+      io.log.warn("the Azure wire server is unreachable; retrying", { attempt, retryInMs, error: describeError(err) }),
   );
   const healthUrl = `${wireServer}/machine/?comp=health`;
-  const posted = await http.request(healthUrl, { method: "POST", headers: wireHeaders, body: healthReport(goal.toString("utf8")) });
-  if (posted.status !== 200) throw new MetadataError(`POST ${healthUrl}: status ${posted.status}`, { status: posted.status });
+  const posted = await http.request(healthUrl, {
+    method: "POST",
+    headers: wireHeaders,
+    body: healthReport(goal.toString("utf8")),
+  });
+  if (posted.status !== 200)
+    throw new MetadataError(`POST ${healthUrl}: status ${posted.status}`, { status: posted.status });
 }
 
 async function readUserData(io: PlatformIo): Promise<Buffer | undefined> {

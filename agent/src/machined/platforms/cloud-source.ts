@@ -9,7 +9,13 @@ import type { Logger } from "../../log.js";
 import type { PlatformNetworkConfig } from "../../network/platform-config.js";
 import { MetadataUnreachableError } from "./metadata-http.js";
 import type { CloudPlatform, PlatformIo } from "./platform.js";
-import { networkRetry, RetriesExhaustedError, retryWhileUnreachable, userDataRetry, type RetryTiming } from "./retry.js";
+import {
+  networkRetry,
+  RetriesExhaustedError,
+  retryWhileUnreachable,
+  userDataRetry,
+  type RetryTiming,
+} from "./retry.js";
 
 /** The platform's user data could not be had: the service answered wrongly or never answered in time. */
 export class PlatformUserDataError extends SystemError {}
@@ -28,17 +34,30 @@ export interface CloudReadDeps {
  * answers 5xx) is asked again with backoff; any other failure, or running out of time, is a
  * PlatformUserDataError.
  */
-export async function readCloudUserData(d: CloudReadDeps, timing: RetryTiming = userDataRetry): Promise<Buffer | undefined> {
+export async function readCloudUserData(
+  d: CloudReadDeps,
+  timing: RetryTiming = userDataRetry,
+): Promise<Buffer | undefined> {
   await d.networkReady(d.signal);
   d.log.info(`fetching machine config from ${d.platform.name}`);
   const what = `failed to fetch the user data of platform ${d.platform.name}`;
   try {
-    return await retryWhileUnreachable(() => d.platform.readUserData(d.io), timing, d.signal, (attempt, retryInMs, err) =>
-      d.log.warn("fetching the user data failed; retrying", { platform: d.platform.name, attempt, retryInMs, error: describeError(err) }),
+    return await retryWhileUnreachable(
+      () => d.platform.readUserData(d.io),
+      timing,
+      d.signal,
+      (attempt, retryInMs, err) =>
+        d.log.warn("fetching the user data failed; retrying", {
+          platform: d.platform.name,
+          attempt,
+          retryInMs,
+          error: describeError(err),
+        }),
     );
   } catch (err) {
     if (d.signal.aborted) throw err;
-    if (err instanceof RetriesExhaustedError) throw new PlatformUserDataError(`${what} (${err.message})`, { platform: d.platform.name }, { cause: err.cause });
+    if (err instanceof RetriesExhaustedError)
+      throw new PlatformUserDataError(`${what} (${err.message})`, { platform: d.platform.name }, { cause: err.cause });
     throw new PlatformUserDataError(what, { platform: d.platform.name }, { cause: err });
   }
 }
@@ -54,7 +73,11 @@ export interface NetworkReadCallbacks {
  * Reads the platform's network until it is read once (or `signal` ends), restarting with
  * backoff after each failure; resolves when done. Never rejects.
  */
-export async function readCloudNetwork(d: CloudReadDeps, on: NetworkReadCallbacks, timing: RetryTiming = networkRetry): Promise<void> {
+export async function readCloudNetwork(
+  d: CloudReadDeps,
+  on: NetworkReadCallbacks,
+  timing: RetryTiming = networkRetry,
+): Promise<void> {
   const reported = new Set<string>();
   try {
     await d.networkReady(d.signal);
@@ -68,7 +91,12 @@ export async function readCloudNetwork(d: CloudReadDeps, on: NetworkReadCallback
         const message = `failed to read the network configuration of platform ${d.platform.name}: ${describeError(err)}`;
         const delay = timing.backoffMs(n);
         if (err instanceof MetadataUnreachableError) {
-          d.log.warn("the platform's metadata service is unreachable; retrying", { platform: d.platform.name, attempt: n, retryInMs: delay, error: describeError(err) });
+          d.log.warn("the platform's metadata service is unreachable; retrying", {
+            platform: d.platform.name,
+            attempt: n,
+            retryInMs: delay,
+            error: describeError(err),
+          });
         } else {
           d.log.error(message, { attempt: n, retryInMs: delay });
           if (!reported.has(message)) {
@@ -81,6 +109,7 @@ export async function readCloudNetwork(d: CloudReadDeps, on: NetworkReadCallback
     }
   } catch (err) {
     // Only an aborted wait ends up here: the node is shutting down.
-    if (!d.signal.aborted) d.log.error("reading the platform's network stopped", { platform: d.platform.name, error: describeError(err) });
+    if (!d.signal.aborted)
+      d.log.error("reading the platform's network stopped", { platform: d.platform.name, error: describeError(err) });
   }
 }

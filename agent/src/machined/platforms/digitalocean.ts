@@ -56,12 +56,27 @@ export function parseDigitalOceanMetadata(doc: unknown): PlatformNetworkConfig {
     }
     if (iface["ipv6"]) {
       const v6 = obj(iface, "ipv6", where);
-      config.addresses.push(staticAddress("eth0", prefixFrom(str(v6, "ip_address", where), String(num(v6, "cidr", where)), `${where}.ipv6`)));
+      config.addresses.push(
+        staticAddress(
+          "eth0",
+          prefixFrom(str(v6, "ip_address", where), String(num(v6, "cidr", where)), `${where}.ipv6`),
+        ),
+      );
       publicIPs.push(str(v6, "ip_address", where));
       const gateway = str(v6, "gateway", where);
-      if (gateway) config.routes.push(staticRoute("eth0", "inet6", { gateway: parseIp(gateway, `${where}.ipv6 gateway`), priority: 2 * DEFAULT_ROUTE_METRIC }));
+      if (gateway)
+        config.routes.push(
+          staticRoute("eth0", "inet6", {
+            gateway: parseIp(gateway, `${where}.ipv6 gateway`),
+            priority: 2 * DEFAULT_ROUTE_METRIC,
+          }),
+        );
     }
-    if (iface["anchor_ipv4"]) config.addresses.push({ ...ipv4Address("eth0", obj(iface, "anchor_ipv4", where), `${where}.anchor_ipv4`), scope: "link" });
+    if (iface["anchor_ipv4"])
+      config.addresses.push({
+        ...ipv4Address("eth0", obj(iface, "anchor_ipv4", where), `${where}.anchor_ipv4`),
+        scope: "link",
+      });
   }
   for (const [i, v] of arr(interfaces, "private", what).entries()) {
     const link = `eth${i + 1}`;
@@ -85,6 +100,7 @@ export function parseDigitalOceanMetadata(doc: unknown): PlatformNetworkConfig {
 
 export const digitalOcean: CloudPlatform = {
   name: "digital-ocean",
-  readNetwork: async (io: PlatformIo) => parseDigitalOceanMetadata(parseJson(await getRequired(io.http, digitalOceanMetadataUrl), what)),
+  readNetwork: async (io: PlatformIo) =>
+    parseDigitalOceanMetadata(parseJson(await getRequired(io.http, digitalOceanMetadataUrl), what)),
   readUserData: async (io: PlatformIo) => nonEmpty(await getOptional(io.http, digitalOceanUserDataUrl)),
 };

@@ -102,11 +102,18 @@ export function parseGcpMetadata(m: GcpMetadata, interfaces: GcpInterface[]): Pl
     for (const address of iface.ipv6) {
       if (address === "" || iface.gatewayIpv6 === "") continue;
       config.addresses.push(staticAddress(link, parsePrefix(address, `${link} ipv6`)));
-      config.routes.push(staticRoute(link, "inet6", { gateway: parseIp(iface.gatewayIpv6, `${link} gatewayIpv6`), priority: 2 * DEFAULT_ROUTE_METRIC }));
+      config.routes.push(
+        staticRoute(link, "inet6", {
+          gateway: parseIp(iface.gatewayIpv6, `${link} gatewayIpv6`),
+          priority: 2 * DEFAULT_ROUTE_METRIC,
+        }),
+      );
     }
   }
   for (const iface of interfaces) {
-    config.externalIPs.push(...validIps(iface.accessConfigs.filter((ac) => ac.type === "ONE_TO_ONE_NAT").map((ac) => ac.externalIp)));
+    config.externalIPs.push(
+      ...validIps(iface.accessConfigs.filter((ac) => ac.type === "ONE_TO_ONE_NAT").map((ac) => ac.externalIp)),
+    );
   }
   const dash = m.zone.lastIndexOf("-");
   const region = dash < 0 ? m.zone : m.zone.slice(0, dash);
@@ -125,6 +132,8 @@ export function parseGcpMetadata(m: GcpMetadata, interfaces: GcpInterface[]): Pl
 
 export const gcp: CloudPlatform = {
   name: "gcp",
-  readNetwork: async (io: PlatformIo) => parseGcpMetadata(await fetchGcpMetadata(io.http), await fetchGcpInterfaces(io.http)),
-  readUserData: async (io: PlatformIo) => nonEmpty(await getOptional(io.http, `${gcpEndpoint}instance/attributes/user-data`, { headers: flavor })),
+  readNetwork: async (io: PlatformIo) =>
+    parseGcpMetadata(await fetchGcpMetadata(io.http), await fetchGcpInterfaces(io.http)),
+  readUserData: async (io: PlatformIo) =>
+    nonEmpty(await getOptional(io.http, `${gcpEndpoint}instance/attributes/user-data`, { headers: flavor })),
 };

@@ -34,7 +34,12 @@ export interface HcloudMetadata {
 
 export async function fetchHcloudMetadata(http: MetadataHttp): Promise<HcloudMetadata> {
   const key = async (k: string) => (await getOptional(http, `${hcloudEndpoint}metadata/${k}`))?.toString("utf8") ?? "";
-  return { hostname: await key("hostname"), instanceId: await key("instance-id"), availabilityZone: await key("availability-zone"), publicIPv4: await key("public-ipv4") };
+  return {
+    hostname: await key("hostname"),
+    instanceId: await key("instance-id"),
+    availabilityZone: await key("availability-zone"),
+    publicIPv4: await key("public-ipv4"),
+  };
 }
 
 export function parseHcloudNetworkConfig(text: string): unknown {
@@ -48,7 +53,8 @@ export function parseHcloudNetworkConfig(text: string): unknown {
 /** Talos's ParseMetadata for Hetzner Cloud. */
 export function parseHcloud(networkDoc: unknown, m: HcloudMetadata): PlatformNetworkConfig {
   const net = asObject(networkDoc, networkWhat);
-  if (num(net, "version", networkWhat) !== 1) throw new MetadataError(`network-config metadata version=${num(net, "version", networkWhat)} is not supported`);
+  if (num(net, "version", networkWhat) !== 1)
+    throw new MetadataError(`network-config metadata version=${num(net, "version", networkWhat)} is not supported`);
   const config = emptyPlatformNetworkConfig();
   if (m.hostname) config.hostnames.push(hostnameSpec(m.hostname));
   const publicIPs = m.publicIPv4 ? [m.publicIPv4] : [];
@@ -61,7 +67,13 @@ export function parseHcloud(networkDoc: unknown, m: HcloudMetadata): PlatformNet
     for (const s of arr(entry, "subnets", where).map((x) => asObject(x, `${where} subnets`))) {
       const type = str(s, "type", where);
       if (type === "dhcp" && bool(s, "ipv4", where)) {
-        config.operators.push({ operator: "dhcp4", linkName: link, requireUp: false, dhcp4: { routeMetric: DEFAULT_ROUTE_METRIC }, layer: "platform" });
+        config.operators.push({
+          operator: "dhcp4",
+          linkName: link,
+          requireUp: false,
+          dhcp4: { routeMetric: DEFAULT_ROUTE_METRIC },
+          layer: "platform",
+        });
       }
       if (type === "static") {
         const address = str(s, "address", where);
@@ -70,7 +82,8 @@ export function parseHcloud(networkDoc: unknown, m: HcloudMetadata): PlatformNet
         config.addresses.push(staticAddress(link, p));
       }
       const gateway = str(s, "gateway", where);
-      if (gateway !== "" && bool(s, "ipv6", where)) config.routes.push(staticRoute(link, "inet6", { gateway: parseIp(gateway, `${where} gateway`) }));
+      if (gateway !== "" && bool(s, "ipv6", where))
+        config.routes.push(staticRoute(link, "inet6", { gateway: parseIp(gateway, `${where} gateway`) }));
     }
   }
   config.externalIPs = validIps(publicIPs);

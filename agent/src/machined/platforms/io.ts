@@ -28,7 +28,12 @@ export interface NodePlatformIoDeps {
 }
 
 /** Talos's scan of /dev: each matching device mounted read-only in turn; one that does not mount, or lacks the file, is passed over. */
-async function readDeviceFile(d: NodePlatformIoDeps, names: RegExp, fstype: string, file: string): Promise<VolumeFiles | undefined> {
+async function readDeviceFile(
+  d: NodePlatformIoDeps,
+  names: RegExp,
+  fstype: string,
+  file: string,
+): Promise<VolumeFiles | undefined> {
   const dev = d.devDir ?? "/dev";
   for (const name of (await fs.readdir(dev)).filter((n) => names.test(n)).sort()) {
     const device = path.join(dev, name);

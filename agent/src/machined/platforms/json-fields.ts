@@ -10,7 +10,8 @@ function wrong(what: string, key: string, want: string, v: unknown): MetadataErr
 }
 
 export function asObject(v: unknown, what: string): JsonObject {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) throw new MetadataError(`${what}: not a JSON object`, { what });
+  if (typeof v !== "object" || v === null || Array.isArray(v))
+    throw new MetadataError(`${what}: not a JSON object`, { what });
   // Checked above: a non-null, non-array object, which is what JSON.parse makes of `{...}`.
   return v as JsonObject;
 }

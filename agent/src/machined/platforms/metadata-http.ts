@@ -43,7 +43,11 @@ export function fetchMetadataHttp(signal: AbortSignal, timeoutMs = requestTimeou
         return { status: res.status, body: Buffer.from(await res.arrayBuffer()) };
       } catch (err) {
         if (signal.aborted) throw err;
-        throw new MetadataUnreachableError(`${req.method ?? "GET"} ${url}: ${describeError(err)}`, { url }, { cause: err });
+        throw new MetadataUnreachableError(
+          `${req.method ?? "GET"} ${url}: ${describeError(err)}`,
+          { url },
+          { cause: err },
+        );
       }
     },
   };
@@ -53,12 +57,17 @@ export function fetchMetadataHttp(signal: AbortSignal, timeoutMs = requestTimeou
  * The body of a 200 answer; undefined for a 404 (the service has no such key). A 5xx or 429
  * is MetadataUnreachableError, any other status MetadataError.
  */
-export async function getOptional(http: MetadataHttp, url: string, req: MetadataRequest = {}): Promise<Buffer | undefined> {
+export async function getOptional(
+  http: MetadataHttp,
+  url: string,
+  req: MetadataRequest = {},
+): Promise<Buffer | undefined> {
   const reply = await http.request(url, req);
   if (reply.status === 200) return reply.body;
   if (reply.status === 404) return undefined;
   const message = `${req.method ?? "GET"} ${url}: status ${reply.status}: ${JSON.stringify(reply.body.subarray(0, 64).toString("utf8"))}`;
-  if (reply.status >= 500 || reply.status === 429) throw new MetadataUnreachableError(message, { url, status: reply.status });
+  if (reply.status >= 500 || reply.status === 429)
+    throw new MetadataUnreachableError(message, { url, status: reply.status });
   throw new MetadataError(message, { url, status: reply.status });
 }
 

@@ -64,7 +64,12 @@ async function fromConfigDrive(io: PlatformIo): Promise<OpenstackDocuments | und
   io.log.info("found config disk (config-drive)", { device: volume.device });
   const userData = volume.files.get(configDriveFiles.userData);
   if (!userData) return undefined;
-  return { source: "config-drive", metaData: volume.files.get(configDriveFiles.metaData), networkData: volume.files.get(configDriveFiles.networkData), userData };
+  return {
+    source: "config-drive",
+    metaData: volume.files.get(configDriveFiles.metaData),
+    networkData: volume.files.get(configDriveFiles.networkData),
+    userData,
+  };
 }
 
 async function fromMetadataService(http: MetadataHttp): Promise<OpenstackDocuments> {
@@ -84,7 +89,12 @@ export async function readOpenstackDocuments(io: PlatformIo): Promise<OpenstackD
 export function parseOpenstackMetadata(doc: unknown): OpenstackMetadata {
   const what = configDriveFiles.metaData;
   const o = doc === undefined ? {} : asObject(doc, what);
-  return { uuid: str(o, "uuid", what), hostname: str(o, "hostname", what), availabilityZone: str(o, "availability_zone", what), instanceType: str(o, "instance_type", what) };
+  return {
+    uuid: str(o, "uuid", what),
+    hostname: str(o, "hostname", what),
+    availabilityZone: str(o, "availability_zone", what),
+    instanceType: str(o, "instance_type", what),
+  };
 }
 
 const physicalTypes = new Set(["phy", "vif", "ovs", "bridge", "tap", "vhostuser", "hw_veb"]);
@@ -92,7 +102,10 @@ const physicalTypes = new Set(["phy", "vif", "ovs", "bridge", "tap", "vhostuser"
 function bondLink(name: string, l: JsonObject, what: string): LinkSpecSpec {
   const miimonText = str(l, "bond_miimon", what);
   const miimon = miimonText === "" ? 0 : Number(miimonText);
-  if (!Number.isInteger(miimon) || miimon < 0) throw new PlatformDataError(`${what}: bond_miimon is not a number: ${JSON.stringify(miimonText)}`, { value: miimonText });
+  if (!Number.isInteger(miimon) || miimon < 0)
+    throw new PlatformDataError(`${what}: bond_miimon is not a number: ${JSON.stringify(miimonText)}`, {
+      value: miimonText,
+    });
   const spec = {
     mode: str(l, "bond_mode", what),
     xmitHashPolicy: str(l, "bond_xmit_hash_policy", what) || "layer2",
@@ -105,18 +118,38 @@ function bondLink(name: string, l: JsonObject, what: string): LinkSpecSpec {
     updelay: 200,
     downdelay: 200,
   };
-  for (const [key, option] of [["mode", "bond_mode"], ["xmitHashPolicy", "bond_xmit_hash_policy"]] as const) {
+  for (const [key, option] of [
+    ["mode", "bond_mode"],
+    ["xmitHashPolicy", "bond_xmit_hash_policy"],
+  ] as const) {
     try {
       bondValue(key, spec[key]);
     } catch (err) {
-      throw new PlatformDataError(`${what}: invalid ${option} ${JSON.stringify(spec[key])}`, { value: spec[key] }, { cause: err });
+      throw new PlatformDataError(
+        `${what}: invalid ${option} ${JSON.stringify(spec[key])}`,
+        { value: spec[key] },
+        { cause: err },
+      );
     }
   }
-  return { name, logical: true, up: true, mtu: num(l, "mtu", what), kind: "bond", type: "ether", bondMaster: withBondDefaults(spec), layer: "platform" };
+  return {
+    name,
+    logical: true,
+    up: true,
+    mtu: num(l, "mtu", what),
+    kind: "bond",
+    type: "ether",
+    bondMaster: withBondDefaults(spec),
+    layer: "platform",
+  };
 }
 
 /** Talos's ParseMetadata for OpenStack. */
-export function parseOpenstack(meta: OpenstackMetadata, networkDoc: unknown, externalIPs: string[]): PlatformNetworkConfig {
+export function parseOpenstack(
+  meta: OpenstackMetadata,
+  networkDoc: unknown,
+  externalIPs: string[],
+): PlatformNetworkConfig {
   const what = configDriveFiles.networkData;
   const net = networkDoc === undefined ? {} : asObject(networkDoc, what);
   const config = emptyPlatformNetworkConfig();
@@ -148,7 +181,15 @@ export function parseOpenstack(meta: OpenstackMetadata, networkDoc: unknown, ext
     const mac = str(l, "ethernet_mac_address", what);
     if (mac !== "") config.linkMacs = { ...config.linkMacs, [name]: mac.toLowerCase() };
     names.set(id, name);
-    const link: LinkSpecSpec = { name, logical: false, up: true, mtu: num(l, "mtu", what), kind: "", type: "ether", layer: "platform" };
+    const link: LinkSpecSpec = {
+      name,
+      logical: false,
+      up: true,
+      mtu: num(l, "mtu", what),
+      kind: "",
+      type: "ether",
+      layer: "platform",
+    };
     const master = bondOf.get(id);
     if (master) {
       const index = slaveIndex.get(master) ?? 0;
@@ -163,8 +204,16 @@ export function parseOpenstack(meta: OpenstackMetadata, networkDoc: unknown, ext
     if (str(n, "id", what) === "" || !link) continue;
     const type = str(n, "type", what);
     const where = `${what} network ${str(n, "id", what)}`;
-    if (type === "ipv4_dhcp") config.operators.push({ ...dhcp4Operator(link), dhcp4: { routeMetric: DEFAULT_ROUTE_METRIC, skipHostnameRequest: true } });
-    else if (["ipv6_dhcp", "ipv6_dhcpv6-stateless", "ipv6_dhcpv6-stateful"].includes(type)) config.operators.push({ ...dhcp6Operator(link), dhcp6: { routeMetric: 2 * DEFAULT_ROUTE_METRIC, skipHostnameRequest: true } });
+    if (type === "ipv4_dhcp")
+      config.operators.push({
+        ...dhcp4Operator(link),
+        dhcp4: { routeMetric: DEFAULT_ROUTE_METRIC, skipHostnameRequest: true },
+      });
+    else if (["ipv6_dhcp", "ipv6_dhcpv6-stateless", "ipv6_dhcpv6-stateful"].includes(type))
+      config.operators.push({
+        ...dhcp6Operator(link),
+        dhcp6: { routeMetric: 2 * DEFAULT_ROUTE_METRIC, skipHostnameRequest: true },
+      });
     else if (!["ipv4", "ipv6", "ipv6_slaac"].includes(type)) continue;
     const address = str(n, "ip_address", what);
     if (address !== "") {
@@ -172,7 +221,12 @@ export function parseOpenstack(meta: OpenstackMetadata, networkDoc: unknown, ext
       config.addresses.push(staticAddress(link, p));
       const gateway = str(n, "gateway", what);
       if (gateway !== "") {
-        config.routes.push(staticRoute(link, p.family, { gateway: parseIp(gateway, `${where} gateway`), priority: p.family === "inet6" ? 2 * DEFAULT_ROUTE_METRIC : DEFAULT_ROUTE_METRIC }));
+        config.routes.push(
+          staticRoute(link, p.family, {
+            gateway: parseIp(gateway, `${where} gateway`),
+            priority: p.family === "inet6" ? 2 * DEFAULT_ROUTE_METRIC : DEFAULT_ROUTE_METRIC,
+          }),
+        );
       }
     }
     for (const r of arr(n, "routes", what).map((v) => asObject(v, `${where} routes`))) {
@@ -207,9 +261,13 @@ async function readNetwork(io: PlatformIo): Promise<PlatformNetworkConfig> {
   const externalIPs: string[] = [];
   if (docs.source === "metadata-service") {
     // As Talos: the EC2-style keys only where the service was the source; they may be missing.
-    const publicIp = (await getOptional(io.http, `${openstackEndpoint}latest/meta-data/public-ipv4`))?.toString("utf8").trim() ?? "";
+    const publicIp =
+      (await getOptional(io.http, `${openstackEndpoint}latest/meta-data/public-ipv4`))?.toString("utf8").trim() ?? "";
     externalIPs.push(...validIps([publicIp]));
-    if (meta.instanceType === "") meta.instanceType = (await getOptional(io.http, `${openstackEndpoint}latest/meta-data/instance-type`))?.toString("utf8").trim() ?? "";
+    if (meta.instanceType === "")
+      meta.instanceType =
+        (await getOptional(io.http, `${openstackEndpoint}latest/meta-data/instance-type`))?.toString("utf8").trim() ??
+        "";
   }
   return parseOpenstack(meta, json(docs.networkData, configDriveFiles.networkData), externalIPs);
 }

@@ -5,7 +5,16 @@
 // and NTP server. The configuration is the base64 user_data of the instance's metadata.
 
 import { DEFAULT_ROUTE_METRIC } from "../../network/config-specs.js";
-import { dhcp6Operator, emptyPlatformNetworkConfig, hostnameSpec, parseIp, resolvers, staticRoute, timeServers, type PlatformNetworkConfig } from "../../network/platform-config.js";
+import {
+  dhcp6Operator,
+  emptyPlatformNetworkConfig,
+  hostnameSpec,
+  parseIp,
+  resolvers,
+  staticRoute,
+  timeServers,
+  type PlatformNetworkConfig,
+} from "../../network/platform-config.js";
 import { asArray, asObject, str } from "./json-fields.js";
 import { getOptional, getRequired, parseJson } from "./metadata-http.js";
 import type { CloudPlatform, PlatformIo } from "./platform.js";
@@ -26,7 +35,12 @@ export function parseOracle(instanceDoc: unknown, vnicsDoc: unknown): PlatformNe
     if (str(vnic, "ipv6SubnetCidrBlock", "vnics") === "" || router === "") continue;
     const link = `eth${i}`;
     config.operators.push(dhcp6Operator(link, DEFAULT_ROUTE_METRIC));
-    config.routes.push(staticRoute(link, "inet6", { gateway: parseIp(router, `vnics[${i}] ipv6VirtualRouterIp`), priority: 2 * DEFAULT_ROUTE_METRIC }));
+    config.routes.push(
+      staticRoute(link, "inet6", {
+        gateway: parseIp(router, `vnics[${i}] ipv6VirtualRouterIp`),
+        priority: 2 * DEFAULT_ROUTE_METRIC,
+      }),
+    );
   }
   config.resolvers.push(resolvers([metadataServer]));
   config.timeServers.push(timeServers([metadataServer]));
@@ -55,7 +69,9 @@ async function readNetwork(io: PlatformIo): Promise<PlatformNetworkConfig> {
 
 /** The user_data key, base64-decoded; what is not base64 is no configuration, as Talos takes it. */
 async function readUserData(io: PlatformIo): Promise<Buffer | undefined> {
-  const data = (await getOptional(io.http, `${oracleEndpoint}instance/metadata/user_data`, { headers: auth }))?.toString("utf8").trim();
+  const data = (await getOptional(io.http, `${oracleEndpoint}instance/metadata/user_data`, { headers: auth }))
+    ?.toString("utf8")
+    .trim();
   if (!data || !/^[A-Za-z0-9+/]*={0,2}$/.test(data) || data.length % 4 !== 0) return undefined;
   return Buffer.from(data, "base64");
 }

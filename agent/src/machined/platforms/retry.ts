@@ -36,7 +36,12 @@ export class RetriesExhaustedError extends SystemError {}
  * `fn`'s result, asked again after each MetadataUnreachableError (`onRetry` told first) until
  * the next wait would pass the total: then RetriesExhaustedError with the last failure as cause.
  */
-export async function retryWhileUnreachable<T>(fn: () => Promise<T>, timing: RetryTiming, signal: AbortSignal, onRetry: (attempt: number, delayMs: number, err: unknown) => void): Promise<T> {
+export async function retryWhileUnreachable<T>(
+  fn: () => Promise<T>,
+  timing: RetryTiming,
+  signal: AbortSignal,
+  onRetry: (attempt: number, delayMs: number, err: unknown) => void,
+): Promise<T> {
   const started = Date.now();
   for (let n = 1; ; n++) {
     signal.throwIfAborted();
@@ -45,7 +50,8 @@ export async function retryWhileUnreachable<T>(fn: () => Promise<T>, timing: Ret
     } catch (err) {
       if (signal.aborted || !(err instanceof MetadataUnreachableError)) throw err;
       const delay = timing.backoffMs(n);
-      if (Date.now() - started + delay > timing.totalTimeoutMs) throw new RetriesExhaustedError(`gave up after ${n} attempts`, { attempts: n }, { cause: err });
+      if (Date.now() - started + delay > timing.totalTimeoutMs)
+        throw new RetriesExhaustedError(`gave up after ${n} attempts`, { attempts: n }, { cause: err });
       onRetry(n, delay, err);
       await timing.wait(delay, signal);
     }

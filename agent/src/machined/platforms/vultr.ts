@@ -3,7 +3,18 @@
 // one, DHCPv4; the public interfaces' addresses as external IPs; the region code and the
 // instance's v2 id. /latest/user-data is the configuration.
 
-import { emptyPlatformNetworkConfig, hostnameSpec, linkUp, parseIp, prefixFrom, dhcp4Operator, staticAddress, staticRoute, validIps, type PlatformNetworkConfig } from "../../network/platform-config.js";
+import {
+  emptyPlatformNetworkConfig,
+  hostnameSpec,
+  linkUp,
+  parseIp,
+  prefixFrom,
+  dhcp4Operator,
+  staticAddress,
+  staticRoute,
+  validIps,
+  type PlatformNetworkConfig,
+} from "../../network/platform-config.js";
 import { arr, asObject, obj, str } from "./json-fields.js";
 import { getOptional, getRequired, parseJson } from "./metadata-http.js";
 import { nonEmpty, type CloudPlatform, type PlatformIo } from "./platform.js";
@@ -30,10 +41,22 @@ export function parseVultrMetadata(doc: unknown): PlatformNetworkConfig {
     if (address !== "") {
       if (type === "public") publicIPs.push(address);
       // Vultr always gives a dotted netmask.
-      config.addresses.push(staticAddress(link, prefixFrom(parseIp(address, `${where}.ipv4 address`), parseIp(str(v4, "netmask", where), `${where}.ipv4 netmask`), `${where}.ipv4`)));
+      config.addresses.push(
+        staticAddress(
+          link,
+          prefixFrom(
+            parseIp(address, `${where}.ipv4 address`),
+            parseIp(str(v4, "netmask", where), `${where}.ipv4 netmask`),
+            `${where}.ipv4`,
+          ),
+        ),
+      );
       const gateway = str(v4, "gateway", where);
       // Talos gives this route no priority (the kernel's 0).
-      if (gateway !== "") config.routes.push(staticRoute(link, "inet4", { gateway: parseIp(gateway, `${where}.ipv4 gateway`), priority: 0 }));
+      if (gateway !== "")
+        config.routes.push(
+          staticRoute(link, "inet4", { gateway: parseIp(gateway, `${where}.ipv4 gateway`), priority: 0 }),
+        );
     } else {
       config.operators.push(dhcp4Operator(link));
     }
@@ -55,6 +78,7 @@ export function parseVultrMetadata(doc: unknown): PlatformNetworkConfig {
 
 export const vultr: CloudPlatform = {
   name: "vultr",
-  readNetwork: async (io: PlatformIo) => parseVultrMetadata(parseJson(await getRequired(io.http, vultrMetadataUrl), what)),
+  readNetwork: async (io: PlatformIo) =>
+    parseVultrMetadata(parseJson(await getRequired(io.http, vultrMetadataUrl), what)),
   readUserData: async (io: PlatformIo) => nonEmpty(await getOptional(io.http, vultrUserDataUrl)),
 };

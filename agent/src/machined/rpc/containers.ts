@@ -33,14 +33,15 @@ export const k8sNamespace = "k8s.io";
 
 /** The CRI API for a -k request, or FailedPrecondition when no CRI containerd runs here. */
 export function criRuntime(cri: CriAccess | undefined, namespace: string | undefined): CriClient {
-  if (namespace !== k8sNamespace) throw new InvalidInputError("CRI inspector is supported only for K8s namespace", { namespace });
+  if (namespace !== k8sNamespace)
+    throw new InvalidInputError("CRI inspector is supported only for K8s namespace", { namespace });
   return runningCri(cri).runtime();
 }
 
 /** The CRI containerd when its service runs; FailedPrecondition otherwise. */
 export function runningCri(cri: CriAccess | undefined): CriAccess {
   if (!cri) throw new ConflictError("the CRI runtime is not available: this node runs no CRI containerd");
-  if (!cri.running()) throw new ConflictError("the CRI runtime is not running: service \"cri\" is not up");
+  if (!cri.running()) throw new ConflictError('the CRI runtime is not running: service "cri" is not up');
   return cri;
 }
 
@@ -66,7 +67,11 @@ function clientFor(clients: ContainerdClients, cri: CriAccess | undefined, req: 
 }
 
 async function view(client: ContainerdClient, withMetrics: boolean): Promise<ContainerView[]> {
-  const [containers, tasks, images] = await Promise.all([client.listContainers(), client.listTasks(), client.listImages()]);
+  const [containers, tasks, images] = await Promise.all([
+    client.listContainers(),
+    client.listTasks(),
+    client.listImages(),
+  ]);
   // containerd names a listed task by `id` (its container's id); `container_id` stays empty there.
   const taskOf = new Map(tasks.map((t) => [t.id || t.container_id, t]));
   // Talos shows an image by its digest, resolved to a name when an image of that digest exists.
@@ -77,7 +82,12 @@ async function view(client: ContainerdClient, withMetrics: boolean): Promise<Con
     const task = taskOf.get(c.id);
     if (!task) continue;
     const digest = c.image ? (digestOf.get(c.image) ?? "") : "";
-    const v: ContainerView = { id: c.id, image: imageNames.get(digest) ?? digest, pid: task.pid, status: TaskStatus[task.status] ?? "UNKNOWN" };
+    const v: ContainerView = {
+      id: c.id,
+      image: imageNames.get(digest) ?? digest,
+      pid: task.pid,
+      status: TaskStatus[task.status] ?? "UNKNOWN",
+    };
     if (withMetrics && task.status === TaskStatus.RUNNING) {
       const data = await client.taskMetrics(c.id);
       if (data) v.metrics = metricsFrom(data);
@@ -90,13 +100,19 @@ async function view(client: ContainerdClient, withMetrics: boolean): Promise<Con
 /** Memory (bytes) and CPU (ns) from a task's cgroup v1 or v2 statistics, as Talos reads them. */
 export function metricsFrom(data: Any): { memoryUsage: number; cpuUsage: number } {
   if (data.type_url.endsWith("io.containerd.cgroups.v1.Metrics")) {
-    const m = decodeMessage<{ cpu?: { usage?: { total: number } }; memory?: { total_inactive_file: number; usage?: { usage: number } } }>("io.containerd.cgroups.V1Metrics", data.value);
+    const m = decodeMessage<{
+      cpu?: { usage?: { total: number } };
+      memory?: { total_inactive_file: number; usage?: { usage: number } };
+    }>("io.containerd.cgroups.V1Metrics", data.value);
     const usage = m.memory?.usage?.usage ?? 0;
     const inactive = m.memory?.total_inactive_file ?? 0;
     return { memoryUsage: inactive < usage ? usage - inactive : 0, cpuUsage: m.cpu?.usage?.total ?? 0 };
   }
   if (data.type_url.endsWith("io.containerd.cgroups.v2.Metrics")) {
-    const m = decodeMessage<{ cpu?: { usage_usec: number }; memory?: { usage: number } }>("io.containerd.cgroups.V2Metrics", data.value);
+    const m = decodeMessage<{ cpu?: { usage_usec: number }; memory?: { usage: number } }>(
+      "io.containerd.cgroups.V2Metrics",
+      data.value,
+    );
     return { memoryUsage: m.memory?.usage ?? 0, cpuUsage: (m.cpu?.usage_usec ?? 0) * 1000 };
   }
   throw new InvalidInputError(`unknown task metrics type ${data.type_url}`);
@@ -104,13 +120,26 @@ export function metricsFrom(data: Any): { memoryUsage: number; cpuUsage: number 
 
 const isCri = (req: ContainerRequest) => req.driver === ContainerDriver.CRI;
 
-export async function containersResponse(clients: ContainerdClients, cri: CriAccess | undefined, req: ContainerRequest) {
+export async function containersResponse(
+  clients: ContainerdClients,
+  cri: CriAccess | undefined,
+  req: ContainerRequest,
+) {
   if (isCri(req)) {
     // A node that runs no CRI containerd at all has no Kubernetes containers (the support bundle asks anyway).
     if (!cri) return { messages: [{ containers: [] }] };
     const pods = await criPods(criRuntime(cri, req.namespace));
     const containers = pods.flatMap((pod) =>
-      pod.containers.map((c) => ({ namespace: req.namespace, id: c.display, pod_id: pod.name, name: c.name, image: c.image, pid: c.pid, status: c.status, network_namespace: c.networkNamespace })),
+      pod.containers.map((c) => ({
+        namespace: req.namespace,
+        id: c.display,
+        pod_id: pod.name,
+        name: c.name,
+        image: c.image,
+        pid: c.pid,
+        status: c.status,
+        network_namespace: c.networkNamespace,
+      })),
     );
     return { messages: [{ containers }] };
   }
@@ -133,18 +162,46 @@ export async function statsResponse(clients: ContainerdClients, cri: CriAccess |
     if (!cri) return { messages: [{ stats: [] }] };
     const pods = await criPods(criRuntime(cri, req.namespace));
     const stats = pods.flatMap((pod) =>
-      pod.containers.flatMap((c) => (c.metrics ? [{ namespace: req.namespace, id: c.display, pod_id: pod.name, name: c.name, memory_usage: c.metrics.memoryUsage, cpu_usage: c.metrics.cpuUsage }] : [])),
+      pod.containers.flatMap((c) =>
+        c.metrics
+          ? [
+              {
+                namespace: req.namespace,
+                id: c.display,
+                pod_id: pod.name,
+                name: c.name,
+                memory_usage: c.metrics.memoryUsage,
+                cpu_usage: c.metrics.cpuUsage,
+              },
+            ]
+          : [],
+      ),
     );
     return { messages: [{ stats }] };
   }
   const client = clientFor(clients, cri, req);
   const stats = (await view(client, true)).flatMap((c) =>
-    c.metrics ? [{ namespace: req.namespace, id: c.id, pod_id: c.id, name: c.id, memory_usage: c.metrics.memoryUsage, cpu_usage: c.metrics.cpuUsage }] : [],
+    c.metrics
+      ? [
+          {
+            namespace: req.namespace,
+            id: c.id,
+            pod_id: c.id,
+            name: c.id,
+            memory_usage: c.metrics.memoryUsage,
+            cpu_usage: c.metrics.cpuUsage,
+          },
+        ]
+      : [],
   );
   return { messages: [{ stats }] };
 }
 
-export async function restartResponse(clients: ContainerdClients, cri: CriAccess | undefined, req: ContainerRequest & { id?: string }) {
+export async function restartResponse(
+  clients: ContainerdClients,
+  cri: CriAccess | undefined,
+  req: ContainerRequest & { id?: string },
+) {
   const id = req.id ?? "";
   if (isCri(req)) {
     // Talos's CRI inspector stops the container (10 s grace) or the pod sandbox; the kubelet starts it again.

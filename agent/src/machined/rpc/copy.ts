@@ -45,7 +45,10 @@ const minor = (rdev: number) => Number((BigInt(rdev) & 0xffn) | ((BigInt(rdev) >
 /** One entry: header, then its data for a regular file. Throws the reason an entry is skipped. */
 async function* entry(file: string, relative: string, st: Stats): AsyncGenerator<Buffer> {
   const type = typeOf(st);
-  if (!type) throw new SystemError(st.isSocket() ? "archive/tar: sockets not supported" : "archive/tar: unknown file mode", { file });
+  if (!type)
+    throw new SystemError(st.isSocket() ? "archive/tar: sockets not supported" : "archive/tar: unknown file mode", {
+      file,
+    });
   const header: TarHeader = {
     name: type === TarType.dir ? `${relative}/` : relative,
     mode: st.mode & 0o7777,
@@ -56,7 +59,8 @@ async function* entry(file: string, relative: string, st: Stats): AsyncGenerator
     type,
   };
   if (type === TarType.symlink) header.linkname = await fs.readlink(file);
-  if (type === TarType.char || type === TarType.block) Object.assign(header, { devmajor: major(st.rdev), devminor: minor(st.rdev) });
+  if (type === TarType.char || type === TarType.block)
+    Object.assign(header, { devmajor: major(st.rdev), devminor: minor(st.rdev) });
   if (type !== TarType.file) {
     yield encodeHeader(header);
     return;
@@ -68,10 +72,13 @@ async function* entry(file: string, relative: string, st: Stats): AsyncGenerator
     if (header.size === 0) {
       // Size 0 may still have content (/proc, /sys): a short first read is the whole file; a full one is kept empty.
       const probe = Buffer.alloc(probeSize);
-      const n = await fh.read(probe, 0, probeSize, null).then((r) => r.bytesRead, (err: NodeJS.ErrnoException) => {
-        if (err.code === "EINVAL") return probeSize;
-        throw err;
-      });
+      const n = await fh.read(probe, 0, probeSize, null).then(
+        (r) => r.bytesRead,
+        (err: NodeJS.ErrnoException) => {
+          if (err.code === "EINVAL") return probeSize;
+          throw err;
+        },
+      );
       const data = n < probeSize ? probe.subarray(0, n) : Buffer.alloc(0);
       yield encodeHeader({ ...header, size: data.length });
       if (data.length > 0) yield Buffer.concat([data, dataPadding(data.length)]);
@@ -123,7 +130,9 @@ export async function* tarTree(root: string, errors: string[], signal?: AbortSig
       }
     } catch (err) {
       if (sent) throw err;
-      errors.push(`skipping ${JSON.stringify(item.name)}: ${err instanceof SystemError ? err.message : errnoText(err)}`);
+      errors.push(
+        `skipping ${JSON.stringify(item.name)}: ${err instanceof SystemError ? err.message : errnoText(err)}`,
+      );
       continue;
     }
     if (parts.length > 0) yield Buffer.concat(parts);
@@ -139,10 +148,13 @@ export async function streamCopy(call: grpc.ServerWritableStream<CopyRequest, un
   const errors: string[] = [];
   try {
     // The root must be there before any byte is sent; otherwise the only message says why.
-    const ok = await fs.lstat(rootPath).then(() => true, (err: unknown) => {
-      errors.push(pathErrorText("lstat", rootPath, err));
-      return false;
-    });
+    const ok = await fs.lstat(rootPath).then(
+      () => true,
+      (err: unknown) => {
+        errors.push(pathErrorText("lstat", rootPath, err));
+        return false;
+      },
+    );
     if (ok) {
       const gz = createGzip();
       // pipeline hands a failed walk on to gz, read below (.pipe would leave it an unheard 'error'), and a destroyed gz ends the walk.

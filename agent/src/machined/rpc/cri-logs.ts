@@ -30,7 +30,10 @@ export function tailLines(text: Buffer, n: number): Buffer {
 
 const chunkBytes = 64 * 1024;
 
-export async function streamCriLogs(cri: CriClient, call: grpc.ServerWritableStream<CriLogsRequest, unknown>): Promise<void> {
+export async function streamCriLogs(
+  cri: CriClient,
+  call: grpc.ServerWritableStream<CriLogsRequest, unknown>,
+): Promise<void> {
   const req = call.request;
   const id = req.id ?? "";
   const container = await criContainer(cri, id);
@@ -47,7 +50,8 @@ export async function streamCriLogs(cri: CriClient, call: grpc.ServerWritableStr
   try {
     await follower?.start(text.length);
     const first = tailLines(text, req.tail_lines ?? 0);
-    for (let i = 0; i < first.length; i += chunkBytes) if (!(await send(call, { bytes: first.subarray(i, i + chunkBytes) }))) return;
+    for (let i = 0; i < first.length; i += chunkBytes)
+      if (!(await send(call, { bytes: first.subarray(i, i + chunkBytes) }))) return;
     while (follower && !signal.aborted) {
       if (pending.length === 0) {
         await new Promise<void>((resolve) => {

@@ -31,7 +31,11 @@ const trimSlashes = (p: string) => p.replace(/\/+$/, "");
 const inside = (dir: string, p: string) => dir === "" || p === dir || p.startsWith(dir + "/");
 
 /** The entries for one path, in the order they are sent. */
-export async function* usageOf(root: string, req: DiskUsageRequest, opts: { signal?: AbortSignal; fs?: WalkFs } = {}): AsyncGenerator<DiskUsageInfo> {
+export async function* usageOf(
+  root: string,
+  req: DiskUsageRequest,
+  opts: { signal?: AbortSignal; fs?: WalkFs } = {},
+): AsyncGenerator<DiskUsageInfo> {
   const depthLimit = req.recursion_depth ?? 0;
   const threshold = req.threshold ?? 0;
   const folders = new Map<string, DiskUsageInfo>();
@@ -66,7 +70,12 @@ export async function* usageOf(root: string, req: DiskUsageRequest, opts: { sign
   try {
     first = await walker.next();
   } catch (err) {
-    yield { name: root, relative_name: root, size: 0, error: err instanceof Error ? err.message : pathErrorText("lstat", root, err) };
+    yield {
+      name: root,
+      relative_name: root,
+      size: 0,
+      error: err instanceof Error ? err.message : pathErrorText("lstat", root, err),
+    };
     return;
   }
   const entries = (async function* () {

@@ -28,7 +28,10 @@ export function bootTimeNs(uptimeText = readFileSync("/proc/uptime", "utf8"), no
 export function rfc3339Nano(ns: bigint): string {
   const ms = ns / 1_000_000n;
   const base = new Date(Number(ms)).toISOString().slice(0, 19);
-  const fraction = (((ns % 1_000_000_000n) + 1_000_000_000n) % 1_000_000_000n).toString().padStart(9, "0").replace(/0+$/, "");
+  const fraction = (((ns % 1_000_000_000n) + 1_000_000_000n) % 1_000_000_000n)
+    .toString()
+    .padStart(9, "0")
+    .replace(/0+$/, "");
   return `${base}${fraction ? "." + fraction : ""}Z`;
 }
 
@@ -41,7 +44,9 @@ export function formatKmsg(rec: KmsgRecord, bootNs: bigint): string {
 /** Opens the kernel log for reading, failing with Talos's words for Dmesg. */
 async function openKmsgReader(kmsgFile: string): ReturnType<typeof openKmsg> {
   return openKmsg(kmsgFile).catch((err: unknown) => {
-    throw new SystemError(`error opening /dev/kmsg reader: ${pathErrorText("open", kmsgFile, err)}`, { file: kmsgFile });
+    throw new SystemError(`error opening /dev/kmsg reader: ${pathErrorText("open", kmsgFile, err)}`, {
+      file: kmsgFile,
+    });
   });
 }
 
@@ -66,13 +71,21 @@ export async function* dmesgLines(signal: AbortSignal, kmsgFile = "/dev/kmsg"): 
 }
 
 /** Streams the kernel log until it is read (or, with follow, until the client cancels). */
-export async function streamDmesg(call: grpc.ServerWritableStream<DmesgRequest, unknown>, kmsgFile = "/dev/kmsg"): Promise<void> {
+export async function streamDmesg(
+  call: grpc.ServerWritableStream<DmesgRequest, unknown>,
+  kmsgFile = "/dev/kmsg",
+): Promise<void> {
   const boot = bootTimeNs();
   const fh = await openKmsgReader(kmsgFile);
   const { signal, dispose } = cancellation(call);
   try {
-    for await (const p of readKmsg(fh, { follow: call.request.follow === true, fromTail: call.request.tail === true, signal })) {
-      const message = "record" in p ? { bytes: Buffer.from(formatKmsg(p.record, boot)) } : { metadata: { error: p.error } };
+    for await (const p of readKmsg(fh, {
+      follow: call.request.follow === true,
+      fromTail: call.request.tail === true,
+      signal,
+    })) {
+      const message =
+        "record" in p ? { bytes: Buffer.from(formatKmsg(p.record, boot)) } : { metadata: { error: p.error } };
       if (!(await send(call, message))) return;
     }
   } finally {

@@ -41,14 +41,18 @@ export function bootstrapHandler(ctx: BootstrapContext): AnyHandler {
   return unaryHandler(async (req: { recover_etcd?: boolean; recover_skip_hash_check?: boolean }) => {
     log.info("bootstrap request received");
     if (ctx.bootstrapAllowed && !ctx.bootstrapAllowed()) throw new ConflictError("bootstrap is not available yet");
-    if (ctx.machineType() === "worker") throw new ConflictError("bootstrap can only be performed on a control plane node");
+    if (ctx.machineType() === "worker")
+      throw new ConflictError("bootstrap can only be performed on a control plane node");
     await timeSynced(ctx.state)
       .wait(AbortSignal.timeout(timeSyncWaitMs))
       .catch(() => {
         throw new ConflictError("time is not in sync yet");
       });
     if (!(await isDirEmpty(ctx.paths.dataDir))) throw new AlreadyExistsError("etcd data directory is not empty");
-    await ctx.bootstrapEtcd({ recover: req.recover_etcd === true, skipHashCheck: req.recover_skip_hash_check === true });
+    await ctx.bootstrapEtcd({
+      recover: req.recover_etcd === true,
+      skipHashCheck: req.recover_skip_hash_check === true,
+    });
     return { messages: [{}] };
   });
 }
@@ -67,14 +71,22 @@ export async function bootstrapEtcd(
     throw new SystemError("failed to stop etcd", {}, { cause: err });
   });
   if (!(await isDirEmpty(dataDir))) throw new SystemError("etcd data directory is not empty");
-  supervisor.start(bootstrapService(req)).catch((err: unknown) => log.warn(`error starting etcd in bootstrap mode: ${describeError(err)}`));
+  supervisor
+    .start(bootstrapService(req))
+    .catch((err: unknown) => log.warn(`error starting etcd in bootstrap mode: ${describeError(err)}`));
 }
 
 /** EtcdRecover: the uploaded snapshot, written to /var/lib/etcd.snapshot (0700), removed again if the upload fails. */
 export function recoverHandler(ctx: BootstrapContext, requireControlPlane: (api: string) => void): AnyHandler {
-  return async (call: grpc.ServerReadableStream<{ bytes?: Buffer }, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+  return async (
+    call: grpc.ServerReadableStream<{ bytes?: Buffer }, unknown>,
+    callback: grpc.sendUnaryData<unknown>,
+  ) => {
     const file = ctx.paths.recoverySnapshot;
-    const dirExists = await stat(path.dirname(file)).then(() => true, (err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? false : Promise.reject(err)));
+    const dirExists = await stat(path.dirname(file)).then(
+      () => true,
+      (err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? false : Promise.reject(err)),
+    );
     if (!dirExists) throw new ConflictError("etcd service is not ready for recovery yet");
     requireControlPlane("etcd recover");
     const out = createWriteStream(file, { mode: 0o700, flush: true });
@@ -85,9 +97,14 @@ export function recoverHandler(ctx: BootstrapContext, requireControlPlane: (api:
       });
       for await (const msg of call) {
         const bytes = (msg as { bytes?: Buffer }).bytes;
-        if (bytes && bytes.length > 0 && !out.write(bytes)) await new Promise<void>((resolve) => out.once("drain", resolve));
+        if (bytes && bytes.length > 0 && !out.write(bytes))
+          await new Promise<void>((resolve) => out.once("drain", resolve));
       }
-      await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(new SystemError("error writing snapshot", {}, { cause: err })) : resolve())));
+      await new Promise<void>((resolve, reject) =>
+        out.end((err?: Error | null) =>
+          err ? reject(new SystemError("error writing snapshot", {}, { cause: err })) : resolve(),
+        ),
+      );
     } catch (err) {
       out.destroy();
       await rm(file, { force: true });

@@ -7,10 +7,26 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { NotFoundError, SystemError, UnimplementedError } from "../../errors.js";
 import { unaryHandler, type ServiceImpl } from "../../grpc/server.js";
 import type { MachineTypeName } from "../../resources/catalog/config.js";
-import { ETCD_NAMESPACE, EtcdLocalMemberId, EtcdMemberType, formatMemberId, type EtcdMemberSpec } from "../../resources/catalog/etcd.js";
+import {
+  ETCD_NAMESPACE,
+  EtcdLocalMemberId,
+  EtcdMemberType,
+  formatMemberId,
+  type EtcdMemberSpec,
+} from "../../resources/catalog/etcd.js";
 import type { ResourceState } from "../../resources/state.js";
 import { resourceExists } from "../../services/conditions.js";
-import { adminTls, EtcdClient, endpointOf, etcdErrors, firstAnswering, isEtcdError, type AlarmMember, type EtcdClientOptions, type EtcdMemberInfo } from "../../sys/etcd/client.js";
+import {
+  adminTls,
+  EtcdClient,
+  endpointOf,
+  etcdErrors,
+  firstAnswering,
+  isEtcdError,
+  type AlarmMember,
+  type EtcdClientOptions,
+  type EtcdMemberInfo,
+} from "../../sys/etcd/client.js";
 import type { EtcdPaths } from "../../sys/etcd/paths.js";
 import { cancellation, send } from "./stream.js";
 import { bootstrapHandler, recoverHandler, type BootstrapContext } from "./etcd-bootstrap.js";
@@ -33,7 +49,8 @@ const isControlPlane = (t: MachineTypeName | undefined) => t === "controlplane" 
 
 /** Talos's checkControlplane. */
 function requireControlPlane(ctx: Pick<EtcdApiContext, "machineType">, api: string): void {
-  if (!isControlPlane(ctx.machineType())) throw new UnimplementedError(`${api} is only available on control plane nodes`);
+  if (!isControlPlane(ctx.machineType()))
+    throw new UnimplementedError(`${api} is only available on control plane nodes`);
 }
 
 /** `what: cause`, as Talos wraps the etcd client's errors. */
@@ -41,7 +58,11 @@ function failed(what: string, err: unknown): Error {
   return new SystemError(what, {}, { cause: err });
 }
 
-async function withLocal<T>(ctx: EtcdApiContext, opts: EtcdClientOptions, fn: (c: EtcdClient) => Promise<T>): Promise<T> {
+async function withLocal<T>(
+  ctx: EtcdApiContext,
+  opts: EtcdClientOptions,
+  fn: (c: EtcdClient) => Promise<T>,
+): Promise<T> {
   const client = new EtcdClient(`localhost:${ctx.clientPort}`, await adminTls(ctx.paths.pkiDir), opts);
   try {
     return await fn(client);
@@ -57,15 +78,18 @@ async function withControlPlane<T>(ctx: EtcdApiContext, fn: (c: EtcdClient) => P
   return firstAnswering(shuffled, await adminTls(ctx.paths.pkiDir), { requireLeader: true }, fn);
 }
 
-const mapAlarms = (alarms: AlarmMember[]) => alarms.map((a) => ({ member_id: a.memberId.toString(), alarm: a.alarm <= 2 ? a.alarm : 0 }));
+const mapAlarms = (alarms: AlarmMember[]) =>
+  alarms.map((a) => ({ member_id: a.memberId.toString(), alarm: a.alarm <= 2 ? a.alarm : 0 }));
 
 /** This node's member ID from EtcdMember `local`, waiting for it up to 3 min as Talos does. */
 async function localMemberId(ctx: EtcdApiContext, signal?: AbortSignal): Promise<bigint> {
   const ac = AbortSignal.timeout(3 * 60_000);
   const waitSignal = signal ? AbortSignal.any([signal, ac]) : ac;
-  await resourceExists(ctx.state, ETCD_NAMESPACE, EtcdMemberType, EtcdLocalMemberId).wait(waitSignal).catch((err: unknown) => {
-    throw new SystemError("failed to get local etcd member ID", {}, { cause: err });
-  });
+  await resourceExists(ctx.state, ETCD_NAMESPACE, EtcdMemberType, EtcdLocalMemberId)
+    .wait(waitSignal)
+    .catch((err: unknown) => {
+      throw new SystemError("failed to get local etcd member ID", {}, { cause: err });
+    });
   const spec = ctx.state.get<EtcdMemberSpec>(ETCD_NAMESPACE, EtcdMemberType, EtcdLocalMemberId)!.spec;
   return BigInt(`0x${spec.memberID}`);
 }
@@ -74,11 +98,16 @@ async function localMemberId(ctx: EtcdApiContext, signal?: AbortSignal): Promise
  * Talos's ForfeitLeadership: when this member leads, leadership moves to the first other member
  * (its name is returned); "" when it does not lead.
  */
-export async function forfeitLeadership(client: EtcdClient, memberId: bigint, tls: Awaited<ReturnType<typeof adminTls>>): Promise<string> {
+export async function forfeitLeadership(
+  client: EtcdClient,
+  memberId: bigint,
+  tls: Awaited<ReturnType<typeof adminTls>>,
+): Promise<string> {
   const { members } = await client.memberList();
   if (members.length === 1) throw new SystemError("cannot forfeit leadership, only one member");
   const self = members.find((m) => m.id === memberId);
-  if (!self) throw new SystemError(`failed to find ${JSON.stringify(formatMemberId(memberId))} in list of etcd members`);
+  if (!self)
+    throw new SystemError(`failed to find ${JSON.stringify(formatMemberId(memberId))} in list of etcd members`);
   for (const url of self.clientURLs) {
     const direct = new EtcdClient(endpointOf(url), tls);
     try {
@@ -122,9 +151,11 @@ async function leaveCluster(ctx: EtcdApiContext): Promise<void> {
       await withControlPlane(ctx, (c) => c.memberRemove(id));
       break;
     } catch (err) {
-      const settled = (transient(err) || isEtcdError(err, etcdErrors.memberNotFound)) && (await removed().catch(() => false));
+      const settled =
+        (transient(err) || isEtcdError(err, etcdErrors.memberNotFound)) && (await removed().catch(() => false));
       if (settled) break;
-      if (!transient(err) || Date.now() > deadline) throw new SystemError(`failed to remove member ${id}`, {}, { cause: err });
+      if (!transient(err) || Date.now() > deadline)
+        throw new SystemError(`failed to remove member ${id}`, {}, { cause: err });
       await sleep(retry.intervalMs);
     }
   }
@@ -148,12 +179,20 @@ export function etcdServiceImpl(ctx: EtcdApiContext): ServiceImpl {
     EtcdRecover: recoverHandler(ctx, (api) => requireControlPlane(ctx, api)),
     EtcdMemberList: unaryHandler(async (req: { query_local?: boolean }) => {
       requireControlPlane(ctx, "member list");
-      const members = req.query_local ? (await withLocal(ctx, { requireLeader: true }, (c) => c.memberList())).members : await controlPlaneMembers(ctx);
+      const members = req.query_local
+        ? (await withLocal(ctx, { requireLeader: true }, (c) => c.memberList())).members
+        : await controlPlaneMembers(ctx);
       return {
         messages: [
           {
             legacy_members: members.map((m) => m.name),
-            members: members.map((m) => ({ id: m.id.toString(), hostname: m.name, peer_urls: m.peerURLs, client_urls: m.clientURLs, is_learner: m.isLearner })),
+            members: members.map((m) => ({
+              id: m.id.toString(),
+              hostname: m.name,
+              peer_urls: m.peerURLs,
+              client_urls: m.clientURLs,
+              is_learner: m.isLearner,
+            })),
           },
         ],
       };

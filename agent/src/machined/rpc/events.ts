@@ -18,7 +18,10 @@ function message(e: MachineEvent) {
  * waits for the stream to drain: a slow follower keeps only its position in the bus's bounded
  * history; one that falls behind the history has its stream ended, as Talos ends the watch.
  */
-export async function streamEvents(bus: EventBus, call: grpc.ServerWritableStream<EventsRequest, unknown>): Promise<void> {
+export async function streamEvents(
+  bus: EventBus,
+  call: grpc.ServerWritableStream<EventsRequest, unknown>,
+): Promise<void> {
   const req = call.request;
   const wanted = (e: MachineEvent) => !req.with_actor_id || e.actorId === req.with_actor_id;
   const { signal, dispose } = cancellation(call);
@@ -28,7 +31,11 @@ export async function streamEvents(bus: EventBus, call: grpc.ServerWritableStrea
   signal.addEventListener("abort", closed, { once: true });
   call.once("close", closed);
   try {
-    let position = bus.position({ tailEvents: req.tail_events ?? 0, ...(req.tail_id ? { tailId: req.tail_id } : {}), ...(req.tail_seconds ? { tailSeconds: req.tail_seconds } : {}) });
+    let position = bus.position({
+      tailEvents: req.tail_events ?? 0,
+      ...(req.tail_id ? { tailId: req.tail_id } : {}),
+      ...(req.tail_seconds ? { tailSeconds: req.tail_seconds } : {}),
+    });
     while (!ac.signal.aborted) {
       const events = bus.from(position);
       if (events === undefined) {

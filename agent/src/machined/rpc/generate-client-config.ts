@@ -30,13 +30,17 @@ export function generateClientConfiguration(ctx: ClientConfigContext) {
   return async (req: GenerateClientConfigurationRequest) => {
     const config = ctx.activeConfig();
     const doc = config?.v1alpha1();
-    if (!config || !doc) throw new ConflictError("client configuration (talosconfig) can't be generated without a machine configuration");
-    if (config.machineType === "worker") throw new ConflictError("client configuration (talosconfig) can't be generated on worker nodes");
+    if (!config || !doc)
+      throw new ConflictError("client configuration (talosconfig) can't be generated without a machine configuration");
+    if (config.machineType === "worker")
+      throw new ConflictError("client configuration (talosconfig) can't be generated on worker nodes");
     const ttlMs = (req.crt_ttl?.seconds ?? 0) * 1000 + (req.crt_ttl?.nanos ?? 0) / 1e6;
     if (!(ttlMs > 0)) throw new InvalidInputError("crt_ttl should be positive", { crtTtl: req.crt_ttl });
     const roles = parseRoles(req.roles ?? []);
     // Config generation (and @peculiar/x509 with it) loads on the first call, not on every machined start.
-    const { issueClientCredentials, secretsBundleFromConfig, talosconfigYaml } = await import("../../config/generate/index.js");
+    const { issueClientCredentials, secretsBundleFromConfig, talosconfigYaml } = await import(
+      "../../config/generate/index.js"
+    );
     // The secrets reader takes the document as the plain object the YAML parser produced.
     const secrets = secretsBundleFromConfig(doc as unknown as Record<string, unknown>);
     const credentials = await issueClientCredentials(secrets, { roles, lifetimeMs: ttlMs });

@@ -21,7 +21,18 @@ import { controlPlaneMembers, type EtcdApiContext } from "./etcd.js";
 import { MemberType, type MemberSpec } from "../../resources/catalog/cluster.js";
 import type { ResourceState } from "../../resources/state.js";
 import type { ServiceImpl } from "../../grpc/server.js";
-import { defaultClusterChecks, goQuoted, runChecks, type CheckContext, type ClusterInfo, type HealthCheck, type KubeReader, type NodeInfo, type NodeReader, type NodeType } from "../health/checks.js";
+import {
+  defaultClusterChecks,
+  goQuoted,
+  runChecks,
+  type CheckContext,
+  type ClusterInfo,
+  type HealthCheck,
+  type KubeReader,
+  type NodeInfo,
+  type NodeReader,
+  type NodeType,
+} from "../health/checks.js";
 
 export interface HealthCheckRequest {
   wait_timeout?: { seconds?: number | string; nanos?: number };
@@ -60,15 +71,21 @@ function ipsToNodes(ips: string[]): NodeInfo[] {
 }
 
 /** The cluster the checks look at (see the module comment). */
-export async function clusterInfo(req: HealthCheckRequest, state: ResourceState, kube: () => Promise<KubeReader>): Promise<ClusterInfo> {
+export async function clusterInfo(
+  req: HealthCheckRequest,
+  state: ResourceState,
+  kube: () => Promise<KubeReader>,
+): Promise<ClusterInfo> {
   const cp = req.cluster_info?.control_plane_nodes ?? [];
   const workers = req.cluster_info?.worker_nodes ?? [];
-  if (cp.length > 0 || workers.length > 0) return new StaticClusterInfo({ init: [], controlplane: ipsToNodes(cp), worker: ipsToNodes(workers) });
+  if (cp.length > 0 || workers.length > 0)
+    return new StaticClusterInfo({ init: [], controlplane: ipsToNodes(cp), worker: ipsToNodes(workers) });
   const byType: Record<NodeType, NodeInfo[]> = { init: [], controlplane: [], worker: [] };
   const members = state.list<MemberSpec>("cluster", MemberType);
   if (members.length > 0) {
     for (const m of members) {
-      if (m.spec.addresses.length === 0) throw new InvalidInputError(`no IP address found for member: ${m.metadata.id}`);
+      if (m.spec.addresses.length === 0)
+        throw new InvalidInputError(`no IP address found for member: ${m.metadata.id}`);
       if (m.spec.machineType === "unknown") continue;
       byType[m.spec.machineType].push({ internalIP: m.spec.addresses[0]!, ips: m.spec.addresses });
     }
@@ -76,7 +93,9 @@ export async function clusterInfo(req: HealthCheckRequest, state: ResourceState,
   }
   for (const node of await (await kube()).list("/api/v1/nodes")) {
     const meta = (node.metadata ?? {}) as { labels?: Record<string, string> };
-    const addresses = ((node.status as { addresses?: { type: string; address: string }[] } | undefined)?.addresses ?? []).filter((a) => a.type === "InternalIP" || a.type === "ExternalIP");
+    const addresses = (
+      (node.status as { addresses?: { type: string; address: string }[] } | undefined)?.addresses ?? []
+    ).filter((a) => a.type === "InternalIP" || a.type === "ExternalIP");
     const internal = addresses.filter((a) => a.type === "InternalIP").at(-1)?.address ?? "";
     const info = { internalIP: internal, ips: addresses.map((a) => a.address) };
     byType["node-role.kubernetes.io/control-plane" in (meta.labels ?? {}) ? "controlplane" : "worker"].push(info);
@@ -89,7 +108,10 @@ function timeoutMs(d: HealthCheckRequest["wait_timeout"]): number {
 }
 
 /** Streams HealthCheckProgress messages; ends with an error when a check times out. */
-export async function streamHealthCheck(deps: HealthDeps, call: grpc.ServerWritableStream<HealthCheckRequest, unknown>): Promise<void> {
+export async function streamHealthCheck(
+  deps: HealthDeps,
+  call: grpc.ServerWritableStream<HealthCheckRequest, unknown>,
+): Promise<void> {
   const req = call.request;
   const controller = new AbortController();
   const onCancel = (): void => controller.abort();
@@ -111,7 +133,13 @@ export async function streamHealthCheck(deps: HealthDeps, call: grpc.ServerWrita
       ctx.nodes = remote;
     }
     call.write({ message: `discovered nodes: ${goQuoted(ctx.cluster.nodes().map((n) => n.internalIP))}` });
-    await runChecks(ctx, deps.checks ?? defaultClusterChecks(), (message) => call.write({ message }), controller.signal, deps.scale ?? 1);
+    await runChecks(
+      ctx,
+      deps.checks ?? defaultClusterChecks(),
+      (message) => call.write({ message }),
+      controller.signal,
+      deps.scale ?? 1,
+    );
     call.end();
   } finally {
     clearTimeout(timer);
@@ -136,7 +164,13 @@ export interface HealthNodeAccess {
 }
 
 /** The checks' inputs on a running node: its own resources, services and etcd members, its API server, and apid for the others. */
-export function healthDeps(state: ResourceState, supervisor: Pick<Supervisor, "list">, platform: { mode: string }, activeConfig: () => ConfigBundle | undefined, access: HealthNodeAccess = {}): HealthDeps {
+export function healthDeps(
+  state: ResourceState,
+  supervisor: Pick<Supervisor, "list">,
+  platform: { mode: string },
+  activeConfig: () => ConfigBundle | undefined,
+  access: HealthNodeAccess = {},
+): HealthDeps {
   const { apidSocket, etcd } = access;
   return {
     state,
@@ -146,7 +180,15 @@ export function healthDeps(state: ResourceState, supervisor: Pick<Supervisor, "l
       services: () => supervisor.list(),
       platformMode: () => platform.mode,
       ...(etcd
-        ? { etcdMembers: async () => (await controlPlaneMembers(etcd)).map((m) => ({ hostname: m.name, id: m.id.toString(), isLearner: m.isLearner, peerUrls: m.peerURLs })) }
+        ? {
+            etcdMembers: async () =>
+              (await controlPlaneMembers(etcd)).map((m) => ({
+                hostname: m.name,
+                id: m.id.toString(),
+                isLearner: m.isLearner,
+                peerUrls: m.peerURLs,
+              })),
+          }
         : {}),
     }),
     // As Talos's server side: the admin kubeconfig the Kubeconfig RPC gives, its endpoint replaced by force_endpoint.

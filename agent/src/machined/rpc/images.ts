@@ -26,14 +26,23 @@ function imageClient(c: ContainerdClients, cri: CriAccess | undefined, ns: numbe
   return c(namespace);
 }
 
-export async function streamImageList(c: ContainerdClients, cri: CriAccess | undefined, call: grpc.ServerWritableStream<{ namespace?: number }, unknown>): Promise<void> {
+export async function streamImageList(
+  c: ContainerdClients,
+  cri: CriAccess | undefined,
+  call: grpc.ServerWritableStream<{ namespace?: number }, unknown>,
+): Promise<void> {
   const client = imageClient(c, cri, call.request.namespace);
   const { dispose } = cancellation(call);
   try {
     for (const image of await client.listImages()) {
       // As Talos: a size that cannot be worked out (content missing) is reported as 0.
       const size = await imageSize(client, image.target, nodePlatform()).catch(() => 0);
-      const sent = await send(call, { name: image.name, digest: image.target.digest, size, created_at: image.created_at });
+      const sent = await send(call, {
+        name: image.name,
+        digest: image.target.digest,
+        size,
+        created_at: image.created_at,
+      });
       if (!sent) return;
     }
   } finally {
@@ -42,7 +51,12 @@ export async function streamImageList(c: ContainerdClients, cri: CriAccess | und
   if (!call.cancelled) call.end();
 }
 
-export async function imagePullResponse(c: ContainerdClients, cri: CriAccess | undefined, registries: () => Registries | undefined, req: { namespace?: number; reference?: string }) {
+export async function imagePullResponse(
+  c: ContainerdClients,
+  cri: CriAccess | undefined,
+  registries: () => Registries | undefined,
+  req: { namespace?: number; reference?: string },
+) {
   const client = imageClient(c, cri, req.namespace);
   const reference = req.reference ?? "";
   if (reference.startsWith(ARCHIVE_PREFIX)) await importArchive(client, reference.slice(ARCHIVE_PREFIX.length));

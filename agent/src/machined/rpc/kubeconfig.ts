@@ -17,7 +17,15 @@ export interface KubeconfigContext {
 
 /** A tar.gz holding one regular file, as Talos wraps the kubeconfig. */
 export function singleFileTarGz(name: string, contents: Buffer, mode: number, now = new Date()): Buffer {
-  const header = encodeHeader({ name, mode, uid: 0, gid: 0, size: contents.length, mtime: Math.floor(now.getTime() / 1000), type: TarType.file });
+  const header = encodeHeader({
+    name,
+    mode,
+    uid: 0,
+    gid: 0,
+    size: contents.length,
+    mtime: Math.floor(now.getTime() / 1000),
+    type: TarType.file,
+  });
   return gzipSync(Buffer.concat([header, contents, dataPadding(contents.length), trailer]));
 }
 
@@ -25,7 +33,13 @@ export function singleFileTarGz(name: string, contents: Buffer, mode: number, no
 export async function adminKubeconfig(config: ConfigBundle): Promise<string> {
   const cluster = config.v1alpha1WithDefaults()?.cluster;
   if (!cluster) throw new ConflictError("kubeconfig can't be generated without a cluster configuration");
-  const { generateKubeconfig, kubernetesAdminCommonName, kubernetesAdminOrganization, kubernetesCertLifetimeMs, pemFromBase64 } = await import("../../pki/index.js");
+  const {
+    generateKubeconfig,
+    kubernetesAdminCommonName,
+    kubernetesAdminOrganization,
+    kubernetesCertLifetimeMs,
+    pemFromBase64,
+  } = await import("../../pki/index.js");
   const issuingCA = { crt: pemFromBase64(cluster.ca?.crt), key: pemFromBase64(cluster.ca?.key) };
   if (!issuingCA.crt || !issuingCA.key) throw new ConflictError("kubeconfig can't be generated: cluster.ca has no key");
   const lifetime = cluster.adminKubeconfig?.certLifetime;
@@ -48,7 +62,8 @@ export function kubeconfigHandler(ctx: KubeconfigContext) {
     const config = ctx.activeConfig();
     const type = config?.machineType;
     // Talos answers every node that is not a control plane so, a worker and one without a config alike.
-    if (!config || (type !== "controlplane" && type !== "init")) throw new UnimplementedError("kubeconfig is only available on control plane nodes");
+    if (!config || (type !== "controlplane" && type !== "init"))
+      throw new UnimplementedError("kubeconfig is only available on control plane nodes");
     const text = await adminKubeconfig(config);
     return { bytes: singleFileTarGz("kubeconfig", Buffer.from(text, "utf8"), 0o600) };
   };

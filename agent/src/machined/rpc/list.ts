@@ -48,12 +48,24 @@ const goMode = {
 export function goFileMode(stMode: number): number {
   let mode = stMode & 0o777;
   switch (stMode & constants.S_IFMT) {
-    case constants.S_IFBLK: mode += goMode.device; break;
-    case constants.S_IFCHR: mode += goMode.device + goMode.charDevice; break;
-    case constants.S_IFDIR: mode += goMode.dir; break;
-    case constants.S_IFIFO: mode += goMode.namedPipe; break;
-    case constants.S_IFLNK: mode += goMode.symlink; break;
-    case constants.S_IFSOCK: mode += goMode.socket; break;
+    case constants.S_IFBLK:
+      mode += goMode.device;
+      break;
+    case constants.S_IFCHR:
+      mode += goMode.device + goMode.charDevice;
+      break;
+    case constants.S_IFDIR:
+      mode += goMode.dir;
+      break;
+    case constants.S_IFIFO:
+      mode += goMode.namedPipe;
+      break;
+    case constants.S_IFLNK:
+      mode += goMode.symlink;
+      break;
+    case constants.S_IFSOCK:
+      mode += goMode.socket;
+      break;
   }
   // S_ISUID, S_ISGID, S_ISVTX (not in Node's fs.constants)
   if (stMode & 0o4000) mode += goMode.setuid;
@@ -85,7 +97,12 @@ function atMaxDepth(max: number, root: string, dir: string): boolean {
 
 function matchesTypes(st: Stats, types: readonly number[]): boolean {
   if (types.length === 0) return true;
-  return types.some((t) => (t === ListType.REGULAR && st.isFile()) || (t === ListType.DIRECTORY && st.isDirectory()) || (t === ListType.SYMLINK && st.isSymbolicLink()));
+  return types.some(
+    (t) =>
+      (t === ListType.REGULAR && st.isFile()) ||
+      (t === ListType.DIRECTORY && st.isDirectory()) ||
+      (t === ListType.SYMLINK && st.isSymbolicLink()),
+  );
 }
 
 // Go sorts directory names bytewise; JS's default sort compares UTF-16 units.
@@ -196,7 +213,11 @@ async function describe(root: string, file: string, st: Stats, fs: WalkFs): Prom
 export async function streamList(call: grpc.ServerWritableStream<ListRequest, unknown>): Promise<void> {
   const { signal, dispose } = cancellation(call);
   try {
-    const entries = walk(normalizeRoot(call.request.root), { maxDepth: maxDepth(call.request), types: call.request.types ?? [], signal });
+    const entries = walk(normalizeRoot(call.request.root), {
+      maxDepth: maxDepth(call.request),
+      types: call.request.types ?? [],
+      signal,
+    });
     for await (const entry of entries) {
       if (!(await send(call, entry))) return;
     }

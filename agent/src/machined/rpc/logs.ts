@@ -22,17 +22,28 @@ const systemNamespace = "system";
 /** Lines are sent in messages of at most this many bytes (a line longer than that alone). */
 const chunkBytes = 64 * 1024;
 
-export async function streamLogs(logs: ServiceLogs, cri: CriAccess | undefined, call: grpc.ServerWritableStream<LogsRequest, unknown>): Promise<void> {
+export async function streamLogs(
+  logs: ServiceLogs,
+  cri: CriAccess | undefined,
+  call: grpc.ServerWritableStream<LogsRequest, unknown>,
+): Promise<void> {
   const req = call.request;
   const id = req.id ?? "";
   // Any other namespace is a Kubernetes container's log (talosctl logs -k), read through the CRI.
-  if ((req.namespace ?? "") !== systemNamespace && id !== "kubelet") return streamCriLogs(criRuntime(cri, req.namespace), call);
+  if ((req.namespace ?? "") !== systemNamespace && id !== "kubelet")
+    return streamCriLogs(criRuntime(cri, req.namespace), call);
   const pending: Buffer[] = [];
   let wake: (() => void) | undefined;
-  const { lines, stop } = logs.read(id, req.tail_lines ?? 0, req.follow ? (line) => {
-    pending.push(line);
-    wake?.();
-  } : undefined);
+  const { lines, stop } = logs.read(
+    id,
+    req.tail_lines ?? 0,
+    req.follow
+      ? (line) => {
+          pending.push(line);
+          wake?.();
+        }
+      : undefined,
+  );
   const { signal, dispose } = cancellation(call);
   try {
     if (!(await sendLines(call, lines))) return;

@@ -28,7 +28,10 @@ export async function mountStats(mountsFile = "/proc/mounts"): Promise<{ message
   const failures: string[] = [];
   for (const m of parseProcMounts(await fs.readFile(mountsFile, "utf8"))) {
     const entry = { filesystem: m.filesystem, size: 0, available: 0, mounted_on: m.mountedOn };
-    const isDir = await fs.stat(m.mountedOn).then((s) => s.isDirectory(), () => false);
+    const isDir = await fs.stat(m.mountedOn).then(
+      (s) => s.isDirectory(),
+      () => false,
+    );
     if (isDir) {
       try {
         const s = await fs.statfs(m.mountedOn);

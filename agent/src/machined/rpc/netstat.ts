@@ -53,7 +53,10 @@ export function accepts(filter: number, e: SocketEntry): boolean {
 /** Socket inode → owning process, from every /proc/<pid>/fd link "socket:[<inode>]" (the first pid found wins). */
 export async function socketOwners(procRoot: string): Promise<Map<number, { pid: number; name: string }>> {
   const owners = new Map<number, { pid: number; name: string }>();
-  const pids = (await fs.readdir(procRoot)).filter((n) => /^\d+$/.test(n)).map(Number).sort((a, b) => a - b);
+  const pids = (await fs.readdir(procRoot))
+    .filter((n) => /^\d+$/.test(n))
+    .map(Number)
+    .sort((a, b) => a - b);
   for (const pid of pids) {
     const fdDir = path.join(procRoot, String(pid), "fd");
     const fds = await fs.readdir(fdDir).catch(() => [] as string[]);

@@ -10,7 +10,13 @@ import type * as grpc from "@grpc/grpc-js";
 import { InvalidInputError, NotFoundError, SystemError } from "../../errors.js";
 import { logger } from "../../log.js";
 import { LINKTYPE_ETHERNET, LINKTYPE_RAW, pcapFileHeader, pcapRecord } from "../../network/pcap/file.js";
-import { MAX_SNAP_LENGTH, PacketCaptureSetupError, type BpfInstruction, type PacketCapture, type PacketCaptureSource } from "../../sys/packet-capture.js";
+import {
+  MAX_SNAP_LENGTH,
+  PacketCaptureSetupError,
+  type BpfInstruction,
+  type PacketCapture,
+  type PacketCaptureSource,
+} from "../../sys/packet-capture.js";
 import { cancellation, send } from "./stream.js";
 
 const log = logger("machined");
@@ -38,7 +44,11 @@ export interface PacketCaptureDeps {
 /** afpacket's default frame size, Talos's snap length when the request has none. */
 export const DEFAULT_SNAP_LENGTH = 4096;
 
-const linkTypes: Record<string, number> = { ether: LINKTYPE_ETHERNET, loopback: LINKTYPE_ETHERNET, nohdr: LINKTYPE_RAW };
+const linkTypes: Record<string, number> = {
+  ether: LINKTYPE_ETHERNET,
+  loopback: LINKTYPE_ETHERNET,
+  nohdr: LINKTYPE_RAW,
+};
 
 /** What a request asks for, checked before anything is opened. */
 export interface CapturePlan {
@@ -54,17 +64,32 @@ export function capturePlan(req: PacketCaptureRequest, link: PacketCaptureDeps["
   const found = link(name);
   if (!found) throw new NotFoundError(`interface ${JSON.stringify(name)} not found`, { interface: name });
   const linkType = linkTypes[found.type];
-  if (linkType === undefined) throw new InvalidInputError(`unsupported link type ${found.type}`, { interface: name, type: found.type });
+  if (linkType === undefined)
+    throw new InvalidInputError(`unsupported link type ${found.type}`, { interface: name, type: found.type });
   const snapLength = req.snap_len || DEFAULT_SNAP_LENGTH;
-  if (snapLength > MAX_SNAP_LENGTH) throw new InvalidInputError(`snap length ${snapLength} is over ${MAX_SNAP_LENGTH}`, { snapLength });
-  return { ifindex: found.index, linkType, snapLength, promiscuous: req.promiscuous === true, filter: bpfProgram(req.bpf_filter ?? []) };
+  if (snapLength > MAX_SNAP_LENGTH)
+    throw new InvalidInputError(`snap length ${snapLength} is over ${MAX_SNAP_LENGTH}`, { snapLength });
+  return {
+    ifindex: found.index,
+    linkType,
+    snapLength,
+    promiscuous: req.promiscuous === true,
+    filter: bpfProgram(req.bpf_filter ?? []),
+  };
 }
 
 /** The request's instructions as struct sock_filter fields; a field that does not fit is the caller's error. */
 function bpfProgram(instructions: NonNullable<PacketCaptureRequest["bpf_filter"]>): BpfInstruction[] {
   return instructions.map((i, n) => {
     const ins = { op: i.op ?? 0, jt: i.jt ?? 0, jf: i.jf ?? 0, k: i.k ?? 0 };
-    const over = ins.op > 0xffff ? `op ${ins.op} is over 0xffff` : ins.jt > 0xff ? `jt ${ins.jt} is over 0xff` : ins.jf > 0xff ? `jf ${ins.jf} is over 0xff` : undefined;
+    const over =
+      ins.op > 0xffff
+        ? `op ${ins.op} is over 0xffff`
+        : ins.jt > 0xff
+          ? `jt ${ins.jt} is over 0xff`
+          : ins.jf > 0xff
+            ? `jf ${ins.jf} is over 0xff`
+            : undefined;
     if (over) throw new InvalidInputError(`error setting BPF filter: instruction ${n}: ${over}`, { instruction: n });
     return ins;
   });
@@ -76,14 +101,21 @@ function openCapture(source: PacketCaptureSource, plan: CapturePlan, name: strin
     return source.open(plan);
   } catch (err) {
     if (err instanceof PacketCaptureSetupError && err.step === "filter" && err.errno === "EINVAL") {
-      throw new InvalidInputError("the kernel refused the BPF program", { interface: name, instructions: plan.filter.length }, { cause: err });
+      throw new InvalidInputError(
+        "the kernel refused the BPF program",
+        { interface: name, instructions: plan.filter.length },
+        { cause: err },
+      );
     }
     throw new SystemError(`error capturing packets on ${JSON.stringify(name)}`, { interface: name }, { cause: err });
   }
 }
 
 /** Streams the capture until the caller cancels (or the capture fails). */
-export async function streamPacketCapture(call: grpc.ServerWritableStream<PacketCaptureRequest, unknown>, deps: PacketCaptureDeps): Promise<void> {
+export async function streamPacketCapture(
+  call: grpc.ServerWritableStream<PacketCaptureRequest, unknown>,
+  deps: PacketCaptureDeps,
+): Promise<void> {
   const name = call.request.interface ?? "";
   const plan = capturePlan(call.request, deps.link);
   const capture = openCapture(deps.source, plan, name);
@@ -107,6 +139,8 @@ export async function streamPacketCapture(call: grpc.ServerWritableStream<Packet
 }
 
 /** The PacketCapture handler where the node can capture; none (so Unimplemented) otherwise. */
-export function packetCaptureImpl(deps: PacketCaptureDeps | undefined): { PacketCapture?: (call: grpc.ServerWritableStream<PacketCaptureRequest, unknown>) => Promise<void> } {
+export function packetCaptureImpl(deps: PacketCaptureDeps | undefined): {
+  PacketCapture?: (call: grpc.ServerWritableStream<PacketCaptureRequest, unknown>) => Promise<void>;
+} {
   return deps ? { PacketCapture: (call) => streamPacketCapture(call, deps) } : {};
 }

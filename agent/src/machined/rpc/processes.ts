@@ -77,7 +77,10 @@ export async function processes(procRoot = "/proc") {
   const names = await fs.readdir(procRoot).catch((err: unknown) => {
     throw pathError("open", procRoot, err);
   });
-  const pids = names.filter((n) => /^\d+$/.test(n)).map(Number).sort((a, b) => a - b);
+  const pids = names
+    .filter((n) => /^\d+$/.test(n))
+    .map(Number)
+    .sort((a, b) => a - b);
   const infos = await Promise.all(pids.map((pid) => readProcess(procRoot, pid, cachedPageSize!)));
   return { messages: [{ processes: infos.filter((p): p is ProcessInfo => p !== undefined) }] };
 }

@@ -26,7 +26,10 @@ export async function send(call: ServerStream, message: unknown): Promise<boolea
 }
 
 /** An AbortSignal that fires when the client cancels; dispose() removes the listener when the handler ends. */
-export function cancellation(call: Pick<ServerStream, "once" | "off" | "cancelled">): { signal: AbortSignal; dispose(): void } {
+export function cancellation(call: Pick<ServerStream, "once" | "off" | "cancelled">): {
+  signal: AbortSignal;
+  dispose(): void;
+} {
   const ac = new AbortController();
   const abort = () => ac.abort();
   if (call.cancelled) ac.abort();

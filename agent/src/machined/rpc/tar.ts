@@ -35,7 +35,8 @@ function splitUstarPath(name: string): { prefix: string; name: string } | undefi
     if (name[i] !== "/") continue;
     const prefix = name.slice(0, i);
     const rest = name.slice(i + 1);
-    if (Buffer.byteLength(prefix) <= 155 && Buffer.byteLength(rest) <= 100 && rest.length > 0) return { prefix, name: rest };
+    if (Buffer.byteLength(prefix) <= 155 && Buffer.byteLength(rest) <= 100 && rest.length > 0)
+      return { prefix, name: rest };
   }
   return undefined;
 }
@@ -47,7 +48,13 @@ function paxRecord(key: string, value: string): string {
   return `${len}${body}`;
 }
 
-function ustarBlock(h: TarHeader, path: { prefix: string; name: string }, typeflag: string, size: number, linkname: string): Buffer {
+function ustarBlock(
+  h: TarHeader,
+  path: { prefix: string; name: string },
+  typeflag: string,
+  size: number,
+  linkname: string,
+): Buffer {
   const b = Buffer.alloc(blockSize);
   b.write(path.name, 0, 100, "utf8");
   octal(b, 100, 8, fitsOctal(h.mode, 8) ? h.mode : 0);
@@ -91,7 +98,11 @@ export function encodeHeader(h: TarHeader): Buffer {
   if (records.length === 0) return main;
   const pax = Buffer.from(records.sort().join(""));
   const paxName = { prefix: "", name: `PaxHeaders.0/${path.name}`.slice(0, 100) };
-  return Buffer.concat([ustarBlock({ ...h, mode: 0o644, uid: 0, gid: 0, mtime: 0 }, paxName, "x", pax.length, ""), padded(pax), main]);
+  return Buffer.concat([
+    ustarBlock({ ...h, mode: 0o644, uid: 0, gid: 0, mtime: 0 }, paxName, "x", pax.length, ""),
+    padded(pax),
+    main,
+  ]);
 }
 
 /** Data padding after `size` bytes of an entry. */

@@ -11,9 +11,21 @@ import { mountVolume, unmountVolume } from "./volume.js";
 export const overlayTargets = ["/etc/kubernetes", "/etc/cni", "/usr/libexec/kubernetes", "/opt"];
 
 const varDirectories: [string, number][] = [
-  ["log", 0o755], ["log/audit", 0o700], ["log/containers", 0o700], ["log/pods", 0o700], ["lib", 0o700], ["lib/etcd", 0o700],
-  ["lib/kubelet", 0o700], ["lib/kubelet/seccomp/profiles", 0o700], ["lib/containerd", 0o000 | 0o711],
-  ["lib/cni", 0o700], ["run", 0o755], ["run/lock", 0o700], ["mnt", 0o755], ["system", 0o700], ["system/overlays", 0o700],
+  ["log", 0o755],
+  ["log/audit", 0o700],
+  ["log/containers", 0o700],
+  ["log/pods", 0o700],
+  ["lib", 0o700],
+  ["lib/etcd", 0o700],
+  ["lib/kubelet", 0o700],
+  ["lib/kubelet/seccomp/profiles", 0o700],
+  ["lib/containerd", 0o000 | 0o711],
+  ["lib/cni", 0o700],
+  ["run", 0o755],
+  ["run/lock", 0o700],
+  ["mnt", 0o755],
+  ["system", 0o700],
+  ["system/overlays", 0o700],
 ];
 
 /** The API server's audit log directory, owned by the user it runs as (Talos's KubernetesAPIServerRunUser). */
@@ -44,13 +56,19 @@ export async function mountOverlayFilesystems(r: MachineRuntime): Promise<void> 
     if (r.mounter.list().some((m) => m.target === lower && m.fstype === "overlay")) continue; // a restarted machined's
     await fs.mkdir(`${base}-diff`, { recursive: true, mode: 0o755 });
     await fs.mkdir(`${base}-workdir`, { recursive: true, mode: 0o755 });
-    await r.mounter.mount("overlay", lower, "overlay", [`lowerdir=${lower}`, `upperdir=${base}-diff`, `workdir=${base}-workdir`]);
+    await r.mounter.mount("overlay", lower, "overlay", [
+      `lowerdir=${lower}`,
+      `upperdir=${base}-diff`,
+      `workdir=${base}-workdir`,
+    ]);
   }
 }
 
 export async function unmountOverlayFilesystems(r: MachineRuntime): Promise<void> {
   for (const target of [...overlayTargets].reverse()) {
-    const mounted = r.mounter.list().some((m) => m.target === path.join(r.paths.root, target) && m.fstype === "overlay");
+    const mounted = r.mounter
+      .list()
+      .some((m) => m.target === path.join(r.paths.root, target) && m.fstype === "overlay");
     if (mounted) await r.mounter.unmount(path.join(r.paths.root, target));
   }
 }

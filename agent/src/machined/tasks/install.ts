@@ -46,7 +46,9 @@ export async function install(r: MachineRuntime): Promise<void> {
       log,
     });
   } finally {
-    await source.release().catch((err: unknown) => log.warn("unmounting the installation source failed", { error: String(err) }));
+    await source
+      .release()
+      .catch((err: unknown) => log.warn("unmounting the installation source failed", { error: String(err) }));
   }
   log.info("install to disk done", { disk, partitions: r.systemDisk?.partitions });
 }
@@ -59,6 +61,10 @@ async function installSource(r: MachineRuntime, image: string | undefined, work:
     if (!(err instanceof NotFoundError) || !image) throw err;
     log.info("no boot medium: installing from machine.install.image", { image });
     const pulled = await pullUpgrade(r, image, parseConfig(Buffer.from(r.configText!)));
-    return { kernel: pulled.kernel, initramfs: pulled.initramfs, release: () => fs.rm(path.dirname(pulled.kernel), { recursive: true, force: true }) };
+    return {
+      kernel: pulled.kernel,
+      initramfs: pulled.initramfs,
+      release: () => fs.rm(path.dirname(pulled.kernel), { recursive: true, force: true }),
+    };
   }
 }

@@ -12,7 +12,9 @@ export function pauseOnFailure(name: string, task: (r: MachineRuntime) => Promis
     try {
       await task(r);
     } catch (err) {
-      log.error(`${name} failed, rebooting in ${Math.round(pauseMs / 60_000)} minutes. You can use talosctl apply-config or talosctl edit mc to fix the issues, error:\n${(err as Error).message}`);
+      log.error(
+        `${name} failed, rebooting in ${Math.round(pauseMs / 60_000)} minutes. You can use talosctl apply-config or talosctl edit mc to fix the issues, error:\n${(err as Error).message}`,
+      );
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, pauseMs);
         signal.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });

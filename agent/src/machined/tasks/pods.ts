@@ -14,11 +14,17 @@ const log = logger("machined");
  * still runs: the kubelet's graceful shutdown is what fails (its log says so), so this only logs.
  */
 export async function startDBus(r: MachineRuntime): Promise<void> {
-  r.logind.start().catch((err: unknown) => log.error("starting the system bus failed: the kubelet's graceful node shutdown is off", { error: describeError(err) }));
+  r.logind.start().catch((err: unknown) =>
+    log.error("starting the system bus failed: the kubelet's graceful node shutdown is off", {
+      error: describeError(err),
+    }),
+  );
 }
 
 export async function stopDBus(r: MachineRuntime): Promise<void> {
-  await r.logind.stop().catch((err: unknown) => log.warn("stopping the system bus failed, ignored", { error: describeError(err) }));
+  await r.logind
+    .stop()
+    .catch((err: unknown) => log.warn("stopping the system bus failed, ignored", { error: describeError(err) }));
 }
 
 function stopAndRemoveAllPods(action: PodStopAction) {

@@ -42,7 +42,11 @@ export async function kexecInstalled(r: MachineRuntime): Promise<void> {
   // GRUB adds, tells the new boot which slot it is.
   const label = slots.default;
   try {
-    await r.power.loadKexec(path.join(dir, label, "vmlinuz"), path.join(dir, label, "initramfs.xz"), `BOOT_IMAGE=/${label}/vmlinuz ${installed.cmdline}`);
+    await r.power.loadKexec(
+      path.join(dir, label, "vmlinuz"),
+      path.join(dir, label, "initramfs.xz"),
+      `BOOT_IMAGE=/${label}/vmlinuz ${installed.cmdline}`,
+    );
   } catch (err) {
     log.warn("cannot kexec the installed kernel: rebooting through the firmware", { error: describeError(err) });
     return reboot(r);

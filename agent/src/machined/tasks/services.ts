@@ -13,7 +13,9 @@ export async function startAllServices(r: MachineRuntime): Promise<void> {
   for (const def of r.services()) {
     const current = r.supervisor.get(def.id);
     if (current && current.state !== "Finished" && current.state !== "Failed") continue;
-    r.supervisor.start(def).catch((err: unknown) => log.error(`starting ${def.id} failed`, { error: describeError(err) }));
+    r.supervisor
+      .start(def)
+      .catch((err: unknown) => log.error(`starting ${def.id} failed`, { error: describeError(err) }));
   }
   log.info("Basalt is ready for user interaction");
 }

@@ -12,7 +12,14 @@ import { ownsDisks, type MachineRuntime } from "../runtime.js";
 import type { SequenceRunner } from "../sequence-runner.js";
 import { stageUpgradeSequence, upgradeSequence } from "../sequences.js";
 import { settleUpgradeAtBoot } from "../upgrade-trial.js";
-import { bootPartition, checkUpgradeRequest, pullUpgrade, stageUpgrade, takeStagedUpgrade, type UpgradeOptions } from "./upgrade.js";
+import {
+  bootPartition,
+  checkUpgradeRequest,
+  pullUpgrade,
+  stageUpgrade,
+  takeStagedUpgrade,
+  type UpgradeOptions,
+} from "./upgrade.js";
 
 const log = logger("machined");
 
@@ -44,10 +51,17 @@ export function upgradeRequests(o: UpgradeRequestsOptions): UpgradeRequests {
     upgrade: async (req, actorId) => {
       const image = checkUpgradeRequest(req.image);
       const mode = o.mode();
-      if (!ownsDisks(r) || !r.meta || mode === "installing") throw new ConflictError("Basalt is not installed", { mode });
+      if (!ownsDisks(r) || !r.meta || mode === "installing")
+        throw new ConflictError("Basalt is not installed", { mode });
       // As Talos's maintenance service: none of the options there.
-      if (mode === "maintenance" && (req.preserve || req.stage || req.force)) throw new UnimplementedError("upgrade --preserve, --stage, and --force are not supported in maintenance mode");
-      const opts: UpgradeOptions = { image, preserve: req.preserve === true, force: req.force === true, rebootMode: req.reboot_mode === 1 ? "POWERCYCLE" : "DEFAULT" };
+      if (mode === "maintenance" && (req.preserve || req.stage || req.force))
+        throw new UnimplementedError("upgrade --preserve, --stage, and --force are not supported in maintenance mode");
+      const opts: UpgradeOptions = {
+        image,
+        preserve: req.preserve === true,
+        force: req.force === true,
+        rebootMode: req.reboot_mode === 1 ? "POWERCYCLE" : "DEFAULT",
+      };
       log.info("upgrade request received", { ...opts, stage: req.stage === true });
       if (req.stage) {
         await stageUpgrade(r, opts);
@@ -64,7 +78,9 @@ export function upgradeRequests(o: UpgradeRequestsOptions): UpgradeRequests {
       o.reboot(actorId);
     },
     settleAtBoot: async () => {
-      await settleUpgradeAtBoot(r, { signal: o.signal, rollback: () => o.reboot() }).catch((err: unknown) => log.error("settling the previous upgrade failed", { error: describeError(err) }));
+      await settleUpgradeAtBoot(r, { signal: o.signal, rollback: () => o.reboot() }).catch((err: unknown) =>
+        log.error("settling the previous upgrade failed", { error: describeError(err) }),
+      );
     },
     runStaged: async () => {
       const staged = await takeStagedUpgrade(r);
@@ -75,7 +91,10 @@ export function upgradeRequests(o: UpgradeRequestsOptions): UpgradeRequests {
         await o.sequences.run("upgrade", upgradeSequence(r, pulled, staged));
         return true;
       } catch (err) {
-        log.error("the staged upgrade failed: booting the installed system", { image: staged.image, error: describeError(err) });
+        log.error("the staged upgrade failed: booting the installed system", {
+          image: staged.image,
+          error: describeError(err),
+        });
         return false;
       }
     },

@@ -65,10 +65,16 @@ export function checkUpgradeRequest(image: string | undefined): string {
 
 /** Where a pull lands: EPHEMERAL when mounted (a disk, not memory), else the system tmpfs. */
 function pullDir(r: MachineRuntime): string {
-  return r.volumes.has("EPHEMERAL") ? path.join(r.paths.var, "lib", "basalt", "upgrade") : path.join(r.paths.system, "upgrade");
+  return r.volumes.has("EPHEMERAL")
+    ? path.join(r.paths.var, "lib", "basalt", "upgrade")
+    : path.join(r.paths.system, "upgrade");
 }
 
-export async function pullUpgrade(r: MachineRuntime, image: string, config: ConfigBundle | undefined): Promise<PulledInstaller> {
+export async function pullUpgrade(
+  r: MachineRuntime,
+  image: string,
+  config: ConfigBundle | undefined,
+): Promise<PulledInstaller> {
   const destDir = pullDir(r);
   await fs.rm(destDir, { recursive: true, force: true });
   log.info("pulling the installer", { image, arch: nodeArch() });
@@ -114,13 +120,21 @@ export async function takeStagedUpgrade(r: MachineRuntime): Promise<UpgradeOptio
   } catch (err) {
     log.warn("staged upgrade options are not JSON: using the defaults", { error: String(err) });
   }
-  return { image, preserve: parsed.preserve === true, force: parsed.force === true, rebootMode: parsed.rebootMode === "POWERCYCLE" ? "POWERCYCLE" : "DEFAULT" };
+  return {
+    image,
+    preserve: parsed.preserve === true,
+    force: parsed.force === true,
+    rebootMode: parsed.rebootMode === "POWERCYCLE" ? "POWERCYCLE" : "DEFAULT",
+  };
 }
 
 export async function stageUpgrade(r: MachineRuntime, opts: UpgradeOptions): Promise<void> {
   if (!r.meta) throw new ConflictError("META is not available: the node is not installed", {});
   await r.meta.set(MetaTag.stagedUpgradeImageRef, opts.image);
-  await r.meta.set(MetaTag.stagedUpgradeInstallOptions, JSON.stringify({ preserve: opts.preserve, force: opts.force, rebootMode: opts.rebootMode }));
+  await r.meta.set(
+    MetaTag.stagedUpgradeInstallOptions,
+    JSON.stringify({ preserve: opts.preserve, force: opts.force, rebootMode: opts.rebootMode }),
+  );
   r.metaChanged();
 }
 
@@ -133,9 +147,13 @@ export async function stageUpgrade(r: MachineRuntime, opts: UpgradeOptions): Pro
 export async function bootUpgraded(r: MachineRuntime, written: WrittenUpgrade, mode: RebootMode): Promise<void> {
   if (mode === "POWERCYCLE") return r.power.request("reboot");
   try {
-    await loadTrialKexec(bootPartition(r, "boot"), written.target, written.cmdline, (kernel, initrd, cmdline) => r.power.loadKexec(kernel, initrd, cmdline));
+    await loadTrialKexec(bootPartition(r, "boot"), written.target, written.cmdline, (kernel, initrd, cmdline) =>
+      r.power.loadKexec(kernel, initrd, cmdline),
+    );
   } catch (err) {
-    log.warn("cannot kexec the new system: rebooting through the firmware into GRUB's one-time entry", { error: describeError(err) });
+    log.warn("cannot kexec the new system: rebooting through the firmware into GRUB's one-time entry", {
+      error: describeError(err),
+    });
     return r.power.request("reboot");
   }
   log.info("kexec into the new system", { slot: written.target });

@@ -32,7 +32,8 @@ async function existingFile(p: string, shown: string): Promise<void> {
   try {
     stat = await fs.stat(p);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") throw new InvalidInputError(`file must exist: "${shown}"`, { path: shown });
+    if ((err as NodeJS.ErrnoException).code === "ENOENT")
+      throw new InvalidInputError(`file must exist: "${shown}"`, { path: shown });
     throw err;
   }
   if (!stat.isFile()) throw new InvalidInputError(`invalid mode: "${shown}" is not a regular file`, { path: shown });
@@ -56,7 +57,8 @@ export async function writeUserFiles(files: readonly MachineFile[], target: User
     let content = f.content ?? "";
     try {
       if (f.op === "overwrite" || f.op === "append") await existingFile(at(file), file);
-      else if (f.op !== "create") throw new InvalidInputError(`unknown operation for file "${file}": "${f.op ?? ""}"`, { path: file });
+      else if (f.op !== "create")
+        throw new InvalidInputError(`unknown operation for file "${file}": "${f.op ?? ""}"`, { path: file });
       if (f.op === "append") content = (await fs.readFile(at(file), "utf8")) + "\n" + content;
 
       if (path.posix.dirname(file) === manifestsDirectory) {
@@ -76,15 +78,20 @@ export async function writeUserFiles(files: readonly MachineFile[], target: User
       failures.push(`${file}: ${(err as Error).message}`);
     }
   }
-  if (failures.length > 0) throw new UserFilesError(`${failures.length} file(s) not written: ${failures.join("; ")}`, { failures });
+  if (failures.length > 0)
+    throw new UserFilesError(`${failures.length} file(s) not written: ${failures.join("; ")}`, { failures });
 }
 
 /** The boot task: the active config's files, bound over the root on a node. */
 export async function writeUserFilesTask(r: MachineRuntime): Promise<void> {
-  const files = r.state.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.v1alpha1()?.machine?.files ?? [];
+  const files =
+    r.state.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.v1alpha1()?.machine
+      ?.files ?? [];
   await writeUserFiles(files, {
     root: r.paths.root,
-    ...(ownsDisks(r) ? { bindReadOnly: (source: string, to: string) => r.mounter.mount(source, to, "none", ["bind", "ro"]) } : {}),
+    ...(ownsDisks(r)
+      ? { bindReadOnly: (source: string, to: string) => r.mounter.mount(source, to, "none", ["bind", "ro"]) }
+      : {}),
   });
   if (files.length > 0) log.info("machine files written", { files: files.map((f) => f.path) });
 }

@@ -41,7 +41,8 @@ export async function wipeSystemPartitions(r: MachineRuntime, labels: readonly s
   }
   for (const label of labels) {
     const dev = disk.partitions[label as keyof typeof disk.partitions];
-    if (!dev || !["STATE", "EPHEMERAL", "META"].includes(label)) throw new InvalidInputError(`partition ${label} can't be wiped`, { label });
+    if (!dev || !["STATE", "EPHEMERAL", "META"].includes(label))
+      throw new InvalidInputError(`partition ${label} can't be wiped`, { label });
     await wipeVolume(dev);
     log.info("partition wiped", { label, device: dev });
   }

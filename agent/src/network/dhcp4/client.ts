@@ -104,9 +104,20 @@ export interface Dhcp4ClientOptions {
 
 const INFINITE = 0xffffffff;
 const requestedParams = [
-  Option.SubnetMask, Option.Router, Option.DomainNameServer, Option.HostName, Option.DomainName,
-  Option.InterfaceMTU, Option.BroadcastAddress, Option.NTPServers, Option.LeaseTime, Option.ServerIdentifier,
-  Option.RenewalTime, Option.RebindingTime, Option.DomainSearch, Option.ClasslessStaticRoute,
+  Option.SubnetMask,
+  Option.Router,
+  Option.DomainNameServer,
+  Option.HostName,
+  Option.DomainName,
+  Option.InterfaceMTU,
+  Option.BroadcastAddress,
+  Option.NTPServers,
+  Option.LeaseTime,
+  Option.ServerIdentifier,
+  Option.RenewalTime,
+  Option.RebindingTime,
+  Option.DomainSearch,
+  Option.ClasslessStaticRoute,
 ];
 
 export class Dhcp4Client {
@@ -143,7 +154,10 @@ export class Dhcp4Client {
   /** Stops all timers; with release, tells the server the address is free again. */
   async stop(opts: { release?: boolean } = {}): Promise<void> {
     if (this.st === "stopped") return;
-    const held = this.current && (this.st === "bound" || this.st === "renewing" || this.st === "rebinding") ? this.current : undefined;
+    const held =
+      this.current && (this.st === "bound" || this.st === "renewing" || this.st === "rebinding")
+        ? this.current
+        : undefined;
     this.st = "stopped";
     this.clearRetransmit();
     this.clearLeaseTimers();
@@ -167,10 +181,13 @@ export class Dhcp4Client {
     this.st = "selecting";
     this.newTransaction();
     this.log.info("sending DHCPDISCOVER");
-    this.transmit(() => {
-      const m = this.message(MessageType.Discover, { broadcast: true });
-      return m;
-    }, () => this.discover());
+    this.transmit(
+      () => {
+        const m = this.message(MessageType.Discover, { broadcast: true });
+        return m;
+      },
+      () => this.discover(),
+    );
   }
 
   private request(offer: DhcpMessage): void {
@@ -198,8 +215,12 @@ export class Dhcp4Client {
     const deadline = lease.acquiredAt + (rebinding ? lease.leaseTime : lease.rebindingTime) * 1000;
     const send = () => {
       const m = this.message(MessageType.Request, { ciaddr: lease.address, broadcast: false });
-      const dest = rebinding ? ({ broadcast: true } as const) : ({ broadcast: false, address: lease.serverId } as const);
-      this.opts.transport.send(encodeMessage(m), dest).catch((err) => this.log.warn("DHCPREQUEST not sent", { error: describeError(err) }));
+      const dest = rebinding
+        ? ({ broadcast: true } as const)
+        : ({ broadcast: false, address: lease.serverId } as const);
+      this.opts.transport
+        .send(encodeMessage(m), dest)
+        .catch((err) => this.log.warn("DHCPREQUEST not sent", { error: describeError(err) }));
       // RFC 2131 §4.4.5: wait half the time left, but not less than the floor.
       const left = deadline - this.timers.now();
       const wait = Math.max(this.opts.renewRetransmitMinMs ?? 60_000, left / 2);
@@ -220,9 +241,12 @@ export class Dhcp4Client {
       }
       sent++;
       const m = build();
-      this.opts.transport
-        .send(encodeMessage(m), { broadcast: true })
-        .catch((err) => this.log.warn("DHCP packet not sent", { error: describeError(err), type: MessageType[m.options.get(Option.MessageType)![0]!] }));
+      this.opts.transport.send(encodeMessage(m), { broadcast: true }).catch((err) =>
+        this.log.warn("DHCP packet not sent", {
+          error: describeError(err),
+          type: MessageType[m.options.get(Option.MessageType)![0]!],
+        }),
+      );
       // ±1 s randomization as RFC 2131 suggests, scaled down for short test delays.
       const jitter = (this.random() * 2 - 1) * Math.min(1000, delay / 4);
       this.retransmitTimer = this.timers.setTimeout(once, Math.max(0, delay + jitter));
@@ -303,7 +327,11 @@ export class Dhcp4Client {
     this.clearRetransmit();
     this.current = lease;
     this.st = "bound";
-    this.log.info("lease acquired", { address: `${lease.address}/${lease.prefixLen}`, server: lease.serverId, leaseTime });
+    this.log.info("lease acquired", {
+      address: `${lease.address}/${lease.prefixLen}`,
+      server: lease.serverId,
+      leaseTime,
+    });
     this.scheduleLeaseTimers(lease);
     void this.emit({ type: wasBound ? "renewed" : "bound", lease });
   }
@@ -327,7 +355,10 @@ export class Dhcp4Client {
   private message(type: MessageType, o: { ciaddr?: string; broadcast: boolean }): DhcpMessage {
     const options = new Map<number, Buffer>();
     options.set(Option.MessageType, Buffer.from([type]));
-    options.set(Option.ClientIdentifier, this.opts.clientId ?? Buffer.concat([Buffer.from([1]), macToBuffer(this.opts.hardwareAddr).subarray(0, 6)]));
+    options.set(
+      Option.ClientIdentifier,
+      this.opts.clientId ?? Buffer.concat([Buffer.from([1]), macToBuffer(this.opts.hardwareAddr).subarray(0, 6)]),
+    );
     if (type !== MessageType.Release) {
       options.set(Option.ParameterRequestList, Buffer.from(requestedParams));
       options.set(Option.MaxMessageSize, u16Buffer(1500));

@@ -189,7 +189,9 @@ export function parseOptions(options: Map<number, Buffer>): ParsedOptions {
     routers: ips(Option.Router),
     dnsServers: ips(Option.DomainNameServer),
     ntpServers: ips(Option.NTPServers),
-    classlessRoutes: options.has(Option.ClasslessStaticRoute) ? decodeClasslessRoutes(options.get(Option.ClasslessStaticRoute)!) : [],
+    classlessRoutes: options.has(Option.ClasslessStaticRoute)
+      ? decodeClasslessRoutes(options.get(Option.ClasslessStaticRoute)!)
+      : [],
   };
   if (typeBuf && typeBuf.length >= 1) parsed.messageType = typeBuf[0] as MessageType;
   const set = <K extends keyof ParsedOptions>(k: K, v: ParsedOptions[K] | undefined) => {

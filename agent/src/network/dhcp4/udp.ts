@@ -60,19 +60,24 @@ export class DhcpPort {
         this.opening = undefined;
         // The socket that failed to bind is ours to close: each retry makes a new one.
         s.close();
-        reject(new SystemError(`cannot bind DHCP client port ${this.opts.clientPort ?? CLIENT_PORT}`, {}, { cause: err }));
+        reject(
+          new SystemError(`cannot bind DHCP client port ${this.opts.clientPort ?? CLIENT_PORT}`, {}, { cause: err }),
+        );
       });
-      s.bind({ port: this.opts.clientPort ?? CLIENT_PORT, address: this.opts.bindAddress ?? "0.0.0.0", exclusive: false }, () => {
-        s.setBroadcast(true);
-        s.removeAllListeners("error");
-        s.on("error", (err) => log.warn("DHCP socket error", { error: describeError(err) }));
-        s.on("message", (msg) => {
-          for (const h of [...this.handlers]) h(msg);
-        });
-        this.socket = s;
-        this.opening = undefined;
-        resolve(s);
-      });
+      s.bind(
+        { port: this.opts.clientPort ?? CLIENT_PORT, address: this.opts.bindAddress ?? "0.0.0.0", exclusive: false },
+        () => {
+          s.setBroadcast(true);
+          s.removeAllListeners("error");
+          s.on("error", (err) => log.warn("DHCP socket error", { error: describeError(err) }));
+          s.on("message", (msg) => {
+            for (const h of [...this.handlers]) h(msg);
+          });
+          this.socket = s;
+          this.opening = undefined;
+          resolve(s);
+        },
+      );
     });
     return this.opening;
   }
@@ -88,7 +93,8 @@ export class DhcpPort {
    * last transport closed (e.g. a queued broadcast) must not reopen a socket nobody closes.
    */
   private current(): dgram.Socket {
-    if (!this.socket) throw new SystemError("DHCP client socket is closed", { port: this.opts.clientPort ?? CLIENT_PORT });
+    if (!this.socket)
+      throw new SystemError("DHCP client socket is closed", { port: this.opts.clientPort ?? CLIENT_PORT });
     return this.socket;
   }
 
@@ -99,12 +105,19 @@ export class DhcpPort {
   private async broadcast(linkName: string, packet: Buffer): Promise<void> {
     // Only while a transport is open, as unicasts.
     this.current();
-    await this.opts.kernel.broadcastUdp4(linkName, this.opts.clientPort ?? CLIENT_PORT, this.opts.serverPort ?? SERVER_PORT, packet);
+    await this.opts.kernel.broadcastUdp4(
+      linkName,
+      this.opts.clientPort ?? CLIENT_PORT,
+      this.opts.serverPort ?? SERVER_PORT,
+      packet,
+    );
   }
 }
 
 function sendOn(s: dgram.Socket, packet: Buffer, port: number, address: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    s.send(packet, port, address, (err) => (err ? reject(new SystemError(`DHCP send to ${address}:${port} failed`, {}, { cause: err })) : resolve()));
+    s.send(packet, port, address, (err) =>
+      err ? reject(new SystemError(`DHCP send to ${address}:${port} failed`, {}, { cause: err })) : resolve(),
+    );
   });
 }

@@ -146,7 +146,11 @@ export class Dhcp6Client {
     this.st = "soliciting";
     this.newTransaction();
     this.log.info("sending DHCPv6 SOLICIT");
-    this.transmit(timing.solicit, () => this.message(MessageType.Solicit, undefined, [], this.opts.rapidCommit !== false), () => this.solicit());
+    this.transmit(
+      timing.solicit,
+      () => this.message(MessageType.Solicit, undefined, [], this.opts.rapidCommit !== false),
+      () => this.solicit(),
+    );
   }
 
   private request(advertise: Dhcp6Message): void {
@@ -155,7 +159,11 @@ export class Dhcp6Client {
     this.newTransaction();
     const serverId = option(advertise, Option.ServerId)!;
     const addresses = this.iaOf(advertise)?.addresses ?? [];
-    this.transmit(timing.request, () => this.message(MessageType.Request, serverId, addresses), () => this.solicit());
+    this.transmit(
+      timing.request,
+      () => this.message(MessageType.Request, serverId, addresses),
+      () => this.solicit(),
+    );
   }
 
   private renew(rebinding: boolean): void {
@@ -163,9 +171,20 @@ export class Dhcp6Client {
     this.clearRetransmit();
     this.st = rebinding ? "rebinding" : "renewing";
     this.newTransaction();
-    this.log.info(rebinding ? "rebinding DHCPv6 lease" : "renewing DHCPv6 lease", { addresses: lease.addresses.map((a) => a.address) });
+    this.log.info(rebinding ? "rebinding DHCPv6 lease" : "renewing DHCPv6 lease", {
+      addresses: lease.addresses.map((a) => a.address),
+    });
     const t = rebinding ? timing.rebind : timing.renew;
-    this.transmit(t, () => this.message(rebinding ? MessageType.Rebind : MessageType.Renew, rebinding ? undefined : lease.serverId, lease.addresses), () => undefined);
+    this.transmit(
+      t,
+      () =>
+        this.message(
+          rebinding ? MessageType.Rebind : MessageType.Renew,
+          rebinding ? undefined : lease.serverId,
+          lease.addresses,
+        ),
+      () => undefined,
+    );
   }
 
   /** Sends build() now and again (RFC 8415 §15), giving up after mrc sends. */
@@ -180,7 +199,11 @@ export class Dhcp6Client {
       }
       sent++;
       const m = build();
-      this.opts.transport.send(encodeMessage(m)).catch((err) => this.log.warn("DHCPv6 packet not sent", { error: describeError(err), type: MessageType[m.type] }));
+      this.opts.transport
+        .send(encodeMessage(m))
+        .catch((err) =>
+          this.log.warn("DHCPv6 packet not sent", { error: describeError(err), type: MessageType[m.type] }),
+        );
       this.retransmitTimer = this.timers.setTimeout(once, rt);
       rt = Math.min(2 * rt, t.mrt) * (1 + (this.random() * 2 - 1) * 0.1);
     };
@@ -206,7 +229,11 @@ export class Dhcp6Client {
     const status = option(m, Option.StatusCode);
     const statusCode = status ? decodeStatus(status).code : STATUS_SUCCESS;
     if (this.st === "soliciting") {
-      if (m.type === MessageType.Advertise && statusCode === STATUS_SUCCESS && (this.iaOf(m)?.addresses.length ?? 0) > 0) {
+      if (
+        m.type === MessageType.Advertise &&
+        statusCode === STATUS_SUCCESS &&
+        (this.iaOf(m)?.addresses.length ?? 0) > 0
+      ) {
         this.log.info("received DHCPv6 ADVERTISE", { addresses: this.iaOf(m)!.addresses.map((a) => a.address) });
         this.request(m);
       } else if (m.type === MessageType.Reply && option(m, Option.RapidCommit)) {
@@ -216,7 +243,10 @@ export class Dhcp6Client {
     }
     if (m.type !== MessageType.Reply) return;
     if (statusCode !== STATUS_SUCCESS || (this.iaOf(m)?.addresses.length ?? 0) === 0) {
-      this.log.warn("DHCPv6 REPLY without an address", { status: status ? decodeStatus(status) : undefined, state: this.st });
+      this.log.warn("DHCPv6 REPLY without an address", {
+        status: status ? decodeStatus(status) : undefined,
+        state: this.st,
+      });
       // While renewing or rebinding the lease still holds until it expires; a refused request starts over.
       if (this.st === "requesting") {
         this.clearRetransmit();
@@ -265,7 +295,11 @@ export class Dhcp6Client {
     this.clearRetransmit();
     this.current = lease;
     this.st = "bound";
-    this.log.info("DHCPv6 lease acquired", { addresses: lease.addresses.map((a) => a.address), t1: lease.t1, t2: lease.t2 });
+    this.log.info("DHCPv6 lease acquired", {
+      addresses: lease.addresses.map((a) => a.address),
+      t1: lease.t1,
+      t2: lease.t2,
+    });
     this.scheduleLeaseTimers(lease);
     void this.emit({ type: wasBound ? "renewed" : "bound", lease });
   }
@@ -288,14 +322,25 @@ export class Dhcp6Client {
     }
   }
 
-  private message(type: MessageType, serverId: Buffer | undefined, addresses: IaAddress[], rapidCommit = false): Dhcp6Message {
+  private message(
+    type: MessageType,
+    serverId: Buffer | undefined,
+    addresses: IaAddress[],
+    rapidCommit = false,
+  ): Dhcp6Message {
     const elapsed = Math.min(0xffff, Math.floor((this.timers.now() - this.exchangeStart) / 10));
     const options: [number, Buffer][] = [[Option.ClientId, this.duid]];
     if (serverId) options.push([Option.ServerId, serverId]);
     options.push([Option.ElapsedTime, u16(elapsed)]);
     if (type !== MessageType.Release) options.push([Option.Oro, Buffer.concat(requestedOptions.map(u16))]);
     if (rapidCommit) options.push([Option.RapidCommit, Buffer.alloc(0)]);
-    options.push([Option.IaNa, encodeIaNa(this.iaid, addresses.map((a) => (type === MessageType.Release ? { ...a, preferredLifetime: 0, validLifetime: 0 } : a)))]);
+    options.push([
+      Option.IaNa,
+      encodeIaNa(
+        this.iaid,
+        addresses.map((a) => (type === MessageType.Release ? { ...a, preferredLifetime: 0, validLifetime: 0 } : a)),
+      ),
+    ]);
     return { type, transactionId: this.xid, options };
   }
 

@@ -90,7 +90,8 @@ export function decodeOptions(buf: Buffer): [number, Buffer][] {
     if (pos + 4 > buf.length) throw new Dhcp6PacketError("DHCPv6 option header truncated", { offset: pos });
     const code = buf.readUInt16BE(pos);
     const len = buf.readUInt16BE(pos + 2);
-    if (pos + 4 + len > buf.length) throw new Dhcp6PacketError(`DHCPv6 option ${code} truncated`, { code, length: len });
+    if (pos + 4 + len > buf.length)
+      throw new Dhcp6PacketError(`DHCPv6 option ${code} truncated`, { code, length: len });
     out.push([code, Buffer.from(buf.subarray(pos + 4, pos + 4 + len))]);
     pos += 4 + len;
   }
@@ -144,7 +145,11 @@ export function decodeIaNa(value: Buffer): IaNa {
       const status = inner.find(([c]) => c === Option.StatusCode)?.[1];
       // An address whose status is not Success is not given.
       if (status && decodeStatus(status).code !== STATUS_SUCCESS) continue;
-      ia.addresses.push({ address: ipv6Text(v.subarray(0, 16)), preferredLifetime: v.readUInt32BE(16), validLifetime: v.readUInt32BE(20) });
+      ia.addresses.push({
+        address: ipv6Text(v.subarray(0, 16)),
+        preferredLifetime: v.readUInt32BE(16),
+        validLifetime: v.readUInt32BE(20),
+      });
     } else if (code === Option.StatusCode) {
       ia.status = decodeStatus(v);
     }
@@ -203,4 +208,3 @@ export function ipv6Bytes(addr: string): Buffer {
   groups.forEach((g, i) => buf.writeUInt16BE(parseInt(g, 16), i * 2));
   return buf;
 }
-

@@ -79,7 +79,11 @@ export class Dhcp6Port {
     if (!s) return Promise.reject(new SystemError("DHCPv6 client socket is closed", { link: linkName }));
     return new Promise((resolve, reject) => {
       s.send(packet, port, `${ALL_SERVERS}%${linkName}`, (err) =>
-        err ? reject(new SystemError(`DHCPv6 send to ${ALL_SERVERS}%${linkName} failed`, { link: linkName }, { cause: err })) : resolve(),
+        err
+          ? reject(
+              new SystemError(`DHCPv6 send to ${ALL_SERVERS}%${linkName} failed`, { link: linkName }, { cause: err }),
+            )
+          : resolve(),
       );
     });
   }

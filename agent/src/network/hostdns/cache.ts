@@ -5,7 +5,14 @@
 // replies are not kept. A hit is the stored reply with the query's id and TTLs
 // lowered by the time it spent in the cache.
 
-import { type DnsQuestion, RCODE_NOERROR, RCODE_NXDOMAIN, readReply, rewriteReply, type DnsReplyInfo } from "./message.js";
+import {
+  type DnsQuestion,
+  RCODE_NOERROR,
+  RCODE_NXDOMAIN,
+  readReply,
+  rewriteReply,
+  type DnsReplyInfo,
+} from "./message.js";
 
 export const DEFAULT_CAPACITY = 10_000;
 const MAX_POSITIVE_TTL_S = 3600;
@@ -74,7 +81,12 @@ export class DnsCache {
     this.entries.delete(key);
     while (this.entries.size >= this.capacity) this.entries.delete(this.entries.keys().next().value!);
     const now = this.now();
-    this.entries.set(key, { reply: Buffer.from(reply), ttls: info.ttls, storedAtMs: now, expiresAtMs: now + ttl * 1000 });
+    this.entries.set(key, {
+      reply: Buffer.from(reply),
+      ttls: info.ttls,
+      storedAtMs: now,
+      expiresAtMs: now + ttl * 1000,
+    });
     return true;
   }
 }
@@ -82,7 +94,8 @@ export class DnsCache {
 function cacheTtl(info: DnsReplyInfo): number | undefined {
   if (info.truncated) return undefined;
   const negative = info.rcode === RCODE_NXDOMAIN || (info.rcode === RCODE_NOERROR && info.answerCount === 0);
-  if (negative) return info.soaTtl === undefined ? undefined : Math.max(MIN_TTL_S, Math.min(info.soaTtl, MAX_NEGATIVE_TTL_S));
+  if (negative)
+    return info.soaTtl === undefined ? undefined : Math.max(MIN_TTL_S, Math.min(info.soaTtl, MAX_NEGATIVE_TTL_S));
   if (info.rcode !== RCODE_NOERROR) return undefined;
   const min = Math.min(...info.ttls.map((t) => t.ttl));
   return Math.max(MIN_TTL_S, Math.min(min, MAX_POSITIVE_TTL_S));

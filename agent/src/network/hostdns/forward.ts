@@ -39,15 +39,21 @@ function exchangeUdp(query: Buffer, host: string, port: number, timeoutMs: numbe
       if (err) reject(err);
       else resolve(reply!);
     };
-    const timer = setTimeout(() => finish(new DnsUpstreamError(`no answer from ${host}:${port} (udp) in ${timeoutMs} ms`, { upstream: host })), timeoutMs);
-    socket.on("error", (err) => finish(new DnsUpstreamError(`exchange with ${host}:${port} (udp) failed`, { upstream: host }, { cause: err })));
+    const timer = setTimeout(
+      () => finish(new DnsUpstreamError(`no answer from ${host}:${port} (udp) in ${timeoutMs} ms`, { upstream: host })),
+      timeoutMs,
+    );
+    socket.on("error", (err) =>
+      finish(new DnsUpstreamError(`exchange with ${host}:${port} (udp) failed`, { upstream: host }, { cause: err })),
+    );
     socket.on("message", (msg, rinfo) => {
       // Anything else (another source, another id) is not the answer and is dropped.
       if (rinfo.address !== host || msg.length < 12 || messageId(msg) !== id || !isResponse(msg)) return;
       finish(undefined, msg);
     });
     socket.send(query, port, host, (err) => {
-      if (err) finish(new DnsUpstreamError(`query to ${host}:${port} (udp) not sent`, { upstream: host }, { cause: err }));
+      if (err)
+        finish(new DnsUpstreamError(`query to ${host}:${port} (udp) not sent`, { upstream: host }, { cause: err }));
     });
   });
 }
@@ -62,14 +68,22 @@ function exchangeTcp(query: Buffer, host: string, port: number, timeoutMs: numbe
       if (err) reject(err);
       else resolve(reply!);
     };
-    const timer = setTimeout(() => finish(new DnsUpstreamError(`no answer from ${host}:${port} (tcp) in ${timeoutMs} ms`, { upstream: host })), timeoutMs);
-    socket.on("error", (err) => finish(new DnsUpstreamError(`exchange with ${host}:${port} (tcp) failed`, { upstream: host }, { cause: err })));
+    const timer = setTimeout(
+      () => finish(new DnsUpstreamError(`no answer from ${host}:${port} (tcp) in ${timeoutMs} ms`, { upstream: host })),
+      timeoutMs,
+    );
+    socket.on("error", (err) =>
+      finish(new DnsUpstreamError(`exchange with ${host}:${port} (tcp) failed`, { upstream: host }, { cause: err })),
+    );
     socket.on("connect", () => socket.write(frame(query)));
     socket.on("data", (chunk: Buffer) => {
       buf = Buffer.concat([buf, chunk]);
-      if (buf.length >= 2 && buf.length >= 2 + buf.readUInt16BE(0)) finish(undefined, buf.subarray(2, 2 + buf.readUInt16BE(0)));
+      if (buf.length >= 2 && buf.length >= 2 + buf.readUInt16BE(0))
+        finish(undefined, buf.subarray(2, 2 + buf.readUInt16BE(0)));
     });
-    socket.on("end", () => finish(new DnsUpstreamError(`${host}:${port} (tcp) closed without an answer`, { upstream: host })));
+    socket.on("end", () =>
+      finish(new DnsUpstreamError(`${host}:${port} (tcp) closed without an answer`, { upstream: host })),
+    );
   });
 }
 

@@ -86,7 +86,12 @@ export function readQuestion(buf: Buffer): DnsQuestion {
 export function readReply(buf: Buffer): DnsReplyInfo {
   need(buf, HEADER_LEN);
   const counts = [buf.readUInt16BE(4), buf.readUInt16BE(6), buf.readUInt16BE(8), buf.readUInt16BE(10)];
-  const info: DnsReplyInfo = { rcode: buf[3]! & 0x0f, truncated: (buf[2]! & 0x02) !== 0, answerCount: counts[1]!, ttls: [] };
+  const info: DnsReplyInfo = {
+    rcode: buf[3]! & 0x0f,
+    truncated: (buf[2]! & 0x02) !== 0,
+    answerCount: counts[1]!,
+    ttls: [],
+  };
   let pos = HEADER_LEN;
   for (let i = 0; i < counts[0]!; i++) pos = readName(buf, pos).next + 4;
   for (let section = 1; section <= 3; section++) {

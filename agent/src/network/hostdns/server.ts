@@ -72,7 +72,8 @@ export interface DnsListener {
 /** "127.0.0.53:53" -> host, port. */
 function split(address: string): { host: string; port: number } {
   const m = /^\[?([^\]]+?)\]?:(\d+)$/.exec(address);
-  if (!m || net.isIP(m[1]!) === 0) throw new DnsListenError(`not an IP:port listen address: ${JSON.stringify(address)}`, { address });
+  if (!m || net.isIP(m[1]!) === 0)
+    throw new DnsListenError(`not an IP:port listen address: ${JSON.stringify(address)}`, { address });
   return { host: m[1]!, port: Number(m[2]) };
 }
 
@@ -80,7 +81,9 @@ export function listenUdp(address: string, resolver: HostDnsResolver): Promise<D
   const { host, port } = split(address);
   return new Promise((resolve, reject) => {
     const socket = dgram.createSocket(net.isIPv6(host) ? "udp6" : "udp4");
-    socket.once("error", (err) => reject(new DnsListenError(`cannot listen on udp ${address}`, { address }, { cause: err })));
+    socket.once("error", (err) =>
+      reject(new DnsListenError(`cannot listen on udp ${address}`, { address }, { cause: err })),
+    );
     socket.bind(port, host, () => {
       socket.removeAllListeners("error");
       socket.on("error", (err) => log.warn("DNS UDP socket error", { address, error: describeError(err) }));
@@ -121,7 +124,9 @@ export function listenTcp(address: string, resolver: HostDnsResolver): Promise<D
     });
   });
   return new Promise((resolve, reject) => {
-    server.once("error", (err) => reject(new DnsListenError(`cannot listen on tcp ${address}`, { address }, { cause: err })));
+    server.once("error", (err) =>
+      reject(new DnsListenError(`cannot listen on tcp ${address}`, { address }, { cause: err })),
+    );
     server.listen(port, host, () => {
       server.removeAllListeners("error");
       server.on("error", (err) => log.warn("DNS TCP listener error", { address, error: describeError(err) }));

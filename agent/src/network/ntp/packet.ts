@@ -83,7 +83,8 @@ export function encodeRequest(transmitMs: number): Buffer {
 }
 
 export function decodeReply(buf: Buffer): NtpReply {
-  if (buf.length < PACKET_LEN) throw new NtpReplyMismatchError(`NTP reply too short: ${buf.length} bytes`, { length: buf.length });
+  if (buf.length < PACKET_LEN)
+    throw new NtpReplyMismatchError(`NTP reply too short: ${buf.length} bytes`, { length: buf.length });
   const b0 = buf[0]!;
   return {
     leap: leapNames[b0 >> 6]!,
@@ -108,8 +109,10 @@ export function decodeReply(buf: Buffer): NtpReply {
  * its time must not be followed.
  */
 export function measure(reply: NtpReply, request: Buffer, sentMs: number, receivedMs: number): NtpMeasurement {
-  if (reply.mode !== 4) throw new NtpReplyMismatchError(`NTP reply has mode ${reply.mode}, not 4 (server)`, { mode: reply.mode });
-  if (!request.subarray(40, 48).equals(reply.originRaw)) throw new NtpReplyMismatchError("NTP reply does not answer our request (origin timestamp differs)");
+  if (reply.mode !== 4)
+    throw new NtpReplyMismatchError(`NTP reply has mode ${reply.mode}, not 4 (server)`, { mode: reply.mode });
+  if (!request.subarray(40, 48).equals(reply.originRaw))
+    throw new NtpReplyMismatchError("NTP reply does not answer our request (origin timestamp differs)");
   if (reply.transmitTime === 0) throw new NtpResponseError("NTP reply has no transmit time");
   validate(reply);
   const t1 = sentMs;
@@ -130,9 +133,19 @@ function validate(r: NtpReply): void {
     const code = r.referenceId.toString("latin1").replace(/\0+$/, "");
     throw new NtpResponseError(`kiss of death received: ${code}`, { kissCode: code });
   }
-  if (r.stratum >= MAX_STRATUM) throw new NtpResponseError(`invalid stratum ${r.stratum} in response`, { stratum: r.stratum });
-  if (r.transmitTime - r.referenceTime > MAX_FRESHNESS_MS) throw new NtpResponseError("server clock not fresh", { referenceTime: r.referenceTime });
-  if (r.rootDelayMs / 2 + r.rootDispersionMs > MAX_DISPERSION_MS) throw new NtpResponseError("invalid dispersion", { rootDelayMs: r.rootDelayMs, rootDispersionMs: r.rootDispersionMs });
-  if (r.transmitTime < r.referenceTime) throw new NtpResponseError("invalid time reported", { transmitTime: r.transmitTime, referenceTime: r.referenceTime });
+  if (r.stratum >= MAX_STRATUM)
+    throw new NtpResponseError(`invalid stratum ${r.stratum} in response`, { stratum: r.stratum });
+  if (r.transmitTime - r.referenceTime > MAX_FRESHNESS_MS)
+    throw new NtpResponseError("server clock not fresh", { referenceTime: r.referenceTime });
+  if (r.rootDelayMs / 2 + r.rootDispersionMs > MAX_DISPERSION_MS)
+    throw new NtpResponseError("invalid dispersion", {
+      rootDelayMs: r.rootDelayMs,
+      rootDispersionMs: r.rootDispersionMs,
+    });
+  if (r.transmitTime < r.referenceTime)
+    throw new NtpResponseError("invalid time reported", {
+      transmitTime: r.transmitTime,
+      referenceTime: r.referenceTime,
+    });
   if (r.leap === "unsynchronized") throw new NtpResponseError("invalid leap second (server not synchronized)");
 }

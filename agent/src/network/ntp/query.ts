@@ -17,9 +17,14 @@ export interface NtpQueryOptions {
 }
 
 /** Queries the server at IP address `address`; throws NtpQueryError (timeout, network) or NtpResponseError (bad reply). */
-export function queryNtp(address: string, clock: Pick<SystemClock, "now">, opts: NtpQueryOptions = {}): Promise<NtpMeasurement> {
+export function queryNtp(
+  address: string,
+  clock: Pick<SystemClock, "now">,
+  opts: NtpQueryOptions = {},
+): Promise<NtpMeasurement> {
   const family = isIP(address);
-  if (family === 0) return Promise.reject(new NtpQueryError(`not an IP address: ${JSON.stringify(address)}`, { server: address }));
+  if (family === 0)
+    return Promise.reject(new NtpQueryError(`not an IP address: ${JSON.stringify(address)}`, { server: address }));
   const port = opts.port ?? NTP_PORT;
   const timeoutMs = opts.timeoutMs ?? 5000;
   return new Promise<NtpMeasurement>((resolve, reject) => {
@@ -38,14 +43,17 @@ export function queryNtp(address: string, clock: Pick<SystemClock, "now">, opts:
       if (err) reject(err);
       else resolve(result!);
     };
-    const aborted = () => finish(new NtpQueryError(`NTP query to ${address} aborted`, { server: address }, { cause: opts.signal?.reason }));
+    const aborted = () =>
+      finish(new NtpQueryError(`NTP query to ${address} aborted`, { server: address }, { cause: opts.signal?.reason }));
     const timer = setTimeout(() => {
       const why = lastRejection ? { cause: lastRejection } : undefined;
       finish(new NtpQueryError(`NTP query to ${address} timed out after ${timeoutMs} ms`, { server: address }, why));
     }, timeoutMs);
     if (opts.signal?.aborted) return aborted();
     opts.signal?.addEventListener("abort", aborted, { once: true });
-    socket.on("error", (err) => finish(new NtpQueryError(`NTP query to ${address} failed`, { server: address }, { cause: err })));
+    socket.on("error", (err) =>
+      finish(new NtpQueryError(`NTP query to ${address} failed`, { server: address }, { cause: err })),
+    );
     socket.on("message", (msg, rinfo) => {
       const receivedMs = clock.now();
       if (!request || rinfo.address !== address) return;

@@ -147,7 +147,8 @@ export class NtpSyncer {
         out.push(...(await this.resolve(server)));
         this.unresolved.delete(server);
       } catch (err) {
-        if (!this.unresolved.has(server)) log.warn(`failed looking up ${JSON.stringify(server)}, ignored`, { error: describeError(err) });
+        if (!this.unresolved.has(server))
+          log.warn(`failed looking up ${JSON.stringify(server)}, ignored`, { error: describeError(err) });
         this.unresolved.add(server);
       }
     }
@@ -162,7 +163,12 @@ export class NtpSyncer {
     }
     const m = await this.query(server, this.opts.clock, signal);
     log.debug("NTP response", { server, offsetMs: m.offsetMs, rttMs: m.rttMs, stratum: m.stratum, leap: m.leap });
-    return { offsetMs: m.offsetMs, rttMs: m.rttMs, leap: m.leap, spike: this.spikes.isSpike({ offsetS: m.offsetMs / 1000, rttS: m.rttMs / 1000 }) };
+    return {
+      offsetMs: m.offsetMs,
+      rttMs: m.rttMs,
+      leap: m.leap,
+      spike: this.spikes.isSpike({ offsetS: m.offsetMs / 1000, rttS: m.rttMs / 1000 }),
+    };
   }
 
   private async adjust(m: Measurement, server: string, nextPollMs: number): Promise<void> {
@@ -171,9 +177,17 @@ export class NtpSyncer {
     const how = step ? "jump" : "slew";
     try {
       if (step) await this.opts.clock.adjust({ kind: "step", offsetMs: m.offsetMs, leap });
-      else await this.opts.clock.adjust({ kind: "slew", offsetMs: m.offsetMs, timeConstant: Math.floor(Math.log2(Math.max(1, Math.floor(nextPollMs / 1000)))) - 4, leap });
+      else
+        await this.opts.clock.adjust({
+          kind: "slew",
+          offsetMs: m.offsetMs,
+          timeConstant: Math.floor(Math.log2(Math.max(1, Math.floor(nextPollMs / 1000)))) - 4,
+          leap,
+        });
     } catch (err) {
-      log.warn(`adjusting time (${how}) by ${m.offsetMs.toFixed(3)}ms via ${server} failed`, { error: describeError(err) });
+      log.warn(`adjusting time (${how}) by ${m.offsetMs.toFixed(3)}ms via ${server} failed`, {
+        error: describeError(err),
+      });
       return;
     }
     // Steps and the first sync are worth a line at info; later slews are routine.

@@ -26,7 +26,10 @@ export function pcapFileHeader(snapLength: number, linkType: number): Buffer {
 /** One record: its header and captured bytes. */
 export function pcapRecord(p: CapturedPacket): Buffer {
   if (p.data.length > p.length) {
-    throw new InvalidInputError(`captured ${p.data.length} bytes of a ${p.length}-byte packet`, { captured: p.data.length, length: p.length });
+    throw new InvalidInputError(`captured ${p.data.length} bytes of a ${p.length}-byte packet`, {
+      captured: p.data.length,
+      length: p.length,
+    });
   }
   const h = Buffer.alloc(16);
   h.writeUInt32LE(Number((p.timestampNs / 1_000_000_000n) & 0xffffffffn), 0);

@@ -118,4 +118,8 @@ export const memoryModuleDefinition = defineResource<MemoryModuleSpec>({
   }),
 });
 
-export const hardwareDefinitions: readonly ResourceDefinition<never>[] = [systemInformationDefinition, processorDefinition, memoryModuleDefinition];
+export const hardwareDefinitions: readonly ResourceDefinition<never>[] = [
+  systemInformationDefinition,
+  processorDefinition,
+  memoryModuleDefinition,
+];

@@ -46,4 +46,7 @@ export const dnsResolveCacheDefinition = defineResource<DNSResolveCacheSpec>({
   toProto: (s) => ({ status: s.status }),
 });
 
-export const hostDnsDefinitions: readonly ResourceDefinition<never>[] = [hostDNSConfigDefinition, dnsResolveCacheDefinition] as unknown as readonly ResourceDefinition<never>[];
+export const hostDnsDefinitions: readonly ResourceDefinition<never>[] = [
+  hostDNSConfigDefinition,
+  dnsResolveCacheDefinition,
+] as unknown as readonly ResourceDefinition<never>[];

@@ -2,7 +2,13 @@
 // owners' definitions (e.g. networking's catalog/network.ts) are passed in as
 // `extra` so this module does not depend on files it does not own.
 
-import { defineResource, registerDefinitions, registerNamespaces, type ResourceDefinition, type ResourceDefinitionInput } from "../definitions.js";
+import {
+  defineResource,
+  registerDefinitions,
+  registerNamespaces,
+  type ResourceDefinition,
+  type ResourceDefinitionInput,
+} from "../definitions.js";
 import type { ResourceState } from "../state.js";
 import { clusterDefinitions } from "./cluster.js";
 import { configDefinitions } from "./config.js";

@@ -29,8 +29,18 @@ export interface PodResources {
 }
 
 const sorted = (m: Record<string, string> | undefined): Record<string, string> => goYamlOrdered(m ?? {});
-const volumeProto = (v: ExtraVolume) => ({ name: v.name, host_path: v.hostPath, mount_path: v.mountPath, read_only: v.readOnly });
-const volumeYaml = (v: ExtraVolume) => ({ name: v.name, hostPath: v.hostPath, mountPath: v.mountPath, readonly: v.readOnly });
+const volumeProto = (v: ExtraVolume) => ({
+  name: v.name,
+  host_path: v.hostPath,
+  mount_path: v.mountPath,
+  read_only: v.readOnly,
+});
+const volumeYaml = (v: ExtraVolume) => ({
+  name: v.name,
+  hostPath: v.hostPath,
+  mountPath: v.mountPath,
+  readonly: v.readOnly,
+});
 const resourcesProto = (r: PodResources) => ({ requests: r.requests, limits: r.limits ?? {} });
 const resourcesYaml = (r: PodResources) => ({ requests: sorted(r.requests), limits: sorted(r.limits) });
 

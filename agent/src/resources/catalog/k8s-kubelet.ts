@@ -56,7 +56,11 @@ const mountYaml = (m: Mount) => ({
 export function sortedKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortedKeys);
   if (value === null || typeof value !== "object") return value;
-  return Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => [k, sortedKeys(v)]));
+  return Object.fromEntries(
+    Object.entries(value)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([k, v]) => [k, sortedKeys(v)]),
+  );
 }
 
 const nonEmpty = (m: Record<string, unknown> | undefined): boolean => m !== undefined && Object.keys(m).length > 0;
@@ -112,7 +116,9 @@ export const kubeletConfigDefinition = defineResource<KubeletConfigSpec>({
       staticPodListURL: s.staticPodListURL,
       disableManifestsDirectory: s.disableManifestsDirectory,
       enableFSQuotaMonitoring: s.enableFSQuotaMonitoring,
-      ...(nonEmpty(s.credentialProviderConfig) ? { credentialProviderConfig: sortedKeys(s.credentialProviderConfig) } : {}),
+      ...(nonEmpty(s.credentialProviderConfig)
+        ? { credentialProviderConfig: sortedKeys(s.credentialProviderConfig) }
+        : {}),
     }),
 });
 
@@ -147,7 +153,9 @@ export const kubeletSpecDefinition = defineResource<KubeletSpecSpec>({
       ...(s.extraMounts.length ? { extraMounts: s.extraMounts.map(mountYaml) } : {}),
       ...(s.expectedNodename ? { expectedNodename: s.expectedNodename } : {}),
       config: sortedKeys(s.config),
-      ...(nonEmpty(s.credentialProviderConfig) ? { credentialProviderConfig: sortedKeys(s.credentialProviderConfig) } : {}),
+      ...(nonEmpty(s.credentialProviderConfig)
+        ? { credentialProviderConfig: sortedKeys(s.credentialProviderConfig) }
+        : {}),
     }),
 });
 
@@ -162,7 +170,11 @@ export const nodeIPConfigDefinition = defineResource<NodeIPConfigSpec>({
   defaultNamespace: K8S_NAMESPACE,
   protoSpecType: "talos.resource.definitions.k8s.NodeIPConfigSpec",
   toProto: (s) => ({ valid_subnets: s.validSubnets, exclude_subnets: s.excludeSubnets }),
-  toYaml: (s) => marshalGoYaml({ ...(s.validSubnets.length ? { validSubnets: s.validSubnets } : {}), excludeSubnets: s.excludeSubnets }),
+  toYaml: (s) =>
+    marshalGoYaml({
+      ...(s.validSubnets.length ? { validSubnets: s.validSubnets } : {}),
+      excludeSubnets: s.excludeSubnets,
+    }),
 });
 
 // --- NodeIPs.kubernetes.talos.dev (id "kubelet") ---

@@ -38,4 +38,7 @@ export const manifestStatusDefinition = defineResource<ManifestStatusSpec>({
   toProto: (s) => ({ manifests_applied: s.manifestsApplied }),
 });
 
-export const k8sManifestDefinitions: readonly ResourceDefinition<never>[] = [manifestDefinition, manifestStatusDefinition];
+export const k8sManifestDefinitions: readonly ResourceDefinition<never>[] = [
+  manifestDefinition,
+  manifestStatusDefinition,
+];

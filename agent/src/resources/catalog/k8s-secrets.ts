@@ -214,7 +214,12 @@ export const admissionControlConfigDefinition = defineResource<AdmissionControlC
   type: AdmissionControlConfigType,
   defaultNamespace: CONTROLPLANE_NAMESPACE,
   protoSpecType: "talos.resource.definitions.k8s.AdmissionControlConfigSpec",
-  toProto: (s) => ({ config: s.config.map((p) => ({ name: p.name, ...(p.configuration ? { configuration: protoStruct(p.configuration) } : {}) })) }),
+  toProto: (s) => ({
+    config: s.config.map((p) => ({
+      name: p.name,
+      ...(p.configuration ? { configuration: protoStruct(p.configuration) } : {}),
+    })),
+  }),
 });
 
 // --- AuditPolicyConfigs.kubernetes.talos.dev (id "audit-policy") ---

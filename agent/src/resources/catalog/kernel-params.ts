@@ -28,4 +28,7 @@ export const kernelParamDefaultSpecDefinition = defineResource<KernelParamSpecSp
   toProto,
 });
 
-export const kernelParamDefinitions: readonly ResourceDefinition<never>[] = [kernelParamSpecDefinition, kernelParamDefaultSpecDefinition];
+export const kernelParamDefinitions: readonly ResourceDefinition<never>[] = [
+  kernelParamSpecDefinition,
+  kernelParamDefaultSpecDefinition,
+];

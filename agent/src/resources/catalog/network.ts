@@ -21,7 +21,15 @@ import { timeServerSpecDefinition, timeServerStatusDefinition } from "./network/
 export * from "./network/addresses.js";
 export * from "./network/hostname.js";
 export * from "./network/links.js";
-export { hwAddrBytes, layerRank, netNames, netValues, NETWORK_CONFIG_NAMESPACE, NETWORK_NAMESPACE, type ConfigLayer } from "./network/names.js";
+export {
+  hwAddrBytes,
+  layerRank,
+  netNames,
+  netValues,
+  NETWORK_CONFIG_NAMESPACE,
+  NETWORK_NAMESPACE,
+  type ConfigLayer,
+} from "./network/names.js";
 export * from "./network/node-addresses.js";
 export * from "./network/operators.js";
 export * from "./network/resolvers.js";

@@ -23,7 +23,11 @@ export const securityStateDefinition = defineResource<SecurityStateSpec>({
     { name: "PCRSigningKeyFingerprint", jsonPath: "{.pcrSigningKeyFingerprint}" },
   ],
   protoSpecType: "talos.resource.definitions.runtime.SecurityStateSpec",
-  toProto: (s) => ({ secure_boot: s.secureBoot, uki_signing_key_fingerprint: s.ukiSigningKeyFingerprint ?? "", pcr_signing_key_fingerprint: s.pcrSigningKeyFingerprint ?? "" }),
+  toProto: (s) => ({
+    secure_boot: s.secureBoot,
+    uki_signing_key_fingerprint: s.ukiSigningKeyFingerprint ?? "",
+    pcr_signing_key_fingerprint: s.pcrSigningKeyFingerprint ?? "",
+  }),
 });
 
 export const securityDefinitions: readonly ResourceDefinition<never>[] = [securityStateDefinition];

@@ -51,7 +51,11 @@ function numericUser(user: string): { uid: number; gid: number } | undefined {
 }
 
 /** The container spec: the image's config first, the service's settings over it. */
-export function imageProcess(config: ImageRunConfig, p: ImageProcessSpec, ctx: RunContext | undefined): ContainerProcessSpec {
+export function imageProcess(
+  config: ImageRunConfig,
+  p: ImageProcessSpec,
+  ctx: RunContext | undefined,
+): ContainerProcessSpec {
   const imageUser = numericUser(config.user);
   const user = p.user ?? imageUser;
   const oomScoreAdj = p.oomScoreAdj ?? ctx?.oomScoreAdj;

@@ -17,7 +17,12 @@ export class LogFollower {
 
   /** Starts following from `from`, by default the file's current end (earlier runs' output is not sent again). */
   async start(from?: number): Promise<void> {
-    this.offset = from ?? (await fs.stat(this.file).then((s) => s.size, () => 0));
+    this.offset =
+      from ??
+      (await fs.stat(this.file).then(
+        (s) => s.size,
+        () => 0,
+      ));
     this.timer = setInterval(() => this.poll(), this.intervalMs);
     this.timer.unref();
   }

@@ -52,8 +52,16 @@ export function grantableCapabilities(held: ReadonlySet<string>): string[] {
 }
 
 const defaultMaskedPaths = [
-  "/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
-  "/proc/sched_debug", "/sys/firmware", "/proc/scsi",
+  "/proc/acpi",
+  "/proc/asound",
+  "/proc/kcore",
+  "/proc/keys",
+  "/proc/latency_stats",
+  "/proc/timer_list",
+  "/proc/timer_stats",
+  "/proc/sched_debug",
+  "/sys/firmware",
+  "/proc/scsi",
 ];
 const defaultReadonlyPaths = ["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"];
 
@@ -68,24 +76,73 @@ function withDefaultPath(env: string[]): string[] {
 export const ociSpecTypeUrl = "types.containerd.io/opencontainers/runtime-spec/1/Spec";
 
 export function ociSpec(p: ContainerProcessSpec): Record<string, unknown> {
-  const caps = p.capabilities ? p.capabilities.filter((c) => p.heldCapabilities.has(c)) : grantableCapabilities(p.heldCapabilities);
+  const caps = p.capabilities
+    ? p.capabilities.filter((c) => p.heldCapabilities.has(c))
+    : grantableCapabilities(p.heldCapabilities);
   const mounts: OciMount[] = [
     { destination: "/proc", type: "proc", source: "proc", options: ["nosuid", "noexec", "nodev"] },
-    { destination: "/dev", type: "tmpfs", source: "tmpfs", options: ["nosuid", "strictatime", "mode=755", "size=65536k"] },
-    { destination: "/dev/pts", type: "devpts", source: "devpts", options: ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"] },
-    { destination: "/dev/shm", type: "tmpfs", source: "shm", options: ["nosuid", "noexec", "nodev", "mode=1777", "size=65536k"] },
+    {
+      destination: "/dev",
+      type: "tmpfs",
+      source: "tmpfs",
+      options: ["nosuid", "strictatime", "mode=755", "size=65536k"],
+    },
+    {
+      destination: "/dev/pts",
+      type: "devpts",
+      source: "devpts",
+      options: ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"],
+    },
+    {
+      destination: "/dev/shm",
+      type: "tmpfs",
+      source: "shm",
+      options: ["nosuid", "noexec", "nodev", "mode=1777", "size=65536k"],
+    },
     { destination: "/dev/mqueue", type: "mqueue", source: "mqueue", options: ["nosuid", "noexec", "nodev"] },
-    { destination: "/sys", type: "sysfs", source: "sysfs", options: ["nosuid", "noexec", "nodev", p.writeableSysfs ? "rw" : "ro"] },
-    { destination: "/run", type: "tmpfs", source: "tmpfs", options: ["nosuid", "strictatime", "mode=755", "size=65536k"] },
+    {
+      destination: "/sys",
+      type: "sysfs",
+      source: "sysfs",
+      options: ["nosuid", "noexec", "nodev", p.writeableSysfs ? "rw" : "ro"],
+    },
+    {
+      destination: "/run",
+      type: "tmpfs",
+      source: "tmpfs",
+      options: ["nosuid", "strictatime", "mode=755", "size=65536k"],
+    },
   ];
-  if (p.hostFiles.hosts) mounts.push({ destination: "/etc/hosts", type: "bind", source: p.hostFiles.hosts, options: ["rbind", "rprivate", "ro"] });
-  if (p.hostFiles.resolvConf) mounts.push({ destination: "/etc/resolv.conf", type: "bind", source: p.hostFiles.resolvConf, options: ["rbind", "rprivate", "ro"] });
-  mounts.push(...p.mounts.map((m) => (p.writeableSysfs && m.type === "sysfs" ? { ...m, options: (m.options ?? []).map((o) => (o === "ro" ? "rw" : o)) } : m)));
+  if (p.hostFiles.hosts)
+    mounts.push({
+      destination: "/etc/hosts",
+      type: "bind",
+      source: p.hostFiles.hosts,
+      options: ["rbind", "rprivate", "ro"],
+    });
+  if (p.hostFiles.resolvConf)
+    mounts.push({
+      destination: "/etc/resolv.conf",
+      type: "bind",
+      source: p.hostFiles.resolvConf,
+      options: ["rbind", "rprivate", "ro"],
+    });
+  mounts.push(
+    ...p.mounts.map((m) =>
+      p.writeableSysfs && m.type === "sysfs"
+        ? { ...m, options: (m.options ?? []).map((o) => (o === "ro" ? "rw" : o)) }
+        : m,
+    ),
+  );
   return {
     ociVersion: "1.0.2-dev",
     process: {
       terminal: false,
-      user: { uid: p.user?.uid ?? 0, gid: p.user?.gid ?? 0, ...(p.user?.additionalGids?.length ? { additionalGids: p.user.additionalGids } : {}) },
+      user: {
+        uid: p.user?.uid ?? 0,
+        gid: p.user?.gid ?? 0,
+        ...(p.user?.additionalGids?.length ? { additionalGids: p.user.additionalGids } : {}),
+      },
       args: p.args,
       env: withDefaultPath(p.env),
       cwd: p.cwd || "/",

@@ -30,9 +30,15 @@ export function taskOutputFile(dir: string, id: string): string {
  * output, read once containerd has deleted the task (the shim has copied everything by then).
  * An abort stops the task (SIGTERM, then SIGKILL) and rejects.
  */
-export async function runToEnd(runner: ContainerRunner, id: string, outputFile: string, signal?: AbortSignal): Promise<TaskResult> {
+export async function runToEnd(
+  runner: ContainerRunner,
+  id: string,
+  outputFile: string,
+  signal?: AbortSignal,
+): Promise<TaskResult> {
   await fs.rm(outputFile, { force: true });
-  const aborted = () => new TaskAbortedError(`task ${JSON.stringify(id)} was stopped before it ended`, { id }, { cause: signal?.reason });
+  const aborted = () =>
+    new TaskAbortedError(`task ${JSON.stringify(id)} was stopped before it ended`, { id }, { cause: signal?.reason });
   if (signal?.aborted) throw aborted();
   let onAbort: (() => void) | undefined;
   try {
@@ -47,7 +53,9 @@ export async function runToEnd(runner: ContainerRunner, id: string, outputFile: 
     });
     if (ended !== undefined && !(ended instanceof TaskExitError)) throw ended;
     // A task that wrote nothing may leave no file.
-    const output = await fs.readFile(outputFile).catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? Buffer.alloc(0) : Promise.reject(err)));
+    const output = await fs
+      .readFile(outputFile)
+      .catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? Buffer.alloc(0) : Promise.reject(err)));
     return { exitCode: ended?.exitCode ?? 0, output };
   } finally {
     if (onAbort) signal?.removeEventListener("abort", onAbort);

@@ -28,7 +28,10 @@ export class TaskExitError extends SystemError {
 /** A container root other than a host directory: an image's snapshot. */
 export interface ContainerRoot {
   /** Makes the root for container `id`: the image it comes from, its snapshot, and the mounts of the task's rootfs. */
-  prepare(client: ContainerdClient, id: string): Promise<{ image: string; snapshotter: string; snapshotKey: string; mounts: Mount[] }>;
+  prepare(
+    client: ContainerdClient,
+    id: string,
+  ): Promise<{ image: string; snapshotter: string; snapshotKey: string; mounts: Mount[] }>;
   /** Removes what prepare made (also an earlier run's leftover); nothing there is no error. */
   remove(client: ContainerdClient, id: string): Promise<void>;
 }
@@ -102,9 +105,11 @@ export class ContainerRunner implements ServiceRunner {
     const abort = new AbortController();
     try {
       // Talos's words for these failures (a missing entrypoint fails the create, in runc).
-      await client.createTask({ container_id: id, stdout: uri, stderr: uri, ...(root ? { rootfs: root.mounts } : {}) }).catch((err: unknown) => {
-        throw taskError("create", id, err);
-      });
+      await client
+        .createTask({ container_id: id, stdout: uri, stderr: uri, ...(root ? { rootfs: root.mounts } : {}) })
+        .catch((err: unknown) => {
+          throw taskError("create", id, err);
+        });
       const exited = client.waitTask(id, abort.signal);
       exited.catch(() => undefined);
       this.pid = await client.startTask(id).catch((err: unknown) => {
@@ -116,12 +121,15 @@ export class ContainerRunner implements ServiceRunner {
         if (this.running?.exited !== exited) return;
         this.running = undefined;
         // The exit is reported even when containerd cannot clean up (it may be what failed); nothing awaits this chain.
-        await this.cleanUp(client).catch((e: unknown) => this.log.warn("cleaning up the ended task failed", { error: describeError(e) }));
+        await this.cleanUp(client).catch((e: unknown) =>
+          this.log.warn("cleaning up the ended task failed", { error: describeError(e) }),
+        );
         onExit(err);
       };
       exited.then(
         (status) => ended(status === 0 ? undefined : new TaskExitError(id, status)),
-        (err: unknown) => ended(new SystemError(`waiting for task ${id} failed: ${describeError(err)}`, {}, { cause: err })),
+        (err: unknown) =>
+          ended(new SystemError(`waiting for task ${id} failed: ${describeError(err)}`, {}, { cause: err })),
       );
     } catch (err) {
       abort.abort();
@@ -141,9 +149,13 @@ export class ContainerRunner implements ServiceRunner {
     this.running = undefined;
     const client = this.spec.client();
     const id = this.spec.id;
-    await client.killTask(id, SIGTERM, true).catch((err: unknown) => this.log.warn("SIGTERM failed", { error: describeError(err) }));
+    await client
+      .killTask(id, SIGTERM, true)
+      .catch((err: unknown) => this.log.warn("SIGTERM failed", { error: describeError(err) }));
     let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), this.spec.stopTimeoutMs ?? 10_000)));
+    const timedOut = new Promise<"timeout">(
+      (resolve) => (timer = setTimeout(() => resolve("timeout"), this.spec.stopTimeoutMs ?? 10_000)),
+    );
     const outcome = await Promise.race([running.exited.catch(() => "gone" as const), timedOut]);
     clearTimeout(timer);
     if (outcome === "timeout") {
@@ -166,7 +178,10 @@ export class ContainerRunner implements ServiceRunner {
   }
 
   private async removeLeftover(client: ContainerdClient): Promise<void> {
-    const exists = await client.getContainer(this.spec.id).then(() => true, (err: unknown) => (err instanceof NotFoundError ? false : Promise.reject(err)));
+    const exists = await client.getContainer(this.spec.id).then(
+      () => true,
+      (err: unknown) => (err instanceof NotFoundError ? false : Promise.reject(err)),
+    );
     // A snapshot can outlive its container (machined stopped between the two deletes), as Talos cleans up.
     if (!exists) return this.spec.root?.remove(client, this.spec.id);
     this.log.info("removing the container of an earlier run");
@@ -190,7 +205,11 @@ export class ContainerRunner implements ServiceRunner {
 function taskError(step: "create" | "start", id: string, err: unknown): SystemError {
   const status = grpcStatusOf(err);
   const reason = status ? status.details : describeError(err);
-  return new SystemError(`failed to ${step} task: ${JSON.stringify(id)}: ${reason}`, { id, ...(status ? { code: status.code } : {}) }, status ? {} : { cause: err });
+  return new SystemError(
+    `failed to ${step} task: ${JSON.stringify(id)}: ${reason}`,
+    { id, ...(status ? { code: status.code } : {}) },
+    status ? {} : { cause: err },
+  );
 }
 
 /** containerd's status in an error's cause chain (our client keeps it as the cause). */

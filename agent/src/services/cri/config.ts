@@ -45,7 +45,12 @@ export function criPaths(paths: Paths): CriPaths {
 }
 
 /** Plugins Talos's CRI containerd disables (hack/cri-containerd.toml; ones this containerd lacks are ignored). */
-const disabledPlugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.tracing", "io.containerd.snapshotter.v1.blockfile", "io.containerd.tracing.processor.v1.otlp"];
+const disabledPlugins = [
+  "io.containerd.nri.v1.nri",
+  "io.containerd.internal.v1.tracing",
+  "io.containerd.snapshotter.v1.blockfile",
+  "io.containerd.tracing.processor.v1.otlp",
+];
 
 /**
  * The main file: Talos's, with our paths spelled out (Talos passes the socket as --address; the

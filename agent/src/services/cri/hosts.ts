@@ -55,7 +55,14 @@ function hostTable(endpoint: string, e: HostEntry): string {
 }
 
 /** Adds `host`'s TLS settings (from `.machine.registries.config`) to `entry`, their files to `files`. */
-function configureEndpoint(cfg: RegistryConfig | undefined, host: string, dir: string, base: string, entry: HostEntry, files: HostsFile[]): void {
+function configureEndpoint(
+  cfg: RegistryConfig | undefined,
+  host: string,
+  dir: string,
+  base: string,
+  entry: HostEntry,
+  files: HostsFile[],
+): void {
   const tls = cfg?.tls;
   if (!tls) return;
   if (tls.insecureSkipVerify) entry.skipVerify = true;
@@ -67,7 +74,10 @@ function configureEndpoint(cfg: RegistryConfig | undefined, host: string, dir: s
   if (tls.clientIdentity?.crt && tls.clientIdentity.key) {
     const crt = `${host}-client.crt`;
     const key = `${host}-client.key`;
-    files.push({ name: crt, contents: Buffer.from(tls.clientIdentity.crt, "base64"), mode: 0o600 }, { name: key, contents: Buffer.from(tls.clientIdentity.key, "base64"), mode: 0o600 });
+    files.push(
+      { name: crt, contents: Buffer.from(tls.clientIdentity.crt, "base64"), mode: 0o600 },
+      { name: key, contents: Buffer.from(tls.clientIdentity.key, "base64"), mode: 0o600 },
+    );
     entry.client = [[path.join(base, dir, crt), path.join(base, dir, key)]];
   }
 }
@@ -107,7 +117,11 @@ export function generateHosts(registries: Registries | undefined, base: string):
     const files: HostsFile[] = [];
     const entry: HostEntry = {};
     configureEndpoint(cfg, host, dir, base, entry, files);
-    files.push({ name: "hosts.toml", contents: Buffer.from("\n[host]\n" + hostTable(`https://${defaultHost(host)}`, entry)), mode: 0o600 });
+    files.push({
+      name: "hosts.toml",
+      contents: Buffer.from("\n[host]\n" + hostTable(`https://${defaultHost(host)}`, entry)),
+      mode: 0o600,
+    });
     out.set(dir, files);
   }
   return out;
@@ -128,7 +142,9 @@ export async function syncHosts(base: string, layout: HostsLayout): Promise<void
       await fs.writeFile(path.join(at, f.name), f.contents, { mode: f.mode });
     }
     const wanted = new Set(files.map((f) => f.name));
-    for (const name of await fs.readdir(at)) if (!wanted.has(name)) await fs.rm(path.join(at, name), { recursive: true, force: true });
+    for (const name of await fs.readdir(at))
+      if (!wanted.has(name)) await fs.rm(path.join(at, name), { recursive: true, force: true });
   }
-  for (const name of await fs.readdir(base)) if (!layout.has(name)) await fs.rm(path.join(base, name), { recursive: true, force: true });
+  for (const name of await fs.readdir(base))
+    if (!layout.has(name)) await fs.rm(path.join(base, name), { recursive: true, force: true });
 }

@@ -3,7 +3,13 @@
 // `namespace/pod:name:<12 characters of the id>`; images named by their first tag; CPU and memory
 // from ListContainerStats (a sandbox counts as using none).
 import path from "node:path";
-import { ContainerStateName, PodSandboxStateName, type CriClient, type CriContainer, type PodSandbox } from "../../sys/cri/client.js";
+import {
+  ContainerStateName,
+  PodSandboxStateName,
+  type CriClient,
+  type CriContainer,
+  type PodSandbox,
+} from "../../sys/cri/client.js";
 
 export interface CriContainerView {
   /** `ns/pod` for a sandbox, `ns/pod:name:abcdef123456` for a container (what -k ids name). */
@@ -84,7 +90,12 @@ async function containerView(cri: CriClient, c: CriContainer): Promise<CriContai
 
 /** Every ready pod with its containers (Talos's inspector.Pods). */
 export async function criPods(cri: CriClient): Promise<CriPodView[]> {
-  const [sandboxes, containers, stats, images] = await Promise.all([cri.listPodSandbox(readyFilter), cri.listContainers(), cri.listContainerStats(), cri.listImages()]);
+  const [sandboxes, containers, stats, images] = await Promise.all([
+    cri.listPodSandbox(readyFilter),
+    cri.listContainers(),
+    cri.listContainerStats(),
+    cri.listImages(),
+  ]);
   const imageNames = new Map(images.filter((i) => i.repo_tags.length > 0).map((i) => [i.id, i.repo_tags[0]!]));
   const statsOf = new Map(stats.map((s) => [s.attributes?.id ?? "", s]));
   const pods = new Map<string, CriPodView>();
@@ -99,14 +110,23 @@ export async function criPods(cri: CriClient): Promise<CriPodView[]> {
     const view = await containerView(cri, c);
     view.image = imageNames.get(view.image) ?? view.image;
     const m = statsOf.get(c.id);
-    if (m) view.metrics = { memoryUsage: m.memory?.working_set_bytes?.value ?? 0, cpuUsage: m.cpu?.usage_core_nano_seconds?.value ?? 0 };
+    if (m)
+      view.metrics = {
+        memoryUsage: m.memory?.working_set_bytes?.value ?? 0,
+        cpuUsage: m.cpu?.usage_core_nano_seconds?.value ?? 0,
+      };
     pod.containers.push(view);
   }
   return [...pods.values()];
 }
 
 /** Splits a -k id as Talos does: `ns/pod`, `ns/pod:name` or `ns/pod:name:<id prefix>`. */
-export function parseContainerDisplay(id: string): { namespace: string; pod: string; name: string; containerId: string } {
+export function parseContainerDisplay(id: string): {
+  namespace: string;
+  pod: string;
+  name: string;
+  containerId: string;
+} {
   const slash = id.indexOf("/");
   if (slash < 0) return { namespace: "", pod: "", name: id, containerId: "" };
   const [pod = "", name = "", ...rest] = id.slice(slash + 1).split(":");
@@ -122,7 +142,9 @@ export async function criContainer(cri: CriClient, id: string): Promise<CriConta
     const sandboxes = await cri.listPodSandbox({ ...readyFilter, label_selector: podLabels });
     return sandboxes[0] ? sandboxView(cri, sandboxes[0]) : undefined;
   }
-  const containers = await cri.listContainers({ label_selector: { ...podLabels, "io.kubernetes.container.name": name } });
+  const containers = await cri.listContainers({
+    label_selector: { ...podLabels, "io.kubernetes.container.name": name },
+  });
   const chosen = containerId ? containers.find((c) => c.id.includes(containerId)) : containers[0];
   return chosen ? containerView(cri, chosen) : undefined;
 }

@@ -14,7 +14,13 @@ export type PodStopAction = "stop" | "remove";
 /** What stopping pods needs of the CRI runtime service. */
 export type PodRuntime = Pick<
   CriClient,
-  "listPodSandbox" | "podSandboxStatus" | "listContainers" | "stopContainer" | "removeContainer" | "stopPodSandbox" | "removePodSandbox"
+  | "listPodSandbox"
+  | "podSandboxStatus"
+  | "listContainers"
+  | "stopContainer"
+  | "removeContainer"
+  | "stopPodSandbox"
+  | "removePodSandbox"
 >;
 
 /** Talos's KubeletShutdownGracePeriod, in seconds. */
@@ -36,16 +42,22 @@ async function unlessGone<T>(call: Promise<T>): Promise<T | undefined> {
   }
 }
 
-async function stopPod(cri: PodRuntime, action: PodStopAction, pod: Awaited<ReturnType<PodRuntime["listPodSandbox"]>>[number]): Promise<void> {
+async function stopPod(
+  cri: PodRuntime,
+  action: PodStopAction,
+  pod: Awaited<ReturnType<PodRuntime["listPodSandbox"]>>[number],
+): Promise<void> {
   const name = `${pod.metadata?.namespace}/${pod.metadata?.name}`;
   const containers = (await unlessGone(cri.listContainers({ pod_sandbox_id: pod.id }))) ?? [];
   await Promise.all(
     containers.map(async (c) => {
-      if (c.state === CONTAINER_RUNNING || c.state === CONTAINER_UNKNOWN) await unlessGone(cri.stopContainer(c.id, KUBELET_SHUTDOWN_GRACE_SECONDS));
+      if (c.state === CONTAINER_RUNNING || c.state === CONTAINER_UNKNOWN)
+        await unlessGone(cri.stopContainer(c.id, KUBELET_SHUTDOWN_GRACE_SECONDS));
       if (action === "remove") await unlessGone(cri.removeContainer(c.id));
     }),
   );
-  const ignore = (what: string) => (err: unknown) => log.warn(`${what} pod failed, ignored`, { pod: name, error: String(err) });
+  const ignore = (what: string) => (err: unknown) =>
+    log.warn(`${what} pod failed, ignored`, { pod: name, error: String(err) });
   if (pod.state === SANDBOX_READY) await unlessGone(cri.stopPodSandbox(pod.id)).catch(ignore("stopping"));
   if (action === "remove") await unlessGone(cri.removePodSandbox(pod.id)).catch(ignore("removing"));
   log.info(`${action === "remove" ? "removed" : "stopped"} pod`, { pod: name });

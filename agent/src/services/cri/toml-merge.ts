@@ -20,7 +20,12 @@ function kindOf(v: unknown): string {
 
 /** Whether `right` leaves `left`'s value alone (Go's zero values, which merge.Merge skips). */
 function keepsLeft(right: unknown): boolean {
-  return right === "" || right === 0 || (Array.isArray(right) && right.length === 0) || (kindOf(right) === "table" && Object.keys(right as Table).length === 0);
+  return (
+    right === "" ||
+    right === 0 ||
+    (Array.isArray(right) && right.length === 0) ||
+    (kindOf(right) === "table" && Object.keys(right as Table).length === 0)
+  );
 }
 
 function mergeInto(left: Table, right: Table, at: string): void {
@@ -31,7 +36,8 @@ function mergeInto(left: Table, right: Table, at: string): void {
       continue;
     }
     const l = left[key];
-    if (kindOf(l) !== kindOf(r)) throw new TomlMergeError(`merge type mismatch at ${where}: ${kindOf(l)} and ${kindOf(r)}`, { key: where });
+    if (kindOf(l) !== kindOf(r))
+      throw new TomlMergeError(`merge type mismatch at ${where}: ${kindOf(l)} and ${kindOf(r)}`, { key: where });
     if (keepsLeft(r)) continue;
     if (kindOf(r) === "table") mergeInto(l as Table, r as Table, where);
     else if (Array.isArray(r)) left[key] = [...(l as unknown[]), ...r];
@@ -52,7 +58,11 @@ export function mergeTomlParts(base: string, parts: readonly TomlPart[]): string
     try {
       return parse(text) as Table;
     } catch (err) {
-      throw new TomlMergeError(`error decoding ${JSON.stringify(name)}: ${describeError(err)}`, { part: name }, { cause: err });
+      throw new TomlMergeError(
+        `error decoding ${JSON.stringify(name)}: ${describeError(err)}`,
+        { part: name },
+        { cause: err },
+      );
     }
   };
   mergeInto(merged, decode(base, "generated"), "");
@@ -61,7 +71,11 @@ export function mergeTomlParts(base: string, parts: readonly TomlPart[]): string
       mergeInto(merged, decode(part.text, part.name), "");
     } catch (err) {
       if (err instanceof TomlMergeError && err.fields.part) throw err;
-      throw new TomlMergeError(`error merging ${JSON.stringify(part.name)}: ${describeError(err)}`, { part: part.name }, { cause: err });
+      throw new TomlMergeError(
+        `error merging ${JSON.stringify(part.name)}: ${describeError(err)}`,
+        { part: part.name },
+        { cause: err },
+      );
     }
   }
   const header = parts.map((p) => `## ${p.name}\n`).join("");

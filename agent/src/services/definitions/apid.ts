@@ -30,8 +30,22 @@ export function apidService(opts: ApidServiceOptions): ServiceDefinition {
   const health = () => tcpProbe(opts.listen, "apid");
   const ready = (signal: AbortSignal) => pollUntilReady(health, signal);
   const certificate = opts.maintenance
-    ? resourceExists(opts.state, SECRETS_NAMESPACE, MaintenanceServiceCertificatesType, MaintenanceServiceCertificatesId, undefined, "maintenance service certificates")
-    : resourceExists(opts.state, SECRETS_NAMESPACE, ApiCertificatesType, ApiCertificatesId, undefined, "api certificates");
+    ? resourceExists(
+        opts.state,
+        SECRETS_NAMESPACE,
+        MaintenanceServiceCertificatesType,
+        MaintenanceServiceCertificatesId,
+        undefined,
+        "maintenance service certificates",
+      )
+    : resourceExists(
+        opts.state,
+        SECRETS_NAMESPACE,
+        ApiCertificatesType,
+        ApiCertificatesId,
+        undefined,
+        "api certificates",
+      );
   const runner =
     "inProcess" in opts.run
       ? new InProcessRunner({ id: "apid", run: opts.run.inProcess, ready, health })

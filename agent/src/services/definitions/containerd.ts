@@ -78,7 +78,8 @@ export function containerdService(opts: ContainerdServiceOptions): ServiceDefini
     cgroup: "/system/runtime",
     oomScoreAdj: -999,
     pre: async () => {
-      for (const dir of [path.dirname(p.socket), p.state, p.root, path.dirname(p.config)]) await fs.mkdir(dir, { recursive: true, mode: 0o711 });
+      for (const dir of [path.dirname(p.socket), p.state, p.root, path.dirname(p.config)])
+        await fs.mkdir(dir, { recursive: true, mode: 0o711 });
       await fs.writeFile(p.config, containerdConfig(p), { mode: 0o644 });
     },
     runner: new ProcessRunner({

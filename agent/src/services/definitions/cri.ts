@@ -46,7 +46,8 @@ export function criService(opts: CriServiceOptions): ServiceDefinition {
     cgroup: podRuntimeCgroup,
     oomScoreAdj: -500,
     pre: async () => {
-      for (const dir of [path.dirname(p.socket), p.state, p.root]) await fs.mkdir(dir, { recursive: true, mode: 0o711 });
+      for (const dir of [path.dirname(p.socket), p.state, p.root])
+        await fs.mkdir(dir, { recursive: true, mode: 0o711 });
       await fs.writeFile(p.config, criContainerdConfig(p, await configParts(p)), { mode: 0o644 });
     },
     runner: new ProcessRunner({

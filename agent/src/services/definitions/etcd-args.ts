@@ -13,7 +13,8 @@ export interface EtcdPorts {
 export const talosEtcdPorts: EtcdPorts = { client: etcdClientPort, peer: etcdPeerPort };
 
 /** https://host:port, IPv6 hosts bracketed. */
-export const etcdURL = (addr: string, port: number): string => `https://${addr.includes(":") ? `[${addr}]` : addr}:${port}`;
+export const etcdURL = (addr: string, port: number): string =>
+  `https://${addr.includes(":") ? `[${addr}]` : addr}:${port}`;
 export const etcdURLs = (addrs: readonly string[], port: number): string[] => addrs.map((a) => etcdURL(a, port));
 /** `name=url,...` for every URL. */
 export const clusterURLs = (name: string, urls: readonly string[]): string => urls.map((u) => `${name}=${u}`).join(",");
@@ -66,8 +67,11 @@ export function etcdArgs(input: EtcdArgsInput): string[] {
     "experimental-compact-hash-check-enabled": "true",
   };
   const extra = spec.extraArgs;
-  const denied = Object.keys(extra).filter((k) => k in fixed).sort();
-  if (denied.length > 0) throw new EtcdExtraArgError(`extra arg ${JSON.stringify(denied[0])} is not allowed`, { key: denied[0] });
+  const denied = Object.keys(extra)
+    .filter((k) => k in fixed)
+    .sort();
+  if (denied.length > 0)
+    throw new EtcdExtraArgError(`extra arg ${JSON.stringify(denied[0])} is not allowed`, { key: denied[0] });
   const set = (key: string, value: () => string) => {
     if (!(key in extra)) fixed[key] = value();
   };
@@ -77,7 +81,11 @@ export function etcdArgs(input: EtcdArgsInput): string[] {
     set("initial-advertise-peer-urls", peerURLs);
   }
   if (mode.kind !== "existing") {
-    set("initial-cluster", () => (mode.kind === "join" ? mode.initialCluster : clusterURLs(spec.name, etcdURLs(spec.advertisedAddresses, ports.peer))));
+    set("initial-cluster", () =>
+      mode.kind === "join"
+        ? mode.initialCluster
+        : clusterURLs(spec.name, etcdURLs(spec.advertisedAddresses, ports.peer)),
+    );
   }
   set("advertise-client-urls", () => etcdURLs(spec.advertisedAddresses, ports.client).join(","));
   const all = { ...fixed, ...extra };

@@ -20,14 +20,22 @@ export interface EtcdImageOptions {
 }
 
 /** The container process of etcd's process (Talos: WithDroppedCapabilities(cap.Known()), its mounts, user 60). */
-export function etcdImageProcess(proc: EtcdProcess, o: Pick<EtcdImageOptions, "hostFiles" | "heldCapabilities">): ImageProcessSpec {
+export function etcdImageProcess(
+  proc: EtcdProcess,
+  o: Pick<EtcdImageOptions, "hostFiles" | "heldCapabilities">,
+): ImageProcessSpec {
   return {
     args: proc.args,
     env: proc.env,
     user: proc.user,
     capabilities: [],
     readonlyRootfs: false,
-    mounts: proc.mounts.map((m) => ({ destination: m.destination, type: m.type, source: m.source, options: m.options })),
+    mounts: proc.mounts.map((m) => ({
+      destination: m.destination,
+      type: m.type,
+      source: m.source,
+      options: m.options,
+    })),
     hostFiles: o.hostFiles,
     heldCapabilities: o.heldCapabilities,
     oomScoreAdj: proc.oomScoreAdj,

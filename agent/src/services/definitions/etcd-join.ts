@@ -29,7 +29,13 @@ export interface JoinTiming {
   promoteRetryMs: number;
   promoteTimeoutMs: number;
 }
-export const talosJoinTiming: JoinTiming = { retryMs: 3000, nagMs: 30_000, timeoutMs: 30 * 60_000, promoteRetryMs: 15_000, promoteTimeoutMs: 10 * 60_000 };
+export const talosJoinTiming: JoinTiming = {
+  retryMs: 3000,
+  nagMs: 30_000,
+  timeoutMs: 30 * 60_000,
+  promoteRetryMs: 15_000,
+  promoteTimeoutMs: 10 * 60_000,
+};
 
 const clientOpts: EtcdClientOptions = { requireLeader: true, callTimeoutMs: 30_000 };
 
@@ -38,7 +44,11 @@ export const bootstrapHint =
   "etcd is waiting to join the cluster, if this node is the first node in the cluster, please run `talosctl bootstrap` against one of the following IPs:";
 
 /** Adds this node as a learner; returns its initial-cluster flag and the learner's ID. */
-async function addLearner(cluster: EtcdCluster, name: string, peerURLs: string[]): Promise<{ initialCluster: string; learnerId: bigint }> {
+async function addLearner(
+  cluster: EtcdCluster,
+  name: string,
+  peerURLs: string[],
+): Promise<{ initialCluster: string; learnerId: bigint }> {
   const endpoints = await cluster.endpoints();
   return firstAnswering(endpoints, await cluster.tls(), clientOpts, async (c) => {
     const { members } = await c.memberList();
@@ -53,7 +63,14 @@ async function addLearner(cluster: EtcdCluster, name: string, peerURLs: string[]
 }
 
 /** Retries adding the learner until a member answers; the hint goes to the console meanwhile. */
-export async function joinCluster(cluster: EtcdCluster, name: string, peerURLs: string[], log: Logger, signal: AbortSignal, timing = talosJoinTiming) {
+export async function joinCluster(
+  cluster: EtcdCluster,
+  name: string,
+  peerURLs: string[],
+  log: Logger,
+  signal: AbortSignal,
+  timing = talosJoinTiming,
+) {
   const deadline = Date.now() + timing.timeoutMs;
   let lastNag = 0;
   for (;;) {
@@ -74,7 +91,13 @@ export async function joinCluster(cluster: EtcdCluster, name: string, peerURLs: 
 }
 
 /** Promotes the learner through whichever member answers, until it succeeds (it fails until the learner caught up). */
-export async function promoteLearner(cluster: EtcdCluster, id: bigint, log: Logger, signal: AbortSignal, timing = talosJoinTiming): Promise<void> {
+export async function promoteLearner(
+  cluster: EtcdCluster,
+  id: bigint,
+  log: Logger,
+  signal: AbortSignal,
+  timing = talosJoinTiming,
+): Promise<void> {
   const deadline = Date.now() + timing.promoteTimeoutMs;
   for (;;) {
     signal.throwIfAborted();

@@ -11,7 +11,14 @@ import path from "node:path";
 import { ConflictError, describeError } from "../../errors.js";
 import { logger } from "../../log.js";
 import type { MachineTypeName } from "../../resources/catalog/config.js";
-import { ETCD_NAMESPACE, EtcdPKIStatusId, EtcdPKIStatusType, EtcdSpecId, EtcdSpecType, type EtcdSpecSpec } from "../../resources/catalog/etcd.js";
+import {
+  ETCD_NAMESPACE,
+  EtcdPKIStatusId,
+  EtcdPKIStatusType,
+  EtcdSpecId,
+  EtcdSpecType,
+  type EtcdSpecSpec,
+} from "../../resources/catalog/etcd.js";
 import type { ResourceState } from "../../resources/state.js";
 import { adminTls, EtcdClient } from "../../sys/etcd/client.js";
 import { etcdUserId, type EtcdPaths } from "../../sys/etcd/paths.js";
@@ -71,7 +78,17 @@ export function etcdProcess(spec: EtcdSpecSpec, input: EtcdProcessInput): EtcdPr
     id: "etcd",
     image: spec.image,
     containerdNamespace: "system",
-    args: ["/usr/local/bin/etcd", ...etcdArgs({ spec, mode: input.mode, dataDir: paths.dataDir, pkiDir: paths.pkiDir, ...(input.ports ? { ports: input.ports } : {}), ...(input.init ? { init: true } : {}) })],
+    args: [
+      "/usr/local/bin/etcd",
+      ...etcdArgs({
+        spec,
+        mode: input.mode,
+        dataDir: paths.dataDir,
+        pkiDir: paths.pkiDir,
+        ...(input.ports ? { ports: input.ports } : {}),
+        ...(input.init ? { init: true } : {}),
+      }),
+    ],
     env: [...(input.env ?? []), ...(input.arch === "arm64" ? ["ETCD_UNSUPPORTED_ARCH=arm64"] : []), cipherSuites],
     mounts: [
       { type: "bind", destination: paths.pkiDir, source: paths.pkiDir, options: ["rbind", "ro"] },
@@ -94,7 +111,10 @@ export function hostProcessRunner(binary = "etcd"): EtcdRunnerFactory {
       id: proc.id,
       command: binary,
       args: proc.args.slice(1),
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...Object.fromEntries(proc.env.map((e) => [e.slice(0, e.indexOf("=")), e.slice(e.indexOf("=") + 1)])) },
+      env: {
+        PATH: process.env.PATH ?? "/usr/bin:/bin",
+        ...Object.fromEntries(proc.env.map((e) => [e.slice(0, e.indexOf("=")), e.slice(e.indexOf("=") + 1)])),
+      },
       user: proc.user,
       health,
       stopTimeoutMs: 30_000,
@@ -129,7 +149,10 @@ export interface EtcdServiceOptions {
 
 /** Whether a directory has no entries (a missing one counts as empty for Bootstrap's check). */
 export async function isDirEmpty(dir: string): Promise<boolean> {
-  return (await readdir(dir).catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? [] : Promise.reject(err)))).length === 0;
+  return (
+    (await readdir(dir).catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? [] : Promise.reject(err))))
+      .length === 0
+  );
 }
 
 async function chownRecursive(dir: string, uid: number, gid: number): Promise<void> {
@@ -157,9 +180,11 @@ class EtcdServiceRunner implements ServiceRunner {
     const msg = await this.inner.start(onExit, ctx);
     if (prepared.learnerId !== 0n) {
       const signal = this.abort.signal;
-      promoteLearner(this.opts.cluster, prepared.learnerId, log, signal, this.opts.timing ?? talosJoinTiming).catch((err: unknown) => {
-        if (!signal.aborted) log.warn(`failed promoting member: ${describeError(err)}`);
-      });
+      promoteLearner(this.opts.cluster, prepared.learnerId, log, signal, this.opts.timing ?? talosJoinTiming).catch(
+        (err: unknown) => {
+          if (!signal.aborted) log.warn(`failed promoting member: ${describeError(err)}`);
+        },
+      );
     }
     return msg;
   }
@@ -177,7 +202,9 @@ class EtcdServiceRunner implements ServiceRunner {
   /** Talos's check: a quorum read against the local member. */
   async health(): Promise<void> {
     const port = (this.opts.ports ?? talosEtcdPorts).client;
-    this.client ??= new EtcdClient(`localhost:${port}`, await adminTls(this.opts.paths.pkiDir), { callTimeoutMs: 15_000 });
+    this.client ??= new EtcdClient(`localhost:${port}`, await adminTls(this.opts.paths.pkiDir), {
+      callTimeoutMs: 15_000,
+    });
     await this.client.validateQuorum();
   }
 
@@ -194,7 +221,11 @@ export function etcdService(opts: EtcdServiceOptions): ServiceDefinition {
   const ports = opts.ports ?? talosEtcdPorts;
   const owner = opts.dataOwner ?? { uid: etcdUserId, gid: etcdUserId };
 
-  async function clusterMode(spec: EtcdSpecSpec, init: boolean, signal: AbortSignal): Promise<{ mode: EtcdClusterMode; learnerId: bigint }> {
+  async function clusterMode(
+    spec: EtcdSpecSpec,
+    init: boolean,
+    signal: AbortSignal,
+  ): Promise<{ mode: EtcdClusterMode; learnerId: bigint }> {
     const extra = spec.extraArgs;
     if (!init && opts.recover) await recover(spec, signal);
     if (!(await isDirEmpty(paths.dataDir))) return { mode: { kind: "existing" }, learnerId: 0n };
@@ -208,16 +239,22 @@ export function etcdService(opts: EtcdServiceOptions): ServiceDefinition {
   async function recover(spec: EtcdSpecSpec, signal: AbortSignal): Promise<void> {
     const etcdutl = (opts.etcdutl ?? hostEtcdutl())(spec.image);
     const status = await snapshotStatus(etcdutl, paths.recoverySnapshot, signal);
-    log.info(`recovering etcd from snapshot: hash ${(status.hash >>> 0).toString(16).padStart(8, "0")}, revision ${status.revision}, total keys ${status.totalKey}, total size ${status.totalSize}`);
+    log.info(
+      `recovering etcd from snapshot: hash ${(status.hash >>> 0).toString(16).padStart(8, "0")}, revision ${status.revision}, total keys ${status.totalKey}, total size ${status.totalSize}`,
+    );
     const peerURLs = etcdURLs(spec.advertisedAddresses, ports.peer);
-    await restoreSnapshot(etcdutl, {
-      snapshot: paths.recoverySnapshot,
-      name: spec.name,
-      dataDir: paths.dataDir,
-      peerURLs,
-      initialCluster: `${spec.name}=${peerURLs.join(",")}`,
-      skipHashCheck: opts.recover!.skipHashCheck,
-    }, signal);
+    await restoreSnapshot(
+      etcdutl,
+      {
+        snapshot: paths.recoverySnapshot,
+        name: spec.name,
+        dataDir: paths.dataDir,
+        peerURLs,
+        initialCluster: `${spec.name}=${peerURLs.join(",")}`,
+        skipHashCheck: opts.recover!.skipHashCheck,
+      },
+      signal,
+    );
     await rm(paths.recoverySnapshot);
     await chownRecursive(paths.dataDir, owner.uid, owner.gid);
   }
@@ -246,10 +283,19 @@ export function etcdService(opts: EtcdServiceOptions): ServiceDefinition {
       if (type !== "init" && type !== "controlplane") throw new ConflictError(`unexpected machine type: ${type}`);
       const init = type === "init";
       const { mode, learnerId } = await clusterMode(spec, init, signal);
-      const proc = etcdProcess(spec, { mode, paths, ports, init, env: opts.env?.() ?? [], ...(opts.arch ? { arch: opts.arch } : {}) });
-      await resourceExists(opts.state, ETCD_NAMESPACE, EtcdPKIStatusType, EtcdPKIStatusId, undefined).wait(signal).catch((err: unknown) => {
-        throw new ConflictError("failed to generate etcd PKI", {}, { cause: err });
+      const proc = etcdProcess(spec, {
+        mode,
+        paths,
+        ports,
+        init,
+        env: opts.env?.() ?? [],
+        ...(opts.arch ? { arch: opts.arch } : {}),
       });
+      await resourceExists(opts.state, ETCD_NAMESPACE, EtcdPKIStatusType, EtcdPKIStatusId, undefined)
+        .wait(signal)
+        .catch((err: unknown) => {
+          throw new ConflictError("failed to generate etcd PKI", {}, { cause: err });
+        });
       runner.prepared = { proc, learnerId };
     },
     post: async () => {
@@ -262,4 +308,3 @@ export function etcdService(opts: EtcdServiceOptions): ServiceDefinition {
     oomScoreAdj: -998,
   };
 }
-

@@ -30,7 +30,10 @@ export interface EtcdutlImageOptions {
 }
 
 /** The container process of one etcdutl run: the data directory read-write, the snapshot read-only, at their host paths. */
-export function etcdutlImageProcess(args: string[], o: Pick<EtcdutlImageOptions, "paths" | "heldCapabilities" | "cgroupsPath">): ImageProcessSpec {
+export function etcdutlImageProcess(
+  args: string[],
+  o: Pick<EtcdutlImageOptions, "paths" | "heldCapabilities" | "cgroupsPath">,
+): ImageProcessSpec {
   return {
     args: [etcdutlImagePath, ...args],
     env: [],
@@ -39,7 +42,12 @@ export function etcdutlImageProcess(args: string[], o: Pick<EtcdutlImageOptions,
     readonlyRootfs: true,
     mounts: [
       { destination: o.paths.dataDir, type: "bind", source: o.paths.dataDir, options: ["rbind", "rw"] },
-      { destination: o.paths.recoverySnapshot, type: "bind", source: o.paths.recoverySnapshot, options: ["rbind", "ro"] },
+      {
+        destination: o.paths.recoverySnapshot,
+        type: "bind",
+        source: o.paths.recoverySnapshot,
+        options: ["rbind", "ro"],
+      },
     ],
     hostFiles: {},
     heldCapabilities: o.heldCapabilities,

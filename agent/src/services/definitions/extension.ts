@@ -48,10 +48,17 @@ export interface ExtensionServiceOptions {
   environment?: () => string[];
 }
 
-const networkParts: Record<NetworkCheck, NetworkReadiness> = { addresses: "address", connectivity: "connectivity", hostname: "hostname", etcfiles: "etc-files" };
+const networkParts: Record<NetworkCheck, NetworkReadiness> = {
+  addresses: "address",
+  connectivity: "connectivity",
+  hostname: "hostname",
+  etcfiles: "etc-files",
+};
 
 function serviceConfig(state: ResourceState, name: string): ExtensionServiceConfig | undefined {
-  return state.get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)?.spec.byKind<ExtensionServiceConfig>("ExtensionServiceConfig", name)[0];
+  return state
+    .get<ConfigBundle>(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active)
+    ?.spec.byKind<ExtensionServiceConfig>("ExtensionServiceConfig", name)[0];
 }
 
 /** Where a config file of the service lives on the host: its mount path with `/` turned into `-`, as Talos names it. */
@@ -75,13 +82,21 @@ export function extensionService(opts: ExtensionServiceOptions): ServiceDefiniti
     else if (dep.time) conditions.push(timeSynced(state));
     else if (dep.configuration) {
       conditions.push(
-        resourceExists<ConfigBundle>(state, CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, (b) => b.byKind("ExtensionServiceConfig", spec.name).length > 0, `extension service config for ${spec.name}`),
+        resourceExists<ConfigBundle>(
+          state,
+          CONFIG_NAMESPACE,
+          MachineConfigType,
+          MachineConfigIds.active,
+          (b) => b.byKind("ExtensionServiceConfig", spec.name).length > 0,
+          `extension service config for ${spec.name}`,
+        ),
       );
     }
   }
   const process = async () => {
     const env: string[] = [];
-    if (spec.container.environmentFile) env.push(...parseEnvironmentFile(await fs.readFile(spec.container.environmentFile, "utf8")));
+    if (spec.container.environmentFile)
+      env.push(...parseEnvironmentFile(await fs.readFile(spec.container.environmentFile, "utf8")));
     env.push(...spec.container.environment);
     const mounts: OciMount[] = [...spec.container.mounts];
     for (const m of spec.container.mounts) await fs.mkdir(m.source, { recursive: true, mode: 0o700 });
@@ -123,7 +138,11 @@ export function extensionService(opts: ExtensionServiceOptions): ServiceDefiniti
       ? {
           pre: async () => {
             for (const d of ["upper", "work"]) await fs.mkdir(path.join(upper, d), { recursive: true, mode: 0o700 });
-            await overlay.mounter.mount("overlay", rootfs, "overlay", [`lowerdir=${rootfs}`, `upperdir=${path.join(upper, "upper")}`, `workdir=${path.join(upper, "work")}`]);
+            await overlay.mounter.mount("overlay", rootfs, "overlay", [
+              `lowerdir=${rootfs}`,
+              `upperdir=${path.join(upper, "upper")}`,
+              `workdir=${path.join(upper, "work")}`,
+            ]);
           },
           post: async () => {
             await overlay.mounter.unmount(rootfs);
@@ -136,10 +155,19 @@ export function extensionService(opts: ExtensionServiceOptions): ServiceDefiniti
     restart: spec.restart,
     // Extension services may be started, stopped and restarted through the API (Talos's Extension service).
     api: { start: true, stop: true, restart: true },
-    runner: new ContainerRunner({ id, client: opts.client, process, logFile: path.join(paths.logDir, `${id}.log`), ...(opts.output ? { output: opts.output } : {}) }),
+    runner: new ContainerRunner({
+      id,
+      client: opts.client,
+      process,
+      logFile: path.join(paths.logDir, `${id}.log`),
+      ...(opts.output ? { output: opts.output } : {}),
+    }),
   };
 }
 
 function exists(file: string): Promise<boolean> {
-  return fs.access(file).then(() => true, () => false);
+  return fs.access(file).then(
+    () => true,
+    () => false,
+  );
 }

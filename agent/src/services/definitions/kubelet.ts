@@ -59,7 +59,12 @@ export interface KubeletProcess {
   extraSeccompSyscalls: string[];
 }
 
-const bind = (p: string, options: string[], source = p): KubeletMount => ({ destination: p, type: "bind", source, options });
+const bind = (p: string, options: string[], source = p): KubeletMount => ({
+  destination: p,
+  type: "bind",
+  source,
+  options,
+});
 const rshared = ["rbind", "rshared", "rw"];
 const ro = ["bind", "ro"];
 
@@ -84,7 +89,12 @@ export const kubeletMounts: readonly KubeletMount[] = [
   bind("/var/log/pods", rshared),
 ];
 
-const asMount = (m: Mount): KubeletMount => ({ destination: m.destination, type: m.type, source: m.source, options: [...m.options] });
+const asMount = (m: Mount): KubeletMount => ({
+  destination: m.destination,
+  type: m.type,
+  source: m.source,
+  options: [...m.options],
+});
 
 /** The kubelet's process for a KubeletSpec; `env`: machined's user environment (kernel args and `.machine.env`). */
 export function kubeletProcess(spec: KubeletSpecSpec, env: readonly string[]): KubeletProcess {
@@ -120,7 +130,11 @@ export interface KubeletFile {
  * /etc/hosts and resolv.conf are bound in, as for every service Talos runs from an image:
  * the kubelet copies /etc/hosts into host-network pods.
  */
-export function kubeletImageProcess(p: KubeletProcess, heldCapabilities: ReadonlySet<string>, hostFiles: { hosts?: string; resolvConf?: string }): ImageProcessSpec {
+export function kubeletImageProcess(
+  p: KubeletProcess,
+  heldCapabilities: ReadonlySet<string>,
+  hostFiles: { hosts?: string; resolvConf?: string },
+): ImageProcessSpec {
   return {
     args: p.args,
     env: p.env,
@@ -197,7 +211,8 @@ export async function kubeletHealth(url = KUBELET_HEALTHZ, timeoutMs = 5000): Pr
     throw new SystemError(`kubelet health check: ${url}: ${describeError(err)}`, { url }, { cause: err });
   }
   await res.body?.cancel();
-  if (res.status !== 200) throw new SystemError(`expected HTTP status OK, got ${res.status} ${res.statusText}`, { url, status: res.status });
+  if (res.status !== 200)
+    throw new SystemError(`expected HTTP status OK, got ${res.status} ${res.statusText}`, { url, status: res.status });
 }
 
 export interface KubeletServiceOptions {

@@ -17,7 +17,18 @@ export interface TrustdServiceOptions {
  */
 export function trustdService(opts: TrustdServiceOptions): ServiceDefinition {
   const health = () => tcpProbe(opts.listen, "trustd");
-  const runner = new InProcessRunner({ id: "trustd", run: opts.run, ready: (signal) => pollUntilReady(health, signal), health });
+  const runner = new InProcessRunner({
+    id: "trustd",
+    run: opts.run,
+    ready: (signal) => pollUntilReady(health, signal),
+    health,
+  });
   // Talos refuses ServiceStart/Stop/Restart for trustd; here it allows them (its clients retry, nothing is lost), so a user can restart it.
-  return { id: "trustd", restart: "always", runner, oomScoreAdj: -998, api: { start: true, stop: true, restart: true } };
+  return {
+    id: "trustd",
+    restart: "always",
+    runner,
+    oomScoreAdj: -998,
+    api: { start: true, stop: true, restart: true },
+  };
 }

@@ -50,7 +50,8 @@ function obj(v: unknown, where: string): Obj {
 
 function strings(v: unknown, where: string): string[] {
   if (v === undefined || v === null) return [];
-  if (!Array.isArray(v) || v.some((s) => typeof s !== "string")) throw new InvalidInputError(`${where} must be a list of strings`);
+  if (!Array.isArray(v) || v.some((s) => typeof s !== "string"))
+    throw new InvalidInputError(`${where} must be a list of strings`);
   return v as string[];
 }
 
@@ -122,7 +123,8 @@ export function parseExtensionService(text: string, file: string): ExtensionServ
         writeableSysfs: sec.writeableSysfs === true,
         writeableRootfs: sec.writeableRootfs === true,
         maskedPaths: sec.maskedPaths === undefined ? undefined : strings(sec.maskedPaths, "security.maskedPaths"),
-        readonlyPaths: sec.readonlyPaths === undefined ? undefined : strings(sec.readonlyPaths, "security.readonlyPaths"),
+        readonlyPaths:
+          sec.readonlyPaths === undefined ? undefined : strings(sec.readonlyPaths, "security.readonlyPaths"),
         rootfsPropagation: optString(sec.rootfsPropagation, "security.rootfsPropagation"),
       },
     },
@@ -135,8 +137,13 @@ export function parseExtensionService(text: string, file: string): ExtensionServ
  * Every valid service file in `dir` (`<name>.yaml`), sorted by name; an invalid one is reported to
  * `invalid` and skipped (as Talos skips it), so one bad file does not keep the others from running.
  */
-export async function loadExtensionServices(dir: string, invalid: (file: string, err: unknown) => void): Promise<ExtensionServiceSpec[]> {
-  const names = await fs.readdir(dir).catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? [] : Promise.reject(err)));
+export async function loadExtensionServices(
+  dir: string,
+  invalid: (file: string, err: unknown) => void,
+): Promise<ExtensionServiceSpec[]> {
+  const names = await fs
+    .readdir(dir)
+    .catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? [] : Promise.reject(err)));
   const out: ExtensionServiceSpec[] = [];
   for (const f of names.filter((n) => n.endsWith(".yaml")).sort()) {
     const file = path.join(dir, f);
@@ -158,7 +165,8 @@ export function parseEnvironmentFile(text: string): string[] {
     const eq = line.indexOf("=");
     if (eq <= 0) throw new InvalidInputError(`environment file line is not KEY=value: ${raw}`);
     let value = line.slice(eq + 1).trim();
-    if (value.length >= 2 && (value[0] === '"' || value[0] === "'") && value.endsWith(value[0])) value = value.slice(1, -1);
+    if (value.length >= 2 && (value[0] === '"' || value[0] === "'") && value.endsWith(value[0]))
+      value = value.slice(1, -1);
     out.push(`${line.slice(0, eq).trim()}=${value}`);
   }
   return out;

@@ -37,7 +37,8 @@ export async function importArchive(client: ContainerdClient, file: string): Pro
       await fh.read(buf, 0, e.size, e.offset);
       return buf;
     };
-    if (!entries.has("index.json")) throw new InvalidInputError(`${file} is not an OCI image archive: it has no index.json`);
+    if (!entries.has("index.json"))
+      throw new InvalidInputError(`${file} is not an OCI image archive: it has no index.json`);
     const index = JSON.parse((await read("index.json")).toString("utf8")) as { manifests?: IndexEntry[] };
     const source: BlobSource = {
       open: async (d) => {
@@ -49,11 +50,17 @@ export async function importArchive(client: ContainerdClient, file: string): Pro
     };
     const names: string[] = [];
     for (const m of index.manifests ?? []) {
-      const annotated = m.annotations?.["io.containerd.image.name"] ?? m.annotations?.["org.opencontainers.image.ref.name"];
-      if (!annotated) throw new InvalidInputError(`${file}: index.json entry ${m.digest} names no image (annotation org.opencontainers.image.ref.name)`);
+      const annotated =
+        m.annotations?.["io.containerd.image.name"] ?? m.annotations?.["org.opencontainers.image.ref.name"];
+      if (!annotated)
+        throw new InvalidInputError(
+          `${file}: index.json entry ${m.digest} names no image (annotation org.opencontainers.image.ref.name)`,
+        );
       const name = parseReference(annotated).name;
       const top = { media_type: m.mediaType ?? mediaTypes.ociManifest, digest: m.digest, size: m.size };
-      await withLease(client, async (leased) => unpack(leased, await storeImage(leased, name, top, source, nodePlatform())));
+      await withLease(client, async (leased) =>
+        unpack(leased, await storeImage(leased, name, top, source, nodePlatform())),
+      );
       log.info("image imported", { image: name, digest: m.digest, namespace: client.namespace, archive: file });
       names.push(name);
     }

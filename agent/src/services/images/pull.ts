@@ -22,9 +22,19 @@ const manifestTypes: ReadonlySet<string> = new Set(manifestAccept);
  * registry's endpoints (its mirrors) in order; an image of that name already present is kept as is
  * (Talos pulls with WithSkipIfAlreadyPulled). Resolves with the image's name.
  */
-export async function pullImage(client: ContainerdClient, reference: string, registries: Registries | undefined): Promise<string> {
+export async function pullImage(
+  client: ContainerdClient,
+  reference: string,
+  registries: Registries | undefined,
+): Promise<string> {
   const ref = parseReference(reference);
-  if (await client.getImage(ref.name).then(() => true, (err: unknown) => (err instanceof NotFoundError ? false : Promise.reject(err)))) return ref.name;
+  if (
+    await client.getImage(ref.name).then(
+      () => true,
+      (err: unknown) => (err instanceof NotFoundError ? false : Promise.reject(err)),
+    )
+  )
+    return ref.name;
   let last: unknown;
   for (const endpoint of registryEndpoints(registries, ref.domain)) {
     const registry = new RegistryClient(endpoint, ref.path);
@@ -39,13 +49,26 @@ export async function pullImage(client: ContainerdClient, reference: string, reg
         size: bytes.length,
       };
       const source: BlobSource = {
-        open: async (d) => (await registry.fetch(manifestTypes.has(d.media_type) ? "manifests" : "blobs", d.digest, manifestAccept)).body,
+        open: async (d) =>
+          (await registry.fetch(manifestTypes.has(d.media_type) ? "manifests" : "blobs", d.digest, manifestAccept))
+            .body,
       };
-      await withLease(client, async (leased) => unpack(leased, await storeImage(leased, ref.name, top, source, nodePlatform(), bytes)));
-      log.info("image pulled", { image: ref.name, digest: top.digest, namespace: client.namespace, endpoint: endpoint.base.href });
+      await withLease(client, async (leased) =>
+        unpack(leased, await storeImage(leased, ref.name, top, source, nodePlatform(), bytes)),
+      );
+      log.info("image pulled", {
+        image: ref.name,
+        digest: top.digest,
+        namespace: client.namespace,
+        endpoint: endpoint.base.href,
+      });
       return ref.name;
     } catch (err) {
-      log.warn("pulling from an endpoint failed", { image: ref.name, endpoint: endpoint.base.href, error: describeError(err) });
+      log.warn("pulling from an endpoint failed", {
+        image: ref.name,
+        endpoint: endpoint.base.href,
+        error: describeError(err),
+      });
       last = err;
     }
   }

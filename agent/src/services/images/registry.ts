@@ -35,7 +35,8 @@ export function registryEndpoints(reg: Registries | undefined, host: string): Re
       throw new InvalidInputError(`error parsing endpoint "${raw}" for host "${host}"`, { host }, { cause: err });
     }
     const cfg = reg?.config?.[u.host];
-    if (u.protocol !== "https:" && cfg?.tls) throw new InvalidInputError(`TLS config specified for non-HTTPS registry: "${u.host}"`);
+    if (u.protocol !== "https:" && cfg?.tls)
+      throw new InvalidInputError(`TLS config specified for non-HTTPS registry: "${u.host}"`);
     let p = u.pathname === "/" ? "" : u.pathname.replace(/\/+$/, "");
     if (!overridePath && !p.endsWith("/v2")) p += "/v2";
     u.pathname = p;
@@ -116,7 +117,8 @@ export class RegistryClient {
       const body = await text(res).catch(() => "");
       const what = `${kind === "manifests" ? "manifest" : "blob"} ${this.repository}:${ref} from ${this.endpoint.base.host}`;
       if (res.statusCode === 404) throw new NotFoundError(`${what}: not found`, { status: 404 });
-      if (res.statusCode === 401 || res.statusCode === 403) throw new PermissionDeniedError(`${what}: ${res.statusCode} ${body.trim()}`, { status: res.statusCode });
+      if (res.statusCode === 401 || res.statusCode === 403)
+        throw new PermissionDeniedError(`${what}: ${res.statusCode} ${body.trim()}`, { status: res.statusCode });
       throw new SystemError(`${what}: HTTP ${res.statusCode} ${body.trim()}`, { status: res.statusCode });
     }
     return { status: 200, headers: res.headers, body: res };
@@ -134,10 +136,16 @@ export class RegistryClient {
     const basic = creds ? `Basic ${Buffer.from(`${creds.username}:${creds.password}`).toString("base64")}` : undefined;
     const scheme = challenge.split(" ")[0]?.toLowerCase();
     if (scheme === "basic") {
-      if (!basic) throw new PermissionDeniedError(`${this.endpoint.base.host} asks for credentials and none are configured (.machine.registries.config)`);
+      if (!basic)
+        throw new PermissionDeniedError(
+          `${this.endpoint.base.host} asks for credentials and none are configured (.machine.registries.config)`,
+        );
       return basic;
     }
-    if (scheme !== "bearer") throw new PermissionDeniedError(`${this.endpoint.base.host}: unsupported authentication challenge "${challenge}"`);
+    if (scheme !== "bearer")
+      throw new PermissionDeniedError(
+        `${this.endpoint.base.host}: unsupported authentication challenge "${challenge}"`,
+      );
     const params = Object.fromEntries([...challenge.slice(7).matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1]!, m[2]!]));
     if (!params.realm) throw new PermissionDeniedError(`${this.endpoint.base.host}: bearer challenge without a realm`);
     const tokenUrl = new URL(params.realm);
@@ -145,7 +153,8 @@ export class RegistryClient {
     tokenUrl.searchParams.set("scope", params.scope ?? `repository:${this.repository}:pull`);
     const res = await get(tokenUrl, basic ? { authorization: basic } : {}, this.endpoint.tls);
     const body = await text(res);
-    if (res.statusCode !== 200) throw new PermissionDeniedError(`token from ${tokenUrl.host}: HTTP ${res.statusCode} ${body.trim()}`);
+    if (res.statusCode !== 200)
+      throw new PermissionDeniedError(`token from ${tokenUrl.host}: HTTP ${res.statusCode} ${body.trim()}`);
     const parsed = JSON.parse(body) as { token?: string; access_token?: string };
     const token = parsed.token ?? parsed.access_token;
     if (!token) throw new PermissionDeniedError(`token from ${tokenUrl.host}: no token in the reply`);

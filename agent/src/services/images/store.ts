@@ -11,7 +11,12 @@ export const mediaTypes = {
 } as const;
 
 /** What the manifests endpoint of a registry is asked to answer with. */
-export const manifestAccept = [mediaTypes.ociIndex, mediaTypes.ociManifest, mediaTypes.dockerList, mediaTypes.dockerManifest];
+export const manifestAccept = [
+  mediaTypes.ociIndex,
+  mediaTypes.ociManifest,
+  mediaTypes.dockerList,
+  mediaTypes.dockerManifest,
+];
 
 const isIndex = (t: string) => t === mediaTypes.ociIndex || t === mediaTypes.dockerList;
 const isManifest = (t: string) => t === mediaTypes.ociManifest || t === mediaTypes.dockerManifest;
@@ -51,7 +56,10 @@ interface IndexJson {
 }
 
 /** Our descriptors and the JSON's (mediaType, camelCase) side by side. */
-function fromJson(d: { mediaType?: string; media_type?: string; digest: string; size: number }, fallbackType = ""): Descriptor {
+function fromJson(
+  d: { mediaType?: string; media_type?: string; digest: string; size: number },
+  fallbackType = "",
+): Descriptor {
   return { media_type: d.mediaType ?? d.media_type ?? fallbackType, digest: d.digest, size: d.size };
 }
 
@@ -79,13 +87,22 @@ export interface StoredImage {
  * it. Only `platform`'s manifest of an index is copied, as containerd's client pulls. The caller
  * holds a lease on `client` so nothing is collected before the image refers to it.
  */
-export async function storeImage(client: ContainerdClient, name: string, top: Descriptor, source: BlobSource, platform: Platform, topBytes?: Buffer): Promise<StoredImage> {
+export async function storeImage(
+  client: ContainerdClient,
+  name: string,
+  top: Descriptor,
+  source: BlobSource,
+  platform: Platform,
+  topBytes?: Buffer,
+): Promise<StoredImage> {
   let chosen: StoredImage | undefined;
-  const write = async (desc: Descriptor, bytes: Buffer, labels: Record<string, string>) => client.writeContent(desc.digest, desc.size, [bytes], labels);
+  const write = async (desc: Descriptor, bytes: Buffer, labels: Record<string, string>) =>
+    client.writeContent(desc.digest, desc.size, [bytes], labels);
   const storeManifest = async (desc: Descriptor, bytes: Buffer): Promise<StoredImage> => {
     const m = JSON.parse(bytes.toString("utf8")) as ManifestJson;
     const config = verified(m.config, await readAll(await source.open(fromJson(m.config))));
-    const diffIds = (JSON.parse(config.toString("utf8")) as { rootfs?: { diff_ids?: string[] } }).rootfs?.diff_ids ?? [];
+    const diffIds =
+      (JSON.parse(config.toString("utf8")) as { rootfs?: { diff_ids?: string[] } }).rootfs?.diff_ids ?? [];
     const labels: Record<string, string> = { "containerd.io/gc.ref.content.config": m.config.digest };
     for (const [i, layer] of m.layers.entries()) {
       const ld = fromJson(layer);
@@ -93,7 +110,11 @@ export async function storeImage(client: ContainerdClient, name: string, top: De
       labels[`containerd.io/gc.ref.content.l.${i}`] = ld.digest;
     }
     const chain = chainIds(diffIds);
-    await write(fromJson(m.config), config, chain.length ? { "containerd.io/gc.ref.snapshot.overlayfs": chain[chain.length - 1]! } : {});
+    await write(
+      fromJson(m.config),
+      config,
+      chain.length ? { "containerd.io/gc.ref.snapshot.overlayfs": chain[chain.length - 1]! } : {},
+    );
     await write(desc, bytes, labels);
     return { manifest: m, diffIds };
   };
@@ -135,7 +156,10 @@ const SNAPSHOTTER = "overlayfs";
 /** Unpacks the layers into overlayfs snapshots named by chain id (containerd's client unpacks so on pull). */
 export async function unpack(client: ContainerdClient, image: StoredImage): Promise<void> {
   const chain = chainIds(image.diffIds);
-  if (chain.length !== image.manifest.layers.length) throw new InvalidInputError(`the image config lists ${chain.length} layers, its manifest ${image.manifest.layers.length}`);
+  if (chain.length !== image.manifest.layers.length)
+    throw new InvalidInputError(
+      `the image config lists ${chain.length} layers, its manifest ${image.manifest.layers.length}`,
+    );
   for (const [i, layer] of image.manifest.layers.entries()) {
     const id = chain[i]!;
     if (await client.hasSnapshot(SNAPSHOTTER, id)) continue;
@@ -159,7 +183,9 @@ export async function imageSize(client: ContainerdClient, target: Descriptor, pl
   let total = target.size;
   if (isIndex(target.media_type)) {
     const index = JSON.parse((await client.readContent(target.digest)).toString("utf8")) as IndexJson;
-    for (const m of index.manifests) if (matches(platform, m) && isManifest(m.mediaType ?? "")) total += await imageSize(client, fromJson(m), platform);
+    for (const m of index.manifests)
+      if (matches(platform, m) && isManifest(m.mediaType ?? ""))
+        total += await imageSize(client, fromJson(m), platform);
   } else if (isManifest(target.media_type)) {
     const m = JSON.parse((await client.readContent(target.digest)).toString("utf8")) as ManifestJson;
     total += m.config.size + m.layers.reduce((sum, l) => sum + l.size, 0);
@@ -190,12 +216,17 @@ export interface ImageRunConfig {
 }
 
 /** The run config and top chain id of a stored image, for `platform`'s manifest of an index. */
-export async function imageRunConfig(client: ContainerdClient, target: Descriptor, platform: Platform): Promise<ImageRunConfig> {
+export async function imageRunConfig(
+  client: ContainerdClient,
+  target: Descriptor,
+  platform: Platform,
+): Promise<ImageRunConfig> {
   let desc = target;
   if (isIndex(desc.media_type)) {
     const index = JSON.parse((await client.readContent(desc.digest)).toString("utf8")) as IndexJson;
     const m = index.manifests.find((d) => matches(platform, d) && isManifest(d.mediaType ?? mediaTypes.ociManifest));
-    if (!m) throw new NotFoundError(`image ${target.digest} has no manifest for ${platform.os}/${platform.architecture}`);
+    if (!m)
+      throw new NotFoundError(`image ${target.digest} has no manifest for ${platform.os}/${platform.architecture}`);
     desc = fromJson(m, mediaTypes.ociManifest);
   }
   if (!isManifest(desc.media_type)) throw new InvalidInputError(`unsupported media type ${desc.media_type}`);
@@ -207,5 +238,12 @@ export async function imageRunConfig(client: ContainerdClient, target: Descripto
   const chain = chainIds(config.rootfs?.diff_ids ?? []);
   if (chain.length === 0) throw new InvalidInputError(`image ${target.digest} has no layers`);
   const c = config.config ?? {};
-  return { env: c.Env ?? [], entrypoint: c.Entrypoint ?? [], cmd: c.Cmd ?? [], user: c.User ?? "", workingDir: c.WorkingDir ?? "", topChainId: chain[chain.length - 1]! };
+  return {
+    env: c.Env ?? [],
+    entrypoint: c.Entrypoint ?? [],
+    cmd: c.Cmd ?? [],
+    user: c.User ?? "",
+    workingDir: c.WorkingDir ?? "",
+    topChainId: chain[chain.length - 1]!,
+  };
 }

@@ -45,7 +45,8 @@ export async function tarEntries(fh: FileHandle): Promise<Map<string, TarEntry>>
         if (m) longName = m[1];
       }
     } else {
-      if ((type === "0" || type === "\0") && size >= 0) out.set((longName ?? name).replace(/^\.\//, ""), { name: longName ?? name, offset: dataAt, size });
+      if ((type === "0" || type === "\0") && size >= 0)
+        out.set((longName ?? name).replace(/^\.\//, ""), { name: longName ?? name, offset: dataAt, size });
       longName = undefined;
     }
     pos = dataAt + Math.ceil(size / 512) * 512;

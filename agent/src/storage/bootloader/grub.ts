@@ -36,7 +36,14 @@ export function grubQuote(s: string): string {
 }
 
 function entry(title: string, label: BootLabel, cmdline: string, extra = ""): string {
-  return [`menuentry "${title}" {`, `  set gfxmode=auto`, `  set gfxpayload=text`, `  linux /${label}/vmlinuz ${grubQuote(cmdline)}${extra}`, `  initrd /${label}/initramfs.xz`, `}`].join("\n");
+  return [
+    `menuentry "${title}" {`,
+    `  set gfxmode=auto`,
+    `  set gfxpayload=text`,
+    `  linux /${label}/vmlinuz ${grubQuote(cmdline)}${extra}`,
+    `  initrd /${label}/initramfs.xz`,
+    `}`,
+  ].join("\n");
 }
 
 /** One BOOT slot's entry: the system installed there. */
@@ -86,7 +93,9 @@ export function renderBootSlots(s: BootSlots, serialTerminal: boolean): string {
       : ["terminal_input console", "terminal_output console"]),
     "",
     // Entries in label order whichever is the default, as Talos writes them.
-    ...(["A", "B"] as const).filter((l) => s.entries[l]).map((label) => entry(title(label), label, s.entries[label]!.cmdline)),
+    ...(["A", "B"] as const)
+      .filter((l) => s.entries[l])
+      .map((label) => entry(title(label), label, s.entries[label]!.cmdline)),
     entry(resetEntryTitle, s.default, current.cmdline, ` ${wipeArgument}`),
     "",
   ];
@@ -95,7 +104,14 @@ export function renderBootSlots(s: BootSlots, serialTerminal: boolean): string {
 
 export function renderGrubConfig(c: GrubConfig): string {
   const e = { version: c.version, cmdline: c.cmdline };
-  return renderBootSlots({ default: c.current, ...(c.fallback ? { fallback: c.fallback } : {}), entries: { [c.current]: e, ...(c.fallback ? { [c.fallback]: e } : {}) } }, c.serialTerminal);
+  return renderBootSlots(
+    {
+      default: c.current,
+      ...(c.fallback ? { fallback: c.fallback } : {}),
+      entries: { [c.current]: e, ...(c.fallback ? { [c.fallback]: e } : {}) },
+    },
+    c.serialTerminal,
+  );
 }
 
 function ungrubQuote(s: string): string {
@@ -104,7 +120,8 @@ function ungrubQuote(s: string): string {
 
 /** Reads back a grub.cfg this module wrote; undefined when it is not one (no default entry found). */
 export function parseBootSlots(text: string): BootSlots | undefined {
-  const label = (title: string | undefined): BootLabel | undefined => (title ? /^(A|B) - /.exec(title)?.[1] as BootLabel | undefined : undefined);
+  const label = (title: string | undefined): BootLabel | undefined =>
+    title ? (/^(A|B) - /.exec(title)?.[1] as BootLabel | undefined) : undefined;
   const def = label(/^set default="([^"]*)"/m.exec(text)?.[1]);
   const fallback = label(/^set fallback="([^"]*)"/m.exec(text)?.[1]);
   const entries: Partial<Record<BootLabel, GrubEntry>> = {};
@@ -118,7 +135,9 @@ export function parseBootSlots(text: string): BootSlots | undefined {
 /** A grubenv block (exactly 1 KiB, as GRUB's save_env rewrites it in place) holding `vars`. */
 export function renderGrubenv(vars: Record<string, string>): Buffer {
   const head = "# GRUB Environment Block\n";
-  const body = Object.entries(vars).map(([k, v]) => `${k}=${v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n")}\n`).join("");
+  const body = Object.entries(vars)
+    .map(([k, v]) => `${k}=${v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n")}\n`)
+    .join("");
   const used = Buffer.byteLength(head + body);
   if (used > 1024) throw new InvalidInputError("grubenv values do not fit in 1 KiB", { bytes: used });
   return Buffer.from(head + body + "#".repeat(1024 - used));
@@ -132,7 +151,21 @@ const efiTarget: Record<GrubArch, { target: string; loader: string }> = {
 };
 
 // Built into the EFI image: what it needs to find BOOT and read grub.cfg; the rest loads from BOOT/grub/<target>.
-const efiModules = ["part_gpt", "part_msdos", "xfs", "fat", "search", "search_fs_uuid", "normal", "configfile", "linux", "echo", "all_video", "test", "gzio"];
+const efiModules = [
+  "part_gpt",
+  "part_msdos",
+  "xfs",
+  "fat",
+  "search",
+  "search_fs_uuid",
+  "normal",
+  "configfile",
+  "linux",
+  "echo",
+  "all_video",
+  "test",
+  "gzio",
+];
 
 export interface GrubInstall {
   disk: string;
@@ -159,7 +192,13 @@ export async function installGrub(opts: GrubInstall): Promise<void> {
   if (opts.arch === "amd64") {
     // The modules to find BOOT are named: grub-install guesses them from BOOT's device, which for a disk
     // image built on loop devices is a whole loop device (no partition table: part_gpt was left out).
-    await runTool("grub-install", ["--target=i386-pc", `--boot-directory=${opts.bootDir}`, "--no-floppy", "--modules=part_gpt xfs search_fs_uuid", opts.disk]);
+    await runTool("grub-install", [
+      "--target=i386-pc",
+      `--boot-directory=${opts.bootDir}`,
+      "--no-floppy",
+      "--modules=part_gpt xfs search_fs_uuid",
+      opts.disk,
+    ]);
   }
   const { target, loader } = efiTarget[opts.arch];
   const modules = path.join(opts.bootDir, "grub", target);
@@ -170,7 +209,19 @@ export async function installGrub(opts: GrubInstall): Promise<void> {
   const early = path.join(opts.workDir, "grub-early.cfg");
   const image = path.join(opts.workDir, loader);
   await fs.writeFile(early, `search --no-floppy --fs-uuid --set=root ${opts.bootUuid}\nset prefix=($root)/grub\n`);
-  await runTool("grub-mkimage", ["-O", target, "-o", image, "-c", early, "-p", "/grub", "-d", path.join(lib, target), ...efiModules]);
+  await runTool("grub-mkimage", [
+    "-O",
+    target,
+    "-o",
+    image,
+    "-c",
+    early,
+    "-p",
+    "/grub",
+    "-d",
+    path.join(lib, target),
+    ...efiModules,
+  ]);
   // MTOOLS_SKIP_CHECK: mtools compares the FAT's geometry fields with a floppy's and refuses a partition otherwise.
   const env = { MTOOLS_SKIP_CHECK: "1" };
   await runTool("mmd", ["-D", "s", "-i", opts.efiPartition, "::/EFI", "::/EFI/BOOT"], { env }).catch(() => undefined); // already there on a reinstall

@@ -1,5 +1,12 @@
 import * as grpc from "@grpc/grpc-js";
-import { AlreadyExistsError, ConflictError, InvalidInputError, NotFoundError, SystemError, type BasaltError } from "../../errors.js";
+import {
+  AlreadyExistsError,
+  ConflictError,
+  InvalidInputError,
+  NotFoundError,
+  SystemError,
+  type BasaltError,
+} from "../../errors.js";
 import { containerdService } from "./protos.js";
 import type { Container, ContentInfo, Descriptor, Envelope, Image, Mount, Process } from "./types.js";
 
@@ -23,7 +30,11 @@ export function containerdError(what: string, err: grpc.ServiceError): BasaltErr
   return new Err(`containerd ${what}: ${err.details || err.message}`, { code: err.code }, { cause: err });
 }
 
-type Unary = (req: object, md: grpc.Metadata, cb: (err: grpc.ServiceError | null, res: unknown) => void) => grpc.ClientUnaryCall;
+type Unary = (
+  req: object,
+  md: grpc.Metadata,
+  cb: (err: grpc.ServiceError | null, res: unknown) => void,
+) => grpc.ClientUnaryCall;
 type ServerStream = (req: object, md: grpc.Metadata) => grpc.ClientReadableStream<unknown>;
 type Bidi = (md: grpc.Metadata) => grpc.ClientDuplexStream<object, unknown>;
 
@@ -82,7 +93,9 @@ export class ContainerdClient {
     if (!s) {
       const Ctor = grpc.makeGenericClientConstructor(containerdService(`${pkg}.${service}`), service);
       // The generic constructor's instances carry one method per RPC; Stub names that shape.
-      s = new Ctor(`unix:${this.socket}`, grpc.credentials.createInsecure(), { channelOverride: this.ownChannel() }) as unknown as Stub;
+      s = new Ctor(`unix:${this.socket}`, grpc.credentials.createInsecure(), {
+        channelOverride: this.ownChannel(),
+      }) as unknown as Stub;
       this.stubs.set(service, s);
     }
     return s;
@@ -130,7 +143,8 @@ export class ContainerdClient {
 
   // containers
   async createContainer(c: Omit<Container, "created_at" | "updated_at">): Promise<Container> {
-    return (await this.unary<{ container: Container }>("containers.v1.Containers", "Create", { container: c })).container;
+    return (await this.unary<{ container: Container }>("containers.v1.Containers", "Create", { container: c }))
+      .container;
   }
 
   async getContainer(id: string): Promise<Container> {
@@ -186,7 +200,11 @@ export class ContainerdClient {
   }
 
   async taskMetrics(containerId: string): Promise<{ type_url: string; value: Buffer } | undefined> {
-    const res = await this.unary<{ metrics: { id: string; data?: { type_url: string; value: Buffer } }[] }>("tasks.v1.Tasks", "Metrics", { filters: [`id==${containerId}`] });
+    const res = await this.unary<{ metrics: { id: string; data?: { type_url: string; value: Buffer } }[] }>(
+      "tasks.v1.Tasks",
+      "Metrics",
+      { filters: [`id==${containerId}`] },
+    );
     return res.metrics.find((m) => m.id === containerId)?.data;
   }
 
@@ -202,10 +220,16 @@ export class ContainerdClient {
   /** Creates the image, or points an existing one of that name at `target`. */
   async putImage(name: string, target: Descriptor, labels: Record<string, string> = {}): Promise<Image> {
     try {
-      return (await this.unary<{ image: Image }>("images.v1.Images", "Create", { image: { name, target, labels } })).image;
+      return (await this.unary<{ image: Image }>("images.v1.Images", "Create", { image: { name, target, labels } }))
+        .image;
     } catch (err) {
       if (!(err instanceof AlreadyExistsError)) throw err;
-      return (await this.unary<{ image: Image }>("images.v1.Images", "Update", { image: { name, target, labels }, update_mask: { paths: ["target", "labels"] } })).image;
+      return (
+        await this.unary<{ image: Image }>("images.v1.Images", "Update", {
+          image: { name, target, labels },
+          update_mask: { paths: ["target", "labels"] },
+        })
+      ).image;
     }
   }
 
@@ -219,15 +243,22 @@ export class ContainerdClient {
   }
 
   async hasContent(digest: string): Promise<boolean> {
-    return this.contentInfo(digest).then(() => true, (err: unknown) => {
-      if (err instanceof NotFoundError) return false;
-      throw err;
-    });
+    return this.contentInfo(digest).then(
+      () => true,
+      (err: unknown) => {
+        if (err instanceof NotFoundError) return false;
+        throw err;
+      },
+    );
   }
 
   async readContent(digest: string): Promise<Buffer> {
     const chunks: Buffer[] = [];
-    const stream = this.serverStream<{ offset: number; data: Buffer }>("content.v1.Content", "Read", { digest, offset: 0, size: 0 });
+    const stream = this.serverStream<{ offset: number; data: Buffer }>("content.v1.Content", "Read", {
+      digest,
+      offset: 0,
+      size: 0,
+    });
     await new Promise<void>((resolve, reject) => {
       stream.on("data", (m) => chunks.push(m.data));
       stream.on("error", (err: grpc.ServiceError) => reject(containerdError("Content.Read", err)));
@@ -240,7 +271,12 @@ export class ContainerdClient {
    * Writes a blob whose digest is known (`expected`), committing it with `labels`; a blob already
    * present is left as it is. `data` yields its bytes in order.
    */
-  async writeContent(expected: string, total: number, data: AsyncIterable<Buffer> | Buffer[], labels: Record<string, string> = {}): Promise<void> {
+  async writeContent(
+    expected: string,
+    total: number,
+    data: AsyncIterable<Buffer> | Buffer[],
+    labels: Record<string, string> = {},
+  ): Promise<void> {
     if (await this.hasContent(expected)) return;
     const s = this.stub("content.v1.Content");
     const call = (s.Write as Bidi).call(s, this.metadata());
@@ -288,7 +324,10 @@ export class ContainerdClient {
 
   // leases
   async createLease(id: string, expiresInSeconds: number): Promise<void> {
-    await this.unary("leases.v1.Leases", "Create", { id, labels: { "containerd.io/gc.expire": new Date(Date.now() + expiresInSeconds * 1000).toISOString() } });
+    await this.unary("leases.v1.Leases", "Create", {
+      id,
+      labels: { "containerd.io/gc.expire": new Date(Date.now() + expiresInSeconds * 1000).toISOString() },
+    });
   }
 
   async deleteLease(id: string): Promise<void> {
@@ -296,11 +335,23 @@ export class ContainerdClient {
   }
 
   // snapshots
-  async prepareSnapshot(snapshotter: string, key: string, parent: string, labels: Record<string, string> = {}): Promise<Mount[]> {
-    return (await this.unary<{ mounts: Mount[] }>("snapshots.v1.Snapshots", "Prepare", { snapshotter, key, parent, labels })).mounts;
+  async prepareSnapshot(
+    snapshotter: string,
+    key: string,
+    parent: string,
+    labels: Record<string, string> = {},
+  ): Promise<Mount[]> {
+    return (
+      await this.unary<{ mounts: Mount[] }>("snapshots.v1.Snapshots", "Prepare", { snapshotter, key, parent, labels })
+    ).mounts;
   }
 
-  async commitSnapshot(snapshotter: string, name: string, key: string, labels: Record<string, string> = {}): Promise<void> {
+  async commitSnapshot(
+    snapshotter: string,
+    name: string,
+    key: string,
+    labels: Record<string, string> = {},
+  ): Promise<void> {
     await this.unary("snapshots.v1.Snapshots", "Commit", { snapshotter, name, key, labels });
   }
 
@@ -309,10 +360,13 @@ export class ContainerdClient {
   }
 
   async hasSnapshot(snapshotter: string, key: string): Promise<boolean> {
-    return this.unary("snapshots.v1.Snapshots", "Stat", { snapshotter, key }).then(() => true, (err: unknown) => {
-      if (err instanceof NotFoundError) return false;
-      throw err;
-    });
+    return this.unary("snapshots.v1.Snapshots", "Stat", { snapshotter, key }).then(
+      () => true,
+      (err: unknown) => {
+        if (err instanceof NotFoundError) return false;
+        throw err;
+      },
+    );
   }
 
   // diff

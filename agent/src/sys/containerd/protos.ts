@@ -15,8 +15,16 @@ function containerdRoot(): protobuf.Root {
   if (root) return root;
   const dir = locateProtoDir("containerd-api", "tasks.proto", "BASALT_CONTAINERD_PROTO_DIR", "containerd API");
   const r = new protobuf.Root();
-  r.resolvePath = (_origin, target) => (path.isAbsolute(target) || target.startsWith("google/") ? target : path.join(dir, target));
-  r.loadSync(fs.readdirSync(dir).filter((f) => f.endsWith(".proto")).sort().map((f) => path.join(dir, f)), { keepCase: true });
+  r.resolvePath = (_origin, target) =>
+    path.isAbsolute(target) || target.startsWith("google/") ? target : path.join(dir, target);
+  r.loadSync(
+    fs
+      .readdirSync(dir)
+      .filter((f) => f.endsWith(".proto"))
+      .sort()
+      .map((f) => path.join(dir, f)),
+    { keepCase: true },
+  );
   r.resolveAll();
   root = r;
   return r;

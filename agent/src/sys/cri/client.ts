@@ -6,7 +6,12 @@ import { containerdService } from "../containerd/protos.js";
 
 /** runtime.v1.PodSandboxState, runtime.v1.ContainerState: their names as Talos prints them. */
 export const PodSandboxStateName: Record<number, string> = { 0: "SANDBOX_READY", 1: "SANDBOX_NOTREADY" };
-export const ContainerStateName: Record<number, string> = { 0: "CONTAINER_CREATED", 1: "CONTAINER_RUNNING", 2: "CONTAINER_EXITED", 3: "CONTAINER_UNKNOWN" };
+export const ContainerStateName: Record<number, string> = {
+  0: "CONTAINER_CREATED",
+  1: "CONTAINER_RUNNING",
+  2: "CONTAINER_EXITED",
+  3: "CONTAINER_UNKNOWN",
+};
 
 export interface PodSandboxMetadata {
   name: string;
@@ -61,7 +66,12 @@ export interface CriImage {
   size: number;
 }
 
-type Unary = (req: object, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: unknown) => void) => grpc.ClientUnaryCall;
+type Unary = (
+  req: object,
+  md: grpc.Metadata,
+  opts: grpc.CallOptions,
+  cb: (err: grpc.ServiceError | null, res: unknown) => void,
+) => grpc.ClientUnaryCall;
 
 /** Plain objects in and out, shaped as agent/containerd-api/cri-runtime-v1.proto declares them. */
 export class CriClient {
@@ -73,16 +83,25 @@ export class CriClient {
   private stub(service: "RuntimeService" | "ImageService"): Record<string, unknown> {
     let s = this.stubs.get(service);
     if (!s) {
-      this.channel ??= new grpc.Channel(`unix:${this.socket}`, grpc.credentials.createInsecure(), { "grpc.max_receive_message_length": 16 * 1024 * 1024 });
+      this.channel ??= new grpc.Channel(`unix:${this.socket}`, grpc.credentials.createInsecure(), {
+        "grpc.max_receive_message_length": 16 * 1024 * 1024,
+      });
       const Ctor = grpc.makeGenericClientConstructor(containerdService(`runtime.v1.${service}`), service);
       // The generic constructor's instances carry one method per RPC, looked up by name below.
-      s = new Ctor(`unix:${this.socket}`, grpc.credentials.createInsecure(), { channelOverride: this.channel }) as unknown as Record<string, unknown>;
+      s = new Ctor(`unix:${this.socket}`, grpc.credentials.createInsecure(), {
+        channelOverride: this.channel,
+      }) as unknown as Record<string, unknown>;
       this.stubs.set(service, s);
     }
     return s;
   }
 
-  private call<T>(service: "RuntimeService" | "ImageService", method: string, req: object, timeoutMs = 30_000): Promise<T> {
+  private call<T>(
+    service: "RuntimeService" | "ImageService",
+    method: string,
+    req: object,
+    timeoutMs = 30_000,
+  ): Promise<T> {
     const s = this.stub(service);
     const fn = s[method] as Unary;
     return new Promise((resolve, reject) => {
@@ -105,7 +124,10 @@ export class CriClient {
   }
 
   /** The runtime's conditions; verbose adds `info` (containerd: its CRI plugin's effective `config` as JSON). */
-  status(verbose = true): Promise<{ status?: { conditions: { type: string; status: boolean; reason: string; message: string }[] }; info: Record<string, string> }> {
+  status(verbose = true): Promise<{
+    status?: { conditions: { type: string; status: boolean; reason: string; message: string }[] };
+    info: Record<string, string>;
+  }> {
     return this.call("RuntimeService", "Status", { verbose });
   }
 
@@ -118,7 +140,8 @@ export class CriClient {
   }
 
   async runPodSandbox(config: object, timeoutMs?: number): Promise<string> {
-    return (await this.call<{ pod_sandbox_id: string }>("RuntimeService", "RunPodSandbox", { config }, timeoutMs)).pod_sandbox_id;
+    return (await this.call<{ pod_sandbox_id: string }>("RuntimeService", "RunPodSandbox", { config }, timeoutMs))
+      .pod_sandbox_id;
   }
 
   async stopPodSandbox(id: string): Promise<void> {
@@ -130,7 +153,13 @@ export class CriClient {
   }
 
   async createContainer(podSandboxId: string, config: object, sandboxConfig: object): Promise<string> {
-    return (await this.call<{ container_id: string }>("RuntimeService", "CreateContainer", { pod_sandbox_id: podSandboxId, config, sandbox_config: sandboxConfig })).container_id;
+    return (
+      await this.call<{ container_id: string }>("RuntimeService", "CreateContainer", {
+        pod_sandbox_id: podSandboxId,
+        config,
+        sandbox_config: sandboxConfig,
+      })
+    ).container_id;
   }
 
   async startContainer(id: string): Promise<void> {
@@ -138,7 +167,12 @@ export class CriClient {
   }
 
   async stopContainer(id: string, timeoutSeconds: number): Promise<void> {
-    await this.call("RuntimeService", "StopContainer", { container_id: id, timeout: timeoutSeconds }, (timeoutSeconds + 30) * 1000);
+    await this.call(
+      "RuntimeService",
+      "StopContainer",
+      { container_id: id, timeout: timeoutSeconds },
+      (timeoutSeconds + 30) * 1000,
+    );
   }
 
   async removeContainer(id: string): Promise<void> {
@@ -162,6 +196,13 @@ export class CriClient {
   }
 
   async pullImage(image: string, auth?: { username: string; password: string }, timeoutMs = 120_000): Promise<string> {
-    return (await this.call<{ image_ref: string }>("ImageService", "PullImage", { image: { image }, ...(auth ? { auth } : {}) }, timeoutMs)).image_ref;
+    return (
+      await this.call<{ image_ref: string }>(
+        "ImageService",
+        "PullImage",
+        { image: { image }, ...(auth ? { auth } : {}) },
+        timeoutMs,
+      )
+    ).image_ref;
   }
 }

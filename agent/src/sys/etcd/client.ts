@@ -17,7 +17,9 @@ export interface EtcdTls {
 
 /** Reads Talos's admin client credentials from an etcd PKI directory (ca.crt, admin.crt, admin.key). */
 export async function adminTls(pkiDir: string): Promise<EtcdTls> {
-  const [ca, cert, key] = await Promise.all(["ca.crt", "admin.crt", "admin.key"].map((f) => readFile(path.join(pkiDir, f))));
+  const [ca, cert, key] = await Promise.all(
+    ["ca.crt", "admin.crt", "admin.key"].map((f) => readFile(path.join(pkiDir, f))),
+  );
   return { ca: ca!, cert: cert!, key: key! };
 }
 
@@ -112,7 +114,13 @@ const header = (h: WireHeader | null | undefined): ResponseHeader => ({
   revision: BigInt(h?.revision ?? 0),
   raftTerm: BigInt(h?.raft_term ?? 0),
 });
-const member = (m: WireMember): EtcdMemberInfo => ({ id: BigInt(m.ID), name: m.name, peerURLs: m.peerURLs, clientURLs: m.clientURLs, isLearner: m.isLearner });
+const member = (m: WireMember): EtcdMemberInfo => ({
+  id: BigInt(m.ID),
+  name: m.name,
+  peerURLs: m.peerURLs,
+  clientURLs: m.clientURLs,
+  isLearner: m.isLearner,
+});
 
 /** A stored key (mvccpb.KeyValue); revisions and the lease as bigints. */
 export interface EtcdKeyValue {
@@ -188,7 +196,12 @@ export interface LeaseKeepAlive {
   stop(): void;
 }
 
-type Unary = (req: object, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: unknown) => void) => grpc.ClientUnaryCall;
+type Unary = (
+  req: object,
+  md: grpc.Metadata,
+  opts: grpc.CallOptions,
+  cb: (err: grpc.ServiceError | null, res: unknown) => void,
+) => grpc.ClientUnaryCall;
 type Duplex = (md: grpc.Metadata, opts: grpc.CallOptions) => grpc.ClientDuplexStream<object, unknown>;
 type ServerStream = (req: object, md: grpc.Metadata, opts: grpc.CallOptions) => grpc.ClientReadableStream<unknown>;
 type Stub = Record<string, unknown>;
@@ -230,7 +243,9 @@ export class EtcdClient {
     if (!s) {
       const Ctor = grpc.makeGenericClientConstructor(etcdService(service), service);
       // The generic constructor's instances carry one method per RPC; Stub names that shape.
-      s = new Ctor(this.endpoint, grpc.credentials.createInsecure(), { channelOverride: this.channel }) as unknown as Stub;
+      s = new Ctor(this.endpoint, grpc.credentials.createInsecure(), {
+        channelOverride: this.channel,
+      }) as unknown as Stub;
       this.stubs.set(service, s);
     }
     return s;
@@ -256,12 +271,17 @@ export class EtcdClient {
   }
 
   async get(key: string): Promise<{ header: ResponseHeader; value: Buffer | undefined }> {
-    const res = await this.unary<{ header: WireHeader; kvs: { value: Buffer }[] }>("KV", "Range", { key: Buffer.from(key) });
+    const res = await this.unary<{ header: WireHeader; kvs: { value: Buffer }[] }>("KV", "Range", {
+      key: Buffer.from(key),
+    });
     return { header: header(res.header), value: res.kvs[0]?.value };
   }
 
   async put(key: string, value: Buffer | string): Promise<ResponseHeader> {
-    const res = await this.unary<{ header: WireHeader }>("KV", "Put", { key: Buffer.from(key), value: Buffer.from(value) });
+    const res = await this.unary<{ header: WireHeader }>("KV", "Put", {
+      key: Buffer.from(key),
+      value: Buffer.from(value),
+    });
     return header(res.header);
   }
 
@@ -289,18 +309,27 @@ export class EtcdClient {
     type WireOp = { response_range?: { kvs: WireKeyValue[] } };
     const res = await this.unary<{ header: WireHeader; succeeded: boolean; responses: WireOp[] }>("KV", "Txn", {
       compare: [{ result: 0, target: 1, key: Buffer.from(key), create_revision: "0" }], // CREATE(key) == 0
-      success: [{ request_put: { key: Buffer.from(key), value: Buffer.alloc(0), lease: lease.toString() } }, firstUnder],
+      success: [
+        { request_put: { key: Buffer.from(key), value: Buffer.alloc(0), lease: lease.toString() } },
+        firstUnder,
+      ],
       failure: [{ request_range: { key: Buffer.from(key) } }, firstUnder],
     });
     const existing = res.succeeded ? undefined : res.responses[0]?.response_range?.kvs[0];
     const first = res.responses[1]?.response_range?.kvs[0];
-    return { header: header(res.header), created: res.succeeded, existing: existing && keyValue(existing), first: first && keyValue(first) };
+    return {
+      header: header(res.header),
+      created: res.succeeded,
+      existing: existing && keyValue(existing),
+      first: first && keyValue(first),
+    };
   }
 
   /** Grants a lease of `ttlSeconds`; returns its ID. */
   async leaseGrant(ttlSeconds: number): Promise<bigint> {
     const res = await this.unary<{ ID: string; error: string }>("Lease", "LeaseGrant", { TTL: ttlSeconds });
-    if (res.error) throw new SystemError(`etcd refused a lease: ${res.error}`, { call: "Lease.LeaseGrant", ttlSeconds });
+    if (res.error)
+      throw new SystemError(`etcd refused a lease: ${res.error}`, { call: "Lease.LeaseGrant", ttlSeconds });
     return BigInt(res.ID);
   }
 
@@ -365,8 +394,12 @@ export class EtcdClient {
       if (signal?.aborted) return abort();
       signal?.addEventListener("abort", abort, { once: true });
       call.on("data", (msg: { canceled: boolean; cancel_reason: string; events: { type: number }[] }) => {
-        if (msg.events.some((e) => e.type === 1)) done(); // DELETE
-        else if (msg.canceled) done(new SystemError(`etcd cancelled the watch of ${key}: ${msg.cancel_reason}`, { call: "Watch.Watch", key }));
+        if (msg.events.some((e) => e.type === 1))
+          done(); // DELETE
+        else if (msg.canceled)
+          done(
+            new SystemError(`etcd cancelled the watch of ${key}: ${msg.cancel_reason}`, { call: "Watch.Watch", key }),
+          );
       });
       call.on("error", (err: grpc.ServiceError) => done(etcdError("Watch.Watch", err)));
       call.on("end", () => done(new SystemError(`etcd ended the watch of ${key}`, { call: "Watch.Watch", key })));
@@ -375,12 +408,20 @@ export class EtcdClient {
   }
 
   async memberList(): Promise<{ header: ResponseHeader; members: EtcdMemberInfo[] }> {
-    const res = await this.unary<{ header: WireHeader; members: WireMember[] }>("Cluster", "MemberList", { linearizable: true });
+    const res = await this.unary<{ header: WireHeader; members: WireMember[] }>("Cluster", "MemberList", {
+      linearizable: true,
+    });
     return { header: header(res.header), members: res.members.map(member) };
   }
 
-  async memberAdd(peerURLs: string[], isLearner: boolean): Promise<{ member: EtcdMemberInfo; members: EtcdMemberInfo[] }> {
-    const res = await this.unary<{ member: WireMember; members: WireMember[] }>("Cluster", "MemberAdd", { peerURLs, isLearner });
+  async memberAdd(
+    peerURLs: string[],
+    isLearner: boolean,
+  ): Promise<{ member: EtcdMemberInfo; members: EtcdMemberInfo[] }> {
+    const res = await this.unary<{ member: WireMember; members: WireMember[] }>("Cluster", "MemberAdd", {
+      peerURLs,
+      isLearner,
+    });
     return { member: member(res.member), members: res.members.map(member) };
   }
 
@@ -401,7 +442,11 @@ export class EtcdClient {
   }
 
   async status(): Promise<EtcdStatusInfo> {
-    const r = await this.unary<Record<string, string | string[] | boolean> & { header: WireHeader }>("Maintenance", "Status", {});
+    const r = await this.unary<Record<string, string | string[] | boolean> & { header: WireHeader }>(
+      "Maintenance",
+      "Status",
+      {},
+    );
     const n = (k: string) => BigInt(r[k] as string);
     return {
       header: header(r.header),
@@ -417,13 +462,23 @@ export class EtcdClient {
     };
   }
 
-  private async alarm(action: 0 | 2, req: { memberID?: bigint; alarm?: AlarmType } = {}): Promise<{ header: ResponseHeader; alarms: AlarmMember[] }> {
-    const res = await this.unary<{ header: WireHeader; alarms: { memberID: string; alarm: AlarmType }[] }>("Maintenance", "Alarm", {
-      action,
-      memberID: (req.memberID ?? 0n).toString(),
-      alarm: req.alarm ?? 0,
-    });
-    return { header: header(res.header), alarms: res.alarms.map((a) => ({ memberId: BigInt(a.memberID), alarm: a.alarm })) };
+  private async alarm(
+    action: 0 | 2,
+    req: { memberID?: bigint; alarm?: AlarmType } = {},
+  ): Promise<{ header: ResponseHeader; alarms: AlarmMember[] }> {
+    const res = await this.unary<{ header: WireHeader; alarms: { memberID: string; alarm: AlarmType }[] }>(
+      "Maintenance",
+      "Alarm",
+      {
+        action,
+        memberID: (req.memberID ?? 0n).toString(),
+        alarm: req.alarm ?? 0,
+      },
+    );
+    return {
+      header: header(res.header),
+      alarms: res.alarms.map((a) => ({ memberId: BigInt(a.memberID), alarm: a.alarm })),
+    };
   }
 
   /** AlarmRequest GET: every active alarm of the cluster. */
@@ -432,7 +487,9 @@ export class EtcdClient {
   }
 
   /** AlarmRequest DEACTIVATE of `alarm` (0 NONE with member 0: what clientv3.AlarmDisarm(&AlarmMember{}) sends). */
-  alarmDisarm(alarm: AlarmMember = { memberId: 0n, alarm: 0 }): Promise<{ header: ResponseHeader; alarms: AlarmMember[] }> {
+  alarmDisarm(
+    alarm: AlarmMember = { memberId: 0n, alarm: 0 },
+  ): Promise<{ header: ResponseHeader; alarms: AlarmMember[] }> {
     return this.alarm(2, { memberID: alarm.memberId, alarm: alarm.alarm });
   }
 
@@ -458,7 +515,9 @@ export class EtcdClient {
     try {
       for await (const msg of call) yield (msg as { blob: Buffer }).blob;
     } catch (err) {
-      throw typeof (err as grpc.ServiceError).code === "number" ? etcdError("Maintenance.Snapshot", err as grpc.ServiceError) : err;
+      throw typeof (err as grpc.ServiceError).code === "number"
+        ? etcdError("Maintenance.Snapshot", err as grpc.ServiceError)
+        : err;
     } finally {
       signal?.removeEventListener("abort", abort);
       call.cancel();
@@ -482,7 +541,12 @@ export class EtcdClient {
  * Runs `fn` with a client of each endpoint in turn until one answers (a call failing as
  * unreachable moves on; etcd's own refusals end the walk), closing every client it made.
  */
-export async function firstAnswering<T>(endpoints: readonly string[], tls: EtcdTls, opts: EtcdClientOptions, fn: (c: EtcdClient) => Promise<T>): Promise<T> {
+export async function firstAnswering<T>(
+  endpoints: readonly string[],
+  tls: EtcdTls,
+  opts: EtcdClientOptions,
+  fn: (c: EtcdClient) => Promise<T>,
+): Promise<T> {
   if (endpoints.length === 0) throw new NotFoundError("no controlplane endpoints discovered yet");
   let last: unknown;
   for (const endpoint of endpoints) {

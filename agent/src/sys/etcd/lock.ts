@@ -43,9 +43,18 @@ class Session {
 }
 
 /** Waits until `myKey` (created at `myRevision`) is the oldest key under `prefix`. */
-async function waitOlderKeys(client: EtcdClient, prefix: string, myRevision: bigint, signal: AbortSignal): Promise<void> {
+async function waitOlderKeys(
+  client: EtcdClient,
+  prefix: string,
+  myRevision: bigint,
+  signal: AbortSignal,
+): Promise<void> {
   for (;;) {
-    const { header, kv } = await client.firstOrLastCreated({ prefix, order: "lastCreated", maxCreateRevision: myRevision - 1n });
+    const { header, kv } = await client.firstOrLastCreated({
+      prefix,
+      order: "lastCreated",
+      maxCreateRevision: myRevision - 1n,
+    });
     if (!kv) return;
     await client.waitDelete(kv.key, header.revision, signal);
   }
@@ -61,7 +70,8 @@ async function lock(client: EtcdClient, session: Session, key: string, signal: A
   try {
     await waitOlderKeys(client, prefix, myRevision, signal);
     // Our key is gone when the session's lease expired while waiting.
-    if (!(await client.getKeyValue(myKey)).kv) throw new LockSessionExpiredError(`session of lock ${key} expired`, { key });
+    if (!(await client.getKeyValue(myKey)).kv)
+      throw new LockSessionExpiredError(`session of lock ${key} expired`, { key });
   } catch (err) {
     await client.delete(myKey).catch(() => undefined);
     throw err;
@@ -79,20 +89,26 @@ export class EtcdLock {
   async withLock<T>(key: string, signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
     const client = await this.connect();
     try {
-      const session = await Session.open(client, this.opts.ttlSeconds ?? DEFAULT_SESSION_TTL_SECONDS).catch((err: unknown) => {
-        throw new LockError(`error creating etcd session: ${describeError(err)}`, { key }, { cause: err });
-      });
+      const session = await Session.open(client, this.opts.ttlSeconds ?? DEFAULT_SESSION_TTL_SECONDS).catch(
+        (err: unknown) => {
+          throw new LockError(`error creating etcd session: ${describeError(err)}`, { key }, { cause: err });
+        },
+      );
       try {
         this.opts.log?.debug("waiting for mutex", { key });
         const myKey = await lock(client, session, key, signal).catch((err: unknown) => {
-          throw err instanceof LockSessionExpiredError ? err : new LockError(`error acquiring mutex for key ${key}: ${describeError(err)}`, { key }, { cause: err });
+          throw err instanceof LockSessionExpiredError
+            ? err
+            : new LockError(`error acquiring mutex for key ${key}: ${describeError(err)}`, { key }, { cause: err });
         });
         this.opts.log?.debug("mutex acquired", { key });
         try {
           return await fn();
         } finally {
           this.opts.log?.debug("releasing mutex", { key });
-          await client.delete(myKey).catch((err: unknown) => this.opts.log?.error("error releasing mutex", { key, error: describeError(err) }));
+          await client
+            .delete(myKey)
+            .catch((err: unknown) => this.opts.log?.error("error releasing mutex", { key, error: describeError(err) }));
         }
       } finally {
         // The lease expires on its own if etcd cannot be reached now.

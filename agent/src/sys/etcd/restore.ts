@@ -59,7 +59,9 @@ export interface RestoreOptions {
 
 export function snapshotRestoreArgs(o: RestoreOptions): string[] {
   return [
-    "snapshot", "restore", o.snapshot,
+    "snapshot",
+    "restore",
+    o.snapshot,
     `--name=${o.name}`,
     `--data-dir=${o.dataDir}`,
     `--initial-cluster=${o.initialCluster}`,
@@ -69,18 +71,33 @@ export function snapshotRestoreArgs(o: RestoreOptions): string[] {
 }
 
 /** Runs etcdutl; a failed run is `what`, with etcdutl's last line (cobra's "Error: <err>", printed as it exits) as Talos words the library's error. */
-async function runEtcdutl(etcdutl: Etcdutl, args: string[], what: string, snapshot: string, signal?: AbortSignal): Promise<string> {
+async function runEtcdutl(
+  etcdutl: Etcdutl,
+  args: string[],
+  what: string,
+  snapshot: string,
+  signal?: AbortSignal,
+): Promise<string> {
   const result = await etcdutl(args, signal).catch((err: unknown) => {
     throw new EtcdRestoreError(what, { snapshot }, { cause: err });
   });
   if (result.exitCode === 0) return result.output;
-  const reason = result.output.trim().split("\n").at(-1)?.replace(/^Error: /, "") || `exit code ${result.exitCode}`;
+  const reason =
+    result.output
+      .trim()
+      .split("\n")
+      .at(-1)
+      ?.replace(/^Error: /, "") || `exit code ${result.exitCode}`;
   throw new EtcdRestoreError(`${what}: ${reason}`, { snapshot, exitCode: result.exitCode });
 }
 
 function isSnapshotStatus(v: unknown): v is SnapshotStatus {
   const o = v as Partial<Record<keyof SnapshotStatus, unknown>> | null; // read only after the typeof check
-  return typeof v === "object" && o !== null && (["hash", "revision", "totalKey", "totalSize"] as const).every((k) => typeof o[k] === "number");
+  return (
+    typeof v === "object" &&
+    o !== null &&
+    (["hash", "revision", "totalKey", "totalSize"] as const).every((k) => typeof o[k] === "number")
+  );
 }
 
 /** The status line among etcdutl's output (its logs, if any, are JSON lines too): the last with the four numbers. */
@@ -97,11 +114,19 @@ function statusLine(output: string): SnapshotStatus | undefined {
   return undefined;
 }
 
-export async function snapshotStatus(etcdutl: Etcdutl, snapshot: string, signal?: AbortSignal): Promise<SnapshotStatus> {
+export async function snapshotStatus(
+  etcdutl: Etcdutl,
+  snapshot: string,
+  signal?: AbortSignal,
+): Promise<SnapshotStatus> {
   const output = await runEtcdutl(etcdutl, snapshotStatusArgs(snapshot), "error verifying snapshot", snapshot, signal);
   // etcdutl's JSON output of snapshot.Status (fields hash, revision, totalKey, totalSize).
   const status = statusLine(output);
-  if (!status) throw new EtcdRestoreError("error verifying snapshot: etcdutl printed no status with hash, revision, totalKey and totalSize", { snapshot, output });
+  if (!status)
+    throw new EtcdRestoreError(
+      "error verifying snapshot: etcdutl printed no status with hash, revision, totalKey and totalSize",
+      { snapshot, output },
+    );
   return status;
 }
 

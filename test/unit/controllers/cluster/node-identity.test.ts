@@ -4,7 +4,12 @@ import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
 import { base62Decode, base62Encode } from "../../../../agent/src/controllers/cluster/base62.js";
-import { CLUSTER_NAMESPACE, machineId, NodeIdentityController, writeMachineId } from "../../../../agent/src/controllers/cluster/node-identity.js";
+import {
+  CLUSTER_NAMESPACE,
+  machineId,
+  NodeIdentityController,
+  writeMachineId,
+} from "../../../../agent/src/controllers/cluster/node-identity.js";
 import { IdentityType, type IdentitySpec } from "../../../../agent/src/resources/catalog/cluster.js";
 import { registerCatalog } from "../../../../agent/src/resources/catalog/index.js";
 import { MountStatusType, RUNTIME_NAMESPACE } from "../../../../agent/src/resources/catalog/runtime.js";
@@ -39,7 +44,13 @@ test("NodeIdentityController: waits for STATE, makes the identity once and keeps
   const machineIds: string[] = [];
   const run = async (id: number) => {
     const runtime = new ControllerRuntime(state);
-    runtime.register(new NodeIdentityController({ stateDir: dir, container: false, writeMachineId: async (text) => void machineIds.push(text) }));
+    runtime.register(
+      new NodeIdentityController({
+        stateDir: dir,
+        container: false,
+        writeMachineId: async (text) => void machineIds.push(text),
+      }),
+    );
     const ac = new AbortController();
     runtime.start(ac.signal);
     await runtime.whenIdle();
@@ -48,7 +59,13 @@ test("NodeIdentityController: waits for STATE, makes the identity once and keeps
   };
   await run(1);
   assert.equal(state.get(CLUSTER_NAMESPACE, IdentityType, "local"), undefined, "nothing before STATE is mounted");
-  state.modify(RUNTIME_NAMESPACE, MountStatusType, "STATE", "test", () => ({ source: "/dev/vda5", target: "/system/state", filesystemType: "xfs", options: [], encrypted: false }));
+  state.modify(RUNTIME_NAMESPACE, MountStatusType, "STATE", "test", () => ({
+    source: "/dev/vda5",
+    target: "/system/state",
+    filesystemType: "xfs",
+    options: [],
+    encrypted: false,
+  }));
   await run(2);
   const nodeId = state.get<IdentitySpec>(CLUSTER_NAMESPACE, IdentityType, "local")!.spec.nodeId;
   assert.equal(base62Decode(nodeId).length, 32);

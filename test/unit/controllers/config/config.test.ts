@@ -5,14 +5,23 @@ import { loadConfig } from "../../../../agent/src/config/index.js";
 import { machinedControllers, Observed } from "../../../../agent/src/controllers/index.js";
 import { MachineConfigController } from "../../../../agent/src/controllers/config/machine-config.js";
 import { MachineTypeController } from "../../../../agent/src/controllers/config/machine-type.js";
-import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType, MachineTypeId, MachineTypeType } from "../../../../agent/src/resources/catalog/config.js";
+import {
+  CONFIG_NAMESPACE,
+  MachineConfigIds,
+  MachineConfigType,
+  MachineTypeId,
+  MachineTypeType,
+} from "../../../../agent/src/resources/catalog/config.js";
 import { registerCatalog } from "../../../../agent/src/resources/catalog/index.js";
 import { networkDefinitions } from "../../../../agent/src/resources/catalog/network.js";
 import { ControllerRuntime } from "../../../../agent/src/resources/controller-runtime.js";
 import { ResourceState } from "../../../../agent/src/resources/state.js";
 import { Supervisor } from "../../../../agent/src/services/supervisor.js";
 
-const config = (type: string) => loadConfig(`version: v1alpha1\nmachine:\n  type: ${type}\ncluster:\n  controlPlane:\n    endpoint: https://10.0.0.1:6443\n`);
+const config = (type: string) =>
+  loadConfig(
+    `version: v1alpha1\nmachine:\n  type: ${type}\ncluster:\n  controlPlane:\n    endpoint: https://10.0.0.1:6443\n`,
+  );
 
 test("MachineConfig holds the bundle machined runs with; MachineType reads it (join and empty read as worker); no config, neither", async (t) => {
   const state = new ResourceState();
@@ -29,7 +38,12 @@ test("MachineConfig holds the bundle machined runs with; MachineType reads it (j
   await runtime.whenIdle();
   assert.equal(state.get(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active), undefined);
 
-  for (const [written, read] of [["controlplane", "controlplane"], ["join", "worker"], ['""', "worker"], ["init", "init"]] as const) {
+  for (const [written, read] of [
+    ["controlplane", "controlplane"],
+    ["join", "worker"],
+    ['""', "worker"],
+    ["init", "init"],
+  ] as const) {
     const bundle = config(written);
     active.set(bundle);
     await runtime.whenIdle();
@@ -61,9 +75,18 @@ test("the one registration list registers into one runtime: every output type ha
       services: { list: () => supervisor.list(), onChange: (l) => supervisor.onChange(l) },
       requiredServices: () => ["apid", "machined"],
     },
-    secrets: { fallback: () => ({ addresses: [], hostname: "h", fqdn: "h" }), maintenanceListenAddresses: [], callTrustd: async () => { throw new Error("unused"); } },
+    secrets: {
+      fallback: () => ({ addresses: [], hostname: "h", fqdn: "h" }),
+      maintenanceListenAddresses: [],
+      callTrustd: async () => {
+        throw new Error("unused");
+      },
+    },
     network: [],
-    kernelParams: { params: { read: async () => "", write: async () => undefined, remove: async () => undefined }, container: false },
+    kernelParams: {
+      params: { read: async () => "", write: async () => undefined, remove: async () => undefined },
+      container: false,
+    },
     kernelModules: { load: async () => undefined },
     smbios: { read: async () => undefined },
     udevd: true,
@@ -71,7 +94,21 @@ test("the one registration list registers into one runtime: every output type ha
   });
   for (const c of list) runtime.register(c);
   const names = list.map((c) => c.name);
-  for (const n of ["config.MachineConfigController", "config.MachineTypeController", "runtime.MachineStatusController", "v1alpha1.ServiceController", "runtime.MountStatusController", "runtime.MetaKeysController", "secrets.APIController", "runtime.KernelParamConfigController", "runtime.KernelParamDefaultsController", "runtime.KernelParamSpecController", "hardware.SystemInfoController", "runtime.DevicesStatusController", "cluster.NodeIdentityController"]) {
+  for (const n of [
+    "config.MachineConfigController",
+    "config.MachineTypeController",
+    "runtime.MachineStatusController",
+    "v1alpha1.ServiceController",
+    "runtime.MountStatusController",
+    "runtime.MetaKeysController",
+    "secrets.APIController",
+    "runtime.KernelParamConfigController",
+    "runtime.KernelParamDefaultsController",
+    "runtime.KernelParamSpecController",
+    "hardware.SystemInfoController",
+    "runtime.DevicesStatusController",
+    "cluster.NodeIdentityController",
+  ]) {
     assert.ok(names.includes(n), n);
   }
   const writers = runtime.dependencies().filter((e) => e.edgeType === "outputExclusive");

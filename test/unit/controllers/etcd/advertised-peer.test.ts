@@ -2,8 +2,18 @@
 // advertised addresses while etcd runs healthy (Talos v1.7.6 advertised_peer.go).
 import assert from "node:assert/strict";
 import { test, type TestContext } from "node:test";
-import { AdvertisedPeerController, type LocalPeerAccess } from "../../../../agent/src/controllers/etcd/advertised-peer.js";
-import { ETCD_NAMESPACE, EtcdPKIStatusId, EtcdPKIStatusType, EtcdSpecId, EtcdSpecType, type EtcdSpecSpec } from "../../../../agent/src/resources/catalog/etcd.js";
+import {
+  AdvertisedPeerController,
+  type LocalPeerAccess,
+} from "../../../../agent/src/controllers/etcd/advertised-peer.js";
+import {
+  ETCD_NAMESPACE,
+  EtcdPKIStatusId,
+  EtcdPKIStatusType,
+  EtcdSpecId,
+  EtcdSpecType,
+  type EtcdSpecSpec,
+} from "../../../../agent/src/resources/catalog/etcd.js";
 import { registerCatalog } from "../../../../agent/src/resources/catalog/index.js";
 import { networkDefinitions } from "../../../../agent/src/resources/catalog/network.js";
 import { RUNTIME_NAMESPACE, ServiceType } from "../../../../agent/src/resources/catalog/runtime.js";
@@ -34,9 +44,18 @@ function setup(t: TestContext, member: FakeMember) {
   t.after(() => ac.abort());
   runtime.start(ac.signal);
   const spec = (advertisedAddresses: string[]) =>
-    state.modify<EtcdSpecSpec>(ETCD_NAMESPACE, EtcdSpecType, EtcdSpecId, "test", () => ({ name: "cp", advertisedAddresses, listenPeerAddresses: ["::"], listenClientAddresses: ["::"], image: "etcd", extraArgs: {} }));
-  const service = (running: boolean, healthy: boolean) => state.modify(RUNTIME_NAMESPACE, ServiceType, "etcd", "test", () => ({ running, healthy, unknown: false }));
-  const pki = () => state.modify(ETCD_NAMESPACE, EtcdPKIStatusType, EtcdPKIStatusId, "test", () => ({ ready: true, version: "1" }));
+    state.modify<EtcdSpecSpec>(ETCD_NAMESPACE, EtcdSpecType, EtcdSpecId, "test", () => ({
+      name: "cp",
+      advertisedAddresses,
+      listenPeerAddresses: ["::"],
+      listenClientAddresses: ["::"],
+      image: "etcd",
+      extraArgs: {},
+    }));
+  const service = (running: boolean, healthy: boolean) =>
+    state.modify(RUNTIME_NAMESPACE, ServiceType, "etcd", "test", () => ({ running, healthy, unknown: false }));
+  const pki = () =>
+    state.modify(ETCD_NAMESPACE, EtcdPKIStatusType, EtcdPKIStatusId, "test", () => ({ ready: true, version: "1" }));
   return { spec, service, pki };
 }
 

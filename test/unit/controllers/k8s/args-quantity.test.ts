@@ -2,13 +2,24 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Args, DeniedArgError } from "../../../../agent/src/controllers/k8s/args-builder.js";
-import { formatQuantity, parseQuantity, QuantityError, quantityValue } from "../../../../agent/src/controllers/k8s/quantity.js";
+import {
+  formatQuantity,
+  parseQuantity,
+  QuantityError,
+  quantityValue,
+} from "../../../../agent/src/controllers/k8s/quantity.js";
 
 test("extraArgs overwrite, add to comma lists without repeats, or are refused; flags come sorted by key", () => {
   const args = new Args({ "b-flag": "1", plugins: "A,B", gates: "" });
-  args.merge({ "b-flag": "2", plugins: "B, C,C", gates: "X=true", "a-flag": "new" }, { plugins: "additive", gates: "additive" });
+  args.merge(
+    { "b-flag": "2", plugins: "B, C,C", gates: "X=true", "a-flag": "new" },
+    { plugins: "additive", gates: "additive" },
+  );
   assert.deepEqual(args.render(), ["--a-flag=new", "--b-flag=2", "--gates=X=true", "--plugins=A,B,C,C"]);
-  assert.throws(() => args.merge({ secret: "x" }, { secret: "denied" }), (err: Error) => err instanceof DeniedArgError && err.message === 'extra arg "secret" is not allowed');
+  assert.throws(
+    () => args.merge({ secret: "x" }, { secret: "denied" }),
+    (err: Error) => err instanceof DeniedArgError && err.message === 'extra arg "secret" is not allowed',
+  );
 });
 
 test("quantities print in Kubernetes's canonical form; values round up to whole units", () => {

@@ -39,7 +39,10 @@ import { decode } from "../../../../agent/src/api/index.js";
 import { ControllerRuntime, type Controller } from "../../../../agent/src/resources/controller-runtime.js";
 import { ResourceState } from "../../../../agent/src/resources/state.js";
 
-const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../../../test/fixtures/k8s/static-pods");
+const fixtures = path.resolve(
+  path.dirname(fileURLToPath(import.meta.url)),
+  "../../../../../test/fixtures/k8s/static-pods",
+);
 const fixture = (name: string) => readFileSync(path.join(fixtures, name), "utf8");
 const configFixture = (name: string) => loadConfig(Buffer.from(fixture(name)));
 const podIds = ["kube-apiserver", "kube-controller-manager", "kube-scheduler"];
@@ -74,7 +77,11 @@ function node(t: TestContext, config: ConfigBundle): Node {
   const runtime = new ControllerRuntime(state, { initialBackoffMs: 60_000 });
   const active = new Observed<ConfigBundle | undefined>(config);
   const failures: string[] = [];
-  for (const c of [new MachineConfigController(active), ...controlPlaneConfigControllers(), new ControlPlaneStaticPodController()]) {
+  for (const c of [
+    new MachineConfigController(active),
+    ...controlPlaneConfigControllers(),
+    new ControlPlaneStaticPodController(),
+  ]) {
     runtime.register(observed(c, failures));
   }
   const ac = new AbortController();
@@ -93,14 +100,25 @@ function node(t: TestContext, config: ConfigBundle): Node {
     failures,
     etcd: (spec) => put(RUNTIME_NAMESPACE, ServiceType, "etcd", spec),
     statuses: (secrets, configFiles) => {
-      put<RenderStatusSpec>(CONTROLPLANE_NAMESPACE, SecretsStatusType, StaticPodSecretsStatusId, secrets === undefined ? undefined : { ready: true, version: secrets });
-      put<RenderStatusSpec>(CONTROLPLANE_NAMESPACE, ConfigStatusType, StaticPodConfigStatusId, configFiles === undefined ? undefined : { ready: true, version: configFiles });
+      put<RenderStatusSpec>(
+        CONTROLPLANE_NAMESPACE,
+        SecretsStatusType,
+        StaticPodSecretsStatusId,
+        secrets === undefined ? undefined : { ready: true, version: secrets },
+      );
+      put<RenderStatusSpec>(
+        CONTROLPLANE_NAMESPACE,
+        ConfigStatusType,
+        StaticPodConfigStatusId,
+        configFiles === undefined ? undefined : { ready: true, version: configFiles },
+      );
     },
   };
 }
 
 const healthy: ServiceSpec = { running: true, healthy: true, unknown: false };
-const pods = (n: Node) => new Map(n.state.list<StaticPodSpec>(K8S_NAMESPACE, StaticPodType).map((r) => [r.metadata.id, r.spec.pod]));
+const pods = (n: Node) =>
+  new Map(n.state.list<StaticPodSpec>(K8S_NAMESPACE, StaticPodType).map((r) => [r.metadata.id, r.spec.pod]));
 
 for (const [configName, dir] of [
   ["controlplane.yaml", "default"],
@@ -130,7 +148,11 @@ for (const [configName, dir] of [
 test("nothing is rendered before etcd is healthy and the secrets and config files are written; pods go when etcd's service does", async (t) => {
   const n = node(t, configFixture("controlplane.yaml"));
   await n.runtime.whenIdle();
-  assert.equal(n.state.list(CONTROLPLANE_NAMESPACE, APIServerConfigType).length, 1, "the configs exist before the pods");
+  assert.equal(
+    n.state.list(CONTROLPLANE_NAMESPACE, APIServerConfigType).length,
+    1,
+    "the configs exist before the pods",
+  );
   assert.equal(pods(n).size, 0);
 
   n.etcd({ running: true, healthy: false, unknown: false });
@@ -164,8 +186,12 @@ test("a new secrets version changes the pod's annotation; a config change bumps 
   await n.runtime.whenIdle();
   n.statuses("4", "2");
   await n.runtime.whenIdle();
-  const annotations = (id: string) => (pods(n).get(id)!.metadata as { annotations: Record<string, string> }).annotations;
-  assert.deepEqual(annotations("kube-scheduler"), { "talos.dev/secrets-version": "4", "talos.dev/config-version": "1" });
+  const annotations = (id: string) =>
+    (pods(n).get(id)!.metadata as { annotations: Record<string, string> }).annotations;
+  assert.deepEqual(annotations("kube-scheduler"), {
+    "talos.dev/secrets-version": "4",
+    "talos.dev/config-version": "1",
+  });
 
   n.config.set(loadConfig(Buffer.from(fixture("controlplane.yaml").replace("10.96.0.0/12", "10.112.0.0/12"))));
   await n.runtime.whenIdle();
@@ -178,13 +204,19 @@ test("a new secrets version changes the pod's annotation; a config change bumps 
 });
 
 test("disabled controller manager and scheduler have no pods", async (t) => {
-  const text = fixture("controlplane.yaml").replace("machine:\n", "machine:\n    controlPlane:\n        controllerManager:\n            disabled: true\n        scheduler:\n            disabled: true\n");
+  const text = fixture("controlplane.yaml").replace(
+    "machine:\n",
+    "machine:\n    controlPlane:\n        controllerManager:\n            disabled: true\n        scheduler:\n            disabled: true\n",
+  );
   const n = node(t, loadConfig(Buffer.from(text)));
   n.statuses("3", "2");
   n.etcd(healthy);
   await n.runtime.whenIdle();
   assert.deepEqual([...pods(n).keys()], ["kube-apiserver"]);
-  assert.equal(n.state.get<{ enabled: boolean }>(CONTROLPLANE_NAMESPACE, SchedulerConfigType, "kube-scheduler")?.spec.enabled, false);
+  assert.equal(
+    n.state.get<{ enabled: boolean }>(CONTROLPLANE_NAMESPACE, SchedulerConfigType, "kube-scheduler")?.spec.enabled,
+    false,
+  );
 });
 
 test("an extraArg Talos does not let the config override fails the render and names the flag", async (t) => {
@@ -204,10 +236,18 @@ test("a worker has no control plane configs; a control plane that becomes a work
   const n = node(t, configFixture("controlplane.yaml"));
   await n.runtime.whenIdle();
   const types = [APIServerConfigType, ControllerManagerConfigType, SchedulerConfigType, ExtraManifestsConfigType];
-  assert.deepEqual(types.map((type) => n.state.list(CONTROLPLANE_NAMESPACE, type).length), [1, 1, 1, 1]);
-  n.config.set(loadConfig(Buffer.from(fixture("controlplane.yaml").replace("    type: controlplane\n", "    type: worker\n"))));
+  assert.deepEqual(
+    types.map((type) => n.state.list(CONTROLPLANE_NAMESPACE, type).length),
+    [1, 1, 1, 1],
+  );
+  n.config.set(
+    loadConfig(Buffer.from(fixture("controlplane.yaml").replace("    type: controlplane\n", "    type: worker\n"))),
+  );
   await n.runtime.whenIdle();
-  assert.deepEqual(types.map((type) => n.state.list(CONTROLPLANE_NAMESPACE, type).length), [0, 0, 0, 0]);
+  assert.deepEqual(
+    types.map((type) => n.state.list(CONTROLPLANE_NAMESPACE, type).length),
+    [0, 0, 0, 0],
+  );
 });
 
 test("APIServerConfig of the custom config: fields, YAML as talosctl shows it, and the protobuf spec", async (t) => {
@@ -253,11 +293,19 @@ test("APIServerConfig of the custom config: fields, YAML as talosctl shows it, a
       "",
     ].join("\n"),
   );
-  const decoded = decode("talos.resource.definitions.k8s.APIServerConfigSpec", encodeSpec(apiServerConfigDefinition, spec)) as Record<string, unknown>;
+  const decoded = decode(
+    "talos.resource.definitions.k8s.APIServerConfigSpec",
+    encodeSpec(apiServerConfigDefinition, spec),
+  ) as Record<string, unknown>;
   assert.equal(decoded.local_port, 7443);
   assert.deepEqual(decoded.service_cid_rs, ["10.96.0.0/12", "fd00:10:96::/112"]);
   assert.deepEqual(decoded.extra_volumes, [
-    { name: "etc-kubernetes-extra-config-d", host_path: "/var/lib/kube-extra", mount_path: "/etc/kubernetes/extra_config.d", read_only: true },
+    {
+      name: "etc-kubernetes-extra-config-d",
+      host_path: "/var/lib/kube-extra",
+      mount_path: "/etc/kubernetes/extra_config.d",
+      read_only: true,
+    },
   ]);
   assert.deepEqual(decoded.resources, { requests: { cpu: "1", memory: "1Gi" }, limits: { cpu: "2", memory: "4Gi" } });
 });

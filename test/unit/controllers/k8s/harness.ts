@@ -6,17 +6,32 @@ import type { TestContext } from "node:test";
 import { generateConfigs, type GeneratedConfigs } from "../../../../agent/src/config/generate/index.js";
 import { loadConfig } from "../../../../agent/src/config/load.js";
 import { applyPatches } from "../../../../agent/src/config/patch/apply.js";
-import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../../../agent/src/resources/catalog/config.js";
+import {
+  CONFIG_NAMESPACE,
+  MachineConfigIds,
+  MachineConfigType,
+} from "../../../../agent/src/resources/catalog/config.js";
 import { registerCatalog } from "../../../../agent/src/resources/catalog/index.js";
-import { K8S_NAMESPACE, StaticPodServerStatusId, StaticPodServerStatusType } from "../../../../agent/src/resources/catalog/k8s-kubelet.js";
-import { HostnameStatusId, HostnameStatusType, NETWORK_NAMESPACE, networkDefinitions, NodeAddressType } from "../../../../agent/src/resources/catalog/network.js";
+import {
+  K8S_NAMESPACE,
+  StaticPodServerStatusId,
+  StaticPodServerStatusType,
+} from "../../../../agent/src/resources/catalog/k8s-kubelet.js";
+import {
+  HostnameStatusId,
+  HostnameStatusType,
+  NETWORK_NAMESPACE,
+  networkDefinitions,
+  NodeAddressType,
+} from "../../../../agent/src/resources/catalog/network.js";
 import type { Controller } from "../../../../agent/src/resources/controller-runtime.js";
 import { ControllerRuntime } from "../../../../agent/src/resources/controller-runtime.js";
 import { ResourceState } from "../../../../agent/src/resources/state.js";
 import { routedNoK8sId } from "../../../../agent/src/controllers/k8s/nodeip.js";
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../../..");
-export const fixtureText = (name: string) => readFileSync(path.join(repoRoot, "test/fixtures/k8s/kubelet", name), "utf8");
+export const fixtureText = (name: string) =>
+  readFileSync(path.join(repoRoot, "test/fixtures/k8s/kubelet", name), "utf8");
 export const fixtureJson = <T>(name: string): T => JSON.parse(fixtureText(name)) as T;
 
 let generated: GeneratedConfigs | undefined;
@@ -39,13 +54,22 @@ export interface NodeFacts {
 export function node(t: TestContext, configYaml: string | undefined, facts: NodeFacts, controllers: Controller[]) {
   const state = new ResourceState();
   registerCatalog(state, networkDefinitions);
-  const setConfig = (yaml: string) => state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test.ConfigLoader", () => loadConfig(yaml));
+  const setConfig = (yaml: string) =>
+    state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test.ConfigLoader", () =>
+      loadConfig(yaml),
+    );
   if (configYaml !== undefined) setConfig(configYaml);
-  state.modify(NETWORK_NAMESPACE, HostnameStatusType, HostnameStatusId, "test.Network", () => ({ hostname: facts.hostname, domainname: facts.domainname }));
-  const setRouted = (addresses: string[]) => state.modify(NETWORK_NAMESPACE, NodeAddressType, routedNoK8sId, "test.Network", () => ({ addresses }));
+  state.modify(NETWORK_NAMESPACE, HostnameStatusType, HostnameStatusId, "test.Network", () => ({
+    hostname: facts.hostname,
+    domainname: facts.domainname,
+  }));
+  const setRouted = (addresses: string[]) =>
+    state.modify(NETWORK_NAMESPACE, NodeAddressType, routedNoK8sId, "test.Network", () => ({ addresses }));
   setRouted(facts.routed);
   if (facts.staticPodURL) {
-    state.modify(K8S_NAMESPACE, StaticPodServerStatusType, StaticPodServerStatusId, "test.StaticPodServer", () => ({ url: facts.staticPodURL }));
+    state.modify(K8S_NAMESPACE, StaticPodServerStatusType, StaticPodServerStatusId, "test.StaticPodServer", () => ({
+      url: facts.staticPodURL,
+    }));
   }
   const runtime = new ControllerRuntime(state, { initialBackoffMs: 10, maxBackoffMs: 50 });
   for (const c of controllers) runtime.register(c);

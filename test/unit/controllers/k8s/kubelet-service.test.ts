@@ -7,9 +7,19 @@ import os from "node:os";
 import path from "node:path";
 import { test, type TestContext } from "node:test";
 import { parse, stringify } from "yaml";
-import { clientCertificateValid, KubeletServiceController } from "../../../../agent/src/controllers/k8s/kubelet-service.js";
+import {
+  clientCertificateValid,
+  KubeletServiceController,
+} from "../../../../agent/src/controllers/k8s/kubelet-service.js";
 import { generateSelfSignedCA, issueCertificate, hourMs } from "../../../../agent/src/pki/index.js";
-import { K8S_NAMESPACE, KubeletId, KubeletSecretsType, KubeletSpecType, type KubeletSecretsSpec, type KubeletSpecSpec } from "../../../../agent/src/resources/catalog/k8s-kubelet.js";
+import {
+  K8S_NAMESPACE,
+  KubeletId,
+  KubeletSecretsType,
+  KubeletSpecType,
+  type KubeletSecretsSpec,
+  type KubeletSpecSpec,
+} from "../../../../agent/src/resources/catalog/k8s-kubelet.js";
 import { MountStatusType, RUNTIME_NAMESPACE } from "../../../../agent/src/resources/catalog/runtime.js";
 import { ControllerRuntime } from "../../../../agent/src/resources/controller-runtime.js";
 import { ResourceState } from "../../../../agent/src/resources/state.js";
@@ -18,10 +28,29 @@ import { until } from "../secrets/wait.js";
 const ca = await generateSelfSignedCA({ commonName: "kubernetes", algorithm: "ecdsa-p256" });
 const otherCA = await generateSelfSignedCA({ commonName: "other", algorithm: "ecdsa-p256" });
 const client = async (issuer: typeof ca, node: string) =>
-  (await issueCertificate(issuer, { commonName: `system:node:${node}`, organizations: ["system:nodes"], extKeyUsage: ["clientAuth"], lifetimeMs: hourMs, algorithm: "ecdsa-p256" })).certPem;
+  (
+    await issueCertificate(issuer, {
+      commonName: `system:node:${node}`,
+      organizations: ["system:nodes"],
+      extKeyUsage: ["clientAuth"],
+      lifetimeMs: hourMs,
+      algorithm: "ecdsa-p256",
+    })
+  ).certPem;
 
-const spec = (nodename: string): KubeletSpecSpec => ({ image: "i", args: [`--hostname-override=${nodename}`], extraMounts: [], expectedNodename: nodename, config: { kind: "KubeletConfiguration" } });
-const secrets: KubeletSecretsSpec = { endpoint: "https://127.0.0.1:7445", acceptedCAs: [ca.certPem], bootstrapTokenID: "abcdef", bootstrapTokenSecret: "0123456789abcdef" };
+const spec = (nodename: string): KubeletSpecSpec => ({
+  image: "i",
+  args: [`--hostname-override=${nodename}`],
+  extraMounts: [],
+  expectedNodename: nodename,
+  config: { kind: "KubeletConfiguration" },
+});
+const secrets: KubeletSecretsSpec = {
+  endpoint: "https://127.0.0.1:7445",
+  acceptedCAs: [ca.certPem],
+  bootstrapTokenID: "abcdef",
+  bootstrapTokenSecret: "0123456789abcdef",
+};
 
 test("client certificate check: node name (when Talos names the node) and an accepted CA", async () => {
   const cert = new X509Certificate(await client(ca, "worker-1"));
@@ -65,9 +94,15 @@ test("the kubelet starts once EPHEMERAL, the node identity, KubeletSpec and Kube
   state.modify(RUNTIME_NAMESPACE, MountStatusType, "EPHEMERAL", "test", () => ({}));
   await runtime.whenIdle();
   assert.deepEqual(calls, [], "not before the node identity (and /etc/machine-id) is there");
-  state.modify(CLUSTER_NAMESPACE, IdentityType, LocalIdentityId, "test", () => ({ nodeId: "LpVa4dollS7wSHO8QIDV2hpuc7fEProRC49mX9HPePA" }));
+  state.modify(CLUSTER_NAMESPACE, IdentityType, LocalIdentityId, "test", () => ({
+    nodeId: "LpVa4dollS7wSHO8QIDV2hpuc7fEProRC49mX9HPePA",
+  }));
   await until("start", () => (calls.length === 1 ? true : undefined));
-  assert.ok(readFileSync(path.join(root, "etc/kubernetes/bootstrap-kubeconfig"), "utf8").includes("server: https://127.0.0.1:7445"));
+  assert.ok(
+    readFileSync(path.join(root, "etc/kubernetes/bootstrap-kubeconfig"), "utf8").includes(
+      "server: https://127.0.0.1:7445",
+    ),
+  );
 
   state.modify(K8S_NAMESPACE, KubeletSpecType, KubeletId, "test", () => ({ ...spec("worker-1"), args: ["--v=2"] }));
   await until("restart", () => (calls.length === 3 ? true : undefined));
@@ -89,19 +124,26 @@ test("before a start: a client certificate of another node name is removed with 
     kind: "Config",
     "current-context": "default",
     contexts: [{ name: "default", context: { cluster: "default-cluster", user: "default-auth" } }],
-    clusters: [{ name: "default-cluster", cluster: { server: "https://10.9.0.1:6443", "certificate-authority-data": "old" } }],
+    clusters: [
+      { name: "default-cluster", cluster: { server: "https://10.9.0.1:6443", "certificate-authority-data": "old" } },
+    ],
   };
   writeFileSync(kubeconfig, stringify(kc));
 
   state.modify(RUNTIME_NAMESPACE, MountStatusType, "EPHEMERAL", "test", () => ({}));
-  state.modify(CLUSTER_NAMESPACE, IdentityType, LocalIdentityId, "test", () => ({ nodeId: "LpVa4dollS7wSHO8QIDV2hpuc7fEProRC49mX9HPePA" }));
+  state.modify(CLUSTER_NAMESPACE, IdentityType, LocalIdentityId, "test", () => ({
+    nodeId: "LpVa4dollS7wSHO8QIDV2hpuc7fEProRC49mX9HPePA",
+  }));
   state.modify("secrets", KubeletSecretsType, KubeletId, "test", () => secrets);
   state.modify(K8S_NAMESPACE, KubeletSpecType, KubeletId, "test", () => spec("worker-1"));
   await until("start", () => (calls.length === 1 ? true : undefined));
   assert.equal(existsSync(path.join(pki, "kubelet.crt")), false, "serving certificate removed");
   assert.equal(existsSync(path.join(pki, "kubelet-client-current.pem")), true, "matching client certificate kept");
   const updated = parse(readFileSync(kubeconfig, "utf8")) as typeof kc;
-  assert.deepEqual(updated.clusters[0]!.cluster, { server: "https://127.0.0.1:7445", "certificate-authority-data": Buffer.from(ca.certPem).toString("base64") });
+  assert.deepEqual(updated.clusters[0]!.cluster, {
+    server: "https://127.0.0.1:7445",
+    "certificate-authority-data": Buffer.from(ca.certPem).toString("base64"),
+  });
 
   state.modify(K8S_NAMESPACE, KubeletSpecType, KubeletId, "test", () => spec("worker-2"));
   await until("restart", () => (calls.length === 3 ? true : undefined));

@@ -5,7 +5,13 @@ import { KubeletSpecController } from "../../../../agent/src/controllers/k8s/kub
 import { NodeIPConfigController } from "../../../../agent/src/controllers/k8s/nodeip-config.js";
 import { NodeIPController } from "../../../../agent/src/controllers/k8s/nodeip.js";
 import { NodenameController } from "../../../../agent/src/controllers/k8s/nodename.js";
-import { K8S_NAMESPACE, KubeletId, KubeletSpecType, type KubeletSpecSpec, type Mount } from "../../../../agent/src/resources/catalog/k8s-kubelet.js";
+import {
+  K8S_NAMESPACE,
+  KubeletId,
+  KubeletSpecType,
+  type KubeletSpecSpec,
+  type Mount,
+} from "../../../../agent/src/resources/catalog/k8s-kubelet.js";
 import { until } from "../secrets/wait.js";
 import { fixtureJson, fixtureText, genConfigs, node, withPatch, type NodeFacts } from "./harness.js";
 
@@ -18,7 +24,13 @@ interface Expected {
   config: Record<string, unknown>;
 }
 
-const controllers = () => [new NodenameController(), new NodeIPConfigController(), new NodeIPController(), new KubeletConfigController(), new KubeletSpecController()];
+const controllers = () => [
+  new NodenameController(),
+  new NodeIPConfigController(),
+  new NodeIPController(),
+  new KubeletConfigController(),
+  new KubeletSpecController(),
+];
 
 /** Each field on its own, so a difference names the field. */
 function assertSpec(spec: KubeletSpecSpec, want: Expected): void {
@@ -34,7 +46,10 @@ function assertSpec(spec: KubeletSpecSpec, want: Expected): void {
 test("gen config worker: KubeletSpec args and KubeletConfiguration as Talos v1.7.6 renders them", async (t) => {
   const want = fixtureJson<Expected>("gen-config-worker.json");
   const { state } = node(t, (await genConfigs()).worker, want.node, controllers());
-  const spec = await until("KubeletSpec", () => state.get<KubeletSpecSpec>(K8S_NAMESPACE, KubeletSpecType, KubeletId)?.spec);
+  const spec = await until(
+    "KubeletSpec",
+    () => state.get<KubeletSpecSpec>(K8S_NAMESPACE, KubeletSpecType, KubeletId)?.spec,
+  );
   assertSpec(spec, want);
 });
 
@@ -42,7 +57,10 @@ test("extraArgs, extraMounts, extraConfig, validSubnets, registerWithFQDN: as Ta
   const want = fixtureJson<Expected>("custom-worker.json");
   const config = withPatch((await genConfigs()).worker, fixtureText("custom-patch.yaml"));
   const { state } = node(t, config, want.node, controllers());
-  const spec = await until("KubeletSpec", () => state.get<KubeletSpecSpec>(K8S_NAMESPACE, KubeletSpecType, KubeletId)?.spec);
+  const spec = await until(
+    "KubeletSpec",
+    () => state.get<KubeletSpecSpec>(K8S_NAMESPACE, KubeletSpecType, KubeletId)?.spec,
+  );
   assertSpec(spec, want);
 });
 

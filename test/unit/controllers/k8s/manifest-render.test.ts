@@ -25,7 +25,10 @@ export const genConfig: V1Alpha1Config = {
 };
 
 const variant: V1Alpha1Config = {
-  machine: { type: "controlplane", features: { kubernetesTalosAPIAccess: { enabled: true }, hostDNS: { enabled: true, forwardKubeDNSToHost: true } } },
+  machine: {
+    type: "controlplane",
+    features: { kubernetesTalosAPIAccess: { enabled: true }, hostDNS: { enabled: true, forwardKubeDNSToHost: true } },
+  },
   cluster: {
     controlPlane: { endpoint: "https://10.5.0.2:6443" },
     network: {
@@ -42,12 +45,17 @@ const variant: V1Alpha1Config = {
 
 function compareWithFixtures(dir: string, config: V1Alpha1Config, hostDNS = ""): void {
   const rendered = renderBootstrapManifests(bootstrapManifestsInput(config, hostDNS)!);
-  const expectedIds = readdirSync(path.join(fixtures, dir)).filter((f) => f.endsWith(".yaml")).map((f) => f.slice(0, -5)).sort();
+  const expectedIds = readdirSync(path.join(fixtures, dir))
+    .filter((f) => f.endsWith(".yaml"))
+    .map((f) => f.slice(0, -5))
+    .sort();
   assert.deepEqual(rendered.map((m) => m.id).sort(), expectedIds);
   for (const m of rendered) {
     const expected = parseManifestYaml(readFileSync(path.join(fixtures, dir, `${m.id}.yaml`), "utf8"));
     assert.equal(m.objects.length, expected.length, `${m.id}: object count`);
-    m.objects.forEach((obj, i) => assert.deepEqual(obj, expected[i], `${m.id}: object ${i} (${String(expected[i]!.kind)})`));
+    m.objects.forEach((obj, i) =>
+      assert.deepEqual(obj, expected[i], `${m.id}: object ${i} (${String(expected[i]!.kind)})`),
+    );
   }
 }
 
@@ -61,9 +69,26 @@ test("dual stack, ipvs, flannel args, PSP, Talos API access and host DNS forward
 
 test("cni none, proxy and CoreDNS disabled leave their manifests out; a custom CNI is not flannel", () => {
   const ids = (c: V1Alpha1Config) => renderBootstrapManifests(bootstrapManifestsInput(c)!).map((m) => m.id);
-  const off: V1Alpha1Config = { ...genConfig, cluster: { ...genConfig.cluster, network: { cni: { name: "none" } }, proxy: { disabled: true }, coreDNS: { disabled: true } } };
-  assert.deepEqual(ids(off), ["00-kubelet-bootstrapping-token", "01-csr-node-bootstrap", "01-csr-approver-role-binding", "01-csr-renewal-role-binding", "11-kube-config-in-cluster"]);
-  const custom: V1Alpha1Config = { ...genConfig, cluster: { ...genConfig.cluster, network: { cni: { name: "custom", urls: ["http://x/cni.yaml"] } } } };
+  const off: V1Alpha1Config = {
+    ...genConfig,
+    cluster: {
+      ...genConfig.cluster,
+      network: { cni: { name: "none" } },
+      proxy: { disabled: true },
+      coreDNS: { disabled: true },
+    },
+  };
+  assert.deepEqual(ids(off), [
+    "00-kubelet-bootstrapping-token",
+    "01-csr-node-bootstrap",
+    "01-csr-approver-role-binding",
+    "01-csr-renewal-role-binding",
+    "11-kube-config-in-cluster",
+  ]);
+  const custom: V1Alpha1Config = {
+    ...genConfig,
+    cluster: { ...genConfig.cluster, network: { cni: { name: "custom", urls: ["http://x/cni.yaml"] } } },
+  };
   assert.ok(!ids(custom).includes("05-flannel"));
   assert.equal(bootstrapManifestsInput({ machine: { type: "controlplane" } }), undefined);
 });
@@ -83,6 +108,11 @@ test("addresses and kube-proxy flags as Talos computes them", () => {
 });
 
 test("manifest text: comment-only documents skipped, Lists unwrapped", () => {
-  const objs = parseManifestYaml("# only a comment\n---\napiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Namespace, metadata: {name: a}}\n- {apiVersion: v1, kind: Namespace, metadata: {name: b}}\n---\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n");
-  assert.deepEqual(objs.map((o) => (o.metadata as { name: string }).name), ["a", "b", "c"]);
+  const objs = parseManifestYaml(
+    "# only a comment\n---\napiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Namespace, metadata: {name: a}}\n- {apiVersion: v1, kind: Namespace, metadata: {name: b}}\n---\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+  );
+  assert.deepEqual(
+    objs.map((o) => (o.metadata as { name: string }).name),
+    ["a", "b", "c"],
+  );
 });

@@ -58,13 +58,36 @@ async function get(url: string): Promise<{ status: number; contentType: string |
 test("the static pod server serves every StaticPod as one PodList YAML, as Talos's yaml.v3 encodes it", async (t) => {
   const { state, runtime } = start(t, [new StaticPodServerController()]);
   await runtime.whenIdle();
-  const url = state.get<StaticPodServerStatusSpec>(K8S_NAMESPACE, StaticPodServerStatusType, StaticPodServerStatusId)!.spec.url;
+  const url = state.get<StaticPodServerStatusSpec>(K8S_NAMESPACE, StaticPodServerStatusType, StaticPodServerStatusId)!
+    .spec.url;
   assert.match(url, /^http:\/\/127\.0\.0\.1:\d+$/);
-  assert.deepEqual(await get(url), { status: 200, contentType: "text/plain; charset=utf-8", body: "kind: PodList\nitems: []\napiversion: v1\n" });
+  assert.deepEqual(await get(url), {
+    status: 200,
+    contentType: "text/plain; charset=utf-8",
+    body: "kind: PodList\nitems: []\napiversion: v1\n",
+  });
 
-  const pod = (name: string) => ({ apiVersion: "v1", kind: "Pod", metadata: { name, namespace: "kube-system", creationTimestamp: null }, spec: { hostNetwork: true }, status: {} });
-  state.modify<StaticPodSpec>(K8S_NAMESPACE, StaticPodType, "kube-scheduler", "k8s.ControlPlaneStaticPodController", () => ({ pod: pod("kube-scheduler") }));
-  state.modify<StaticPodSpec>(K8S_NAMESPACE, StaticPodType, "kube-apiserver", "k8s.ControlPlaneStaticPodController", () => ({ pod: pod("kube-apiserver") }));
+  const pod = (name: string) => ({
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace: "kube-system", creationTimestamp: null },
+    spec: { hostNetwork: true },
+    status: {},
+  });
+  state.modify<StaticPodSpec>(
+    K8S_NAMESPACE,
+    StaticPodType,
+    "kube-scheduler",
+    "k8s.ControlPlaneStaticPodController",
+    () => ({ pod: pod("kube-scheduler") }),
+  );
+  state.modify<StaticPodSpec>(
+    K8S_NAMESPACE,
+    StaticPodType,
+    "kube-apiserver",
+    "k8s.ControlPlaneStaticPodController",
+    () => ({ pod: pod("kube-apiserver") }),
+  );
   await runtime.whenIdle();
   const expected = [
     "kind: PodList",
@@ -99,7 +122,8 @@ test("the static pod server serves every StaticPod as one PodList YAML, as Talos
 });
 
 test("pods of .machine.pods are StaticPods named <namespace>-<name>; removed from the config, they go", async (t) => {
-  const config = (pods: string) => loadConfig(Buffer.from(`version: v1alpha1\nmachine:\n  type: worker\n  pods:\n${pods}`));
+  const config = (pods: string) =>
+    loadConfig(Buffer.from(`version: v1alpha1\nmachine:\n  type: worker\n  pods:\n${pods}`));
   const active = new Observed<ConfigBundle | undefined>(
     config(
       "    - apiVersion: v1\n      kind: Pod\n      metadata:\n        name: nginx\n      spec:\n        containers:\n          - name: nginx\n            image: nginx\n" +
@@ -108,7 +132,11 @@ test("pods of .machine.pods are StaticPods named <namespace>-<name>; removed fro
   );
   const { state, runtime } = start(t, [new MachineConfigController(active), new StaticPodConfigController()]);
   await runtime.whenIdle();
-  const ids = () => state.list(K8S_NAMESPACE, StaticPodType).map((r) => r.metadata.id).sort();
+  const ids = () =>
+    state
+      .list(K8S_NAMESPACE, StaticPodType)
+      .map((r) => r.metadata.id)
+      .sort();
   assert.deepEqual(ids(), ["default-nginx", "monitoring-probe"]);
   assert.deepEqual(state.get<StaticPodSpec>(K8S_NAMESPACE, StaticPodType, "default-nginx")!.spec.pod, {
     apiVersion: "v1",
@@ -116,7 +144,11 @@ test("pods of .machine.pods are StaticPods named <namespace>-<name>; removed fro
     metadata: { name: "nginx" },
     spec: { containers: [{ name: "nginx", image: "nginx" }] },
   });
-  active.set(config("    - apiVersion: v1\n      kind: Pod\n      metadata:\n        name: probe\n        namespace: monitoring\n"));
+  active.set(
+    config(
+      "    - apiVersion: v1\n      kind: Pod\n      metadata:\n        name: probe\n        namespace: monitoring\n",
+    ),
+  );
   await runtime.whenIdle();
   assert.deepEqual(ids(), ["monitoring-probe"]);
 });
@@ -129,19 +161,34 @@ interface FakeKubelet {
 }
 
 /** A kubelet serving /pods/ on loopback for `nodename`, accepting only client certificates of `ca`. */
-async function fakeKubelet(t: TestContext, ca: Awaited<ReturnType<typeof generateSelfSignedCA>>, nodename: string): Promise<FakeKubelet> {
+async function fakeKubelet(
+  t: TestContext,
+  ca: Awaited<ReturnType<typeof generateSelfSignedCA>>,
+  nodename: string,
+): Promise<FakeKubelet> {
   const names = isIP(nodename) ? { ipAddresses: [nodename] } : { dnsNames: [nodename] };
-  const serving = await issueCertificate(ca, { commonName: nodename, ...names, extKeyUsage: ["serverAuth"], lifetimeMs: 3_600_000, algorithm: "ecdsa-p256" });
-  const fake: FakeKubelet = { url: "", clients: [], pods: [] };
-  const server = https.createServer({ cert: serving.certPem, key: serving.keyPem, ca: ca.certPem, requestCert: true, rejectUnauthorized: true }, (req, res) => {
-    // The fake kubelet only serves TLS sockets, which carry the peer's certificate.
-    fake.clients.push(String((req.socket as import("node:tls").TLSSocket).getPeerCertificate().subject.CN));
-    if (req.url !== "/pods/") {
-      res.writeHead(404).end();
-      return;
-    }
-    res.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify({ kind: "PodList", apiVersion: "v1", metadata: {}, items: fake.pods }));
+  const serving = await issueCertificate(ca, {
+    commonName: nodename,
+    ...names,
+    extKeyUsage: ["serverAuth"],
+    lifetimeMs: 3_600_000,
+    algorithm: "ecdsa-p256",
   });
+  const fake: FakeKubelet = { url: "", clients: [], pods: [] };
+  const server = https.createServer(
+    { cert: serving.certPem, key: serving.keyPem, ca: ca.certPem, requestCert: true, rejectUnauthorized: true },
+    (req, res) => {
+      // The fake kubelet only serves TLS sockets, which carry the peer's certificate.
+      fake.clients.push(String((req.socket as import("node:tls").TLSSocket).getPeerCertificate().subject.CN));
+      if (req.url !== "/pods/") {
+        res.writeHead(404).end();
+        return;
+      }
+      res
+        .writeHead(200, { "Content-Type": "application/json" })
+        .end(JSON.stringify({ kind: "PodList", apiVersion: "v1", metadata: {}, items: fake.pods }));
+    },
+  );
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   t.after(() => server.close());
   fake.url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -149,7 +196,11 @@ async function fakeKubelet(t: TestContext, ca: Awaited<ReturnType<typeof generat
 }
 
 const kubeletPod = (namespace: string, name: string, source: string, ready: string) => ({
-  metadata: { name, namespace, annotations: { "kubernetes.io/config.source": source, "kubernetes.io/config.hash": "abc" } },
+  metadata: {
+    name,
+    namespace,
+    annotations: { "kubernetes.io/config.source": source, "kubernetes.io/config.hash": "abc" },
+  },
   spec: { containers: [{ name, image: "x" }] },
   status: {
     phase: "Running",
@@ -163,7 +214,13 @@ const kubeletPod = (namespace: string, name: string, source: string, ready: stri
 
 test("StaticPodStatus: static pods of the kubelet's /pods/ (file and http sources), asked with the apiserver's kubelet client certificate", async (t) => {
   const ca = await generateSelfSignedCA({ organizations: ["kubernetes"], algorithm: "ecdsa-p256" });
-  const client = await issueCertificate(ca, { commonName: "apiserver-kubelet-client", organizations: ["system:masters"], extKeyUsage: ["clientAuth"], lifetimeMs: 3_600_000, algorithm: "ecdsa-p256" });
+  const client = await issueCertificate(ca, {
+    commonName: "apiserver-kubelet-client",
+    organizations: ["system:masters"],
+    extKeyUsage: ["clientAuth"],
+    lifetimeMs: 3_600_000,
+    algorithm: "ecdsa-p256",
+  });
   const kubelet = await fakeKubelet(t, ca, "cp-1");
   kubelet.pods = [
     kubeletPod("kube-system", "kube-apiserver-cp-1", "http", "True"),
@@ -171,7 +228,11 @@ test("StaticPodStatus: static pods of the kubelet's /pods/ (file and http source
     kubeletPod("monitoring", "probe-cp-1", "file", "True"),
     kubeletPod("kube-system", "coredns-abc", "api", "True"),
   ];
-  const controller = new KubeletStaticPodController({ kubeletURL: kubelet.url, kubeletCertPath: "/nonexistent/kubelet.crt", pollMs: 50 });
+  const controller = new KubeletStaticPodController({
+    kubeletURL: kubelet.url,
+    kubeletCertPath: "/nonexistent/kubelet.crt",
+    pollMs: 50,
+  });
   const { state, runtime } = start(t, [controller]);
   const put = (ns: string, type: string, id: string, spec: unknown) => state.modify(ns, type, id, "fake", () => spec);
   put(RUNTIME_NAMESPACE, ServiceType, "kubelet", { running: true, healthy: true, unknown: false });
@@ -180,13 +241,29 @@ test("StaticPodStatus: static pods of the kubelet's /pods/ (file and http source
   assert.equal(state.list(K8S_NAMESPACE, StaticPodStatusType).length, 0, "no secrets: a worker cannot ask the kubelet");
   assert.deepEqual(kubelet.clients, []);
 
-  put(SECRETS_NAMESPACE, KubernetesRootSecretsType, KubernetesRootSecretsId, { issuingCA: { crt: ca.certPem, key: ca.keyPem } });
-  put(SECRETS_NAMESPACE, KubernetesDynamicCertsType, KubernetesDynamicCertsId, { apiServerKubeletClient: { crt: client.certPem, key: client.keyPem } });
-  const ids = () => state.list(K8S_NAMESPACE, StaticPodStatusType).map((r) => r.metadata.id).sort();
+  put(SECRETS_NAMESPACE, KubernetesRootSecretsType, KubernetesRootSecretsId, {
+    issuingCA: { crt: ca.certPem, key: ca.keyPem },
+  });
+  put(SECRETS_NAMESPACE, KubernetesDynamicCertsType, KubernetesDynamicCertsId, {
+    apiServerKubeletClient: { crt: client.certPem, key: client.keyPem },
+  });
+  const ids = () =>
+    state
+      .list(K8S_NAMESPACE, StaticPodStatusType)
+      .map((r) => r.metadata.id)
+      .sort();
   await until("pod statuses", () => (ids().length === 3 ? true : undefined));
-  assert.deepEqual(ids(), ["kube-system/kube-apiserver-cp-1", "kube-system/kube-scheduler-cp-1", "monitoring/probe-cp-1"]);
+  assert.deepEqual(ids(), [
+    "kube-system/kube-apiserver-cp-1",
+    "kube-system/kube-scheduler-cp-1",
+    "monitoring/probe-cp-1",
+  ]);
   assert.equal(kubelet.clients[0], "apiserver-kubelet-client");
-  const scheduler = state.get<StaticPodStatusSpec>(K8S_NAMESPACE, StaticPodStatusType, "kube-system/kube-scheduler-cp-1")!;
+  const scheduler = state.get<StaticPodStatusSpec>(
+    K8S_NAMESPACE,
+    StaticPodStatusType,
+    "kube-system/kube-scheduler-cp-1",
+  )!;
   assert.deepEqual(scheduler.spec.podStatus, kubeletPod("kube-system", "kube-scheduler-cp-1", "http", "False").status);
   assert.equal(
     yamlSpec(staticPodStatusDefinition, scheduler.spec),
@@ -217,28 +294,44 @@ test("StaticPodStatus: static pods of the kubelet's /pods/ (file and http source
 
 test("StaticPodStatus: the kubelet must present a certificate for the node's name (an IP name checked against the IP SANs)", async (t) => {
   const ca = await generateSelfSignedCA({ organizations: ["kubernetes"], algorithm: "ecdsa-p256" });
-  const client = await issueCertificate(ca, { commonName: "apiserver-kubelet-client", extKeyUsage: ["clientAuth"], lifetimeMs: 3_600_000, algorithm: "ecdsa-p256" });
+  const client = await issueCertificate(ca, {
+    commonName: "apiserver-kubelet-client",
+    extKeyUsage: ["clientAuth"],
+    lifetimeMs: 3_600_000,
+    algorithm: "ecdsa-p256",
+  });
   const kubelet = await fakeKubelet(t, ca, "10.5.0.2");
   kubelet.pods = [kubeletPod("kube-system", "kube-apiserver-10.5.0.2", "http", "True")];
   const statuses = async (nodename: string) => {
     const failures: string[] = [];
-    const inner = new KubeletStaticPodController({ kubeletURL: kubelet.url, kubeletCertPath: "/nonexistent/kubelet.crt", pollMs: 60_000 });
+    const inner = new KubeletStaticPodController({
+      kubeletURL: kubelet.url,
+      kubeletCertPath: "/nonexistent/kubelet.crt",
+      pollMs: 60_000,
+    });
     const controller: Controller = {
       name: inner.name,
       inputs: inner.inputs,
       outputs: inner.outputs,
-      reconcile: (ctx) => inner.reconcile(ctx).catch((err: Error) => {
-        failures.push(`${err.name}: ${err.message}`);
-        throw err;
-      }),
+      reconcile: (ctx) =>
+        inner.reconcile(ctx).catch((err: Error) => {
+          failures.push(`${err.name}: ${err.message}`);
+          throw err;
+        }),
     };
     const { state } = start(t, [controller]);
     const put = (ns: string, type: string, id: string, spec: unknown) => state.modify(ns, type, id, "fake", () => spec);
     put(RUNTIME_NAMESPACE, ServiceType, "kubelet", { running: true, healthy: true, unknown: false });
     put(K8S_NAMESPACE, NodenameType, "nodename", { nodename, hostnameVersion: "1", skipNodeRegistration: false });
-    put(SECRETS_NAMESPACE, KubernetesRootSecretsType, KubernetesRootSecretsId, { issuingCA: { crt: ca.certPem, key: ca.keyPem } });
-    put(SECRETS_NAMESPACE, KubernetesDynamicCertsType, KubernetesDynamicCertsId, { apiServerKubeletClient: { crt: client.certPem, key: client.keyPem } });
-    await until("an answer or a failure", () => (failures.length > 0 || state.list(K8S_NAMESPACE, StaticPodStatusType).length > 0 ? true : undefined));
+    put(SECRETS_NAMESPACE, KubernetesRootSecretsType, KubernetesRootSecretsId, {
+      issuingCA: { crt: ca.certPem, key: ca.keyPem },
+    });
+    put(SECRETS_NAMESPACE, KubernetesDynamicCertsType, KubernetesDynamicCertsId, {
+      apiServerKubeletClient: { crt: client.certPem, key: client.keyPem },
+    });
+    await until("an answer or a failure", () =>
+      failures.length > 0 || state.list(K8S_NAMESPACE, StaticPodStatusType).length > 0 ? true : undefined,
+    );
     return { ids: state.list(K8S_NAMESPACE, StaticPodStatusType).map((r) => r.metadata.id), failures };
   };
   assert.deepEqual(await statuses("10.5.0.2"), { ids: ["kube-system/kube-apiserver-10.5.0.2"], failures: [] });

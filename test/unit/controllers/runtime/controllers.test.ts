@@ -7,7 +7,12 @@ import { MountStatusController } from "../../../../agent/src/controllers/runtime
 import { ServiceController } from "../../../../agent/src/controllers/runtime/service.js";
 import { CONFIG_NAMESPACE, MachineTypeId, MachineTypeType } from "../../../../agent/src/resources/catalog/config.js";
 import { registerCatalog } from "../../../../agent/src/resources/catalog/index.js";
-import { NETWORK_NAMESPACE, networkDefinitions, NetworkStatusId, NetworkStatusType } from "../../../../agent/src/resources/catalog/network.js";
+import {
+  NETWORK_NAMESPACE,
+  networkDefinitions,
+  NetworkStatusId,
+  NetworkStatusType,
+} from "../../../../agent/src/resources/catalog/network.js";
 import {
   MachineStatusId,
   MachineStatusType,
@@ -38,7 +43,12 @@ function harness(t: { after(fn: () => void): void }, ...controllers: Controller[
 
 test("MachineStatus: the stage machined reports, ready only when Talos's booting/running checks pass, unmet conditions named as Talos names them", async (t) => {
   const stage = new Observed<MachineStage>("booting");
-  const { state, runtime } = harness(t, new MachineStatusController(stage, (type) => (type === "controlplane" ? ["apid", "machined", "trustd"] : ["apid", "machined"])));
+  const { state, runtime } = harness(
+    t,
+    new MachineStatusController(stage, (type) =>
+      type === "controlplane" ? ["apid", "machined", "trustd"] : ["apid", "machined"],
+    ),
+  );
   const status = () => state.get<MachineStatusSpec>(RUNTIME_NAMESPACE, MachineStatusType, MachineStatusId)!.spec;
   await runtime.whenIdle();
   assert.equal(status().stage, "booting");
@@ -48,10 +58,27 @@ test("MachineStatus: the stage machined reports, ready only when Talos's booting
     { name: "services", reason: "apid not running, machined not running" },
   ]);
 
-  state.modify(NETWORK_NAMESPACE, NetworkStatusType, NetworkStatusId, "test", () => ({ addressReady: true, connectivityReady: true, hostnameReady: false, etcFilesReady: false }));
-  state.modify(RUNTIME_NAMESPACE, ServiceType, "machined", "test", () => ({ running: true, healthy: true, unknown: false }));
-  state.modify(RUNTIME_NAMESPACE, ServiceType, "apid", "test", () => ({ running: true, healthy: false, unknown: false }));
-  state.modify(RUNTIME_NAMESPACE, TimeStatusType, "node", "test", () => ({ synced: false, epoch: 0, syncDisabled: false }));
+  state.modify(NETWORK_NAMESPACE, NetworkStatusType, NetworkStatusId, "test", () => ({
+    addressReady: true,
+    connectivityReady: true,
+    hostnameReady: false,
+    etcFilesReady: false,
+  }));
+  state.modify(RUNTIME_NAMESPACE, ServiceType, "machined", "test", () => ({
+    running: true,
+    healthy: true,
+    unknown: false,
+  }));
+  state.modify(RUNTIME_NAMESPACE, ServiceType, "apid", "test", () => ({
+    running: true,
+    healthy: false,
+    unknown: false,
+  }));
+  state.modify(RUNTIME_NAMESPACE, TimeStatusType, "node", "test", () => ({
+    synced: false,
+    epoch: 0,
+    syncDisabled: false,
+  }));
   await runtime.whenIdle();
   assert.deepEqual(status().status.unmetConditions, [
     { name: "time", reason: "time is not synced" },
@@ -59,9 +86,22 @@ test("MachineStatus: the stage machined reports, ready only when Talos's booting
     { name: "services", reason: "apid not healthy" },
   ]);
 
-  state.modify(NETWORK_NAMESPACE, NetworkStatusType, NetworkStatusId, "test", () => ({ addressReady: true, connectivityReady: true, hostnameReady: true, etcFilesReady: true }));
-  state.modify(RUNTIME_NAMESPACE, ServiceType, "apid", "test", () => ({ running: true, healthy: true, unknown: false }));
-  state.modify(RUNTIME_NAMESPACE, TimeStatusType, "node", "test", () => ({ synced: true, epoch: 0, syncDisabled: false }));
+  state.modify(NETWORK_NAMESPACE, NetworkStatusType, NetworkStatusId, "test", () => ({
+    addressReady: true,
+    connectivityReady: true,
+    hostnameReady: true,
+    etcFilesReady: true,
+  }));
+  state.modify(RUNTIME_NAMESPACE, ServiceType, "apid", "test", () => ({
+    running: true,
+    healthy: true,
+    unknown: false,
+  }));
+  state.modify(RUNTIME_NAMESPACE, TimeStatusType, "node", "test", () => ({
+    synced: true,
+    epoch: 0,
+    syncDisabled: false,
+  }));
   await runtime.whenIdle();
   assert.deepEqual(status().status, { ready: true, unmetConditions: [] });
 
@@ -81,9 +121,21 @@ test("MachineStatus: the stage machined reports, ready only when Talos's booting
 test("MachineStatus: static pods pending, failed, unknown or running unready are unmet; succeeded ones and a ready pod are not", async (t) => {
   const stage = new Observed<MachineStage>("running");
   const { state, runtime } = harness(t, new MachineStatusController(stage, () => []));
-  state.modify(NETWORK_NAMESPACE, NetworkStatusType, NetworkStatusId, "test", () => ({ addressReady: true, connectivityReady: true, hostnameReady: true, etcFilesReady: true }));
-  const pod = (id: string, podStatus: object) => state.modify(K8S_NAMESPACE, StaticPodStatusType, id, "test", () => ({ podStatus }));
-  const ready = (status: "True" | "False") => ({ phase: "Running", conditions: [{ type: "Initialized", status: "True" }, { type: "Ready", status }] });
+  state.modify(NETWORK_NAMESPACE, NetworkStatusType, NetworkStatusId, "test", () => ({
+    addressReady: true,
+    connectivityReady: true,
+    hostnameReady: true,
+    etcFilesReady: true,
+  }));
+  const pod = (id: string, podStatus: object) =>
+    state.modify(K8S_NAMESPACE, StaticPodStatusType, id, "test", () => ({ podStatus }));
+  const ready = (status: "True" | "False") => ({
+    phase: "Running",
+    conditions: [
+      { type: "Initialized", status: "True" },
+      { type: "Ready", status },
+    ],
+  });
   pod("kube-system/kube-apiserver-cp", ready("False"));
   pod("kube-system/kube-controller-manager-cp", { phase: "Pending" });
   pod("kube-system/kube-scheduler-cp", { phase: "Failed" });
@@ -94,11 +146,13 @@ test("MachineStatus: static pods pending, failed, unknown or running unready are
   assert.deepEqual(status().unmetConditions, [
     {
       name: "staticPods",
-      reason: "kube-system/kube-apiserver-cp not ready, kube-system/kube-controller-manager-cp pending, kube-system/kube-scheduler-cp failed, kube-system/lost-cp unknown",
+      reason:
+        "kube-system/kube-apiserver-cp not ready, kube-system/kube-controller-manager-cp pending, kube-system/kube-scheduler-cp failed, kube-system/lost-cp unknown",
     },
   ]);
   pod("kube-system/kube-apiserver-cp", ready("True"));
-  for (const id of ["kube-controller-manager-cp", "kube-scheduler-cp", "lost-cp"]) pod(`kube-system/${id}`, ready("True"));
+  for (const id of ["kube-controller-manager-cp", "kube-scheduler-cp", "lost-cp"])
+    pod(`kube-system/${id}`, ready("True"));
   await runtime.whenIdle();
   assert.deepEqual(status(), { ready: true, unmetConditions: [] });
 });
@@ -108,25 +162,53 @@ test("Service resources mirror the supervisor, MountStatus the mounted volumes, 
   supervisor.registerSelf("machined");
   const volumes = new Observed<ReadonlyMap<string, MountedVolume>>(new Map());
   const keys = new Observed<ReadonlyMap<number, string>>(new Map([[0x0a, "v1"]]));
-  const { state, runtime } = harness(t, new ServiceController({ list: () => supervisor.list(), onChange: (l) => supervisor.onChange(l) }), new MountStatusController(volumes), new MetaKeysController(keys));
+  const { state, runtime } = harness(
+    t,
+    new ServiceController({ list: () => supervisor.list(), onChange: (l) => supervisor.onChange(l) }),
+    new MountStatusController(volumes),
+    new MetaKeysController(keys),
+  );
   await runtime.whenIdle();
-  assert.deepEqual(state.get(RUNTIME_NAMESPACE, ServiceType, "machined")?.spec, { running: true, healthy: true, unknown: false });
+  assert.deepEqual(state.get(RUNTIME_NAMESPACE, ServiceType, "machined")?.spec, {
+    running: true,
+    healthy: true,
+    unknown: false,
+  });
   assert.equal(state.get(RUNTIME_NAMESPACE, ServiceType, "machined")?.metadata.owner, "v1alpha1.ServiceController");
   assert.deepEqual(state.get(RUNTIME_NAMESPACE, MetaKeyType, "0x0a")?.spec, { value: "v1" });
 
-  await supervisor.start({ id: "apid", runner: { start: async () => undefined, stop: async () => undefined }, restart: "never" });
-  const state1: MountedVolume = { name: "STATE", source: "/dev/vda5", target: "/system/state", fstype: "xfs", formatted: false };
+  await supervisor.start({
+    id: "apid",
+    runner: { start: async () => undefined, stop: async () => undefined },
+    restart: "never",
+  });
+  const state1: MountedVolume = {
+    name: "STATE",
+    source: "/dev/vda5",
+    target: "/system/state",
+    fstype: "xfs",
+    formatted: false,
+  };
   volumes.set(new Map([["STATE", state1]]));
   keys.set(new Map([[0x0b, "v2"]]));
   await runtime.whenIdle();
   assert.equal(state.get(RUNTIME_NAMESPACE, ServiceType, "apid")?.spec && true, true);
-  assert.deepEqual(state.get(RUNTIME_NAMESPACE, MountStatusType, "STATE")?.spec, { source: "/dev/vda5", target: "/system/state", filesystemType: "xfs", encrypted: false });
+  assert.deepEqual(state.get(RUNTIME_NAMESPACE, MountStatusType, "STATE")?.spec, {
+    source: "/dev/vda5",
+    target: "/system/state",
+    filesystemType: "xfs",
+    encrypted: false,
+  });
   assert.equal(state.get(RUNTIME_NAMESPACE, MetaKeyType, "0x0a"), undefined);
   assert.deepEqual(state.get(RUNTIME_NAMESPACE, MetaKeyType, "0x0b")?.spec, { value: "v2" });
 
   await supervisor.stop("apid");
   volumes.set(new Map());
   await runtime.whenIdle();
-  assert.deepEqual(state.get(RUNTIME_NAMESPACE, ServiceType, "apid")?.spec, { running: false, healthy: true, unknown: false });
+  assert.deepEqual(state.get(RUNTIME_NAMESPACE, ServiceType, "apid")?.spec, {
+    running: false,
+    healthy: true,
+    unknown: false,
+  });
   assert.equal(state.get(RUNTIME_NAMESPACE, MountStatusType, "STATE"), undefined);
 });

@@ -7,7 +7,12 @@ import { networkControllers } from "../../../../agent/src/controllers/network/in
 import { DevicesStatusController } from "../../../../agent/src/controllers/runtime/devices-status.js";
 import { networkDefinitions } from "../../../../agent/src/resources/catalog/network.js";
 import { registerCatalog } from "../../../../agent/src/resources/catalog/index.js";
-import { DevicesStatusId, DevicesStatusType, RUNTIME_NAMESPACE, ServiceType } from "../../../../agent/src/resources/catalog/runtime.js";
+import {
+  DevicesStatusId,
+  DevicesStatusType,
+  RUNTIME_NAMESPACE,
+  ServiceType,
+} from "../../../../agent/src/resources/catalog/runtime.js";
 import { ControllerRuntime } from "../../../../agent/src/resources/controller-runtime.js";
 import { ResourceState } from "../../../../agent/src/resources/state.js";
 import type { DhcpTransport } from "../../../../agent/src/network/dhcp4/client.js";
@@ -24,7 +29,11 @@ function setup(t: { after(fn: () => Promise<void>): void }) {
     await runtime.whenIdle();
   });
   const udevd = (healthy: boolean) =>
-    state.modify(RUNTIME_NAMESPACE, ServiceType, "udevd", "v1alpha1.ServiceController", () => ({ running: true, healthy, unknown: false }));
+    state.modify(RUNTIME_NAMESPACE, ServiceType, "udevd", "v1alpha1.ServiceController", () => ({
+      running: true,
+      healthy,
+      unknown: false,
+    }));
   const devices = () => state.get<{ ready: boolean }>(RUNTIME_NAMESPACE, DevicesStatusType, DevicesStatusId)?.spec;
   return { state, runtime, start: () => runtime.start(ac.signal), udevd, devices };
 }
@@ -63,23 +72,45 @@ test("links are neither listed nor brought up nor given DHCP until the devices a
     dhcpLinks.push(link);
     return { send: async () => undefined, onReceive: () => undefined, close: () => undefined };
   };
-  for (const c of networkControllers({ kernel, paths: pathsAt("/nonexistent"), linkDetails: async () => ({}), writeResolvConf: false, dhcpOptions: { transport } })) runtime.register(c);
+  for (const c of networkControllers({
+    kernel,
+    paths: pathsAt("/nonexistent"),
+    linkDetails: async () => ({}),
+    writeResolvConf: false,
+    dhcpOptions: { transport },
+  }))
+    runtime.register(c);
   runtime.register(new DevicesStatusController({ udevd: true }));
   start();
   udevd(false);
   await runtime.whenIdle();
   assert.deepEqual(state.list("network", "LinkStatuses.net.talos.dev"), [], "no LinkStatus");
   // (An address may be added: that does not stop a rename.)
-  assert.equal(kernel.calls.filter((c) => c.startsWith("setLink") || c.startsWith("createLink")).length, 0, `no link touched: ${kernel.calls.join(", ")}`);
+  assert.equal(
+    kernel.calls.filter((c) => c.startsWith("setLink") || c.startsWith("createLink")).length,
+    0,
+    `no link touched: ${kernel.calls.join(", ")}`,
+  );
   assert.equal(dhcpLinks.length, 0, "no DHCP");
 
   // udev's coldplug names the NIC; it is still down, so the kernel takes the new name.
   kernel.renameLink("eth0", "enp0s3");
   udevd(true);
-  for (let i = 0; i < 200 && !(kernel.calls.includes("setLinkUp enp0s3 true") && dhcpLinks.length > 0); i++) await new Promise((r) => setTimeout(r, 5));
+  for (let i = 0; i < 200 && !(kernel.calls.includes("setLinkUp enp0s3 true") && dhcpLinks.length > 0); i++)
+    await new Promise((r) => setTimeout(r, 5));
   await runtime.whenIdle();
-  assert.deepEqual(kernel.calls.filter((c) => c.startsWith("setLinkUp")), ["setLinkUp enp0s3 true"], "the fake's loopback is already up");
-  assert.deepEqual(state.list("network", "LinkStatuses.net.talos.dev").map((r) => r.metadata.id).sort(), ["enp0s3", "lo"]);
+  assert.deepEqual(
+    kernel.calls.filter((c) => c.startsWith("setLinkUp")),
+    ["setLinkUp enp0s3 true"],
+    "the fake's loopback is already up",
+  );
+  assert.deepEqual(
+    state
+      .list("network", "LinkStatuses.net.talos.dev")
+      .map((r) => r.metadata.id)
+      .sort(),
+    ["enp0s3", "lo"],
+  );
   assert.deepEqual(dhcpLinks, ["enp0s3"]);
   assert.throws(() => kernel.renameLink("enp0s3", "eth0"), /it is up/, "once up, a link cannot be renamed");
 });

@@ -7,7 +7,10 @@ import { KernelModuleSpecController } from "../../../../agent/src/controllers/ru
 import type { ConfigBundle } from "../../../../agent/src/config/bundle.js";
 import { loadConfig } from "../../../../agent/src/config/load.js";
 import { registerCatalog } from "../../../../agent/src/resources/catalog/index.js";
-import { KernelModuleSpecType, kernelModuleSpecDefinition } from "../../../../agent/src/resources/catalog/kernel-modules.js";
+import {
+  KernelModuleSpecType,
+  kernelModuleSpecDefinition,
+} from "../../../../agent/src/resources/catalog/kernel-modules.js";
 import { RUNTIME_NAMESPACE } from "../../../../agent/src/resources/catalog/runtime.js";
 import { yamlSpec } from "../../../../agent/src/resources/definitions.js";
 import { ControllerRuntime, type Controller } from "../../../../agent/src/resources/controller-runtime.js";
@@ -33,8 +36,17 @@ test("modules from the config are specs and loaded with their parameters; a chan
   registerCatalog(state);
   const runtime = new ControllerRuntime(state, { initialBackoffMs: 60_000 });
   const kernel = new FakeModules(new Set(["br_netfilter", "drbd", "dummy"]));
-  const active = new Observed<ConfigBundle | undefined>(configWith("      - name: br_netfilter\n      - name: drbd\n        parameters: [usermode_helper=disabled, minor_count=8]\n"));
-  for (const c of [new MachineConfigController(active), new KernelModuleConfigController(), new KernelModuleSpecController(kernel)]) runtime.register(c);
+  const active = new Observed<ConfigBundle | undefined>(
+    configWith(
+      "      - name: br_netfilter\n      - name: drbd\n        parameters: [usermode_helper=disabled, minor_count=8]\n",
+    ),
+  );
+  for (const c of [
+    new MachineConfigController(active),
+    new KernelModuleConfigController(),
+    new KernelModuleSpecController(kernel),
+  ])
+    runtime.register(c);
   const ac = new AbortController();
   t.after(() => ac.abort());
   runtime.start(ac.signal);
@@ -43,12 +55,18 @@ test("modules from the config are specs and loaded with their parameters; a chan
   assert.deepEqual(kernel.loads, ["br_netfilter", "drbd usermode_helper=disabled minor_count=8"]);
   const drbd = state.get(RUNTIME_NAMESPACE, KernelModuleSpecType, "drbd");
   assert.deepEqual(drbd?.spec, { name: "drbd", parameters: ["usermode_helper=disabled", "minor_count=8"] });
-  assert.equal(yamlSpec(kernelModuleSpecDefinition, drbd!.spec as never), "string: drbd\nparameters:\n    - usermode_helper=disabled\n    - minor_count=8\n");
+  assert.equal(
+    yamlSpec(kernelModuleSpecDefinition, drbd!.spec as never),
+    "string: drbd\nparameters:\n    - usermode_helper=disabled\n    - minor_count=8\n",
+  );
 
   kernel.loads.length = 0;
   active.set(configWith("      - name: dummy\n        parameters: [numdummies=2]\n"));
   await runtime.whenIdle();
-  assert.deepEqual(state.list(RUNTIME_NAMESPACE, KernelModuleSpecType).map((r) => r.metadata.id), ["dummy"]);
+  assert.deepEqual(
+    state.list(RUNTIME_NAMESPACE, KernelModuleSpecType).map((r) => r.metadata.id),
+    ["dummy"],
+  );
   assert.deepEqual(kernel.loads, ["dummy numdummies=2"]);
 });
 
@@ -57,7 +75,9 @@ test("a module the kernel lacks fails the controller, and the others are still l
   registerCatalog(state);
   const runtime = new ControllerRuntime(state, { initialBackoffMs: 60_000 });
   const kernel = new FakeModules(new Set(["dummy"]));
-  const active = new Observed<ConfigBundle | undefined>(configWith("      - name: nosuchmodule\n      - name: dummy\n"));
+  const active = new Observed<ConfigBundle | undefined>(
+    configWith("      - name: nosuchmodule\n      - name: dummy\n"),
+  );
   const spec = new KernelModuleSpecController(kernel);
   const failures: string[] = [];
   // The spec controller, with its failures seen.
@@ -65,12 +85,14 @@ test("a module the kernel lacks fails the controller, and the others are still l
     name: spec.name,
     inputs: spec.inputs,
     outputs: spec.outputs,
-    reconcile: (ctx) => spec.reconcile(ctx).catch((err: Error) => {
-      failures.push(err.message);
-      throw err;
-    }),
+    reconcile: (ctx) =>
+      spec.reconcile(ctx).catch((err: Error) => {
+        failures.push(err.message);
+        throw err;
+      }),
   };
-  for (const c of [new MachineConfigController(active), new KernelModuleConfigController(), observed]) runtime.register(c);
+  for (const c of [new MachineConfigController(active), new KernelModuleConfigController(), observed])
+    runtime.register(c);
   const ac = new AbortController();
   t.after(() => ac.abort());
   runtime.start(ac.signal);

@@ -6,7 +6,10 @@ import { test } from "node:test";
 import { Observed } from "../../../../agent/src/controllers/index.js";
 import { MachineConfigController } from "../../../../agent/src/controllers/config/machine-config.js";
 import { KernelParamConfigController } from "../../../../agent/src/controllers/runtime/kernel-param-config.js";
-import { defaultKernelParams, KernelParamDefaultsController } from "../../../../agent/src/controllers/runtime/kernel-param-defaults.js";
+import {
+  defaultKernelParams,
+  KernelParamDefaultsController,
+} from "../../../../agent/src/controllers/runtime/kernel-param-defaults.js";
 import { KernelParamSpecController } from "../../../../agent/src/controllers/runtime/kernel-param-spec.js";
 import type { ConfigBundle } from "../../../../agent/src/config/bundle.js";
 import { loadConfig } from "../../../../agent/src/config/load.js";
@@ -34,13 +37,23 @@ test("Talos's defaults: a machine gets the bridge and KSPP settings and panics o
 });
 
 const sysctlFiles: Record<string, string> = {
-  "net/ipv4/ip_forward": "0\n", "net/ipv6/conf/default/forwarding": "0\n", "net/ipv6/conf/default/accept_ra": "1\n",
-  "net/ipv4/tcp_keepalive_time": "7200\n", "net/ipv4/tcp_keepalive_intvl": "75\n", "kernel/panic": "0\n", "kernel/pid_max": "4194304\n",
-  "vm/overcommit_memory": "0\n", "fs/inotify/max_user_instances": "128\n", "fs/aio-max-nr": "65536\n", "vm/swappiness": "60\n",
+  "net/ipv4/ip_forward": "0\n",
+  "net/ipv6/conf/default/forwarding": "0\n",
+  "net/ipv6/conf/default/accept_ra": "1\n",
+  "net/ipv4/tcp_keepalive_time": "7200\n",
+  "net/ipv4/tcp_keepalive_intvl": "75\n",
+  "kernel/panic": "0\n",
+  "kernel/pid_max": "4194304\n",
+  "vm/overcommit_memory": "0\n",
+  "fs/inotify/max_user_instances": "128\n",
+  "fs/aio-max-nr": "65536\n",
+  "vm/swappiness": "60\n",
 };
 
 function configWith(sysctls: Record<string, string>): ConfigBundle {
-  const lines = Object.entries(sysctls).map(([k, v]) => `    ${k}: "${v}"`).join("\n");
+  const lines = Object.entries(sysctls)
+    .map(([k, v]) => `    ${k}: "${v}"`)
+    .join("\n");
   return loadConfig(Buffer.from(`version: v1alpha1\nmachine:\n  type: worker\n  sysctls:\n${lines}\n`));
 }
 
@@ -55,15 +68,27 @@ test("sysctls from the config and the defaults written, statuses with the value 
   const state = new ResourceState();
   registerCatalog(state);
   const runtime = new ControllerRuntime(state, { initialBackoffMs: 60_000 });
-  const active = new Observed<ConfigBundle | undefined>(configWith({ "vm.swappiness": "10", "net.ipv4.ip_forward": "0" }));
-  for (const c of [new MachineConfigController(active), new KernelParamConfigController(), new KernelParamDefaultsController(params, true), new KernelParamSpecController(params)]) runtime.register(c);
+  const active = new Observed<ConfigBundle | undefined>(
+    configWith({ "vm.swappiness": "10", "net.ipv4.ip_forward": "0" }),
+  );
+  for (const c of [
+    new MachineConfigController(active),
+    new KernelParamConfigController(),
+    new KernelParamDefaultsController(params, true),
+    new KernelParamSpecController(params),
+  ])
+    runtime.register(c);
   const ac = new AbortController();
   t.after(() => ac.abort());
   runtime.start(ac.signal);
   await runtime.whenIdle();
   const file = (f: string) => readFileSync(path.join(root, "proc/sys", f), "utf8");
   const status = (id: string) => state.get(RUNTIME_NAMESPACE, KernelParamStatusType, id)?.spec;
-  assert.equal(state.list(RUNTIME_NAMESPACE, KernelParamStatusType).length, 11, "10 container defaults and vm.swappiness");
+  assert.equal(
+    state.list(RUNTIME_NAMESPACE, KernelParamStatusType).length,
+    11,
+    "10 container defaults and vm.swappiness",
+  );
   assert.equal(file("vm/swappiness"), "10");
   assert.deepEqual(status("proc.sys.vm.swappiness"), { current: "10", default: "60", unsupported: false });
   // The config's value wins over the default's.
@@ -85,7 +110,12 @@ test("sysctls from the config and the defaults written, statuses with the value 
 test("the sandbox's overlay: reads the host until written, writes only under its directory, refuses what the host lacks", async (t) => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "basalt-kparams-overlay-"));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const host = { read: async (k: string) => (k === "proc.sys.kernel.panic" ? "1\n" : Promise.reject(Object.assign(new Error("missing"), { code: "ENOENT" }))), write: async () => assert.fail("host written"), remove: async () => assert.fail("host removed") };
+  const host = {
+    read: async (k: string) =>
+      k === "proc.sys.kernel.panic" ? "1\n" : Promise.reject(Object.assign(new Error("missing"), { code: "ENOENT" })),
+    write: async () => assert.fail("host written"),
+    remove: async () => assert.fail("host removed"),
+  };
   const overlay = kernelParamsOverlay(dir, host);
   assert.equal(await overlay.read("proc.sys.kernel.panic"), "1\n");
   await overlay.write("proc.sys.kernel.panic", "10");

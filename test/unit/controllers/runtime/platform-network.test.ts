@@ -2,9 +2,21 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Observed } from "../../../../agent/src/controllers/index.js";
 import { networkDefinitions } from "../../../../agent/src/controllers/network/index.js";
-import { AddressMergeController, LinkMergeController, OperatorMergeController, RouteMergeController } from "../../../../agent/src/controllers/network/merge.js";
-import { HostnameStatusController, ResolverStatusController } from "../../../../agent/src/controllers/network/status.js";
-import { PlatformConfigController, type PlatformNetwork, type PlatformNetworkCache } from "../../../../agent/src/controllers/runtime/platform-network.js";
+import {
+  AddressMergeController,
+  LinkMergeController,
+  OperatorMergeController,
+  RouteMergeController,
+} from "../../../../agent/src/controllers/network/merge.js";
+import {
+  HostnameStatusController,
+  ResolverStatusController,
+} from "../../../../agent/src/controllers/network/status.js";
+import {
+  PlatformConfigController,
+  type PlatformNetwork,
+  type PlatformNetworkCache,
+} from "../../../../agent/src/controllers/runtime/platform-network.js";
 import { parseNocloudNetwork } from "../../../../agent/src/network/nocloud-network.js";
 import { registerCatalog } from "../../../../agent/src/resources/catalog/index.js";
 import {
@@ -49,12 +61,25 @@ test("the platform's hostname and network-config become platform-layer specs (id
   const ac = new AbortController();
   t.after(() => ac.abort());
   runtime.start(ac.signal);
-  const ids = (ns: string, type: string) => state.list(ns, type).map((r) => r.metadata.id).sort();
+  const ids = (ns: string, type: string) =>
+    state
+      .list(ns, type)
+      .map((r) => r.metadata.id)
+      .sort();
 
-  network.set({ hostname: { hostname: "nocloud-node", domainname: "lab" }, nocloud: parseNocloudNetwork(NETWORK_CONFIG)! });
+  network.set({
+    hostname: { hostname: "nocloud-node", domainname: "lab" },
+    nocloud: parseNocloudNetwork(NETWORK_CONFIG)!,
+  });
   await runtime.whenIdle();
-  assert.deepEqual(state.get(NETWORK_NAMESPACE, HostnameStatusType, HostnameStatusId)?.spec, { hostname: "nocloud-node", domainname: "lab" });
-  assert.deepEqual((state.get(NETWORK_NAMESPACE, ResolverStatusType, ResolverStatusId)?.spec as { dnsServers: string[] }).dnsServers, ["10.0.0.53"]);
+  assert.deepEqual(state.get(NETWORK_NAMESPACE, HostnameStatusType, HostnameStatusId)?.spec, {
+    hostname: "nocloud-node",
+    domainname: "lab",
+  });
+  assert.deepEqual(
+    (state.get(NETWORK_NAMESPACE, ResolverStatusType, ResolverStatusId)?.spec as { dnsServers: string[] }).dnsServers,
+    ["10.0.0.53"],
+  );
   assert.deepEqual(ids(NETWORK_CONFIG_NAMESPACE, "AddressSpecs.net.talos.dev"), ["platform/eth0/10.0.2.50/24"]);
   assert.deepEqual(ids(NETWORK_CONFIG_NAMESPACE, "RouteSpecs.net.talos.dev"), ["platform/inet4/10.0.2.2//1024"]);
   assert.deepEqual(ids(NETWORK_CONFIG_NAMESPACE, "LinkSpecs.net.talos.dev"), ["platform/eth0"]);
@@ -63,22 +88,48 @@ test("the platform's hostname and network-config become platform-layer specs (id
   assert.deepEqual(ids(NETWORK_NAMESPACE, "OperatorSpecs.net.talos.dev"), ["dhcp4/eth0"]);
 
   // The link with that MAC appears under another name: the specs follow it.
-  state.modify(NETWORK_NAMESPACE, LinkStatusType, "enp0s3", "network.LinkStatusController", () => ({ index: 2, type: "ether", kind: "", hardwareAddr: "52:54:00:12:34:56", permanentAddr: "52:54:00:12:34:56" }) as never);
+  state.modify(
+    NETWORK_NAMESPACE,
+    LinkStatusType,
+    "enp0s3",
+    "network.LinkStatusController",
+    () =>
+      ({
+        index: 2,
+        type: "ether",
+        kind: "",
+        hardwareAddr: "52:54:00:12:34:56",
+        permanentAddr: "52:54:00:12:34:56",
+      }) as never,
+  );
   await runtime.whenIdle();
   assert.deepEqual(ids(NETWORK_CONFIG_NAMESPACE, "AddressSpecs.net.talos.dev"), ["platform/enp0s3/10.0.2.50/24"]);
   assert.deepEqual(ids(NETWORK_CONFIG_NAMESPACE, "LinkSpecs.net.talos.dev"), ["platform/enp0s3"]);
   assert.deepEqual(ids(NETWORK_NAMESPACE, "AddressSpecs.net.talos.dev"), ["enp0s3/10.0.2.50/24"]);
 
   // DHCP (operator layer) wins over the platform, as in Talos.
-  state.modify(NETWORK_CONFIG_NAMESPACE, HostnameSpecType, "dhcp4/eth0/hostname", "test", () => ({ hostname: "from-dhcp", domainname: "", layer: "operator" }) as never);
+  state.modify(
+    NETWORK_CONFIG_NAMESPACE,
+    HostnameSpecType,
+    "dhcp4/eth0/hostname",
+    "test",
+    () => ({ hostname: "from-dhcp", domainname: "", layer: "operator" }) as never,
+  );
   await runtime.whenIdle();
-  assert.equal((state.get(NETWORK_NAMESPACE, HostnameStatusType, HostnameStatusId)?.spec as { hostname: string }).hostname, "from-dhcp");
+  assert.equal(
+    (state.get(NETWORK_NAMESPACE, HostnameStatusType, HostnameStatusId)?.spec as { hostname: string }).hostname,
+    "from-dhcp",
+  );
 
   network.set({});
   await runtime.whenIdle();
   assert.deepEqual(ids(NETWORK_CONFIG_NAMESPACE, HostnameSpecType), ["dhcp4/eth0/hostname"]);
-  for (const type of ["AddressSpecs", "RouteSpecs", "LinkSpecs", "OperatorSpecs"]) assert.deepEqual(ids(NETWORK_CONFIG_NAMESPACE, `${type}.net.talos.dev`), [], type);
-  assert.deepEqual((state.get(NETWORK_NAMESPACE, ResolverStatusType, ResolverStatusId)?.spec as { dnsServers: string[] }).dnsServers, []);
+  for (const type of ["AddressSpecs", "RouteSpecs", "LinkSpecs", "OperatorSpecs"])
+    assert.deepEqual(ids(NETWORK_CONFIG_NAMESPACE, `${type}.net.talos.dev`), [], type);
+  assert.deepEqual(
+    (state.get(NETWORK_NAMESPACE, ResolverStatusType, ResolverStatusId)?.spec as { dnsServers: string[] }).dnsServers,
+    [],
+  );
 });
 
 /** One boot: the platform controller over a fresh store, with STATE's file in `disk`. */
@@ -102,16 +153,43 @@ function boot(t: { after(fn: () => void): void }, disk: { text?: string; writes:
   const ac = new AbortController();
   t.after(() => ac.abort());
   runtime.start(ac.signal);
-  state.modify(NETWORK_NAMESPACE, LinkStatusType, "eth0", "network.LinkStatusController", () => ({ index: 2, type: "ether", kind: "", hardwareAddr: "52:54:00:12:34:56", permanentAddr: "52:54:00:12:34:56" }) as never);
-  const mountState = () => state.modify(RUNTIME_NAMESPACE, MountStatusType, "STATE", "runtime.MountStatusController", () => ({ source: "/dev/vda5", target: "/system/state", filesystemType: "xfs", encrypted: false }) as never);
-  const ids = (type: string) => state.list(NETWORK_CONFIG_NAMESPACE, type).map((r) => r.metadata.id).sort();
+  state.modify(
+    NETWORK_NAMESPACE,
+    LinkStatusType,
+    "eth0",
+    "network.LinkStatusController",
+    () =>
+      ({
+        index: 2,
+        type: "ether",
+        kind: "",
+        hardwareAddr: "52:54:00:12:34:56",
+        permanentAddr: "52:54:00:12:34:56",
+      }) as never,
+  );
+  const mountState = () =>
+    state.modify(
+      RUNTIME_NAMESPACE,
+      MountStatusType,
+      "STATE",
+      "runtime.MountStatusController",
+      () => ({ source: "/dev/vda5", target: "/system/state", filesystemType: "xfs", encrypted: false }) as never,
+    );
+  const ids = (type: string) =>
+    state
+      .list(NETWORK_CONFIG_NAMESPACE, type)
+      .map((r) => r.metadata.id)
+      .sort();
   return { runtime, network, mountState, ids };
 }
 
 test("the platform's network is kept on STATE once mounted, and a later boot whose platform gives nothing uses it (as Talos's platform-network.yaml)", async (t) => {
   const disk: { text?: string; writes: number } = { writes: 0 };
   const first = boot(t, disk);
-  const given: PlatformNetwork = { hostname: { hostname: "nocloud-node", domainname: "lab" }, nocloud: parseNocloudNetwork(NETWORK_CONFIG)! };
+  const given: PlatformNetwork = {
+    hostname: { hostname: "nocloud-node", domainname: "lab" },
+    nocloud: parseNocloudNetwork(NETWORK_CONFIG)!,
+  };
   first.network.set(given);
   await first.runtime.whenIdle();
   assert.equal(disk.writes, 0, "nothing is written before STATE is mounted");

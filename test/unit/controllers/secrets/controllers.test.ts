@@ -9,9 +9,18 @@ import { APICertSANsController } from "../../../../agent/src/controllers/secrets
 import { RootController } from "../../../../agent/src/controllers/secrets/root.js";
 import { TrustdController } from "../../../../agent/src/controllers/secrets/trustd.js";
 import type { TrustdAttempt } from "../../../../agent/src/controllers/secrets/trustd-request.js";
-import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../../../agent/src/resources/catalog/config.js";
+import {
+  CONFIG_NAMESPACE,
+  MachineConfigIds,
+  MachineConfigType,
+} from "../../../../agent/src/resources/catalog/config.js";
 import { registerCatalog } from "../../../../agent/src/resources/catalog/index.js";
-import { HostnameStatusType, NETWORK_NAMESPACE, networkDefinitions, NodeAddressType } from "../../../../agent/src/resources/catalog/network.js";
+import {
+  HostnameStatusType,
+  NETWORK_NAMESPACE,
+  networkDefinitions,
+  NodeAddressType,
+} from "../../../../agent/src/resources/catalog/network.js";
 import {
   ApiCertificatesId,
   ApiCertificatesType,
@@ -39,13 +48,23 @@ async function configs(): Promise<GeneratedConfigs> {
 const fallback = () => ({ addresses: ["192.0.2.99"], hostname: "fallback", fqdn: "fallback" });
 
 /** A store with the config, address and hostname a node would have, and the secrets controllers running. */
-function node(t: TestContext, configYaml: string, attempt: TrustdAttempt = async () => assert.fail("a control plane does not call trustd")) {
+function node(
+  t: TestContext,
+  configYaml: string,
+  attempt: TrustdAttempt = async () => assert.fail("a control plane does not call trustd"),
+) {
   const state = new ResourceState();
   registerCatalog(state, networkDefinitions);
-  state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test.ConfigLoader", () => loadConfig(configYaml));
-  const setAddresses = (addresses: string[]) => state.modify(NETWORK_NAMESPACE, NodeAddressType, "current", "test.Network", () => ({ addresses }));
+  state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test.ConfigLoader", () =>
+    loadConfig(configYaml),
+  );
+  const setAddresses = (addresses: string[]) =>
+    state.modify(NETWORK_NAMESPACE, NodeAddressType, "current", "test.Network", () => ({ addresses }));
   setAddresses(["10.9.0.5/24"]);
-  state.modify(NETWORK_NAMESPACE, HostnameStatusType, "hostname", "test.Network", () => ({ hostname: "node-5", domainname: "lab" }));
+  state.modify(NETWORK_NAMESPACE, HostnameStatusType, "hostname", "test.Network", () => ({
+    hostname: "node-5",
+    domainname: "lab",
+  }));
   const runtime = new ControllerRuntime(state, { initialBackoffMs: 10, maxBackoffMs: 50 });
   runtime.register(new MachineTypeController());
   runtime.register(new RootController());
@@ -58,13 +77,16 @@ function node(t: TestContext, configYaml: string, attempt: TrustdAttempt = async
   return { state, setAddresses };
 }
 
-
-const api = (state: ResourceState) => state.get<APICertsSpec>(SECRETS_NAMESPACE, ApiCertificatesType, ApiCertificatesId)?.spec;
+const api = (state: ResourceState) =>
+  state.get<APICertsSpec>(SECRETS_NAMESPACE, ApiCertificatesType, ApiCertificatesId)?.spec;
 
 test("control plane: OS root from the config; API server + impersonator client and trustd certificates signed locally", async (t) => {
   const cfg = await configs();
   const { state } = node(t, cfg.controlplane);
-  const root = await until("OSRootSecrets", () => state.get<OSRootSpec>(SECRETS_NAMESPACE, OSRootSecretsType, OSRootSecretsId)?.spec);
+  const root = await until(
+    "OSRootSecrets",
+    () => state.get<OSRootSpec>(SECRETS_NAMESPACE, OSRootSecretsType, OSRootSecretsId)?.spec,
+  );
   assert.ok(root.issuingCA?.key);
   assert.equal(root.token, cfg.secrets.trustdInfo.token);
   const certs = await until("ApiCertificates", () => api(state));
@@ -82,7 +104,10 @@ test("control plane: OS root from the config; API server + impersonator client a
   assert.equal(client.subject, "O=os:impersonator\nCN=node-5.lab");
   assert.deepEqual(client.keyUsage, ["1.3.6.1.5.5.7.3.2"]);
 
-  const trustd = await until("TrustdCertificates", () => state.get<TrustdCertsSpec>(SECRETS_NAMESPACE, TrustdCertificatesType, TrustdCertificatesId)?.spec);
+  const trustd = await until(
+    "TrustdCertificates",
+    () => state.get<TrustdCertsSpec>(SECRETS_NAMESPACE, TrustdCertificatesType, TrustdCertificatesId)?.spec,
+  );
   const trustdCert = new X509Certificate(trustd.server.crt);
   assert.ok(trustdCert.verify(ca.publicKey));
   assert.match(trustdCert.subjectAltName!, /IP Address:10\.9\.0\.5/);
@@ -99,7 +124,10 @@ test("worker: no local key, the CSR goes to trustd at the control-plane endpoint
   const attempt: TrustdAttempt = async (endpoint, req) => {
     calls.push({ endpoint, token: req.token });
     if (!reachable) throw new Error("connect ECONNREFUSED 10.9.0.1:50001");
-    return signWorkerCSR({ issuingCA: { crt: caCrt, key: caKey }, acceptedCAs: [{ crt: caCrt }] }, Buffer.from(req.csrPem));
+    return signWorkerCSR(
+      { issuingCA: { crt: caCrt, key: caKey }, acceptedCAs: [{ crt: caCrt }] },
+      Buffer.from(req.csrPem),
+    );
   };
   const { state, setAddresses } = node(t, cfg.worker, attempt);
   await until("several refused attempts", () => (calls.length >= 3 ? true : undefined));
@@ -129,7 +157,10 @@ test("worker: no local key, the CSR goes to trustd at the control-plane endpoint
 test("an unchanged input set is not re-requested before half-life", async (t) => {
   const cfg = await configs();
   const cpRoot = loadConfig(cfg.controlplane).v1alpha1WithDefaults()!.machine!;
-  const ca = { crt: Buffer.from(cpRoot.ca!.crt!, "base64").toString(), key: Buffer.from(cpRoot.ca!.key!, "base64").toString() };
+  const ca = {
+    crt: Buffer.from(cpRoot.ca!.crt!, "base64").toString(),
+    key: Buffer.from(cpRoot.ca!.key!, "base64").toString(),
+  };
   let calls = 0;
   const { state, setAddresses } = node(t, cfg.worker, async (_e, req) => {
     calls++;
@@ -150,17 +181,28 @@ test("accepted CAs follow machine.acceptedCAs, and an OS CA rotation re-issues f
   const next = await generateSelfSignedCA({ organizations: ["talos"] });
   const oldCrt = Buffer.from(loadConfig(cfg.controlplane).v1alpha1()!.machine!.ca!.crt!, "base64").toString();
   // Step 1 of a rotation: the new CA is accepted beside the current one.
-  const withAccepted = cfg.controlplane.replace(/^machine:\n/m, `machine:\n    acceptedCAs:\n        - crt: ${b64(next.certPem)}\n`);
+  const withAccepted = cfg.controlplane.replace(
+    /^machine:\n/m,
+    `machine:\n    acceptedCAs:\n        - crt: ${b64(next.certPem)}\n`,
+  );
   const { state } = node(t, withAccepted);
   const first = await until("ApiCertificates", () => api(state));
-  assert.deepEqual(first.acceptedCAs.map((c) => c.crt), [next.certPem, oldCrt]);
+  assert.deepEqual(
+    first.acceptedCAs.map((c) => c.crt),
+    [next.certPem, oldCrt],
+  );
   assert.ok(new X509Certificate(first.server.crt).verify(new X509Certificate(oldCrt).publicKey));
 
   // Step 2: the new CA issues, the old one is still accepted.
   const rotated = loadConfig(withAccepted);
   const machine = rotated.v1alpha1()!.machine!;
-  const swapped = withAccepted.replace(machine.ca!.crt!, b64(next.certPem)).replace(machine.ca!.key!, b64(next.keyPem)).replace(b64(next.certPem) + "\n", b64(oldCrt) + "\n");
-  state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test.ConfigLoader", () => loadConfig(swapped));
+  const swapped = withAccepted
+    .replace(machine.ca!.crt!, b64(next.certPem))
+    .replace(machine.ca!.key!, b64(next.keyPem))
+    .replace(b64(next.certPem) + "\n", b64(oldCrt) + "\n");
+  state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test.ConfigLoader", () =>
+    loadConfig(swapped),
+  );
   const second = await until("certificates from the new CA", () => {
     const c = api(state);
     return c && c.server.crt !== first.server.crt ? c : undefined;

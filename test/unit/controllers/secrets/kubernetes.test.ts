@@ -9,7 +9,10 @@ import path from "node:path";
 import { test, type TestContext } from "node:test";
 import { parse } from "yaml";
 import { loadConfig } from "../../../../agent/src/config/load.js";
-import { KubernetesController, KubernetesDynamicCertsController } from "../../../../agent/src/controllers/secrets/kubernetes.js";
+import {
+  KubernetesController,
+  KubernetesDynamicCertsController,
+} from "../../../../agent/src/controllers/secrets/kubernetes.js";
 import { KubernetesCertSANsController } from "../../../../agent/src/controllers/secrets/kubernetes-cert-sans.js";
 import {
   controlPlaneSecretsDirs,
@@ -24,7 +27,11 @@ import { nthAddress } from "../../../../agent/src/controllers/k8s/service-cidrs.
 import { decode } from "../../../../agent/src/api/index.js";
 import { x509 } from "../../../../agent/src/pki/provider.js";
 import { encodeSpec, type ResourceDefinition } from "../../../../agent/src/resources/definitions.js";
-import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../../../agent/src/resources/catalog/config.js";
+import {
+  CONFIG_NAMESPACE,
+  MachineConfigIds,
+  MachineConfigType,
+} from "../../../../agent/src/resources/catalog/config.js";
 import { registerCatalog } from "../../../../agent/src/resources/catalog/index.js";
 import {
   configStatusDefinition,
@@ -47,7 +54,13 @@ import {
   type KubernetesRootSpec,
   type RenderStatusSpec,
 } from "../../../../agent/src/resources/catalog/k8s-secrets.js";
-import { filteredNodeAddressId, HostnameStatusType, NETWORK_NAMESPACE, networkDefinitions, NodeAddressType } from "../../../../agent/src/resources/catalog/network.js";
+import {
+  filteredNodeAddressId,
+  HostnameStatusType,
+  NETWORK_NAMESPACE,
+  networkDefinitions,
+  NodeAddressType,
+} from "../../../../agent/src/resources/catalog/network.js";
 import { RUNTIME_NAMESPACE, TimeStatusType } from "../../../../agent/src/resources/catalog/runtime.js";
 import { CertSANType, SECRETS_NAMESPACE, type CertSANSpec } from "../../../../agent/src/resources/catalog/secrets.js";
 import { ControllerRuntime } from "../../../../agent/src/resources/controller-runtime.js";
@@ -62,7 +75,10 @@ const baseWorker = fixture("types/v1alpha1/stability/v1.7/base-worker.yaml");
 const clusterDoc = (text: string) => loadConfig(text).v1alpha1()!.cluster!;
 const pem = (b64: string | undefined) => Buffer.from(b64 ?? "", "base64").toString("utf8");
 const clusterCA = (text: string) => ({ crt: pem(clusterDoc(text).ca?.crt), key: pem(clusterDoc(text).ca?.key) });
-const aggregatorCA = (text: string) => ({ crt: pem(clusterDoc(text).aggregatorCA?.crt), key: pem(clusterDoc(text).aggregatorCA?.key) });
+const aggregatorCA = (text: string) => ({
+  crt: pem(clusterDoc(text).aggregatorCA?.crt),
+  key: pem(clusterDoc(text).aggregatorCA?.key),
+});
 
 const yearMs = 8760 * 3600_000;
 const oid = { serverAuth: "1.3.6.1.5.5.7.3.1", clientAuth: "1.3.6.1.5.5.7.3.2" };
@@ -76,10 +92,26 @@ interface NodeOptions {
 function node(t: TestContext, configYaml: string, opts: NodeOptions = {}) {
   const state = new ResourceState();
   registerCatalog(state, networkDefinitions);
-  state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test.ConfigLoader", () => loadConfig(configYaml));
-  state.modify(NETWORK_NAMESPACE, NodeAddressType, filteredNodeAddressId("accumulative", "no-k8s"), "test.Network", () => ({ addresses: ["172.20.0.2/24", "fd00::2/64"] }));
-  state.modify(NETWORK_NAMESPACE, HostnameStatusType, "hostname", "test.Network", () => ({ hostname: "cp-1", domainname: "lab.example" }));
-  const setSynced = (synced: boolean) => state.modify(RUNTIME_NAMESPACE, TimeStatusType, "node", "test.Time", () => ({ synced, epoch: 0, syncDisabled: false }));
+  state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test.ConfigLoader", () =>
+    loadConfig(configYaml),
+  );
+  state.modify(
+    NETWORK_NAMESPACE,
+    NodeAddressType,
+    filteredNodeAddressId("accumulative", "no-k8s"),
+    "test.Network",
+    () => ({ addresses: ["172.20.0.2/24", "fd00::2/64"] }),
+  );
+  state.modify(NETWORK_NAMESPACE, HostnameStatusType, "hostname", "test.Network", () => ({
+    hostname: "cp-1",
+    domainname: "lab.example",
+  }));
+  const setSynced = (synced: boolean) =>
+    state.modify(RUNTIME_NAMESPACE, TimeStatusType, "node", "test.Time", () => ({
+      synced,
+      epoch: 0,
+      syncDisabled: false,
+    }));
   setSynced(opts.synced ?? true);
   const runtime = new ControllerRuntime(state, { initialBackoffMs: 10, maxBackoffMs: 50 });
   runtime.register(new RootKubernetesController());
@@ -93,19 +125,28 @@ function node(t: TestContext, configYaml: string, opts: NodeOptions = {}) {
   return { state, setSynced };
 }
 
-const get = <S>(state: ResourceState, type: string, id: string, namespace = SECRETS_NAMESPACE) => state.get<S>(namespace, type, id)?.spec;
+const get = <S>(state: ResourceState, type: string, id: string, namespace = SECRETS_NAMESPACE) =>
+  state.get<S>(namespace, type, id)?.spec;
 
 /** The certificate's key usage bits as names. */
 function keyUsages(cert: X509Certificate): string[] {
   const ext = new x509.X509Certificate(cert.raw).getExtension(x509.KeyUsagesExtension);
   const flags = ext?.usages ?? 0;
-  return Object.entries({ digitalSignature: x509.KeyUsageFlags.digitalSignature, keyEncipherment: x509.KeyUsageFlags.keyEncipherment, keyCertSign: x509.KeyUsageFlags.keyCertSign })
+  return Object.entries({
+    digitalSignature: x509.KeyUsageFlags.digitalSignature,
+    keyEncipherment: x509.KeyUsageFlags.keyEncipherment,
+    keyCertSign: x509.KeyUsageFlags.keyCertSign,
+  })
     .filter(([, bit]) => (flags & bit) !== 0)
     .map(([name]) => name);
 }
 
 /** Checks a leaf: signed by `ca`, a P-256 key in SEC1 PEM matching it, the usages, 1-year lifetime. */
-function assertLeaf(pair: { crt: string; key: string }, ca: string, expect: { subject: string; extKeyUsage: string[]; lifetimeMs?: number }): X509Certificate {
+function assertLeaf(
+  pair: { crt: string; key: string },
+  ca: string,
+  expect: { subject: string; extKeyUsage: string[]; lifetimeMs?: number },
+): X509Certificate {
   const cert = new X509Certificate(pair.crt);
   const authority = new X509Certificate(ca);
   assert.ok(cert.checkIssued(authority), "issued by the CA");
@@ -124,7 +165,9 @@ function assertLeaf(pair: { crt: string; key: string }, ca: string, expect: { su
 
 test("root secrets, SANs and certificates of a control plane (base fixture, KubePrism on)", async (t) => {
   const { state } = node(t, baseControlPlane);
-  const root = await until("KubernetesRootSecrets", () => get<KubernetesRootSpec>(state, KubernetesRootSecretsType, KubernetesRootSecretsId));
+  const root = await until("KubernetesRootSecrets", () =>
+    get<KubernetesRootSpec>(state, KubernetesRootSecretsType, KubernetesRootSecretsId),
+  );
   const ca = clusterCA(baseControlPlane);
   const agg = aggregatorCA(baseControlPlane);
   assert.deepEqual(root, {
@@ -147,18 +190,35 @@ test("root secrets, SANs and certificates of a control plane (base fixture, Kube
   const sans = await until("CertSANs k8s", () => get<CertSANSpec>(state, CertSANType, KubernetesCertSANsId));
   assert.deepEqual(sans, {
     ips: ["10.96.0.1", "127.0.0.1", "172.20.0.2", "fd00::2"],
-    dnsNames: ["base", "cp-1", "cp-1.lab.example", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "localhost"],
+    dnsNames: [
+      "base",
+      "cp-1",
+      "cp-1.lab.example",
+      "kubernetes",
+      "kubernetes.default",
+      "kubernetes.default.svc",
+      "kubernetes.default.svc.cluster.local",
+      "localhost",
+    ],
     fqdn: "",
   });
 
-  const certs = await until("KubernetesDynamicCerts", () => get<KubernetesDynamicCertsSpec>(state, KubernetesDynamicCertsType, KubernetesDynamicCertsId));
-  const apiServer = assertLeaf(certs.apiServer, ca.crt, { subject: "O=kube-master\nCN=kube-apiserver", extKeyUsage: [oid.serverAuth] });
+  const certs = await until("KubernetesDynamicCerts", () =>
+    get<KubernetesDynamicCertsSpec>(state, KubernetesDynamicCertsType, KubernetesDynamicCertsId),
+  );
+  const apiServer = assertLeaf(certs.apiServer, ca.crt, {
+    subject: "O=kube-master\nCN=kube-apiserver",
+    extKeyUsage: [oid.serverAuth],
+  });
   assert.equal(
     apiServer.subjectAltName,
     "DNS:base, DNS:cp-1, DNS:cp-1.lab.example, DNS:kubernetes, DNS:kubernetes.default, DNS:kubernetes.default.svc, DNS:kubernetes.default.svc.cluster.local, DNS:localhost, " +
       "IP Address:10.96.0.1, IP Address:127.0.0.1, IP Address:172.20.0.2, IP Address:FD00:0:0:0:0:0:0:2",
   );
-  const kubeletClient = assertLeaf(certs.apiServerKubeletClient, ca.crt, { subject: "O=system:masters\nCN=apiserver-kubelet-client", extKeyUsage: [oid.clientAuth] });
+  const kubeletClient = assertLeaf(certs.apiServerKubeletClient, ca.crt, {
+    subject: "O=system:masters\nCN=apiserver-kubelet-client",
+    extKeyUsage: [oid.clientAuth],
+  });
   assert.equal(kubeletClient.subjectAltName, undefined);
   assertLeaf(certs.frontProxy, agg.crt, { subject: "CN=front-proxy-client", extKeyUsage: [oid.clientAuth] });
 });
@@ -176,33 +236,64 @@ const decoded = (b64: string) => Buffer.from(b64, "base64").toString("utf8");
 function assertKubeconfig(text: string, expect: { server: string; user: string; context: string; caData: string }) {
   const k = parse(text) as Kubeconfig;
   assert.equal(text.split("\n")[0], "apiVersion: v1");
-  assert.deepEqual(k.clusters.map((c) => [c.name, c.cluster.server, decoded(c.cluster["certificate-authority-data"])]), [["base", expect.server, expect.caData]]);
-  assert.deepEqual(k.users.map((u) => u.name), [expect.user]);
-  assert.deepEqual(k.contexts, [{ name: expect.context, context: { cluster: "base", namespace: "default", user: expect.user } }]);
+  assert.deepEqual(
+    k.clusters.map((c) => [c.name, c.cluster.server, decoded(c.cluster["certificate-authority-data"])]),
+    [["base", expect.server, expect.caData]],
+  );
+  assert.deepEqual(
+    k.users.map((u) => u.name),
+    [expect.user],
+  );
+  assert.deepEqual(k.contexts, [
+    { name: expect.context, context: { cluster: "base", namespace: "default", user: expect.user } },
+  ]);
   assert.equal(k["current-context"], expect.context);
-  return { crt: decoded(k.users[0]!.user["client-certificate-data"]), key: decoded(k.users[0]!.user["client-key-data"]) };
+  return {
+    crt: decoded(k.users[0]!.user["client-certificate-data"]),
+    key: decoded(k.users[0]!.user["client-key-data"]),
+  };
 }
 
 test("kubeconfigs: controller manager and scheduler via the local endpoint, talos:admin via both", async (t) => {
   const { state } = node(t, baseControlPlane);
   const ca = clusterCA(baseControlPlane);
-  const kc = await until("KubernetesSecrets", () => get<KubernetesCertsSpec>(state, KubernetesSecretsType, KubernetesSecretsId));
+  const kc = await until("KubernetesSecrets", () =>
+    get<KubernetesCertsSpec>(state, KubernetesSecretsType, KubernetesSecretsId),
+  );
   const local = "https://127.0.0.1:7445";
   const clientLifetime = yearMs + 10_000;
   for (const [text, user] of [
     [kc.controllerManagerKubeconfig, "system:kube-controller-manager"],
     [kc.schedulerKubeconfig, "system:kube-scheduler"],
   ] as const) {
-    const client = assertKubeconfig(text, { server: local, user: `${user}@base`, context: "default@base", caData: ca.crt });
-    assertLeaf(client, ca.crt, { subject: `O=${user}\nCN=${user}`, extKeyUsage: [oid.clientAuth], lifetimeMs: clientLifetime });
+    const client = assertKubeconfig(text, {
+      server: local,
+      user: `${user}@base`,
+      context: "default@base",
+      caData: ca.crt,
+    });
+    assertLeaf(client, ca.crt, {
+      subject: `O=${user}\nCN=${user}`,
+      extKeyUsage: [oid.clientAuth],
+      lifetimeMs: clientLifetime,
+    });
   }
   for (const [text, server] of [
     [kc.adminKubeconfig, "https://base:6443"],
     [kc.localhostAdminKubeconfig, local],
   ] as const) {
     // Talos appends the issuing CA to accepted CAs that already end with it.
-    const client = assertKubeconfig(text, { server, user: "admin@base", context: "admin@base", caData: ca.crt + ca.crt });
-    const cert = assertLeaf(client, ca.crt, { subject: "O=system:masters\nCN=talos:admin", extKeyUsage: [oid.clientAuth], lifetimeMs: clientLifetime });
+    const client = assertKubeconfig(text, {
+      server,
+      user: "admin@base",
+      context: "admin@base",
+      caData: ca.crt + ca.crt,
+    });
+    const cert = assertLeaf(client, ca.crt, {
+      subject: "O=system:masters\nCN=talos:admin",
+      extKeyUsage: [oid.clientAuth],
+      lifetimeMs: clientLifetime,
+    });
     assert.ok(Math.abs(cert.validFromDate.getTime() - (Date.now() - 10_000)) < 60_000, "NotBefore 10 s before issue");
   }
 });
@@ -210,12 +301,27 @@ test("kubeconfigs: controller manager and scheduler via the local endpoint, talo
 test("overrides: localAPIServerPort without KubePrism, extra certSANs, dnsDomain in the SANs", async (t) => {
   const text = overridesControlPlane.replace(/kubePrism:\n(\s+)enabled: true/, "kubePrism:\n$1enabled: false");
   const { state } = node(t, text);
-  const root = await until("KubernetesRootSecrets", () => get<KubernetesRootSpec>(state, KubernetesRootSecretsType, KubernetesRootSecretsId));
+  const root = await until("KubernetesRootSecrets", () =>
+    get<KubernetesRootSpec>(state, KubernetesRootSecretsType, KubernetesRootSecretsId),
+  );
   assert.equal(root.localEndpoint, "https://localhost:5443");
   assert.deepEqual(root.certSANs, ["base", "foo", "bar"]);
   const sans = await until("CertSANs k8s", () => get<CertSANSpec>(state, CertSANType, KubernetesCertSANsId));
-  assert.deepEqual(sans.dnsNames, ["bar", "base", "cp-1", "cp-1.lab.example", "foo", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.example.com", "localhost"]);
-  const kc = await until("KubernetesSecrets", () => get<KubernetesCertsSpec>(state, KubernetesSecretsType, KubernetesSecretsId));
+  assert.deepEqual(sans.dnsNames, [
+    "bar",
+    "base",
+    "cp-1",
+    "cp-1.lab.example",
+    "foo",
+    "kubernetes",
+    "kubernetes.default",
+    "kubernetes.default.svc",
+    "kubernetes.default.svc.example.com",
+    "localhost",
+  ]);
+  const kc = await until("KubernetesSecrets", () =>
+    get<KubernetesCertsSpec>(state, KubernetesSecretsType, KubernetesSecretsId),
+  );
   assert.equal((parse(kc.schedulerKubeconfig) as Kubeconfig).clusters[0]!.cluster.server, "https://localhost:5443");
 });
 
@@ -233,7 +339,9 @@ test("a control plane turned worker tears its Kubernetes secrets down", async (t
   const { state } = node(t, baseControlPlane);
   await until("KubernetesDynamicCerts", () => get(state, KubernetesDynamicCertsType, KubernetesDynamicCertsId));
   await until("KubernetesSecrets", () => get(state, KubernetesSecretsType, KubernetesSecretsId));
-  state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test.ConfigLoader", () => loadConfig(baseWorker));
+  state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test.ConfigLoader", () =>
+    loadConfig(baseWorker),
+  );
   const gone = (type: string, id: string) => (get(state, type, id) === undefined ? true : undefined);
   await until("no KubernetesRootSecrets", () => gone(KubernetesRootSecretsType, KubernetesRootSecretsId));
   await until("no CertSANs k8s", () => gone(CertSANType, KubernetesCertSANsId));
@@ -258,8 +366,14 @@ test("encryption config: secretbox, AES-CBC and identity with Talos's template s
     "apiVersion: v1\nkind: EncryptionConfig\nresources:\n- resources:\n  - secrets\n  providers:\n  \n  \n  - aescbc:\n      keys:\n      - name: key1\n        secret: A\n  \n  - identity: {}\n",
   );
   // Both read back as the providers in order.
-  const both = parse(encryptionConfig({ secretboxEncryptionSecret: "S", aesCBCEncryptionSecret: "A" })) as { resources: { providers: object[] }[] };
-  assert.deepEqual(both.resources[0]!.providers, [{ secretbox: { keys: [{ name: "key2", secret: "S" }] } }, { aescbc: { keys: [{ name: "key1", secret: "A" }] } }, { identity: {} }]);
+  const both = parse(encryptionConfig({ secretboxEncryptionSecret: "S", aesCBCEncryptionSecret: "A" })) as {
+    resources: { providers: object[] }[];
+  };
+  assert.deepEqual(both.resources[0]!.providers, [
+    { secretbox: { keys: [{ name: "key2", secret: "S" }] } },
+    { aescbc: { keys: [{ name: "key1", secret: "A" }] } },
+    { identity: {} },
+  ]);
 });
 
 test("static pod secret files: paths, contents, 0400 and the component's owner; SecretStatuses ready", async (t) => {
@@ -270,14 +384,18 @@ test("static pod secret files: paths, contents, 0400 and the component's owner; 
   const etcdClient = { crt: "etcd-client-cert\n", key: "etcd-client-key\n" };
   state.modify(SECRETS_NAMESPACE, EtcdRootSecretsType, etcdSecretsId, "test.Etcd", () => ({ etcdCA }));
   state.modify(SECRETS_NAMESPACE, EtcdSecretsType, etcdSecretsId, "test.Etcd", () => ({ etcdAPIServer: etcdClient }));
-  const status = await until("SecretStatuses static-pods", () => get<RenderStatusSpec>(state, SecretsStatusType, StaticPodSecretsStatusId, CONTROLPLANE_NAMESPACE));
+  const status = await until("SecretStatuses static-pods", () =>
+    get<RenderStatusSpec>(state, SecretsStatusType, StaticPodSecretsStatusId, CONTROLPLANE_NAMESPACE),
+  );
   const kcRes = state.get<KubernetesCertsSpec>(SECRETS_NAMESPACE, KubernetesSecretsType, KubernetesSecretsId)!;
   assert.deepEqual(status, { ready: true, version: String(kcRes.metadata.version) });
 
   const root = get<KubernetesRootSpec>(state, KubernetesRootSecretsType, KubernetesRootSecretsId)!;
   const certs = get<KubernetesDynamicCertsSpec>(state, KubernetesDynamicCertsType, KubernetesDynamicCertsId)!;
   const kc = kcRes.spec;
-  const saPublic = createPublicKey(createPrivateKey(root.serviceAccount)).export({ format: "der", type: "spki" }).toString("base64");
+  const saPublic = createPublicKey(createPrivateKey(root.serviceAccount))
+    .export({ format: "der", type: "spki" })
+    .toString("base64");
   const expected: Record<string, Record<string, string>> = {
     [controlPlaneSecretsDirs.apiServer.dir]: {
       "etcd-client-ca.crt": etcdCA.crt,
@@ -316,20 +434,33 @@ test("static pod secret files: paths, contents, 0400 and the component's owner; 
       assert.equal(readFileSync(file, "utf8"), contents, `${file}: contents`);
     }
   }
-  assert.ok(expected[controlPlaneSecretsDirs.apiServer.dir]!["encryptionconfig.yaml"]!.includes("secret: 45yd2Ke+sytiICojDf8aibTfgt99nzJmO53cjDqrCto="));
+  assert.ok(
+    expected[controlPlaneSecretsDirs.apiServer.dir]!["encryptionconfig.yaml"]!.includes(
+      "secret: 45yd2Ke+sytiICojDf8aibTfgt99nzJmO53cjDqrCto=",
+    ),
+  );
 });
 
 test("the resources' protobuf specs carry every field (decoded with the descriptor set's messages)", async (t) => {
   const { state } = node(t, baseControlPlane);
-  const root = await until("KubernetesRootSecrets", () => get<KubernetesRootSpec>(state, KubernetesRootSecretsType, KubernetesRootSecretsId));
-  const certs = await until("KubernetesDynamicCerts", () => get<KubernetesDynamicCertsSpec>(state, KubernetesDynamicCertsType, KubernetesDynamicCertsId));
-  const kc = await until("KubernetesSecrets", () => get<KubernetesCertsSpec>(state, KubernetesSecretsType, KubernetesSecretsId));
+  const root = await until("KubernetesRootSecrets", () =>
+    get<KubernetesRootSpec>(state, KubernetesRootSecretsType, KubernetesRootSecretsId),
+  );
+  const certs = await until("KubernetesDynamicCerts", () =>
+    get<KubernetesDynamicCertsSpec>(state, KubernetesDynamicCertsType, KubernetesDynamicCertsId),
+  );
+  const kc = await until("KubernetesSecrets", () =>
+    get<KubernetesCertsSpec>(state, KubernetesSecretsType, KubernetesSecretsId),
+  );
   const roundTrip = <S>(def: ResourceDefinition<S>, spec: S) => decode(def.protoSpecType, encodeSpec(def, spec));
   const text = (b: unknown) => Buffer.from(b as Uint8Array).toString("utf8");
 
   const r = roundTrip(kubernetesRootDefinition, root);
   assert.equal(r["name"], "base");
-  assert.deepEqual([r["endpoint"], r["local_endpoint"]], [{ full_path: "https://base:6443" }, { full_path: "https://127.0.0.1:7445" }]);
+  assert.deepEqual(
+    [r["endpoint"], r["local_endpoint"]],
+    [{ full_path: "https://base:6443" }, { full_path: "https://127.0.0.1:7445" }],
+  );
   assert.deepEqual(r["cert_sa_ns"], ["base"]);
   assert.deepEqual(r["api_server_ips"], [{ ip: Buffer.from([10, 96, 0, 1]) }]);
   assert.equal(r["dns_domain"], "cluster.local");
@@ -337,11 +468,20 @@ test("the resources' protobuf specs carry every field (decoded with the descript
   assert.deepEqual(pair(r["issuing_ca"]), root.issuingCA);
   assert.deepEqual(pair(r["aggregator_ca"]), root.aggregatorCA);
   assert.equal(text((r["service_account"] as { key: unknown }).key), root.serviceAccount);
-  assert.deepEqual((r["accepted_c_as"] as { crt: unknown }[]).map((c) => text(c.crt)), [root.issuingCA!.crt]);
-  assert.deepEqual([r["bootstrap_token_id"], r["bootstrap_token_secret"], r["secretbox_encryption_secret"]], ["inn7ol", "u4ehnti8qyls9ymo", root.secretboxEncryptionSecret]);
+  assert.deepEqual(
+    (r["accepted_c_as"] as { crt: unknown }[]).map((c) => text(c.crt)),
+    [root.issuingCA!.crt],
+  );
+  assert.deepEqual(
+    [r["bootstrap_token_id"], r["bootstrap_token_secret"], r["secretbox_encryption_secret"]],
+    ["inn7ol", "u4ehnti8qyls9ymo", root.secretboxEncryptionSecret],
+  );
 
   const d = roundTrip(kubernetesDynamicCertsDefinition, certs);
-  assert.deepEqual([pair(d["api_server"]), pair(d["api_server_kubelet_client"]), pair(d["front_proxy"])], [certs.apiServer, certs.apiServerKubeletClient, certs.frontProxy]);
+  assert.deepEqual(
+    [pair(d["api_server"]), pair(d["api_server_kubelet_client"]), pair(d["front_proxy"])],
+    [certs.apiServer, certs.apiServerKubeletClient, certs.frontProxy],
+  );
 
   const k = roundTrip(kubernetesSecretsDefinition, kc);
   assert.deepEqual(k, {
@@ -357,8 +497,15 @@ test("the resources' protobuf specs carry every field (decoded with the descript
 test("certificates are kept while fresh and issued again past half of their year", async (t) => {
   const state = new ResourceState();
   registerCatalog(state, networkDefinitions);
-  state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test.ConfigLoader", () => loadConfig(baseControlPlane));
-  const setTime = (epoch: number) => state.modify(RUNTIME_NAMESPACE, TimeStatusType, "node", "test.Time", () => ({ synced: true, epoch, syncDisabled: false }));
+  state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test.ConfigLoader", () =>
+    loadConfig(baseControlPlane),
+  );
+  const setTime = (epoch: number) =>
+    state.modify(RUNTIME_NAMESPACE, TimeStatusType, "node", "test.Time", () => ({
+      synced: true,
+      epoch,
+      syncDisabled: false,
+    }));
   setTime(0);
   let now = Date.now();
   // The controller reads the clock twice per reconcile once it has issued (whether it issues again or not).
@@ -373,13 +520,18 @@ test("certificates are kept while fresh and issued again past half of their year
   const ac = new AbortController();
   t.after(() => ac.abort());
   runtime.start(ac.signal);
-  const first = await until("KubernetesSecrets", () => get<KubernetesCertsSpec>(state, KubernetesSecretsType, KubernetesSecretsId));
+  const first = await until("KubernetesSecrets", () =>
+    get<KubernetesCertsSpec>(state, KubernetesSecretsType, KubernetesSecretsId),
+  );
   // An input event within the half-life changes nothing.
   now += 100 * 24 * 3600_000;
   const reads = clockReads;
   setTime(1);
   await until("a reconcile of epoch 1", () => (clockReads >= reads + 2 ? true : undefined));
-  assert.equal(get<KubernetesCertsSpec>(state, KubernetesSecretsType, KubernetesSecretsId)?.adminKubeconfig, first.adminKubeconfig);
+  assert.equal(
+    get<KubernetesCertsSpec>(state, KubernetesSecretsType, KubernetesSecretsId)?.adminKubeconfig,
+    first.adminKubeconfig,
+  );
   // Past half of the year, the next reconcile issues anew.
   now += 90 * 24 * 3600_000;
   setTime(2);

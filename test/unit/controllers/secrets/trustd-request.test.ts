@@ -49,7 +49,11 @@ test("an unreachable control plane: retried with backoff for a minute, then the 
     clock.advance(10_000); // each attempt runs into its 10 s deadline
     throw new Error("deadline exceeded");
   };
-  const err = await requestCertificate(["cp:50001"], req, new AbortController().signal, { attempt, now: clock.now, sleep: clock.sleep }).then(
+  const err = await requestCertificate(["cp:50001"], req, new AbortController().signal, {
+    attempt,
+    now: clock.now,
+    sleep: clock.sleep,
+  }).then(
     () => assert.fail("expected a failure"),
     (e: unknown) => e,
   );
@@ -71,10 +75,19 @@ test("each attempt is ended by its own deadline", async () => {
         reject(new Error("cancelled"));
       });
     });
-  await assert.rejects(requestCertificate(["cp:50001"], req, new AbortController().signal, { attempt, policy: { totalMs: 400, attemptMs: 60, firstDelayMs: 10 } }));
+  await assert.rejects(
+    requestCertificate(["cp:50001"], req, new AbortController().signal, {
+      attempt,
+      policy: { totalMs: 400, attemptMs: 60, firstDelayMs: 10 },
+    }),
+  );
   assert.ok(attempts.length >= 2, `attempts: ${attempts.length}`);
   // An attempt started with a whole attempt's time left runs that long; later ones get only what is left.
-  for (const a of attempts.filter((a) => a.at < 400 - 60 - 10)) assert.ok(a.lasted >= 50 && a.lasted < 1000, `attempt at ${a.at} ms lasted ${a.lasted} ms`);
-  assert.ok(attempts.some((a) => a.at < 400 - 60 - 10), "the first attempt started at once");
+  for (const a of attempts.filter((a) => a.at < 400 - 60 - 10))
+    assert.ok(a.lasted >= 50 && a.lasted < 1000, `attempt at ${a.at} ms lasted ${a.lasted} ms`);
+  assert.ok(
+    attempts.some((a) => a.at < 400 - 60 - 10),
+    "the first attempt started at once",
+  );
   assert.ok(Date.now() - started < 2000);
 });

@@ -1,7 +1,12 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ConfigParseError, InvalidInputError, UnimplementedError } from "../../../../agent/src/errors.js";
-import { checkConfig, checkMaintenanceMode, type ConfigChecker, type ParsedConfig } from "../../../../agent/src/machined/apply/check.js";
+import {
+  checkConfig,
+  checkMaintenanceMode,
+  type ConfigChecker,
+  type ParsedConfig,
+} from "../../../../agent/src/machined/apply/check.js";
 
 const checker = (validate: string[]): ConfigChecker<ParsedConfig> => ({
   parse: (data) => {
@@ -12,12 +17,19 @@ const checker = (validate: string[]): ConfigChecker<ParsedConfig> => ({
 });
 
 test("parse failures become 'failed to parse config: ...'", () => {
-  assert.throws(() => checkConfig(checker([]), Buffer.from("garbage")), (err: unknown) => err instanceof ConfigParseError && err.message === "failed to parse config: yaml: line 1: bad");
+  assert.throws(
+    () => checkConfig(checker([]), Buffer.from("garbage")),
+    (err: unknown) => err instanceof ConfigParseError && err.message === "failed to parse config: yaml: line 1: bad",
+  );
 });
 
 test("validation failures name every problem under 'configuration validation failed'", () => {
   assert.throws(
-    () => checkConfig(checker(["machine.install.disk: required", "cluster.controlPlane.endpoint: invalid"]), Buffer.from("ok")),
+    () =>
+      checkConfig(
+        checker(["machine.install.disk: required", "cluster.controlPlane.endpoint: invalid"]),
+        Buffer.from("ok"),
+      ),
     (err: unknown) =>
       err instanceof InvalidInputError &&
       err.message.startsWith("configuration validation failed: 2 errors occurred:") &&
@@ -32,6 +44,11 @@ test("valid configs return merged warnings", () => {
 
 test("maintenance accepts auto/reboot/try only", () => {
   for (const mode of [0, 1, 4]) assert.doesNotThrow(() => checkMaintenanceMode(mode));
-  assert.throws(() => checkMaintenanceMode(2), (e: unknown) => e instanceof UnimplementedError && e.message === "apply configuration --mode='no-reboot' is not supported in maintenance mode");
+  assert.throws(
+    () => checkMaintenanceMode(2),
+    (e: unknown) =>
+      e instanceof UnimplementedError &&
+      e.message === "apply configuration --mode='no-reboot' is not supported in maintenance mode",
+  );
   assert.throws(() => checkMaintenanceMode(3), /--mode='staged'/);
 });

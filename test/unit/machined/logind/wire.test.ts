@@ -1,7 +1,13 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { matchRule } from "../../../../agent/src/machined/logind/bus.js";
-import { DBusProtocolError, encodeMessage, MessageReader, MessageType, SaslServer } from "../../../../agent/src/machined/logind/wire.js";
+import {
+  DBusProtocolError,
+  encodeMessage,
+  MessageReader,
+  MessageType,
+  SaslServer,
+} from "../../../../agent/src/machined/logind/wire.js";
 
 const lines = (s: SaslServer, text: string) => s.push(Buffer.from(text, "latin1"));
 
@@ -17,17 +23,38 @@ test("SASL: godbus's exchange (AUTH, then EXTERNAL with its identity, fd passing
 
 test("SASL: EXTERNAL without its identity asks for DATA; another mechanism is rejected; no NUL byte is a protocol error", () => {
   const s = new SaslServer();
-  assert.deepEqual(lines(s, "\0AUTH DBUS_COOKIE_SHA1 30\r\nAUTH EXTERNAL\r\n").replies, ["REJECTED EXTERNAL\r\n", "DATA\r\n"]);
+  assert.deepEqual(lines(s, "\0AUTH DBUS_COOKIE_SHA1 30\r\nAUTH EXTERNAL\r\n").replies, [
+    "REJECTED EXTERNAL\r\n",
+    "DATA\r\n",
+  ]);
   assert.match(lines(s, "DATA\r\n").replies[0]!, /^OK /);
   assert.throws(() => lines(new SaslServer(), "AUTH\r\n"), DBusProtocolError);
 });
 
 test("messages split across reads come out whole and in order, bodies in dbus-next's form", () => {
-  const a = encodeMessage({ type: MessageType.methodCall, serial: 1, path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "Hello", destination: "org.freedesktop.DBus" }).data;
-  const b = encodeMessage({ type: MessageType.methodCall, serial: 2, path: "/org/freedesktop/login1", member: "Inhibit", signature: "ssss", body: ["shutdown", "kubelet", "why", "delay"] }).data;
+  const a = encodeMessage({
+    type: MessageType.methodCall,
+    serial: 1,
+    path: "/org/freedesktop/DBus",
+    interface: "org.freedesktop.DBus",
+    member: "Hello",
+    destination: "org.freedesktop.DBus",
+  }).data;
+  const b = encodeMessage({
+    type: MessageType.methodCall,
+    serial: 2,
+    path: "/org/freedesktop/login1",
+    member: "Inhibit",
+    signature: "ssss",
+    body: ["shutdown", "kubelet", "why", "delay"],
+  }).data;
   const bytes = Buffer.concat([a, b]);
   const reader = new MessageReader();
-  const out = [...reader.push(bytes.subarray(0, 10)), ...reader.push(bytes.subarray(10, a.length + 3)), ...reader.push(bytes.subarray(a.length + 3))];
+  const out = [
+    ...reader.push(bytes.subarray(0, 10)),
+    ...reader.push(bytes.subarray(10, a.length + 3)),
+    ...reader.push(bytes.subarray(a.length + 3)),
+  ];
   assert.deepEqual(
     out.map((m) => [m.serial, m.member, m.body]),
     [
@@ -38,9 +65,15 @@ test("messages split across reads come out whole and in order, bodies in dbus-ne
 });
 
 test("match rules: the kubelet's rule takes PrepareForShutdown from login1 and nothing else", () => {
-  const signal = { path: "/org/freedesktop/login1", interface: "org.freedesktop.login1.Manager", member: "PrepareForShutdown", body: [true] };
+  const signal = {
+    path: "/org/freedesktop/login1",
+    interface: "org.freedesktop.login1.Manager",
+    member: "PrepareForShutdown",
+    body: [true],
+  };
   const senders = ["org.freedesktop.login1", ":1.0"];
-  const kubelet = "type='signal',interface='org.freedesktop.login1.Manager',member='PrepareForShutdown',path='/org/freedesktop/login1'";
+  const kubelet =
+    "type='signal',interface='org.freedesktop.login1.Manager',member='PrepareForShutdown',path='/org/freedesktop/login1'";
   assert.equal(matchRule(kubelet, signal, senders), true);
   assert.equal(matchRule(`${kubelet},sender=':1.0'`, signal, senders), true);
   assert.equal(matchRule("type='signal',member='PrepareForSleep'", signal, senders), false);

@@ -3,7 +3,11 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { parse } from "yaml";
-import type { MetadataHttp, MetadataReply, MetadataRequest } from "../../../../agent/src/machined/platforms/metadata-http.js";
+import type {
+  MetadataHttp,
+  MetadataReply,
+  MetadataRequest,
+} from "../../../../agent/src/machined/platforms/metadata-http.js";
 import type { PlatformIo } from "../../../../agent/src/machined/platforms/platform.js";
 import { logger } from "../../../../agent/src/log.js";
 import type { KnownLink } from "../../../../agent/src/network/config-specs.js";
@@ -28,7 +32,12 @@ export class ScriptedHttp implements MetadataHttp {
   constructor(private readonly answers: Map<string, Answer>) {}
 
   async request(url: string, req: MetadataRequest = {}): Promise<MetadataReply> {
-    const sent: Sent = { method: req.method ?? "GET", url, headers: req.headers ?? {}, ...(req.body !== undefined ? { body: req.body } : {}) };
+    const sent: Sent = {
+      method: req.method ?? "GET",
+      url,
+      headers: req.headers ?? {},
+      ...(req.body !== undefined ? { body: req.body } : {}),
+    };
     this.sent.push(sent);
     const answer = this.answers.get(`${sent.method} ${url}`);
     if (answer === undefined) return reply(404, "not found");
@@ -37,16 +46,28 @@ export class ScriptedHttp implements MetadataHttp {
 }
 
 /** A node whose volumes are `volumes` by label, and whose CD devices hold `devices` (name -> file -> bytes). */
-export function platformIo(http: MetadataHttp, volumes: Map<string, Map<string, Buffer>> = new Map(), devices: Map<string, Map<string, Buffer>> = new Map()): PlatformIo {
+export function platformIo(
+  http: MetadataHttp,
+  volumes: Map<string, Map<string, Buffer>> = new Map(),
+  devices: Map<string, Map<string, Buffer>> = new Map(),
+): PlatformIo {
   return {
     http,
     signal: new AbortController().signal,
     // Retried at once, three times.
-    retry: { backoffMs: (n) => (n < 3 ? 0 : Number.POSITIVE_INFINITY), totalTimeoutMs: 60_000, wait: async () => undefined },
+    retry: {
+      backoffMs: (n) => (n < 3 ? 0 : Number.POSITIVE_INFINITY),
+      totalTimeoutMs: 60_000,
+      wait: async () => undefined,
+    },
     readVolume: async (labels, files) => {
       for (const label of labels) {
         const v = volumes.get(label);
-        if (v) return { device: `/dev/disk/by-label/${label}`, files: new Map([...v].filter(([name]) => files.includes(name))) };
+        if (v)
+          return {
+            device: `/dev/disk/by-label/${label}`,
+            files: new Map([...v].filter(([name]) => files.includes(name))),
+          };
       }
       return undefined;
     },
@@ -85,9 +106,19 @@ export class ServedHttp implements MetadataHttp {
 
   async request(url: string, req: MetadataRequest = {}): Promise<MetadataReply> {
     const headers = req.headers ?? {};
-    this.sent.push({ method: req.method ?? "GET", url, headers, ...(req.body !== undefined ? { body: req.body } : {}) });
+    this.sent.push({
+      method: req.method ?? "GET",
+      url,
+      headers,
+      ...(req.body !== undefined ? { body: req.body } : {}),
+    });
     const lower = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
-    const a = answer(this.scenario, { method: req.method ?? "GET", url: new URL(url), headers: lower, body: req.body ?? "" });
+    const a = answer(this.scenario, {
+      method: req.method ?? "GET",
+      url: new URL(url),
+      headers: lower,
+      body: req.body ?? "",
+    });
     if (a === "hang") throw new Error("the service never answers");
     return reply(a.status, a.body);
   }

@@ -9,7 +9,11 @@ import { after, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { logger } from "../../../../agent/src/log.js";
 import { nodePlatformIo } from "../../../../agent/src/machined/platforms/io.js";
-import { DevicesStatusId, DevicesStatusType, RUNTIME_NAMESPACE } from "../../../../agent/src/resources/catalog/runtime.js";
+import {
+  DevicesStatusId,
+  DevicesStatusType,
+  RUNTIME_NAMESPACE,
+} from "../../../../agent/src/resources/catalog/runtime.js";
 import { ResourceState } from "../../../../agent/src/resources/state.js";
 import type { Mounter } from "../../../../agent/src/sys/mount.js";
 
@@ -45,11 +49,23 @@ test("two reads of a provisioning CD at once: each mounts in turn and both get t
   await fs.mkdir(devDir, { recursive: true });
   writeFileSync(path.join(devDir, "sr0"), "");
   const state = new ResourceState();
-  state.modify(RUNTIME_NAMESPACE, DevicesStatusType, DevicesStatusId, "runtime.DevicesStatusController", () => ({ ready: true }));
+  state.modify(RUNTIME_NAMESPACE, DevicesStatusType, DevicesStatusId, "runtime.DevicesStatusController", () => ({
+    ready: true,
+  }));
   const { mounter, seen } = oneMountPoint("ovf-env.xml", "<Environment/>");
-  const io = nodePlatformIo({ state, mounter, mountDir: path.join(work, "mnt"), devDir, signal: new AbortController().signal, log: logger("test") });
+  const io = nodePlatformIo({
+    state,
+    mounter,
+    mountDir: path.join(work, "mnt"),
+    devDir,
+    signal: new AbortController().signal,
+    log: logger("test"),
+  });
 
-  const [first, second] = await Promise.all([io.readDeviceFile(/^sr\d+$/, "udf", "ovf-env.xml"), io.readDeviceFile(/^sr\d+$/, "udf", "ovf-env.xml")]);
+  const [first, second] = await Promise.all([
+    io.readDeviceFile(/^sr\d+$/, "udf", "ovf-env.xml"),
+    io.readDeviceFile(/^sr\d+$/, "udf", "ovf-env.xml"),
+  ]);
   assert.equal(first?.files.get("ovf-env.xml")?.toString(), "<Environment/>");
   assert.equal(second?.files.get("ovf-env.xml")?.toString(), "<Environment/>");
   assert.deepEqual(seen, ["mount sr0", "unmount", "mount sr0", "unmount"]);

@@ -13,7 +13,13 @@ function tarNames(tar: Buffer): string[] {
     const name = tar.toString("latin1", off, off + 100).replace(/\0.*$/s, "");
     if (name === "") break;
     names.push(name);
-    const size = parseInt(tar.toString("latin1", off + 124, off + 136).replace(/\0.*$/s, "").trim() || "0", 8);
+    const size = parseInt(
+      tar
+        .toString("latin1", off + 124, off + 136)
+        .replace(/\0.*$/s, "")
+        .trim() || "0",
+      8,
+    );
     off += 512 + Math.ceil(size / 512) * 512;
   }
   return names;

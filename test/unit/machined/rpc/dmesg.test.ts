@@ -4,7 +4,14 @@ import os from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
 import { InvalidInputError, SystemError } from "../../../../agent/src/errors.js";
-import { bootTimeNs, dmesgLines, formatKmsg, rfc3339Nano, streamDmesg, type DmesgRequest } from "../../../../agent/src/machined/rpc/dmesg.js";
+import {
+  bootTimeNs,
+  dmesgLines,
+  formatKmsg,
+  rfc3339Nano,
+  streamDmesg,
+  type DmesgRequest,
+} from "../../../../agent/src/machined/rpc/dmesg.js";
 import { parseKmsgRecord, unescapeKmsg } from "../../../../agent/src/sys/kmsg.js";
 import { FakeCall } from "./fake-call.js";
 
@@ -12,7 +19,9 @@ const dir = mkdtempSync(path.join(os.tmpdir(), "basalt-dmesg-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 test("a /dev/kmsg record: priority and facility from the prefix, sequence, clock, text with its KEY=value lines", () => {
-  const rec = parseKmsgRecord(Buffer.from("7,160,424069,-;pci_root PNP0A03:00: host bridge window\n SUBSYSTEM=acpi\n DEVICE=+acpi:PNP0A03:00\n"));
+  const rec = parseKmsgRecord(
+    Buffer.from("7,160,424069,-;pci_root PNP0A03:00: host bridge window\n SUBSYSTEM=acpi\n DEVICE=+acpi:PNP0A03:00\n"),
+  );
   assert.deepEqual(rec, {
     facility: 0,
     priority: 7,
@@ -29,9 +38,15 @@ test("kernel escapes: \\xNN bytes and \\\\ decoded, broken escapes dropped", () 
 });
 
 test("malformed records are refused with the reader's words", () => {
-  assert.throws(() => parseKmsgRecord(Buffer.from("no prefix")), (e: Error) => e instanceof InvalidInputError && e.message === "kernel message should contain a prefix");
+  assert.throws(
+    () => parseKmsgRecord(Buffer.from("no prefix")),
+    (e: Error) => e instanceof InvalidInputError && e.message === "kernel message should contain a prefix",
+  );
   assert.throws(() => parseKmsgRecord(Buffer.from("6,1;x")), /message metdata should have at least 3 parts, got 2/);
-  assert.throws(() => parseKmsgRecord(Buffer.from("x,1,2;x")), /^InvalidInputError: error parsing priority: strconv.ParseInt: parsing "x": invalid syntax$/);
+  assert.throws(
+    () => parseKmsgRecord(Buffer.from("x,1,2;x")),
+    /^InvalidInputError: error parsing priority: strconv.ParseInt: parsing "x": invalid syntax$/,
+  );
 });
 
 test("RFC 3339 with nanoseconds as Go prints it: trailing zeros and a bare dot dropped", () => {
@@ -44,10 +59,17 @@ test("the line talosctl prints: facility, priority padded to 7, time from boot +
   const boot = bootTimeNs("100.75 200.00\n", 1_700_000_100_500);
   assert.equal(boot, 1_700_000_000_500_000_000n, "whole seconds of uptime, as sysinfo(2) gives them");
   const rec = parseKmsgRecord(Buffer.from("6,339,5140900,-;NET: Registered protocol family 10\n"));
-  assert.equal(formatKmsg(rec, boot), "kern:    info: [2023-11-14T22:13:25.6409Z]: NET: Registered protocol family 10\n");
+  assert.equal(
+    formatKmsg(rec, boot),
+    "kern:    info: [2023-11-14T22:13:25.6409Z]: NET: Registered protocol family 10\n",
+  );
   const warn = parseKmsgRecord(Buffer.from("12,1,0,-;x"));
   assert.equal(formatKmsg(warn, boot), "user: warning: [2023-11-14T22:13:20.5Z]: x");
-  assert.equal(formatKmsg(parseKmsgRecord(Buffer.from("91,1,0,-;x")), boot).split(":")[0], "local0", "facility 11 reads as Talos names it");
+  assert.equal(
+    formatKmsg(parseKmsgRecord(Buffer.from("91,1,0,-;x")), boot).split(":")[0],
+    "local0",
+    "facility 11 reads as Talos names it",
+  );
 });
 
 // A regular file stands in for /dev/kmsg: one read returns it whole, as one record.
@@ -57,7 +79,10 @@ test("streamDmesg sends a record as one line, a malformed record as metadata.err
   const call = new FakeCall<DmesgRequest>({});
   await streamDmesg(call.asStream(), good);
   assert.equal(call.written.length, 1);
-  assert.match(String((call.written[0] as { bytes: Buffer }).bytes), /^kern:    info: \[\d{4}-[\d-]+T[\d:.]+Z\]: hello\n$/);
+  assert.match(
+    String((call.written[0] as { bytes: Buffer }).bytes),
+    /^kern:    info: \[\d{4}-[\d-]+T[\d:.]+Z\]: hello\n$/,
+  );
   assert.ok(call.ended);
   assert.equal(call.leftover(), 0);
 
@@ -75,7 +100,12 @@ test("streamDmesg sends a record as one line, a malformed record as metadata.err
 test("streamDmesg: a log that cannot be opened is refused in Talos's words", async () => {
   const call = new FakeCall<DmesgRequest>({});
   const missing = path.join(dir, "missing");
-  await assert.rejects(streamDmesg(call.asStream(), missing), (e: Error) => e instanceof SystemError && e.message === `error opening /dev/kmsg reader: open ${missing}: no such file or directory`);
+  await assert.rejects(
+    streamDmesg(call.asStream(), missing),
+    (e: Error) =>
+      e instanceof SystemError &&
+      e.message === `error opening /dev/kmsg reader: open ${missing}: no such file or directory`,
+  );
   assert.equal(call.leftover(), 0);
 });
 
@@ -102,5 +132,10 @@ test("dmesgLines (the dashboard's pane): Dmesg's line for each record, followed 
   assert.equal(lines.length, 1);
   assert.match(lines[0]!, /^kern: warning: \[\d{4}-[\d-]+T[\d:.]+Z\]: eth0: link up\n$/);
   const missing = path.join(dir, "missing-pane");
-  await assert.rejects(dmesgLines(ac.signal, missing).next(), (e: Error) => e instanceof SystemError && e.message === `error opening /dev/kmsg reader: open ${missing}: no such file or directory`);
+  await assert.rejects(
+    dmesgLines(ac.signal, missing).next(),
+    (e: Error) =>
+      e instanceof SystemError &&
+      e.message === `error opening /dev/kmsg reader: open ${missing}: no such file or directory`,
+  );
 });

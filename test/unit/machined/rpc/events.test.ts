@@ -21,7 +21,10 @@ test("a follower whose stream is full is not written to until it drains; the eve
   call.full = false;
   call.emit("drain");
   await tick();
-  assert.deepEqual(ids(call), bus.backlog({ tailEvents: -1 }).map((e) => e.id));
+  assert.deepEqual(
+    ids(call),
+    bus.backlog({ tailEvents: -1 }).map((e) => e.id),
+  );
   call.cancel();
   await done;
   assert.equal(call.leftover(), 0);
@@ -48,8 +51,14 @@ test("tail options: the last n, all kept, after an id, with_actor_id", async () 
   const bus = new EventBus();
   for (let i = 0; i < 5; i++) bus.publish("machine.TaskEvent", { task: `t${i}`, action: 0 }, i % 2 ? "actor" : "");
   const all = bus.backlog({ tailEvents: -1 }).map((e) => e.id);
-  assert.deepEqual(bus.backlog({ tailEvents: 2 }).map((e) => e.id), all.slice(3));
-  assert.deepEqual(bus.backlog({ tailId: all[1]! }).map((e) => e.id), all.slice(2));
+  assert.deepEqual(
+    bus.backlog({ tailEvents: 2 }).map((e) => e.id),
+    all.slice(3),
+  );
+  assert.deepEqual(
+    bus.backlog({ tailId: all[1]! }).map((e) => e.id),
+    all.slice(2),
+  );
   assert.deepEqual(bus.backlog({}), []);
   const call = new FakeCall<EventsRequest>({ tail_events: -1, with_actor_id: "actor" });
   const done = streamEvents(bus, call.asStream());

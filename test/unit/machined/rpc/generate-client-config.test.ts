@@ -5,7 +5,11 @@ import type { ConfigBundle } from "../../../../agent/src/config/bundle.js";
 import { generateConfigs } from "../../../../agent/src/config/generate/index.js";
 import { loadConfig } from "../../../../agent/src/config/load.js";
 import { ConflictError, InvalidInputError } from "../../../../agent/src/errors.js";
-import { contextName, generateClientConfiguration, parseRoles } from "../../../../agent/src/machined/rpc/generate-client-config.js";
+import {
+  contextName,
+  generateClientConfiguration,
+  parseRoles,
+} from "../../../../agent/src/machined/rpc/generate-client-config.js";
 import { parseCertificatePem } from "../../../../agent/src/pki/index.js";
 
 let controlplane: ConfigBundle;
@@ -40,17 +44,35 @@ test("a reader talosconfig: certificate with O=os:reader for crt_ttl, signed by 
 });
 
 test("roles are trimmed, deduplicated and sorted; several roles name the context after the cluster", async () => {
-  assert.deepEqual(parseRoles([" os:reader", "", "os:admin", "os:reader", "os:custom"]), ["os:admin", "os:custom", "os:reader"]);
+  assert.deepEqual(parseRoles([" os:reader", "", "os:admin", "os:reader", "os:custom"]), [
+    "os:admin",
+    "os:custom",
+    "os:reader",
+  ]);
   assert.equal(contextName(["os:admin", "os:reader"], "c1"), "c1");
   assert.equal(contextName(["os:etcd:backup"], "c1"), "etcd:backup@c1");
-  const reply = (await handler(controlplane)({ roles: ["os:reader", "os:operator"], crt_ttl: { seconds: 60 } })) as Reply;
-  assert.equal(parseCertificatePem(reply.messages[0]!.crt).subjectName.getField("O").join(","), "os:operator,os:reader");
+  const reply = (await handler(controlplane)({
+    roles: ["os:reader", "os:operator"],
+    crt_ttl: { seconds: 60 },
+  })) as Reply;
+  assert.equal(
+    parseCertificatePem(reply.messages[0]!.crt).subjectName.getField("O").join(","),
+    "os:operator,os:reader",
+  );
   assert.equal(parseTalosconfig(reply.messages[0]!.talosconfig.toString()).name, "unit");
 });
 
 test("refusals: a crt_ttl that is not positive, a worker node, no configuration", async () => {
-  await assert.rejects(handler(controlplane)({ roles: ["os:admin"] }), (e: Error) => e instanceof InvalidInputError && e.message === "crt_ttl should be positive");
+  await assert.rejects(
+    handler(controlplane)({ roles: ["os:admin"] }),
+    (e: Error) => e instanceof InvalidInputError && e.message === "crt_ttl should be positive",
+  );
   await assert.rejects(handler(controlplane)({ roles: ["os:admin"], crt_ttl: { seconds: -5 } }), InvalidInputError);
-  await assert.rejects(handler(worker)({ roles: ["os:admin"], crt_ttl: { seconds: 60 } }), (e: Error) => e instanceof ConflictError && e.message === "client configuration (talosconfig) can't be generated on worker nodes");
+  await assert.rejects(
+    handler(worker)({ roles: ["os:admin"], crt_ttl: { seconds: 60 } }),
+    (e: Error) =>
+      e instanceof ConflictError &&
+      e.message === "client configuration (talosconfig) can't be generated on worker nodes",
+  );
   await assert.rejects(handler(undefined)({ roles: ["os:admin"], crt_ttl: { seconds: 60 } }), ConflictError);
 });

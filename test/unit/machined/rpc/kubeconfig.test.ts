@@ -18,7 +18,11 @@ const fromBase64 = (b64: string) => Buffer.from(b64, "base64").toString("utf8");
 
 test("a worker and a node without a config are answered Unimplemented, as Talos does", async () => {
   for (const config of [loadConfig(worker), undefined]) {
-    await assert.rejects(kubeconfigHandler({ activeConfig: () => config })(), (err: unknown) => err instanceof UnimplementedError && err.message === "kubeconfig is only available on control plane nodes");
+    await assert.rejects(
+      kubeconfigHandler({ activeConfig: () => config })(),
+      (err: unknown) =>
+        err instanceof UnimplementedError && err.message === "kubeconfig is only available on control plane nodes",
+    );
   }
 });
 
@@ -38,7 +42,10 @@ test("adminKubeconfig.certLifetime sets the lifetime; accepted CAs come before t
   doc.cluster["adminKubeconfig"] = { certLifetime: "2h0m0s" };
   doc.cluster["acceptedCAs"] = [{ crt: Buffer.from(other.certPem).toString("base64") }];
   const config = loadConfig(stringify(doc));
-  const k = parse(await adminKubeconfig(config)) as { clusters: { cluster: { "certificate-authority-data": string } }[]; users: { user: { "client-certificate-data": string } }[] };
+  const k = parse(await adminKubeconfig(config)) as {
+    clusters: { cluster: { "certificate-authority-data": string } }[];
+    users: { user: { "client-certificate-data": string } }[];
+  };
   const clusterCA = fromBase64((doc.cluster["ca"] as { crt: string }).crt);
   assert.equal(fromBase64(k.clusters[0]!.cluster["certificate-authority-data"]), other.certPem + clusterCA);
   const cert = new X509Certificate(fromBase64(k.users[0]!.user["client-certificate-data"]));

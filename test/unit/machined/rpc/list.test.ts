@@ -5,7 +5,16 @@ import os from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
 import { NotFoundError } from "../../../../agent/src/errors.js";
-import { goFileMode, ListType, maxDepth, normalizeRoot, streamList, walk, type FileInfo, type ListRequest } from "../../../../agent/src/machined/rpc/list.js";
+import {
+  goFileMode,
+  ListType,
+  maxDepth,
+  normalizeRoot,
+  streamList,
+  walk,
+  type FileInfo,
+  type ListRequest,
+} from "../../../../agent/src/machined/rpc/list.js";
 import { FakeCall } from "./fake-call.js";
 
 // root/
@@ -31,13 +40,35 @@ test("without recurse: the root and its entries, in lexical order", async () => 
 
 test("recursion_depth bounds the walk; 0 with recurse means no bound", async () => {
   assert.deepEqual(rel(await list({ root, recurse: true, recursion_depth: 1 })), [".", "a.txt", "b", "link"]);
-  assert.deepEqual(rel(await list({ root, recurse: true, recursion_depth: 2 })), [".", "a.txt", "b", "b/c.txt", "b/d", "link"]);
-  assert.deepEqual(rel(await list({ root, recurse: true })), [".", "a.txt", "b", "b/c.txt", "b/d", "b/d/e.txt", "link"]);
+  assert.deepEqual(rel(await list({ root, recurse: true, recursion_depth: 2 })), [
+    ".",
+    "a.txt",
+    "b",
+    "b/c.txt",
+    "b/d",
+    "link",
+  ]);
+  assert.deepEqual(rel(await list({ root, recurse: true })), [
+    ".",
+    "a.txt",
+    "b",
+    "b/c.txt",
+    "b/d",
+    "b/d/e.txt",
+    "link",
+  ]);
 });
 
 test("types filter: only the kinds asked for, the depth bound still holding", async () => {
-  assert.deepEqual(rel(await list({ root, recurse: true, types: [ListType.REGULAR] })), ["a.txt", "b/c.txt", "b/d/e.txt"]);
-  assert.deepEqual(rel(await list({ root, recurse: true, recursion_depth: 2, types: [ListType.DIRECTORY, ListType.SYMLINK] })), [".", "b", "b/d", "link"]);
+  assert.deepEqual(rel(await list({ root, recurse: true, types: [ListType.REGULAR] })), [
+    "a.txt",
+    "b/c.txt",
+    "b/d/e.txt",
+  ]);
+  assert.deepEqual(
+    rel(await list({ root, recurse: true, recursion_depth: 2, types: [ListType.DIRECTORY, ListType.SYMLINK] })),
+    [".", "b", "b/d", "link"],
+  );
   assert.deepEqual(rel(await list({ root, types: [ListType.REGULAR] })), ["a.txt"]);
 });
 
@@ -53,7 +84,7 @@ test("FileInfo fields: size, Go file mode, directory flag, link target, owner", 
   assert.equal(byName.get("b")!.mode! >= 2 ** 31, true, "directories carry Go's ModeDir bit");
   assert.equal(byName.get("b")!.is_dir, true);
   assert.equal(byName.get("link")!.link, "a.txt");
-  assert.equal(byName.get("link")!.mode! & 2 ** 27, 2 ** 27, "ModeSymlink");
+  assert.equal(byName.get("link")!.mode! & (2 ** 27), 2 ** 27, "ModeSymlink");
 });
 
 test("Go file modes from unix modes", () => {
@@ -76,12 +107,19 @@ test("root forms: relative, trailing slash, a file, a symlink to a directory; a 
   assert.deepEqual(rel(viaLink), [".", "c.txt", "d"]);
   assert.equal(viaLink[0]!.name, path.join(root, "b"), "the link is followed, as Talos resolves the root");
   rmSync(path.join(root, "b-link"));
-  await assert.rejects(list({ root: path.join(root, "nope") }), (err: Error) => err instanceof NotFoundError && /^lstat .*nope: no such file or directory$/.test(err.message));
+  await assert.rejects(
+    list({ root: path.join(root, "nope") }),
+    (err: Error) => err instanceof NotFoundError && /^lstat .*nope: no such file or directory$/.test(err.message),
+  );
 });
 
 test("an unreadable directory is one entry with its error and is not entered; an entry that vanished is an error entry", async () => {
-  const denied = Object.assign(new Error(`EACCES: permission denied, scandir '${path.join(root, "b")}'`), { code: "EACCES" });
-  const gone = Object.assign(new Error(`ENOENT: no such file or directory, lstat '${path.join(root, "link")}'`), { code: "ENOENT" });
+  const denied = Object.assign(new Error(`EACCES: permission denied, scandir '${path.join(root, "b")}'`), {
+    code: "EACCES",
+  });
+  const gone = Object.assign(new Error(`ENOENT: no such file or directory, lstat '${path.join(root, "link")}'`), {
+    code: "ENOENT",
+  });
   const fakeFs = {
     lstat: async (p: string) => (p.endsWith("/link") ? Promise.reject(gone) : lstat(p)),
     readdir: async (p: string) => (p.endsWith("/b") ? Promise.reject(denied) : readdir(p)),

@@ -18,10 +18,21 @@ test("/proc/mounts lines: source and mount point, escapes kept as the kernel wro
 test("each mount with statfs size and available space; a mount point that is not a directory has zeros", async () => {
   const file = path.join(dir, "mounts");
   writeFileSync(path.join(dir, "not-a-dir"), "");
-  writeFileSync(file, `rootfs / rootfs rw 0 0\nproc /proc proc rw 0 0\nbind ${path.join(dir, "not-a-dir")} none rw 0 0\ngone /no/such/place tmpfs rw 0 0\n`);
+  writeFileSync(
+    file,
+    `rootfs / rootfs rw 0 0\nproc /proc proc rw 0 0\nbind ${path.join(dir, "not-a-dir")} none rw 0 0\ngone /no/such/place tmpfs rw 0 0\n`,
+  );
   const reply = await mountStats(file);
   const stats = reply.messages[0]!.stats;
-  assert.deepEqual(stats.map((s) => [s.filesystem, s.mounted_on]), [["rootfs", "/"], ["proc", "/proc"], ["bind", path.join(dir, "not-a-dir")], ["gone", "/no/such/place"]]);
+  assert.deepEqual(
+    stats.map((s) => [s.filesystem, s.mounted_on]),
+    [
+      ["rootfs", "/"],
+      ["proc", "/proc"],
+      ["bind", path.join(dir, "not-a-dir")],
+      ["gone", "/no/such/place"],
+    ],
+  );
   const fs = statfsSync("/");
   assert.equal(stats[0]!.size, fs.blocks * fs.bsize);
   assert.ok(stats[0]!.size > 0 && stats[0]!.available > 0 && stats[0]!.available <= stats[0]!.size);

@@ -1,8 +1,18 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { InvalidInputError, NotFoundError, SystemError } from "../../../../agent/src/errors.js";
-import { capturePlan, streamPacketCapture, type PacketCaptureRequest } from "../../../../agent/src/machined/rpc/packet-capture.js";
-import { PacketCaptureSetupError, type CapturedPacket, type CaptureRequest, type PacketCapture, type PacketCaptureSource } from "../../../../agent/src/sys/packet-capture.js";
+import {
+  capturePlan,
+  streamPacketCapture,
+  type PacketCaptureRequest,
+} from "../../../../agent/src/machined/rpc/packet-capture.js";
+import {
+  PacketCaptureSetupError,
+  type CapturedPacket,
+  type CaptureRequest,
+  type PacketCapture,
+  type PacketCaptureSource,
+} from "../../../../agent/src/sys/packet-capture.js";
 import { FakeCall } from "./fake-call.js";
 
 const links: Record<string, { index: number; type: string }> = {
@@ -50,10 +60,24 @@ function fakeSource(capture: FakeCapture, fail?: Error): PacketCaptureSource & {
   };
 }
 
-const packet = (n: number): CapturedPacket => ({ timestampNs: 1_700_000_000_000_000_000n + BigInt(n), length: 60 + n, data: Buffer.alloc(10 + n, n) });
+const packet = (n: number): CapturedPacket => ({
+  timestampNs: 1_700_000_000_000_000_000n + BigInt(n),
+  length: 60 + n,
+  data: Buffer.alloc(10 + n, n),
+});
 
 test("capture plan: link index and type, Talos's default snap length, the filter as given", () => {
-  const plan = capturePlan({ interface: "eth0", promiscuous: true, bpf_filter: [{ op: 0x28, k: 12 }, { op: 0x6, k: 0x40000 }] }, link);
+  const plan = capturePlan(
+    {
+      interface: "eth0",
+      promiscuous: true,
+      bpf_filter: [
+        { op: 0x28, k: 12 },
+        { op: 0x6, k: 0x40000 },
+      ],
+    },
+    link,
+  );
   assert.deepEqual(plan, {
     ifindex: 2,
     linkType: 1,
@@ -70,11 +94,23 @@ test("capture plan: link index and type, Talos's default snap length, the filter
 });
 
 test("capture plan: unknown links (and 'any') are NotFound, other link types and bad fields InvalidArgument", () => {
-  assert.throws(() => capturePlan({ interface: "any" }, link), (e: unknown) => e instanceof NotFoundError && e.message === 'interface "any" not found');
-  assert.throws(() => capturePlan({}, link), (e: unknown) => e instanceof NotFoundError && e.message === 'interface "" not found');
-  assert.throws(() => capturePlan({ interface: "sit0" }, link), (e: unknown) => e instanceof InvalidInputError && e.message === "unsupported link type sit");
+  assert.throws(
+    () => capturePlan({ interface: "any" }, link),
+    (e: unknown) => e instanceof NotFoundError && e.message === 'interface "any" not found',
+  );
+  assert.throws(
+    () => capturePlan({}, link),
+    (e: unknown) => e instanceof NotFoundError && e.message === 'interface "" not found',
+  );
+  assert.throws(
+    () => capturePlan({ interface: "sit0" }, link),
+    (e: unknown) => e instanceof InvalidInputError && e.message === "unsupported link type sit",
+  );
   assert.throws(() => capturePlan({ interface: "eth0", snap_len: 262145 }, link), InvalidInputError);
-  assert.throws(() => capturePlan({ interface: "eth0", bpf_filter: [{ op: 6 }, { op: 0x15, jt: 256 }] }, link), (e: unknown) => e instanceof InvalidInputError && /instruction 1: jt 256/.test(e.message));
+  assert.throws(
+    () => capturePlan({ interface: "eth0", bpf_filter: [{ op: 6 }, { op: 0x15, jt: 256 }] }, link),
+    (e: unknown) => e instanceof InvalidInputError && /instruction 1: jt 256/.test(e.message),
+  );
   assert.throws(() => capturePlan({ interface: "eth0", bpf_filter: [{ op: 0x10000 }] }, link), InvalidInputError);
 });
 
@@ -117,17 +153,27 @@ test("a capture that ends by itself ends the stream", async () => {
 test("a filter the kernel refuses is InvalidArgument; other setup failures are the node's", async () => {
   const refused = new PacketCaptureSetupError("filter", "EINVAL", "error setting BPF filter: EINVAL");
   const call = new FakeCall<PacketCaptureRequest>({ interface: "eth0", bpf_filter: [{ op: 0xffff }] });
-  await assert.rejects(streamPacketCapture(call.asStream(), { link, source: fakeSource(new FakeCapture(), refused) }), (e: unknown) => e instanceof InvalidInputError && e.message === "the kernel refused the BPF program" && e.cause === refused);
+  await assert.rejects(
+    streamPacketCapture(call.asStream(), { link, source: fakeSource(new FakeCapture(), refused) }),
+    (e: unknown) =>
+      e instanceof InvalidInputError && e.message === "the kernel refused the BPF program" && e.cause === refused,
+  );
   assert.equal(call.written.length, 0);
   const denied = new PacketCaptureSetupError("socket", "EPERM", "error creating a packet socket: EPERM");
   await assert.rejects(
-    streamPacketCapture(new FakeCall<PacketCaptureRequest>({ interface: "eth0" }).asStream(), { link, source: fakeSource(new FakeCapture(), denied) }),
+    streamPacketCapture(new FakeCall<PacketCaptureRequest>({ interface: "eth0" }).asStream(), {
+      link,
+      source: fakeSource(new FakeCapture(), denied),
+    }),
     (e: unknown) => e instanceof SystemError && e.cause === denied,
   );
 });
 
 test("an unknown link is refused before any capture opens", async () => {
   const source = fakeSource(new FakeCapture());
-  await assert.rejects(streamPacketCapture(new FakeCall<PacketCaptureRequest>({ interface: "any" }).asStream(), { link, source }), NotFoundError);
+  await assert.rejects(
+    streamPacketCapture(new FakeCall<PacketCaptureRequest>({ interface: "any" }).asStream(), { link, source }),
+    NotFoundError,
+  );
   assert.equal(source.opened.length, 0);
 });

@@ -33,12 +33,23 @@ test("/proc files (size 0 in stat) are read to their end; relative paths are tak
 
 test("a missing path is NotFound and a directory is refused, both before anything is sent", async () => {
   const missing = new FakeCall<ReadRequest>({ path: path.join(dir, "nope") });
-  await assert.rejects(streamFile(missing.asStream()), (err: Error) => err instanceof NotFoundError && err.message === `stat ${path.join(dir, "nope")}: no such file or directory`);
+  await assert.rejects(
+    streamFile(missing.asStream()),
+    (err: Error) =>
+      err instanceof NotFoundError && err.message === `stat ${path.join(dir, "nope")}: no such file or directory`,
+  );
   mkdirSync(path.join(dir, "sub"));
   const directory = new FakeCall<ReadRequest>({ path: path.join(dir, "sub") });
-  await assert.rejects(streamFile(directory.asStream()), (err: Error) => err instanceof InvalidInputError && /^path must be a regular file: .* is a directory$/.test(err.message));
+  await assert.rejects(
+    streamFile(directory.asStream()),
+    (err: Error) =>
+      err instanceof InvalidInputError && /^path must be a regular file: .* is a directory$/.test(err.message),
+  );
   const device = new FakeCall<ReadRequest>({ path: "/dev/null" });
-  await assert.rejects(streamFile(device.asStream()), (err: Error) => err instanceof InvalidInputError && /not a regular file/.test(err.message));
+  await assert.rejects(
+    streamFile(device.asStream()),
+    (err: Error) => err instanceof InvalidInputError && /not a regular file/.test(err.message),
+  );
   assert.equal(missing.written.length + directory.written.length + device.written.length, 0);
 });
 

@@ -6,9 +6,17 @@ import { removeAllPods, startDBus, stopAllPods, stopDBus } from "../../../../age
 import type { ServiceDefinition } from "../../../../agent/src/services/service.js";
 import { Supervisor } from "../../../../agent/src/services/supervisor.js";
 
-function fakeRuntime(steps: string[], wait: ShutdownWait, start: () => Promise<void> = async () => void steps.push("bus started")) {
+function fakeRuntime(
+  steps: string[],
+  wait: ShutdownWait,
+  start: () => Promise<void> = async () => void steps.push("bus started"),
+) {
   const supervisor = new Supervisor({ healthIntervalMs: 60_000 });
-  const kubelet: ServiceDefinition = { id: "kubelet", runner: { start: async () => undefined, stop: async () => void steps.push("kubelet stopped") }, restart: "never" };
+  const kubelet: ServiceDefinition = {
+    id: "kubelet",
+    runner: { start: async () => undefined, stop: async () => void steps.push("kubelet stopped") },
+    restart: "never",
+  };
   const r = {
     supervisor,
     logind: {

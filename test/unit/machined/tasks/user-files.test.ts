@@ -26,14 +26,22 @@ test("create under /var, overwrite and append outside it written to /var/<path> 
       { op: "append", path: "/etc/motd", content: "appended", permissions: 0o640 },
       { op: "create", path: "/etc/kubernetes/manifests/pod.yaml", content: "kind: Pod\n", permissions: 0o644 },
     ],
-    { root, bindReadOnly: async (source, target) => void binds.push(`${path.relative(root, source)} -> ${path.relative(root, target)}`) },
+    {
+      root,
+      bindReadOnly: async (source, target) =>
+        void binds.push(`${path.relative(root, source)} -> ${path.relative(root, target)}`),
+    },
   );
   assert.equal(readFileSync(path.join(root, "var/lib/app/settings.conf"), "utf8"), "a=1\n");
   assert.equal(statSync(path.join(root, "var/lib/app/settings.conf")).mode & 0o7777, 0o600);
   // Append reads <path> itself (the image's file under the bind), as Talos does.
   assert.equal(readFileSync(path.join(root, "var/etc/motd"), "utf8"), "from the image\nappended");
   assert.equal(statSync(path.join(root, "var/etc/motd")).mode & 0o7777, 0o640);
-  assert.equal(readFileSync(path.join(root, "etc/motd"), "utf8"), "from the image", "the image's file is never written");
+  assert.equal(
+    readFileSync(path.join(root, "etc/motd"), "utf8"),
+    "from the image",
+    "the image's file is never written",
+  );
   assert.equal(readFileSync(path.join(root, "etc/kubernetes/manifests/pod.yaml"), "utf8"), "kind: Pod\n");
   assert.deepEqual(binds, ["var/etc/motd -> etc/motd", "var/etc/motd -> etc/motd"]);
 });
@@ -49,7 +57,10 @@ test("a missing or non-regular file fails alone and the rest are written; create
       ],
       { root },
     ),
-    (err: Error) => err instanceof UserFilesError && err.message === '2 file(s) not written: /etc/nosuchfile: file must exist: "/etc/nosuchfile"; /etc: invalid mode: "/etc" is not a regular file',
+    (err: Error) =>
+      err instanceof UserFilesError &&
+      err.message ===
+        '2 file(s) not written: /etc/nosuchfile: file must exist: "/etc/nosuchfile"; /etc: invalid mode: "/etc" is not a regular file',
   );
   assert.equal(readFileSync(path.join(root, "var/ok"), "utf8"), "ok");
 
@@ -72,7 +83,9 @@ test("pauseOnFailure: a failed task waits until the sequence is taken over, then
   const ac = new AbortController();
   let settled = false;
   const failing = pauseOnFailure("writeUserFiles", async () => Promise.reject(new Error("boom")), 3_600_000);
-  const running = failing(r, ac.signal).catch((err: Error) => err.message).finally(() => (settled = true));
+  const running = failing(r, ac.signal)
+    .catch((err: Error) => err.message)
+    .finally(() => (settled = true));
   await new Promise((resolve) => setImmediate(resolve));
   assert.equal(settled, false, "paused");
   ac.abort();
@@ -84,7 +97,14 @@ test("/etc/cri/conf.d/20-customization.part is left to the CRI configuration, wh
   const root = scratchRoot(t);
   const binds: string[] = [];
   await writeUserFiles(
-    [{ op: "create", path: "/etc/cri/conf.d/20-customization.part", content: '[plugins."io.containerd.grpc.v1.cri"]\n', permissions: 0o644 }],
+    [
+      {
+        op: "create",
+        path: "/etc/cri/conf.d/20-customization.part",
+        content: '[plugins."io.containerd.grpc.v1.cri"]\n',
+        permissions: 0o644,
+      },
+    ],
     { root, bindReadOnly: async (source, target) => void binds.push(`${source} -> ${target}`) },
   );
   assert.equal(existsSync(path.join(root, "etc/cri")), false);

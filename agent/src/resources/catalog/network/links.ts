@@ -84,7 +84,14 @@ export const linkStatusDefinition = defineResource<LinkStatusSpec>({
     ...(s.vlan ? { vlan: { vid: s.vlan.vlanID, protocol: VLAN_PROTOCOLS[s.vlan.vlanProtocol] ?? 0 } } : {}),
     ...(s.bridgeMaster ? { bridge_master: { stp: { enabled: s.bridgeMaster.stp.enabled } } } : {}),
     // The kernel may hold a value Talos has no name for; its number travels as it is.
-    ...(s.bondMaster ? { bond_master: bondMasterProto(s.bondMaster, (option, name) => bondNameIndex(option, name) ?? (Number(name) || 0)) } : {}),
+    ...(s.bondMaster
+      ? {
+          bond_master: bondMasterProto(
+            s.bondMaster,
+            (option, name) => bondNameIndex(option, name) ?? (Number(name) || 0),
+          ),
+        }
+      : {}),
   }),
 });
 
@@ -104,7 +111,8 @@ export type BondOptionName = keyof typeof bondNames;
 /** The kernel number of a bond option's name; InvalidInputError for a name Talos does not know. */
 export function bondValue(option: BondOptionName, name: string): number {
   const i = bondNameIndex(option, name);
-  if (i === undefined) throw new InvalidInputError(`unknown bond ${option} ${JSON.stringify(name)}`, { option, value: name });
+  if (i === undefined)
+    throw new InvalidInputError(`unknown bond ${option} ${JSON.stringify(name)}`, { option, value: name });
   return i;
 }
 
@@ -131,9 +139,26 @@ export function bondMasterSpec(o: BondOptions, primaryIndex: number): BondMaster
     failOverMac: name("failOverMac", o.failOverMac),
     adSelect: o.adSelect === 0 ? undefined : name("adSelect", o.adSelect),
   };
-  const counts = ["miimon", "updelay", "downdelay", "arpInterval", "resendIgmp", "minLinks", "lpInterval", "packetsPerSlave", "numPeerNotif"] as const;
+  const counts = [
+    "miimon",
+    "updelay",
+    "downdelay",
+    "arpInterval",
+    "resendIgmp",
+    "minLinks",
+    "lpInterval",
+    "packetsPerSlave",
+    "numPeerNotif",
+  ] as const;
   for (const k of counts) spec[k] = o[k];
-  Object.assign(spec, { tlbLogicalLb: o.tlbDynamicLb, allSlavesActive: o.allSlavesActive, useCarrier: o.useCarrier || undefined, adActorSysPrio: o.adActorSysPrio, adUserPortKey: o.adUserPortKey, peerNotifyDelay: o.peerNotifyDelay });
+  Object.assign(spec, {
+    tlbLogicalLb: o.tlbDynamicLb,
+    allSlavesActive: o.allSlavesActive,
+    useCarrier: o.useCarrier || undefined,
+    adActorSysPrio: o.adActorSysPrio,
+    adUserPortKey: o.adUserPortKey,
+    peerNotifyDelay: o.peerNotifyDelay,
+  });
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(spec)) if (v !== undefined && v !== 0) out[k] = v;
   // Built key by key above from BondMasterSpec's own fields.
@@ -209,7 +234,10 @@ export const linkSpecDefinition = defineResource<LinkSpecSpec>({
 });
 
 /** A bond spec in the kernel's numbers, every option present (zero where unset), as Talos's BondMasterSpec holds it. */
-export function bondNumbers(b: BondMasterSpec, value: (option: BondOptionName, name: string) => number = bondValue): Omit<BondOptions, "primary"> {
+export function bondNumbers(
+  b: BondMasterSpec,
+  value: (option: BondOptionName, name: string) => number = bondValue,
+): Omit<BondOptions, "primary"> {
   return {
     mode: value("mode", b.mode),
     xmitHashPolicy: value("xmitHashPolicy", b.xmitHashPolicy),
@@ -238,10 +266,19 @@ export function bondNumbers(b: BondMasterSpec, value: (option: BondOptionName, n
 }
 
 // BondMasterSpec's proto field names where they are not the option's name in snake case.
-const bondProtoNames: Record<string, string> = { xmitHashPolicy: "hash_policy", miimon: "mii_mon", updelay: "up_delay", downdelay: "down_delay" };
+const bondProtoNames: Record<string, string> = {
+  xmitHashPolicy: "hash_policy",
+  miimon: "mii_mon",
+  updelay: "up_delay",
+  downdelay: "down_delay",
+};
 
-function bondMasterProto(b: BondMasterSpec, value?: (option: BondOptionName, name: string) => number): Record<string, unknown> {
+function bondMasterProto(
+  b: BondMasterSpec,
+  value?: (option: BondOptionName, name: string) => number,
+): Record<string, unknown> {
   const out: Record<string, unknown> = { primary_index: b.primary ?? 0 };
-  for (const [k, v] of Object.entries(bondNumbers(b, value))) out[bondProtoNames[k] ?? k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = v;
+  for (const [k, v] of Object.entries(bondNumbers(b, value)))
+    out[bondProtoNames[k] ?? k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = v;
   return out;
 }

@@ -8,7 +8,12 @@ import { NETWORK_NAMESPACE } from "./names.js";
 // NodeAddresses.net.talos.dev (ids default, current, accumulative, routed)
 
 export const NodeAddressType = "NodeAddresses.net.talos.dev";
-export const NodeAddressIds = { default: "default", current: "current", accumulative: "accumulative", routed: "routed" } as const;
+export const NodeAddressIds = {
+  default: "default",
+  current: "current",
+  accumulative: "accumulative",
+  routed: "routed",
+} as const;
 export interface NodeAddressSpec {
   addresses: string[];
 }
@@ -44,5 +49,8 @@ export const nodeAddressFilterDefinition = defineResource<NodeAddressFilterSpec>
     { name: "Exclude Subnets", jsonPath: "{.excludeSubnets}" },
   ],
   protoSpecType: "talos.resource.definitions.network.NodeAddressFilterSpec",
-  toProto: (s) => ({ include_subnets: s.includeSubnets.map(netIPPrefix), exclude_subnets: s.excludeSubnets.map(netIPPrefix) }),
+  toProto: (s) => ({
+    include_subnets: s.includeSubnets.map(netIPPrefix),
+    exclude_subnets: s.excludeSubnets.map(netIPPrefix),
+  }),
 });

@@ -26,7 +26,11 @@ export const operatorSpecDefinition = defineResource<OperatorSpecSpec>({
     link_name: s.linkName,
     require_up: s.requireUp,
     dhcp4: { route_metric: s.dhcp4?.routeMetric ?? 0, skip_hostname_request: s.dhcp4?.skipHostnameRequest ?? false },
-    dhcp6: { duid: s.dhcp6?.DUID ?? "", route_metric: s.dhcp6?.routeMetric ?? 0, skip_hostname_request: s.dhcp6?.skipHostnameRequest ?? false },
+    dhcp6: {
+      duid: s.dhcp6?.DUID ?? "",
+      route_metric: s.dhcp6?.routeMetric ?? 0,
+      skip_hostname_request: s.dhcp6?.skipHostnameRequest ?? false,
+    },
     ...(s.vip ? { vip: { ip: netIP(s.vip.ip), gratuitous_arp: s.vip.gratuitousARP } } : {}),
     config_layer: netValues.layer(s.layer),
   }),

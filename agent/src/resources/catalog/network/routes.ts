@@ -8,7 +8,9 @@ import { netValues, NETWORK_NAMESPACE, type ConfigLayer } from "./names.js";
 // IDs (as Talos builds them).
 
 /** `[<table>/]<family>/[<link>/ for inet6]<gateway>/<dst>/<priority>` ("main" table left out). */
-export function routeId(spec: Pick<RouteStatusSpec, "table" | "family" | "dst" | "gateway" | "priority" | "outLinkName">): string {
+export function routeId(
+  spec: Pick<RouteStatusSpec, "table" | "family" | "dst" | "gateway" | "priority" | "outLinkName">,
+): string {
   let prefix = spec.table !== "main" ? `${spec.table}/` : "";
   if (spec.family === "inet6") prefix += `${spec.outLinkName ?? ""}/`;
   return `${prefix}${spec.family}/${spec.gateway}/${spec.dst}/${spec.priority}`;
