@@ -34,7 +34,12 @@ type PodList = {
 
 /** Runs HealthCheck to its end; resolves when every check passed, rejects with the last progress line otherwise. */
 async function healthCheck(c: NodeClient): Promise<void> {
-  await c.collect(c.cluster, "HealthCheck", { wait_timeout: { seconds: 1200 } }, 1_260_000);
+  await c.collect(
+    c.cluster,
+    "HealthCheck",
+    { wait_timeout: { seconds: 1200 }, cluster_info: { control_plane_nodes: ["10.0.2.15"] } },
+    1_260_000,
+  );
 }
 
 async function memoryMiBOf(c: NodeClient, group: string): Promise<number> {
