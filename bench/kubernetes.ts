@@ -15,7 +15,14 @@ import type { NodeClient } from "../agent/src/client/client.js";
 import { parseTalosconfig } from "../agent/src/client/talosconfig.js";
 import { generateConfigs } from "../agent/src/config/generate/index.js";
 import { goProgram } from "../test/integration/helpers/go-programs.js";
-import { adminKubeconfig, airGappedRegistry, nodeHostname, siteConfig, siteDir } from "../test/e2e/kubernetes-site.js";
+import {
+  adminKubeconfig,
+  airGappedRegistry,
+  controlPlaneHealth,
+  nodeHostname,
+  siteConfig,
+  siteDir,
+} from "../test/e2e/kubernetes-site.js";
 import { expectServicesHealthy, namesUnder } from "../test/e2e/node-checks.js";
 import { bootNode, waitFor } from "../test/e2e/qemu.js";
 
@@ -31,16 +38,6 @@ type ResourceReply = { resource: { spec: { yaml_spec: string } } };
 type PodList = {
   items: { metadata: { name: string; namespace: string; uid: string; annotations?: Record<string, string> } }[];
 };
-
-/** Runs HealthCheck to its end; resolves when every check passed, rejects with the last progress line otherwise. */
-async function healthCheck(c: NodeClient): Promise<void> {
-  await c.collect(
-    c.cluster,
-    "HealthCheck",
-    { wait_timeout: { seconds: 1200 }, cluster_info: { control_plane_nodes: ["10.0.2.15"] } },
-    1_260_000,
-  );
-}
 
 async function memoryMiBOf(c: NodeClient, group: string): Promise<number> {
   return Number((await c.read(`/sys/fs/cgroup/${group}/memory.current`)).toString()) / 2 ** 20;
@@ -132,7 +129,7 @@ async function main(): Promise<void> {
       hourMs,
     );
     console.log(`Bootstrap -> kube-apiserver Ready\t${since()}`);
-    await waitFor(node, "HealthCheck passing", () => healthCheck(c()), hourMs);
+    await waitFor(node, "HealthCheck passing", () => controlPlaneHealth(c(), 1200), hourMs);
     console.log(`Bootstrap -> HealthCheck passing\t${since()}`);
     const kubeconfig = path.join(work, "kubeconfig");
     fs.writeFileSync(kubeconfig, await adminKubeconfig(c()));
@@ -155,7 +152,7 @@ async function main(): Promise<void> {
     ) as PodList;
     console.log(`memory (MiB, memory.current; guest ${memoryMiB} MiB, ${process.env.BASALT_E2E_CPUS} vCPU)`);
     for (const [group, mib] of await memoryByGroup(c(), pods)) console.log(`${group}\t${mib.toFixed(1)}`);
-    const healthy = await healthCheck(c()).then(
+    const healthy = await controlPlaneHealth(c(), 1200).then(
       () => "yes",
       (err: Error) => `no (${err.message})`,
     );

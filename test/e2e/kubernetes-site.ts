@@ -56,3 +56,20 @@ export async function adminKubeconfig(c: NodeClient): Promise<Buffer> {
   if (!file) throw new Error(`no kubeconfig in the Kubeconfig reply (${entries.map((e) => e.name).join(", ")})`);
   return file.contents;
 }
+
+/**
+ * Runs the server-side HealthCheck naming this control plane (as `talosctl health --control-plane-nodes`
+ * does: otherwise the node lists the nodes from the API server once, and one answer slower than the
+ * client's 15 s fails the whole call). Resolves with every progress line; a failed run rejects with them,
+ * so the check that did not pass is named.
+ */
+export function controlPlaneHealth(c: NodeClient, waitSeconds: number): Promise<string[]> {
+  const request = { wait_timeout: { seconds: waitSeconds }, cluster_info: { control_plane_nodes: ["10.0.2.15"] } };
+  return new Promise((resolve, reject) => {
+    const lines: string[] = [];
+    const stream = c.cluster.HealthCheck(request, c.metadata(), { deadline: Date.now() + (waitSeconds + 60) * 1000 });
+    stream.on("data", (m: { message: string }) => lines.push(m.message));
+    stream.on("error", (err: Error) => reject(new Error(`HealthCheck failed: ${err.message}\n${lines.join("\n")}`)));
+    stream.on("end", () => resolve(lines));
+  });
+}

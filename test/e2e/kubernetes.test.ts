@@ -14,7 +14,14 @@ import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
 import { generateConfigs } from "../../agent/src/config/generate/index.js";
 import { goProgram } from "../integration/helpers/go-programs.js";
 import { registryBinary } from "../integration/helpers/registry.js";
-import { adminKubeconfig, airGappedRegistry, nodeHostname, siteConfig, siteDir } from "./kubernetes-site.js";
+import {
+  adminKubeconfig,
+  airGappedRegistry,
+  controlPlaneHealth,
+  nodeHostname,
+  siteConfig,
+  siteDir,
+} from "./kubernetes-site.js";
 import { artifactsPresent, bootNode, journeySteps, freePort, waitExit, waitFor, type BootedNode } from "./qemu.js";
 import { expectServicesHealthy } from "./node-checks.js";
 
@@ -263,16 +270,7 @@ test("Kubernetes journey: install → bootstrap → static control plane → kub
         },
         controlPlaneMs,
       );
-      const c = admin();
-      // The nodes named, as `talosctl health --control-plane-nodes` sends them: otherwise the node lists
-      // them from the API server once, and one answer slower than the client's 15 s fails the whole call.
-      const progress = await c.collect<{ message: string }>(
-        c.cluster,
-        "HealthCheck",
-        { wait_timeout: { seconds: 600 }, cluster_info: { control_plane_nodes: ["10.0.2.15"] } },
-        660_000,
-      );
-      const messages = progress.map((m) => m.message);
+      const messages = await controlPlaneHealth(admin(), 600);
       assert.ok(messages.includes("waiting for all k8s nodes to report ready: OK"), messages.join("\n"));
       assert.ok(messages.includes("waiting for coredns to report ready: OK"), messages.join("\n"));
     },
