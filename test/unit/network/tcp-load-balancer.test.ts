@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import net from "node:net";
 import { logger, setLogSink } from "../../../agent/src/log.js";
+import { freePort } from "../../integration/helpers/sandbox.js";
 import { TcpLoadBalancer, tierOf, UpstreamList } from "../../../agent/src/network/tcp-load-balancer.js";
 import { joinHostPort } from "../../../agent/src/sys/host-port.js";
 
@@ -41,16 +42,6 @@ test("tiers from probe latency; host:port as Go joins it", () => {
   assert.equal(joinHostPort("fd00::1", 6443), "[fd00::1]:6443");
   assert.equal(joinHostPort("10.0.0.1", 6443), "10.0.0.1:6443");
 });
-
-function freePort(): Promise<number> {
-  const server = net.createServer();
-  return new Promise((resolve) =>
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo; // listen() on TCP gives an AddressInfo
-      server.close(() => resolve(port));
-    }),
-  );
-}
 
 test("a connection with no upstream is closed; the warning is kept out of a logger that keeps only errors", async (t) => {
   const lines: string[] = [];
