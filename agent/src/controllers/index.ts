@@ -108,7 +108,7 @@ export function machinedControllers(opts: ControllersOptions): Controller[] {
     new PlatformConfigController(s.platformNetwork, opts.platformNetworkCache),
     ...secretsControllers(opts.secrets),
     new KernelParamConfigController(),
-    new KernelParamDefaultsController(opts.kernelParams.params, opts.kernelParams.container),
+    new KernelParamDefaultsController(opts.kernelParams.params, opts.kernelParams.container, opts.kernelModules),
     new KernelParamSpecController(opts.kernelParams.params),
     new KernelModuleConfigController(),
     new KernelModuleSpecController(opts.kernelModules),

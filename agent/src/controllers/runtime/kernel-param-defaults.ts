@@ -1,6 +1,8 @@
+import { describeError } from "../../errors.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
 import { KernelParamDefaultSpecType, type KernelParamSpecSpec } from "../../resources/catalog/kernel-params.js";
 import { RUNTIME_NAMESPACE } from "../../resources/catalog/runtime.js";
+import type { KernelModules } from "../../sys/kernel-modules.js";
 import type { KernelParams } from "../../sys/kernel-params.js";
 
 type Param = [key: string, value: string];
@@ -46,9 +48,16 @@ export function defaultKernelParams(opts: { container: boolean; ipv6: boolean })
 }
 
 /**
- * KernelParamDefaultSpecs: Talos's defaults, written once. Unlike Talos they are marked
- * ignoreErrors, so a parameter this kernel lacks (bridge settings before br_netfilter
- * loads, Yama) shows as unsupported instead of failing the whole set on every retry.
+ * Built into Talos's kernel, modules in Debian's: br_netfilter holds the bridge defaults above (and
+ * makes pod-to-Service replies on one bridge pass through conntrack), nf_conntrack the tables
+ * kube-proxy sets at its start.
+ */
+export const builtInModules = ["br_netfilter", "nf_conntrack"] as const;
+
+/**
+ * KernelParamDefaultSpecs: Talos's defaults, written once, on a machine after the modules its
+ * kernel has built in. Unlike Talos they are marked ignoreErrors, so a parameter this kernel lacks
+ * (Yama) shows as unsupported instead of failing the whole set on every retry.
  */
 export class KernelParamDefaultsController implements Controller {
   readonly name = "runtime.KernelParamDefaultsController";
@@ -58,9 +67,11 @@ export class KernelParamDefaultsController implements Controller {
   constructor(
     private readonly params: KernelParams,
     private readonly container: boolean,
+    private readonly modules: KernelModules,
   ) {}
 
   async reconcile(ctx: ControllerContext): Promise<void> {
+    if (!this.container) await this.loadBuiltInModules(ctx);
     // IPv6 defaults only where the kernel has IPv6 (its sysctl directory exists), as Talos decides.
     const ipv6 = await this.params.read("proc.sys.net.ipv6.conf.default.accept_ra").then(
       () => true,
@@ -71,6 +82,17 @@ export class KernelParamDefaultsController implements Controller {
         value,
         ignoreErrors: true,
       }));
+    }
+  }
+
+  private async loadBuiltInModules(ctx: ControllerContext): Promise<void> {
+    for (const name of builtInModules) {
+      // A kernel without the module still gets every other default; its bridge settings show as unsupported.
+      await this.modules
+        .load(name, [])
+        .catch((err: unknown) =>
+          ctx.log.warn("loading a built-in module failed", { module: name, error: describeError(err) }),
+        );
     }
   }
 }

@@ -14,7 +14,11 @@ import { KernelParamSpecController } from "../../../../agent/src/controllers/run
 import type { ConfigBundle } from "../../../../agent/src/config/bundle.js";
 import { loadConfig } from "../../../../agent/src/config/load.js";
 import { registerCatalog } from "../../../../agent/src/resources/catalog/index.js";
-import { KernelParamStatusType, RUNTIME_NAMESPACE } from "../../../../agent/src/resources/catalog/runtime.js";
+import {
+  KernelParamStatusType,
+  RUNTIME_NAMESPACE,
+  type KernelParamStatusSpec,
+} from "../../../../agent/src/resources/catalog/runtime.js";
 import { ControllerRuntime } from "../../../../agent/src/resources/controller-runtime.js";
 import { ResourceState } from "../../../../agent/src/resources/state.js";
 import { kernelParamsAt, kernelParamsOverlay, paramPath } from "../../../../agent/src/sys/kernel-params.js";
@@ -74,7 +78,9 @@ test("sysctls from the config and the defaults written, statuses with the value 
   for (const c of [
     new MachineConfigController(active),
     new KernelParamConfigController(),
-    new KernelParamDefaultsController(params, true),
+    new KernelParamDefaultsController(params, true, {
+      load: async (name) => assert.fail(`a container loaded ${name}`),
+    }),
     new KernelParamSpecController(params),
   ])
     runtime.register(c);
@@ -105,6 +111,41 @@ test("sysctls from the config and the defaults written, statuses with the value 
   // A parameter this kernel lacks fails (not ignored for the config), and the rest still apply.
   assert.equal(status("proc.sys.net.ipv4.tcp_fin_timeout"), undefined);
   assert.equal(state.list(RUNTIME_NAMESPACE, KernelParamStatusType).length, 10);
+});
+
+test("on a machine the modules Talos builds in load before the defaults, so the bridge settings apply; a module that fails to load leaves the rest", async () => {
+  const events: string[] = [];
+  const params = {
+    read: async (key: string) =>
+      key.includes("bridge") && !events.includes("load br_netfilter")
+        ? Promise.reject(Object.assign(new Error("missing"), { code: "ENOENT" }))
+        : "0\n",
+    write: async (key: string, value: string) => void events.push(`write ${key}=${value}`),
+    remove: async () => assert.fail("removed"),
+  };
+  const modules = {
+    load: async (name: string, parameters: readonly string[]) => {
+      events.push(`load ${name}`);
+      assert.deepEqual(parameters, []);
+      if (name === "nf_conntrack") throw new Error("modprobe: FATAL: Module nf_conntrack not found");
+    },
+  };
+  const state = new ResourceState();
+  registerCatalog(state);
+  const runtime = new ControllerRuntime(state, { initialBackoffMs: 60_000 });
+  runtime.register(new KernelParamDefaultsController(params, false, modules));
+  runtime.register(new KernelParamSpecController(params));
+  const ac = new AbortController();
+  runtime.start(ac.signal);
+  await runtime.whenIdle();
+  ac.abort();
+  assert.deepEqual(events.slice(0, 2), ["load br_netfilter", "load nf_conntrack"]);
+  assert.equal(events.filter((e) => e.startsWith("write")).length, 20);
+  assert.ok(events.includes("write proc.sys.net.bridge.bridge-nf-call-iptables=1"));
+  assert.deepEqual(
+    state.list<KernelParamStatusSpec>(RUNTIME_NAMESPACE, KernelParamStatusType).filter((r) => r.spec.unsupported),
+    [],
+  );
 });
 
 test("the sandbox's overlay: reads the host until written, writes only under its directory, refuses what the host lacks", async (t) => {
