@@ -1,6 +1,7 @@
 // Cloud platforms end to end: the sandbox started as a node of a platform (`--platform`) in a
 // network namespace of its own, its link on 169.254.0.0/16, and the platform's metadata service
-// (helpers/metadata-server.ts, the documented protocol) on 169.254.169.254:80 in another
+// (helpers/metadata-server.ts, the documented protocol) on 169.254.169.254:80 (Scaleway's on
+// 169.254.42.42:80) in another
 // namespace across a veth. With user data the node takes its configuration from it; without, it
 // waits in maintenance mode; either way PlatformMetadata, the hostname, the external addresses and
 // the platform's network specs come from the service. The node's API is reached over a
@@ -39,7 +40,14 @@ const work = mkdtempSync(path.join(os.tmpdir(), "basalt-platform-"));
 const scenarioFile = path.join(work, "scenario.json");
 
 let server: ChildProcess | undefined;
-const requests: { method: string; host: string; url: string; headers: Record<string, string>; body?: string }[] = [];
+const requests: {
+  method: string;
+  host: string;
+  url: string;
+  sourcePort: number;
+  headers: Record<string, string>;
+  body?: string;
+}[] = [];
 let controlplane = "";
 let talosconfig = "";
 
@@ -67,6 +75,8 @@ before(async () => {
   writeFileSync(scenarioFile, JSON.stringify({ platform: "none" }));
   // Azure's wire server is on 168.63.129.16, beside its metadata service.
   ip("-n", MD_NS, "addr", "add", "168.63.129.16/32", "dev", MD_LINK);
+  // Scaleway's metadata service is on 169.254.42.42, in the same link-local network.
+  ip("-n", MD_NS, "addr", "add", "169.254.42.42/16", "dev", MD_LINK);
   server = spawn(
     "ip",
     [
@@ -79,6 +89,8 @@ before(async () => {
       "169.254.169.254:80",
       "--listen",
       "168.63.129.16:80",
+      "--listen",
+      "169.254.42.42:80",
       "--scenario",
       scenarioFile,
     ],
@@ -449,6 +461,95 @@ const cases: Record<string, PlatformCase> = {
       assert.deepEqual((await specs(client, "network", "TimeServerStatuses.net.talos.dev")).get("timeservers"), {
         timeServers: ["169.254.169.254"],
       });
+    },
+  },
+  scaleway: {
+    metadata: {
+      platform: "scaleway",
+      hostname: "scw-talos",
+      region: "zone-name",
+      zone: "zone-name-1",
+      instanceType: "DEV1-S",
+      instanceId: "11111111-1111-1111-1111-111111111111",
+      providerId: "scaleway://instance/zone-name-1/11111111-1111-1111-1111-111111111111",
+    },
+    hostname: { hostname: "scw-talos", domainname: "" },
+    externalIPs: ["11.22.222.222/32", "2001:111:222:3333::1/128"],
+    linkName: "eth0",
+    check: async () => {
+      // The service answers the user data only to a privileged port: the node asked from one.
+      const userData = requests.filter((r) => r.url === "/user_data/cloud-init");
+      assert.ok(userData.length >= 1 && userData.every((r) => r.host === "169.254.42.42" && r.sourcePort < 1024));
+      await eventually(async () => assert.ok(kernelAddrs("eth0", "-6").includes("2001:111:222:3333::1/64")));
+      await eventually(async () =>
+        assert.deepEqual(
+          ip("-n", NODE_NS, "-4", "route", "show", "169.254.42.42").trim(),
+          "169.254.42.42 dev eth0 proto static scope link metric 1024",
+        ),
+      );
+    },
+  },
+  upcloud: {
+    metadata: {
+      platform: "upcloud",
+      hostname: "talos",
+      instanceId: "00123456-1111-2222-3333-123456789012",
+      providerId: "upcloud://00123456-1111-2222-3333-123456789012",
+    },
+    hostname: { hostname: "talos", domainname: "" },
+    externalIPs: ["185.70.197.2/32", "2a04:3544:8000:1000:0:1111:2222:3333/128"],
+    linkName: "eth0",
+    check: async (client) => {
+      await eventually(async () =>
+        assert.deepEqual(kernelAddrs("eth0", "-4"), ["169.254.10.2/16", "185.70.197.3/32"].sort()),
+      );
+      await eventually(async () =>
+        assert.deepEqual((await specs(client, "network", "ResolverStatuses.net.talos.dev")).get("resolvers"), {
+          dnsServers: ["94.237.127.9", "94.237.40.9", "2a04:3540:53::1", "2a04:3544:53::1"],
+        }),
+      );
+    },
+  },
+  exoscale: {
+    metadata: {
+      platform: "exoscale",
+      hostname: "talos.fqdn",
+      instanceType: "standard.tiny",
+      instanceId: "3085c764-b270-45b0-b974-68c55a9c2d53",
+      providerId: "exoscale://3085c764-b270-45b0-b974-68c55a9c2d53",
+    },
+    hostname: { hostname: "talos", domainname: "fqdn" },
+    externalIPs: ["1.2.3.4/32"],
+    check: async () => {
+      assert.ok(requests.some((r) => r.url === "/1.0/user-data"));
+      assert.ok(requests.some((r) => r.url === "/1.0/meta-data/service-offering"));
+    },
+  },
+  akamai: {
+    metadata: {
+      platform: "akamai",
+      hostname: "talos",
+      region: "us-east",
+      instanceType: "g6-standard-1",
+      instanceId: "123456",
+      providerId: "linode://123456",
+    },
+    hostname: { hostname: "talos", domainname: "" },
+    externalIPs: ["172.1.2.3/32", "2600:3c05:d011:797::/128"],
+    linkName: "eth0",
+    check: async () => {
+      // Every read went through a token.
+      assert.ok(requests.some((r) => r.method === "PUT" && r.url === "/v1/token"));
+      assert.ok(
+        requests
+          .filter((r) => r.method === "GET")
+          .every((r) => /^linode-token-\d+$/.test(r.headers["metadata-token"] ?? "")),
+      );
+      assert.ok(requests.some((r) => r.url === "/v1/user-data"));
+      await eventually(async () =>
+        assert.deepEqual(kernelAddrs("eth0", "-4"), ["169.254.10.2/16", "172.1.2.3/32", "192.1.2.3/32"]),
+      );
+      await eventually(async () => assert.ok(kernelAddrs("eth0", "-6").includes("2600:3c05:d011:797::/64")));
     },
   },
 };

@@ -39,6 +39,8 @@ export interface Request {
   url: URL;
   headers: Record<string, string | undefined>;
   body: string;
+  /** The TCP port the request came from. */
+  sourcePort: number;
 }
 
 export interface Answer {
@@ -199,6 +201,62 @@ const oracle: Handler = (req, s) => {
   return notFound();
 };
 
+// --- Scaleway: https://www.scaleway.com/en/docs/compute/instances/how-to/use-cloud-init/ and the
+// instance metadata API on 169.254.42.42: /conf?format=json; the user data's keys under
+// /user_data/, answered only to a privileged source port (below 1024), else 403.
+const scaleway: Handler = (req, s) => {
+  const p = req.url.pathname;
+  if (p === "/conf" && req.url.searchParams.get("format") === "json")
+    return json(JSON.parse(fixture("scaleway", "conf.json")));
+  if (p.startsWith("/user_data")) {
+    if (req.sourcePort >= 1024) return text("Forbidden: the source port must be below 1024", 403);
+    if (p === "/user_data/cloud-init") return s.userData === undefined ? notFound() : text(s.userData);
+  }
+  return notFound();
+};
+
+// --- UpCloud: https://upcloud.com/docs/products/cloud-servers/features/metadata-service/
+const upcloud: Handler = (req, s) => {
+  const p = req.url.pathname;
+  if (p === "/metadata/v1/user_data") return s.userData === undefined ? notFound() : text(s.userData);
+  if (p === "/metadata/v1.json") return json(JSON.parse(fixture("upcloud", "v1.json")));
+  return notFound();
+};
+
+// --- Exoscale: https://community.exoscale.com/documentation/compute/cloud-init/ (the
+// CloudStack-style keys under /1.0/meta-data/, user data at /1.0/user-data).
+const exoscale: Handler = (req, s) => {
+  const p = req.url.pathname;
+  if (p === "/1.0/user-data") return s.userData === undefined ? notFound() : text(s.userData);
+  const value = (JSON.parse(fixture("exoscale", "meta-data.json")) as Record<string, string>)[
+    p.replace(/^\/1\.0\/meta-data\//, "")
+  ];
+  return value === undefined ? notFound() : text(value);
+};
+
+// --- Akamai (Linode): https://techdocs.akamai.com/cloud-computing/docs/overview-of-the-metadata-service
+// PUT /v1/token with Metadata-Token-Expiry-Seconds (1..86400) gives a token (a JSON list when
+// asked for JSON); every other request carries it in Metadata-Token, or is refused with 401.
+// The user data is served base64.
+const akamaiTokens = new Set<string>();
+const akamai: Handler = (req, s) => {
+  const p = req.url.pathname;
+  if (p === "/v1/token") {
+    if (req.method !== "PUT") return text("", 405);
+    const ttl = Number(req.headers["metadata-token-expiry-seconds"]);
+    if (!Number.isInteger(ttl) || ttl < 1 || ttl > 86400) return text("", 400);
+    const token = `linode-token-${akamaiTokens.size + 1}`;
+    akamaiTokens.add(token);
+    return req.headers["accept"] === "application/json" ? json([token]) : text(token);
+  }
+  if (!akamaiTokens.has(req.headers["metadata-token"] ?? ""))
+    return json({ errors: [{ reason: "Unauthorized" }] }, 401);
+  if (p === "/v1/user-data")
+    return s.userData === undefined ? notFound() : text(Buffer.from(s.userData).toString("base64"));
+  const file = { "/v1/instance": "instance.json", "/v1/network": "network.json" }[p];
+  return file ? json(JSON.parse(fixture("akamai", file))) : notFound();
+};
+
 const handlers: Record<string, Handler> = {
   aws,
   gcp,
@@ -208,6 +266,10 @@ const handlers: Record<string, Handler> = {
   vultr,
   azure,
   oracle,
+  scaleway,
+  upcloud,
+  exoscale,
+  akamai,
 };
 
 /** The service's answer to one request; "hang" for none at all. */
@@ -244,12 +306,14 @@ export function metadataHandler(scenarioFile: string, onRequest: (line: string) 
         url: new URL(req.url ?? "/", `http://${req.headers.host ?? "169.254.169.254"}`),
         headers,
         body,
+        sourcePort: req.socket.remotePort ?? 0,
       };
       onRequest(
         JSON.stringify({
           method: request.method,
           host: request.url.hostname,
           url: req.url,
+          sourcePort: request.sourcePort,
           headers,
           ...(body ? { body } : {}),
         }),

@@ -1,16 +1,33 @@
 // The cloud platforms whose metadata the node reads, by talos.platform= name.
 
+import { akamai } from "./akamai.js";
 import { aws } from "./aws.js";
 import { azure } from "./azure.js";
 import { digitalOcean } from "./digitalocean.js";
+import { exoscale } from "./exoscale.js";
 import { gcp } from "./gcp.js";
 import { hcloud } from "./hcloud.js";
 import { openstack } from "./openstack.js";
 import { oracle } from "./oracle.js";
+import { scaleway } from "./scaleway.js";
+import { upcloud } from "./upcloud.js";
 import { vultr } from "./vultr.js";
 import type { CloudPlatform } from "./platform.js";
 
-const platforms: readonly CloudPlatform[] = [aws, gcp, openstack, digitalOcean, hcloud, vultr, azure, oracle];
+const platforms: readonly CloudPlatform[] = [
+  aws,
+  gcp,
+  openstack,
+  digitalOcean,
+  hcloud,
+  vultr,
+  azure,
+  oracle,
+  scaleway,
+  upcloud,
+  exoscale,
+  akamai,
+];
 
 export function cloudPlatform(name: string): CloudPlatform | undefined {
   return platforms.find((p) => p.name === name);

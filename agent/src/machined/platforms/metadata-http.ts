@@ -3,6 +3,7 @@
 // (a test serves the protocol on 169.254.169.254 or fakes it outright).
 
 import { describeError, SystemError } from "../../errors.js";
+import { lowPortRequest } from "./low-port-http.js";
 
 export interface MetadataReply {
   status: number;
@@ -13,6 +14,8 @@ export interface MetadataRequest {
   method?: "GET" | "PUT" | "POST";
   headers?: Record<string, string>;
   body?: string;
+  /** Sent from a privileged source port (below 1024), which the service takes as proof that root asks. */
+  lowSourcePort?: boolean;
 }
 
 export interface MetadataHttp {
@@ -32,6 +35,7 @@ const requestTimeoutMs = 15_000;
 export function fetchMetadataHttp(signal: AbortSignal, timeoutMs = requestTimeoutMs): MetadataHttp {
   return {
     async request(url, req = {}) {
+      if (req.lowSourcePort) return lowPortRequest(url, req, signal, timeoutMs);
       try {
         const res = await fetch(url, {
           method: req.method ?? "GET",

@@ -118,6 +118,8 @@ export class ServedHttp implements MetadataHttp {
       url: new URL(url),
       headers: lower,
       body: req.body ?? "",
+      // A port of the range a privileged request is sent from, or one of the kernel's ephemeral ones.
+      sourcePort: req.lowSourcePort ? 100 : 40000,
     });
     if (a === "hang") throw new Error("the service never answers");
     return reply(a.status, a.body);
