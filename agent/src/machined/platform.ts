@@ -56,7 +56,8 @@ export function detectPlatform(cmdline: Map<string, string[]>, env: NodeJS.Proce
   if (!name) throw new InvalidInputError("no platform given: pass talos.platform= on the kernel command line");
   if (!known.has(name)) throw new InvalidInputError(`unknown platform "${name}"`, { platform: name });
   if (name === "container") return { name, mode: "container" };
-  if (name === "metal") return { name, mode: "metal" };
+  // Equinix Metal's machines are bare metal: Talos runs it in metal mode (installs, as on metal).
+  if (name === "metal" || name === "equinixMetal" || name === "packet") return { name, mode: "metal" };
   return { name, mode: "cloud" };
 }
 

@@ -257,6 +257,15 @@ const akamai: Handler = (req, s) => {
   return file ? json(JSON.parse(fixture("akamai", file))) : notFound();
 };
 
+// --- Equinix Metal: https://deploy.equinix.com/developers/docs/metal/server-metadata/metadata/
+// Over HTTPS at metadata.platformequinix.com: /metadata (JSON), /userdata.
+const equinixMetal: Handler = (req, s) => {
+  const p = req.url.pathname;
+  if (p === "/userdata") return s.userData === undefined ? notFound() : text(s.userData);
+  if (p === "/metadata") return json(JSON.parse(fixture("equinix-metal", "metadata.json")));
+  return notFound();
+};
+
 const handlers: Record<string, Handler> = {
   aws,
   gcp,
@@ -270,6 +279,7 @@ const handlers: Record<string, Handler> = {
   upcloud,
   exoscale,
   akamai,
+  equinixMetal,
 };
 
 /** The service's answer to one request; "hang" for none at all. */

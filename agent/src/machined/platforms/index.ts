@@ -4,6 +4,7 @@ import { akamai } from "./akamai.js";
 import { aws } from "./aws.js";
 import { azure } from "./azure.js";
 import { digitalOcean } from "./digitalocean.js";
+import { equinixMetal } from "./equinixmetal.js";
 import { exoscale } from "./exoscale.js";
 import { gcp } from "./gcp.js";
 import { hcloud } from "./hcloud.js";
@@ -27,8 +28,13 @@ const platforms: readonly CloudPlatform[] = [
   upcloud,
   exoscale,
   akamai,
+  equinixMetal,
 ];
 
+/** Older names Talos still takes for a platform. */
+const aliases: Record<string, string> = { packet: "equinixMetal" };
+
 export function cloudPlatform(name: string): CloudPlatform | undefined {
-  return platforms.find((p) => p.name === name);
+  const wanted = aliases[name] ?? name;
+  return platforms.find((p) => p.name === wanted);
 }

@@ -3,6 +3,9 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, it } from "node:test";
 import { akamai, parseAkamaiMetadata } from "../../../../agent/src/machined/platforms/akamai.js";
+import { detectPlatform, parseCmdline } from "../../../../agent/src/machined/platform.js";
+import { equinixMetal, parseEquinixMetalMetadata } from "../../../../agent/src/machined/platforms/equinixmetal.js";
+import { cloudPlatform } from "../../../../agent/src/machined/platforms/index.js";
 import { exoscale } from "../../../../agent/src/machined/platforms/exoscale.js";
 import {
   fetchMetadataHttp,
@@ -11,8 +14,8 @@ import {
 } from "../../../../agent/src/machined/platforms/metadata-http.js";
 import { parseScalewayMetadata, scaleway } from "../../../../agent/src/machined/platforms/scaleway.js";
 import { parseUpcloudMetadata, upcloud } from "../../../../agent/src/machined/platforms/upcloud.js";
-import { PlatformDataError } from "../../../../agent/src/network/platform-config.js";
-import { fixtureText, fixtureYaml, platformIo, ServedHttp } from "./helpers.js";
+import { PlatformDataError, withLinksByMac } from "../../../../agent/src/network/platform-config.js";
+import { fixtureText, fixtureYaml, link, platformIo, ServedHttp } from "./helpers.js";
 
 const fixtureJson = (relative: string): Record<string, unknown> =>
   JSON.parse(fixtureText(relative)) as Record<string, unknown>;
@@ -173,5 +176,50 @@ describe("akamai", () => {
         url.endsWith("/user-data") ? { status: 200, body: Buffer.from("version: v1alpha1") } : served.request(url, req),
     };
     await assert.rejects(akamai.readUserData(platformIo(notBase64)), /user-data: not base64/);
+  });
+});
+
+describe("equinixMetal", () => {
+  it("reads /metadata: the bond's members by MAC, the bond (802.3ad, layer3+4), management addresses on it, default routes through the public gateways, private subnets and IPv4 BGP peers through the private one", async () => {
+    const http = new ServedHttp({ platform: "equinixMetal" });
+    const config = await equinixMetal.readNetwork(platformIo(http));
+    assert.deepEqual(
+      http.sent.map((s) => s.url),
+      ["https://metadata.platformequinix.com/metadata"],
+    );
+    assert.deepEqual(config, fixtureYaml("equinix-metal/expected.yaml"));
+    // As Talos names them on a host whose links with these permanent MACs are eth1 and eth2.
+    const onHost = withLinksByMac(config, [link("eth1", "68:05:ca:b8:f1:f8"), link("eth2", "68:05:ca:b8:f1:f9")]);
+    assert.deepEqual(
+      onHost.links.map((l) => [l.name, l.masterName ?? "", l.slaveIndex ?? 0]),
+      [
+        ["eth1", "bond0", 0],
+        ["eth2", "bond0", 1],
+        ["bond0", "", 0],
+      ],
+    );
+  });
+
+  it("takes /userdata as the configuration; none is no configuration", async () => {
+    assert.equal(await userDataOf("equinixMetal", equinixMetal.readUserData, "version: v1alpha1"), "version: v1alpha1");
+    assert.equal(await userDataOf("equinixMetal", equinixMetal.readUserData), undefined);
+  });
+
+  it("is a metal-mode platform, also by its old name packet", () => {
+    assert.deepEqual(detectPlatform(parseCmdline("talos.platform=equinixMetal"), {}), {
+      name: "equinixMetal",
+      mode: "metal",
+    });
+    assert.deepEqual(detectPlatform(parseCmdline("talos.platform=packet"), {}), { name: "packet", mode: "metal" });
+    assert.equal(cloudPlatform("packet"), equinixMetal);
+  });
+
+  it("refuses a bonding mode that is none", () => {
+    const doc = fixtureJson("equinix-metal/metadata.json");
+    const network = doc["network"] as Record<string, unknown>;
+    assert.throws(
+      () => parseEquinixMetalMetadata({ ...doc, network: { ...network, bonding: { mode: 9 } } }),
+      /bonding mode 9 is not a bond mode/,
+    );
   });
 });
