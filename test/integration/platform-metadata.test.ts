@@ -1,7 +1,8 @@
 // Cloud platforms end to end: the sandbox started as a node of a platform (`--platform`) in a
 // network namespace of its own, its link on 169.254.0.0/16, and the platform's metadata service
 // (helpers/metadata-server.ts, the documented protocol) on 169.254.169.254:80 (Scaleway's on
-// 169.254.42.42:80) in another
+// 169.254.42.42:80; Equinix Metal's HTTPS on :443, its name in the node's /etc/hosts, its
+// certificate from a test CA the node trusts) in another
 // namespace across a veth. With user data the node takes its configuration from it; without, it
 // waits in maintenance mode; either way PlatformMetadata, the hostname, the external addresses and
 // the platform's network specs come from the service. The node's API is reached over a
@@ -38,6 +39,49 @@ const sandboxJs = path.resolve(here, "../../agent/src/cmd/sandbox.js");
 const serverJs = path.resolve(here, "helpers/metadata-server.js");
 const work = mkdtempSync(path.join(os.tmpdir(), "basalt-platform-"));
 const scenarioFile = path.join(work, "scenario.json");
+const EQUINIX_HOST = "metadata.platformequinix.com";
+const caCert = path.join(work, "ca.pem");
+const netnsEtc = `/etc/netns/${NODE_NS}`;
+
+/** A test CA and the Equinix Metal service's certificate signed by it; returns the certificate's and key's paths. */
+function equinixCertificate(): { cert: string; key: string } {
+  const file = (name: string) => path.join(work, name);
+  const openssl = (...args: string[]) => execFileSync("openssl", args, { stdio: ["ignore", "ignore", "pipe"] });
+  const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
+  openssl(
+    "req",
+    "-x509",
+    ...ec,
+    "-keyout",
+    file("ca.key"),
+    "-out",
+    caCert,
+    "-subj",
+    "/CN=basalt test CA",
+    "-days",
+    "2",
+  );
+  openssl("req", ...ec, "-keyout", file("md.key"), "-out", file("md.csr"), "-subj", `/CN=${EQUINIX_HOST}`);
+  writeFileSync(file("md.ext"), `subjectAltName=DNS:${EQUINIX_HOST}\n`);
+  openssl(
+    "x509",
+    "-req",
+    "-in",
+    file("md.csr"),
+    "-CA",
+    caCert,
+    "-CAkey",
+    file("ca.key"),
+    "-CAcreateserial",
+    "-out",
+    file("md.pem"),
+    "-days",
+    "2",
+    "-extfile",
+    file("md.ext"),
+  );
+  return { cert: file("md.pem"), key: file("md.key") };
+}
 
 let server: ChildProcess | undefined;
 const requests: {
@@ -77,6 +121,10 @@ before(async () => {
   ip("-n", MD_NS, "addr", "add", "168.63.129.16/32", "dev", MD_LINK);
   // Scaleway's metadata service is on 169.254.42.42, in the same link-local network.
   ip("-n", MD_NS, "addr", "add", "169.254.42.42/16", "dev", MD_LINK);
+  // `ip netns exec` mounts /etc/netns/<name>/hosts on the node's /etc/hosts: Equinix Metal's service by name.
+  mkdirSync(netnsEtc, { recursive: true });
+  writeFileSync(path.join(netnsEtc, "hosts"), `127.0.0.1 localhost\n169.254.169.254 ${EQUINIX_HOST}\n`);
+  const tls = equinixCertificate();
   server = spawn(
     "ip",
     [
@@ -91,6 +139,12 @@ before(async () => {
       "168.63.129.16:80",
       "--listen",
       "169.254.42.42:80",
+      "--tls-listen",
+      "169.254.169.254:443",
+      "--tls-cert",
+      tls.cert,
+      "--tls-key",
+      tls.key,
       "--scenario",
       scenarioFile,
     ],
@@ -126,6 +180,7 @@ after(async () => {
     ["netns", "del", MD_NS],
   ])
     ignore(() => ip(...args));
+  rmSync(netnsEtc, { recursive: true, force: true });
   rmSync(work, { recursive: true, force: true });
 });
 
@@ -176,7 +231,10 @@ async function boot(scenario: Scenario, gateway = ""): Promise<Node> {
       "--platform",
       scenario.platform,
     ],
-    { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, BASALT_LOG_LEVEL: "info" } },
+    {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, BASALT_LOG_LEVEL: "info", NODE_EXTRA_CA_CERTS: caCert },
+    },
   );
   let out = "";
   child.stdout!.on("data", (b: Buffer) => (out += b.toString()));
@@ -550,6 +608,37 @@ const cases: Record<string, PlatformCase> = {
         assert.deepEqual(kernelAddrs("eth0", "-4"), ["169.254.10.2/16", "172.1.2.3/32", "192.1.2.3/32"]),
       );
       await eventually(async () => assert.ok(kernelAddrs("eth0", "-6").includes("2600:3c05:d011:797::/64")));
+    },
+  },
+  equinixMetal: {
+    metadata: {
+      platform: "equinixMetal",
+      hostname: "infra-green-ci",
+      region: "ny",
+      zone: "ny5",
+      instanceType: "c3.medium.x86",
+      instanceId: "X",
+      providerId: "equinixmetal://X",
+    },
+    hostname: { hostname: "infra-green-ci", domainname: "" },
+    externalIPs: ["147.75.78.41/32", "2604:1380:45d1:fd00::11/128"],
+    check: async (client) => {
+      // Over HTTPS, by the service's name.
+      assert.ok(requests.some((r) => r.url === "/userdata" && r.host === EQUINIX_HOST));
+      // The bond and its addresses as the node's platform layer holds them (this host's kernel may have no bonding).
+      const bond = (await specs(client, "network-config", "LinkSpecs.net.talos.dev")).get("platform/bond0");
+      assert.deepEqual(
+        [bond?.["kind"], (bond?.["bondMaster"] as Record<string, unknown>)?.["mode"]],
+        ["bond", "802.3ad"],
+      );
+      const addresses = [...(await specs(client, "network-config", "AddressSpecs.net.talos.dev")).values()]
+        .filter((a) => a["layer"] === "platform")
+        .map((a) => `${a["address"]} ${a["linkName"]}`);
+      assert.deepEqual(addresses.sort(), [
+        "10.66.142.17/31 bond0",
+        "147.75.78.41/31 bond0",
+        "2604:1380:45d1:fd00::11/127 bond0",
+      ]);
     },
   },
 };

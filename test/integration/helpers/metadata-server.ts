@@ -3,7 +3,8 @@
 // header, ...) from the instance documents under test/fixtures/platforms. Run on
 // 169.254.169.254:80 inside a network namespace of its own:
 //
-//   node metadata-server.js --listen 169.254.169.254:80 [--listen 168.63.129.16:80] --scenario FILE
+//   node metadata-server.js --listen 169.254.169.254:80 [--listen 168.63.129.16:80]
+//     [--tls-listen 169.254.169.254:443 --tls-cert FILE --tls-key FILE] --scenario FILE
 //
 // The scenario (JSON, read again on every request, so a test can change it between boots) names
 // the platform, the user data (absent: the instance has none) and an optional fault. Each request
@@ -11,6 +12,7 @@
 
 import { readFileSync } from "node:fs";
 import http from "node:http";
+import https from "node:https";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse as parseYaml } from "yaml";
@@ -337,15 +339,29 @@ export function metadataHandler(scenarioFile: string, onRequest: (line: string) 
 }
 
 function main(argv: string[]): void {
-  const listens = argv.flatMap((a, i) => (a === "--listen" && argv[i + 1] ? [argv[i + 1]!] : []));
-  const i = argv.indexOf("--scenario");
-  if (listens.length === 0 || i < 0 || !argv[i + 1])
-    throw new Error("usage: metadata-server --listen HOST:PORT [--listen ...] --scenario FILE");
-  const handler = metadataHandler(argv[i + 1]!, (line) => process.stdout.write(`${line}\n`));
-  const servers = listens.map((listen) => {
-    const colon = listen.lastIndexOf(":");
-    return http.createServer(handler).listen(Number(listen.slice(colon + 1)), listen.slice(0, colon));
-  });
+  const all = (flag: string) => argv.flatMap((a, i) => (a === flag && argv[i + 1] ? [argv[i + 1]!] : []));
+  const one = (flag: string) => all(flag)[0];
+  const listens = all("--listen");
+  const tlsListens = all("--tls-listen");
+  const scenario = one("--scenario");
+  const cert = one("--tls-cert");
+  const key = one("--tls-key");
+  if (listens.length === 0 || !scenario || (tlsListens.length > 0 && !(cert && key)))
+    throw new Error(
+      "usage: metadata-server --listen HOST:PORT [--listen ...] [--tls-listen HOST:PORT --tls-cert FILE --tls-key FILE] --scenario FILE",
+    );
+  const handler = metadataHandler(scenario, (line) => process.stdout.write(`${line}\n`));
+  const listen = (server: http.Server, address: string) => {
+    const colon = address.lastIndexOf(":");
+    return server.listen(Number(address.slice(colon + 1)), address.slice(0, colon));
+  };
+  const servers = [
+    ...listens.map((address) => listen(http.createServer(handler), address)),
+    // Equinix Metal's service is HTTPS only.
+    ...tlsListens.map((address) =>
+      listen(https.createServer({ cert: readFileSync(cert!), key: readFileSync(key!) }, handler), address),
+    ),
+  ];
   void Promise.all(servers.map((srv) => new Promise((resolve) => srv.once("listening", resolve)))).then(() =>
     process.stdout.write("listening\n"),
   );
