@@ -698,6 +698,11 @@ function configDrive(userData: string): () => void {
   copyFileSync(path.join(fixturesRoot, "openstack", "meta_data.json"), path.join(latest, "meta_data.json"));
   copyFileSync(path.join(fixturesRoot, "openstack", "network_data.json"), path.join(latest, "network_data.json"));
   writeFileSync(path.join(latest, "user_data"), userData);
+  return attachIso(dir, "config-2", "OpenStack Compute");
+}
+
+/** `dir` as an ISO 9660 image (Rock Ridge, Joliet) with this volume label, on a read-only loop device; returns its removal. */
+function attachIso(dir: string, label: string, publisher: string): () => void {
   const iso = `${dir}.iso`;
   execFileSync("genisoimage", [
     "-o",
@@ -707,16 +712,39 @@ function configDrive(userData: string): () => void {
     "-allow-multidot",
     "-l",
     "-publisher",
-    "OpenStack Compute",
+    publisher,
     "-quiet",
     "-J",
     "-r",
     "-V",
-    "config-2",
+    label,
     dir,
   ]);
   const loop = execFileSync("losetup", ["-f", "--show", "-r", iso], { encoding: "utf8" }).trim();
   return () => execFileSync("losetup", ["-d", loop]);
+}
+
+/** `dir` as a small ext4 filesystem with this label (mkfs.ext4 -d), on a read-only loop device; returns its removal. */
+function attachExt4(dir: string, label: string): () => void {
+  const image = `${dir}.ext4`;
+  execFileSync("mkfs.ext4", ["-q", "-F", "-L", label, "-d", dir, image, "4M"]);
+  const loop = execFileSync("losetup", ["-f", "--show", "-r", image], { encoding: "utf8" }).trim();
+  return () => execFileSync("losetup", ["-d", loop]);
+}
+
+const hasIso9660 = readFileSync("/proc/filesystems", "utf8").includes("iso9660");
+
+/**
+ * An OpenNebula context volume (label CONTEXT) holding the fixture's context.sh, with USER_DATA
+ * when given: a CD as OpenNebula makes it where this kernel reads ISO 9660, else ext4 (the node
+ * mounts whatever filesystem the labelled volume has, as Talos does).
+ */
+function contextVolume(userData?: string): () => void {
+  const dir = mkdtempSync(path.join(work, "context-"));
+  const contextSh = readFileSync(path.join(fixturesRoot, "opennebula", "context.sh"), "utf8");
+  const user = userData === undefined ? "" : `USER_DATA="${Buffer.from(userData).toString("base64")}"\n`;
+  writeFileSync(path.join(dir, "context.sh"), contextSh + user);
+  return hasIso9660 ? attachIso(dir, "CONTEXT", "OpenNebula") : attachExt4(dir, "CONTEXT");
 }
 
 // The node mounts the drive: the kernel running the test must read ISO 9660 (a node's does).
@@ -742,6 +770,66 @@ describe("openstack config drive", { skip: isoSkip ?? false }, () => {
         } finally {
           client.close();
         }
+      } finally {
+        await node.stop();
+      }
+    } finally {
+      undo();
+    }
+  });
+});
+
+describe("opennebula context volume", { skip: skip ?? false }, () => {
+  const metadata = { platform: "opennebula", hostname: "code-server", instanceId: "14" };
+  /** context.sh's static network on eth0, its DNS and hostname; the metadata service is never asked. */
+  async function contextApplied(client: NodeClient): Promise<void> {
+    await eventually(async () => assert.deepEqual(await platformMetadata(client), metadata));
+    await eventually(async () =>
+      assert.deepEqual((await specs(client, "network", "HostnameStatuses.net.talos.dev")).get("hostname"), {
+        hostname: "code-server",
+        domainname: "",
+      }),
+    );
+    await eventually(async () =>
+      assert.deepEqual(kernelAddrs("eth0", "-4"), [`${NODE_ADDRESS}/16`, "192.168.1.92/24"]),
+    );
+    await eventually(async () =>
+      assert.deepEqual((await specs(client, "network", "ResolverStatuses.net.talos.dev")).get("resolvers"), {
+        dnsServers: ["192.168.1.1", "8.8.8.8", "1.1.1.1"],
+      }),
+    );
+    assert.deepEqual(requests, []);
+  }
+
+  test("USER_DATA is the configuration; network, hostname and PlatformMetadata from context.sh", async () => {
+    freshNodeLink("eth0");
+    const undo = contextVolume(controlplane);
+    try {
+      const node = await boot({ platform: "opennebula" });
+      try {
+        const client = await on(node, () => configured(node));
+        try {
+          await on(node, () => contextApplied(client));
+        } finally {
+          client.close();
+        }
+      } finally {
+        await node.stop();
+      }
+    } finally {
+      undo();
+    }
+  });
+
+  test("no USER_DATA: maintenance mode, the context's network and hostname still applied", async () => {
+    freshNodeLink("eth0");
+    const undo = contextVolume();
+    try {
+      const node = await boot({ platform: "opennebula" });
+      try {
+        await eventually(() => node.client.disks(), 300);
+        await on(node, () => contextApplied(node.client));
+        assert.match(node.output(), /platform opennebula gives no user data; entering maintenance mode/);
       } finally {
         await node.stop();
       }

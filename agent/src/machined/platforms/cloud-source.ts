@@ -38,7 +38,7 @@ export async function readCloudUserData(
   d: CloudReadDeps,
   timing: RetryTiming = userDataRetry,
 ): Promise<Buffer | undefined> {
-  await d.networkReady(d.signal);
+  if (!d.platform.local) await d.networkReady(d.signal);
   d.log.info(`fetching machine config from ${d.platform.name}`);
   const what = `failed to fetch the user data of platform ${d.platform.name}`;
   try {
@@ -80,7 +80,7 @@ export async function readCloudNetwork(
 ): Promise<void> {
   const reported = new Set<string>();
   try {
-    await d.networkReady(d.signal);
+    if (!d.platform.local) await d.networkReady(d.signal);
     d.log.info(`fetching ${d.platform.name} instance config`);
     for (let n = 1; ; n++) {
       try {

@@ -8,6 +8,7 @@ import { equinixMetal } from "./equinixmetal.js";
 import { exoscale } from "./exoscale.js";
 import { gcp } from "./gcp.js";
 import { hcloud } from "./hcloud.js";
+import { opennebula } from "./opennebula.js";
 import { openstack } from "./openstack.js";
 import { oracle } from "./oracle.js";
 import { scaleway } from "./scaleway.js";
@@ -29,6 +30,7 @@ const platforms: readonly CloudPlatform[] = [
   exoscale,
   akamai,
   equinixMetal,
+  opennebula,
 ];
 
 /** Older names Talos still takes for a platform. */

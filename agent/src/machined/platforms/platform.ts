@@ -27,6 +27,8 @@ export interface PlatformIo {
 
 export interface CloudPlatform {
   readonly name: string;
+  /** Everything is read from a local device: the node needs no address first (Talos waits only for the devices). */
+  readonly local?: boolean;
   /** The instance's network and PlatformMetadata. */
   readNetwork(io: PlatformIo): Promise<PlatformNetworkConfig>;
   /** The user data; undefined when the instance has none (Talos: ErrNoConfigSource). */
