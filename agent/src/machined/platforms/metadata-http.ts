@@ -35,14 +35,15 @@ const requestTimeoutMs = 15_000;
 export function fetchMetadataHttp(signal: AbortSignal, timeoutMs = requestTimeoutMs): MetadataHttp {
   return {
     async request(url, req = {}) {
-      if (req.lowSourcePort) return lowPortRequest(url, req, signal, timeoutMs);
       try {
+        const limit = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
+        if (req.lowSourcePort) return await lowPortRequest(url, req, limit);
         const res = await fetch(url, {
           method: req.method ?? "GET",
           headers: req.headers ?? {},
           ...(req.body !== undefined ? { body: req.body } : {}),
           redirect: "follow",
-          signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]),
+          signal: limit,
         });
         return { status: res.status, body: Buffer.from(await res.arrayBuffer()) };
       } catch (err) {
