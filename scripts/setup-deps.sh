@@ -29,3 +29,6 @@ apt_packages+=(docker-registry)
 apt_packages+=(qemu-utils xz-utils gzip zstd tar)
 # cloud platforms: an OpenStack config drive made as nova makes it (test/integration/platform-metadata.test.ts)
 apt_packages+=(genisoimage)
+# cloud platforms: the Equinix Metal service's test certificate (openssl) and OpenNebula's context volume
+# as ext4 where the kernel reads no ISO 9660 (mkfs.ext4 -d) (test/integration/platform-metadata.test.ts)
+apt_packages+=(openssl e2fsprogs)
