@@ -1,0 +1,11 @@
+// The controllers of this node's Kubernetes Node object: the labels and taints it wants
+// and their apply through the API server.
+
+import type { Controller } from "../../resources/controller-runtime.js";
+import { NodeApplyController } from "./node-apply.js";
+import { NodeLabelSpecController } from "./node-label-spec.js";
+import { NodeTaintSpecController } from "./node-taint-spec.js";
+
+export function nodeControllers(): Controller[] {
+  return [new NodeLabelSpecController(), new NodeTaintSpecController(), new NodeApplyController()];
+}
