@@ -40,6 +40,9 @@ export class NodeNotRegisteredError extends BasaltError {}
 const RETRY_FOR_MS = 10_000;
 const RETRY_EVERY_MS = 100;
 
+/** What the sync needs of a KubeClient. */
+export type NodeApi = Pick<KubeClient, "request">;
+
 export interface NodeApplyOptions {
   /** The kubelet's kubeconfig (a worker's credentials); default Talos's path. */
   kubeletKubeconfig?: string;
@@ -49,7 +52,7 @@ export interface NodeApplyOptions {
 
 /** Reads the Node, applies the wanted labels and taints, and replaces it when anything changed. */
 async function syncOnce(
-  client: KubeClient,
+  client: NodeApi,
   nodename: string,
   labels: ReadonlyMap<string, string>,
   taints: readonly NodeTaintSpecSpec[],
@@ -72,7 +75,7 @@ async function syncOnce(
 
 /** syncOnce until it succeeds, retrying a conflict (409) or a refusal (403) for RETRY_FOR_MS. */
 export async function syncNode(
-  client: KubeClient,
+  client: NodeApi,
   nodename: string,
   labels: ReadonlyMap<string, string>,
   taints: readonly NodeTaintSpecSpec[],
