@@ -1,0 +1,190 @@
+// The node's labels and taints put on its Node object in a real kube-apiserver (v1.30.3)
+// backed by a real etcd: the controllers wait for the Node to be registered, apply the
+// control plane's role label and taint and .machine.nodeLabels/.nodeTaints with Talos's
+// ownership annotations, and after a config change remove only what they own. A worker
+// writes its own Node with the kubelet's kubeconfig (certificate files by path).
+
+import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import { isDeepStrictEqual } from "node:util";
+import { after, before, describe, it, type TestContext } from "node:test";
+import { loadConfig } from "../../agent/src/config/load.js";
+import { MachineTypeController } from "../../agent/src/controllers/config/machine-type.js";
+import { NodeApplyController } from "../../agent/src/controllers/k8s/node-apply.js";
+import { NodeLabelSpecController } from "../../agent/src/controllers/k8s/node-label-spec.js";
+import { NodeTaintSpecController } from "../../agent/src/controllers/k8s/node-taint-spec.js";
+import { renderKubeconfig } from "../../agent/src/pki/index.js";
+import { NodenameType, type NodenameSpec } from "../../agent/src/resources/catalog/cluster.js";
+import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../agent/src/resources/catalog/config.js";
+import { registerCatalog } from "../../agent/src/resources/catalog/index.js";
+import { K8S_NAMESPACE } from "../../agent/src/resources/catalog/k8s-kubelet.js";
+import {
+  KubernetesSecretsId,
+  KubernetesSecretsType,
+  type KubernetesCertsSpec,
+} from "../../agent/src/resources/catalog/k8s-secrets.js";
+import { SECRETS_NAMESPACE } from "../../agent/src/resources/catalog/secrets.js";
+import { ControllerRuntime } from "../../agent/src/resources/controller-runtime.js";
+import { ResourceState } from "../../agent/src/resources/state.js";
+import type { KubeNode } from "../../agent/src/controllers/k8s/node-patch.js";
+import { startApiServer, type ApiServer } from "./helpers/kube-apiserver.js";
+
+const ROLE = "node-role.kubernetes.io/control-plane";
+let api: ApiServer;
+
+const configYaml = (type: string, extra: string) =>
+  `version: v1alpha1\nmachine:\n  type: ${type}\n${extra}cluster:\n  controlPlane:\n    endpoint: https://127.0.0.1:6443\n`;
+
+/** A store with the controllers running and this machine's config, node name and (control plane) admin kubeconfig. */
+function machine(t: TestContext, nodename: string, yaml: string, kubeletKubeconfig?: string) {
+  const state = new ResourceState();
+  registerCatalog(state);
+  const setConfig = (text: string) =>
+    state.modify(CONFIG_NAMESPACE, MachineConfigType, MachineConfigIds.active, "test.ConfigLoader", () =>
+      loadConfig(text),
+    );
+  setConfig(yaml);
+  state.modify<NodenameSpec>(K8S_NAMESPACE, NodenameType, "nodename", "test.Nodename", () => ({
+    nodename,
+    hostnameVersion: "1",
+    skipNodeRegistration: false,
+  }));
+  const localhostAdminKubeconfig = renderKubeconfig({
+    clusterName: "test",
+    endpoint: api.server,
+    caPem: api.ca.certPem,
+    certPem: api.admin.certPem,
+    keyPem: api.admin.keyPem,
+    username: "admin",
+    contextName: "admin",
+  });
+  state.modify<KubernetesCertsSpec>(SECRETS_NAMESPACE, KubernetesSecretsType, KubernetesSecretsId, "test", () => ({
+    schedulerKubeconfig: "",
+    controllerManagerKubeconfig: "",
+    localhostAdminKubeconfig,
+    adminKubeconfig: "",
+  }));
+  const runtime = new ControllerRuntime(state, { initialBackoffMs: 50, maxBackoffMs: 500 });
+  for (const c of [
+    new MachineTypeController(),
+    new NodeLabelSpecController(),
+    new NodeTaintSpecController(),
+    new NodeApplyController({ ...(kubeletKubeconfig ? { kubeletKubeconfig } : {}), kubeconfigPollMs: 100 }),
+  ])
+    runtime.register(c);
+  const ac = new AbortController();
+  t.after(() => ac.abort());
+  runtime.start(ac.signal);
+  return { runtime, setConfig };
+}
+
+const nodePath = (name: string) => `/api/v1/nodes/${name}`;
+const getNode = (name: string) => api.client.request<KubeNode>("GET", nodePath(name));
+
+/** The taint the API server's admission puts on every new Node until its controller sees it Ready. */
+const NOT_READY = { key: "node.kubernetes.io/not-ready", effect: "NoSchedule" };
+
+/** Creates a Node as a kubelet registers it (with the labels it sets itself). */
+const registerNode = (name: string, labels: Record<string, string>) =>
+  api.client.request("POST", "/api/v1/nodes", { apiVersion: "v1", kind: "Node", metadata: { name, labels } });
+
+/** What the controllers own of a Node: its labels, taints and the two ownership annotations. */
+const applied = (node: KubeNode) => ({
+  labels: node.metadata.labels ?? {},
+  taints: node.spec?.taints ?? [],
+  ownedLabels: node.metadata.annotations?.["talos.dev/owned-labels"],
+  ownedTaints: node.metadata.annotations?.["talos.dev/owned-taints"],
+});
+
+/** Reads the Node until `expected` holds (the controllers retry with backoff, bounded here at 60 s). */
+async function nodeBecomes(name: string, expected: ReturnType<typeof applied>): Promise<void> {
+  const end = Date.now() + 60_000;
+  let last: unknown;
+  for (;;) {
+    last = await getNode(name).then(applied, (err: unknown) => String(err));
+    if (isDeepStrictEqual(last, expected)) return;
+    if (Date.now() > end) assert.deepEqual(last, expected);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe("Node labels and taints against a real kube-apiserver and etcd", { timeout: 600_000 }, () => {
+  before(async () => {
+    api = await startApiServer("node-apply-");
+  });
+  after(() => api?.stop());
+
+  it("a control plane: applied once the Node exists; on a config change only owned ones removed", async (t) => {
+    const name = "cp-1";
+    const labelsYaml = "  nodeLabels:\n    zone: a\n    rack: r1\n  nodeTaints:\n    gpu: 'true:NoExecute'\n";
+    const { runtime, setConfig } = machine(t, name, configYaml("controlplane", labelsYaml));
+    await runtime.whenIdle();
+    assert.ok((runtime.runCounts()["k8s.NodeApplyController"] ?? 0) >= 1, "the apply ran before the Node existed");
+    await assert.rejects(getNode(name), /404/);
+    // Someone else's label with another value than the config's: never taken over, never removed.
+    await registerNode(name, { "kubernetes.io/hostname": name, zone: "b" });
+    await nodeBecomes(name, {
+      labels: { "kubernetes.io/hostname": name, zone: "b", [ROLE]: "", rack: "r1" },
+      taints: [NOT_READY, { key: "gpu", value: "true", effect: "NoExecute" }, { key: ROLE, effect: "NoSchedule" }],
+      ownedLabels: `["${ROLE}","rack"]`,
+      ownedTaints: `["gpu","${ROLE}"]`,
+    });
+
+    // Someone else adds a label and a taint of their own.
+    const node = await getNode(name);
+    node.metadata.labels!.team = "x";
+    node.spec!.taints!.push({ key: "maintenance", effect: "NoSchedule" });
+    await api.client.request("PUT", nodePath(name), node);
+
+    setConfig(`${configYaml("controlplane", "")}  allowSchedulingOnControlPlanes: true\n`);
+    await nodeBecomes(name, {
+      labels: { "kubernetes.io/hostname": name, zone: "b", [ROLE]: "", team: "x" },
+      taints: [NOT_READY, { key: "maintenance", effect: "NoSchedule" }],
+      ownedLabels: `["${ROLE}"]`,
+      ownedTaints: undefined,
+    });
+  });
+
+  it("a worker: writes its own Node with the kubelet's kubeconfig once the kubelet has written it", async (t) => {
+    const name = "worker-1";
+    const kubelet = await api.issueClient(`system:node:${name}`, ["system:nodes"]);
+    // The kubelet keeps certificate and key in one file and names it in its kubeconfig.
+    const pem = path.join(api.dir, "kubelet-client-current.pem");
+    writeFileSync(pem, kubelet.certPem + kubelet.keyPem);
+    const kubeconfig = path.join(api.dir, "kubeconfig-kubelet");
+    machine(t, name, configYaml("worker", "  nodeLabels:\n    zone: w\n"), kubeconfig);
+    await registerNode(name, { "kubernetes.io/hostname": name });
+    writeFileSync(
+      kubeconfig,
+      [
+        "apiVersion: v1",
+        "kind: Config",
+        "clusters:",
+        "- name: default-cluster",
+        "  cluster:",
+        `    certificate-authority-data: ${Buffer.from(api.ca.certPem).toString("base64")}`,
+        `    server: ${api.server}`,
+        "contexts:",
+        "- name: default-context",
+        "  context: { cluster: default-cluster, user: default-auth }",
+        "current-context: default-context",
+        "users:",
+        "- name: default-auth",
+        `  user: { client-certificate: ${pem}, client-key: ${pem} }`,
+        "",
+      ].join("\n"),
+    );
+    await nodeBecomes(name, {
+      labels: { "kubernetes.io/hostname": name, zone: "w" },
+      taints: [NOT_READY],
+      ownedLabels: '["zone"]',
+      ownedTaints: undefined,
+    });
+    const node = await getNode(name);
+    const managers = (node.metadata.managedFields as { manager: string; operation: string }[]).map(
+      (f) => `${f.manager}/${f.operation}`,
+    );
+    assert.ok(managers.includes("talos/Update"), managers.join(", "));
+  });
+});
