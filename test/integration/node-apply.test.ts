@@ -2,7 +2,8 @@
 // backed by a real etcd: the controllers wait for the Node to be registered, apply the
 // control plane's role label and taint and .machine.nodeLabels/.nodeTaints with Talos's
 // ownership annotations, and after a config change remove only what they own. A worker
-// writes its own Node with the kubelet's kubeconfig (certificate files by path).
+// writes its own Node with the kubelet's kubeconfig (certificate files by path), and its
+// NodeStatus follows the watched Node.
 
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
@@ -14,11 +15,13 @@ import { MachineTypeController } from "../../agent/src/controllers/config/machin
 import { NodeApplyController } from "../../agent/src/controllers/k8s/node-apply.js";
 import { NodeLabelSpecController } from "../../agent/src/controllers/k8s/node-label-spec.js";
 import { NodeTaintSpecController } from "../../agent/src/controllers/k8s/node-taint-spec.js";
+import { NodeStatusController } from "../../agent/src/controllers/k8s/node-status.js";
 import { renderKubeconfig } from "../../agent/src/pki/index.js";
 import { NodenameType, type NodenameSpec } from "../../agent/src/resources/catalog/cluster.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../agent/src/resources/catalog/config.js";
 import { registerCatalog } from "../../agent/src/resources/catalog/index.js";
 import { K8S_NAMESPACE } from "../../agent/src/resources/catalog/k8s-kubelet.js";
+import { NodeStatusType, type NodeStatusSpec } from "../../agent/src/resources/catalog/k8s-nodes.js";
 import {
   KubernetesSecretsId,
   KubernetesSecretsType,
@@ -29,6 +32,7 @@ import { ControllerRuntime } from "../../agent/src/resources/controller-runtime.
 import { ResourceState } from "../../agent/src/resources/state.js";
 import type { KubeNode } from "../../agent/src/controllers/k8s/node-patch.js";
 import { startApiServer, type ApiServer } from "./helpers/kube-apiserver.js";
+import { until } from "../unit/controllers/secrets/wait.js";
 
 const ROLE = "node-role.kubernetes.io/control-plane";
 let api: ApiServer;
@@ -37,7 +41,7 @@ const configYaml = (type: string, extra: string) =>
   `version: v1alpha1\nmachine:\n  type: ${type}\n${extra}cluster:\n  controlPlane:\n    endpoint: https://127.0.0.1:6443\n`;
 
 /** A store with the controllers running and this machine's config, node name and (control plane) admin kubeconfig. */
-function machine(t: TestContext, nodename: string, yaml: string, kubeletKubeconfig?: string) {
+function machine(t: TestContext, nodename: string, yaml: string, kubeletKubeconfig: string) {
   const state = new ResourceState();
   registerCatalog(state);
   const setConfig = (text: string) =>
@@ -70,13 +74,14 @@ function machine(t: TestContext, nodename: string, yaml: string, kubeletKubeconf
     new MachineTypeController(),
     new NodeLabelSpecController(),
     new NodeTaintSpecController(),
-    new NodeApplyController({ ...(kubeletKubeconfig ? { kubeletKubeconfig } : {}), kubeconfigPollMs: 100 }),
+    new NodeApplyController({ kubeletKubeconfig, kubeconfigPollMs: 100 }),
+    new NodeStatusController({ kubeletKubeconfig, kubeconfigPollMs: 100 }),
   ])
     runtime.register(c);
   const ac = new AbortController();
   t.after(() => ac.abort());
   runtime.start(ac.signal);
-  return { runtime, setConfig };
+  return { state, runtime, setConfig };
 }
 
 const nodePath = (name: string) => `/api/v1/nodes/${name}`;
@@ -118,7 +123,13 @@ describe("Node labels and taints against a real kube-apiserver and etcd", { time
   it("a control plane: applied once the Node exists; on a config change only owned ones removed", async (t) => {
     const name = "cp-1";
     const labelsYaml = "  nodeLabels:\n    zone: a\n    rack: r1\n  nodeTaints:\n    gpu: 'true:NoExecute'\n";
-    const { runtime, setConfig } = machine(t, name, configYaml("controlplane", labelsYaml));
+    // No kubelet kubeconfig: the admin's applies the labels and taints; NodeStatus waits for the kubelet's.
+    const { runtime, setConfig } = machine(
+      t,
+      name,
+      configYaml("controlplane", labelsYaml),
+      path.join(api.dir, "no-kubelet-kubeconfig"),
+    );
     await runtime.whenIdle();
     assert.ok((runtime.runCounts()["k8s.NodeApplyController"] ?? 0) >= 1, "the apply ran before the Node existed");
     await assert.rejects(getNode(name), /404/);
@@ -146,14 +157,14 @@ describe("Node labels and taints against a real kube-apiserver and etcd", { time
     });
   });
 
-  it("a worker: writes its own Node with the kubelet's kubeconfig once the kubelet has written it", async (t) => {
+  it("a worker: writes its own Node with the kubelet's kubeconfig once written; NodeStatus follows the Node", async (t) => {
     const name = "worker-1";
     const kubelet = await api.issueClient(`system:node:${name}`, ["system:nodes"]);
     // The kubelet keeps certificate and key in one file and names it in its kubeconfig.
     const pem = path.join(api.dir, "kubelet-client-current.pem");
     writeFileSync(pem, kubelet.certPem + kubelet.keyPem);
     const kubeconfig = path.join(api.dir, "kubeconfig-kubelet");
-    machine(t, name, configYaml("worker", "  nodeLabels:\n    zone: w\n"), kubeconfig);
+    const { state } = machine(t, name, configYaml("worker", "  nodeLabels:\n    zone: w\n"), kubeconfig);
     await registerNode(name, { "kubernetes.io/hostname": name });
     writeFileSync(
       kubeconfig,
@@ -186,5 +197,36 @@ describe("Node labels and taints against a real kube-apiserver and etcd", { time
       (f) => `${f.manager}/${f.operation}`,
     );
     assert.ok(managers.includes("talos/Update"), managers.join(", "));
+
+    // NodeStatus follows the watched Node: as applied, then Ready once its condition says so.
+    const status = (ready: boolean) =>
+      until(`NodeStatus ready=${ready}`, () => {
+        const spec = state.get<NodeStatusSpec>(K8S_NAMESPACE, NodeStatusType, name)?.spec;
+        return spec?.nodeReady === ready && spec.labels.zone === "w" ? spec : undefined;
+      });
+    assert.deepEqual(await status(false), {
+      nodename: name,
+      nodeReady: false,
+      unschedulable: false,
+      labels: { "kubernetes.io/hostname": name, zone: "w" },
+      annotations: { "talos.dev/owned-labels": '["zone"]' },
+    });
+    const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+    const ready = {
+      type: "Ready",
+      status: "True",
+      reason: "KubeletReady",
+      lastHeartbeatTime: now,
+      lastTransitionTime: now,
+    };
+    await api.client.request("PUT", `${nodePath(name)}/status`, {
+      ...(await getNode(name)),
+      status: { conditions: [ready] },
+    });
+    assert.equal((await status(true)).nodeReady, true);
+    assert.deepEqual(
+      state.list(K8S_NAMESPACE, NodeStatusType).map((r) => r.metadata.id),
+      [name],
+    );
   });
 });

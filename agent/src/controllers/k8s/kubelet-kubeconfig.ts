@@ -30,3 +30,12 @@ export async function credentialsFromKubeletKubeconfig(text: string): Promise<Ku
   for (const u of cfg.users ?? []) await inlineFiles(u.user, ["client-certificate", "client-key"]);
   return credentialsFromKubeconfig(stringify(cfg));
 }
+
+/** The credentials of the kubeconfig at `path`; undefined while the kubelet has not written it. */
+export async function readKubeletCredentials(path: string): Promise<KubeCredentials | undefined> {
+  const text = await readFile(path, "utf8").catch((err: NodeJS.ErrnoException) => {
+    if (err.code === "ENOENT") return undefined;
+    throw err;
+  });
+  return text === undefined ? undefined : credentialsFromKubeletKubeconfig(text);
+}

@@ -6,7 +6,6 @@
 // fails the run, and the runtime retries it with backoff (NodeStatus, when it changes,
 // runs it again at once).
 
-import { readFile } from "node:fs/promises";
 import { BasaltError } from "../../errors.js";
 import type { Logger } from "../../log.js";
 import { NodenameType, type NodenameSpec } from "../../resources/catalog/cluster.js";
@@ -29,7 +28,7 @@ import type { Controller, ControllerContext } from "../../resources/controller-r
 import { KubeApiError, KubeClient, type KubeCredentials } from "./kube-client.js";
 import { credentialsFromKubeconfig } from "./kubeconfig-credentials.js";
 import { kubeletConstants } from "./kubelet-configuration.js";
-import { credentialsFromKubeletKubeconfig } from "./kubelet-kubeconfig.js";
+import { readKubeletCredentials } from "./kubelet-kubeconfig.js";
 import { NodenameId } from "./nodename.js";
 import { isControlPlaneMachine } from "./node-label-spec.js";
 import { patchNode, type KubeNode } from "./node-patch.js";
@@ -143,14 +142,8 @@ export class NodeApplyController implements Controller {
       const secrets = ctx.get<KubernetesCertsSpec>(SECRETS_NAMESPACE, KubernetesSecretsType, KubernetesSecretsId);
       return secrets ? credentialsFromKubeconfig(secrets.spec.localhostAdminKubeconfig) : undefined;
     }
-    const text = await readFile(this.kubeletKubeconfig, "utf8").catch((err: NodeJS.ErrnoException) => {
-      if (err.code === "ENOENT") return undefined;
-      throw err;
-    });
-    if (text === undefined) {
-      ctx.requeueAfter(this.kubeconfigPollMs);
-      return undefined;
-    }
-    return credentialsFromKubeletKubeconfig(text);
+    const creds = await readKubeletCredentials(this.kubeletKubeconfig);
+    if (!creds) ctx.requeueAfter(this.kubeconfigPollMs);
+    return creds;
   }
 }

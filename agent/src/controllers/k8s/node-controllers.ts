@@ -1,11 +1,17 @@
 // The controllers of this node's Kubernetes Node object: the labels and taints it wants
-// and their apply through the API server.
+// and their apply through the API server, and the Node as the API server has it.
 
 import type { Controller } from "../../resources/controller-runtime.js";
 import { NodeApplyController } from "./node-apply.js";
 import { NodeLabelSpecController } from "./node-label-spec.js";
+import { NodeStatusController } from "./node-status.js";
 import { NodeTaintSpecController } from "./node-taint-spec.js";
 
 export function nodeControllers(): Controller[] {
-  return [new NodeLabelSpecController(), new NodeTaintSpecController(), new NodeApplyController()];
+  return [
+    new NodeLabelSpecController(),
+    new NodeTaintSpecController(),
+    new NodeApplyController(),
+    new NodeStatusController(),
+  ];
 }

@@ -11,6 +11,7 @@ import {
   type KubeNode,
   type Taint,
 } from "../../../../agent/src/controllers/k8s/node-patch.js";
+import { nodeStatusSpec } from "../../../../agent/src/controllers/k8s/node-status.js";
 import { NodeTaintSpecController, nodeTaints } from "../../../../agent/src/controllers/k8s/node-taint-spec.js";
 import { logger } from "../../../../agent/src/log.js";
 import { K8S_NAMESPACE } from "../../../../agent/src/resources/catalog/k8s-kubelet.js";
@@ -253,4 +254,31 @@ test("sync: a conflicting replace is read and retried; an unregistered Node is N
     },
   ]);
   await assert.rejects(syncNode(missing, "n1", labels, [], signal, logger("test")), NodeNotRegisteredError);
+});
+
+test("NodeStatus of a Node: the last Ready condition, cordon, labels and annotations", () => {
+  const conditions = [
+    { type: "MemoryPressure", status: "True" },
+    { type: "Ready", status: "True" },
+  ];
+  const node: KubeNode = {
+    metadata: { name: "n1", labels: { a: "1" }, annotations: { b: "2" } },
+    spec: { unschedulable: true },
+    status: { conditions },
+  };
+  assert.deepEqual(nodeStatusSpec(node), {
+    nodename: "n1",
+    nodeReady: true,
+    unschedulable: true,
+    labels: { a: "1" },
+    annotations: { b: "2" },
+  });
+  conditions[1]!.status = "Unknown";
+  assert.deepEqual(nodeStatusSpec({ metadata: { name: "n1" }, status: { conditions } }), {
+    nodename: "n1",
+    nodeReady: false,
+    unschedulable: false,
+    labels: {},
+    annotations: {},
+  });
 });
