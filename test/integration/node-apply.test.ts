@@ -1,7 +1,8 @@
 // The node's labels and taints put on its Node object in a real kube-apiserver (v1.30.3)
 // backed by a real etcd: the controllers wait for the Node to be registered, apply the
 // control plane's role label and taint and .machine.nodeLabels/.nodeTaints with Talos's
-// ownership annotations, and after a config change remove only what they own. A worker
+// ownership annotations, after a config change remove only what they own, and cordon the
+// Node while the machine upgrades (lifting only their own cordon). A worker
 // writes its own Node with the kubelet's kubeconfig (certificate files by path), and its
 // NodeStatus follows the watched Node.
 
@@ -13,6 +14,7 @@ import { after, before, describe, it, type TestContext } from "node:test";
 import { loadConfig } from "../../agent/src/config/load.js";
 import { MachineTypeController } from "../../agent/src/controllers/config/machine-type.js";
 import { NodeApplyController } from "../../agent/src/controllers/k8s/node-apply.js";
+import { NodeCordonedSpecController } from "../../agent/src/controllers/k8s/node-cordoned-spec.js";
 import { NodeLabelSpecController } from "../../agent/src/controllers/k8s/node-label-spec.js";
 import { NodeTaintSpecController } from "../../agent/src/controllers/k8s/node-taint-spec.js";
 import { NodeStatusController } from "../../agent/src/controllers/k8s/node-status.js";
@@ -28,6 +30,13 @@ import {
   type KubernetesCertsSpec,
 } from "../../agent/src/resources/catalog/k8s-secrets.js";
 import { SECRETS_NAMESPACE } from "../../agent/src/resources/catalog/secrets.js";
+import {
+  MachineStatusId,
+  MachineStatusType,
+  RUNTIME_NAMESPACE,
+  type MachineStage,
+  type MachineStatusSpec,
+} from "../../agent/src/resources/catalog/runtime.js";
 import { ControllerRuntime } from "../../agent/src/resources/controller-runtime.js";
 import { ResourceState } from "../../agent/src/resources/state.js";
 import type { KubeNode } from "../../agent/src/controllers/k8s/node-patch.js";
@@ -74,6 +83,7 @@ function machine(t: TestContext, nodename: string, yaml: string, kubeletKubeconf
     new MachineTypeController(),
     new NodeLabelSpecController(),
     new NodeTaintSpecController(),
+    new NodeCordonedSpecController(),
     new NodeApplyController({ kubeletKubeconfig, kubeconfigPollMs: 100 }),
     new NodeStatusController({ kubeletKubeconfig, kubeconfigPollMs: 100 }),
   ])
@@ -81,7 +91,12 @@ function machine(t: TestContext, nodename: string, yaml: string, kubeletKubeconf
   const ac = new AbortController();
   t.after(() => ac.abort());
   runtime.start(ac.signal);
-  return { state, runtime, setConfig };
+  const setStage = (stage: MachineStage) =>
+    state.modify<MachineStatusSpec>(RUNTIME_NAMESPACE, MachineStatusType, MachineStatusId, "test.Sequencer", () => ({
+      stage,
+      status: { ready: stage === "running", unmetConditions: [] },
+    }));
+  return { state, runtime, setConfig, setStage };
 }
 
 const nodePath = (name: string) => `/api/v1/nodes/${name}`;
@@ -100,6 +115,8 @@ const applied = (node: KubeNode) => ({
   taints: node.spec?.taints ?? [],
   ownedLabels: node.metadata.annotations?.["talos.dev/owned-labels"],
   ownedTaints: node.metadata.annotations?.["talos.dev/owned-taints"],
+  unschedulable: node.spec?.unschedulable === true,
+  cordoned: node.metadata.annotations?.["talos.dev/cordoned"],
 });
 
 /** Reads the Node until `expected` holds (the controllers retry with backoff, bounded here at 60 s). */
@@ -120,11 +137,11 @@ describe("Node labels and taints against a real kube-apiserver and etcd", { time
   });
   after(() => api?.stop());
 
-  it("a control plane: applied once the Node exists; on a config change only owned ones removed", async (t) => {
+  it("a control plane: applied once the Node exists; only owned ones removed on a config change; cordon", async (t) => {
     const name = "cp-1";
     const labelsYaml = "  nodeLabels:\n    zone: a\n    rack: r1\n  nodeTaints:\n    gpu: 'true:NoExecute'\n";
     // No kubelet kubeconfig: the admin's applies the labels and taints; NodeStatus waits for the kubelet's.
-    const { runtime, setConfig } = machine(
+    const { runtime, setConfig, setStage } = machine(
       t,
       name,
       configYaml("controlplane", labelsYaml),
@@ -140,6 +157,8 @@ describe("Node labels and taints against a real kube-apiserver and etcd", { time
       taints: [NOT_READY, { key: "gpu", value: "true", effect: "NoExecute" }, { key: ROLE, effect: "NoSchedule" }],
       ownedLabels: `["${ROLE}","rack"]`,
       ownedTaints: `["gpu","${ROLE}"]`,
+      unschedulable: false,
+      cordoned: undefined,
     });
 
     // Someone else adds a label and a taint of their own.
@@ -154,7 +173,21 @@ describe("Node labels and taints against a real kube-apiserver and etcd", { time
       taints: [NOT_READY, { key: "maintenance", effect: "NoSchedule" }],
       ownedLabels: `["${ROLE}"]`,
       ownedTaints: undefined,
+      unschedulable: false,
+      cordoned: undefined,
     });
+
+    // An upgrade cordons the Node (marked as the node's own cordon); running again lifts it.
+    const settled = {
+      labels: { "kubernetes.io/hostname": name, zone: "b", [ROLE]: "", team: "x" },
+      taints: [NOT_READY, { key: "maintenance", effect: "NoSchedule" }],
+      ownedLabels: `["${ROLE}"]`,
+      ownedTaints: undefined,
+    };
+    setStage("upgrading");
+    await nodeBecomes(name, { ...settled, unschedulable: true, cordoned: "true" });
+    setStage("running");
+    await nodeBecomes(name, { ...settled, unschedulable: false, cordoned: undefined });
   });
 
   it("a worker: writes its own Node with the kubelet's kubeconfig once written; NodeStatus follows the Node", async (t) => {
@@ -191,6 +224,8 @@ describe("Node labels and taints against a real kube-apiserver and etcd", { time
       taints: [NOT_READY],
       ownedLabels: '["zone"]',
       ownedTaints: undefined,
+      unschedulable: false,
+      cordoned: undefined,
     });
     const node = await getNode(name);
     const managers = (node.metadata.managedFields as { manager: string; operation: string }[]).map(

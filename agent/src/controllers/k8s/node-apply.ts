@@ -1,5 +1,5 @@
-// k8s.NodeApplyController: puts the NodeLabelSpecs and NodeTaintSpecs on this node's
-// Kubernetes Node (node-patch.ts says how) through the API server: a control plane as
+// k8s.NodeApplyController: puts the NodeLabelSpecs, NodeTaintSpecs and NodeCordonedSpec
+// on this node's Kubernetes Node (node-patch.ts says how) through the API server: a control plane as
 // the cluster admin (the localhost admin kubeconfig), a worker with the kubelet's own
 // kubeconfig once the kubelet has written it. A read and a replace at the version read;
 // a conflict or a refusal is retried for 10 s, as Talos does. A Node not registered yet
@@ -12,6 +12,7 @@ import { NodenameType, type NodenameSpec } from "../../resources/catalog/cluster
 import { CONFIG_NAMESPACE, MachineTypeId, MachineTypeType } from "../../resources/catalog/config.js";
 import { K8S_NAMESPACE } from "../../resources/catalog/k8s-kubelet.js";
 import {
+  NodeCordonedSpecType,
   NodeLabelSpecType,
   NodeStatusType,
   NodeTaintSpecType,
@@ -39,6 +40,13 @@ export class NodeNotRegisteredError extends BasaltError {}
 const RETRY_FOR_MS = 10_000;
 const RETRY_EVERY_MS = 100;
 
+/** What the node wants of its Node object. */
+export interface WantedNode {
+  labels: ReadonlyMap<string, string>;
+  taints: readonly NodeTaintSpecSpec[];
+  cordoned: boolean;
+}
+
 /** What the sync needs of a KubeClient. */
 export type NodeApi = Pick<KubeClient, "request">;
 
@@ -50,13 +58,7 @@ export interface NodeApplyOptions {
 }
 
 /** Reads the Node, applies the wanted labels and taints, and replaces it when anything changed. */
-async function syncOnce(
-  client: NodeApi,
-  nodename: string,
-  labels: ReadonlyMap<string, string>,
-  taints: readonly NodeTaintSpecSpec[],
-  signal: AbortSignal,
-): Promise<boolean> {
+async function syncOnce(client: NodeApi, nodename: string, want: WantedNode, signal: AbortSignal): Promise<boolean> {
   const path = `/api/v1/nodes/${encodeURIComponent(nodename)}`;
   let node: KubeNode;
   try {
@@ -66,7 +68,7 @@ async function syncOnce(
       throw new NodeNotRegisteredError(`node ${nodename} is not registered`, { nodename }, { cause: err });
     throw err;
   }
-  const patched = patchNode(node, labels, taints);
+  const patched = patchNode(node, want.labels, want.taints, want.cordoned);
   if (!patched.changed) return false;
   await client.request("PUT", `${path}?fieldManager=talos`, patched.node, signal);
   return true;
@@ -76,15 +78,14 @@ async function syncOnce(
 export async function syncNode(
   client: NodeApi,
   nodename: string,
-  labels: ReadonlyMap<string, string>,
-  taints: readonly NodeTaintSpecSpec[],
+  want: WantedNode,
   signal: AbortSignal,
   log: Logger,
 ): Promise<boolean> {
   const deadline = Date.now() + RETRY_FOR_MS;
   for (;;) {
     try {
-      return await syncOnce(client, nodename, labels, taints, signal);
+      return await syncOnce(client, nodename, want, signal);
     } catch (err) {
       const retryable = err instanceof KubeApiError && (err.status === 409 || err.status === 403);
       if (!retryable || Date.now() >= deadline) throw err;
@@ -99,6 +100,7 @@ export class NodeApplyController implements Controller {
   readonly inputs = [
     { namespace: K8S_NAMESPACE, type: NodeLabelSpecType, kind: "weak" as const },
     { namespace: K8S_NAMESPACE, type: NodeTaintSpecType, kind: "weak" as const },
+    { namespace: K8S_NAMESPACE, type: NodeCordonedSpecType, kind: "weak" as const },
     { namespace: K8S_NAMESPACE, type: NodeStatusType, kind: "weak" as const },
     { namespace: SECRETS_NAMESPACE, type: KubernetesSecretsType, id: KubernetesSecretsId, kind: "weak" as const },
     { namespace: K8S_NAMESPACE, type: NodenameType, id: NodenameId, kind: "weak" as const },
@@ -127,8 +129,9 @@ export class NodeApplyController implements Controller {
       .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     const client = new KubeClient(creds);
     try {
-      if (await syncNode(client, nodename.nodename, labels, taints, ctx.signal, ctx.log))
-        ctx.log.info(`updated labels and taints of node ${nodename.nodename}`);
+      const cordoned = ctx.list(K8S_NAMESPACE, NodeCordonedSpecType).length > 0;
+      if (await syncNode(client, nodename.nodename, { labels, taints, cordoned }, ctx.signal, ctx.log))
+        ctx.log.info(`updated labels, taints and cordon of node ${nodename.nodename}`);
     } finally {
       client.close();
     }

@@ -4,13 +4,16 @@
 // value is updated only when owned (someone else's is left alone); an owned one no longer
 // wanted is removed. Ownership is kept on the Node itself, in the annotations
 // `talos.dev/owned-labels` and `talos.dev/owned-taints` (sorted JSON arrays of keys,
-// removed when empty), so a label or taint someone else set is never removed.
+// removed when empty), so a label or taint someone else set is never removed. A cordon
+// (unschedulable) is marked `talos.dev/cordoned` and only such a cordon is lifted.
 
 import { BasaltError } from "../../errors.js";
 import type { NodeTaintSpecSpec } from "../../resources/catalog/k8s-nodes.js";
 
 export const OWNED_LABELS_ANNOTATION = "talos.dev/owned-labels";
 export const OWNED_TAINTS_ANNOTATION = "talos.dev/owned-taints";
+/** Set with `"true"` when the node cordoned itself: only such a cordon is lifted again. */
+export const CORDONED_ANNOTATION = "talos.dev/cordoned";
 
 export interface Taint {
   key: string;
@@ -93,11 +96,23 @@ function applyTaints(taints: Taint[], owned: Set<string>, wanted: readonly NodeT
   });
 }
 
-/** The Node with the wanted labels and taints applied (a new object) and whether anything changed. */
+/** Cordons (unschedulable, annotated); uncordons only a Node this annotation says the node cordoned. */
+function applyCordoned(spec: NonNullable<KubeNode["spec"]>, annotations: Record<string, string>, cordon: boolean) {
+  if (cordon && spec.unschedulable !== true) {
+    spec.unschedulable = true;
+    annotations[CORDONED_ANNOTATION] = "true";
+  } else if (!cordon && spec.unschedulable === true && CORDONED_ANNOTATION in annotations) {
+    delete spec.unschedulable;
+    delete annotations[CORDONED_ANNOTATION];
+  }
+}
+
+/** The Node with the wanted labels, taints and cordon applied (a new object) and whether anything changed. */
 export function patchNode(
   node: KubeNode,
   wantedLabels: ReadonlyMap<string, string>,
   wantedTaints: readonly NodeTaintSpecSpec[],
+  cordon = false,
 ): { node: KubeNode; changed: boolean } {
   const next = structuredClone(node);
   const labels = (next.metadata.labels ??= {});
@@ -109,6 +124,7 @@ export function patchNode(
   const taints = applyTaints(spec.taints ?? [], ownedTaints, wantedTaints);
   if (taints.length > 0) spec.taints = taints;
   else delete spec.taints;
+  applyCordoned(spec, annotations, cordon);
   writeOwned(annotations, OWNED_LABELS_ANNOTATION, ownedLabels);
   writeOwned(annotations, OWNED_TAINTS_ANNOTATION, ownedTaints);
   return { node: next, changed: JSON.stringify(next) !== JSON.stringify(normalized(node)) };

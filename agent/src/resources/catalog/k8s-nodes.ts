@@ -1,6 +1,6 @@
 // Namespace `k8s`: what this node wants on its Kubernetes Node object (NodeLabelSpecs and
 // NodeTaintSpecs, one per key, id = the key) and what the API server says of it
-// (NodeStatus, id = the node name). Types, columns and YAML as Talos v1.7 publishes them
+// (NodeStatus, id = the node name); NodeCordonedSpec while the node wants to be cordoned. Types, columns and YAML as Talos v1.7 publishes them
 // (pkg/machinery/resources/k8s/node_{label_spec,taint_spec,status}.go).
 
 import { autoProto } from "../codec.js";
@@ -42,6 +42,18 @@ export const nodeTaintSpecDefinition = defineResource<NodeTaintSpecSpec>({
   toYaml: (s) => marshalGoYaml({ key: s.key, effect: s.effect, value: s.value }),
 });
 
+// --- NodeCordonedSpecs.k8s.talos.dev (id "cordoned"; exists while the node wants to be cordoned) ---
+export const NodeCordonedSpecType = "NodeCordonedSpecs.k8s.talos.dev";
+export const NodeCordonedId = "cordoned";
+export type NodeCordonedSpecSpec = Record<string, never>;
+export const nodeCordonedSpecDefinition = defineResource<NodeCordonedSpecSpec>({
+  type: NodeCordonedSpecType,
+  defaultNamespace: K8S_NAMESPACE,
+  // Talos's spec is an empty struct registered without a message of its own.
+  protoSpecType: "google.protobuf.Empty",
+  toProto: () => ({}),
+});
+
 // --- NodeStatuses.kubernetes.talos.dev (id = the node name) ---
 export const NodeStatusType = "NodeStatuses.kubernetes.talos.dev";
 export interface NodeStatusSpec {
@@ -74,5 +86,6 @@ export const nodeStatusDefinition = defineResource<NodeStatusSpec>({
 export const nodeDefinitions: readonly ResourceDefinition<never>[] = [
   nodeLabelSpecDefinition,
   nodeTaintSpecDefinition,
+  nodeCordonedSpecDefinition,
   nodeStatusDefinition,
 ];

@@ -12,16 +12,27 @@ import {
   type Taint,
 } from "../../../../agent/src/controllers/k8s/node-patch.js";
 import { nodeStatusSpec } from "../../../../agent/src/controllers/k8s/node-status.js";
+import { NodeCordonedSpecController } from "../../../../agent/src/controllers/k8s/node-cordoned-spec.js";
 import { NodeTaintSpecController, nodeTaints } from "../../../../agent/src/controllers/k8s/node-taint-spec.js";
 import { logger } from "../../../../agent/src/log.js";
 import { K8S_NAMESPACE } from "../../../../agent/src/resources/catalog/k8s-kubelet.js";
 import {
+  NodeCordonedSpecType,
   NodeLabelSpecType,
   NodeTaintSpecType,
   type NodeLabelSpecSpec,
   type NodeTaintSpecSpec,
 } from "../../../../agent/src/resources/catalog/k8s-nodes.js";
-import type { ResourceState } from "../../../../agent/src/resources/state.js";
+import { ResourceState } from "../../../../agent/src/resources/state.js";
+import { registerCatalog } from "../../../../agent/src/resources/catalog/index.js";
+import {
+  MachineStatusId,
+  MachineStatusType,
+  RUNTIME_NAMESPACE,
+  type MachineStage,
+  type MachineStatusSpec,
+} from "../../../../agent/src/resources/catalog/runtime.js";
+import { ControllerRuntime } from "../../../../agent/src/resources/controller-runtime.js";
 import { until } from "../secrets/wait.js";
 import { genConfigs, node, withPatch } from "./harness.js";
 
@@ -234,9 +245,9 @@ test("sync: a conflicting replace is read and retried; an unregistered Node is N
     throw new KubeApiError(409, "Conflict", "the object has been modified");
   };
   const api = fakeApi([registered, conflict, registered, () => ({})]);
-  const labels = new Map([["zone", "a"]]);
+  const want = { labels: new Map([["zone", "a"]]), taints: [], cordoned: false };
   const signal = new AbortController().signal;
-  assert.equal(await syncNode(api, "n1", labels, [], signal, logger("test")), true);
+  assert.equal(await syncNode(api, "n1", want, signal, logger("test")), true);
   assert.deepEqual(api.calls, [
     "GET /api/v1/nodes/n1",
     "PUT /api/v1/nodes/n1?fieldManager=talos",
@@ -245,7 +256,7 @@ test("sync: a conflicting replace is read and retried; an unregistered Node is N
   ]);
 
   const unchanged = fakeApi([() => nodeWith({ zone: "a" }, [], { labels: ["zone"] })]);
-  assert.equal(await syncNode(unchanged, "n1", labels, [], signal, logger("test")), false);
+  assert.equal(await syncNode(unchanged, "n1", want, signal, logger("test")), false);
   assert.deepEqual(unchanged.calls, ["GET /api/v1/nodes/n1"]);
 
   const missing = fakeApi([
@@ -253,7 +264,7 @@ test("sync: a conflicting replace is read and retried; an unregistered Node is N
       throw new KubeApiError(404, "NotFound", 'nodes "n1" not found');
     },
   ]);
-  await assert.rejects(syncNode(missing, "n1", labels, [], signal, logger("test")), NodeNotRegisteredError);
+  await assert.rejects(syncNode(missing, "n1", want, signal, logger("test")), NodeNotRegisteredError);
 });
 
 test("NodeStatus of a Node: the last Ready condition, cordon, labels and annotations", () => {
@@ -281,4 +292,51 @@ test("NodeStatus of a Node: the last Ready condition, cordon, labels and annotat
     labels: {},
     annotations: {},
   });
+});
+
+test("cordon: Talos's cases (cordoned and marked; only a cordon so marked is lifted)", () => {
+  const bare = (unschedulable: boolean, annotations?: Record<string, string>): KubeNode => ({
+    metadata: { name: "n1", ...(annotations ? { annotations } : {}) },
+    spec: unschedulable ? { unschedulable } : {},
+  });
+  const cordoned = (n: KubeNode, cordon: boolean) => {
+    const { node } = patchNode(n, new Map(), [], cordon);
+    return { unschedulable: node.spec?.unschedulable === true, annotations: node.metadata.annotations };
+  };
+  const mark = { "talos.dev/cordoned": "true" };
+  assert.deepEqual(cordoned(bare(false), false), { unschedulable: false, annotations: {} });
+  assert.deepEqual(cordoned(bare(false), true), { unschedulable: true, annotations: mark });
+  assert.deepEqual(cordoned(bare(true), true), { unschedulable: true, annotations: {} });
+  assert.deepEqual(cordoned(bare(true, mark), true), { unschedulable: true, annotations: mark });
+  assert.deepEqual(cordoned(bare(true, mark), false), { unschedulable: false, annotations: {} });
+  assert.deepEqual(cordoned(bare(true, { foo: "bar" }), false), { unschedulable: true, annotations: { foo: "bar" } });
+});
+
+test("NodeCordonedSpec while shutting down, upgrading or resetting; gone once booting or running", async (t) => {
+  const state = new ResourceState();
+  registerCatalog(state);
+  const setStage = (stage: MachineStage) =>
+    state.modify<MachineStatusSpec>(RUNTIME_NAMESPACE, MachineStatusType, MachineStatusId, "test.Sequencer", () => ({
+      stage,
+      status: { ready: false, unmetConditions: [] },
+    }));
+  const runtime = new ControllerRuntime(state);
+  runtime.register(new NodeCordonedSpecController());
+  const ac = new AbortController();
+  t.after(() => ac.abort());
+  runtime.start(ac.signal);
+  const cordoned = async (stage: MachineStage) => {
+    setStage(stage);
+    await runtime.whenIdle();
+    return state.get(K8S_NAMESPACE, NodeCordonedSpecType, "cordoned") !== undefined;
+  };
+  assert.equal(await cordoned("running"), false);
+  for (const stage of ["shutting down", "upgrading", "resetting"] as const) {
+    assert.equal(await cordoned(stage), true, stage);
+    assert.equal(await cordoned("installing"), true, `${stage} then installing: unchanged`);
+    assert.equal(await cordoned("booting"), false, `${stage} then booting`);
+  }
+  assert.equal(await cordoned("upgrading"), true);
+  assert.equal(await cordoned("rebooting"), true, "rebooting: unchanged");
+  assert.equal(await cordoned("running"), false);
 });
