@@ -1,7 +1,8 @@
 // Namespace `k8s`: what this node wants on its Kubernetes Node object (NodeLabelSpecs and
-// NodeTaintSpecs, one per key, id = the key) and what the API server says of it
-// (NodeStatus, id = the node name); NodeCordonedSpec while the node wants to be cordoned. Types, columns and YAML as Talos v1.7 publishes them
-// (pkg/machinery/resources/k8s/node_{label_spec,taint_spec,status}.go).
+// NodeTaintSpecs, one per key, id = the key; NodeCordonedSpec while it wants to be
+// cordoned) and what the API server says of it (NodeStatus, id = the node name). The
+// three specs are sensitive, as Talos's (an os:admin reads them). Types, columns and YAML
+// as Talos v1.7 publishes them (pkg/machinery/resources/k8s/node_*.go).
 
 import { autoProto } from "../codec.js";
 import { defineResource, type ResourceDefinition } from "../definitions.js";
@@ -17,6 +18,7 @@ export interface NodeLabelSpecSpec {
 export const nodeLabelSpecDefinition = defineResource<NodeLabelSpecSpec>({
   type: NodeLabelSpecType,
   defaultNamespace: K8S_NAMESPACE,
+  sensitive: true,
   printColumns: [{ name: "Value", jsonPath: "{.value}" }],
   protoSpecType: "talos.resource.definitions.k8s.NodeLabelSpecSpec",
   toProto: autoProto("talos.resource.definitions.k8s.NodeLabelSpecSpec"),
@@ -33,6 +35,7 @@ export interface NodeTaintSpecSpec {
 export const nodeTaintSpecDefinition = defineResource<NodeTaintSpecSpec>({
   type: NodeTaintSpecType,
   defaultNamespace: K8S_NAMESPACE,
+  sensitive: true,
   printColumns: [
     { name: "Effect", jsonPath: "{.effect}" },
     { name: "Value", jsonPath: "{.value}" },
@@ -49,6 +52,7 @@ export type NodeCordonedSpecSpec = Record<string, never>;
 export const nodeCordonedSpecDefinition = defineResource<NodeCordonedSpecSpec>({
   type: NodeCordonedSpecType,
   defaultNamespace: K8S_NAMESPACE,
+  sensitive: true,
   // Talos's spec is an empty struct registered without a message of its own.
   protoSpecType: "google.protobuf.Empty",
   toProto: () => ({}),
