@@ -190,7 +190,7 @@ describe("Node labels and taints against a real kube-apiserver and etcd", { time
     await nodeBecomes(name, { ...settled, unschedulable: false, cordoned: undefined });
   });
 
-  it("a worker: writes its own Node with the kubelet's kubeconfig once written; NodeStatus follows the Node", async (t) => {
+  it("a worker: writes its own Node with the kubelet's kubeconfig once written; NodeStatus follows the Node, deleted with it", async (t) => {
     const name = "worker-1";
     const kubelet = await api.issueClient(`system:node:${name}`, ["system:nodes"]);
     // The kubelet keeps certificate and key in one file and names it in its kubeconfig.
@@ -263,5 +263,8 @@ describe("Node labels and taints against a real kube-apiserver and etcd", { time
       state.list(K8S_NAMESPACE, NodeStatusType).map((r) => r.metadata.id),
       [name],
     );
+    // A deleted Node takes its NodeStatus with it.
+    await api.client.request("DELETE", nodePath(name));
+    await until("NodeStatus gone", () => (state.list(K8S_NAMESPACE, NodeStatusType).length === 0 ? true : undefined));
   });
 });

@@ -5,12 +5,15 @@
 // not registered, or deleted).
 
 import https from "node:https";
+import { setTimeout as sleep } from "node:timers/promises";
 import { describeError } from "../../errors.js";
 import type { Logger } from "../../log.js";
 import { KubeApiError, KubeClient, type KubeCredentials } from "./kube-client.js";
 import type { KubeNode } from "./node-patch.js";
 
+/** The wait before listing again after a failure, doubling per failure in a row (as client-go's reflector backs off). */
 const RELIST_DELAY_MS = 1_000;
+const RELIST_DELAY_MAX_MS = 30_000;
 /** The API server ends a watch after this long; the loop then lists again (client-go picks 5-10 min). */
 const WATCH_TIMEOUT_S = 300;
 
@@ -108,6 +111,7 @@ export class NodeWatcher {
     const signal = this.ac.signal;
     const selector = `fieldSelector=${encodeURIComponent(`metadata.name=${this.nodename}`)}`;
     const client = new KubeClient(this.creds);
+    let delay = RELIST_DELAY_MS;
     try {
       while (!signal.aborted) {
         try {
@@ -118,6 +122,7 @@ export class NodeWatcher {
             signal,
           );
           this.set(list.items[0]);
+          delay = RELIST_DELAY_MS;
           const watch = `/api/v1/nodes?${selector}&watch=1&resourceVersion=${list.metadata.resourceVersion}&timeoutSeconds=${WATCH_TIMEOUT_S}`;
           await streamEvents(this.creds, watch, signal, (e) => {
             if (e.type === "ADDED" || e.type === "MODIFIED") this.set(e.object);
@@ -125,8 +130,9 @@ export class NodeWatcher {
           });
         } catch (err) {
           if (signal.aborted) return;
-          this.log.warn(`node ${this.nodename} watch error: ${describeError(err)}`);
-          await new Promise((r) => setTimeout(r, RELIST_DELAY_MS));
+          this.log.warn(`node ${this.nodename} watch error: ${describeError(err)}`, { retryInMs: delay });
+          await sleep(delay, undefined, { signal }).catch(() => undefined);
+          delay = Math.min(delay * 2, RELIST_DELAY_MAX_MS);
         }
       }
     } finally {
