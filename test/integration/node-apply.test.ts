@@ -13,7 +13,10 @@ import { isDeepStrictEqual } from "node:util";
 import { after, before, describe, it, type TestContext } from "node:test";
 import { loadConfig } from "../../agent/src/config/load.js";
 import { MachineTypeController } from "../../agent/src/controllers/config/machine-type.js";
-import { NodeApplyController } from "../../agent/src/controllers/k8s/node-apply.js";
+import { KubeApiError, KubeClient } from "../../agent/src/controllers/k8s/kube-client.js";
+import { readKubeletCredentials } from "../../agent/src/controllers/k8s/kubelet-kubeconfig.js";
+import { NodeApplyController, syncNode } from "../../agent/src/controllers/k8s/node-apply.js";
+import { logger } from "../../agent/src/log.js";
 import { NodeCordonedSpecController } from "../../agent/src/controllers/k8s/node-cordoned-spec.js";
 import { NodeLabelSpecController } from "../../agent/src/controllers/k8s/node-label-spec.js";
 import { NodeTaintSpecController } from "../../agent/src/controllers/k8s/node-taint-spec.js";
@@ -190,7 +193,7 @@ describe("Node labels and taints against a real kube-apiserver and etcd", { time
     await nodeBecomes(name, { ...settled, unschedulable: false, cordoned: undefined });
   });
 
-  it("a worker: writes its own Node with the kubelet's kubeconfig once written; NodeStatus follows the Node, deleted with it", async (t) => {
+  it("a worker: writes its own Node with the kubelet's kubeconfig once written; taints refused; NodeStatus follows the Node", async (t) => {
     const name = "worker-1";
     const kubelet = await api.issueClient(`system:node:${name}`, ["system:nodes"]);
     // The kubelet keeps certificate and key in one file and names it in its kubeconfig.
@@ -263,6 +266,18 @@ describe("Node labels and taints against a real kube-apiserver and etcd", { time
       state.list(K8S_NAMESPACE, NodeStatusType).map((r) => r.metadata.id),
       [name],
     );
+    // NodeRestriction lets a kubelet change its labels but never its taints: refused for 10 s of retries, as Talos is.
+    const asKubelet = new KubeClient(await readKubeletCredentials(kubeconfig).then((c) => c!));
+    t.after(() => asKubelet.close());
+    const started = Date.now();
+    const want = { labels: new Map([["zone", "w"]]), taints: [{ key: "gpu", effect: "NoSchedule", value: "" }] };
+    await assert.rejects(
+      syncNode(asKubelet, name, { ...want, cordoned: false }, new AbortController().signal, logger("test")),
+      (err: unknown) =>
+        err instanceof KubeApiError && err.status === 403 && /not allowed to modify taints/.test(err.message),
+    );
+    assert.ok(Date.now() - started >= 10_000, "retried for 10 s");
+
     // A deleted Node takes its NodeStatus with it.
     await api.client.request("DELETE", nodePath(name));
     await until("NodeStatus gone", () => (state.list(K8S_NAMESPACE, NodeStatusType).length === 0 ? true : undefined));
