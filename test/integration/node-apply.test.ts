@@ -21,16 +21,15 @@ import { NodeCordonedSpecController } from "../../agent/src/controllers/k8s/node
 import { NodeLabelSpecController } from "../../agent/src/controllers/k8s/node-label-spec.js";
 import { NodeTaintSpecController } from "../../agent/src/controllers/k8s/node-taint-spec.js";
 import { NodeStatusController } from "../../agent/src/controllers/k8s/node-status.js";
-import { renderKubeconfig } from "../../agent/src/pki/index.js";
 import { NodenameType, type NodenameSpec } from "../../agent/src/resources/catalog/cluster.js";
 import { CONFIG_NAMESPACE, MachineConfigIds, MachineConfigType } from "../../agent/src/resources/catalog/config.js";
 import { registerCatalog } from "../../agent/src/resources/catalog/index.js";
 import { K8S_NAMESPACE } from "../../agent/src/resources/catalog/k8s-kubelet.js";
 import { NodeStatusType, type NodeStatusSpec } from "../../agent/src/resources/catalog/k8s-nodes.js";
 import {
-  KubernetesSecretsId,
-  KubernetesSecretsType,
-  type KubernetesCertsSpec,
+  KubernetesRootSecretsId,
+  KubernetesRootSecretsType,
+  type KubernetesRootSpec,
 } from "../../agent/src/resources/catalog/k8s-secrets.js";
 import { SECRETS_NAMESPACE } from "../../agent/src/resources/catalog/secrets.js";
 import {
@@ -52,7 +51,7 @@ let api: ApiServer;
 const configYaml = (type: string, extra: string) =>
   `version: v1alpha1\nmachine:\n  type: ${type}\n${extra}cluster:\n  controlPlane:\n    endpoint: https://127.0.0.1:6443\n`;
 
-/** A store with the controllers running and this machine's config, node name and (control plane) admin kubeconfig. */
+/** A store with the controllers running and this machine's config, node name and Kubernetes root secrets. */
 function machine(t: TestContext, nodename: string, yaml: string, kubeletKubeconfig: string) {
   const state = new ResourceState();
   registerCatalog(state);
@@ -66,21 +65,29 @@ function machine(t: TestContext, nodename: string, yaml: string, kubeletKubeconf
     hostnameVersion: "1",
     skipNodeRegistration: false,
   }));
-  const localhostAdminKubeconfig = renderKubeconfig({
-    clusterName: "test",
-    endpoint: api.server,
-    caPem: api.ca.certPem,
-    certPem: api.admin.certPem,
-    keyPem: api.admin.keyPem,
-    username: "admin",
-    contextName: "admin",
-  });
-  state.modify<KubernetesCertsSpec>(SECRETS_NAMESPACE, KubernetesSecretsType, KubernetesSecretsId, "test", () => ({
-    schedulerKubeconfig: "",
-    controllerManagerKubeconfig: "",
-    localhostAdminKubeconfig,
-    adminKubeconfig: "",
-  }));
+  // What the cluster's root secrets give the apply on a control plane: the issuing CA and the local endpoint.
+  state.modify<KubernetesRootSpec>(
+    SECRETS_NAMESPACE,
+    KubernetesRootSecretsType,
+    KubernetesRootSecretsId,
+    "test",
+    () => ({
+      name: "test",
+      endpoint: "https://127.0.0.1:6443",
+      localEndpoint: api.server,
+      certSANs: [],
+      apiServerIPs: [],
+      dnsDomain: "cluster.local",
+      issuingCA: { crt: api.ca.certPem, key: api.ca.keyPem },
+      acceptedCAs: [{ crt: api.ca.certPem }],
+      serviceAccount: "",
+      aggregatorCA: { crt: "", key: "" },
+      aesCBCEncryptionSecret: "",
+      bootstrapTokenID: "",
+      bootstrapTokenSecret: "",
+      secretboxEncryptionSecret: "",
+    }),
+  );
   const runtime = new ControllerRuntime(state, { initialBackoffMs: 50, maxBackoffMs: 500 });
   for (const c of [
     new MachineTypeController(),

@@ -1,10 +1,10 @@
 // k8s.NodeApplyController: puts the NodeLabelSpecs, NodeTaintSpecs and NodeCordonedSpec
-// on this node's Kubernetes Node (node-patch.ts says how) through the API server: a control plane as
-// the cluster admin (the localhost admin kubeconfig), a worker with the kubelet's own
-// kubeconfig once the kubelet has written it. A read and a replace at the version read;
-// a conflict or a refusal is retried for 10 s, as Talos does. A Node not registered yet
-// fails the run, and the runtime retries it with backoff (NodeStatus, when it changes,
-// runs it again at once).
+// on this node's Kubernetes Node (node-patch.ts says how) through the API server: a
+// control plane as the cluster admin (a certificate issued for the run,
+// admin-credentials.ts), a worker with the kubelet's own kubeconfig once the kubelet has
+// written it. A read and a replace at the version read; a conflict or a refusal is
+// retried for 10 s, as Talos does. A Node not registered yet fails the run, and the
+// runtime retries it with backoff (NodeStatus, when it changes, runs it again at once).
 
 import { BasaltError } from "../../errors.js";
 import type { Logger } from "../../log.js";
@@ -20,14 +20,14 @@ import {
   type NodeTaintSpecSpec,
 } from "../../resources/catalog/k8s-nodes.js";
 import {
-  KubernetesSecretsId,
-  KubernetesSecretsType,
-  type KubernetesCertsSpec,
+  KubernetesRootSecretsId,
+  KubernetesRootSecretsType,
+  type KubernetesRootSpec,
 } from "../../resources/catalog/k8s-secrets.js";
 import { SECRETS_NAMESPACE } from "../../resources/catalog/secrets.js";
 import type { Controller, ControllerContext } from "../../resources/controller-runtime.js";
 import { KubeApiError, KubeClient, type KubeCredentials } from "./kube-client.js";
-import { credentialsFromKubeconfig } from "./kubeconfig-credentials.js";
+import { temporaryAdminCredentials } from "./admin-credentials.js";
 import { kubeletConstants } from "./kubelet-configuration.js";
 import { readKubeletCredentials } from "./kubelet-kubeconfig.js";
 import { NodenameId } from "./nodename.js";
@@ -102,7 +102,12 @@ export class NodeApplyController implements Controller {
     { namespace: K8S_NAMESPACE, type: NodeTaintSpecType, kind: "weak" as const },
     { namespace: K8S_NAMESPACE, type: NodeCordonedSpecType, kind: "weak" as const },
     { namespace: K8S_NAMESPACE, type: NodeStatusType, kind: "weak" as const },
-    { namespace: SECRETS_NAMESPACE, type: KubernetesSecretsType, id: KubernetesSecretsId, kind: "weak" as const },
+    {
+      namespace: SECRETS_NAMESPACE,
+      type: KubernetesRootSecretsType,
+      id: KubernetesRootSecretsId,
+      kind: "weak" as const,
+    },
     { namespace: K8S_NAMESPACE, type: NodenameType, id: NodenameId, kind: "weak" as const },
     { namespace: CONFIG_NAMESPACE, type: MachineTypeType, id: MachineTypeId, kind: "weak" as const },
   ];
@@ -142,8 +147,8 @@ export class NodeApplyController implements Controller {
     const machineType = ctx.get<string>(CONFIG_NAMESPACE, MachineTypeType, MachineTypeId)?.spec;
     if (!machineType) return undefined;
     if (isControlPlaneMachine(machineType)) {
-      const secrets = ctx.get<KubernetesCertsSpec>(SECRETS_NAMESPACE, KubernetesSecretsType, KubernetesSecretsId);
-      return secrets ? credentialsFromKubeconfig(secrets.spec.localhostAdminKubeconfig) : undefined;
+      const root = ctx.get<KubernetesRootSpec>(SECRETS_NAMESPACE, KubernetesRootSecretsType, KubernetesRootSecretsId);
+      return root ? temporaryAdminCredentials(root.spec) : undefined;
     }
     const creds = await readKubeletCredentials(this.kubeletKubeconfig);
     if (!creds) ctx.requeueAfter(this.kubeconfigPollMs);

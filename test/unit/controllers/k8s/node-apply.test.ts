@@ -1,8 +1,12 @@
 import assert from "node:assert/strict";
+import { createPrivateKey, X509Certificate } from "node:crypto";
 import { test } from "node:test";
 import { loadConfig } from "../../../../agent/src/config/load.js";
 import type { V1Alpha1Config } from "../../../../agent/src/config/types/v1alpha1.js";
+import { temporaryAdminCredentials } from "../../../../agent/src/controllers/k8s/admin-credentials.js";
 import { KubeApiError } from "../../../../agent/src/controllers/k8s/kube-client.js";
+import { generateSelfSignedCA } from "../../../../agent/src/pki/index.js";
+import type { KubernetesRootSpec } from "../../../../agent/src/resources/catalog/k8s-secrets.js";
 import { NodeNotRegisteredError, syncNode, type NodeApi } from "../../../../agent/src/controllers/k8s/node-apply.js";
 import { NodeLabelSpecController, nodeLabels } from "../../../../agent/src/controllers/k8s/node-label-spec.js";
 import {
@@ -339,4 +343,22 @@ test("NodeCordonedSpec while shutting down, upgrading or resetting; gone once bo
   assert.equal(await cordoned("upgrading"), true);
   assert.equal(await cordoned("rebooting"), true, "rebooting: unchanged");
   assert.equal(await cordoned("running"), false);
+});
+
+test("a control plane's temporary admin credentials: CN admin, O system:masters, 10 min from a minute ago", async () => {
+  const ca = await generateSelfSignedCA({ commonName: "kubernetes", algorithm: "ecdsa-p256" });
+  // Only the fields the credentials read; the rest of the root secrets do not matter here.
+  const root = { localEndpoint: "https://127.0.0.1:7445", issuingCA: { crt: ca.certPem, key: ca.keyPem } };
+  const now = new Date("2026-01-02T03:04:05Z");
+  const creds = await temporaryAdminCredentials(root as KubernetesRootSpec, now);
+  assert.ok(creds);
+  assert.equal(creds.server, "https://127.0.0.1:7445");
+  assert.equal(creds.ca, ca.certPem);
+  const cert = new X509Certificate(creds.cert);
+  assert.equal(cert.subject, "O=system:masters\nCN=admin");
+  assert.ok(cert.verify(new X509Certificate(ca.certPem).publicKey));
+  assert.equal(new Date(cert.validFrom).toISOString(), "2026-01-02T03:03:05.000Z");
+  assert.equal(new Date(cert.validTo).toISOString(), "2026-01-02T03:14:05.000Z");
+  assert.ok(cert.checkPrivateKey(createPrivateKey(creds.key)));
+  assert.equal(await temporaryAdminCredentials({ ...root, issuingCA: undefined } as KubernetesRootSpec), undefined);
 });
