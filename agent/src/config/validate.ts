@@ -5,6 +5,7 @@
 import { ConfigValidationError } from "../errors.js";
 import type { ConfigBundle, ConfigDocument } from "./bundle.js";
 import { checkValue, durationMs, isUrl } from "./checks.js";
+import { nodeLabelProblems, nodeTaintProblems } from "./node-labels.js";
 import { childPath } from "./decode.js";
 import { schemaOf } from "./schemas.js";
 import type { Schema } from "./types/schema.js";
@@ -104,6 +105,10 @@ function validateV1Alpha1(
       err(".machine.type", `unknown machine type ${JSON.stringify(type)}`);
     validateInstall(cfg, opts, err, warn);
     validateMachineCA(cfg, worker, err);
+    for (const p of nodeLabelProblems(machine.nodeLabels ?? {}))
+      err(".machine.nodeLabels", `invalid machine node labels: ${p}`);
+    for (const p of nodeTaintProblems(machine.nodeTaints ?? {}))
+      err(".machine.nodeTaints", `invalid machine node taints: ${p}`);
     (machine.network?.interfaces ?? []).forEach((dev, i) =>
       validateDevice(dev, `.machine.network.interfaces[${i}]`, worker, err, warn),
     );

@@ -44,6 +44,7 @@ import { ManifestApplyController, type ClusterLock } from "./k8s/manifest-apply.
 import { controlPlaneControllers } from "./k8s/control-plane.js";
 import { kubeletControllers } from "./k8s/index.js";
 import type { KubeletServiceControllerOptions } from "./k8s/kubelet-service.js";
+import { nodeControllers } from "./k8s/node-controllers.js";
 
 /** What machined reports to its controllers: the facts only its sequences and supervisor know. */
 export interface MachinedSources {
@@ -127,6 +128,7 @@ export function machinedControllers(opts: ControllersOptions): Controller[] {
       kubePrism: !opts.kernelParams.container,
       ...(opts.kubelet ? { service: opts.kubelet } : {}),
     }),
+    ...nodeControllers(),
   ];
 }
 

@@ -20,6 +20,7 @@ import { k8sManifestDefinitions } from "./k8s-manifests.js";
 import { hostDnsDefinitions } from "./hostdns.js";
 import { controlPlaneDefinitions } from "./k8s-controlplane.js";
 import { kubeletDefinitions } from "./k8s-kubelet.js";
+import { nodeDefinitions } from "./k8s-nodes.js";
 import { namespaces } from "./meta.js";
 import { runtimeDefinitions } from "./runtime.js";
 import { secretsDefinitions } from "./secrets.js";
@@ -41,6 +42,7 @@ export const catalogDefinitions: readonly ResourceDefinition<never>[] = [
   ...k8sManifestDefinitions,
   ...controlPlaneDefinitions,
   ...kubeletDefinitions,
+  ...nodeDefinitions,
 ];
 
 /**
