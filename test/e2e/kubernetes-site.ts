@@ -28,9 +28,10 @@ export async function airGappedRegistry(dir: string): Promise<TestRegistry> {
 
 /**
  * The controlplane config for the site: the registry mirrors (the guest reaches the host's registry at
- * 10.0.2.2), a hostname, no time sync (the guest reaches no NTP server), and no leader election for the
- * controller manager and scheduler: under TCG they cannot renew their leases in time and restart over
- * and over, and one control plane needs none.
+ * 10.0.2.2), a hostname, no time sync (the guest reaches no NTP server), workloads allowed on the
+ * control plane (it is the only node), and no leader election for the controller manager and scheduler:
+ * under TCG they cannot renew their leases in time and restart over and over, and one control plane
+ * needs none.
  */
 export function siteConfig(controlplane: string, registry: TestRegistry): string {
   const endpoint = `http://10.0.2.2:${registry.host.split(":")[1]}`;
@@ -39,6 +40,7 @@ export function siteConfig(controlplane: string, registry: TestRegistry): string
     doc.setIn(["machine", "registries", "mirrors", upstream], { endpoints: [endpoint] });
   doc.setIn(["machine", "network", "hostname"], nodeHostname);
   doc.setIn(["machine", "time", "disabled"], true);
+  doc.setIn(["cluster", "allowSchedulingOnControlPlanes"], true);
   for (const component of ["controllerManager", "scheduler"])
     doc.setIn(["cluster", component, "extraArgs"], { "leader-elect": "false" });
   return doc.toString();

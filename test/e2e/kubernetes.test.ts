@@ -1,9 +1,10 @@
 // The Kubernetes journey, as an air-gapped site runs it: the project's Kubernetes images pushed to a
 // registry on the host, the control plane's config sending registry.k8s.io, gcr.io and ghcr.io there;
 // the ISO installs, etcd waits for Bootstrap, the kubelet runs the static control plane, kubeconfig
-// reaches the API server with kubectl, an etcd snapshot holds the node, and a shutdown stops the pods.
+// reaches the API server with kubectl, a pod answers through a Service, an etcd snapshot brings the
+// cluster back after EPHEMERAL is wiped, and a shutdown stops the pods.
 import assert from "node:assert/strict";
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
@@ -22,7 +23,7 @@ import {
   siteConfig,
   siteDir,
 } from "./kubernetes-site.js";
-import { artifactsPresent, bootNode, journeySteps, freePort, waitExit, waitFor, type BootedNode } from "./qemu.js";
+import { artifactsPresent, bootNode, journeySteps, waitExit, waitFor, type BootedNode } from "./qemu.js";
 import { expectServicesHealthy } from "./node-checks.js";
 
 const bootMs = 1_200_000;
@@ -78,7 +79,7 @@ const skip =
       ? false
       : "image not built (npm run image), or docker-registry missing";
 
-test("Kubernetes journey: install → bootstrap → static control plane → kubectl → etcd snapshot → shutdown", {
+test("Kubernetes journey: install → bootstrap → static control plane → kubectl → Service → etcd recovery → shutdown", {
   skip,
   timeout: 120 * 60_000,
 }, async (t) => {
@@ -87,8 +88,6 @@ test("Kubernetes journey: install → bootstrap → static control plane → kub
   const registry = await airGappedRegistry(path.join(work, "registry"));
   t.after(() => registry.stop());
   const kubectlBinary = goProgram("kubectl");
-  const etcdBinary = goProgram("etcd");
-  const etcdutl = goProgram("etcdutl");
 
   const generated = await generateConfigs({
     clusterName: "kubernetes",
@@ -234,6 +233,19 @@ test("Kubernetes journey: install → bootstrap → static control plane → kub
     },
   );
 
+  const echoStartedAt = () =>
+    (
+      JSON.parse(kubectl("get", "pod", "echo", "-o", "json")) as {
+        status: { containerStatuses?: { state: { running?: { startedAt: string } } }[] };
+      }
+    ).status.containerStatuses?.[0]?.state.running?.startedAt;
+  /** What must survive a recovery: the node's and the echo Service's identities. */
+  const clusterObjects = () => {
+    const uid = (kind: string, name: string) =>
+      (JSON.parse(kubectl("get", kind, name, "-o", "json")) as { metadata: { uid: string } }).metadata.uid;
+    return { node: uid("node", hostname), service: uid("service", "echo") };
+  };
+
   await step(
     "the node Ready with flannel, kube-system's pods Running, and the server-side health check passing",
     async () => {
@@ -314,7 +326,7 @@ test("Kubernetes journey: install → bootstrap → static control plane → kub
   });
 
   await step(
-    "etcd: one member named after the node; a snapshot restored on the host holds the node's object",
+    "etcd: one member named after the node; its snapshot brings the cluster back after EPHEMERAL is wiped (EtcdRecover, Bootstrap)",
     async () => {
       const c = admin();
       const members = (await c.unary(c.machine, "EtcdMemberList", {})) as {
@@ -324,73 +336,50 @@ test("Kubernetes journey: install → bootstrap → static control plane → kub
         members.messages[0]!.members.map((m) => [m.hostname, m.is_learner]),
         [[hostname, false]],
       );
-      const snapshot = path.join(work, "etcd.snapshot");
-      fs.writeFileSync(
-        snapshot,
-        Buffer.concat(
-          (await c.collect<{ bytes?: Buffer }>(c.machine, "EtcdSnapshot", {})).map((m) => m.bytes ?? Buffer.alloc(0)),
-        ),
+      const before = clusterObjects();
+      const echoStarted = echoStartedAt();
+      const snapshot = (await c.collect<{ bytes?: Buffer }>(c.machine, "EtcdSnapshot", {}, 300_000)).map(
+        (m) => m.bytes ?? Buffer.alloc(0),
       );
-      const dataDir = path.join(work, "restored");
-      const port = await freePort();
-      const peer = `http://127.0.0.1:${await freePort()}`;
-      execFileSync(
-        etcdutl,
-        [
-          "snapshot",
-          "restore",
-          snapshot,
-          "--data-dir",
-          dataDir,
-          "--initial-cluster",
-          `default=${peer}`,
-          "--initial-advertise-peer-urls",
-          peer,
-        ],
-        { stdio: "ignore" },
-      );
-      const etcd = spawn(
-        etcdBinary,
-        [
-          "--data-dir",
-          dataDir,
-          "--listen-client-urls",
-          `http://127.0.0.1:${port}`,
-          "--advertise-client-urls",
-          `http://127.0.0.1:${port}`,
-          "--listen-peer-urls",
-          peer,
-          "--initial-advertise-peer-urls",
-          peer,
-        ],
-        { stdio: "ignore" },
-      );
-      t.after(() => etcd.kill("SIGKILL"));
-      const key = Buffer.from(`/registry/minions/${hostname}`).toString("base64");
-      const found = await waitFor(
+      // talosctl's disaster recovery: reset without leaving etcd, EPHEMERAL (and so /var/lib/etcd) wiped.
+      const from = node.console().length;
+      await c.reset({ wipe: ["EPHEMERAL"], reboot: true, graceful: false });
+      await waitFor(
         node,
-        "the restored etcd answering",
-        async () => {
-          const res = await fetch(`http://127.0.0.1:${port}/v3/kv/range`, {
-            method: "POST",
-            body: JSON.stringify({ key, keys_only: true }),
-          });
-          return (await res.json()) as { kvs?: { key: string }[] };
-        },
-        60_000,
+        "etcd's bootstrap hint after the wipe",
+        async () => assert.match(node.console().slice(from), /please run `talosctl bootstrap`/),
+        bootMs,
       );
-      assert.deepEqual(
-        found.kvs?.map((kv) => Buffer.from(kv.key, "base64").toString()),
-        [`/registry/minions/${hostname}`],
+      const after = admin();
+      await after.upload(after.machine, "EtcdRecover", snapshot);
+      await after.unary(after.machine, "Bootstrap", { recover_etcd: true }, 120_000);
+      await expectServicesHealthy(node, after, ["etcd"], controlPlaneMs);
+      // The same objects, not new ones: a node that registered again would have a new uid.
+      const restored = await waitFor(
+        node,
+        "the API server on the restored etcd",
+        async () => clusterObjects(),
+        controlPlaneMs,
+      );
+      assert.deepEqual(restored, before);
+      await waitFor(
+        node,
+        "the echo pod started again",
+        async () => {
+          const now = echoStartedAt();
+          assert.ok(now !== undefined && now !== echoStarted, `echo started at ${now}`);
+        },
+        controlPlaneMs,
       );
     },
   );
 
   await step("Shutdown stops the kubelet and the control plane's pods, then powers off", async () => {
     const c = admin();
+    const from = node.console().length;
     await c.shutdown();
     await waitExit(node, "power-off after Shutdown", bootMs);
-    const console = node.console();
+    const console = node.console().slice(from);
     assert.match(console, /shutting down kubelet gracefully/);
     for (const pod of staticPods) assert.match(console, new RegExp(`stopped pod.*kube-system/${pod}-${hostname}`));
   });

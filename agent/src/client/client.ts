@@ -104,6 +104,24 @@ export class NodeClient {
     });
   }
 
+  /** Sends `chunks` as the `bytes` of a client stream (talosctl's uploads: EtcdRecover) and resolves with the reply. */
+  upload<Res = Record<string, unknown>>(
+    client: Untyped,
+    method: string,
+    chunks: Buffer[],
+    deadlineMs = 60_000,
+  ): Promise<Res> {
+    return new Promise((resolve, reject) => {
+      const call: grpc.ClientWritableStream<{ bytes: Buffer }> = client[method](
+        this.metadata(),
+        { deadline: Date.now() + deadlineMs },
+        (err: grpc.ServiceError | null, res: Res) => (err ? reject(err) : resolve(res)),
+      );
+      for (const bytes of chunks) call.write({ bytes });
+      call.end();
+    });
+  }
+
   /** Reads a server stream until `until` matches a message (that message included), then cancels it. */
   collectUntil<Res = Record<string, unknown>>(
     client: Untyped,
