@@ -43,14 +43,17 @@ async function serviceState(c: NodeClient, id: string): Promise<string | undefin
 /**
  * A server pod behind a Service, and a client pod that fetches from it by the Service's DNS name until
  * it gets an answer (restarted on failure: kube-proxy programs a new Service a moment after it exists).
+ * Both meet the "restricted" Pod Security Standard, which Talos's admission config warns about.
  */
 function echoManifests(): string {
   const image = "registry.basalt.test/echo:v1";
+  const restricted =
+    "securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: [ALL] }, runAsNonRoot: true, seccompProfile: { type: RuntimeDefault } }";
   return `apiVersion: v1
 kind: Pod
 metadata: { name: echo, labels: { app: echo } }
 spec:
-  containers: [{ name: echo, image: ${image}, args: [serve, ":8080"], ports: [{ containerPort: 8080 }] }]
+  containers: [{ name: echo, image: ${image}, args: [serve, ":8080"], ports: [{ containerPort: 8080 }], ${restricted} }]
 ---
 apiVersion: v1
 kind: Service
@@ -64,7 +67,7 @@ kind: Pod
 metadata: { name: client }
 spec:
   restartPolicy: OnFailure
-  containers: [{ name: client, image: ${image}, args: [get, "http://echo.default.svc.cluster.local/"] }]
+  containers: [{ name: client, image: ${image}, args: [get, "http://echo.default.svc.cluster.local/"], ${restricted} }]
 `;
 }
 

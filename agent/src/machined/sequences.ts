@@ -11,6 +11,7 @@ import {
   setupVarDirectory,
   unmountEphemeralPartition,
   unmountOverlayFilesystems,
+  unmountPodMounts,
 } from "./tasks/ephemeral.js";
 import { install } from "./tasks/install.js";
 import { setUserEnvVars } from "./tasks/env.js";
@@ -103,7 +104,11 @@ function podCleanup(action: PodStopAction): Step[] {
 function stopAll(metal: boolean): Step[] {
   return [
     ["stopEverything", ["stopAllServices", stopAllServices], ["closeServiceLogFiles", closeServiceLogFiles]],
-    metal && ["umount", ["unmountOverlayFilesystems", unmountOverlayFilesystems]],
+    metal && [
+      "umount",
+      ["unmountOverlayFilesystems", unmountOverlayFilesystems],
+      ["unmountPodMounts", unmountPodMounts],
+    ],
     metal && [
       "unmountSystem",
       ["unmountEphemeralPartition", unmountEphemeralPartition],

@@ -90,7 +90,7 @@ const cleanup = ["cleanup[stopAllPods]", "dbus[stopDBus]"];
 test("reboot stops the pods, services, unmounts, then kexecs on metal; POWERCYCLE and the container reboot through the firmware", () => {
   const stops = [
     "stopEverything[stopAllServices,closeServiceLogFiles]",
-    "umount[unmountOverlayFilesystems]",
+    "umount[unmountOverlayFilesystems,unmountPodMounts]",
     "unmountSystem[unmountEphemeralPartition,unmountStatePartition]",
   ];
   assert.deepEqual(shape(rebootSequence(runtime("metal"))), [...cleanup, ...stops, "kexec[kexecPrepare]"]);

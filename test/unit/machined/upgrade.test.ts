@@ -29,7 +29,7 @@ test("upgrade writes the new slot, removes the pods (stops them with --preserve)
       "cleanup[removeAllPods]",
       "dbus[stopDBus]",
       "stopEverything[stopAllServices,closeServiceLogFiles]",
-      "umount[unmountOverlayFilesystems]",
+      "umount[unmountOverlayFilesystems,unmountPodMounts]",
       "unmountSystem[unmountEphemeralPartition,unmountStatePartition]",
       "reboot[reboot]",
     ],
@@ -49,7 +49,7 @@ test("upgrade writes the new slot, removes the pods (stops them with --preserve)
     "cleanup[stopAllPods]",
     "dbus[stopDBus]",
     "stopEverything[stopAllServices,closeServiceLogFiles]",
-    "umount[unmountOverlayFilesystems]",
+    "umount[unmountOverlayFilesystems,unmountPodMounts]",
     "unmountSystem[unmountEphemeralPartition,unmountStatePartition]",
     "reboot[reboot]",
   ]);

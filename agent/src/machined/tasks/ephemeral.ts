@@ -73,6 +73,25 @@ export async function unmountOverlayFilesystems(r: MachineRuntime): Promise<void
   }
 }
 
+/**
+ * Every mount below /var: the volumes the kubelet mounted for its pods (service account tokens, secrets,
+ * emptyDirs) outlive the stopped kubelet and keep EPHEMERAL busy. Deepest first, since a mount holding
+ * another cannot go before it (Talos walks the table in order); one already gone with its parent is skipped.
+ */
+export async function unmountPodMounts(r: MachineRuntime): Promise<void> {
+  const below = (target: string) => target.startsWith(`${r.paths.var}/`);
+  for (const { target } of r.mounter
+    .list()
+    .filter((m) => below(m.target))
+    .reverse()) {
+    try {
+      await r.mounter.unmount(target);
+    } catch (err) {
+      if (r.mounter.list().some((m) => m.target === target)) throw err;
+    }
+  }
+}
+
 export async function unmountEphemeralPartition(r: MachineRuntime): Promise<void> {
   await unmountVolume(r, "EPHEMERAL");
 }
