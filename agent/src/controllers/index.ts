@@ -45,6 +45,8 @@ import { controlPlaneControllers } from "./k8s/control-plane.js";
 import { kubeletControllers } from "./k8s/index.js";
 import type { KubeletServiceControllerOptions } from "./k8s/kubelet-service.js";
 import { nodeControllers } from "./k8s/node-controllers.js";
+import { SeccompProfileController } from "./cri/seccomp-profile.js";
+import { SeccompProfileFileController } from "./cri/seccomp-profile-file.js";
 
 /** What machined reports to its controllers: the facts only its sequences and supervisor know. */
 export interface MachinedSources {
@@ -89,6 +91,8 @@ export interface ControllersOptions {
   nodeIdentity: NodeIdentityOptions;
   /** Starts and restarts the kubelet service (absent: no kubelet runs, as where no CRI runs). */
   kubelet?: KubeletServiceControllerOptions;
+  /** The kubelet's seccomp profiles directory on this node (/var/lib/kubelet/seccomp/profiles on a node). */
+  seccompProfilesDirectory: string;
 }
 
 export function machinedControllers(opts: ControllersOptions): Controller[] {
@@ -129,6 +133,11 @@ export function machinedControllers(opts: ControllersOptions): Controller[] {
       ...(opts.kubelet ? { service: opts.kubelet } : {}),
     }),
     ...nodeControllers(),
+    new SeccompProfileController(),
+    new SeccompProfileFileController({
+      directory: opts.seccompProfilesDirectory,
+      container: opts.kernelParams.container,
+    }),
   ];
 }
 

@@ -3,6 +3,7 @@ import path from "node:path";
 import type { ConfigBundle } from "../config/bundle.js";
 import { machinedControllers, Observed } from "../controllers/index.js";
 import { writeMachineId } from "../controllers/cluster/node-identity.js";
+import { SECCOMP_PROFILES_DIRECTORY } from "../controllers/cri/seccomp-profile-file.js";
 import { isControlPlane } from "../controllers/secrets/api.js";
 import { ConflictError, describeError } from "../errors.js";
 import { drainAndClose } from "../grpc/server.js";
@@ -599,6 +600,7 @@ function controllersOf(p: Parts): Controller[] {
     manifestApplyLock: manifestApplyLock(paths),
     ...(opts.hostDnsListen ? { hostDns: { listen: opts.hostDnsListen } } : {}),
     udevd: opts.udevd !== undefined,
+    seccompProfilesDirectory: path.join(paths.root, SECCOMP_PROFILES_DIRECTORY),
   });
   return cri ? [...controllers, cri.controller] : controllers;
 }

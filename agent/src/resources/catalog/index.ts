@@ -12,6 +12,7 @@ import {
 import type { ResourceState } from "../state.js";
 import { clusterDefinitions } from "./cluster.js";
 import { configDefinitions } from "./config.js";
+import { criDefinitions } from "./cri.js";
 import { etcdDefinitions } from "./etcd.js";
 import { hardwareDefinitions } from "./hardware.js";
 import { kernelParamDefinitions } from "./kernel-params.js";
@@ -43,6 +44,7 @@ export const catalogDefinitions: readonly ResourceDefinition<never>[] = [
   ...controlPlaneDefinitions,
   ...kubeletDefinitions,
   ...nodeDefinitions,
+  ...criDefinitions,
 ];
 
 /**

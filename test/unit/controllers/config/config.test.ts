@@ -91,6 +91,7 @@ test("the one registration list registers into one runtime: every output type ha
     smbios: { read: async () => undefined },
     udevd: true,
     nodeIdentity: { stateDir: "/nonexistent", container: false, writeMachineId: async () => undefined },
+    seccompProfilesDirectory: "/nonexistent",
   });
   for (const c of list) runtime.register(c);
   const names = list.map((c) => c.name);
@@ -108,6 +109,8 @@ test("the one registration list registers into one runtime: every output type ha
     "hardware.SystemInfoController",
     "runtime.DevicesStatusController",
     "cluster.NodeIdentityController",
+    "cri.SeccompProfileController",
+    "cri.SeccompProfileFileController",
   ]) {
     assert.ok(names.includes(n), n);
   }
