@@ -1,14 +1,8 @@
 // The bootstrap manifests applied to a real kube-apiserver (v1.30.3) backed by a real
 // etcd on loopback: every object created, a second apply updates nothing, a bad object
-// is reported while the others apply. Skipped when the kube-apiserver binary is absent.
+// is reported while the others apply.
 
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
-import { generateKeyPairSync } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import net from "node:net";
-import os from "node:os";
-import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import {
   applyObjects,
@@ -42,11 +36,11 @@ import { renderBootstrapManifests } from "../../agent/src/controllers/k8s/manife
 import { KubeClient } from "../../agent/src/controllers/k8s/kube-client.js";
 import type { V1Alpha1Config } from "../../agent/src/config/types/v1alpha1.js";
 import type { KubernetesObject } from "../../agent/src/resources/catalog/k8s-manifests.js";
-import { generateSelfSignedCA, issueCertificate, renderKubeconfig } from "../../agent/src/pki/index.js";
+import { renderKubeconfig } from "../../agent/src/pki/index.js";
 import { KubernetesSecretsId, KubernetesSecretsType } from "../../agent/src/resources/catalog/k8s-secrets.js";
 import { SECRETS_NAMESPACE } from "../../agent/src/resources/catalog/secrets.js";
 import { logger } from "../../agent/src/log.js";
-import { goProgram } from "./helpers/go-programs.js";
+import { startApiServer, type ApiServer } from "./helpers/kube-apiserver.js";
 import {
   defaultClusterChecks,
   runChecks,
@@ -90,36 +84,6 @@ async function crdEstablished(client: KubeClient, name: string): Promise<void> {
   assert.ok(established(after), `CRD ${name} established`);
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-function start(bin: string, args: string[], procs: ChildProcess[], out: string[]): void {
-  const p = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
-  p.stdout!.on("data", (d: Buffer) => out.push(d.toString()));
-  p.stderr!.on("data", (d: Buffer) => out.push(d.toString()));
-  procs.push(p);
-}
-
-/** Resolves once GET /readyz answers 200 (the API server's own readiness). */
-async function untilReady(client: KubeClient, procs: ChildProcess[], deadlineMs: number): Promise<void> {
-  const end = Date.now() + deadlineMs;
-  for (;;) {
-    try {
-      await client.request("GET", "/readyz");
-      return;
-    } catch (err) {
-      if (Date.now() > end || procs.some((p) => p.exitCode !== null)) throw err;
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  }
-}
-
 const config: V1Alpha1Config = {
   machine: { type: "controlplane", features: { kubePrism: { enabled: true, port: 7445 } } },
   cluster: {
@@ -129,87 +93,15 @@ const config: V1Alpha1Config = {
   },
 };
 
-let dir = "";
-const procs: ChildProcess[] = [];
-const out: string[] = [];
+let api: ApiServer;
 let client: KubeClient;
-let server = "";
-let ca: Awaited<ReturnType<typeof generateSelfSignedCA>>;
-let admin: Awaited<ReturnType<typeof issueCertificate>>;
 
 describe("bootstrap manifests against a real kube-apiserver and etcd", { timeout: 1_800_000 }, () => {
   before(async () => {
-    dir = mkdtempSync(path.join(os.tmpdir(), "manifest-apply-"));
-    ca = await generateSelfSignedCA({ commonName: "kubernetes", algorithm: "ecdsa-p256" });
-    const serving = await issueCertificate(ca, {
-      commonName: "kube-apiserver",
-      dnsNames: ["localhost"],
-      ipAddresses: ["127.0.0.1"],
-      extKeyUsage: ["serverAuth"],
-      lifetimeMs: 3_600_000,
-      algorithm: "ecdsa-p256",
-    });
-    admin = await issueCertificate(ca, {
-      commonName: "admin",
-      organizations: ["system:masters"],
-      extKeyUsage: ["clientAuth"],
-      lifetimeMs: 3_600_000,
-      algorithm: "ecdsa-p256",
-    });
-    const sa = generateKeyPairSync("ec", { namedCurve: "P-256" });
-    const file = (name: string, text: string): string => (
-      writeFileSync(path.join(dir, name), text), path.join(dir, name)
-    );
-    const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
-    start(
-      goProgram("etcd"),
-      [
-        "--data-dir",
-        path.join(dir, "etcd"),
-        "--listen-client-urls",
-        `http://127.0.0.1:${etcdPort}`,
-        "--advertise-client-urls",
-        `http://127.0.0.1:${etcdPort}`,
-        "--listen-peer-urls",
-        `http://127.0.0.1:${peerPort}`,
-        "--initial-advertise-peer-urls",
-        `http://127.0.0.1:${peerPort}`,
-        "--initial-cluster",
-        `default=http://127.0.0.1:${peerPort}`,
-      ],
-      procs,
-      out,
-    );
-    start(
-      goProgram("kube-apiserver"),
-      [
-        `--etcd-servers=http://127.0.0.1:${etcdPort}`,
-        "--bind-address=127.0.0.1",
-        `--secure-port=${apiPort}`,
-        `--tls-cert-file=${file("apiserver.crt", serving.certPem)}`,
-        `--tls-private-key-file=${file("apiserver.key", serving.keyPem)}`,
-        `--client-ca-file=${file("ca.crt", ca.certPem)}`,
-        "--service-account-issuer=https://kubernetes.default.svc",
-        `--service-account-key-file=${file("sa.pub", sa.publicKey.export({ type: "spki", format: "pem" }).toString())}`,
-        `--service-account-signing-key-file=${file("sa.key", sa.privateKey.export({ type: "pkcs8", format: "pem" }).toString())}`,
-        "--service-cluster-ip-range=10.96.0.0/12",
-        "--authorization-mode=Node,RBAC",
-        "--allow-privileged=true",
-      ],
-      procs,
-      out,
-    );
-    server = `https://127.0.0.1:${apiPort}`;
-    client = new KubeClient({ server, ca: ca.certPem, cert: admin.certPem, key: admin.keyPem });
-    await untilReady(client, procs, 180_000).catch((err) =>
-      assert.fail(`API server not ready: ${String(err)}\n${out.join("").slice(-3000)}`),
-    );
+    api = await startApiServer("manifest-apply-");
+    client = api.client;
   });
-  after(() => {
-    client?.close();
-    for (const p of procs) p.kill("SIGKILL");
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => api?.stop());
 
   it("created once, never updated, a bad object reported while the others apply", async () => {
     const manifests = renderBootstrapManifests(bootstrapManifestsInput(config)!);
@@ -304,10 +196,10 @@ describe("bootstrap manifests against a real kube-apiserver and etcd", { timeout
     assert.equal(status(), undefined, "nothing applied before the Kubernetes secrets exist");
     const localhostAdminKubeconfig = renderKubeconfig({
       clusterName: "test",
-      endpoint: server,
-      caPem: ca.certPem,
-      certPem: admin.certPem,
-      keyPem: admin.keyPem,
+      endpoint: api.server,
+      caPem: api.ca.certPem,
+      certPem: api.admin.certPem,
+      keyPem: api.admin.keyPem,
       username: "admin",
       contextName: "admin",
     });

@@ -112,6 +112,8 @@ export async function startApiServer(prefix: string): Promise<ApiServer> {
     `--service-account-signing-key-file=${file("sa.key", sa.privateKey.export({ type: "pkcs8", format: "pem" }).toString())}`,
     "--service-cluster-ip-range=10.96.0.0/12",
     "--authorization-mode=Node,RBAC",
+    // As on a node: the bootstrap manifests hold privileged pods (flannel, kube-proxy).
+    "--allow-privileged=true",
     // As on a node: a kubelet may change only its own Node, and neither its taints nor restricted labels.
     "--enable-admission-plugins=NodeRestriction",
   ]);
