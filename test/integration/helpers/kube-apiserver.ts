@@ -5,13 +5,13 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { KubeClient } from "../../../agent/src/controllers/k8s/kube-client.js";
 import { generateSelfSignedCA, issueCertificate } from "../../../agent/src/pki/index.js";
 import { goProgram } from "./go-programs.js";
+import { freePort } from "./sandbox.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..");
 
@@ -35,15 +35,6 @@ export interface ApiServer {
 function program(name: string): string {
   const built = path.join(repo, "_out/k8s/amd64", name);
   return existsSync(built) ? built : goProgram(name);
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /** Resolves once GET /readyz answers 200; fails when a process exits or the deadline passes. */
