@@ -37,6 +37,8 @@ export interface BootOptions {
   netOpen?: boolean;
   /** Guest memory in MiB (vm.sh's default otherwise). */
   memory?: number;
+  /** vCPUs; BASALT_E2E_CPUS, or one, otherwise. */
+  cpus?: number;
   /** Forward a host port to the node's Kubernetes API (6443). */
   k8sApi?: boolean;
 }
@@ -119,7 +121,7 @@ export async function bootNode(opts: BootOptions): Promise<BootedNode> {
     "--serial",
     serialLog,
     "--cpus",
-    process.env.BASALT_E2E_CPUS ?? "1",
+    String(opts.cpus ?? process.env.BASALT_E2E_CPUS ?? 1),
     "--accel",
     process.env.BASALT_E2E_ACCEL ?? "auto",
     ...(opts.append ? ["--append", opts.append] : []),
