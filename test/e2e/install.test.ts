@@ -14,7 +14,8 @@ import type { NodeClient } from "../../agent/src/client/client.js";
 import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
 import { generateConfigs } from "../../agent/src/config/generate/index.js";
 import { artifactsPresent, bootNode, systemPartitionNames, waitFor, type BootedNode } from "./qemu.js";
-import { ipv4TcpPortFilter, startCapture, TCP_ACK, TCP_SYN, tcpSegment } from "./pcap.js";
+import { startCapture } from "../integration/helpers/pcap-stream.js";
+import { ipv4TcpPortFilter, TCP_ACK, TCP_SYN, tcpSegment } from "./pcap.js";
 import { expectServicesHealthy, expectTalosCgroups, namesUnder } from "./node-checks.js";
 
 const bootMs = Number(process.env.BASALT_E2E_BOOT_TIMEOUT_MS ?? 600_000);
