@@ -5,6 +5,8 @@
 // ISO still attached: the disk's config wins), a POWERCYCLE reboot into a cold BIOS boot
 // from the disk alone, and Reset of STATE and EPHEMERAL back to maintenance mode.
 import assert from "node:assert/strict";
+import { once } from "node:events";
+import net from "node:net";
 import { test } from "node:test";
 import { parseAllDocuments } from "yaml";
 import { ApplyMode } from "../../agent/src/api/enums.js";
@@ -12,6 +14,8 @@ import type { NodeClient } from "../../agent/src/client/client.js";
 import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
 import { generateConfigs } from "../../agent/src/config/generate/index.js";
 import { artifactsPresent, bootNode, systemPartitionNames, waitFor, type BootedNode } from "./qemu.js";
+import { startCapture } from "../integration/helpers/pcap-stream.js";
+import { ipv4TcpPortFilter, TCP_ACK, TCP_SYN, tcpSegment } from "./pcap.js";
 import { expectServicesHealthy, expectTalosCgroups, namesUnder } from "./node-checks.js";
 
 const bootMs = Number(process.env.BASALT_E2E_BOOT_TIMEOUT_MS ?? 600_000);
@@ -265,6 +269,47 @@ test("install journey: maintenance → install → mTLS → reboot → cold boot
         if (argv.includes("apid")) apidEnv = (await c.read(`${p}/environ`)).toString();
       }
       assert.ok(apidEnv.split("\0").includes("JOURNEY_EXAMPLE=journey value"), "apid's environment");
+    },
+  );
+
+  await t.test(
+    "PacketCapture on the API link, filtered by BPF to TCP port 50000: the pcap header as asked, and a new connection's one SYN",
+    async () => {
+      const c = admin();
+      const addresses = (await c.resourceList("network", "AddressStatuses.net.talos.dev")) as {
+        resource: { metadata: { id: string } };
+      }[];
+      const apiLink = addresses.map((a) => a.resource.metadata.id).find((id) => /\/10\.0\.2\.\d+\/\d+$/.test(id))!;
+      const snap = 96;
+      const capture = startCapture(c, {
+        interface: apiLink.split("/")[0],
+        snap_len: snap,
+        bpf_filter: ipv4TcpPortFilter(50000),
+      });
+      await capture.until(() => capture.header() !== undefined);
+      // Nanosecond libpcap magic, version 2.4, zone and sigfigs 0, the snap length asked, LINKTYPE_ETHERNET.
+      assert.equal(capture.header()?.toString("hex"), "4d3cb2a10200040000000000000000006000000001000000");
+      // A connection of our own through QEMU's forward (the guest sees QEMU's source port), then an API call.
+      const socket = net.connect(node.apiPort, "127.0.0.1");
+      await once(socket, "connect");
+      socket.destroy();
+      await c.version();
+      const segments = () => capture.records.map((r) => tcpSegment(r.data));
+      const syns = () =>
+        segments().filter((s) => s && s.dstPort === 50000 && (s.flags & (TCP_SYN | TCP_ACK)) === TCP_SYN);
+      await capture.until(() =>
+        syns().some((syn) =>
+          segments().some((s) => s?.srcPort === 50000 && s.dstPort === syn!.srcPort && (s.flags & TCP_SYN) !== 0),
+        ),
+      );
+      capture.stream.cancel();
+      await capture.ended;
+      for (const [i, r] of capture.records.entries()) {
+        assert.ok(r.data.length <= snap && r.data.length <= r.length, `record ${i}: ${r.data.length} of ${r.length}`);
+        const s = tcpSegment(r.data);
+        assert.ok(s && (s.srcPort === 50000 || s.dstPort === 50000), `record ${i}: ${r.data.toString("hex")}`);
+      }
+      assert.equal(syns().length, 1, JSON.stringify(segments()));
     },
   );
 

@@ -10,8 +10,8 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
 import * as grpc from "@grpc/grpc-js";
-import type { NodeClient } from "../../agent/src/client/client.js";
 import { canRunNetns, ip } from "./helpers/netns.js";
+import { startCapture } from "./helpers/pcap-stream.js";
 import { startConfiguredSandbox, type ConfiguredSandbox } from "./helpers/configured-sandbox.js";
 import { eventually } from "./helpers/sandbox.js";
 
@@ -69,54 +69,6 @@ after(async () => {
   }
   rmSync(stateDir, { recursive: true, force: true });
 });
-
-interface PcapRecord {
-  length: number;
-  data: Buffer;
-}
-
-/** A capture's stream, parsed as it arrives; `until(n)` resolves once n records are in. */
-function startCapture(admin: NodeClient, request: object) {
-  const stream: grpc.ClientReadableStream<{ bytes: Buffer }> = admin.machine.PacketCapture(request, admin.metadata());
-  let bytes = Buffer.alloc(0);
-  let header: Buffer | undefined;
-  const records: PcapRecord[] = [];
-  const waiters: { n: number; resolve: () => void }[] = [];
-  let failure: grpc.ServiceError | undefined;
-  const wake = () => {
-    for (const w of waiters.splice(0)) {
-      if ((w.n === 0 && header) || (w.n > 0 && records.length >= w.n) || failure) w.resolve();
-      else waiters.push(w);
-    }
-  };
-  stream.on("data", (m: { bytes: Buffer }) => {
-    bytes = Buffer.concat([bytes, m.bytes]);
-    if (!header && bytes.length >= 24) {
-      header = bytes.subarray(0, 24);
-      bytes = bytes.subarray(24);
-    }
-    while (header && bytes.length >= 16 && bytes.length >= 16 + bytes.readUInt32LE(8)) {
-      const captured = bytes.readUInt32LE(8);
-      records.push({ length: bytes.readUInt32LE(12), data: Buffer.from(bytes.subarray(16, 16 + captured)) });
-      bytes = bytes.subarray(16 + captured);
-    }
-    wake();
-  });
-  const ended = new Promise<grpc.ServiceError | undefined>((resolve) => {
-    stream.on("error", (err: grpc.ServiceError) => {
-      failure = err;
-      wake();
-      resolve(err);
-    });
-    stream.on("end", () => resolve(undefined));
-  });
-  const until = (n: number) =>
-    new Promise<void>((resolve) => {
-      waiters.push({ n, resolve });
-      wake();
-    });
-  return { stream, records, header: () => header, until, ended, failure: () => failure };
-}
 
 /** Sends the datagrams from the namespace's end, in order, from one socket. */
 function send(items: typeof datagrams): void {
@@ -192,13 +144,13 @@ test("a promiscuous capture records exactly the frames sent, then its reader and
 }, async () => {
   assert.equal(flags() & IFF_PROMISC, 0);
   const c = startCapture(node!.admin, { interface: hostEnd, promiscuous: true });
-  await c.until(0);
+  await c.until(() => c.header() !== undefined);
   // LINKTYPE_ETHERNET, Talos's default snap length 4096.
   assert.equal(c.header()!.toString("hex"), "4d3cb2a10200040000000000000000000010000001000000");
   assert.equal(flags() & IFF_PROMISC, IFF_PROMISC);
   assert.equal(readers().length, 1);
   send(datagrams);
-  await c.until(datagrams.length);
+  await c.until(() => c.records.length >= datagrams.length);
   c.stream.cancel();
   assert.equal((await c.ended)?.code, grpc.status.CANCELLED);
   assert.equal(c.records.length, datagrams.length);
@@ -229,13 +181,13 @@ test("a BPF filter (IPv4 UDP to port 5301) keeps only its frames, cut to the sna
   ];
   const snap = 50;
   const c = startCapture(node!.admin, { interface: hostEnd, snap_len: snap, bpf_filter: filter });
-  await c.until(0);
+  await c.until(() => c.header() !== undefined);
   assert.equal(c.header()!.readUInt32LE(16), snap);
   assert.equal(flags() & IFF_PROMISC, 0);
   // Port 5302 first: the veth keeps the order, so once 5301's frames are in, any 5302 frame would be too.
   const kept = datagrams.filter((d) => d.port === 5301);
   send([...datagrams.filter((d) => d.port === 5302), ...kept]);
-  await c.until(kept.length);
+  await c.until(() => c.records.length >= kept.length);
   c.stream.cancel();
   await c.ended;
   assert.equal(c.records.length, kept.length);
