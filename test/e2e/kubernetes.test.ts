@@ -43,7 +43,9 @@ async function serviceState(c: NodeClient, id: string): Promise<string | undefin
 /**
  * A server pod behind a Service, and a client pod that fetches from it by the Service's DNS name until
  * it gets an answer (restarted on failure: kube-proxy programs a new Service a moment after it exists).
- * Both meet the "restricted" Pod Security Standard, which Talos's admission config warns about.
+ * Both meet the "restricted" Pod Security Standard, which Talos's admission config warns about. The
+ * server tolerates the node's not-ready and unreachable taints for good: the minutes a control plane
+ * under TCG takes to come back after its recovery would otherwise evict it (after 300 s).
  */
 function echoManifests(): string {
   const image = "registry.basalt.test/echo:v1";
@@ -53,6 +55,9 @@ function echoManifests(): string {
 kind: Pod
 metadata: { name: echo, labels: { app: echo } }
 spec:
+  tolerations:
+    - { key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute }
+    - { key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute }
   containers: [{ name: echo, image: ${image}, args: [serve, ":8080"], ports: [{ containerPort: 8080 }], ${restricted} }]
 ---
 apiVersion: v1
@@ -189,7 +194,8 @@ test("Kubernetes journey: install → bootstrap → static control plane → kub
     execFileSync(
       kubectlBinary,
       ["--kubeconfig", kubeconfig, "--server", `https://127.0.0.1:${node.k8sPort}`, ...args],
-      { encoding: "utf8" },
+      // stderr goes into the error a failed wait reports, not into the test's output on every retry.
+      { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] },
     );
   const names = (json: string) =>
     (JSON.parse(json) as { items: { metadata: { name: string } }[] }).items.map((i) => i.metadata.name).sort();
