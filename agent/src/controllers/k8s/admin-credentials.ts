@@ -4,7 +4,6 @@
 // for ten minutes from a minute ago (clocks out of step), for the local endpoint,
 // trusting the issuing CA.
 
-import { issueCertificate, loadCertificateAndKey } from "../../pki/index.js";
 import type { KubernetesRootSpec } from "../../resources/catalog/k8s-secrets.js";
 import type { KubeCredentials } from "./kube-client.js";
 
@@ -19,6 +18,8 @@ export async function temporaryAdminCredentials(
   now = new Date(),
 ): Promise<KubeCredentials | undefined> {
   if (!root.issuingCA) return undefined;
+  // Loaded on first use: the X.509 stack stays off machined's start (test/unit/cmd/start-imports).
+  const { issueCertificate, loadCertificateAndKey } = await import("../../pki/index.js");
   const ca = await loadCertificateAndKey(root.issuingCA.crt, root.issuingCA.key);
   const client = await issueCertificate(ca, {
     commonName: ADMIN_COMMON_NAME,
