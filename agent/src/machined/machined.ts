@@ -64,6 +64,10 @@ import { nodeAddresses, nodeHostname } from "./node-identity.js";
 import { EventBus } from "./events.js";
 import type { Platform } from "./platform.js";
 import { configFromPlatform } from "./platform-config.js";
+import { platformEvents } from "./platform-events.js";
+import { cloudPlatform } from "./platforms/index.js";
+import { fetchMetadataHttp } from "./platforms/metadata-http.js";
+import { eventRetry } from "./platforms/retry.js";
 import { platformNetworkCache } from "./platform-network-cache.js";
 import { LinkStatusType, type LinkStatusSpec } from "../resources/catalog/network/links.js";
 import { NETWORK_NAMESPACE } from "../resources/catalog/network/names.js";
@@ -485,6 +489,13 @@ function machineRuntime(p: Parts, waitForConfig: () => Promise<string>): Machine
   const { opts, state, supervisor, apid, containerd, cri, k8s, etcd, activeConfig } = p;
   const { paths, platform } = opts;
   const setStage = (next: MachineStage) => p.stage.set(next);
+  const sentEvents = platformEvents(cloudPlatform(platform.name), {
+    http: fetchMetadataHttp(opts.signal),
+    cmdline: opts.cmdline,
+    signal: opts.signal,
+    retry: eventRetry,
+    log: logger("platform"),
+  });
   const r: MachineRuntime = {
     paths,
     platform,
@@ -540,9 +551,11 @@ function machineRuntime(p: Parts, waitForConfig: () => Promise<string>): Machine
           events: p.events,
           setMetadata: (m) => p.platformMetadata.set(m),
           setNetwork: (n) => p.platformNetwork.set(n),
+          platformEvent: sentEvents.fire,
         },
         wantConfig,
       ),
+    platformEvent: sentEvents.fire,
     mountsChanged: () => p.volumes.set(new Map(r.volumes)),
     metaChanged: () => p.metaKeys.set(r.meta?.keys() ?? new Map()),
     logind: new Logind(path.join(paths.run, "dbus", "system_bus_socket")),

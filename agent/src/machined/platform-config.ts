@@ -18,7 +18,8 @@ import type { RetryTiming } from "./platforms/retry.js";
 import { cloudPlatform } from "./platforms/index.js";
 import { nodePlatformIo } from "./platforms/io.js";
 import type { MetadataHttp } from "./platforms/metadata-http.js";
-import type { CloudPlatform } from "./platforms/platform.js";
+import type { CloudPlatform, PlatformEvent } from "./platforms/platform.js";
+import { configFailedEvent } from "./platform-events.js";
 
 const consoleLog = logger("config");
 
@@ -29,6 +30,8 @@ export interface PlatformConfigDeps extends AcquireDeps {
   setMetadata(metadata: PlatformMetadataSpec): void;
   /** Publishes the network settings it gave (platform-layer specs). */
   setNetwork(network: PlatformNetwork | undefined): void;
+  /** Tells the platform the configuration could not be loaded (platform-events.ts). */
+  platformEvent?(event: PlatformEvent): void;
   /** A cloud platform's metadata service reached another way, and its retry timing (tests). */
   cloud?: { http?: MetadataHttp; userDataRetry?: RetryTiming; networkRetry?: RetryTiming; downloadRetry?: RetryTiming };
 }
@@ -66,7 +69,17 @@ function loadFailed(d: PlatformConfigDeps, err: unknown): void {
     platform: d.platform.name,
   });
   consoleLog.error(message);
-  d.events.publish("machine.ConfigLoadErrorEvent", { error: message });
+  reportFailure(d, "machine.ConfigLoadErrorEvent", message);
+}
+
+/** Published as Talos's acquire controller does: an event on the API, and one to the platform. */
+function reportFailure(
+  d: PlatformConfigDeps,
+  type: "machine.ConfigLoadErrorEvent" | "machine.ConfigValidationErrorEvent",
+  error: string,
+): void {
+  d.events.publish(type, { error });
+  d.platformEvent?.(configFailedEvent(error));
 }
 
 /**
@@ -155,7 +168,7 @@ function checkedConfig(d: PlatformConfigDeps, data: Buffer, source: string): str
     const error = validation
       ? `failed to validate config acquired via platform ${d.platform.name}: ${describeError(err)}`
       : `failed to load config via platform ${d.platform.name}: ${describeError(err)}`;
-    d.events.publish(validation ? "machine.ConfigValidationErrorEvent" : "machine.ConfigLoadErrorEvent", { error });
+    reportFailure(d, validation ? "machine.ConfigValidationErrorEvent" : "machine.ConfigLoadErrorEvent", error);
     return undefined;
   }
 }

@@ -12,6 +12,7 @@ import type { Power } from "../sys/power.js";
 import type { Logind } from "./logind/service.js";
 import type { PodStopAction } from "../services/cri/stop-pods.js";
 import type { Platform } from "./platform.js";
+import type { PlatformEvent } from "./platforms/platform.js";
 
 export type { PodStopAction };
 
@@ -43,6 +44,8 @@ export interface MachineRuntime {
    * it offers (talos.config=, nocloud); undefined when there is none or it failed (reported, not thrown).
    */
   platformConfig(wantConfig: boolean): Promise<string | undefined>;
+  /** Tells the platform how acquiring the configuration goes, where it has an events endpoint; never waits or throws. */
+  platformEvent(event: PlatformEvent): void;
   /** The services this node runs with its configuration (apid; trustd on a control plane), in start order. */
   services(): ServiceDefinition[];
   /** `volumes` changed: MountStatus resources follow. */

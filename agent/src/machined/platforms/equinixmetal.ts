@@ -4,7 +4,8 @@
 // sets them), the enabled management addresses on the first bond with a default route through
 // each public one's gateway and, through a private one's, routes to the private subnets and to
 // the IPv4 BGP peers. /userdata is the configuration. The platform is of metal mode: the node
-// installs itself, as on bare metal.
+// installs itself, as on bare metal. It is told how acquiring the configuration went
+// (equinixmetal-events.ts).
 
 import { withBondDefaults } from "../../network/bond-defaults.js";
 import { DEFAULT_ROUTE_METRIC } from "../../network/config-specs.js";
@@ -20,6 +21,7 @@ import {
   type PlatformNetworkConfig,
 } from "../../network/platform-config.js";
 import { bondNames, type LinkSpecSpec } from "../../resources/catalog/network.js";
+import { sendEquinixMetalEvent } from "./equinixmetal-events.js";
 import { arr, asObject, bool, num, obj, str, strings, type JsonObject } from "./json-fields.js";
 import { getOptional, getRequired, parseJson } from "./metadata-http.js";
 import { platformMetadataSpec } from "./metadata-spec.js";
@@ -167,4 +169,5 @@ export const equinixMetal: CloudPlatform = {
   readNetwork: async (io: PlatformIo) =>
     parseEquinixMetalMetadata(parseJson(await getRequired(io.http, equinixMetalMetadataUrl), what)),
   readUserData: async (io: PlatformIo) => nonEmpty(await getOptional(io.http, equinixMetalUserDataUrl)),
+  sendEvent: sendEquinixMetalEvent,
 };

@@ -25,6 +25,28 @@ export interface PlatformIo {
   log: Logger;
 }
 
+/**
+ * What the node tells its platform about acquiring its configuration, at the moments Talos's
+ * acquire controller does: maintenance mode entered ("activate"), the configuration loaded,
+ * or loading it failed (`error` says why).
+ */
+export interface PlatformEvent {
+  type: "activate" | "failure" | "talos.prov.config.loaded";
+  message: string;
+  error?: string;
+}
+
+/** What a platform sends its events with. */
+export interface PlatformEventIo {
+  http: MetadataHttp;
+  /** The kernel's arguments (Equinix Metal passes its events endpoint there). */
+  cmdline: Map<string, string[]>;
+  signal: AbortSignal;
+  /** How a POST is retried while the endpoint cannot be reached. */
+  retry: RetryTiming;
+  log: Logger;
+}
+
 export interface CloudPlatform {
   readonly name: string;
   /** Everything is read from a local device: the node needs no address first (Talos waits only for the devices). */
@@ -35,6 +57,8 @@ export interface CloudPlatform {
   readUserData(io: PlatformIo): Promise<Buffer | undefined>;
   /** What the platform wants done once its user data was read, or found missing (Azure's Ready report); never throws. */
   afterUserData?(io: PlatformIo): Promise<void>;
+  /** Sends `event` to the platform's events endpoint (only platforms that have one); rejects when it could not. */
+  sendEvent?(event: PlatformEvent, io: PlatformEventIo): Promise<void>;
 }
 
 /** User data that is empty or only whitespace is none, as Talos treats it. */

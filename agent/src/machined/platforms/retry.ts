@@ -57,3 +57,6 @@ export async function retryWhileUnreachable<T>(
     }
   }
 }
+
+/** Talos's POST of a platform event: again every second while the endpoint cannot be reached, for 5 min. */
+export const eventRetry: RetryTiming = { backoffMs: () => 1000, totalTimeoutMs: 5 * 60_000, wait };

@@ -5,6 +5,7 @@ import { SystemError } from "../../errors.js";
 import { logger } from "../../log.js";
 import { findSystemDisk } from "../../storage/system-disk.js";
 import { readFileIfExists, writeFileAtomic } from "../../sys/atomic-file.js";
+import { configLoadedEvent, maintenanceEvent } from "../platform-events.js";
 import type { MachineRuntime } from "../runtime.js";
 import { mountVolume, unmountVolume } from "./volume.js";
 
@@ -22,16 +23,23 @@ export async function unmountStatePartition(r: MachineRuntime): Promise<void> {
 /**
  * The configuration: STATE's config.yaml (or the sandbox's state directory), else the
  * platform's (talos.config=, nocloud); without a complete one, maintenance mode until one is applied.
+ * The platform hears of maintenance mode and of the loaded configuration, as Talos tells it.
  */
-export async function loadConfig(r: MachineRuntime): Promise<void> {
+export async function loadConfig(
+  r: Pick<MachineRuntime, "paths" | "configText" | "platformConfig" | "maintenance" | "platformEvent">,
+): Promise<void> {
   const stored = await readFileIfExists(r.paths.configFile);
   const fromPlatform = await r.platformConfig(!stored);
   if (stored) {
     r.configText = stored.toString("utf8");
     log.info("loaded stored configuration", { file: r.paths.configFile });
-    return;
+  } else if (fromPlatform !== undefined) {
+    r.configText = fromPlatform;
+  } else {
+    r.platformEvent(maintenanceEvent);
+    r.configText = await r.maintenance();
   }
-  r.configText = fromPlatform ?? (await r.maintenance());
+  r.platformEvent(configLoadedEvent);
 }
 
 /** Writes the configuration to STATE: atomic and synced, so a power loss leaves the old or the new file. */
