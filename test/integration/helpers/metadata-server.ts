@@ -28,6 +28,8 @@ export interface Scenario {
    * `body` alone is served in place of every JSON or YAML document (malformed metadata).
    */
   fault?: { status?: number; body?: string; hang?: boolean };
+  /** Equinix Metal: the status its events endpoint (POST /events) answers; default 200. */
+  eventStatus?: number;
 }
 
 export const fixturesRoot = path.resolve(
@@ -260,11 +262,16 @@ const akamai: Handler = (req, s) => {
 };
 
 // --- Equinix Metal: https://deploy.equinix.com/developers/docs/metal/server-metadata/metadata/
-// Over HTTPS at metadata.platformequinix.com: /metadata (JSON), /userdata.
+// Over HTTPS at metadata.platformequinix.com: /metadata (JSON), /userdata. The events endpoint
+// (the metadata's user_state_url) is served here too: POST /events.
 const equinixMetal: Handler = (req, s) => {
   const p = req.url.pathname;
+  if (p === "/events") return req.method === "POST" ? text("", s.eventStatus ?? 200) : text("", 405);
   if (p === "/userdata") return s.userData === undefined ? notFound() : text(s.userData);
-  if (p === "/metadata") return json(JSON.parse(fixture("equinix-metal", "metadata.json")));
+  if (p === "/metadata") {
+    const doc = JSON.parse(fixture("equinix-metal", "metadata.json")) as Record<string, unknown>;
+    return json({ ...doc, user_state_url: `${req.url.protocol}//${req.url.host}/events` });
+  }
   return notFound();
 };
 
