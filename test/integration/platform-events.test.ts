@@ -4,7 +4,7 @@
 // POST /events, which the kernel's em.events_url names as Equinix Metal injects it. The boot's
 // own code runs: loadConfig, configFromPlatform, the platform's reads and the event delivery.
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
@@ -26,18 +26,11 @@ import { ResourceState } from "../../agent/src/resources/state.js";
 import { fakeBlockSysfs } from "../../agent/src/sys/block.js";
 import { systemMounter } from "../../agent/src/sys/mount.js";
 import { pathsAt } from "../../agent/src/sys/paths.js";
-import { metadataHandler, type Scenario } from "./helpers/metadata-server.js";
+import { loopbackMetadata, quickRetry, type LoopbackMetadata } from "./helpers/loopback-metadata.js";
+import type { Scenario } from "./helpers/metadata-server.js";
 
 const work = mkdtempSync(path.join(os.tmpdir(), "basalt-platform-events-"));
-const scenarioFile = path.join(work, "scenario.json");
-interface Seen {
-  method: string;
-  url: string;
-  body?: string;
-}
-const requests: Seen[] = [];
-const server = http.createServer(metadataHandler(scenarioFile, (line) => requests.push(JSON.parse(line) as Seen)));
-let port = 0;
+let service: LoopbackMetadata;
 let config = "";
 let eventsUrl = "";
 
@@ -47,26 +40,15 @@ const activate = '{"type":"activate","msg":"Talos booted into maintenance mode. 
 before(async () => {
   config = (await generateConfigs({ clusterName: "metal", endpoint: "https://127.0.0.1:6443", installDisk: "" }))
     .controlplane;
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  port = (server.address() as AddressInfo).port;
-  writeFileSync(scenarioFile, JSON.stringify({ platform: "equinixMetal" }));
-  const metadata = (await (await fetch(`http://127.0.0.1:${port}/metadata`)).json()) as { user_state_url: string };
+  service = await loopbackMetadata();
+  service.serve({ platform: "equinixMetal" });
+  const metadata = (await (await fetch(`${service.origin}/metadata`)).json()) as { user_state_url: string };
   eventsUrl = metadata.user_state_url;
 });
 after(() => {
-  server.closeAllConnections();
-  server.close();
+  service.close();
   rmSync(work, { recursive: true, force: true });
 });
-
-/** Retries at once; gives up after `attempts`. */
-function quick(attempts: number): RetryTiming {
-  return {
-    backoffMs: (n) => (n < attempts ? 0 : Number.POSITIVE_INFINITY),
-    totalTimeoutMs: 60_000,
-    wait: async () => undefined,
-  };
-}
 
 /**
  * One boot of an Equinix Metal node without a stored configuration, through loadConfig: its
@@ -77,15 +59,13 @@ async function boot(
   scenario: Omit<Scenario, "platform">,
   opts: { eventsUrl?: string; eventRetry?: RetryTiming; beforeDrain?: (log: Record<string, unknown>[]) => void } = {},
 ) {
-  writeFileSync(scenarioFile, JSON.stringify({ platform: "equinixMetal", ...scenario }));
-  requests.length = 0;
+  service.serve({ platform: "equinixMetal", ...scenario });
   const ac = new AbortController();
   const log: Record<string, unknown>[] = [];
   const previousSink = setLogSink((line) => log.push(JSON.parse(line) as Record<string, unknown>));
   const loopback = fetchMetadataHttp(ac.signal, 5_000);
   const metadataService: MetadataHttp = {
-    request: (url, req) =>
-      loopback.request(url.replace("https://metadata.platformequinix.com", `http://127.0.0.1:${port}`), req),
+    request: (url, req) => loopback.request(url.replace("https://metadata.platformequinix.com", service.origin), req),
   };
   const cmdline = new Map([
     ["talos.platform", ["equinixMetal"]],
@@ -95,7 +75,7 @@ async function boot(
     http: fetchMetadataHttp(ac.signal, 5_000),
     cmdline,
     signal: ac.signal,
-    retry: opts.eventRetry ?? quick(3),
+    retry: opts.eventRetry ?? quickRetry(3),
     log: logger("platform"),
   });
   const state = new ResourceState();
@@ -123,7 +103,7 @@ async function boot(
           setMetadata: () => undefined,
           setNetwork: () => undefined,
           platformEvent: sent.fire,
-          cloud: { http: metadataService, userDataRetry: quick(2) },
+          cloud: { http: metadataService, userDataRetry: quickRetry(2) },
         },
         wantConfig,
       ),
@@ -137,7 +117,10 @@ async function boot(
     await loadConfig(r);
     opts.beforeDrain?.(log);
     await sent.drained();
-    const posts = requests.filter((q) => q.method === "POST").map((q) => [q.url, q.body ?? ""]);
+    const posts = service.requests
+      .map((line) => JSON.parse(line) as { method: string; url: string; body?: string })
+      .filter((q) => q.method === "POST")
+      .map((q) => [q.url, q.body ?? ""]);
     return { text: r.configText, maintenance, posts, log };
   } finally {
     ac.abort();
@@ -146,7 +129,7 @@ async function boot(
 }
 
 test("the served metadata's user_state_url is this server's events endpoint", () => {
-  assert.equal(eventsUrl, `http://127.0.0.1:${port}/events`);
+  assert.equal(eventsUrl, `${service.origin}/events`);
 });
 
 test("configuration from the user data: one POST, config loaded", async () => {

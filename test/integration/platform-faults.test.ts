@@ -4,9 +4,7 @@
 // and an event, never a failed boot: the node goes on to maintenance mode (or with its
 // configuration), and reads the network again once the service mends.
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
@@ -25,43 +23,29 @@ import type { PlatformMetadataSpec } from "../../agent/src/resources/catalog/run
 import { ResourceState } from "../../agent/src/resources/state.js";
 import { fakeBlockSysfs } from "../../agent/src/sys/block.js";
 import { systemMounter } from "../../agent/src/sys/mount.js";
-import { metadataHandler, type Scenario } from "./helpers/metadata-server.js";
+import { loopbackMetadata, quickRetry, type LoopbackMetadata } from "./helpers/loopback-metadata.js";
+import type { Scenario } from "./helpers/metadata-server.js";
 
 const work = mkdtempSync(path.join(os.tmpdir(), "basalt-platform-faults-"));
-const scenarioFile = path.join(work, "scenario.json");
-const requests: string[] = [];
-const server = http.createServer(metadataHandler(scenarioFile, (line) => requests.push(line)));
-let port = 0;
+let service: LoopbackMetadata;
 let config = "";
 
 before(async () => {
   config = (await generateConfigs({ clusterName: "cloud", endpoint: "https://127.0.0.1:6443", installDisk: "" }))
     .controlplane;
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  port = (server.address() as AddressInfo).port;
+  service = await loopbackMetadata();
 });
 after(() => {
-  server.closeAllConnections();
-  server.close();
+  service.close();
   rmSync(work, { recursive: true, force: true });
 });
-
-/** Retries at once; gives up after `attempts` (the wait after the last would be endless). */
-function quick(attempts: number): RetryTiming {
-  return {
-    backoffMs: (n) => (n < attempts ? 0 : Number.POSITIVE_INFINITY),
-    totalTimeoutMs: 60_000,
-    wait: async () => undefined,
-  };
-}
 
 /** One boot of a node of `scenario.platform`: what configFromPlatform returns, publishes and prints. */
 async function boot(
   scenario: Scenario,
   opts: { userDataAttempts?: number; requestTimeoutMs?: number; mend?: Scenario; networkRead?: boolean } = {},
 ) {
-  writeFileSync(scenarioFile, JSON.stringify(scenario));
-  requests.length = 0;
+  service.serve(scenario);
   const state = new ResourceState();
   registerCatalog(state, networkDefinitions);
   const events = new EventBus();
@@ -72,7 +56,7 @@ async function boot(
   let network: PlatformNetwork | undefined;
   const loopback = fetchMetadataHttp(ac.signal, opts.requestTimeoutMs ?? 5_000);
   const httpToServer: MetadataHttp = {
-    request: (url, req) => loopback.request(url.replace("http://169.254.169.254", `http://127.0.0.1:${port}`), req),
+    request: (url, req) => loopback.request(url.replace("http://169.254.169.254", service.origin), req),
   };
   const seen = () =>
     events.backlog({ tailEvents: -1 }).map((e) => `${e.type}: ${String(decode(e.type, e.payload)["error"])}`);
@@ -83,7 +67,7 @@ async function boot(
     totalTimeoutMs: Number.POSITIVE_INFINITY,
     // The service mends after the first failed read; without a mend the read waits until the boot ends.
     wait: async (_ms, signal) => {
-      if (opts.mend) writeFileSync(scenarioFile, JSON.stringify(opts.mend));
+      if (opts.mend) service.change(opts.mend);
       else await new Promise((resolve) => signal.addEventListener("abort", resolve));
     },
   };
@@ -107,7 +91,7 @@ async function boot(
           network = n;
           networkRead();
         },
-        cloud: { http: httpToServer, userDataRetry: quick(opts.userDataAttempts ?? 3), networkRetry },
+        cloud: { http: httpToServer, userDataRetry: quickRetry(opts.userDataAttempts ?? 3), networkRetry },
       },
       true,
     );
@@ -146,7 +130,7 @@ test("500s: the user data is asked for again with backoff, then the node enters 
     { userDataAttempts: 4 },
   );
   assert.equal(r.text, undefined);
-  const userDataAsks = requests.filter((l) => l.includes('"url":"/latest/user-data"')).length;
+  const userDataAsks = service.requests.filter((l) => l.includes('"url":"/latest/user-data"')).length;
   assert.equal(userDataAsks, 4);
   assert.deepEqual(r.events, [
     'machine.ConfigLoadErrorEvent: failed to fetch the user data of platform aws (gave up after 4 attempts): GET http://169.254.169.254/latest/user-data: status 500: "internal error"',
