@@ -10,7 +10,6 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
-import { configChecker } from "../../agent/src/cmd/wiring.js";
 import { generateConfigs } from "../../agent/src/config/generate/index.js";
 import { networkDefinitions } from "../../agent/src/controllers/network/index.js";
 import { logger, setLogSink } from "../../agent/src/log.js";
@@ -23,10 +22,13 @@ import type { RetryTiming } from "../../agent/src/machined/platforms/retry.js";
 import { loadConfig } from "../../agent/src/machined/tasks/state.js";
 import { registerCatalog } from "../../agent/src/resources/catalog/index.js";
 import { ResourceState } from "../../agent/src/resources/state.js";
-import { fakeBlockSysfs } from "../../agent/src/sys/block.js";
-import { systemMounter } from "../../agent/src/sys/mount.js";
 import { pathsAt } from "../../agent/src/sys/paths.js";
-import { loopbackMetadata, quickRetry, type LoopbackMetadata } from "./helpers/loopback-metadata.js";
+import {
+  containerPlatformDeps,
+  loopbackMetadata,
+  quickRetry,
+  type LoopbackMetadata,
+} from "./helpers/loopback-metadata.js";
 import type { Scenario } from "./helpers/metadata-server.js";
 
 const work = mkdtempSync(path.join(os.tmpdir(), "basalt-platform-events-"));
@@ -88,17 +90,9 @@ async function boot(
     platformConfig: (wantConfig: boolean) =>
       configFromPlatform(
         {
-          platform,
+          ...containerPlatformDeps(platform, work, ac.signal),
           cmdline,
           state,
-          mounter: systemMounter(),
-          mountDir: path.join(work, "mnt"),
-          identity: () => ({ uuid: "", serial: "" }),
-          meta: () => undefined,
-          signal: ac.signal,
-          networkReady: async () => undefined,
-          log: logger("platform"),
-          checker: configChecker(platform, fakeBlockSysfs({})),
           events: new EventBus(),
           setMetadata: () => undefined,
           setNetwork: () => undefined,

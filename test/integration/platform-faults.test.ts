@@ -9,11 +9,10 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
 import { decode } from "../../agent/src/api/index.js";
-import { configChecker } from "../../agent/src/cmd/wiring.js";
 import type { PlatformNetwork } from "../../agent/src/controllers/runtime/platform-network.js";
 import { generateConfigs } from "../../agent/src/config/generate/index.js";
 import { networkDefinitions } from "../../agent/src/controllers/network/index.js";
-import { logger, setLogSink } from "../../agent/src/log.js";
+import { setLogSink } from "../../agent/src/log.js";
 import { EventBus } from "../../agent/src/machined/events.js";
 import { configFromPlatform } from "../../agent/src/machined/platform-config.js";
 import type { RetryTiming } from "../../agent/src/machined/platforms/retry.js";
@@ -21,9 +20,12 @@ import { fetchMetadataHttp, type MetadataHttp } from "../../agent/src/machined/p
 import { registerCatalog } from "../../agent/src/resources/catalog/index.js";
 import type { PlatformMetadataSpec } from "../../agent/src/resources/catalog/runtime.js";
 import { ResourceState } from "../../agent/src/resources/state.js";
-import { fakeBlockSysfs } from "../../agent/src/sys/block.js";
-import { systemMounter } from "../../agent/src/sys/mount.js";
-import { loopbackMetadata, quickRetry, type LoopbackMetadata } from "./helpers/loopback-metadata.js";
+import {
+  containerPlatformDeps,
+  loopbackMetadata,
+  quickRetry,
+  type LoopbackMetadata,
+} from "./helpers/loopback-metadata.js";
 import type { Scenario } from "./helpers/metadata-server.js";
 
 const work = mkdtempSync(path.join(os.tmpdir(), "basalt-platform-faults-"));
@@ -74,17 +76,9 @@ async function boot(
   try {
     const text = await configFromPlatform(
       {
-        platform: { name: scenario.platform, mode: "container" },
+        ...containerPlatformDeps({ name: scenario.platform, mode: "container" }, work, ac.signal),
         cmdline: new Map(),
         state,
-        mounter: systemMounter(),
-        mountDir: path.join(work, "mnt"),
-        identity: () => ({ uuid: "", serial: "" }),
-        meta: () => undefined,
-        signal: ac.signal,
-        networkReady: async () => undefined,
-        log: logger("platform"),
-        checker: configChecker({ name: scenario.platform, mode: "container" }, fakeBlockSysfs({})),
         events,
         setMetadata: (m) => (metadata = m),
         setNetwork: (n) => {

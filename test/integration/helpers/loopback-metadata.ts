@@ -1,12 +1,17 @@
 // The metadata service of metadata-server.ts on a loopback port, in the test's own process:
 // for tests that reach it through an HTTP that rewrites the service's address, without a
-// network namespace. Also the retry timing those tests use.
+// network namespace. Also the retry timing and the configFromPlatform inputs those tests share.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { configChecker } from "../../../agent/src/cmd/wiring.js";
+import { logger } from "../../../agent/src/log.js";
+import type { Platform } from "../../../agent/src/machined/platform.js";
 import type { RetryTiming } from "../../../agent/src/machined/platforms/retry.js";
+import { fakeBlockSysfs } from "../../../agent/src/sys/block.js";
+import { systemMounter } from "../../../agent/src/sys/mount.js";
 import { metadataHandler, type Scenario } from "./metadata-server.js";
 
 export interface LoopbackMetadata {
@@ -50,5 +55,20 @@ export function quickRetry(attempts: number): RetryTiming {
     backoffMs: (n) => (n < attempts ? 0 : Number.POSITIVE_INFINITY),
     totalTimeoutMs: 60_000,
     wait: async () => undefined,
+  };
+}
+
+/** configFromPlatform's inputs that do not depend on the scenario: a node in a container, mounts under `work`. */
+export function containerPlatformDeps(platform: Platform, work: string, signal: AbortSignal) {
+  return {
+    platform,
+    mounter: systemMounter(),
+    mountDir: path.join(work, "mnt"),
+    identity: () => ({ uuid: "", serial: "" }),
+    meta: () => undefined,
+    signal,
+    networkReady: async () => undefined,
+    log: logger("platform"),
+    checker: configChecker(platform, fakeBlockSysfs({})),
   };
 }
