@@ -556,6 +556,7 @@ function machineRuntime(p: Parts, waitForConfig: () => Promise<string>): Machine
         wantConfig,
       ),
     platformEvent: sentEvents.fire,
+    platformEventsSent: sentEvents.drained,
     mountsChanged: () => p.volumes.set(new Map(r.volumes)),
     metaChanged: () => p.metaKeys.set(r.meta?.keys() ?? new Map()),
     logind: new Logind(path.join(paths.run, "dbus", "system_bus_socket")),

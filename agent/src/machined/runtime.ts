@@ -44,8 +44,10 @@ export interface MachineRuntime {
    * it offers (talos.config=, nocloud); undefined when there is none or it failed (reported, not thrown).
    */
   platformConfig(wantConfig: boolean): Promise<string | undefined>;
-  /** Tells the platform how acquiring the configuration goes, where it has an events endpoint; never waits or throws. */
+  /** Tells the platform how the node fares, where it has an events endpoint; never waits or throws. */
   platformEvent(event: PlatformEvent): void;
+  /** Resolves once the events fired so far are sent (or failed), or after `limitMs`. */
+  platformEventsSent(limitMs: number): Promise<void>;
   /** The services this node runs with its configuration (apid; trustd on a control plane), in start order. */
   services(): ServiceDefinition[];
   /** `volumes` changed: MountStatus resources follow. */

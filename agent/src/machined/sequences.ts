@@ -174,11 +174,23 @@ export function resetSequence(r: MachineRuntime, opts: ResetOptions): Phase[] {
   ]);
 }
 
-/** Upgrade (the installer already pulled): the new slot written, everything stopped, the new system booted. */
-export function upgradeSequence(r: MachineRuntime, pulled: PulledInstaller, opts: UpgradeOptions): Phase[] {
+/**
+ * Upgrade (the installer already pulled): the new slot written (then `onWritten`), everything stopped, the
+ * new system booted.
+ */
+export function upgradeSequence(
+  r: MachineRuntime,
+  pulled: PulledInstaller,
+  opts: UpgradeOptions,
+  onWritten?: (rt: MachineRuntime) => void,
+): Phase[] {
   let written: WrittenUpgrade | undefined;
+  const upgrade = async (rt: MachineRuntime) => {
+    written = await writeUpgrade(rt, pulled, opts.image);
+    onWritten?.(rt);
+  };
   return build(r, [
-    ["upgrade", ["upgrade", async (rt) => void (written = await writeUpgrade(rt, pulled, opts.image))]],
+    ["upgrade", ["upgrade", upgrade]],
     ...podCleanup(opts.preserve ? "stop" : "remove"),
     ...stopAll(ownsDisks(r)),
     ["reboot", ["reboot", (rt) => bootUpgraded(rt, written!, opts.rebootMode)]],

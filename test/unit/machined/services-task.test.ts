@@ -17,7 +17,11 @@ test("startAllServices starts the node's services that do not run yet, without w
   await supervisor.start(def("apid"));
   let open!: () => void;
   const gate = new Promise<void>((resolve) => (open = resolve));
-  const r = { supervisor, services: () => [def("apid"), def("trustd", gate)] } as unknown as MachineRuntime;
+  const r = {
+    supervisor,
+    services: () => [def("apid"), def("trustd", gate)],
+    platformEvent: () => undefined,
+  } as unknown as MachineRuntime;
   await startAllServices(r);
   assert.deepEqual(starts, ["apid"], "apid already ran; trustd waits for its condition");
   assert.equal(supervisor.get("trustd")?.state, "Waiting");

@@ -31,7 +31,13 @@ export interface PlatformIo {
  * or loading it failed (`error` says why).
  */
 export interface PlatformEvent {
-  type: "activate" | "failure" | "talos.prov.config.loaded";
+  type:
+    | "activate"
+    | "failure"
+    | "talos.prov.config.loaded"
+    | "talos.prov.host.rebooted"
+    | "talos.prov.os.installed"
+    | "talos.prov.os.upgraded";
   message: string;
   error?: string;
 }

@@ -1,11 +1,12 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
-import { InvalidInputError } from "../../errors.js";
+import { describeError, InvalidInputError } from "../../errors.js";
 import { logger } from "../../log.js";
 import { loadConfig as parseConfig } from "../../config/load.js";
 import { chooseInstallDisk } from "../../storage/disk-selector.js";
 import { listDisks } from "../../storage/disks.js";
 import { installToDisk, locateInstallSource } from "../../storage/install.js";
+import { installedEvent, installFailedEvent } from "../platform-events.js";
 import type { MachineRuntime } from "../runtime.js";
 import { contractTag } from "../version.js";
 import { NotFoundError } from "../../errors.js";
@@ -25,7 +26,18 @@ export function installedCmdline(cmdline: Map<string, string[]>): string {
   return args.join(" ");
 }
 
+/** Installs to the configured disk; the platform hears how it went. */
 export async function install(r: MachineRuntime): Promise<void> {
+  try {
+    await installToConfiguredDisk(r);
+  } catch (err) {
+    r.platformEvent(installFailedEvent(describeError(err)));
+    throw err;
+  }
+  r.platformEvent(installedEvent);
+}
+
+async function installToConfiguredDisk(r: MachineRuntime): Promise<void> {
   if (r.configText === undefined) throw new InvalidInputError("install needs a configuration");
   const installCfg = parseConfig(Buffer.from(r.configText)).v1alpha1WithDefaults()?.machine?.install ?? {};
   const disk = chooseInstallDisk(installCfg, listDisks(r.block), (p) => r.block.deviceNode(p));

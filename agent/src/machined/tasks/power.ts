@@ -3,11 +3,22 @@ import path from "node:path";
 import { describeError } from "../../errors.js";
 import { logger } from "../../log.js";
 import { parseBootSlots } from "../../storage/bootloader/grub.js";
+import { rebootedEvent } from "../platform-events.js";
 import type { MachineRuntime } from "../runtime.js";
 
 const log = logger("machined");
 
+/** Talos waits for its reboot event however long the endpoint's retries last; a node must go down soon. */
+const rebootEventLimitMs = 10_000;
+
+/** The platform hears of a reboot or kexec just before it happens. */
+export async function announceReboot(r: MachineRuntime): Promise<void> {
+  r.platformEvent(rebootedEvent);
+  await r.platformEventsSent(rebootEventLimitMs);
+}
+
 export async function reboot(r: MachineRuntime): Promise<void> {
+  await announceReboot(r);
   await r.power.request("reboot");
 }
 
@@ -52,5 +63,6 @@ export async function kexecInstalled(r: MachineRuntime): Promise<void> {
     return reboot(r);
   }
   log.info("kexec into the installed system", { entry: label });
+  await announceReboot(r);
   await r.power.kexec();
 }

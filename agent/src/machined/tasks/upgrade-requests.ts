@@ -8,6 +8,7 @@ import { ConflictError, describeError, UnimplementedError } from "../../errors.j
 import { logger } from "../../log.js";
 import { rollbackToOtherSlot } from "../../storage/upgrade.js";
 import type { UpgradeRequest } from "../apis.js";
+import { stagedUpgradeEvent, stagedUpgradeFailedEvent } from "../platform-events.js";
 import { ownsDisks, type MachineRuntime } from "../runtime.js";
 import type { SequenceRunner } from "../sequence-runner.js";
 import { stageUpgradeSequence, upgradeSequence } from "../sequences.js";
@@ -85,12 +86,19 @@ export function upgradeRequests(o: UpgradeRequestsOptions): UpgradeRequests {
     runStaged: async () => {
       const staged = await takeStagedUpgrade(r);
       if (!staged) return false;
+      // The platform hears whether the new slot was written, as Talos tells it of its installer's run.
+      let written = false;
+      const announce = (rt: MachineRuntime) => {
+        written = true;
+        rt.platformEvent(stagedUpgradeEvent);
+      };
       try {
         const pulled = await pullUpgrade(r, staged.image, o.checker.parse(Buffer.from(r.configText!)));
         r.setStage("upgrading");
-        await o.sequences.run("upgrade", upgradeSequence(r, pulled, staged));
+        await o.sequences.run("upgrade", upgradeSequence(r, pulled, staged, announce));
         return true;
       } catch (err) {
+        if (!written) r.platformEvent(stagedUpgradeFailedEvent(describeError(err)));
         log.error("the staged upgrade failed: booting the installed system", {
           image: staged.image,
           error: describeError(err),

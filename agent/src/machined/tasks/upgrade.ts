@@ -14,6 +14,7 @@ import type { BootLabel } from "../../storage/bootloader/grub.js";
 import { MetaTag } from "../../storage/meta.js";
 import { currentSlots, loadTrialKexec, writeUpgradeSlot, type BootPartition } from "../../storage/upgrade.js";
 import type { MachineRuntime } from "../runtime.js";
+import { announceReboot, reboot } from "./power.js";
 import { contractTag } from "../version.js";
 
 const log = logger("upgrade");
@@ -145,7 +146,7 @@ export async function stageUpgrade(r: MachineRuntime, opts: UpgradeOptions): Pro
  * is the last good slot's, as after a failed one-time entry.
  */
 export async function bootUpgraded(r: MachineRuntime, written: WrittenUpgrade, mode: RebootMode): Promise<void> {
-  if (mode === "POWERCYCLE") return r.power.request("reboot");
+  if (mode === "POWERCYCLE") return reboot(r);
   try {
     await loadTrialKexec(bootPartition(r, "boot"), written.target, written.cmdline, (kernel, initrd, cmdline) =>
       r.power.loadKexec(kernel, initrd, cmdline),
@@ -154,8 +155,9 @@ export async function bootUpgraded(r: MachineRuntime, written: WrittenUpgrade, m
     log.warn("cannot kexec the new system: rebooting through the firmware into GRUB's one-time entry", {
       error: describeError(err),
     });
-    return r.power.request("reboot");
+    return reboot(r);
   }
   log.info("kexec into the new system", { slot: written.target });
+  await announceReboot(r);
   await r.power.kexec();
 }
