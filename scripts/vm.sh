@@ -12,6 +12,9 @@
 #   --k8s-port N            host port forwarded to the node's Kubernetes API, 6443 (default none)
 #   --disk FILE             disk image (default _out/vm-disk.qcow2; created blank, 10 GiB)
 #   --fresh-disk            recreate the disk blank
+#   --disk-format F         the disk's format as QEMU names it: qcow2 (default), raw, vpc (a VHD), vmdk
+#   --disk-bus B            how the disk is attached: virtio (default), nvme (AWS Nitro), virtio-scsi (GCE),
+#                           pvscsi (VMware), ide (Azure generation 1)
 #   --append "ARGS"         extra kernel arguments for a pxe boot (e.g. talos.config=URL)
 #   --uuid UUID             the machine's SMBIOS UUID (QEMU -uuid)
 #   --seed FILE             attach FILE read-only as a second virtio disk (e.g. a nocloud cidata image)
@@ -34,7 +37,7 @@ arch=amd64 boot=iso firmware=uefi serial="" accel=auto memory=2048 cpus=2 build=
 api_port=${BASALT_VM_API_PORT:-50000}
 trustd_port=${BASALT_VM_TRUSTD_PORT:-50001}
 disk="$out/vm-disk.qcow2"
-append="" uuid="" seed="" cdrom="" k8s_port=""
+append="" uuid="" seed="" cdrom="" k8s_port="" disk_format=qcow2 disk_bus=virtio
 while [ $# -gt 0 ]; do
   case "$1" in
     --arch) arch=$2; shift ;;
@@ -45,6 +48,8 @@ while [ $# -gt 0 ]; do
     --k8s-port) k8s_port=$2; shift ;;
     --disk) disk=$2; shift ;;
     --fresh-disk) fresh=1 ;;
+    --disk-format) disk_format=$2; shift ;;
+    --disk-bus) disk_bus=$2; shift ;;
     --append) append=$2; shift ;;
     --uuid) uuid=$2; shift ;;
     --seed) seed=$2; shift ;;
@@ -57,7 +62,7 @@ while [ $# -gt 0 ]; do
     --no-build) build=0 ;;
     --net-open) restrict=off ;;
     --second-nic) second_nic=1 ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "vm.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -112,11 +117,20 @@ esac
 
 if [ "$fresh" = 1 ] || [ ! -f "$disk" ]; then
   rm -f "$disk"
-  qemu-img create -q -f qcow2 "$disk" 10G
+  qemu-img create -q -f "$disk_format" "$disk" 10G
 fi
+# A controller for the buses that need one; the disk is the controller's only device.
+case "$disk_bus" in
+  virtio) disk_dev=(-device "virtio-blk-pci,drive=disk0,bootindex=2") ;;
+  nvme) disk_dev=(-device "nvme,drive=disk0,serial=basalt-disk0,bootindex=2") ;;
+  virtio-scsi) disk_dev=(-device virtio-scsi-pci,id=disk-bus -device "scsi-hd,bus=disk-bus.0,drive=disk0,bootindex=2") ;;
+  pvscsi) disk_dev=(-device pvscsi,id=disk-bus -device "scsi-hd,bus=disk-bus.0,drive=disk0,bootindex=2") ;;
+  ide) disk_dev=(-device "ide-hd,bus=ide.1,drive=disk0,bootindex=2") ;;
+  *) say "--disk-bus must be virtio, nvme, virtio-scsi, pvscsi or ide"; exit 2 ;;
+esac
 
 args=(-machine "$machine" "${accel_args[@]}" -m "$memory" -smp "$cpus"
-  -drive "file=$disk,if=none,id=disk0,format=qcow2" -device "virtio-blk-pci,drive=disk0,bootindex=2"
+  -drive "file=$disk,if=none,id=disk0,format=$disk_format" "${disk_dev[@]}"
   -netdev "user,id=net0,restrict=$restrict,hostfwd=tcp:127.0.0.1:${api_port}-:50000,hostfwd=tcp:127.0.0.1:${trustd_port}-:50001${k8s_port:+,hostfwd=tcp:127.0.0.1:${k8s_port}-:6443}"
   -device virtio-net-pci,netdev=net0
   -device virtio-rng-pci)
