@@ -37,7 +37,14 @@ export function renderOvf(disk: OvfDisk, name = "basalt"): string {
       VirtualQuantity: 2048,
       AllocationUnits: "byte * 2^20",
     }),
-    item({ Address: 0, ElementName: "scsiController0", InstanceID: 3, ResourceSubType: "lsilogic", ResourceType: 6 }),
+    // VMware's paravirtual SCSI, as Talos's OVF asks: the image has its driver (vmw_pvscsi), not LSI Logic's.
+    item({
+      Address: 0,
+      ElementName: "scsiController0",
+      InstanceID: 3,
+      ResourceSubType: "VirtualSCSI",
+      ResourceType: 6,
+    }),
     item({
       AddressOnParent: 0,
       ElementName: "disk0",

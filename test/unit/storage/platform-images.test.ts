@@ -136,7 +136,7 @@ describe("the OVA descriptor", () => {
     );
     assert.match(
       ovf,
-      /<rasd:InstanceID>3<\/rasd:InstanceID>\n\s*<rasd:ResourceSubType>lsilogic<\/rasd:ResourceSubType>\n\s*<rasd:ResourceType>6<\/rasd:ResourceType>/,
+      /<rasd:InstanceID>3<\/rasd:InstanceID>\n\s*<rasd:ResourceSubType>VirtualSCSI<\/rasd:ResourceSubType>\n\s*<rasd:ResourceType>6<\/rasd:ResourceType>/,
     );
     assert.match(ovf, /ovf:transport="com\.vmware\.guestInfo"/);
     assert.match(ovf, /<Property ovf:key="talos\.config"/);
