@@ -4,15 +4,16 @@
 # (CI's too) has two cores. Lane "upgrade" runs the upgrade journey and the power-loss boots, then lane
 # "kubernetes" follows it: the Kubernetes journey builds and pushes its images first (Go's build cache at work)
 # while lane "others" finishes, so its API server, which must start within its own deadlines, then has the
-# host to itself. Lane "others" runs every other journey. BASALT_E2E_KUBERNETES=0 leaves the Kubernetes
-# journey out.
+# host to itself; the cloud images' boots (two VMs at a time) end that lane, once lane "others", which runs
+# every other journey, is done. BASALT_E2E_KUBERNETES=0 leaves the Kubernetes journey out.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 first=(dist/test/e2e/upgrade.test.js dist/test/e2e/power-loss.test.js)
 kubernetes=(dist/test/e2e/kubernetes.test.js)
+last=(dist/test/e2e/cloud-formats.test.js)
 others=()
 for f in dist/test/e2e/*.test.js; do
-  case " ${first[*]} ${kubernetes[*]} " in *" $f "*) ;; *) others+=("$f") ;; esac
+  case " ${first[*]} ${kubernetes[*]} ${last[*]} " in *" $f "*) ;; *) others+=("$f") ;; esac
 done
 
 lane() {
@@ -27,6 +28,7 @@ lane() {
 {
   lane upgrade "${first[@]}"; rc=$?
   lane kubernetes "${kubernetes[@]}" || rc=1
+  lane formats "${last[@]}" || rc=1
   exit "$rc"
 } &
 upgrade=$!

@@ -24,7 +24,15 @@ import {
   siteConfig,
   siteDir,
 } from "./kubernetes-site.js";
-import { artifactsPresent, bootNode, journeySteps, waitExit, waitFor, type BootedNode } from "./qemu.js";
+import {
+  artifactsPresent,
+  bootNode,
+  journeySteps,
+  sequenceFailed,
+  waitExit,
+  waitFor,
+  type BootedNode,
+} from "./qemu.js";
 import { expectServicesHealthy } from "./node-checks.js";
 
 const bootMs = 1_200_000;
@@ -32,7 +40,6 @@ const bootMs = 1_200_000;
 const controlPlaneMs = 1_800_000;
 const hostname = nodeHostname;
 const work = siteDir("kubernetes");
-const sequenceFailed = /sequencer: \w+ sequence: failed/;
 
 type Services = { messages: { services: { id: string; state: string; health: { healthy: boolean } }[] }[] };
 type ResourceReply = { resource: { spec: { yaml_spec: string } } };

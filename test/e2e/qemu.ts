@@ -12,6 +12,16 @@ import { NodeClient } from "../../agent/src/client/client.js";
 export const repoRoot = path.resolve(import.meta.dirname, "..", "..", "..");
 export const outDir = path.join(repoRoot, "_out", "e2e");
 
+export type DiskFormat = "qcow2" | "raw" | "vpc";
+
+/** Where a boot's disk lives: `_out/e2e/<disk>.qcow2`, `.raw` or `.vhd`. */
+export function diskFile(disk: string, format: DiskFormat = "qcow2"): string {
+  return path.join(outDir, `${disk}.${{ qcow2: "qcow2", raw: "raw", vpc: "vhd" }[format]}`);
+}
+
+/** A console line saying a sequence failed: the awaited state will not come. */
+export const sequenceFailed = /sequencer: \w+ sequence: failed/;
+
 export interface BootOptions {
   name: string;
   /** Which image (default amd64; arm64 boots in qemu-system-aarch64 under TCG). */
@@ -23,6 +33,10 @@ export interface BootOptions {
   disk?: string;
   /** Start from a blank disk (default true); false keeps what an earlier boot left. */
   freshDisk?: boolean;
+  /** The disk file's format (default qcow2; the file is `<disk>.qcow2`, `.raw` or `.vhd`). */
+  diskFormat?: DiskFormat;
+  /** How the disk is attached (vm.sh --disk-bus; default virtio). */
+  diskBus?: "virtio" | "nvme" | "virtio-scsi" | "pvscsi" | "ide";
   /** A second NIC on an isolated network of its own (vm.sh --second-nic). */
   secondNic?: boolean;
   /** Extra kernel arguments (pxe boots). */
@@ -100,7 +114,8 @@ export async function bootNode(opts: BootOptions): Promise<BootedNode> {
   const k8sPort = opts.k8sApi ? await freePort() : 0;
   const serialLog = path.join(outDir, `${opts.name}.console.log`);
   fs.rmSync(serialLog, { force: true });
-  const disk = path.join(outDir, `${opts.disk ?? opts.name}.qcow2`);
+  const diskFormat = opts.diskFormat ?? "qcow2";
+  const disk = diskFile(opts.disk ?? opts.name, diskFormat);
   const args = [
     "scripts/vm.sh",
     "--no-build",
@@ -116,6 +131,10 @@ export async function bootNode(opts: BootOptions): Promise<BootedNode> {
     String(trustdPort),
     "--disk",
     disk,
+    "--disk-format",
+    diskFormat,
+    "--disk-bus",
+    opts.diskBus ?? "virtio",
     ...(opts.freshDisk === false ? [] : ["--fresh-disk"]),
     ...(opts.secondNic ? ["--second-nic"] : []),
     "--serial",

@@ -32,6 +32,7 @@ import {
   journeySteps,
   consoleReport,
   repoRoot,
+  sequenceFailed,
   waitExit,
   waitFor,
   type BootedNode,
@@ -45,7 +46,6 @@ const installMs = 2_400_000;
 const pullMs = 900_000;
 const disk = "upgrade-journey";
 // A sequence that fails (an install whose pull failed, an upgrade) leaves the node answering, but the awaited event will not come.
-const sequenceFailed = /sequencer: \w+ sequence: failed/;
 const out = path.join(repoRoot, "_out");
 const installer = path.join(out, "installer-amd64.tar");
 const work = path.join(out, "e2e", "upgrade");
