@@ -80,7 +80,8 @@ test("a staged upgrade whose installer cannot be pulled is a failure event; noth
   });
   const requests = upgradeRequests({
     runtime: r,
-    // Neither is reached when the pull fails; a run would show as a step.
+    // Stand-ins typed loosely: no sequence may run when the pull fails (a run would show as a step), and
+    // the configuration's registries do not matter for an unreachable one.
     sequences: { run: async (name: string) => void steps.push(`sequence ${name}`) } as never,
     checker: { parse: () => undefined } as never,
     mode: () => "normal",
