@@ -45,7 +45,6 @@ const installMs = 2_400_000;
 // Upgrade answers once the installer is pulled: 145 s of it inside a TCG guest on a loaded host.
 const pullMs = 900_000;
 const disk = "upgrade-journey";
-// A sequence that fails (an install whose pull failed, an upgrade) leaves the node answering, but the awaited event will not come.
 const out = path.join(repoRoot, "_out");
 const installer = path.join(out, "installer-amd64.tar");
 const work = path.join(out, "e2e", "upgrade");
