@@ -29,6 +29,8 @@ apt_packages+=(docker-registry)
 apt_packages+=(qemu-utils xz-utils gzip zstd tar)
 # cloud platforms: an OpenStack config drive made as nova makes it (test/integration/platform-metadata.test.ts)
 apt_packages+=(genisoimage)
+# cloud platforms: QEMU relays a guest's metadata connections to the test's service (scripts/vm.sh --metadata-port)
+apt_packages+=(socat)
 # cloud platforms: the Equinix Metal service's test certificate (openssl) and OpenNebula's context volume
 # as ext4 where the kernel reads no ISO 9660 (mkfs.ext4 -d) (test/integration/platform-metadata.test.ts)
 apt_packages+=(openssl e2fsprogs)

@@ -27,6 +27,9 @@
 #   --net-open              let the guest reach beyond the host (default: QEMU restrict=on,
 #                           only the forwarded ports and QEMU's own DHCP/DNS answer)
 #   --second-nic            a second virtio NIC on its own isolated user network (10.0.3.0/24)
+#   --metadata-port N       a cloud's metadata service: the guest's network becomes link-local (169.254.0.0/16,
+#                           its DHCP address 169.254.2.15) and each of its TCP connections to 169.254.169.254:80
+#                           is relayed (socat) to 127.0.0.1:N on the host, where the test serves the protocol
 # The process execs into QEMU: killing this pid stops the VM.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,7 +40,7 @@ arch=amd64 boot=iso firmware=uefi serial="" accel=auto memory=2048 cpus=2 build=
 api_port=${BASALT_VM_API_PORT:-50000}
 trustd_port=${BASALT_VM_TRUSTD_PORT:-50001}
 disk="$out/vm-disk.qcow2"
-append="" uuid="" seed="" cdrom="" k8s_port="" disk_format=qcow2 disk_bus=virtio
+append="" uuid="" seed="" cdrom="" k8s_port="" disk_format=qcow2 disk_bus=virtio metadata_port=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --arch) arch=$2; shift ;;
@@ -62,6 +65,7 @@ while [ $# -gt 0 ]; do
     --no-build) build=0 ;;
     --net-open) restrict=off ;;
     --second-nic) second_nic=1 ;;
+    --metadata-port) metadata_port=$2; shift ;;
     -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "vm.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -129,9 +133,15 @@ case "$disk_bus" in
   *) say "--disk-bus must be virtio, nvme, virtio-scsi, pvscsi or ide"; exit 2 ;;
 esac
 
+# QEMU forwards a guest's connection only to an address inside its user network, hence the link-local network;
+# a command per connection, since one character device would carry every connection as a single stream.
+metadata_net=""
+[ -z "$metadata_port" ] ||
+  metadata_net=",net=169.254.0.0/16,guestfwd=tcp:169.254.169.254:80-cmd:socat STDIO TCP:127.0.0.1:$metadata_port"
+
 args=(-machine "$machine" "${accel_args[@]}" -m "$memory" -smp "$cpus"
   -drive "file=$disk,if=none,id=disk0,format=$disk_format" "${disk_dev[@]}"
-  -netdev "user,id=net0,restrict=$restrict,hostfwd=tcp:127.0.0.1:${api_port}-:50000,hostfwd=tcp:127.0.0.1:${trustd_port}-:50001${k8s_port:+,hostfwd=tcp:127.0.0.1:${k8s_port}-:6443}"
+  -netdev "user,id=net0,restrict=$restrict,hostfwd=tcp:127.0.0.1:${api_port}-:50000,hostfwd=tcp:127.0.0.1:${trustd_port}-:50001${k8s_port:+,hostfwd=tcp:127.0.0.1:${k8s_port}-:6443}${metadata_net}"
   -device virtio-net-pci,netdev=net0
   -device virtio-rng-pci)
 [ "$second_nic" = 1 ] && args+=(-netdev "user,id=net1,restrict=on,net=10.0.3.0/24" -device virtio-net-pci,netdev=net1)

@@ -1,28 +1,33 @@
 // Each cloud image boots from its own file as its cloud attaches the disk: AWS's raw disk on NVMe
 // under UEFI (Nitro), GCE's disk.raw from its tar on virtio-scsi under SeaBIOS, Azure's fixed VHD
 // read as a VHD on IDE under BIOS (generation 1), and the OVA's disk, imported as vSphere does, on
-// the paravirtual SCSI controller its OVF names. No metadata service answers here: the node must
-// reach machined from that disk, mount STATE from it, and then wait for its platform's metadata
-// (retrying, never a boot loop) or, with no guestinfo on VMware, serve maintenance mode.
+// the paravirtual SCSI controller its OVF names. AWS's and GCE's instances find their metadata
+// service at 169.254.169.254 (the integration tests' server, relayed by QEMU): AWS's with the
+// machine configuration as user data, so the node runs it; GCE's without, so the node waits in
+// maintenance mode; both take their hostname and PlatformMetadata from it. Azure's has no service
+// answering: the node retries (never a boot loop); VMware's has no guestinfo: maintenance mode.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
-import path from "node:path";
 import { test } from "node:test";
+import { parse as parseYaml } from "yaml";
+import type { NodeClient } from "../../agent/src/client/client.js";
+import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
+import { generateConfigs } from "../../agent/src/config/generate/index.js";
+import { type LoopbackMetadata, loopbackMetadata } from "../integration/helpers/loopback-metadata.js";
+import { cloudImageFile, ensureCloudImages, metalDiskImage } from "./cloud-images.js";
 import {
   artifactsPresent,
+  type BootedNode,
   bootNode,
   type BootOptions,
   diskFile,
   outDir,
-  repoRoot,
   sequenceFailed,
   waitFor,
 } from "./qemu.js";
 
 const bootMs = 600_000;
-const out = path.join(repoRoot, "_out");
-const metal = path.join(out, "metal-amd64.raw.zst");
 
 interface CloudBoot {
   platform: string;
@@ -35,14 +40,52 @@ interface CloudBoot {
   firmware: "uefi" | "bios";
   /** The kernel's partition line for the disk on that bus. */
   partitions: RegExp;
-  /** What the node does next without its metadata. */
-  waiting: RegExp;
+  /** The metadata service at 169.254.169.254, with or without the machine configuration as user data; absent: none answers. */
+  metadata?: "user data" | "no user data";
+  /** The console line that says the node reached the state its metadata implies. */
+  reaches: RegExp;
+  /** Checks of that state over the API. */
+  check?(node: BootedNode, service: LoopbackMetadata): Promise<void>;
 }
 
 const sh = (script: string, ...args: string[]) => execFileSync("sh", ["-c", script, "sh", ...args]);
 const xzSparse = (image: string, disk: string) =>
   sh('xz -d -c -T2 "$1" | cp --sparse=always /dev/stdin "$2"', image, disk);
 const metadataRetry = (platform: string) => new RegExp(`platform: .*retrying \\{"platform":"${platform}"`);
+
+/** The machine configuration AWS's instance gets as user data, and the talosconfig that reaches it. */
+const configs = generateConfigs({
+  clusterName: "cloud-formats",
+  endpoint: "https://169.254.2.15:6443",
+  installDisk: "/dev/nvme0n1",
+});
+
+type Listed = { resource: { metadata: { id: string }; spec: { yaml_spec: string } } }[];
+async function specs(c: NodeClient, ns: string, type: string): Promise<Map<string, unknown>> {
+  const items = (await c.resourceList(ns, type)) as Listed;
+  return new Map(items.map((i) => [i.resource.metadata.id, parseYaml(i.resource.spec.yaml_spec)]));
+}
+
+/** PlatformMetadata and the hostname as the integration tests' instance documents give them. */
+async function expectInstanceFacts(
+  node: BootedNode,
+  c: NodeClient,
+  metadata: Record<string, unknown>,
+  hostname: { hostname: string; domainname: string },
+): Promise<void> {
+  await waitFor(
+    node,
+    "PlatformMetadata and the hostname from the metadata service",
+    async () => {
+      assert.deepEqual((await specs(c, "runtime", "PlatformMetadatas.talos.dev")).get("platformmetadata"), metadata);
+      assert.deepEqual((await specs(c, "network", "HostnameStatuses.net.talos.dev")).get("hostname"), hostname);
+    },
+    120_000,
+  );
+}
+
+type SeenRequest = { method: string; url: string; headers: Record<string, string | undefined> };
+const seen = (service: LoopbackMetadata) => service.requests.map((r) => JSON.parse(r) as SeenRequest);
 
 const clouds: CloudBoot[] = [
   {
@@ -53,7 +96,33 @@ const clouds: CloudBoot[] = [
     diskBus: "nvme",
     firmware: "uefi",
     partitions: /nvme0n1: p1 p2 p3 p4 p5 p6/,
-    waiting: metadataRetry("aws"),
+    metadata: "user data",
+    reaches: /machine configuration loaded from the platform.*aws user data/,
+    check: async (node, service) => {
+      const c = node.mtlsClient(parseTalosconfig((await configs).talosconfig));
+      await waitFor(node, "mutual TLS with the user data's configuration", () => c.version(), 120_000);
+      await expectInstanceFacts(
+        node,
+        c,
+        {
+          platform: "aws",
+          hostname: "ip-172-31-40-7.eu-west-1.compute.internal",
+          region: "eu-west-1",
+          zone: "eu-west-1b",
+          instanceType: "m6i.large",
+          instanceId: "i-0f1e2d3c4b5a69788",
+          providerId: "aws:///eu-west-1b/i-0f1e2d3c4b5a69788",
+          spot: true,
+        },
+        { hostname: "ip-172-31-40-7", domainname: "eu-west-1.compute.internal" },
+      );
+      // IMDSv2: every read carried a session token from a PUT.
+      const requests = seen(service);
+      assert.ok(requests.some((r) => r.method === "PUT" && r.url === "/latest/api/token"));
+      assert.ok(requests.some((r) => r.url === "/latest/user-data"));
+      const reads = requests.filter((r) => r.method === "GET");
+      assert.ok(reads.every((r) => /^token-\d+$/.test(r.headers["x-aws-ec2-metadata-token"] ?? "")));
+    },
   },
   {
     platform: "gcp",
@@ -70,7 +139,29 @@ const clouds: CloudBoot[] = [
     diskBus: "virtio-scsi",
     firmware: "bios",
     partitions: /sda: sda1 sda2 sda3 sda4 sda5 sda6/,
-    waiting: metadataRetry("gcp"),
+    metadata: "no user data",
+    reaches: /platform gcp gives no user data; entering maintenance mode/,
+    check: async (node, service) => {
+      const c = node.client();
+      await waitFor(node, "the maintenance API", () => c.disks(), 120_000);
+      await expectInstanceFacts(
+        node,
+        c,
+        {
+          platform: "gcp",
+          hostname: "node-a.us-central1-b.c.basalt-demo-401712.internal",
+          region: "us-central1",
+          zone: "us-central1-b",
+          instanceType: "e2-standard-4",
+          instanceId: "4739274920481729301",
+          providerId: "gce://basalt-demo-401712/us-central1-b/node-a",
+          spot: true,
+        },
+        { hostname: "node-a", domainname: "us-central1-b.c.basalt-demo-401712.internal" },
+      );
+      const requests = seen(service);
+      assert.ok(requests.length > 0 && requests.every((r) => r.headers["metadata-flavor"] === "Google"));
+    },
   },
   {
     platform: "azure",
@@ -80,7 +171,7 @@ const clouds: CloudBoot[] = [
     diskBus: "ide",
     firmware: "bios",
     partitions: /sda: sda1 sda2 sda3 sda4 sda5 sda6/,
-    waiting: metadataRetry("azure"),
+    reaches: metadataRetry("azure"),
   },
   {
     platform: "vmware",
@@ -97,27 +188,26 @@ const clouds: CloudBoot[] = [
     diskBus: "pvscsi",
     firmware: "bios",
     partitions: /sda: sda1 sda2 sda3 sda4 sda5 sda6/,
-    waiting: /maintenance: waiting for configuration/,
+    reaches: /maintenance: waiting for configuration/,
   },
 ];
 
-/** The cloud images, made again when the metal image is newer than any of them. */
-function ensureImages(): void {
-  const stale = clouds.filter((c) => {
-    const file = path.join(out, c.image);
-    return !fs.existsSync(file) || fs.statSync(file).mtimeMs < fs.statSync(metal).mtimeMs;
+/** The metadata service the cloud's instance finds, on a loopback port QEMU relays 169.254.169.254:80 to. */
+async function metadataService(cloud: CloudBoot): Promise<LoopbackMetadata | undefined> {
+  if (!cloud.metadata) return undefined;
+  const service = await loopbackMetadata();
+  service.serve({
+    platform: cloud.platform,
+    ...(cloud.metadata === "user data" ? { userData: (await configs).controlplane } : {}),
   });
-  if (stale.length === 0) return;
-  execFileSync("bash", ["scripts/platform-images.sh", "amd64", stale.map((c) => c.platform).join(",")], {
-    cwd: repoRoot,
-    stdio: ["ignore", "ignore", "inherit"],
-  });
+  return service;
 }
 
 async function bootFromItsDisk(cloud: CloudBoot): Promise<void> {
   const name = `cloud-format-${cloud.platform}`;
   fs.mkdirSync(outDir, { recursive: true });
-  cloud.unpack(path.join(out, cloud.image), diskFile(name, cloud.diskFormat));
+  cloud.unpack(cloudImageFile(cloud.image), diskFile(name, cloud.diskFormat));
+  const service = await metadataService(cloud);
   const node = await bootNode({
     name,
     boot: "disk",
@@ -125,12 +215,13 @@ async function bootFromItsDisk(cloud: CloudBoot): Promise<void> {
     diskFormat: cloud.diskFormat,
     diskBus: cloud.diskBus,
     firmware: cloud.firmware,
+    ...(service ? { metadataPort: Number(new URL(service.origin).port) } : {}),
   });
   try {
     await waitFor(
       node,
-      `${cloud.platform}: ${cloud.waiting}`,
-      async () => assert.match(node.console(), cloud.waiting),
+      `${cloud.platform}: ${cloud.reaches}`,
+      async () => assert.match(node.console(), cloud.reaches),
       bootMs,
       { failOn: sequenceFailed },
     );
@@ -140,21 +231,26 @@ async function bootFromItsDisk(cloud: CloudBoot): Promise<void> {
     assert.match(text, /task mountStatePartition \(1\/1\): done/);
     assert.equal(text.match(/machined: starting/g)?.length, 1, "machined started once: no boot loop");
     assert.match(text, new RegExp(`machined: starting \\{"platform":"${cloud.platform}"\\}`));
+    if (cloud.check && service) await cloud.check(node, service);
   } finally {
     await node.stop({ removeDisk: true });
+    service?.close();
   }
 }
 
-test("cloud images boot from their own disk as their cloud attaches it", {
-  skip: artifactsPresent() && fs.existsSync(metal) ? false : "image not built (npm run image)",
+test("cloud images boot from their own disk as their cloud attaches it, into the state their metadata implies", {
+  skip: artifactsPresent() && fs.existsSync(metalDiskImage) ? false : "image not built (npm run image)",
   timeout: 30 * 60_000,
   // Two 1-vCPU VMs at a time: the e2e host's two cores.
   concurrency: 2,
 }, async (t) => {
-  ensureImages();
+  ensureCloudImages(clouds);
   await Promise.all(
     clouds.map((cloud) =>
-      t.test(`${cloud.platform}: ${cloud.diskBus}, ${cloud.firmware}`, () => bootFromItsDisk(cloud)),
+      t.test(
+        `${cloud.platform}: ${cloud.diskBus}, ${cloud.firmware}${cloud.metadata ? `, metadata with ${cloud.metadata}` : ""}`,
+        () => bootFromItsDisk(cloud),
+      ),
     ),
   );
 });

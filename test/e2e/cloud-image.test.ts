@@ -11,23 +11,14 @@ import path from "node:path";
 import { test } from "node:test";
 import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
 import { generateConfigs } from "../../agent/src/config/generate/index.js";
-import { artifactsPresent, bootNode, outDir, repoRoot, waitFor } from "./qemu.js";
+import { cloudImageFile, ensureCloudImages, metalDiskImage } from "./cloud-images.js";
+import { artifactsPresent, bootNode, outDir, waitFor } from "./qemu.js";
 
 const bootMs = 600_000;
-const metal = path.join(repoRoot, "_out", "metal-amd64.raw.zst");
-const image = path.join(repoRoot, "_out", "openstack-amd64.raw.xz");
+const image = cloudImageFile("openstack-amd64.raw.xz");
 const instanceId = "0b7e6f3a-5d2c-4e1b-9a8f-7c6d5e4f3a2b";
 // QEMU's first NIC.
 const mac = "52:54:00:12:34:56";
-
-/** The openstack image, made again when the metal image is newer. */
-function ensureImage(): void {
-  if (fs.existsSync(image) && fs.statSync(image).mtimeMs >= fs.statSync(metal).mtimeMs) return;
-  execFileSync("bash", ["scripts/platform-images.sh", "amd64", "openstack"], {
-    cwd: repoRoot,
-    stdio: ["ignore", "ignore", "inherit"],
-  });
-}
 
 /** The image as Glance and nova give it to the instance: raw, grown to the flavor's 4 GiB root disk, as a qcow2 for vm.sh. */
 function rootDisk(name: string): void {
@@ -91,10 +82,10 @@ type ResourceReply = { resource: { spec: { yaml_spec: string } } };
 type Listed = { resource: { metadata: { id: string }; spec: { yaml_spec: string } } }[];
 
 test("openstack image: boots from its disk, configured by a config-2 drive; PlatformMetadata, hostname and platform network from it", {
-  skip: artifactsPresent() && fs.existsSync(metal) ? false : "image not built (npm run image)",
+  skip: artifactsPresent() && fs.existsSync(metalDiskImage) ? false : "image not built (npm run image)",
   timeout: 30 * 60_000,
 }, async (t) => {
-  ensureImage();
+  ensureCloudImages([{ platform: "openstack", image: "openstack-amd64.raw.xz" }]);
   const generated = await generateConfigs({
     clusterName: "cloud-image",
     endpoint: "https://10.0.2.15:6443",

@@ -55,6 +55,8 @@ export interface BootOptions {
   cpus?: number;
   /** Forward a host port to the node's Kubernetes API (6443). */
   k8sApi?: boolean;
+  /** A metadata service on this host port, which the guest reaches at 169.254.169.254:80 (vm.sh --metadata-port). */
+  metadataPort?: number;
 }
 
 export interface BootedNode {
@@ -150,6 +152,7 @@ export async function bootNode(opts: BootOptions): Promise<BootedNode> {
     ...(opts.netOpen ? ["--net-open"] : []),
     ...(opts.memory ? ["--memory", String(opts.memory)] : []),
     ...(k8sPort ? ["--k8s-port", String(k8sPort)] : []),
+    ...(opts.metadataPort ? ["--metadata-port", String(opts.metadataPort)] : []),
   ];
   const startedAt = Date.now();
   const child = spawn("bash", args, { cwd: repoRoot, detached: true, stdio: ["ignore", "ignore", "pipe"] });
