@@ -5,7 +5,7 @@
 # "kubernetes" follows it: the Kubernetes journey builds and pushes its images first (Go's build cache at work)
 # while lane "others" finishes, so its API server, which must start within its own deadlines, then has the
 # host to itself; the cloud images' boots (two VMs at a time) end that lane, once lane "others", which runs
-# every other journey, is done. The Kubernetes journey runs on request: BASALT_E2E_KUBERNETES=1.
+# every other journey, is done. BASALT_E2E_KUBERNETES=0 leaves the Kubernetes journey out.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 first=(dist/test/e2e/upgrade.test.js dist/test/e2e/power-loss.test.js)

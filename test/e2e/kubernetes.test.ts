@@ -27,6 +27,7 @@ import {
 import {
   artifactsPresent,
   bootNode,
+  consoleReport,
   journeySteps,
   sequenceFailed,
   waitExit,
@@ -116,10 +117,10 @@ async function echoRequests(c: NodeClient, pod: string): Promise<string[]> {
     .map((l) => l.replace(/^\S+ stderr F \S+ \S+ /, ""));
 }
 
-/** On request: about half an hour under TCG alone, but its recovery step outran CI's time in a whole run. */
+/** About half an hour under TCG with the host to itself; BASALT_E2E_KUBERNETES=0 leaves it out. */
 const skip =
-  process.env.BASALT_E2E_KUBERNETES !== "1"
-    ? "set BASALT_E2E_KUBERNETES=1 to run the Kubernetes journey"
+  process.env.BASALT_E2E_KUBERNETES === "0"
+    ? "BASALT_E2E_KUBERNETES=0 leaves the Kubernetes journey out"
     : artifactsPresent() && fs.existsSync(registryBinary)
       ? false
       : "image not built (npm run image), or docker-registry missing";
@@ -152,7 +153,12 @@ test("Kubernetes journey: install → bootstrap → static control plane → kub
     cpus: 2,
     k8sApi: true,
   });
-  t.after(() => node.stop({ removeDisk: true }));
+  let finished = false;
+  t.after(async () => {
+    // The test's own timeout ends a step without a waitFor's report: CI keeps only what is printed.
+    if (!finished) console.log(consoleReport(node));
+    await node.stop({ removeDisk: true });
+  });
   const admin = () => node.mtlsClient(creds);
 
   const step = journeySteps(t);
@@ -440,5 +446,6 @@ test("Kubernetes journey: install → bootstrap → static control plane → kub
     const console = node.console().slice(from);
     assert.match(console, /shutting down kubelet gracefully/);
     for (const pod of staticPods) assert.match(console, new RegExp(`stopped pod.*kube-system/${pod}-${hostname}`));
+    finished = true;
   });
 });
