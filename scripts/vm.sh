@@ -27,9 +27,9 @@
 #   --net-open              let the guest reach beyond the host (default: QEMU restrict=on,
 #                           only the forwarded ports and QEMU's own DHCP/DNS answer)
 #   --second-nic            a second virtio NIC on its own isolated user network (10.0.3.0/24)
-#   --metadata-port N       a cloud's metadata service: the guest's network becomes link-local (169.254.0.0/16,
-#                           its DHCP address 169.254.2.15) and each of its TCP connections to 169.254.169.254:80
-#                           is relayed (socat) to 127.0.0.1:N on the host, where the test serves the protocol
+#   --metadata-port N       a cloud's metadata services: the guest's DHCP address becomes 169.254.2.15 and each
+#                           of its TCP connections to 169.254.169.254:80 (the metadata service) or to
+#                           168.63.129.16:80 (Azure's wire server) is relayed (socat) to 127.0.0.1:N on the host
 # The process execs into QEMU: killing this pid stops the VM.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -133,11 +133,16 @@ case "$disk_bus" in
   *) say "--disk-bus must be virtio, nvme, virtio-scsi, pvscsi or ide"; exit 2 ;;
 esac
 
-# QEMU forwards a guest's connection only to an address inside its user network, hence the link-local network;
-# a command per connection, since one character device would carry every connection as a single stream.
+# QEMU forwards a guest's connection only to an address inside its user network: 168.0.0.0/7 holds both
+# services' addresses. A command per connection, since one character device would carry every connection
+# as a single stream.
 metadata_net=""
-[ -z "$metadata_port" ] ||
-  metadata_net=",net=169.254.0.0/16,guestfwd=tcp:169.254.169.254:80-cmd:socat STDIO TCP:127.0.0.1:$metadata_port"
+if [ -n "$metadata_port" ]; then
+  metadata_net=",net=168.0.0.0/7,host=169.254.2.2,dns=169.254.2.3,dhcpstart=169.254.2.15"
+  for service in 169.254.169.254:80 168.63.129.16:80; do
+    metadata_net+=",guestfwd=tcp:$service-cmd:socat STDIO TCP:127.0.0.1:$metadata_port"
+  done
+fi
 
 args=(-machine "$machine" "${accel_args[@]}" -m "$memory" -smp "$cpus"
   -drive "file=$disk,if=none,id=disk0,format=$disk_format" "${disk_dev[@]}"

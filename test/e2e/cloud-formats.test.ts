@@ -1,20 +1,23 @@
 // Each cloud image boots from its own file as its cloud attaches the disk: AWS's raw disk on NVMe
 // under UEFI (Nitro), GCE's disk.raw from its tar on virtio-scsi under SeaBIOS, Azure's fixed VHD
 // read as a VHD on IDE under BIOS (generation 1), and the OVA's disk, imported as vSphere does, on
-// the paravirtual SCSI controller its OVF names. AWS's and GCE's instances find their metadata
-// service at 169.254.169.254 (the integration tests' server, relayed by QEMU): AWS's with the
-// machine configuration as user data, so the node runs it; GCE's without, so the node waits in
-// maintenance mode; both take their hostname and PlatformMetadata from it. Azure's has no service
-// answering: the node retries (never a boot loop); VMware's has no guestinfo: maintenance mode.
+// the paravirtual SCSI controller its OVF names. AWS's, GCE's and Azure's instances find their
+// metadata service at 169.254.169.254 (the integration tests' server, relayed by QEMU; Azure's wire
+// server too): AWS's with the machine configuration as user data, Azure's with it as the CustomData
+// of ovf-env.xml on a UDF provisioning CD, so both nodes run it; GCE's without, so the node waits in
+// maintenance mode; each takes its hostname and PlatformMetadata from the service. VMware's has no
+// guestinfo: maintenance mode.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
+import path from "node:path";
 import { test } from "node:test";
 import { parse as parseYaml } from "yaml";
 import type { NodeClient } from "../../agent/src/client/client.js";
 import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
 import { generateConfigs } from "../../agent/src/config/generate/index.js";
 import { type LoopbackMetadata, loopbackMetadata } from "../integration/helpers/loopback-metadata.js";
+import { fixturesRoot } from "../integration/helpers/metadata-server.js";
 import { cloudImageFile, ensureCloudImages, metalDiskImage } from "./cloud-images.js";
 import {
   artifactsPresent,
@@ -42,6 +45,8 @@ interface CloudBoot {
   partitions: RegExp;
   /** The metadata service at 169.254.169.254, with or without the machine configuration as user data; absent: none answers. */
   metadata?: "user data" | "no user data";
+  /** A CD the cloud attaches, holding the user data in place of the service (Azure's provisioning CD). */
+  provisioningCd?(userData: string): string;
   /** The console line that says the node reached the state its metadata implies. */
   reaches: RegExp;
   /** Checks of that state over the API. */
@@ -51,7 +56,6 @@ interface CloudBoot {
 const sh = (script: string, ...args: string[]) => execFileSync("sh", ["-c", script, "sh", ...args]);
 const xzSparse = (image: string, disk: string) =>
   sh('xz -d -c -T2 "$1" | cp --sparse=always /dev/stdin "$2"', image, disk);
-const metadataRetry = (platform: string) => new RegExp(`platform: .*retrying \\{"platform":"${platform}"`);
 
 /** The machine configuration AWS's instance gets as user data, and the talosconfig that reaches it. */
 const configs = generateConfigs({
@@ -84,7 +88,7 @@ async function expectInstanceFacts(
   );
 }
 
-type SeenRequest = { method: string; url: string; headers: Record<string, string | undefined> };
+type SeenRequest = { method: string; host: string; url: string; headers: Record<string, string | undefined> };
 const seen = (service: LoopbackMetadata) => service.requests.map((r) => JSON.parse(r) as SeenRequest);
 
 const clouds: CloudBoot[] = [
@@ -171,7 +175,37 @@ const clouds: CloudBoot[] = [
     diskBus: "ide",
     firmware: "bios",
     partitions: /sda: sda1 sda2 sda3 sda4 sda5 sda6/,
-    reaches: metadataRetry("azure"),
+    metadata: "user data",
+    provisioningCd: azureProvisioningCd,
+    reaches: /machine configuration loaded from the platform.*azure user data/,
+    check: async (node, service) => {
+      const c = node.mtlsClient(parseTalosconfig((await configs).talosconfig));
+      await waitFor(node, "mutual TLS with the CustomData's configuration", () => c.version(), 120_000);
+      const vm =
+        "/subscriptions/7d1c2b3a-4e5f-6071-8293-a4b5c6d7e8f9/resourceGroups/basalt-rg/providers/Microsoft.Compute/virtualMachines/node-f";
+      await expectInstanceFacts(
+        node,
+        c,
+        {
+          platform: "azure",
+          hostname: "node-f",
+          region: "westeurope",
+          zone: "westeurope-2",
+          instanceType: "Standard_D4s_v5",
+          instanceId: vm,
+          providerId: `azure://${vm}`,
+          spot: true,
+        },
+        { hostname: "node-f", domainname: "" },
+      );
+      // Provisioning completes: the goal state read, then Ready posted.
+      const requests = seen(service);
+      assert.deepEqual(
+        requests.filter((r) => r.host === "168.63.129.16").map((r) => `${r.method} ${r.url}`),
+        ["GET /machine/?comp=goalstate", "POST /machine/?comp=health"],
+      );
+      assert.ok(requests.filter((r) => r.host === "169.254.169.254").every((r) => r.headers["metadata"] === "true"));
+    },
   },
   {
     platform: "vmware",
@@ -192,14 +226,25 @@ const clouds: CloudBoot[] = [
   },
 ];
 
+/** Azure's provisioning CD as the platform attaches it: ovf-env.xml, the user data base64 in its CustomData, on UDF. */
+function azureProvisioningCd(userData: string): string {
+  const dir = fs.mkdtempSync(path.join(outDir, "azure-cd-"));
+  const ovfEnv = fs
+    .readFileSync(path.join(fixturesRoot, "azure", "ovf-env.xml.in"), "utf8")
+    .replace("@CUSTOM_DATA@", Buffer.from(userData).toString("base64"));
+  fs.writeFileSync(path.join(dir, "ovf-env.xml"), ovfEnv);
+  const iso = path.join(outDir, "azure-provisioning.iso");
+  execFileSync("genisoimage", ["-quiet", "-udf", "-J", "-r", "-V", "rd_rdfe_stable", "-o", iso, dir]);
+  fs.rmSync(dir, { recursive: true });
+  return iso;
+}
+
 /** The metadata service the cloud's instance finds, on a loopback port QEMU relays 169.254.169.254:80 to. */
 async function metadataService(cloud: CloudBoot): Promise<LoopbackMetadata | undefined> {
   if (!cloud.metadata) return undefined;
   const service = await loopbackMetadata();
-  service.serve({
-    platform: cloud.platform,
-    ...(cloud.metadata === "user data" ? { userData: (await configs).controlplane } : {}),
-  });
+  const served = cloud.metadata === "user data" && !cloud.provisioningCd;
+  service.serve({ platform: cloud.platform, ...(served ? { userData: (await configs).controlplane } : {}) });
   return service;
 }
 
@@ -208,6 +253,7 @@ async function bootFromItsDisk(cloud: CloudBoot): Promise<void> {
   fs.mkdirSync(outDir, { recursive: true });
   cloud.unpack(cloudImageFile(cloud.image), diskFile(name, cloud.diskFormat));
   const service = await metadataService(cloud);
+  const cdrom = cloud.provisioningCd?.((await configs).controlplane);
   const node = await bootNode({
     name,
     boot: "disk",
@@ -216,6 +262,7 @@ async function bootFromItsDisk(cloud: CloudBoot): Promise<void> {
     diskBus: cloud.diskBus,
     firmware: cloud.firmware,
     ...(service ? { metadataPort: Number(new URL(service.origin).port) } : {}),
+    ...(cdrom ? { cdrom } : {}),
   });
   try {
     await waitFor(
@@ -235,6 +282,7 @@ async function bootFromItsDisk(cloud: CloudBoot): Promise<void> {
   } finally {
     await node.stop({ removeDisk: true });
     service?.close();
+    if (cdrom) fs.rmSync(cdrom, { force: true });
   }
 }
 
