@@ -1,11 +1,12 @@
 // Each cloud image boots from its own file as its cloud attaches the disk: AWS's raw disk on NVMe
 // under UEFI (Nitro), GCE's disk.raw from its tar on virtio-scsi under SeaBIOS, Azure's fixed VHD
-// read as a VHD on IDE under BIOS (generation 1), and the OVA's disk, imported as vSphere does, on
-// the paravirtual SCSI controller its OVF names. AWS's, GCE's and Azure's instances find their
-// metadata service at 169.254.169.254 (the integration tests' server, relayed by QEMU; Azure's wire
-// server too): AWS's with the machine configuration as user data, Azure's with it as the CustomData
-// of ovf-env.xml on a UDF provisioning CD, so both nodes run it; GCE's without, so the node waits in
-// maintenance mode; each takes its hostname and PlatformMetadata from the service. VMware's has no
+// read as a VHD on IDE under BIOS (generation 1), Hetzner's on virtio-scsi under SeaBIOS, Oracle's qcow2
+// on virtio-scsi under UEFI, and the OVA's disk, imported as vSphere does, on the paravirtual SCSI
+// controller its OVF names. Each instance but VMware's finds its metadata service at 169.254.169.254
+// (the integration tests' server, relayed by QEMU; Azure's wire server too). AWS's and Oracle's
+// give the machine configuration as user data, Azure's as the CustomData of ovf-env.xml on a UDF
+// provisioning CD: those nodes run it. GCE's and Hetzner's give none: those nodes wait in
+// maintenance mode. Each takes its hostname and PlatformMetadata from the service. VMware's has no
 // guestinfo: maintenance mode.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -172,6 +173,39 @@ const clouds: CloudBoot[] = [
         ["GET /machine/?comp=goalstate", "POST /machine/?comp=health"],
       );
       assert.ok(requests.filter((r) => r.host === "169.254.169.254").every((r) => r.headers["metadata"] === "true"));
+    },
+  },
+  {
+    platform: "hcloud",
+    image: "hcloud-amd64.raw.xz",
+    unpack: xzSparse,
+    diskFormat: "raw",
+    diskBus: "virtio-scsi",
+    firmware: "bios",
+    partitions: /sda: sda1 sda2 sda3 sda4 sda5 sda6/,
+    metadata: "no user data",
+    reaches: /platform hcloud gives no user data; entering maintenance mode/,
+    check: async (node) => {
+      const c = node.client();
+      await waitFor(node, "the maintenance API", () => c.disks(), 120_000);
+      await expectInstanceFacts(node, c, "hcloud");
+    },
+  },
+  {
+    platform: "oracle",
+    image: "oracle-amd64.qcow2.xz",
+    unpack: (image, disk) => sh('xz -d -c -T2 "$1" >"$2"', image, disk),
+    diskFormat: "qcow2",
+    diskBus: "virtio-scsi",
+    firmware: "uefi",
+    partitions: /sda: sda1 sda2 sda3 sda4 sda5 sda6/,
+    metadata: "user data",
+    reaches: /machine configuration loaded from the platform.*oracle user data/,
+    check: async (node, service) => {
+      const c = await runningItsConfiguration(node);
+      await expectInstanceFacts(node, c, "oracle");
+      const requests = seen(service);
+      assert.ok(requests.length > 0 && requests.every((r) => r.headers["authorization"] === "Bearer Oracle"));
     },
   },
   {
