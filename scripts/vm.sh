@@ -66,7 +66,7 @@ while [ $# -gt 0 ]; do
     --net-open) restrict=off ;;
     --second-nic) second_nic=1 ;;
     --metadata-port) metadata_port=$2; shift ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     *) echo "vm.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift

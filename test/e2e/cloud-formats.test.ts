@@ -1,13 +1,13 @@
 // Each cloud image boots from its own file as its cloud attaches the disk: AWS's raw disk on NVMe
-// under UEFI (Nitro), GCE's disk.raw from its tar on virtio-scsi under SeaBIOS, Azure's fixed VHD
-// read as a VHD on IDE under BIOS (generation 1), Hetzner's on virtio-scsi under SeaBIOS, Oracle's qcow2
-// on virtio-scsi under UEFI, and the OVA's disk, imported as vSphere does, on the paravirtual SCSI
-// controller its OVF names. Each instance but VMware's finds its metadata service at 169.254.169.254
-// (the integration tests' server, relayed by QEMU; Azure's wire server too). AWS's and Oracle's
-// give the machine configuration as user data, Azure's as the CustomData of ovf-env.xml on a UDF
-// provisioning CD: those nodes run it. GCE's and Hetzner's give none: those nodes wait in
-// maintenance mode. Each takes its hostname and PlatformMetadata from the service. VMware's has no
-// guestinfo: maintenance mode.
+// under UEFI (Nitro, and its arm64 image as on Graviton), GCE's disk.raw from its tar on virtio-scsi
+// under SeaBIOS, Azure's fixed VHD read as a VHD on IDE under BIOS (generation 1), Hetzner's on
+// virtio-scsi under SeaBIOS, Oracle's qcow2 on virtio-scsi under UEFI, and the OVA's disk, imported
+// as vSphere does, on the paravirtual SCSI controller its OVF names. Each instance but VMware's
+// finds its metadata service at 169.254.169.254 (the integration tests' server, relayed by QEMU;
+// Azure's wire server too). AWS's and Oracle's give the machine configuration as user data, Azure's
+// as the CustomData of ovf-env.xml on a UDF provisioning CD: those nodes run it. GCE's and
+// Hetzner's give none: those nodes wait in maintenance mode. Each takes its hostname and
+// PlatformMetadata from the service. VMware's has no guestinfo: maintenance mode.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
@@ -19,7 +19,7 @@ import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
 import { generateConfigs } from "../../agent/src/config/generate/index.js";
 import { type LoopbackMetadata, loopbackMetadata } from "../integration/helpers/loopback-metadata.js";
 import { fixturesRoot } from "../integration/helpers/metadata-server.js";
-import { cloudImageFile, ensureCloudImages, metalDiskImage } from "./cloud-images.js";
+import { type Arch, cloudImageFile, ensureCloudImages, metalDiskImage } from "./cloud-images.js";
 import {
   artifactsPresent,
   type BootedNode,
@@ -35,6 +35,8 @@ const bootMs = 600_000;
 
 interface CloudBoot {
   platform: string;
+  /** Default amd64; arm64 boots in qemu-system-aarch64 under TCG. */
+  arch?: Arch;
   /** The packed image in _out. */
   image: string;
   /** Unpacks the image into the file `disk`. */
@@ -58,7 +60,7 @@ const sh = (script: string, ...args: string[]) => execFileSync("sh", ["-c", scri
 const xzSparse = (image: string, disk: string) =>
   sh('xz -d -c -T2 "$1" | cp --sparse=always /dev/stdin "$2"', image, disk);
 
-/** The machine configuration AWS's instance gets as user data, and the talosconfig that reaches it. */
+/** The machine configuration the instances with user data get, and the talosconfig that reaches them. */
 const configs = generateConfigs({
   clusterName: "cloud-formats",
   endpoint: "https://169.254.2.15:6443",
@@ -125,6 +127,23 @@ const clouds: CloudBoot[] = [
       assert.ok(requests.some((r) => r.url === "/latest/user-data"));
       const reads = requests.filter((r) => r.method === "GET");
       assert.ok(reads.every((r) => /^token-\d+$/.test(r.headers["x-aws-ec2-metadata-token"] ?? "")));
+    },
+  },
+  {
+    // Graviton: NVMe under UEFI, as on Nitro.
+    platform: "aws",
+    arch: "arm64",
+    image: "aws-arm64.raw.xz",
+    unpack: xzSparse,
+    diskFormat: "raw",
+    diskBus: "nvme",
+    firmware: "uefi",
+    partitions: /nvme0n1: p1 p2 p3 p4 p5 p6/,
+    metadata: "user data",
+    reaches: /machine configuration loaded from the platform.*aws user data/,
+    check: async (node) => {
+      const c = await runningItsConfiguration(node);
+      await expectInstanceFacts(node, c, "aws");
     },
   },
   {
@@ -250,13 +269,14 @@ async function metadataService(cloud: CloudBoot): Promise<LoopbackMetadata | und
 }
 
 async function bootFromItsDisk(cloud: CloudBoot): Promise<void> {
-  const name = `cloud-format-${cloud.platform}`;
+  const name = `cloud-format-${cloud.platform}${cloud.arch === "arm64" ? "-arm64" : ""}`;
   fs.mkdirSync(outDir, { recursive: true });
   cloud.unpack(cloudImageFile(cloud.image), diskFile(name, cloud.diskFormat));
   const service = await metadataService(cloud);
   const cdrom = cloud.provisioningCd?.((await configs).controlplane);
   const node = await bootNode({
     name,
+    arch: cloud.arch ?? "amd64",
     boot: "disk",
     freshDisk: false,
     diskFormat: cloud.diskFormat,
@@ -274,7 +294,7 @@ async function bootFromItsDisk(cloud: CloudBoot): Promise<void> {
       { failOn: sequenceFailed },
     );
     const text = node.console();
-    assert.match(text, new RegExp(`Command line: BOOT_IMAGE=/A/vmlinuz talos\\.platform=${cloud.platform} `));
+    assert.match(text, new RegExp(`Kernel command line: BOOT_IMAGE=/A/vmlinuz talos\\.platform=${cloud.platform} `));
     assert.match(text, cloud.partitions);
     assert.match(text, /task mountStatePartition \(1\/1\): done/);
     assert.equal(text.match(/machined: starting/g)?.length, 1, "machined started once: no boot loop");
@@ -288,7 +308,10 @@ async function bootFromItsDisk(cloud: CloudBoot): Promise<void> {
 }
 
 test("cloud images boot from their own disk as their cloud attaches it, into the state their metadata implies", {
-  skip: artifactsPresent() && fs.existsSync(metalDiskImage) ? false : "image not built (npm run image)",
+  skip:
+    artifactsPresent() && fs.existsSync(metalDiskImage()) && fs.existsSync(metalDiskImage("arm64"))
+      ? false
+      : "images not built (npm run image, npm run image -- --arch arm64)",
   timeout: 30 * 60_000,
   // Two 1-vCPU VMs at a time: the e2e host's two cores.
   concurrency: 2,
@@ -297,7 +320,7 @@ test("cloud images boot from their own disk as their cloud attaches it, into the
   await Promise.all(
     clouds.map((cloud) =>
       t.test(
-        `${cloud.platform}: ${cloud.diskBus}, ${cloud.firmware}${cloud.metadata ? `, metadata with ${cloud.metadata}` : ""}`,
+        `${cloud.platform}${cloud.arch === "arm64" ? " arm64" : ""}: ${cloud.diskBus}, ${cloud.firmware}${cloud.metadata ? `, metadata with ${cloud.metadata}` : ""}`,
         () => bootFromItsDisk(cloud),
       ),
     ),

@@ -82,7 +82,7 @@ type ResourceReply = { resource: { spec: { yaml_spec: string } } };
 type Listed = { resource: { metadata: { id: string }; spec: { yaml_spec: string } } }[];
 
 test("openstack image: boots from its disk, configured by a config-2 drive; PlatformMetadata, hostname and platform network from it", {
-  skip: artifactsPresent() && fs.existsSync(metalDiskImage) ? false : "image not built (npm run image)",
+  skip: artifactsPresent() && fs.existsSync(metalDiskImage()) ? false : "image not built (npm run image)",
   timeout: 30 * 60_000,
 }, async (t) => {
   ensureCloudImages([{ platform: "openstack", image: "openstack-amd64.raw.xz" }]);

@@ -5,21 +5,27 @@ import fs from "node:fs";
 import path from "node:path";
 import { repoRoot } from "./qemu.js";
 
-export const metalDiskImage = path.join(repoRoot, "_out", "metal-amd64.raw.zst");
+export type Arch = "amd64" | "arm64";
 
-/** Where a platform's packed amd64 image lives, e.g. `aws-amd64.raw.xz`. */
+export const metalDiskImage = (arch: Arch = "amd64") => path.join(repoRoot, "_out", `metal-${arch}.raw.zst`);
+
+/** Where a platform's packed image lives, e.g. `aws-amd64.raw.xz`. */
 export const cloudImageFile = (file: string) => path.join(repoRoot, "_out", file);
 
-/** Packs again the images (by platform, the file each gives) that are missing or older than the metal image. */
-export function ensureCloudImages(images: { platform: string; image: string }[]): void {
-  const metal = fs.statSync(metalDiskImage).mtimeMs;
-  const stale = images.filter(({ image }) => {
-    const file = cloudImageFile(image);
-    return !fs.existsSync(file) || fs.statSync(file).mtimeMs < metal;
-  });
-  if (stale.length === 0) return;
-  execFileSync("bash", ["scripts/platform-images.sh", "amd64", stale.map((c) => c.platform).join(",")], {
-    cwd: repoRoot,
-    stdio: ["ignore", "ignore", "inherit"],
-  });
+/** Packs again the images (by platform and architecture, the file each gives) that are missing or older than their metal image. */
+export function ensureCloudImages(images: { platform: string; image: string; arch?: Arch }[]): void {
+  for (const arch of ["amd64", "arm64"] as const) {
+    const ofArch = images.filter((i) => (i.arch ?? "amd64") === arch);
+    if (ofArch.length === 0) continue;
+    const metal = fs.statSync(metalDiskImage(arch)).mtimeMs;
+    const stale = ofArch.filter(({ image }) => {
+      const file = cloudImageFile(image);
+      return !fs.existsSync(file) || fs.statSync(file).mtimeMs < metal;
+    });
+    if (stale.length === 0) continue;
+    execFileSync("bash", ["scripts/platform-images.sh", arch, stale.map((c) => c.platform).join(",")], {
+      cwd: repoRoot,
+      stdio: ["ignore", "ignore", "inherit"],
+    });
+  }
 }
