@@ -447,3 +447,23 @@ test("a host-network pod made with the CRI API shows in Containers and Stats -k 
     code(grpc.status.NOT_FOUND, /container "kube-system\/nosuch:x" not found/),
   );
 });
+
+test("a kubelet image that cannot be pulled is a service waiting to restart, an event and a log line; the API answers", {
+  skip,
+}, async () => {
+  // ghcr.io has no mirror in this config and the host reaches no registry but the test's.
+  type Listed = { messages: { services: { id: string; state: string; events: { events: { msg: string }[] } }[] }[] };
+  const failure = /^Error running kubelet, going to restart forever: /;
+  const kubelet = await eventually(async () => {
+    const s = ((await admin.serviceList()) as Listed).messages[0]!.services.find((x) => x.id === "kubelet");
+    assert.ok(s, "the kubelet service");
+    assert.ok(
+      s.events.events.some((e) => failure.test(e.msg)),
+      JSON.stringify(s.events),
+    );
+    return s;
+  }, 600);
+  assert.ok(["Waiting", "Preparing"].includes(kubelet.state), kubelet.state);
+  assert.match(sandbox.output(), /service\[kubelet\]\(Waiting\): Error running kubelet, going to restart forever: /);
+  assert.ok(await admin.version());
+});
