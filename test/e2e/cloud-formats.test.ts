@@ -107,45 +107,33 @@ async function runningItsConfiguration(node: BootedNode): Promise<NodeClient> {
 type SeenRequest = { method: string; host: string; url: string; headers: Record<string, string | undefined> };
 const seen = (service: LoopbackMetadata) => service.requests.map((r) => JSON.parse(r) as SeenRequest);
 
+/** AWS on Nitro: NVMe under UEFI. */
+const aws: CloudBoot = {
+  platform: "aws",
+  image: "aws-amd64.raw.xz",
+  unpack: xzSparse,
+  diskFormat: "raw",
+  diskBus: "nvme",
+  firmware: "uefi",
+  partitions: /nvme0n1: p1 p2 p3 p4 p5 p6/,
+  metadata: "user data",
+  reaches: /machine configuration loaded from the platform.*aws user data/,
+  check: async (node, service) => {
+    const c = await runningItsConfiguration(node);
+    await expectInstanceFacts(node, c, "aws");
+    // IMDSv2: every read carried a session token from a PUT.
+    const requests = seen(service);
+    assert.ok(requests.some((r) => r.method === "PUT" && r.url === "/latest/api/token"));
+    assert.ok(requests.some((r) => r.url === "/latest/user-data"));
+    const reads = requests.filter((r) => r.method === "GET");
+    assert.ok(reads.every((r) => /^token-\d+$/.test(r.headers["x-aws-ec2-metadata-token"] ?? "")));
+  },
+};
+
 const clouds: CloudBoot[] = [
-  {
-    platform: "aws",
-    image: "aws-amd64.raw.xz",
-    unpack: xzSparse,
-    diskFormat: "raw",
-    diskBus: "nvme",
-    firmware: "uefi",
-    partitions: /nvme0n1: p1 p2 p3 p4 p5 p6/,
-    metadata: "user data",
-    reaches: /machine configuration loaded from the platform.*aws user data/,
-    check: async (node, service) => {
-      const c = await runningItsConfiguration(node);
-      await expectInstanceFacts(node, c, "aws");
-      // IMDSv2: every read carried a session token from a PUT.
-      const requests = seen(service);
-      assert.ok(requests.some((r) => r.method === "PUT" && r.url === "/latest/api/token"));
-      assert.ok(requests.some((r) => r.url === "/latest/user-data"));
-      const reads = requests.filter((r) => r.method === "GET");
-      assert.ok(reads.every((r) => /^token-\d+$/.test(r.headers["x-aws-ec2-metadata-token"] ?? "")));
-    },
-  },
-  {
-    // Graviton: NVMe under UEFI, as on Nitro.
-    platform: "aws",
-    arch: "arm64",
-    image: "aws-arm64.raw.xz",
-    unpack: xzSparse,
-    diskFormat: "raw",
-    diskBus: "nvme",
-    firmware: "uefi",
-    partitions: /nvme0n1: p1 p2 p3 p4 p5 p6/,
-    metadata: "user data",
-    reaches: /machine configuration loaded from the platform.*aws user data/,
-    check: async (node) => {
-      const c = await runningItsConfiguration(node);
-      await expectInstanceFacts(node, c, "aws");
-    },
-  },
+  aws,
+  // Graviton attaches the arm64 image as Nitro does.
+  { ...aws, arch: "arm64", image: "aws-arm64.raw.xz" },
   {
     platform: "gcp",
     image: "gcp-amd64.raw.tar.gz",
