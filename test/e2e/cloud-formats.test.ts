@@ -19,6 +19,7 @@ import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
 import { generateConfigs } from "../../agent/src/config/generate/index.js";
 import { type LoopbackMetadata, loopbackMetadata } from "../integration/helpers/loopback-metadata.js";
 import { fixturesRoot } from "../integration/helpers/metadata-server.js";
+import { resourceSpecs } from "../integration/helpers/resource-specs.js";
 import { type Arch, cloudImageFile, ensureCloudImages, metalDiskImage } from "./cloud-images.js";
 import {
   artifactsPresent,
@@ -50,10 +51,8 @@ interface CloudBoot {
   metadata?: "user data" | "no user data";
   /** A CD the cloud attaches, holding the user data in place of the service (Azure's provisioning CD). */
   provisioningCd?(userData: string): string;
-  /** The console line that says the node reached the state its metadata implies. */
-  reaches: RegExp;
-  /** Checks of that state over the API. */
-  check?(node: BootedNode, service: LoopbackMetadata): Promise<void>;
+  /** What the platform's own rules require of the requests the node made to its service. */
+  checkRequests?(requests: SeenRequest[]): void;
 }
 
 const sh = (script: string, ...args: string[]) => execFileSync("sh", ["-c", script, "sh", ...args]);
@@ -67,12 +66,6 @@ const configs = generateConfigs({
   installDisk: "/dev/nvme0n1",
 });
 
-type Listed = { resource: { metadata: { id: string }; spec: { yaml_spec: string } } }[];
-async function specs(c: NodeClient, ns: string, type: string): Promise<Map<string, unknown>> {
-  const items = (await c.resourceList(ns, type)) as Listed;
-  return new Map(items.map((i) => [i.resource.metadata.id, parseYaml(i.resource.spec.yaml_spec)]));
-}
-
 /** PlatformMetadata and the hostname as the platform's fixture expects them from its instance documents. */
 async function expectInstanceFacts(node: BootedNode, c: NodeClient, platform: string): Promise<void> {
   const expected = parseYaml(fs.readFileSync(path.join(fixturesRoot, platform, "expected.yaml"), "utf8")) as {
@@ -85,10 +78,10 @@ async function expectInstanceFacts(node: BootedNode, c: NodeClient, platform: st
     "PlatformMetadata and the hostname from the metadata service",
     async () => {
       assert.deepEqual(
-        (await specs(c, "runtime", "PlatformMetadatas.talos.dev")).get("platformmetadata"),
+        (await resourceSpecs(c, "runtime", "PlatformMetadatas.talos.dev")).get("platformmetadata"),
         expected.metadata,
       );
-      assert.deepEqual((await specs(c, "network", "HostnameStatuses.net.talos.dev")).get("hostname"), {
+      assert.deepEqual((await resourceSpecs(c, "network", "HostnameStatuses.net.talos.dev")).get("hostname"), {
         hostname,
         domainname,
       });
@@ -97,8 +90,22 @@ async function expectInstanceFacts(node: BootedNode, c: NodeClient, platform: st
   );
 }
 
-/** A client of the node over mutual TLS, once the node runs the configuration its platform gave it. */
-async function runningItsConfiguration(node: BootedNode): Promise<NodeClient> {
+/** The console line that says the node reached the state its metadata implies. */
+function reaches(cloud: CloudBoot): RegExp {
+  if (cloud.metadata === "user data")
+    return new RegExp(`machine configuration loaded from the platform.*${cloud.platform} user data`);
+  if (cloud.metadata === "no user data")
+    return new RegExp(`platform ${cloud.platform} gives no user data; entering maintenance mode`);
+  return /maintenance: waiting for configuration/;
+}
+
+/** A client of the node in that state: over mutual TLS once it runs its platform's configuration, else maintenance mode's. */
+async function clientInItsState(node: BootedNode, cloud: CloudBoot): Promise<NodeClient> {
+  if (cloud.metadata !== "user data") {
+    const c = node.client();
+    await waitFor(node, "the maintenance API", () => c.disks(), 120_000);
+    return c;
+  }
   const c = node.mtlsClient(parseTalosconfig((await configs).talosconfig));
   await waitFor(node, "mutual TLS with the platform's configuration", () => c.version(), 120_000);
   return c;
@@ -117,12 +124,8 @@ const aws: CloudBoot = {
   firmware: "uefi",
   partitions: /nvme0n1: p1 p2 p3 p4 p5 p6/,
   metadata: "user data",
-  reaches: /machine configuration loaded from the platform.*aws user data/,
-  check: async (node, service) => {
-    const c = await runningItsConfiguration(node);
-    await expectInstanceFacts(node, c, "aws");
+  checkRequests: (requests) => {
     // IMDSv2: every read carried a session token from a PUT.
-    const requests = seen(service);
     assert.ok(requests.some((r) => r.method === "PUT" && r.url === "/latest/api/token"));
     assert.ok(requests.some((r) => r.url === "/latest/user-data"));
     const reads = requests.filter((r) => r.method === "GET");
@@ -150,14 +153,8 @@ const clouds: CloudBoot[] = [
     firmware: "bios",
     partitions: /sda: sda1 sda2 sda3 sda4 sda5 sda6/,
     metadata: "no user data",
-    reaches: /platform gcp gives no user data; entering maintenance mode/,
-    check: async (node, service) => {
-      const c = node.client();
-      await waitFor(node, "the maintenance API", () => c.disks(), 120_000);
-      await expectInstanceFacts(node, c, "gcp");
-      const requests = seen(service);
-      assert.ok(requests.length > 0 && requests.every((r) => r.headers["metadata-flavor"] === "Google"));
-    },
+    checkRequests: (requests) =>
+      assert.ok(requests.length > 0 && requests.every((r) => r.headers["metadata-flavor"] === "Google")),
   },
   {
     platform: "azure",
@@ -169,12 +166,8 @@ const clouds: CloudBoot[] = [
     partitions: /sda: sda1 sda2 sda3 sda4 sda5 sda6/,
     metadata: "user data",
     provisioningCd: azureProvisioningCd,
-    reaches: /machine configuration loaded from the platform.*azure user data/,
-    check: async (node, service) => {
-      const c = await runningItsConfiguration(node);
-      await expectInstanceFacts(node, c, "azure");
+    checkRequests: (requests) => {
       // Provisioning completes: the goal state read, then Ready posted.
-      const requests = seen(service);
       assert.deepEqual(
         requests.filter((r) => r.host === "168.63.129.16").map((r) => `${r.method} ${r.url}`),
         ["GET /machine/?comp=goalstate", "POST /machine/?comp=health"],
@@ -191,12 +184,6 @@ const clouds: CloudBoot[] = [
     firmware: "bios",
     partitions: /sda: sda1 sda2 sda3 sda4 sda5 sda6/,
     metadata: "no user data",
-    reaches: /platform hcloud gives no user data; entering maintenance mode/,
-    check: async (node) => {
-      const c = node.client();
-      await waitFor(node, "the maintenance API", () => c.disks(), 120_000);
-      await expectInstanceFacts(node, c, "hcloud");
-    },
   },
   {
     platform: "oracle",
@@ -207,13 +194,8 @@ const clouds: CloudBoot[] = [
     firmware: "uefi",
     partitions: /sda: sda1 sda2 sda3 sda4 sda5 sda6/,
     metadata: "user data",
-    reaches: /machine configuration loaded from the platform.*oracle user data/,
-    check: async (node, service) => {
-      const c = await runningItsConfiguration(node);
-      await expectInstanceFacts(node, c, "oracle");
-      const requests = seen(service);
-      assert.ok(requests.length > 0 && requests.every((r) => r.headers["authorization"] === "Bearer Oracle"));
-    },
+    checkRequests: (requests) =>
+      assert.ok(requests.length > 0 && requests.every((r) => r.headers["authorization"] === "Bearer Oracle")),
   },
   {
     platform: "vmware",
@@ -230,7 +212,6 @@ const clouds: CloudBoot[] = [
     diskBus: "pvscsi",
     firmware: "bios",
     partitions: /sda: sda1 sda2 sda3 sda4 sda5 sda6/,
-    reaches: /maintenance: waiting for configuration/,
   },
 ];
 
@@ -276,8 +257,8 @@ async function bootFromItsDisk(cloud: CloudBoot): Promise<void> {
   try {
     await waitFor(
       node,
-      `${cloud.platform}: ${cloud.reaches}`,
-      async () => assert.match(node.console(), cloud.reaches),
+      `${cloud.platform}: ${reaches(cloud)}`,
+      async () => assert.match(node.console(), reaches(cloud)),
       bootMs,
       { failOn: sequenceFailed },
     );
@@ -287,7 +268,10 @@ async function bootFromItsDisk(cloud: CloudBoot): Promise<void> {
     assert.match(text, /task mountStatePartition \(1\/1\): done/);
     assert.equal(text.match(/machined: starting/g)?.length, 1, "machined started once: no boot loop");
     assert.match(text, new RegExp(`machined: starting \\{"platform":"${cloud.platform}"\\}`));
-    if (cloud.check && service) await cloud.check(node, service);
+    if (service) {
+      await expectInstanceFacts(node, await clientInItsState(node, cloud), cloud.platform);
+      cloud.checkRequests?.(seen(service));
+    }
   } finally {
     await node.stop({ removeDisk: true });
     service?.close();

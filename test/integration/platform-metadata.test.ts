@@ -15,12 +15,12 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { parse as parseYaml } from "yaml";
 import { NodeClient } from "../../agent/src/client/client.js";
 import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
 import { generateConfigs } from "../../agent/src/config/generate/index.js";
 import { fixturesRoot, type Scenario } from "./helpers/metadata-server.js";
 import { canRunNetns, freeSubnet, ip } from "./helpers/netns.js";
+import { resourceSpecs } from "./helpers/resource-specs.js";
 import { eventually, stopProcess } from "./helpers/sandbox.js";
 
 const skip = canRunNetns();
@@ -253,15 +253,8 @@ async function boot(scenario: Scenario, gateway = ""): Promise<Node> {
   };
 }
 
-type Listed = { resource: { metadata: { id: string }; spec: { yaml_spec: string } } }[];
-async function specs(client: NodeClient, ns: string, type: string): Promise<Map<string, Record<string, unknown>>> {
-  const items = (await client.resourceList(ns, type)) as Listed;
-  return new Map(
-    items.map((i) => [i.resource.metadata.id, parseYaml(i.resource.spec.yaml_spec) as Record<string, unknown>]),
-  );
-}
 const platformMetadata = async (client: NodeClient) =>
-  (await specs(client, "runtime", "PlatformMetadatas.talos.dev")).get("platformmetadata");
+  (await resourceSpecs(client, "runtime", "PlatformMetadatas.talos.dev")).get("platformmetadata");
 
 /** Runs `fn` on the node; a failure carries the tail of what the node printed. */
 async function on<T>(node: Node, fn: () => Promise<T>): Promise<T> {
@@ -353,16 +346,16 @@ const cases: Record<string, PlatformCase> = {
     check: async (client) => {
       assert.ok(requests.length > 0 && requests.every((r) => r.headers["metadata-flavor"] === "Google"));
       await eventually(async () =>
-        assert.deepEqual((await specs(client, "network", "ResolverStatuses.net.talos.dev")).get("resolvers"), {
+        assert.deepEqual((await resourceSpecs(client, "network", "ResolverStatuses.net.talos.dev")).get("resolvers"), {
           dnsServers: ["169.254.169.254"],
         }),
       );
       assert.deepEqual(
-        (await specs(client, "network-config", "TimeServerSpecs.net.talos.dev")).get("platform/timeservers"),
+        (await resourceSpecs(client, "network-config", "TimeServerSpecs.net.talos.dev")).get("platform/timeservers"),
         { timeServers: ["metadata.google.internal"], layer: "platform" },
       );
       assert.equal(
-        (await specs(client, "network-config", "LinkSpecs.net.talos.dev")).get("platform/eth0")?.["mtu"],
+        (await resourceSpecs(client, "network-config", "LinkSpecs.net.talos.dev")).get("platform/eth0")?.["mtu"],
         1460,
       );
     },
@@ -413,7 +406,7 @@ const cases: Record<string, PlatformCase> = {
         ),
       );
       await eventually(async () =>
-        assert.deepEqual((await specs(client, "network", "ResolverStatuses.net.talos.dev")).get("resolvers"), {
+        assert.deepEqual((await resourceSpecs(client, "network", "ResolverStatuses.net.talos.dev")).get("resolvers"), {
           dnsServers: ["67.207.67.2", "67.207.67.3"],
         }),
       );
@@ -434,7 +427,7 @@ const cases: Record<string, PlatformCase> = {
     check: async (client) => {
       await eventually(async () => assert.ok(kernelAddrs("eth0", "-6").includes("2a01:4f8:1c1e:8d2a::1/64")));
       assert.deepEqual(
-        (await specs(client, "network", "OperatorSpecs.net.talos.dev")).get("dhcp4/eth0")?.["layer"],
+        (await resourceSpecs(client, "network", "OperatorSpecs.net.talos.dev")).get("dhcp4/eth0")?.["layer"],
         "platform",
       );
     },
@@ -490,7 +483,7 @@ const cases: Record<string, PlatformCase> = {
         /<ContainerId>4b2c8f3e-1d0a-4e6b-9c5f-7a8b9c0d1e2f<\/ContainerId>.*<InstanceId>0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0\._node-f<\/InstanceId><Health><State>Ready<\/State>/,
       );
       assert.ok(requests.filter((r) => r.host === "169.254.169.254").every((r) => r.headers["metadata"] === "true"));
-      const external = [...(await specs(client, "network", "AddressStatuses.net.talos.dev")).values()]
+      const external = [...(await resourceSpecs(client, "network", "AddressStatuses.net.talos.dev")).values()]
         .filter((a) => a["linkName"] === "external")
         .map((a) => a["address"]);
       assert.deepEqual(external.sort(), ["20.86.15.99/32", "2603:1020:206:3::7/128", "51.124.80.12/32"]);
@@ -512,13 +505,16 @@ const cases: Record<string, PlatformCase> = {
       assert.ok(requests.length > 0 && requests.every((r) => r.headers["authorization"] === "Bearer Oracle"));
       assert.ok(requests.some((r) => r.url === "/opc/v2/instance/metadata/user_data"));
       await eventually(async () =>
-        assert.deepEqual((await specs(client, "network", "ResolverStatuses.net.talos.dev")).get("resolvers"), {
+        assert.deepEqual((await resourceSpecs(client, "network", "ResolverStatuses.net.talos.dev")).get("resolvers"), {
           dnsServers: ["169.254.169.254"],
         }),
       );
-      assert.deepEqual((await specs(client, "network", "TimeServerStatuses.net.talos.dev")).get("timeservers"), {
-        timeServers: ["169.254.169.254"],
-      });
+      assert.deepEqual(
+        (await resourceSpecs(client, "network", "TimeServerStatuses.net.talos.dev")).get("timeservers"),
+        {
+          timeServers: ["169.254.169.254"],
+        },
+      );
     },
   },
   scaleway: {
@@ -562,7 +558,7 @@ const cases: Record<string, PlatformCase> = {
         assert.deepEqual(kernelAddrs("eth0", "-4"), ["169.254.10.2/16", "185.70.197.3/32"].sort()),
       );
       await eventually(async () =>
-        assert.deepEqual((await specs(client, "network", "ResolverStatuses.net.talos.dev")).get("resolvers"), {
+        assert.deepEqual((await resourceSpecs(client, "network", "ResolverStatuses.net.talos.dev")).get("resolvers"), {
           dnsServers: ["94.237.127.9", "94.237.40.9", "2a04:3540:53::1", "2a04:3544:53::1"],
         }),
       );
@@ -626,12 +622,12 @@ const cases: Record<string, PlatformCase> = {
       // Over HTTPS, by the service's name.
       assert.ok(requests.some((r) => r.url === "/userdata" && r.host === EQUINIX_HOST));
       // The bond and its addresses as the node's platform layer holds them (this host's kernel may have no bonding).
-      const bond = (await specs(client, "network-config", "LinkSpecs.net.talos.dev")).get("platform/bond0");
+      const bond = (await resourceSpecs(client, "network-config", "LinkSpecs.net.talos.dev")).get("platform/bond0");
       assert.deepEqual(
         [bond?.["kind"], (bond?.["bondMaster"] as Record<string, unknown>)?.["mode"]],
         ["bond", "802.3ad"],
       );
-      const addresses = [...(await specs(client, "network-config", "AddressSpecs.net.talos.dev")).values()]
+      const addresses = [...(await resourceSpecs(client, "network-config", "AddressSpecs.net.talos.dev")).values()]
         .filter((a) => a["layer"] === "platform")
         .map((a) => `${a["address"]} ${a["linkName"]}`);
       assert.deepEqual(addresses.sort(), [
@@ -681,7 +677,7 @@ async function openstackNetworkApplied(client: NodeClient): Promise<void> {
     ),
   );
   await eventually(async () =>
-    assert.deepEqual((await specs(client, "network", "ResolverStatuses.net.talos.dev")).get("resolvers"), {
+    assert.deepEqual((await resourceSpecs(client, "network", "ResolverStatuses.net.talos.dev")).get("resolvers"), {
       dnsServers: ["10.217.0.2", "2001:db8:c0de::2"],
     }),
   );
@@ -785,7 +781,7 @@ describe("opennebula context volume", { skip: skip ?? false }, () => {
   async function contextApplied(client: NodeClient): Promise<void> {
     await eventually(async () => assert.deepEqual(await platformMetadata(client), metadata));
     await eventually(async () =>
-      assert.deepEqual((await specs(client, "network", "HostnameStatuses.net.talos.dev")).get("hostname"), {
+      assert.deepEqual((await resourceSpecs(client, "network", "HostnameStatuses.net.talos.dev")).get("hostname"), {
         hostname: "code-server",
         domainname: "",
       }),
@@ -794,7 +790,7 @@ describe("opennebula context volume", { skip: skip ?? false }, () => {
       assert.deepEqual(kernelAddrs("eth0", "-4"), [`${NODE_ADDRESS}/16`, "192.168.1.92/24"]),
     );
     await eventually(async () =>
-      assert.deepEqual((await specs(client, "network", "ResolverStatuses.net.talos.dev")).get("resolvers"), {
+      assert.deepEqual((await resourceSpecs(client, "network", "ResolverStatuses.net.talos.dev")).get("resolvers"), {
         dnsServers: ["192.168.1.1", "8.8.8.8", "1.1.1.1"],
       }),
     );
@@ -858,15 +854,17 @@ for (const [platform, c] of Object.entries(cases)) {
           await eventually(async () => assert.deepEqual(await platformMetadata(client), c.metadata));
           await eventually(async () =>
             assert.deepEqual(
-              (await specs(client, "network", "HostnameStatuses.net.talos.dev")).get("hostname"),
+              (await resourceSpecs(client, "network", "HostnameStatuses.net.talos.dev")).get("hostname"),
               c.hostname,
             ),
           );
           assert.equal(
-            (await specs(client, "network-config", "HostnameSpecs.net.talos.dev")).get("platform/hostname")?.["layer"],
+            (await resourceSpecs(client, "network-config", "HostnameSpecs.net.talos.dev")).get("platform/hostname")?.[
+              "layer"
+            ],
             "platform",
           );
-          const external = [...(await specs(client, "network", "AddressStatuses.net.talos.dev")).values()]
+          const external = [...(await resourceSpecs(client, "network", "AddressStatuses.net.talos.dev")).values()]
             .filter((a) => a["linkName"] === "external")
             .map((a) => a["address"]);
           assert.deepEqual(external.sort(), [...c.externalIPs].sort());
@@ -889,7 +887,7 @@ for (const [platform, c] of Object.entries(cases)) {
         );
         await eventually(async () =>
           assert.deepEqual(
-            (await specs(node.client, "network", "HostnameStatuses.net.talos.dev")).get("hostname"),
+            (await resourceSpecs(node.client, "network", "HostnameStatuses.net.talos.dev")).get("hostname"),
             c.hostname,
           ),
         );
