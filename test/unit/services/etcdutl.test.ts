@@ -20,10 +20,12 @@ import {
   snapshotRestoreArgs,
   snapshotStatus,
   snapshotStatusArgs,
+  statusRuns,
   type Etcdutl,
   type EtcdutlResult,
 } from "../../../agent/src/sys/etcd/restore.js";
 import { nodePaths } from "../../../agent/src/sys/paths.js";
+import { Logger, setLogSink } from "../../../agent/src/log.js";
 
 const paths = etcdPaths(nodePaths);
 const restore = {
@@ -96,11 +98,13 @@ test("a status is etcdutl's JSON; a failed run is named with etcdutl's error, as
     /^EtcdRestoreError: error recovering from the snapshot: exit code 2$/,
   );
 
-  for (const output of ["hash 1", '{"hash":1}', "{not json"]) {
+  for (const output of ["hash 1", '{"hash":1}', "{not json", ""]) {
+    const printsNoStatus = fakeEtcdutl({ exitCode: 0, output });
     await assert.rejects(
-      snapshotStatus(fakeEtcdutl({ exitCode: 0, output }).etcdutl, "/s"),
-      /^EtcdRestoreError: error verifying snapshot: etcdutl printed no status with hash, revision, totalKey and totalSize$/,
+      snapshotStatus(printsNoStatus.etcdutl, "/s"),
+      /^EtcdRestoreError: error verifying snapshot: etcdutl printed no status with hash, revision, totalKey and totalSize \(3 runs\)$/,
     );
+    assert.equal(printsNoStatus.calls.length, statusRuns);
   }
   const unrunnable: Etcdutl = async () => Promise.reject(new Error("no image"));
   await assert.rejects(
@@ -110,6 +114,35 @@ test("a status is etcdutl's JSON; a failed run is named with etcdutl's error, as
       err.message === "error recovering from the snapshot" &&
       (err.cause as Error).message === "no image",
   );
+});
+
+test("a status run whose output was lost is made again: the status of the run that printed it", async () => {
+  const status = '{"hash":1,"revision":2,"totalKey":3,"totalSize":4}\n';
+  const outputs = ["", '{"level":"info","msg":"x"}\n', status];
+  const calls: string[][] = [];
+  const lossy: Etcdutl = async (args) => (calls.push(args), { exitCode: 0, output: outputs[calls.length - 1]! });
+  const lines: string[] = [];
+  const previous = setLogSink((line) => lines.push(line));
+  try {
+    const status = await snapshotStatus(lossy, "/s", { log: new Logger("etcd") });
+    assert.deepEqual(status, { hash: 1, revision: 2, totalKey: 3, totalSize: 4 });
+  } finally {
+    setLogSink(previous);
+  }
+  assert.equal(calls.length, 3);
+  assert.deepEqual(
+    lines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .map(({ level, msg, run, output }) => ({ level, msg, run, output })),
+    [
+      { level: "warn", msg: "etcdutl printed no snapshot status; running it again", run: 1, output: "" },
+      { level: "warn", msg: "etcdutl printed no snapshot status; running it again", run: 2, output: outputs[1] },
+    ],
+  );
+  // A failed run is not made again: its exit code is etcdutl's answer.
+  const failed = fakeEtcdutl({ exitCode: 1, output: "" });
+  await assert.rejects(snapshotStatus(failed.etcdutl, "/s"), /error verifying snapshot: exit code 1$/);
+  assert.equal(failed.calls.length, 1);
 });
 
 test("the host etcdutl: its exit code and its stdout then stderr; a missing program rejects", async (t) => {

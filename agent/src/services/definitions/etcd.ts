@@ -238,7 +238,7 @@ export function etcdService(opts: EtcdServiceOptions): ServiceDefinition {
 
   async function recover(spec: EtcdSpecSpec, signal: AbortSignal): Promise<void> {
     const etcdutl = (opts.etcdutl ?? hostEtcdutl())(spec.image);
-    const status = await snapshotStatus(etcdutl, paths.recoverySnapshot, signal);
+    const status = await snapshotStatus(etcdutl, paths.recoverySnapshot, { signal, log });
     log.info(
       `recovering etcd from snapshot: hash ${(status.hash >>> 0).toString(16).padStart(8, "0")}, revision ${status.revision}, total keys ${status.totalKey}, total size ${status.totalSize}`,
     );

@@ -3,6 +3,7 @@
 // Where etcdutl runs is injected: a host program (the sandbox, tests) or a task from etcd's image.
 import { execFile } from "node:child_process";
 import { SystemError } from "../../errors.js";
+import type { Logger } from "../../log.js";
 
 /** etcdutl could not read or restore the snapshot. */
 export class EtcdRestoreError extends SystemError {}
@@ -114,20 +115,30 @@ function statusLine(output: string): SnapshotStatus | undefined {
   return undefined;
 }
 
+/**
+ * How many times a status run that succeeded without printing its status is made: containerd's runc
+ * shim gives a task's output copy at most 2 s after the task exits before closing it, which a loaded
+ * node (TCG, images unpacking) can miss. The status only reads the snapshot: running it again is safe.
+ */
+export const statusRuns = 3;
+
 export async function snapshotStatus(
   etcdutl: Etcdutl,
   snapshot: string,
-  signal?: AbortSignal,
+  opts: { signal?: AbortSignal; log?: Logger } = {},
 ): Promise<SnapshotStatus> {
-  const output = await runEtcdutl(etcdutl, snapshotStatusArgs(snapshot), "error verifying snapshot", snapshot, signal);
-  // etcdutl's JSON output of snapshot.Status (fields hash, revision, totalKey, totalSize).
-  const status = statusLine(output);
-  if (!status)
-    throw new EtcdRestoreError(
-      "error verifying snapshot: etcdutl printed no status with hash, revision, totalKey and totalSize",
-      { snapshot, output },
-    );
-  return status;
+  let output = "";
+  for (let run = 1; run <= statusRuns; run++) {
+    output = await runEtcdutl(etcdutl, snapshotStatusArgs(snapshot), "error verifying snapshot", snapshot, opts.signal);
+    // etcdutl's JSON output of snapshot.Status (fields hash, revision, totalKey, totalSize).
+    const status = statusLine(output);
+    if (status) return status;
+    if (run < statusRuns) opts.log?.warn("etcdutl printed no snapshot status; running it again", { run, output });
+  }
+  throw new EtcdRestoreError(
+    `error verifying snapshot: etcdutl printed no status with hash, revision, totalKey and totalSize (${statusRuns} runs)`,
+    { snapshot, output },
+  );
 }
 
 export async function restoreSnapshot(etcdutl: Etcdutl, o: RestoreOptions, signal?: AbortSignal): Promise<void> {
