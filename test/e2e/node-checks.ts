@@ -1,11 +1,23 @@
 // Checks of an installed node's services and cgroups shared by the amd64 and arm64 journeys, over mutual TLS.
 import assert from "node:assert/strict";
 import type { NodeClient } from "../../agent/src/client/client.js";
-import { waitFor, type BootedNode } from "./qemu.js";
+import { EventWillNotCome, waitFor, type BootedNode } from "./qemu.js";
 
-type Services = { messages: { services: { id: string; state: string; health: { healthy: boolean } }[] }[] };
+type Service = {
+  id: string;
+  state: string;
+  events: { events: { msg: string }[] };
+  health: { healthy: boolean; last_message: string };
+};
+type Services = { messages: { services: Service[] }[] };
 
-/** Waits until each of `ids` is Running and healthy in ServiceList. */
+/** A service as a failed wait words it: its state, its last event and its health's last message. */
+function described(s: Service | undefined): string {
+  if (!s) return "not listed";
+  return `${s.state} (${s.events.events.at(-1)?.msg ?? "no event"}; health: ${s.health.last_message || s.health.healthy})`;
+}
+
+/** Waits until each of `ids` is Running and healthy in ServiceList; a Failed one (it will not start again) ends the wait. */
 export async function expectServicesHealthy(
   node: BootedNode,
   c: NodeClient,
@@ -18,8 +30,9 @@ export async function expectServicesHealthy(
     async () => {
       const byId = new Map(((await c.serviceList()) as Services).messages[0]!.services.map((s) => [s.id, s]));
       for (const id of ids) {
-        assert.equal(byId.get(id)?.state, "Running", id);
-        assert.equal(byId.get(id)?.health.healthy, true, id);
+        const s = byId.get(id);
+        if (s?.state === "Failed") throw new EventWillNotCome(`${id}: ${described(s)}`);
+        assert.ok(s?.state === "Running" && s.health.healthy, `${id}: ${described(s)}`);
       }
     },
     timeoutMs,

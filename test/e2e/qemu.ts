@@ -187,6 +187,9 @@ export async function bootNode(opts: BootOptions): Promise<BootedNode> {
   };
 }
 
+/** Thrown by a wait's probe when what it waits for cannot come any more (e.g. a service Failed): the wait ends at once. */
+export class EventWillNotCome extends Error {}
+
 export interface WaitOptions {
   /** Console text that means the awaited event will not come (e.g. a failed sequence): fail at once. */
   failOn?: RegExp;
@@ -211,6 +214,7 @@ export async function waitFor<T>(
       return await probe();
     } catch (err) {
       last = err;
+      if (err instanceof EventWillNotCome) break;
     }
     const text = node.console();
     if (text.includes("[vm.sh exited")) break;
@@ -221,9 +225,9 @@ export async function waitFor<T>(
     }
     await sleep(2000);
   }
-  throw new Error(
-    `${what} not reached: ${last instanceof Error ? last.message : String(last)}\n${consoleReport(node)}`,
-  );
+  const summary = `${what} not reached: ${last instanceof Error ? last.message : String(last)}`;
+  // Also after the console: CI keeps a failure's last lines.
+  throw new Error(`${summary}\n${consoleReport(node)}\n--- ${summary}`);
 }
 
 /** Waits for QEMU to exit (the guest rebooted or powered off: -no-reboot), failing with the console at the deadline. */
@@ -252,9 +256,17 @@ export function consoleReport(node: BootedNode): string {
     .filter((l) => /basalt-init:|failed|fatal|panic|Error:/.test(l))
     .slice(-40)
     .join("\n");
-  const tail = lines.slice(-40).join("\n");
-  return `--- init and failures (${node.serialLog}) ---\n${notable}\n--- console tail ---\n${tail}`;
+  // The test's own polling fills the tail with answered calls; the rest is what the node did meanwhile.
+  const tail = lines
+    .filter((l) => !answeredCall.test(l))
+    .slice(-40)
+    .join("\n");
+  // CI keeps a failure's last lines: the failures come last.
+  return `--- console tail, answered calls left out (${node.serialLog}) ---\n${tail}\n--- init and failures ---\n${notable}`;
 }
+
+/** machined's log line of an API call that succeeded. */
+const answeredCall = /\] machined: OK \[\//;
 
 /** The GPT names of the disk's first six partitions, as the node's kernel reports them (Read of sysfs over the API). */
 export async function systemPartitionNames(c: NodeClient, disk: string): Promise<string[]> {
