@@ -1,7 +1,8 @@
 // The Kubernetes journey, as an air-gapped site runs it: the project's Kubernetes images pushed to a
 // registry on the host, the control plane's config sending registry.k8s.io, gcr.io and ghcr.io there;
 // the ISO installs, etcd waits for Bootstrap, the kubelet runs the static control plane, kubeconfig
-// reaches the API server with kubectl, a pod answers through a Service, a graceful reboot stops the pods
+// reaches the API server with kubectl, a pod answers through a Service, a kubelet and an API server given a
+// flag they do not know fail without locking the node out, a graceful reboot stops the pods
 // through logind's inhibitor lock and brings the cluster back, an etcd snapshot brings it back after
 // EPHEMERAL is wiped, and a shutdown stops the pods.
 import assert from "node:assert/strict";
@@ -9,7 +10,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
-import { parse } from "yaml";
+import { parse, parseDocument } from "yaml";
 import { ApplyMode } from "../../agent/src/api/enums.js";
 import type { NodeClient } from "../../agent/src/client/client.js";
 import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
@@ -44,11 +45,13 @@ const controlPlaneMs = 900_000;
 const hostname = nodeHostname;
 const work = siteDir("kubernetes");
 
-type Services = { messages: { services: { id: string; state: string; health: { healthy: boolean } }[] }[] };
+type Service = { id: string; state: string; events: { events: { msg: string }[] } };
 type ResourceReply = { resource: { spec: { yaml_spec: string } } };
 
-async function serviceState(c: NodeClient, id: string): Promise<string | undefined> {
-  return ((await c.serviceList()) as Services).messages[0]!.services.find((s) => s.id === id)?.state;
+async function serviceInfo(c: NodeClient, id: string): Promise<Service | undefined> {
+  return ((await c.serviceList()) as { messages: { services: Service[] }[] }).messages[0]!.services.find(
+    (s) => s.id === id,
+  );
 }
 
 const restricted =
@@ -127,7 +130,7 @@ const skip =
       ? false
       : "image not built (npm run image), or docker-registry missing";
 
-test("Kubernetes journey: install → bootstrap → static control plane → kubectl → Service → reboot → etcd recovery → shutdown", {
+test("Kubernetes journey: install → bootstrap → static control plane → kubectl → Service → bad flags → reboot → etcd recovery → shutdown", {
   skip,
   timeout: 45 * 60_000,
 }, async (t) => {
@@ -178,7 +181,7 @@ test("Kubernetes journey: install → bootstrap → static control plane → kub
       );
       await waitFor(node, "mTLS after install", () => admin().version(), bootMs, { failOn: sequenceFailed });
       await expectServicesHealthy(node, admin(), ["cri", "kubelet"], bootMs);
-      assert.equal(await serviceState(admin(), "etcd"), "Preparing");
+      assert.equal((await serviceInfo(admin(), "etcd"))?.state, "Preparing");
       await waitFor(
         node,
         "etcd's bootstrap hint",
@@ -371,6 +374,84 @@ test("Kubernetes journey: install → bootstrap → static control plane → kub
     // One request, from the client pod.
     assert.deepEqual(await echoRequests(admin(), server), ["GET /"]);
   });
+
+  /** The node's config with `value` at `keys` (what a user's patch applies). */
+  const configWith = (keys: string[], value: unknown) => {
+    const doc = parseDocument(config);
+    doc.setIn(keys, value);
+    return doc.toString();
+  };
+  const applyLive = async (yaml: string) => {
+    const c = admin();
+    await c.unary(c.machine, "ApplyConfiguration", { data: Buffer.from(yaml), mode: ApplyMode.NO_REBOOT }, 120_000);
+  };
+  /** The text of a log read over the API, whole. */
+  const logText = async (req: object) => {
+    const c = admin();
+    return Buffer.concat(
+      (await c.collect<{ bytes?: Buffer }>(c.machine, "Logs", { tail_lines: -1, ...req })).map(
+        (m) => m.bytes ?? Buffer.alloc(0),
+      ),
+    ).toString();
+  };
+
+  await step(
+    "a kubelet flag it does not know: the kubelet waits to restart with an event and a console line, the API answers; fixed, the kubelet is healthy again",
+    async () => {
+      const from = node.console().length;
+      await applyLive(configWith(["machine", "kubelet", "extraArgs"], { "no-such-flag": "1" }));
+      const failure = /^Error running kubelet, going to restart forever: /;
+      await waitFor(
+        node,
+        "the kubelet waiting to restart",
+        async () => {
+          const s = await serviceInfo(admin(), "kubelet");
+          assert.equal(s?.state, "Waiting");
+          assert.match(s?.events.events.at(-1)?.msg ?? "", failure);
+        },
+        controlPlaneMs,
+      );
+      assert.match(
+        node.console().slice(from),
+        /service\[kubelet\]\(Waiting\): Error running kubelet, going to restart forever: /,
+      );
+      assert.match(await logText({ namespace: "system", id: "kubelet" }), /unknown flag: --no-such-flag/);
+      assert.ok(await admin().version());
+      await applyLive(config);
+      await expectServicesHealthy(node, admin(), ["kubelet"], controlPlaneMs);
+      await waitFor(node, "the node Ready", nodeReady, controlPlaneMs);
+    },
+  );
+
+  await step(
+    "an API server flag it does not know: its container exits, its log says why, the Talos API answers; fixed, kubectl reaches the API server again",
+    async () => {
+      const pod = `kube-system/kube-apiserver-${hostname}`;
+      type Containers = { messages: { containers: { pod_id: string; name: string; status: string }[] }[] };
+      const apiServerContainers = async () => {
+        const c = admin();
+        const listed = await c.unary<Containers>(c.machine, "Containers", { namespace: "k8s.io", driver: 1 });
+        return listed.messages[0]!.containers.filter((x) => x.pod_id === pod && x.name === "kube-apiserver");
+      };
+      await applyLive(configWith(["cluster", "apiServer", "extraArgs"], { "no-such-flag": "1" }));
+      // The kubelet's pod status needs the API server (its authorization webhook): CRI is what shows the crash.
+      await waitFor(
+        node,
+        "the API server's container exited on its flags",
+        async () => {
+          const states = (await apiServerContainers()).map((x) => x.status);
+          assert.ok(states.length > 0 && !states.includes("CONTAINER_RUNNING"), states.join(", "));
+          const log = await logText({ namespace: "k8s.io", driver: 1, id: `${pod}:kube-apiserver` });
+          assert.match(log, /unknown flag: --no-such-flag/);
+        },
+        controlPlaneMs,
+      );
+      assert.ok(await admin().version());
+      await applyLive(config);
+      await waitFor(node, "kubectl through the API server", nodeReady, controlPlaneMs);
+      assert.equal((await apiServerContainers()).filter((x) => x.status === "CONTAINER_RUNNING").length, 1);
+    },
+  );
 
   await step(
     "a graceful reboot: the kubelet, holding logind's inhibitor lock, stops the server before the node goes down; the cluster comes back whole",
