@@ -105,8 +105,11 @@ describe("OCI distribution client against docker-registry", {
     const amd64 = JSON.parse((await archive.json(index.manifests[0]!)).toString()) as { layers: { digest: string }[] };
     const hex = amd64.layers[0]!.digest.slice("sha256:".length);
     const data = path.join(registry.storage, "docker/registry/v2/blobs/sha256", hex.slice(0, 2), hex, "data");
+    // Its bits inverted: writing a fixed byte would change nothing where the layer already holds it.
     const fd = fs.openSync(data, "r+");
-    fs.writeSync(fd, Buffer.from("X"), 0, 1, 4096);
+    const byte = Buffer.alloc(1);
+    fs.readSync(fd, byte, 0, 1, 4096);
+    fs.writeSync(fd, Buffer.from([byte[0]! ^ 0xff]), 0, 1, 4096);
     fs.closeSync(fd);
     const dest = path.join(work, "pull-tampered");
     await assert.rejects(
