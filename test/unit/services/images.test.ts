@@ -10,7 +10,9 @@ import path from "node:path";
 import test from "node:test";
 import { parseReference } from "../../../agent/src/services/images/reference.js";
 import { authCredentials, registryEndpoints } from "../../../agent/src/services/images/registry.js";
-import { chainIds } from "../../../agent/src/services/images/store.js";
+import { AlreadyExistsError } from "../../../agent/src/errors.js";
+import { chainIds, unpack, type StoredImage } from "../../../agent/src/services/images/store.js";
+import type { ContainerdClient } from "../../../agent/src/sys/containerd/client.js";
 import { tarEntries } from "../../../agent/src/services/images/tar.js";
 
 test("parseReference normalizes as docker does", () => {
@@ -128,4 +130,32 @@ test("tarEntries lists regular files with their offsets, long names included", a
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("unpack: a layer another unpack committed first counts as unpacked; its own active snapshot is removed", async () => {
+  const diffIds = [`sha256:${"1".repeat(64)}`, `sha256:${"2".repeat(64)}`];
+  const chain = chainIds(diffIds);
+  const calls: string[] = [];
+  const layer = (n: string) => ({ mediaType: "application/vnd.oci.image.layer.v1.tar+gzip", digest: n, size: 1 });
+  // Only the calls unpack makes; the first layer's commit loses the race.
+  const client = {
+    hasSnapshot: async () => false,
+    prepareSnapshot: async (_s: string, key: string, parent: string) => (calls.push(`prepare ${parent}`), [key]),
+    applyDiff: async () => undefined,
+    commitSnapshot: async (_s: string, name: string) => {
+      calls.push(`commit ${name}`);
+      if (name === chain[0])
+        throw new AlreadyExistsError(`containerd snapshots.v1.Snapshots.Commit: snapshot "${name}": already exists`);
+    },
+    removeSnapshot: async (_s: string, key: string) => void calls.push(`remove ${key.split(" ")[1]}`),
+  } as unknown as ContainerdClient; // a fake of the five calls unpack makes
+  const manifest = { layers: [layer("sha256:a"), layer("sha256:b")] } as unknown as StoredImage["manifest"]; // layers only
+  await unpack(client, { manifest, diffIds });
+  assert.deepEqual(calls, [
+    "prepare ",
+    `commit ${chain[0]}`,
+    `remove ${chain[0]}`,
+    `prepare ${chain[0]}`,
+    `commit ${chain[1]}`,
+  ]);
 });

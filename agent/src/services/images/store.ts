@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from "node:crypto";
-import { InvalidInputError, NotFoundError } from "../../errors.js";
+import { AlreadyExistsError, InvalidInputError, NotFoundError } from "../../errors.js";
 import type { ContainerdClient } from "../../sys/containerd/client.js";
 import type { Descriptor } from "../../sys/containerd/types.js";
 
@@ -170,6 +170,9 @@ export async function unpack(client: ContainerdClient, image: StoredImage): Prom
       await client.commitSnapshot(SNAPSHOTTER, id, key);
     } catch (err) {
       await client.removeSnapshot(SNAPSHOTTER, key).catch(() => undefined);
+      // Another unpack of the same layer (a replaced service's pull, CRI's) committed it first: it is there,
+      // as containerd's own unpacker takes it.
+      if (err instanceof AlreadyExistsError) continue;
       throw err;
     }
   }
