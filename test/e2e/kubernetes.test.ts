@@ -35,7 +35,7 @@ import {
   waitFor,
   type BootedNode,
 } from "./qemu.js";
-import { expectServicesHealthy } from "./node-checks.js";
+import { expectServicesHealthy, serviceInfo } from "./node-checks.js";
 
 // Each about three times what it takes in a whole CI run: a step that hangs fails within the journey's
 // timeout, and the journey's failure within CI's 90 minutes.
@@ -45,14 +45,7 @@ const controlPlaneMs = 900_000;
 const hostname = nodeHostname;
 const work = siteDir("kubernetes");
 
-type Service = { id: string; state: string; events: { events: { msg: string }[] } };
 type ResourceReply = { resource: { spec: { yaml_spec: string } } };
-
-async function serviceInfo(c: NodeClient, id: string): Promise<Service | undefined> {
-  return ((await c.serviceList()) as { messages: { services: Service[] }[] }).messages[0]!.services.find(
-    (s) => s.id === id,
-  );
-}
 
 const restricted =
   "securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: [ALL] }, runAsNonRoot: true, seccompProfile: { type: RuntimeDefault } }";

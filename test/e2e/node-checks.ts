@@ -3,13 +3,18 @@ import assert from "node:assert/strict";
 import type { NodeClient } from "../../agent/src/client/client.js";
 import { EventWillNotCome, waitFor, type BootedNode } from "./qemu.js";
 
-type Service = {
+export type Service = {
   id: string;
   state: string;
   events: { events: { msg: string }[] };
   health: { healthy: boolean; last_message: string };
 };
 type Services = { messages: { services: Service[] }[] };
+
+/** One service as ServiceList lists it, or undefined when it is not listed. */
+export async function serviceInfo(c: NodeClient, id: string): Promise<Service | undefined> {
+  return ((await c.serviceList()) as Services).messages[0]!.services.find((s) => s.id === id);
+}
 
 /** A service as a failed wait words it: its state, its last event and its health's last message. */
 function described(s: Service | undefined): string {
