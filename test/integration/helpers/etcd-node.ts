@@ -73,7 +73,7 @@ export interface EtcdNode {
   stream(method: string, req?: object): Promise<Record<string, unknown>[]>;
   /** A client of this node's member (admin certificate). */
   client(): Promise<EtcdClient>;
-  /** Resolves once the etcd service is in `state` (and healthy, for Running). */
+  /** Resolves once the etcd service is in `state` (and healthy, for Running); rejects once it Failed instead. */
   until(state: ServiceState, healthy?: boolean): Promise<void>;
   close(): Promise<void>;
 }
@@ -263,12 +263,17 @@ export async function etcdNode(opts: EtcdNodeOptions): Promise<EtcdNode> {
     },
     client: async () => new EtcdClient(local, await tls()),
     until: (want, healthy = want === "Running") =>
-      new Promise((resolve) => {
+      new Promise((resolve, reject) => {
+        // A failure from before the wait (one a test caused, then answered with Bootstrap) is not this one.
+        const since = Date.now();
         const check = () => {
           const s = supervisor.get("etcd");
           if (s && s.state === want && (!healthy || s.health.healthy)) {
             off();
             resolve();
+          } else if (s?.state === "Failed" && want !== "Failed" && (s.events.at(-1)?.ts.getTime() ?? 0) >= since) {
+            off();
+            reject(new Error(`etcd Failed while awaited ${want}: ${s.events.at(-1)?.msg}`));
           }
         };
         const off = supervisor.onChange(check);

@@ -1,8 +1,8 @@
 // How a control-plane node's etcd joins a running cluster, as Talos's etcd service does: it
 // adds itself as a learner through any control-plane member (first removing a member of the
-// same name: a node that lost its data), starts with the member list as its initial cluster,
-// then is promoted once it has caught up. While no member answers, the console says to run
-// `talosctl bootstrap`.
+// same name or peer URLs: a node that lost its data, or an earlier attempt), starts with the
+// member list as its initial cluster, then is promoted once it has caught up. While no member
+// answers, the console says to run `talosctl bootstrap`.
 import { setTimeout as sleep } from "node:timers/promises";
 import { describeError } from "../../errors.js";
 import type { Logger } from "../../log.js";
@@ -52,7 +52,10 @@ async function addLearner(
   const endpoints = await cluster.endpoints();
   return firstAnswering(endpoints, await cluster.tls(), clientOpts, async (c) => {
     const { members } = await c.memberList();
-    for (const m of members) if (m.name === name) await c.memberRemove(m.id);
+    // A member of this name is this node before it lost its data. One with its peer URLs but no name yet
+    // is a learner an earlier attempt added, whose answer was lost: etcd refuses to add its URLs again.
+    const ours = members.filter((m) => m.name === name || m.peerURLs.some((u) => peerURLs.includes(u)));
+    for (const m of ours) await c.memberRemove(m.id);
     const added = await c.memberAdd(peerURLs, true);
     const list = await c.memberList();
     const initialCluster = list.members
