@@ -291,19 +291,27 @@ test("Kubernetes journey: install → bootstrap → static control plane → kub
       phase: string;
     };
   };
-  const pod = (name: string) => JSON.parse(kubectl("get", "pod", name, "-o", "json")) as Pod;
+  /**
+   * kubectl once the API server answers it: after a reboot or a restart the server can drop a connection or
+   * two after it first answered, which says nothing of the state a step checks.
+   */
+  const kubectlAnswered = (...args: string[]) =>
+    waitFor(node, `kubectl ${args.join(" ")} answered`, async () => kubectl(...args), 120_000);
+  const pod = async (name: string) => JSON.parse(await kubectlAnswered("get", "pod", name, "-o", "json")) as Pod;
   /** The echo Deployment's one running server pod. */
-  const runningEcho = () => {
-    const pods = (JSON.parse(kubectl("get", "pods", "-l", "app=echo", "-o", "json")) as { items: Pod[] }).items;
+  const runningEcho = async () => {
+    const listed = await kubectlAnswered("get", "pods", "-l", "app=echo", "-o", "json");
+    const pods = (JSON.parse(listed) as { items: Pod[] }).items;
     const running = pods.filter((p) => p.status.phase === "Running").map((p) => p.metadata.name);
     assert.equal(running.length, 1, `running echo pods: ${running.join(", ")}`);
     return running[0]!;
   };
   /** What must survive a reboot and a recovery: the node's and the echo Service's identities. */
-  const clusterObjects = () => {
-    const uid = (kind: string, name: string) =>
-      (JSON.parse(kubectl("get", kind, name, "-o", "json")) as { metadata: { uid: string } }).metadata.uid;
-    return { node: uid("node", hostname), service: uid("service", "echo") };
+  const clusterObjects = async () => {
+    const uid = async (kind: string, name: string) =>
+      (JSON.parse(await kubectlAnswered("get", kind, name, "-o", "json")) as { metadata: { uid: string } }).metadata
+        .uid;
+    return { node: await uid("node", hostname), service: await uid("service", "echo") };
   };
   const nodeReady = async () => {
     const n = JSON.parse(kubectl("get", "node", hostname, "-o", "json")) as {
@@ -315,14 +323,14 @@ test("Kubernetes journey: install → bootstrap → static control plane → kub
   const askThroughService = async (client: string) => {
     const manifest = path.join(work, `${client}.yaml`);
     fs.writeFileSync(manifest, echoClientManifest(client));
-    kubectl("apply", "-f", manifest);
+    await kubectlAnswered("apply", "-f", manifest);
     await waitFor(
       node,
       `${client} succeeded`,
-      async () => assert.equal(pod(client).status.phase, "Succeeded"),
+      async () => assert.equal((await pod(client)).status.phase, "Succeeded"),
       controlPlaneMs,
     );
-    return kubectl("logs", client);
+    return kubectlAnswered("logs", client);
   };
   const bootId = async () => (await admin().read("/proc/sys/kernel/random/boot_id")).toString().trim();
 
@@ -362,7 +370,7 @@ test("Kubernetes journey: install → bootstrap → static control plane → kub
     const manifests = path.join(work, "echo.yaml");
     fs.writeFileSync(manifests, echoServerManifests());
     kubectl("apply", "-f", manifests);
-    const server = await waitFor(node, "the echo server running", async () => runningEcho(), controlPlaneMs);
+    const server = await waitFor(node, "the echo server running", runningEcho, controlPlaneMs);
     assert.equal(await askThroughService("client"), `${server}\n`);
     // One request, from the client pod.
     assert.deepEqual(await echoRequests(admin(), server), ["GET /"]);
@@ -449,8 +457,8 @@ test("Kubernetes journey: install → bootstrap → static control plane → kub
   await step(
     "a graceful reboot: the kubelet, holding logind's inhibitor lock, stops the server before the node goes down; the cluster comes back whole",
     async () => {
-      const before = clusterObjects();
-      const server = runningEcho();
+      const before = await clusterObjects();
+      const server = await runningEcho();
       const booted = await bootId();
       const from = node.console().length;
       await admin().reboot();
@@ -466,10 +474,10 @@ test("Kubernetes journey: install → bootstrap → static control plane → kub
       // for good: its node shutdown manager, woken by logind's PrepareForShutdown (a pod the kubelet did
       // not stop would start again in place). Failed with the shutdown's reason, or Succeeded when the
       // server's exit 0 after its drain was reported first.
-      const stopped = pod(server).status;
+      const stopped = (await pod(server)).status;
       assert.ok(["Failed", "Succeeded"].includes(stopped.phase), JSON.stringify(stopped));
-      assert.deepEqual(clusterObjects(), before);
-      const next = await waitFor(node, "the next echo server running", async () => runningEcho(), controlPlaneMs);
+      assert.deepEqual(await clusterObjects(), before);
+      const next = await waitFor(node, "the next echo server running", runningEcho, controlPlaneMs);
       assert.notEqual(next, server);
       assert.equal(await askThroughService("client-after-reboot"), `${next}\n`);
     },
@@ -486,7 +494,7 @@ test("Kubernetes journey: install → bootstrap → static control plane → kub
         members.messages[0]!.members.map((m) => [m.hostname, m.is_learner]),
         [[hostname, false]],
       );
-      const before = clusterObjects();
+      const before = await clusterObjects();
       const snapshot = (await c.collect<{ bytes?: Buffer }>(c.machine, "EtcdSnapshot", {}, 300_000)).map(
         (m) => m.bytes ?? Buffer.alloc(0),
       );
@@ -504,12 +512,7 @@ test("Kubernetes journey: install → bootstrap → static control plane → kub
       await after.unary(after.machine, "Bootstrap", { recover_etcd: true }, 120_000);
       await expectServicesHealthy(node, after, ["etcd"], controlPlaneMs);
       // The same objects, not new ones: a node that registered again would have a new uid.
-      const restored = await waitFor(
-        node,
-        "the API server on the restored etcd",
-        async () => clusterObjects(),
-        controlPlaneMs,
-      );
+      const restored = await waitFor(node, "the API server on the restored etcd", clusterObjects, controlPlaneMs);
       assert.deepEqual(restored, before);
     },
   );
