@@ -28,8 +28,9 @@
 #                           only the forwarded ports and QEMU's own DHCP/DNS answer)
 #   --second-nic            a second virtio NIC on its own isolated user network (10.0.3.0/24)
 #   --metadata-port N       a cloud's metadata services: the guest's DHCP address becomes 169.254.2.15 and each
-#                           of its TCP connections to 169.254.169.254:80 (the metadata service) or to
-#                           168.63.129.16:80 (Azure's wire server) is relayed (socat) to 127.0.0.1:N on the host
+#                           of its TCP connections to 169.254.169.254:80 (the metadata service), 169.254.42.42:80
+#                           (Scaleway's) or 168.63.129.16:80 (Azure's wire server) is relayed (socat) to
+#                           127.0.0.1:N on the host
 # The process execs into QEMU: killing this pid stops the VM.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -142,6 +143,9 @@ if [ -n "$metadata_port" ]; then
   for service in 169.254.169.254:80 168.63.129.16:80; do
     metadata_net+=",guestfwd=tcp:$service-cmd:socat STDIO TCP:127.0.0.1:$metadata_port"
   done
+  # Scaleway answers user data only to a source port below 1024, which a relay cannot pass on: it takes
+  # one itself (lowport: root; QEMU reads ",," as a comma). The integration tests check the node's own port.
+  metadata_net+=",guestfwd=tcp:169.254.42.42:80-cmd:socat STDIO TCP:127.0.0.1:$metadata_port,,lowport"
 fi
 
 args=(-machine "$machine" "${accel_args[@]}" -m "$memory" -smp "$cpus"

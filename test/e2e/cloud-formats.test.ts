@@ -198,6 +198,31 @@ const clouds: CloudBoot[] = [
       assert.ok(requests.length > 0 && requests.every((r) => r.headers["authorization"] === "Bearer Oracle")),
   },
   {
+    platform: "exoscale",
+    image: "exoscale-amd64.qcow2.xz",
+    unpack: (image, disk) => sh('xz -d -c -T2 "$1" >"$2"', image, disk),
+    diskFormat: "qcow2",
+    diskBus: "virtio",
+    firmware: "bios",
+    partitions: /vda: vda1 vda2 vda3 vda4 vda5 vda6/,
+    metadata: "user data",
+  },
+  {
+    platform: "scaleway",
+    image: "scaleway-amd64.raw.xz",
+    unpack: xzSparse,
+    diskFormat: "raw",
+    diskBus: "virtio-scsi",
+    firmware: "uefi",
+    partitions: /sda: sda1 sda2 sda3 sda4 sda5 sda6/,
+    metadata: "user data",
+    checkRequests: (requests) => {
+      // Its own address, and the user data only to a privileged source port (which the relay does not show).
+      assert.ok(requests.length > 0 && requests.every((r) => r.host === "169.254.42.42"));
+      assert.ok(requests.some((r) => r.url === "/user_data/cloud-init"));
+    },
+  },
+  {
     platform: "vmware",
     image: "vmware-amd64.ova",
     // vSphere imports the OVA's stream-optimized VMDK into a disk of its own.

@@ -55,7 +55,7 @@ export interface BootOptions {
   cpus?: number;
   /** Forward a host port to the node's Kubernetes API (6443). */
   k8sApi?: boolean;
-  /** A metadata service on this host port, reached from the guest at 169.254.169.254:80 and 168.63.129.16:80 (vm.sh --metadata-port). */
+  /** A metadata service on this host port, reached from the guest at 169.254.169.254:80, 169.254.42.42:80 and 168.63.129.16:80 (vm.sh --metadata-port). */
   metadataPort?: number;
 }
 
