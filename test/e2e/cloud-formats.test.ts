@@ -49,7 +49,7 @@ interface CloudBoot {
   partitions: RegExp;
   /** The metadata service at 169.254.169.254, with or without the machine configuration as user data; absent: none answers. */
   metadata?: "user data" | "no user data";
-  /** A CD the cloud attaches, holding the user data in place of the service (Azure's provisioning CD). */
+  /** A CD the cloud attaches, holding the user data in place of the service (Azure's provisioning CD, OpenNebula's context). */
   provisioningCd?(userData: string): string;
   /** What the platform's own rules require of the requests the node made to its service. */
   checkRequests?(requests: SeenRequest[]): void;
@@ -223,6 +223,19 @@ const clouds: CloudBoot[] = [
     },
   },
   {
+    platform: "opennebula",
+    image: "opennebula-amd64.raw.xz",
+    unpack: xzSparse,
+    diskFormat: "raw",
+    diskBus: "virtio",
+    firmware: "bios",
+    partitions: /vda: vda1 vda2 vda3 vda4 vda5 vda6/,
+    metadata: "user data",
+    provisioningCd: openNebulaContextCd,
+    // Everything comes from the context CD.
+    checkRequests: (requests) => assert.deepEqual(requests, []),
+  },
+  {
     platform: "vmware",
     image: "vmware-amd64.ova",
     // vSphere imports the OVA's stream-optimized VMDK into a disk of its own.
@@ -240,17 +253,34 @@ const clouds: CloudBoot[] = [
   },
 ];
 
+/** An ISO in _out holding one file, made with genisoimage as a cloud's tools make it. */
+function isoWith(iso: string, file: string, content: string, genisoimageArgs: string[]): string {
+  const dir = fs.mkdtempSync(path.join(outDir, "cd-"));
+  fs.writeFileSync(path.join(dir, file), content);
+  const out = path.join(outDir, iso);
+  execFileSync("genisoimage", ["-quiet", ...genisoimageArgs, "-J", "-r", "-o", out, dir]);
+  fs.rmSync(dir, { recursive: true });
+  return out;
+}
+
 /** Azure's provisioning CD as the platform attaches it: ovf-env.xml, the user data base64 in its CustomData, on UDF. */
 function azureProvisioningCd(userData: string): string {
-  const dir = fs.mkdtempSync(path.join(outDir, "azure-cd-"));
   const ovfEnv = fs
     .readFileSync(path.join(fixturesRoot, "azure", "ovf-env.xml.in"), "utf8")
     .replace("@CUSTOM_DATA@", Buffer.from(userData).toString("base64"));
-  fs.writeFileSync(path.join(dir, "ovf-env.xml"), ovfEnv);
-  const iso = path.join(outDir, "azure-provisioning.iso");
-  execFileSync("genisoimage", ["-quiet", "-udf", "-J", "-r", "-V", "rd_rdfe_stable", "-o", iso, dir]);
-  fs.rmSync(dir, { recursive: true });
-  return iso;
+  return isoWith("azure-provisioning.iso", "ovf-env.xml", ovfEnv, ["-udf", "-V", "rd_rdfe_stable"]);
+}
+
+/**
+ * OpenNebula's context CD: its context.sh with the user data base64 in USER_DATA, on an ISO labelled CONTEXT.
+ * eth0 by DHCP (ETH0_METHOD): the fixture's static address would take away the one QEMU forwards the API to.
+ */
+function openNebulaContextCd(userData: string): string {
+  const contextSh = fs
+    .readFileSync(path.join(fixturesRoot, "opennebula", "context.sh"), "utf8")
+    .replace('ETH0_METHOD = ""', 'ETH0_METHOD = "dhcp"');
+  const withUserData = `${contextSh}USER_DATA="${Buffer.from(userData).toString("base64")}"\n`;
+  return isoWith("opennebula-context.iso", "context.sh", withUserData, ["-V", "CONTEXT"]);
 }
 
 /** The metadata service the cloud's instance finds, on a loopback port QEMU relays 169.254.169.254:80 to. */
