@@ -58,6 +58,8 @@ interface CloudBoot {
 const sh = (script: string, ...args: string[]) => execFileSync("sh", ["-c", script, "sh", ...args]);
 const xzSparse = (image: string, disk: string) =>
   sh('xz -d -c -T2 "$1" | cp --sparse=always /dev/stdin "$2"', image, disk);
+/** A qcow2 keeps its own sparseness. */
+const xzQcow2 = (image: string, disk: string) => sh('xz -d -c -T2 "$1" >"$2"', image, disk);
 
 /** The machine configuration the instances with user data get, and the talosconfig that reaches them. */
 const configs = generateConfigs({
@@ -188,7 +190,7 @@ const clouds: CloudBoot[] = [
   {
     platform: "oracle",
     image: "oracle-amd64.qcow2.xz",
-    unpack: (image, disk) => sh('xz -d -c -T2 "$1" >"$2"', image, disk),
+    unpack: xzQcow2,
     diskFormat: "qcow2",
     diskBus: "virtio-scsi",
     firmware: "uefi",
@@ -200,7 +202,7 @@ const clouds: CloudBoot[] = [
   {
     platform: "exoscale",
     image: "exoscale-amd64.qcow2.xz",
-    unpack: (image, disk) => sh('xz -d -c -T2 "$1" >"$2"', image, disk),
+    unpack: xzQcow2,
     diskFormat: "qcow2",
     diskBus: "virtio",
     firmware: "bios",

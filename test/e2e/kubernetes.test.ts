@@ -97,18 +97,15 @@ spec:
 `;
 }
 
+/** The text of a log read over the API, whole. */
+async function logText(c: NodeClient, req: object): Promise<string> {
+  const messages = await c.collect<{ bytes?: Buffer }>(c.machine, "Logs", { tail_lines: -1, ...req });
+  return Buffer.concat(messages.map((m) => m.bytes ?? Buffer.alloc(0))).toString();
+}
+
 /** The request lines of an echo server's log, read with Logs -k (CRI's format: `<time> stderr F <line>`). */
 async function echoRequests(c: NodeClient, pod: string): Promise<string[]> {
-  const log = Buffer.concat(
-    (
-      await c.collect<{ bytes?: Buffer }>(c.machine, "Logs", {
-        namespace: "k8s.io",
-        driver: 1,
-        id: `default/${pod}:echo`,
-        tail_lines: -1,
-      })
-    ).map((m) => m.bytes ?? Buffer.alloc(0)),
-  ).toString();
+  const log = await logText(c, { namespace: "k8s.io", driver: 1, id: `default/${pod}:echo` });
   return log
     .split("\n")
     .filter((l) => l.includes("GET /"))
@@ -386,16 +383,6 @@ test("Kubernetes journey: install → bootstrap → static control plane → kub
     const c = admin();
     await c.unary(c.machine, "ApplyConfiguration", { data: Buffer.from(yaml), mode: ApplyMode.NO_REBOOT }, 120_000);
   };
-  /** The text of a log read over the API, whole. */
-  const logText = async (req: object) => {
-    const c = admin();
-    return Buffer.concat(
-      (await c.collect<{ bytes?: Buffer }>(c.machine, "Logs", { tail_lines: -1, ...req })).map(
-        (m) => m.bytes ?? Buffer.alloc(0),
-      ),
-    ).toString();
-  };
-
   await step(
     "a kubelet flag it does not know: the kubelet waits to restart with an event and a console line, the API answers; fixed, the kubelet is healthy again",
     async () => {
@@ -416,7 +403,7 @@ test("Kubernetes journey: install → bootstrap → static control plane → kub
         node.console().slice(from),
         /service\[kubelet\]\(Waiting\): Error running kubelet, going to restart forever: /,
       );
-      assert.match(await logText({ namespace: "system", id: "kubelet" }), /unknown flag: --no-such-flag/);
+      assert.match(await logText(admin(), { namespace: "system", id: "kubelet" }), /unknown flag: --no-such-flag/);
       assert.ok(await admin().version());
       await applyLive(config);
       await expectServicesHealthy(node, admin(), ["kubelet"], controlPlaneMs);
@@ -442,7 +429,7 @@ test("Kubernetes journey: install → bootstrap → static control plane → kub
         async () => {
           const states = (await apiServerContainers()).map((x) => x.status);
           assert.ok(states.length > 0 && !states.includes("CONTAINER_RUNNING"), states.join(", "));
-          const log = await logText({ namespace: "k8s.io", driver: 1, id: `${pod}:kube-apiserver` });
+          const log = await logText(admin(), { namespace: "k8s.io", driver: 1, id: `${pod}:kube-apiserver` });
           assert.match(log, /unknown flag: --no-such-flag/);
         },
         controlPlaneMs,
