@@ -1,5 +1,5 @@
 // k8s.KubeletServiceController: starts the kubelet service once EPHEMERAL is mounted, the node
-// identity (and so /etc/machine-id, which the kubelet mounts) is there, and
+// identity (and so /etc/machine-id, which the kubelet mounts) is there, CRI is registered, and
 // KubeletSpec and KubeletSecrets exist, and restarts it whenever either changes, as
 // Talos's KubeletServiceController: the service stopped, its files rewritten, a client
 // certificate issued for another node name or by another CA removed (with the kubeconfig
@@ -21,7 +21,7 @@ import {
   type KubeletSpecSpec,
 } from "../../resources/catalog/k8s-kubelet.js";
 import { IdentityType } from "../../resources/catalog/cluster.js";
-import { MountStatusType, RUNTIME_NAMESPACE } from "../../resources/catalog/runtime.js";
+import { MountStatusType, RUNTIME_NAMESPACE, ServiceType } from "../../resources/catalog/runtime.js";
 import { CLUSTER_NAMESPACE, LocalIdentityId } from "../cluster/node-identity.js";
 import { SECRETS_NAMESPACE } from "../../resources/catalog/secrets.js";
 import { kubeletFiles, writeKubeletFiles } from "../../services/definitions/kubelet.js";
@@ -86,6 +86,7 @@ export class KubeletServiceController implements Controller {
     { namespace: SECRETS_NAMESPACE, type: KubeletSecretsType, id: KubeletId, kind: "weak" as const },
     { namespace: RUNTIME_NAMESPACE, type: MountStatusType, id: "EPHEMERAL", kind: "weak" as const },
     { namespace: CLUSTER_NAMESPACE, type: IdentityType, id: LocalIdentityId, kind: "weak" as const },
+    { namespace: RUNTIME_NAMESPACE, type: ServiceType, id: "cri", kind: "weak" as const },
   ];
   readonly outputs = [];
   /** The spec and secrets the running kubelet was started with. */
@@ -96,6 +97,9 @@ export class KubeletServiceController implements Controller {
   async reconcile(ctx: ControllerContext): Promise<void> {
     if (!this.opts.container && !ctx.get(RUNTIME_NAMESPACE, MountStatusType, "EPHEMERAL")) return;
     if (!ctx.get(CLUSTER_NAMESPACE, IdentityType, LocalIdentityId)) return;
+    // The boot registers CRI with the other services once the overlays that make /etc/kubernetes
+    // writable are mounted, a phase after EPHEMERAL: the kubelet's files wait for them.
+    if (!ctx.get(RUNTIME_NAMESPACE, ServiceType, "cri")) return;
     const spec = ctx.get<KubeletSpecSpec>(K8S_NAMESPACE, KubeletSpecType, KubeletId)?.spec;
     const secrets = ctx.get<KubeletSecretsSpec>(SECRETS_NAMESPACE, KubeletSecretsType, KubeletId)?.spec;
     if (!spec || !secrets) return;

@@ -20,7 +20,7 @@ import {
   type KubeletSecretsSpec,
   type KubeletSpecSpec,
 } from "../../../../agent/src/resources/catalog/k8s-kubelet.js";
-import { MountStatusType, RUNTIME_NAMESPACE } from "../../../../agent/src/resources/catalog/runtime.js";
+import { MountStatusType, RUNTIME_NAMESPACE, ServiceType } from "../../../../agent/src/resources/catalog/runtime.js";
 import { ControllerRuntime } from "../../../../agent/src/resources/controller-runtime.js";
 import { ResourceState } from "../../../../agent/src/resources/state.js";
 import { until } from "../secrets/wait.js";
@@ -85,7 +85,7 @@ function setup(t: TestContext) {
   return { root, calls, state, runtime };
 }
 
-test("the kubelet starts once EPHEMERAL, the node identity, KubeletSpec and KubeletSecrets are there; a changed spec restarts it", async (t) => {
+test("the kubelet starts once EPHEMERAL, the node identity, CRI, KubeletSpec and KubeletSecrets are there; a changed spec restarts it", async (t) => {
   const { root, calls, state, runtime } = setup(t);
   state.modify(K8S_NAMESPACE, KubeletSpecType, KubeletId, "test", () => spec("worker-1"));
   state.modify("secrets", KubeletSecretsType, KubeletId, "test", () => secrets);
@@ -97,6 +97,10 @@ test("the kubelet starts once EPHEMERAL, the node identity, KubeletSpec and Kube
   state.modify(CLUSTER_NAMESPACE, IdentityType, LocalIdentityId, "test", () => ({
     nodeId: "LpVa4dollS7wSHO8QIDV2hpuc7fEProRC49mX9HPePA",
   }));
+  await runtime.whenIdle();
+  assert.deepEqual(calls, [], "not before CRI is registered, after the overlays");
+  assert.equal(existsSync(path.join(root, "etc/kubernetes")), false, "nothing written before");
+  state.modify(RUNTIME_NAMESPACE, ServiceType, "cri", "test", () => ({}));
   await until("start", () => (calls.length === 1 ? true : undefined));
   assert.ok(
     readFileSync(path.join(root, "etc/kubernetes/bootstrap-kubeconfig"), "utf8").includes(
@@ -131,6 +135,7 @@ test("before a start: a client certificate of another node name is removed with 
   writeFileSync(kubeconfig, stringify(kc));
 
   state.modify(RUNTIME_NAMESPACE, MountStatusType, "EPHEMERAL", "test", () => ({}));
+  state.modify(RUNTIME_NAMESPACE, ServiceType, "cri", "test", () => ({}));
   state.modify(CLUSTER_NAMESPACE, IdentityType, LocalIdentityId, "test", () => ({
     nodeId: "LpVa4dollS7wSHO8QIDV2hpuc7fEProRC49mX9HPePA",
   }));
