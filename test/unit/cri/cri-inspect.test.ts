@@ -2,7 +2,7 @@
 // sandbox counted as using nothing, and FailedPrecondition when the cri service does not run.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ConflictError, InvalidInputError } from "../../../agent/src/errors.js";
+import { ConflictError, InvalidInputError, NotFoundError } from "../../../agent/src/errors.js";
 import { containersResponse, statsResponse, type CriAccess } from "../../../agent/src/machined/rpc/containers.js";
 import { tailLines } from "../../../agent/src/machined/rpc/cri-logs.js";
 import { imageProcess, mergeEnv } from "../../../agent/src/services/containerd/image-runner.js";
@@ -100,6 +100,28 @@ test("Containers -k: the sandbox as ns/pod, its container as ns/pod:name:<12 cha
       network_namespace: "",
     },
   ]);
+});
+
+test("Containers -k: a container removed between the listing and its status is left out, the rest listed", async () => {
+  const goneId = "f".repeat(64);
+  const withGone = {
+    ...fake,
+    listContainers: async () => [
+      ...(await fake.listContainers()),
+      { ...(await fake.listContainers())[0]!, id: goneId, metadata: { name: "etcd", attempt: 1 }, state: 2 },
+    ],
+    containerStatus: async (id: string) => {
+      if (id === goneId) throw new NotFoundError(`containerd CRI ContainerStatus: container "${id}" not found`);
+      return fake.containerStatus();
+    },
+  };
+  // As access(): the fake answers the calls the inspector makes.
+  const gone: CriAccess = { ...access(true), runtime: () => withGone as unknown as CriClient };
+  const reply = await containersResponse(undefined, gone, { namespace: "k8s.io", driver: 1 });
+  assert.deepEqual(
+    reply.messages[0]!.containers.map((c) => c.id),
+    ["kube-system/etcd-n1", "kube-system/etcd-n1:etcd:0123456789ab"],
+  );
 });
 
 test("Stats -k: the sandbox uses nothing, the container its working set and CPU nanoseconds", async () => {

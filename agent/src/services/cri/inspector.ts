@@ -1,8 +1,11 @@
 // Pods and their containers as Talos's CRI inspector reports them (internal/pkg/containers/cri):
 // each ready pod sandbox first, shown as `namespace/pod`, then its containers, shown as
 // `namespace/pod:name:<12 characters of the id>`; images named by their first tag; CPU and memory
-// from ListContainerStats (a sandbox counts as using none).
+// from ListContainerStats (a sandbox counts as using none). A pod or container removed between the
+// lists and its status call is left out, as a listing a moment later would leave it (Talos fails
+// the whole call then, which the kubelet's garbage collection makes a matter of luck).
 import path from "node:path";
+import { unlessGone } from "./unless-gone.js";
 import {
   ContainerStateName,
   PodSandboxStateName,
@@ -100,14 +103,16 @@ export async function criPods(cri: CriClient): Promise<CriPodView[]> {
   const statsOf = new Map(stats.map((s) => [s.attributes?.id ?? "", s]));
   const pods = new Map<string, CriPodView>();
   for (const s of sandboxes) {
-    const view = await sandboxView(cri, s);
+    const view = await unlessGone(sandboxView(cri, s));
+    if (!view) continue;
     view.image = imageNames.get(view.image) ?? view.image;
     pods.set(s.id, { name: view.podName, containers: [view] });
   }
   for (const c of containers) {
     const pod = pods.get(c.pod_sandbox_id);
     if (!pod) continue;
-    const view = await containerView(cri, c);
+    const view = await unlessGone(containerView(cri, c));
+    if (!view) continue;
     view.image = imageNames.get(view.image) ?? view.image;
     const m = statsOf.get(c.id);
     if (m)

@@ -2,9 +2,9 @@
 // own network namespace first, so the CNI can still tear down their networking, then the rest
 // (host-network pods such as the static control plane). Each pod's running containers are stopped
 // with the kubelet's shutdown grace period, then the sandbox; gone ones are no error.
-import { NotFoundError } from "../../errors.js";
 import { logger } from "../../log.js";
 import type { CriClient } from "../../sys/cri/client.js";
+import { unlessGone } from "./unless-gone.js";
 
 const log = logger("cri");
 
@@ -31,16 +31,6 @@ const NAMESPACE_MODE_CONTAINER = 1;
 const SANDBOX_READY = 0;
 const CONTAINER_RUNNING = 1;
 const CONTAINER_UNKNOWN = 3;
-
-/** The call's result; NotFound (the thing is gone already) as undefined. */
-async function unlessGone<T>(call: Promise<T>): Promise<T | undefined> {
-  try {
-    return await call;
-  } catch (err) {
-    if (err instanceof NotFoundError) return undefined;
-    throw err;
-  }
-}
 
 async function stopPod(
   cri: PodRuntime,
