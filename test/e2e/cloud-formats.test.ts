@@ -1,13 +1,14 @@
 // Each cloud image boots from its own file as its cloud attaches the disk: AWS's raw disk on NVMe
 // under UEFI (Nitro, and its arm64 image as on Graviton), GCE's disk.raw from its tar on virtio-scsi
-// under SeaBIOS, Azure's fixed VHD read as a VHD on IDE under BIOS (generation 1), Hetzner's on
-// virtio-scsi under SeaBIOS, Oracle's qcow2 on virtio-scsi under UEFI, and the OVA's disk, imported
-// as vSphere does, on the paravirtual SCSI controller its OVF names. Each instance but VMware's
-// finds its metadata service at 169.254.169.254 (the integration tests' server, relayed by QEMU;
-// Azure's wire server too). AWS's and Oracle's give the machine configuration as user data, Azure's
-// as the CustomData of ovf-env.xml on a UDF provisioning CD: those nodes run it. GCE's and
-// Hetzner's give none: those nodes wait in maintenance mode. Each takes its hostname and
-// PlatformMetadata from the service. VMware's has no guestinfo: maintenance mode.
+// under SeaBIOS, Azure's fixed VHD read as a VHD on IDE under BIOS (generation 1), DigitalOcean's,
+// Vultr's and UpCloud's on virtio under SeaBIOS, Hetzner's on virtio-scsi under SeaBIOS, Oracle's
+// qcow2 on virtio-scsi under UEFI, Exoscale's qcow2 on virtio, Scaleway's on virtio-scsi under UEFI,
+// OpenNebula's on virtio, and the OVA's disk, imported as vSphere does, on the paravirtual SCSI
+// controller its OVF names. Each instance but VMware's finds its metadata service at 169.254.169.254
+// (the integration tests' server, relayed by QEMU; Scaleway's at 169.254.42.42, Azure's wire server
+// too) or its CD (Azure's provisioning CD, OpenNebula's context). Those with user data run it; GCE's
+// and Hetzner's give none: those nodes wait in maintenance mode. Each takes its hostname and
+// PlatformMetadata from the service; VMware's has no guestinfo: maintenance mode.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
@@ -18,7 +19,7 @@ import type { NodeClient } from "../../agent/src/client/client.js";
 import { parseTalosconfig } from "../../agent/src/client/talosconfig.js";
 import { generateConfigs } from "../../agent/src/config/generate/index.js";
 import { type LoopbackMetadata, loopbackMetadata } from "../integration/helpers/loopback-metadata.js";
-import { fixturesRoot } from "../integration/helpers/metadata-server.js";
+import { fixturesRoot, type Scenario } from "../integration/helpers/metadata-server.js";
 import { resourceSpecs } from "../integration/helpers/resource-specs.js";
 import { type Arch, cloudImageFile, ensureCloudImages, metalDiskImage } from "./cloud-images.js";
 import {
@@ -51,13 +52,24 @@ interface CloudBoot {
   metadata?: "user data" | "no user data";
   /** A CD the cloud attaches, holding the user data in place of the service (Azure's provisioning CD, OpenNebula's context). */
   provisioningCd?(userData: string): string;
+  /** The image's kernel arguments name no serial console (UpCloud's): its log is read over the API (Dmesg). */
+  serialConsole?: false;
+  /** What the service serves besides the platform's fixture. */
+  scenario?: Omit<Scenario, "platform" | "userData">;
   /** What the platform's own rules require of the requests the node made to its service. */
   checkRequests?(requests: SeenRequest[]): void;
+  /** What the node shows of the platform's network, once it runs in its state. */
+  checkNetwork?(node: BootedNode, c: NodeClient): Promise<void>;
 }
+
+/** The address, netmask and gateway QEMU's user network gives the guest, where the API is forwarded to. */
+const qemuGuestIPv4 = { address: "169.254.2.15", netmask: "254.0.0.0", gateway: "169.254.2.2" };
 
 const sh = (script: string, ...args: string[]) => execFileSync("sh", ["-c", script, "sh", ...args]);
 const xzSparse = (image: string, disk: string) =>
   sh('xz -d -c -T2 "$1" | cp --sparse=always /dev/stdin "$2"', image, disk);
+const gzSparse = (image: string, disk: string) =>
+  sh('gzip -d -c "$1" | cp --sparse=always /dev/stdin "$2"', image, disk);
 /** A qcow2 keeps its own sparseness. */
 const xzQcow2 = (image: string, disk: string) => sh('xz -d -c -T2 "$1" >"$2"', image, disk);
 
@@ -92,6 +104,24 @@ async function expectInstanceFacts(node: BootedNode, c: NodeClient, platform: st
   );
 }
 
+/** The platform layer holds these addresses (`link/address/prefix`) and the node has them. */
+async function expectPlatformAddresses(node: BootedNode, c: NodeClient, expected: string[]): Promise<void> {
+  const ids = async (ns: string, type: string) => [...(await resourceSpecs(c, ns, type)).keys()];
+  await waitFor(
+    node,
+    `the platform's addresses ${expected.join(", ")}`,
+    async () => {
+      const specs = await ids("network-config", "AddressSpecs.net.talos.dev");
+      const statuses = await ids("network", "AddressStatuses.net.talos.dev");
+      for (const id of expected) {
+        assert.ok(specs.includes(`platform/${id}`), specs.join(" "));
+        assert.ok(statuses.includes(id), statuses.join(" "));
+      }
+    },
+    120_000,
+  );
+}
+
 /** The console line that says the node reached the state its metadata implies. */
 function reaches(cloud: CloudBoot): RegExp {
   if (cloud.metadata === "user data")
@@ -102,15 +132,35 @@ function reaches(cloud: CloudBoot): RegExp {
 }
 
 /** A client of the node in that state: over mutual TLS once it runs its platform's configuration, else maintenance mode's. */
-async function clientInItsState(node: BootedNode, cloud: CloudBoot): Promise<NodeClient> {
+async function clientInItsState(node: BootedNode, cloud: CloudBoot, timeoutMs = 120_000): Promise<NodeClient> {
   if (cloud.metadata !== "user data") {
     const c = node.client();
-    await waitFor(node, "the maintenance API", () => c.disks(), 120_000);
+    await waitFor(node, "the maintenance API", () => c.disks(), timeoutMs);
     return c;
   }
   const c = node.mtlsClient(parseTalosconfig((await configs).talosconfig));
-  await waitFor(node, "mutual TLS with the platform's configuration", () => c.version(), 120_000);
+  await waitFor(node, "mutual TLS with the platform's configuration", () => c.version(), timeoutMs);
   return c;
+}
+
+/** The kernel's log up to the line that says the node reached its state: its serial console, or Dmesg when it has none. */
+async function kernelLogOnceReached(node: BootedNode, cloud: CloudBoot): Promise<string> {
+  if (cloud.serialConsole !== false) {
+    await waitFor(
+      node,
+      `${cloud.platform}: ${reaches(cloud)}`,
+      async () => assert.match(node.console(), reaches(cloud)),
+      bootMs,
+      { failOn: sequenceFailed },
+    );
+    return node.console();
+  }
+  const c = await clientInItsState(node, cloud, bootMs);
+  const log = Buffer.concat(
+    (await c.collect<{ bytes?: Buffer }>(c.machine, "Dmesg", {})).map((m) => m.bytes ?? Buffer.alloc(0)),
+  ).toString();
+  assert.match(log, reaches(cloud));
+  return log;
 }
 
 type SeenRequest = { method: string; host: string; url: string; headers: Record<string, string | undefined> };
@@ -176,6 +226,50 @@ const clouds: CloudBoot[] = [
       );
       assert.ok(requests.filter((r) => r.host === "169.254.169.254").every((r) => r.headers["metadata"] === "true"));
     },
+  },
+  {
+    platform: "digital-ocean",
+    image: "digital-ocean-amd64.raw.gz",
+    unpack: gzSparse,
+    diskFormat: "raw",
+    diskBus: "virtio",
+    firmware: "bios",
+    partitions: /vda: vda1 vda2 vda3 vda4 vda5 vda6/,
+    metadata: "user data",
+    // The droplet's public IPv4 is static (no DHCP on DigitalOcean): QEMU's guest address and gateway,
+    // which the API is forwarded to.
+    scenario: { publicIPv4: qemuGuestIPv4 },
+    checkRequests: (requests) => assert.ok(requests.some((r) => r.url === "/metadata/v1/user-data")),
+    checkNetwork: (node, c) => expectPlatformAddresses(node, c, ["eth0/169.254.2.15/7", "eth0/10.19.0.5/16"]),
+  },
+  {
+    platform: "upcloud",
+    image: "upcloud-amd64.raw.xz",
+    unpack: xzSparse,
+    diskFormat: "raw",
+    diskBus: "virtio",
+    firmware: "bios",
+    partitions: /vda: vda1 vda2 vda3 vda4 vda5 vda6/,
+    metadata: "user data",
+    serialConsole: false,
+    checkRequests: (requests) => assert.ok(requests.some((r) => r.url === "/metadata/v1/user_data")),
+    // The floating address is static beside eth0's DHCP one.
+    checkNetwork: (node, c) => expectPlatformAddresses(node, c, ["eth0/185.70.197.3/32"]),
+  },
+  {
+    platform: "vultr",
+    image: "vultr-amd64.raw.xz",
+    unpack: xzSparse,
+    diskFormat: "raw",
+    diskBus: "virtio",
+    firmware: "bios",
+    partitions: /vda: vda1 vda2 vda3 vda4 vda5 vda6/,
+    metadata: "user data",
+    serialConsole: false,
+    // The public interface's IPv4 is static: QEMU's guest address and gateway.
+    scenario: { publicIPv4: qemuGuestIPv4 },
+    checkRequests: (requests) => assert.ok(requests.some((r) => r.url === "/latest/user-data")),
+    checkNetwork: (node, c) => expectPlatformAddresses(node, c, ["eth0/169.254.2.15/7"]),
   },
   {
     platform: "hcloud",
@@ -290,7 +384,11 @@ async function metadataService(cloud: CloudBoot): Promise<LoopbackMetadata | und
   if (!cloud.metadata) return undefined;
   const service = await loopbackMetadata();
   const served = cloud.metadata === "user data" && !cloud.provisioningCd;
-  service.serve({ platform: cloud.platform, ...(served ? { userData: (await configs).controlplane } : {}) });
+  service.serve({
+    ...cloud.scenario,
+    platform: cloud.platform,
+    ...(served ? { userData: (await configs).controlplane } : {}),
+  });
   return service;
 }
 
@@ -312,21 +410,16 @@ async function bootFromItsDisk(cloud: CloudBoot): Promise<void> {
     ...(cdrom ? { cdrom } : {}),
   });
   try {
-    await waitFor(
-      node,
-      `${cloud.platform}: ${reaches(cloud)}`,
-      async () => assert.match(node.console(), reaches(cloud)),
-      bootMs,
-      { failOn: sequenceFailed },
-    );
-    const text = node.console();
+    const text = await kernelLogOnceReached(node, cloud);
     assert.match(text, new RegExp(`Kernel command line: BOOT_IMAGE=/A/vmlinuz talos\\.platform=${cloud.platform} `));
     assert.match(text, cloud.partitions);
     assert.match(text, /task mountStatePartition \(1\/1\): done/);
     assert.equal(text.match(/machined: starting/g)?.length, 1, "machined started once: no boot loop");
     assert.match(text, new RegExp(`machined: starting \\{"platform":"${cloud.platform}"\\}`));
     if (service) {
-      await expectInstanceFacts(node, await clientInItsState(node, cloud), cloud.platform);
+      const c = await clientInItsState(node, cloud);
+      await expectInstanceFacts(node, c, cloud.platform);
+      await cloud.checkNetwork?.(node, c);
       cloud.checkRequests?.(seen(service));
     }
   } finally {

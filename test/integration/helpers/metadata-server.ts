@@ -30,6 +30,8 @@ export interface Scenario {
   fault?: { status?: number; body?: string; hang?: boolean };
   /** Equinix Metal: the status its events endpoint (POST /events) answers; default 200. */
   eventStatus?: number;
+  /** DigitalOcean, Vultr: the first public interface's IPv4 in place of the fixture's (a QEMU user network's guest address). */
+  publicIPv4?: { address: string; netmask: string; gateway: string };
 }
 
 export const fixturesRoot = path.resolve(
@@ -122,8 +124,12 @@ const digitalOcean: Handler = (req, s) => {
   const p = req.url.pathname;
   if (p === "/metadata/v1/user-data") return s.userData === undefined ? notFound() : text(s.userData);
   const doc = JSON.parse(fixture("digital-ocean", "v1.json")) as {
-    interfaces: { public: { ipv4: { ip_address: string } }[] };
+    interfaces: { public: { ipv4: { ip_address: string; netmask?: string; gateway?: string } }[] };
   };
+  if (s.publicIPv4) {
+    const { address, netmask, gateway } = s.publicIPv4;
+    doc.interfaces.public[0]!.ipv4 = { ip_address: address, netmask, gateway };
+  }
   if (p === "/metadata/v1.json") return json(doc);
   if (p === "/metadata/v1/interfaces/public/0/ipv4/address") return text(doc.interfaces.public[0]!.ipv4.ip_address);
   return notFound();
@@ -151,7 +157,9 @@ const hcloud: Handler = (req, s) => {
 const vultr: Handler = (req, s) => {
   const p = req.url.pathname;
   if (p === "/latest/user-data") return s.userData === undefined ? notFound() : text(s.userData);
-  if (p === "/v1.json") return json(JSON.parse(fixture("vultr", "v1.json")));
+  const doc = JSON.parse(fixture("vultr", "v1.json")) as { interfaces: { ipv4: Record<string, unknown> }[] };
+  if (s.publicIPv4) doc.interfaces[0]!.ipv4 = { ...doc.interfaces[0]!.ipv4, ...s.publicIPv4 };
+  if (p === "/v1.json") return json(doc);
   return notFound();
 };
 
