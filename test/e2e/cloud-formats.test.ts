@@ -1,14 +1,15 @@
 // Each cloud image boots from its own file as its cloud attaches the disk: AWS's raw disk on NVMe
 // under UEFI (Nitro, and its arm64 image as on Graviton), GCE's disk.raw from its tar on virtio-scsi
 // under SeaBIOS, Azure's fixed VHD read as a VHD on IDE under BIOS (generation 1), DigitalOcean's,
-// Vultr's and UpCloud's on virtio under SeaBIOS, Hetzner's on virtio-scsi under SeaBIOS, Oracle's
-// qcow2 on virtio-scsi under UEFI, Exoscale's qcow2 on virtio, Scaleway's on virtio-scsi under UEFI,
-// OpenNebula's on virtio, and the OVA's disk, imported as vSphere does, on the paravirtual SCSI
-// controller its OVF names. Each instance but VMware's finds its metadata service at 169.254.169.254
-// (the integration tests' server, relayed by QEMU; Scaleway's at 169.254.42.42, Azure's wire server
-// too) or its CD (Azure's provisioning CD, OpenNebula's context). Those with user data run it; GCE's
-// and Hetzner's give none: those nodes wait in maintenance mode. Each takes its hostname and
-// PlatformMetadata from the service; VMware's has no guestinfo: maintenance mode.
+// Vultr's and UpCloud's on virtio under SeaBIOS, Akamai's and Hetzner's on virtio-scsi under
+// SeaBIOS, Oracle's qcow2 on virtio-scsi under UEFI, Exoscale's qcow2 on virtio, Scaleway's on
+// virtio-scsi under UEFI, OpenNebula's on virtio, and the OVA's disk, imported as vSphere does, on
+// the paravirtual SCSI controller its OVF names. Each instance but VMware's finds its metadata
+// service at 169.254.169.254 (the integration tests' server, relayed by QEMU; Scaleway's at
+// 169.254.42.42, Azure's wire server too) or its CD (Azure's provisioning CD, OpenNebula's context).
+// Those with user data run it; GCE's and Hetzner's give none: those nodes wait in maintenance mode.
+// Each takes its hostname and PlatformMetadata from the service; VMware's has no guestinfo:
+// maintenance mode.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
@@ -270,6 +271,23 @@ const clouds: CloudBoot[] = [
     scenario: { publicIPv4: qemuGuestIPv4 },
     checkRequests: (requests) => assert.ok(requests.some((r) => r.url === "/latest/user-data")),
     checkNetwork: (node, c) => expectPlatformAddresses(node, c, ["eth0/169.254.2.15/7"]),
+  },
+  {
+    platform: "akamai",
+    image: "akamai-amd64.raw.gz",
+    unpack: gzSparse,
+    diskFormat: "raw",
+    diskBus: "virtio-scsi",
+    firmware: "bios",
+    partitions: /sda: sda1 sda2 sda3 sda4 sda5 sda6/,
+    metadata: "user data",
+    // Static addresses and no IPv4 route: QEMU's guest address with its prefix, its gateway on the link.
+    scenario: { publicIPv4: qemuGuestIPv4 },
+    checkRequests: (requests) => {
+      assert.ok(requests.some((r) => r.method === "PUT" && r.url === "/v1/token"));
+      assert.ok(requests.some((r) => r.url === "/v1/user-data"));
+    },
+    checkNetwork: (node, c) => expectPlatformAddresses(node, c, ["eth0/169.254.2.15/7", "eth0/192.1.2.3/32"]),
   },
   {
     platform: "hcloud",

@@ -30,7 +30,7 @@ export interface Scenario {
   fault?: { status?: number; body?: string; hang?: boolean };
   /** Equinix Metal: the status its events endpoint (POST /events) answers; default 200. */
   eventStatus?: number;
-  /** DigitalOcean, Vultr: the first public interface's IPv4 in place of the fixture's (a QEMU user network's guest address). */
+  /** DigitalOcean, Vultr, Akamai: the first public IPv4 in place of the fixture's (a QEMU user network's guest address). */
   publicIPv4?: { address: string; netmask: string; gateway: string };
 }
 
@@ -265,9 +265,17 @@ const akamai: Handler = (req, s) => {
     return json({ errors: [{ reason: "Unauthorized" }] }, 401);
   if (p === "/v1/user-data")
     return s.userData === undefined ? notFound() : text(Buffer.from(s.userData).toString("base64"));
-  const file = { "/v1/instance": "instance.json", "/v1/network": "network.json" }[p];
-  return file ? json(JSON.parse(fixture("akamai", file))) : notFound();
+  if (p === "/v1/instance") return json(JSON.parse(fixture("akamai", "instance.json")));
+  if (p !== "/v1/network") return notFound();
+  const network = JSON.parse(fixture("akamai", "network.json")) as { ipv4: { public: string[] } };
+  if (s.publicIPv4) network.ipv4.public[0] = `${s.publicIPv4.address}/${prefixLength(s.publicIPv4.netmask)}`;
+  return json(network);
 };
+
+/** The prefix length of a dotted IPv4 netmask. */
+function prefixLength(netmask: string): number {
+  return netmask.split(".").reduce((bits, octet) => bits + Number(octet).toString(2).replaceAll("0", "").length, 0);
+}
 
 // --- Equinix Metal: https://deploy.equinix.com/developers/docs/metal/server-metadata/metadata/
 // Over HTTPS at metadata.platformequinix.com: /metadata (JSON), /userdata. The events endpoint
