@@ -495,9 +495,9 @@ test("Kubernetes journey: install → bootstrap → static control plane → kub
         return;
       }
       // The kubelet reports a terminal phase only once the pod's containers are gone, and on a single
-      // node the API server it reports to is the next pod it stops (kubernetes/kubernetes#110755).
-      // When that report is lost, the pod is still Running to the cluster and the kubelet starts its
-      // container again in place.
+      // node the API server it reports to is the next pod it stops (a known limitation of Kubernetes'
+      // graceful node shutdown). When that report is lost, the pod is still Running to the cluster and
+      // the kubelet starts its container again in place.
       await waitFor(
         node,
         "the echo server started again in place",
