@@ -16,6 +16,7 @@ import https from "node:https";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse as parseYaml } from "yaml";
+import { prefixFrom } from "../../../agent/src/network/platform-config.js";
 
 export interface Scenario {
   platform: string;
@@ -157,10 +158,10 @@ const hcloud: Handler = (req, s) => {
 const vultr: Handler = (req, s) => {
   const p = req.url.pathname;
   if (p === "/latest/user-data") return s.userData === undefined ? notFound() : text(s.userData);
+  if (p !== "/v1.json") return notFound();
   const doc = JSON.parse(fixture("vultr", "v1.json")) as { interfaces: { ipv4: Record<string, unknown> }[] };
   if (s.publicIPv4) doc.interfaces[0]!.ipv4 = { ...doc.interfaces[0]!.ipv4, ...s.publicIPv4 };
-  if (p === "/v1.json") return json(doc);
-  return notFound();
+  return json(doc);
 };
 
 // --- Azure IMDS: https://learn.microsoft.com/azure/virtual-machines/instance-metadata-service
@@ -268,14 +269,12 @@ const akamai: Handler = (req, s) => {
   if (p === "/v1/instance") return json(JSON.parse(fixture("akamai", "instance.json")));
   if (p !== "/v1/network") return notFound();
   const network = JSON.parse(fixture("akamai", "network.json")) as { ipv4: { public: string[] } };
-  if (s.publicIPv4) network.ipv4.public[0] = `${s.publicIPv4.address}/${prefixLength(s.publicIPv4.netmask)}`;
+  if (s.publicIPv4) {
+    const { address, netmask } = s.publicIPv4;
+    network.ipv4.public[0] = `${address}/${prefixFrom(address, netmask, "publicIPv4").bits}`;
+  }
   return json(network);
 };
-
-/** The prefix length of a dotted IPv4 netmask. */
-function prefixLength(netmask: string): number {
-  return netmask.split(".").reduce((bits, octet) => bits + Number(octet).toString(2).replaceAll("0", "").length, 0);
-}
 
 // --- Equinix Metal: https://deploy.equinix.com/developers/docs/metal/server-metadata/metadata/
 // Over HTTPS at metadata.platformequinix.com: /metadata (JSON), /userdata. The events endpoint
