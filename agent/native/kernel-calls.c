@@ -2,7 +2,8 @@
 // addon costs ~4 MiB of private memory in machined): the clock's (adjtimex(2), clock_gettime(2), the
 // RTC_SET_TIME ioctl), the console's terminal ioctls, link-layer broadcasts (DHCPv4, gratuitous ARP)
 // pipe2(2) (logind's inhibitor locks), sendmsg(2) with SCM_RIGHTS (handing a lock to the system bus's
-// client) and the setup of a packet capture's socket (PacketCapture). Each takes and fills the caller's Buffer (the JS
+// client), the setup of a packet capture's socket (PacketCapture), and on x86 CPUID and the VMware
+// hypervisor's backdoor port (the vmware platform's guestinfo). Each takes and fills the caller's Buffer (the JS
 // side builds and reads the structs) and returns the call's result, or -errno when it failed.
 #define _GNU_SOURCE // pipe2
 #define NAPI_VERSION 8
@@ -20,6 +21,10 @@
 #include <sys/timex.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <sys/io.h>
+#endif
 
 // Reads argument i as a Buffer of at least size bytes; throws a TypeError and returns NULL otherwise.
 static void *buffer_arg(napi_env env, napi_value *argv, size_t argc, size_t i, size_t size) {
@@ -273,6 +278,51 @@ static napi_value js_packet_bind(napi_env env, napi_callback_info info) {
   return result(env, bind(fd, (struct sockaddr *)&addr, sizeof addr));
 }
 
+// cpuid(leaf: number, regs: Buffer /* uint32 eax, ebx, ecx, edx */): 0, or -ENOSYS off x86.
+static napi_value js_cpuid(napi_env env, napi_callback_info info) {
+  int32_t leaf;
+  void *data = int_and_buffer(env, info, 4 * sizeof(uint32_t), &leaf);
+  if (data == NULL) return NULL;
+#if defined(__x86_64__)
+  uint32_t r[4];
+  __cpuid_count((uint32_t)leaf, 0, r[0], r[1], r[2], r[3]);
+  memcpy(data, r, sizeof r);
+  return result(env, 0);
+#else
+  errno = ENOSYS;
+  return result(env, -1);
+#endif
+}
+
+#define VMWARE_BACKDOOR_PORT 0x5658
+
+// vmwareBackdoor(regs: Buffer /* uint32 eax, ebx, ecx, edx, esi, edi */): one IN from the backdoor port
+// with those registers, the registers it leaves written back; 0, or -errno when the port cannot be
+// opened (-ENOSYS off x86). Only a VMware guest may call it: elsewhere the port is whatever the bus has.
+static napi_value js_vmware_backdoor(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  void *data = buffer_arg(env, argv, argc, 0, 6 * sizeof(uint32_t));
+  if (data == NULL) return NULL;
+#if defined(__x86_64__)
+  // The I/O permission bitmap is the calling thread's: granted here, on the thread that runs the IN.
+  if (ioperm(VMWARE_BACKDOOR_PORT, 1, 1) < 0) return result(env, -1);
+  uint32_t r[6];
+  memcpy(r, data, sizeof r);
+  r[3] = (r[3] & 0xffff0000u) | VMWARE_BACKDOOR_PORT;
+  __asm__ __volatile__("inl %%dx, %%eax"
+                       : "+a"(r[0]), "+b"(r[1]), "+c"(r[2]), "+d"(r[3]), "+S"(r[4]), "+D"(r[5])
+                       :
+                       : "memory");
+  memcpy(data, r, sizeof r);
+  return result(env, 0);
+#else
+  errno = ENOSYS;
+  return result(env, -1);
+#endif
+}
+
 NAPI_MODULE_INIT() {
   napi_property_descriptor props[] = {
       {"adjtimex", NULL, js_adjtimex, NULL, NULL, NULL, napi_enumerable, NULL},
@@ -288,6 +338,8 @@ NAPI_MODULE_INIT() {
       {"attachFilter", NULL, js_attach_filter, NULL, NULL, NULL, napi_enumerable, NULL},
       {"packetMembership", NULL, js_packet_membership, NULL, NULL, NULL, napi_enumerable, NULL},
       {"packetBind", NULL, js_packet_bind, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"cpuid", NULL, js_cpuid, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"vmwareBackdoor", NULL, js_vmware_backdoor, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;
   return exports;

@@ -98,6 +98,7 @@ async function configFromCloud(
       mounter: d.mounter,
       mountDir: d.mountDir,
       signal: d.signal,
+      cmdline: d.cmdline,
       log: d.log,
       ...(d.cloud?.http ? { http: d.cloud.http } : {}),
       ...(d.cloud?.downloadRetry ? { retry: d.cloud.downloadRetry } : {}),

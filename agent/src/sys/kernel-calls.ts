@@ -35,6 +35,13 @@ export interface KernelCalls {
   packetMembership(fd: number, ifindex: number, type: number): number;
   /** bind(2) of a packet socket to link `ifindex` for `protocol` (ETH_P_*): 0 or -errno. */
   packetBind(fd: number, ifindex: number, protocol: number): number;
+  /** CPUID of `leaf` (subleaf 0) into a uint32[4] (eax, ebx, ecx, edx): 0, or -ENOSYS off x86. */
+  cpuid(leaf: number, regs: Buffer): number;
+  /**
+   * One IN from VMware's backdoor port with the registers of a uint32[6] (eax, ebx, ecx, edx, esi,
+   * edi), written back as it leaves them: 0, or -errno (-ENOSYS off x86). Only for a VMware guest.
+   */
+  vmwareBackdoor(regs: Buffer): number;
 }
 
 /** Where the addon is, found without loading it (it loads on first use); throws what both places answered. */

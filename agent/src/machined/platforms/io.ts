@@ -18,6 +18,7 @@ export interface NodePlatformIoDeps {
   mounter: Mounter;
   mountDir: string;
   signal: AbortSignal;
+  cmdline: Map<string, string[]>;
   log: Logger;
   /** Another HTTP (tests); node's fetch otherwise. */
   http?: MetadataHttp;
@@ -69,6 +70,7 @@ export function nodePlatformIo(d: NodePlatformIoDeps): PlatformIo {
   const mountPoint = oneAtATime();
   return {
     http: d.http ?? fetchMetadataHttp(d.signal),
+    cmdline: d.cmdline,
     signal: d.signal,
     retry: d.retry ?? downloadRetry,
     readVolume: async (labels, files) => {

@@ -15,6 +15,7 @@ import {
   staticRoute,
   type PlatformNetworkConfig,
 } from "../../network/platform-config.js";
+import { decodeBase64 } from "./base64.js";
 import { parseEnvFile } from "./env-file.js";
 import { MetadataError } from "./metadata-http.js";
 import { platformMetadataSpec } from "./metadata-spec.js";
@@ -103,9 +104,7 @@ export function parseOpennebulaContext(env: Map<string, string>): PlatformNetwor
 async function readUserData(io: PlatformIo): Promise<Buffer | undefined> {
   const encoded = (await readContext(io)).get("USER_DATA");
   if (encoded === undefined) return undefined;
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(encoded) || encoded.length % 4 !== 0)
-    throw new MetadataError(`${contextFile}: USER_DATA is not base64`, {});
-  return nonEmpty(Buffer.from(encoded, "base64"));
+  return nonEmpty(decodeBase64(encoded, `${contextFile}: USER_DATA`));
 }
 
 export const opennebula: CloudPlatform = {

@@ -11,6 +11,8 @@ import type { RetryTiming } from "./retry.js";
 
 export interface PlatformIo {
   http: MetadataHttp;
+  /** The kernel's arguments (VMware reads guestinfo only with talos.config=guestinfo). */
+  cmdline: Map<string, string[]>;
   /** Ends with the node's run. */
   signal: AbortSignal;
   /** How a platform's own downloads are retried while the service cannot be reached. */

@@ -50,9 +50,11 @@ export function platformIo(
   http: MetadataHttp,
   volumes: Map<string, Map<string, Buffer>> = new Map(),
   devices: Map<string, Map<string, Buffer>> = new Map(),
+  cmdline: Map<string, string[]> = new Map(),
 ): PlatformIo {
   return {
     http,
+    cmdline,
     signal: new AbortController().signal,
     // Retried at once, three times.
     retry: {

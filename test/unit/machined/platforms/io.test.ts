@@ -59,6 +59,7 @@ test("two reads of a provisioning CD at once: each mounts in turn and both get t
     mountDir: path.join(work, "mnt"),
     devDir,
     signal: new AbortController().signal,
+    cmdline: new Map(),
     log: logger("test"),
   });
 
