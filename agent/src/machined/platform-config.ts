@@ -18,6 +18,7 @@ import type { RetryTiming } from "./platforms/retry.js";
 import { cloudPlatform } from "./platforms/index.js";
 import { nodePlatformIo } from "./platforms/io.js";
 import type { MetadataHttp } from "./platforms/metadata-http.js";
+import type { VmwareBackdoor } from "../sys/vmware-backdoor.js";
 import type { CloudPlatform, PlatformEvent } from "./platforms/platform.js";
 import { configFailedEvent } from "./platform-events.js";
 
@@ -32,8 +33,14 @@ export interface PlatformConfigDeps extends AcquireDeps {
   setNetwork(network: PlatformNetwork | undefined): void;
   /** Tells the platform the configuration could not be loaded (platform-events.ts). */
   platformEvent?(event: PlatformEvent): void;
-  /** A cloud platform's metadata service reached another way, and its retry timing (tests). */
-  cloud?: { http?: MetadataHttp; userDataRetry?: RetryTiming; networkRetry?: RetryTiming; downloadRetry?: RetryTiming };
+  /** A cloud platform's metadata service (or VMware's backdoor) reached another way, and its retry timing (tests). */
+  cloud?: {
+    http?: MetadataHttp;
+    vmwareBackdoor?: VmwareBackdoor;
+    userDataRetry?: RetryTiming;
+    networkRetry?: RetryTiming;
+    downloadRetry?: RetryTiming;
+  };
 }
 
 function problemsOf(err: unknown): string[] {
@@ -101,6 +108,7 @@ async function configFromCloud(
       cmdline: d.cmdline,
       log: d.log,
       ...(d.cloud?.http ? { http: d.cloud.http } : {}),
+      ...(d.cloud?.vmwareBackdoor ? { vmwareBackdoor: d.cloud.vmwareBackdoor } : {}),
       ...(d.cloud?.downloadRetry ? { retry: d.cloud.downloadRetry } : {}),
     }),
     signal: d.signal,

@@ -13,7 +13,7 @@ import { openstack } from "./openstack.js";
 import { oracle } from "./oracle.js";
 import { scaleway } from "./scaleway.js";
 import { upcloud } from "./upcloud.js";
-import { vmwarePlatform } from "./vmware.js";
+import { vmware } from "./vmware.js";
 import { vultr } from "./vultr.js";
 import type { CloudPlatform } from "./platform.js";
 
@@ -32,7 +32,7 @@ const platforms: readonly CloudPlatform[] = [
   akamai,
   equinixMetal,
   opennebula,
-  vmwarePlatform(),
+  vmware,
 ];
 
 /** Older names Talos still takes for a platform. */

@@ -4,6 +4,7 @@
 import type { Logger } from "../../log.js";
 import type { ResourceState } from "../../resources/state.js";
 import type { Mounter } from "../../sys/mount.js";
+import { nodeVmwareBackdoor, type VmwareBackdoor } from "../../sys/vmware-backdoor.js";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { describeError } from "../../errors.js";
@@ -22,6 +23,8 @@ export interface NodePlatformIoDeps {
   log: Logger;
   /** Another HTTP (tests); node's fetch otherwise. */
   http?: MetadataHttp;
+  /** Another VMware backdoor (tests); the CPU's otherwise. */
+  vmwareBackdoor?: VmwareBackdoor;
   /** Where devices are listed (/dev). */
   devDir?: string;
   /** How the platform's own downloads are retried (Talos's download: 3 min). */
@@ -71,6 +74,7 @@ export function nodePlatformIo(d: NodePlatformIoDeps): PlatformIo {
   return {
     http: d.http ?? fetchMetadataHttp(d.signal),
     cmdline: d.cmdline,
+    vmwareBackdoor: d.vmwareBackdoor ?? nodeVmwareBackdoor(),
     signal: d.signal,
     retry: d.retry ?? downloadRetry,
     readVolume: async (labels, files) => {

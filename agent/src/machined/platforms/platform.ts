@@ -4,6 +4,7 @@
 // hands the documents to a pure parser.
 
 import type { Logger } from "../../log.js";
+import type { VmwareBackdoor } from "../../sys/vmware-backdoor.js";
 import type { PlatformNetworkConfig } from "../../network/platform-config.js";
 import type { VolumeFiles } from "../config-source/labelled-volume.js";
 import type { MetadataHttp } from "./metadata-http.js";
@@ -13,6 +14,8 @@ export interface PlatformIo {
   http: MetadataHttp;
   /** The kernel's arguments (VMware reads guestinfo only with talos.config=guestinfo). */
   cmdline: Map<string, string[]>;
+  /** The VMware hypervisor's backdoor, where VMware's guestinfo is read. */
+  vmwareBackdoor: VmwareBackdoor;
   /** Ends with the node's run. */
   signal: AbortSignal;
   /** How a platform's own downloads are retried while the service cannot be reached. */

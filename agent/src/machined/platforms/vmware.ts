@@ -7,7 +7,7 @@
 // node's link with it), the hostname and the instance id.
 
 import { parse as parseYaml } from "yaml";
-import { nodeVmwareBackdoor, type VmwareBackdoor } from "../../sys/vmware-backdoor.js";
+import type { VmwareBackdoor } from "../../sys/vmware-backdoor.js";
 import { DEFAULT_ROUTE_METRIC } from "../../network/config-specs.js";
 import {
   dhcp4Operator,
@@ -145,37 +145,39 @@ export function parseVmwareMetadata(text: string): PlatformNetworkConfig {
   return config;
 }
 
+/** No network settings: PlatformMetadata names the platform only. */
+function nameOnly(): PlatformNetworkConfig {
+  return { ...emptyPlatformNetworkConfig(), metadata: { platform: "vmware" } };
+}
+
 /** Talos reads guestinfo only when the kernel's talos.config= says so. */
 function guestInfoWanted(io: PlatformIo): boolean {
   return io.cmdline.get("talos.config")?.at(-1) === "guestinfo";
 }
 
-export function vmwarePlatform(backdoor: VmwareBackdoor = nodeVmwareBackdoor()): CloudPlatform {
-  return {
-    name: "vmware",
-    // guestinfo is the hypervisor's: no address is needed to read it.
-    local: true,
-    async readNetwork(io) {
-      try {
-        checkVmware(backdoor);
-      } catch (err) {
-        // The CPU will not say otherwise later: no guestinfo, only the platform's name.
-        if (!(err instanceof NotVmwareError)) throw err;
-        io.log.warn(`no VMware guestinfo network: ${err.message}`);
-        return { ...emptyPlatformNetworkConfig(), metadata: { platform: "vmware" } };
-      }
-      const metadata = readGuestInfo(backdoor, [metadataKey]);
-      if (!metadata) return { ...emptyPlatformNetworkConfig(), metadata: { platform: "vmware" } };
-      return parseVmwareMetadata(metadata.toString("utf8"));
-    },
-    async readUserData(io) {
-      if (!guestInfoWanted(io)) {
-        io.log.info("talos.config= is not guestinfo: the VMware guestinfo is not read");
-        return undefined;
-      }
-      io.log.info("fetching machine config from VMware extraConfig or OVF env");
-      checkVmware(backdoor);
-      return nonEmpty(readGuestInfo(backdoor, [configKey, fallbackConfigKey]));
-    },
-  };
-}
+export const vmware: CloudPlatform = {
+  name: "vmware",
+  // guestinfo is the hypervisor's: no address is needed to read it.
+  local: true,
+  async readNetwork(io) {
+    try {
+      checkVmware(io.vmwareBackdoor);
+    } catch (err) {
+      // The CPU will not say otherwise later: no guestinfo, only the platform's name.
+      if (!(err instanceof NotVmwareError)) throw err;
+      io.log.warn(`no VMware guestinfo network: ${err.message}`);
+      return nameOnly();
+    }
+    const metadata = readGuestInfo(io.vmwareBackdoor, [metadataKey]);
+    return metadata ? parseVmwareMetadata(metadata.toString("utf8")) : nameOnly();
+  },
+  async readUserData(io) {
+    if (!guestInfoWanted(io)) {
+      io.log.info("talos.config= is not guestinfo: the VMware guestinfo is not read");
+      return undefined;
+    }
+    io.log.info("fetching machine config from VMware extraConfig or OVF env");
+    checkVmware(io.vmwareBackdoor);
+    return nonEmpty(readGuestInfo(io.vmwareBackdoor, [configKey, fallbackConfigKey]));
+  },
+};

@@ -9,6 +9,7 @@ import type {
   MetadataRequest,
 } from "../../../../agent/src/machined/platforms/metadata-http.js";
 import type { PlatformIo } from "../../../../agent/src/machined/platforms/platform.js";
+import type { VmwareBackdoor } from "../../../../agent/src/sys/vmware-backdoor.js";
 import { logger } from "../../../../agent/src/log.js";
 import type { KnownLink } from "../../../../agent/src/network/config-specs.js";
 import { repoRoot } from "../../pki/fixtures.js";
@@ -45,16 +46,28 @@ export class ScriptedHttp implements MetadataHttp {
   }
 }
 
-/** A node whose volumes are `volumes` by label, and whose CD devices hold `devices` (name -> file -> bytes). */
+/** A CPU that runs on no hypervisor: nothing answers a backdoor call. */
+const noHypervisor: VmwareBackdoor = {
+  hypervisorSignature: () => "",
+  call: () => {
+    throw new Error("no hypervisor's backdoor on this node");
+  },
+};
+
+/**
+ * A node whose volumes are `volumes` by label, and whose CD devices hold `devices` (name -> file ->
+ * bytes); without kernel arguments nor hypervisor unless `node` gives them.
+ */
 export function platformIo(
   http: MetadataHttp,
   volumes: Map<string, Map<string, Buffer>> = new Map(),
   devices: Map<string, Map<string, Buffer>> = new Map(),
-  cmdline: Map<string, string[]> = new Map(),
+  node: Partial<Pick<PlatformIo, "cmdline" | "vmwareBackdoor">> = {},
 ): PlatformIo {
   return {
     http,
-    cmdline,
+    cmdline: node.cmdline ?? new Map(),
+    vmwareBackdoor: node.vmwareBackdoor ?? noHypervisor,
     signal: new AbortController().signal,
     // Retried at once, three times.
     retry: {

@@ -8,16 +8,18 @@ import {
   NotVmwareError,
   ovfProperty,
   parseVmwareMetadata,
-  vmwarePlatform,
+  vmware,
 } from "../../../../agent/src/machined/platforms/vmware.js";
 import { guestInfo, RpciError } from "../../../../agent/src/machined/platforms/vmware-rpci.js";
 import { PlatformDataError, withLinksByMac } from "../../../../agent/src/network/platform-config.js";
 import { fixtureText, fixtureYaml, link, platformIo, ScriptedHttp } from "./helpers.js";
-import { FakeVmwareHost } from "./vmware-host.js";
+import { FakeVmwareHost } from "../../../integration/helpers/vmware-host.js";
 
 const b64 = (s: string | Buffer) => Buffer.from(s).toString("base64");
 const guestinfoCmdline = new Map([["talos.config", ["guestinfo"]]]);
-const io = (cmdline = guestinfoCmdline) => platformIo(new ScriptedHttp(new Map()), new Map(), new Map(), cmdline);
+/** A node on `host`, booted with talos.config=guestinfo unless `cmdline` says otherwise. */
+const on = (host: FakeVmwareHost, cmdline = guestinfoCmdline) =>
+  platformIo(new ScriptedHttp(new Map()), new Map(), new Map(), { cmdline, vmwareBackdoor: host });
 
 /** An OVF environment as vSphere hands it over guestinfo.ovfenv. */
 function ovfEnv(properties: Record<string, string>): string {
@@ -72,17 +74,17 @@ describe("vmware platform", () => {
   it("reads guestinfo.talos.config, base64, as the configuration; gzip stays for the caller", async () => {
     const config = gzipSync("version: v1alpha1\n");
     const host = new FakeVmwareHost(new Map([["talos.config", b64(config)]]));
-    assert.deepEqual(await vmwarePlatform(host).readUserData(io()), config);
+    assert.deepEqual(await vmware.readUserData(on(host)), config);
     assert.deepEqual(host.requests, ["info-get guestinfo.talos.config"]);
   });
 
   it("falls back to guestinfo.userdata, then the OVF environment's talos.config, then its userdata", async () => {
     const userdata = new FakeVmwareHost(new Map([["userdata", b64("from userdata")]]));
-    assert.equal((await vmwarePlatform(userdata).readUserData(io()))?.toString(), "from userdata");
+    assert.equal((await vmware.readUserData(on(userdata)))?.toString(), "from userdata");
     assert.deepEqual(userdata.requests, ["info-get guestinfo.talos.config", "info-get guestinfo.userdata"]);
 
     const ovfUserdata = new FakeVmwareHost(new Map([["ovfenv", ovfEnv({ userdata: b64("ovf userdata") })]]));
-    assert.equal((await vmwarePlatform(ovfUserdata).readUserData(io()))?.toString(), "ovf userdata");
+    assert.equal((await vmware.readUserData(on(ovfUserdata)))?.toString(), "ovf userdata");
     assert.deepEqual(ovfUserdata.requests, [
       "info-get guestinfo.talos.config",
       "info-get guestinfo.userdata",
@@ -92,7 +94,7 @@ describe("vmware platform", () => {
     const both = new FakeVmwareHost(
       new Map([["ovfenv", ovfEnv({ userdata: b64("second"), "talos.config": b64("first") })]]),
     );
-    assert.equal((await vmwarePlatform(both).readUserData(io()))?.toString(), "first");
+    assert.equal((await vmware.readUserData(on(both)))?.toString(), "first");
   });
 
   it("empty values are absent: no configuration, maintenance mode", async () => {
@@ -102,37 +104,34 @@ describe("vmware platform", () => {
         ["ovfenv", ovfEnv({ "talos.config": "" })],
       ]),
     );
-    assert.equal(await vmwarePlatform(host).readUserData(io()), undefined);
+    assert.equal(await vmware.readUserData(on(host)), undefined);
     assert.equal(host.requests.length, 3);
   });
 
   it("reads nothing unless talos.config=guestinfo", async () => {
     const host = new FakeVmwareHost(new Map([["talos.config", b64("x")]]));
-    assert.equal(await vmwarePlatform(host).readUserData(io(new Map())), undefined);
-    assert.equal(
-      await vmwarePlatform(host).readUserData(io(new Map([["talos.config", ["http://10.0.0.1/c"]]]))),
-      undefined,
-    );
+    assert.equal(await vmware.readUserData(on(host, new Map())), undefined);
+    assert.equal(await vmware.readUserData(on(host, new Map([["talos.config", ["http://10.0.0.1/c"]]]))), undefined);
     assert.deepEqual(host.requests, []);
   });
 
   it("off VMware, or with a silent backdoor, the user data read fails without retrying", async () => {
     const qemu = new FakeVmwareHost(new Map([["talos.config", b64("x")]]));
     qemu.signature = "TCGTCGTCGTCG";
-    await assert.rejects(vmwarePlatform(qemu).readUserData(io()), (err: Error) => {
+    await assert.rejects(vmware.readUserData(on(qemu)), (err: Error) => {
       assert.ok(err instanceof NotVmwareError);
       assert.equal(err.message, `not a VMware virtual machine: the CPU's hypervisor signature is "TCGTCGTCGTCG"`);
       return true;
     });
     const silent = new FakeVmwareHost();
     silent.answersVersion = false;
-    await assert.rejects(vmwarePlatform(silent).readUserData(io()), /the VMware backdoor does not answer/);
+    await assert.rejects(vmware.readUserData(on(silent)), /the VMware backdoor does not answer/);
     let attempts = 0;
-    const counting = vmwarePlatform(qemu);
+    const counting = vmware;
     await assert.rejects(
       readCloudUserData({
         platform: { ...counting, readUserData: (i) => (attempts++, counting.readUserData(i)) },
-        io: io(),
+        io: on(qemu),
         signal: new AbortController().signal,
         networkReady: async () => undefined,
         log: logger("test"),
@@ -145,12 +144,12 @@ describe("vmware platform", () => {
 
   it("a value that is not base64 is a MetadataError", async () => {
     const host = new FakeVmwareHost(new Map([["talos.config", "not base64!"]]));
-    await assert.rejects(vmwarePlatform(host).readUserData(io()), MetadataError);
+    await assert.rejects(vmware.readUserData(on(host)), MetadataError);
   });
 
   it("reads guestinfo.metadata: the link named eth1, its address, gateway, hostname and instance id", async () => {
     const host = new FakeVmwareHost(new Map([["metadata", b64(fixtureText("vmware/metadata-match-by-name.yaml"))]]));
-    assert.deepEqual(await vmwarePlatform(host).readNetwork(io()), fixtureYaml("vmware/expected-match-by-name.yaml"));
+    assert.deepEqual(await vmware.readNetwork(on(host)), fixtureYaml("vmware/expected-match-by-name.yaml"));
   });
 
   it("a link matched by MAC follows the node's link with that permanent address", async () => {
@@ -166,7 +165,7 @@ describe("vmware platform", () => {
   it("the metadata from the OVF environment when guestinfo has none", async () => {
     const metadata = b64(fixtureText("vmware/metadata-match-by-name.yaml"));
     const host = new FakeVmwareHost(new Map([["ovfenv", ovfEnv({ metadata })]]));
-    assert.deepEqual(await vmwarePlatform(host).readNetwork(io()), fixtureYaml("vmware/expected-match-by-name.yaml"));
+    assert.deepEqual(await vmware.readNetwork(on(host)), fixtureYaml("vmware/expected-match-by-name.yaml"));
   });
 
   it("DHCP, MTU, IPv6 and resolvers; links not named eth* are left out", () => {
@@ -229,10 +228,10 @@ describe("vmware platform", () => {
   });
 
   it("without guestinfo.metadata, or off VMware, the network is only the platform's name", async () => {
-    assert.deepEqual((await vmwarePlatform(new FakeVmwareHost()).readNetwork(io())).metadata, { platform: "vmware" });
+    assert.deepEqual((await vmware.readNetwork(on(new FakeVmwareHost()))).metadata, { platform: "vmware" });
     const qemu = new FakeVmwareHost(new Map([["metadata", b64(fixtureText("vmware/metadata-match-by-name.yaml"))]]));
     qemu.signature = "";
-    const config = await vmwarePlatform(qemu).readNetwork(io());
+    const config = await vmware.readNetwork(on(qemu));
     assert.deepEqual([config.metadata, config.links, qemu.requests], [{ platform: "vmware" }, [], []]);
   });
 

@@ -2,8 +2,8 @@
 // backdoor and message protocol: GETVERSION, and RPCI channels (open with or without cookies,
 // the request's size then its bytes four at a time, the reply's size then its bytes, the
 // receive status, close) answering `info-get guestinfo.<key>` from a map.
-import type { BackdoorRegisters, VmwareBackdoor } from "../../../../agent/src/sys/vmware-backdoor.js";
-import { BACKDOOR_MAGIC } from "../../../../agent/src/sys/vmware-backdoor.js";
+import type { BackdoorRegisters, VmwareBackdoor } from "../../../agent/src/sys/vmware-backdoor.js";
+import { BACKDOOR_MAGIC } from "../../../agent/src/sys/vmware-backdoor.js";
 import {
   COMMAND_GET_VERSION,
   COMMAND_MESSAGE,
@@ -11,7 +11,7 @@ import {
   MessageStatus,
   MessageType,
   RPCI_PROTOCOL,
-} from "../../../../agent/src/machined/platforms/vmware-rpci.js";
+} from "../../../agent/src/machined/platforms/vmware-rpci.js";
 
 interface HostChannel {
   cookieHigh: number;
