@@ -61,6 +61,24 @@ async function statusCreated(state: ResourceState): Promise<void> {
 }
 
 /** Resolves once the CRD reports Established (read, else after a bounded watch of it). */
+/**
+ * Waits until the API server serves a group version: an established CRD's group can still answer 404
+ * for a moment, until its handler is installed.
+ */
+async function groupVersionServed(client: KubeClient, path: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    const served = await client.request("GET", path).then(
+      () => true,
+      (err: unknown) => {
+        if (attempt >= 100) throw err;
+        return false;
+      },
+    );
+    if (served) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 async function crdEstablished(client: KubeClient, name: string): Promise<void> {
   const path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
   const established = (o: KubernetesObject) =>
@@ -298,6 +316,7 @@ describe("bootstrap manifests against a real kube-apiserver and etcd", { timeout
       ]);
     await client.request("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.example.org");
     await crdEstablished(client, "gadgets.example.org");
+    await groupVersionServed(client, "/apis/example.org/v1");
     const next = await applyObjects(client, [gadget, crd], log);
     assert.deepEqual(next, created instanceof ManifestApplyError ? ["example.org/v1/Gadget/g1"] : []);
     const got = await client.request<{ spec: { size: number } }>("GET", "/apis/example.org/v1/gadgets/g1");
